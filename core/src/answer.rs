@@ -1,0 +1,209 @@
+//! Finds the SQL in a model's answer: code fences, prose around it, trailing chatter.
+
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+/// Words that start a SQL statement; used to find SQL inside prose. Non-query statements are
+/// included so that an answer such as `DROP TABLE t` is found and refused by the guard rather
+/// than reported as "no SQL".
+const STATEMENT_STARTS: &[&str] = &[
+    "SELECT", "WITH", "VALUES", "TABLE", "INSERT", "UPDATE", "DELETE", "MERGE", "DROP", "CREATE", "ALTER",
+    "TRUNCATE", "GRANT", "REVOKE", "COPY", "SET", "RESET", "EXPLAIN", "CALL", "DO", "BEGIN", "COMMIT",
+    "VACUUM", "ANALYZE", "LOCK", "SHOW", "PREPARE", "EXECUTE", "DECLARE", "LISTEN", "NOTIFY", "REINDEX",
+    "CLUSTER", "DISCARD", "REFRESH", "SECURITY", "COMMENT",
+];
+
+/// Languages of a fenced block that count as SQL.
+const SQL_FENCES: &[&str] = &["sql", "postgresql", "postgres", "pgsql", "psql", "plpgsql"];
+
+/// The SQL text found in `answer`, or None when the answer holds no SQL at all.
+pub fn extract_sql(answer: &str) -> Option<String> {
+    let answer = strip_think(answer);
+    let body = match marked_section(&answer) {
+        Some(s) => s,
+        None => match fenced_block(&answer) {
+            Some(b) => b,
+            None => answer.clone(),
+        },
+    };
+    let body = body.trim();
+    if body.is_empty() {
+        return None;
+    }
+    if parses(body) {
+        return Some(clean(body));
+    }
+    // Prose around the SQL: start at the first line that opens a statement, then drop
+    // trailing lines until what is left parses.
+    let lines: Vec<&str> = body.lines().collect();
+    let start = lines.iter().position(|l| starts_statement(l))?;
+    let first = strip_before_keyword(lines[start]);
+    let mut kept: Vec<&str> = std::iter::once(first).chain(lines[start + 1..].iter().copied()).collect();
+    let whole = kept.join("\n");
+    while !kept.is_empty() {
+        let text = kept.join("\n");
+        if parses(&text) {
+            return Some(clean(&text));
+        }
+        kept.pop();
+    }
+    // Nothing parses: hand back the statement as written so the caller can report why.
+    Some(clean(&whole))
+}
+
+fn clean(sql: &str) -> String {
+    let mut s = sql.trim();
+    while let Some(t) = s.strip_suffix(';') {
+        s = t.trim_end();
+    }
+    s.to_string()
+}
+
+fn parses(sql: &str) -> bool {
+    matches!(Parser::parse_sql(&PostgreSqlDialect {}, sql), Ok(v) if !v.is_empty())
+}
+
+/// Removes `<think>…</think>` reasoning that some models emit before answering.
+fn strip_think(answer: &str) -> String {
+    let mut out = answer.to_string();
+    while let Some(start) = out.find("<think>") {
+        match out[start..].find("</think>") {
+            Some(end) => out.replace_range(start..start + end + "</think>".len(), ""),
+            None => out.truncate(start),
+        }
+    }
+    out
+}
+
+/// The text after the last `#SQL:` marker of a structured answer, if any.
+fn marked_section(answer: &str) -> Option<String> {
+    let idx = answer.rfind("#SQL:")?;
+    let rest = &answer[idx + "#SQL:".len()..];
+    Some(fenced_block(rest).unwrap_or_else(|| rest.to_string()))
+}
+
+/// The first fenced block labelled as SQL, else the first unlabelled one.
+fn fenced_block(answer: &str) -> Option<String> {
+    let mut blocks: Vec<(String, String)> = Vec::new();
+    let mut rest = answer;
+    while let Some(open) = rest.find("```") {
+        let after = &rest[open + 3..];
+        let (lang, body_start) = match after.find('\n') {
+            Some(nl) => (after[..nl].trim().to_ascii_lowercase(), nl + 1),
+            None => (String::new(), 0),
+        };
+        let body = &after[body_start..];
+        match body.find("```") {
+            Some(close) => {
+                blocks.push((lang, body[..close].to_string()));
+                rest = &body[close + 3..];
+            }
+            None => {
+                // An unterminated fence (truncated answer): take what is there.
+                blocks.push((lang, body.to_string()));
+                break;
+            }
+        }
+    }
+    let sql = blocks.iter().find(|(l, _)| SQL_FENCES.contains(&l.as_str()));
+    let plain = blocks.iter().find(|(l, _)| l.is_empty());
+    sql.or(plain).map(|(_, b)| b.clone())
+}
+
+fn starts_statement(line: &str) -> bool {
+    keyword_at(strip_before_keyword(line))
+}
+
+/// Drops a leading label such as `SQL:` or `Query:` in front of a statement on the same line.
+fn strip_before_keyword(line: &str) -> &str {
+    let t = line.trim_start();
+    if keyword_at(t) {
+        return t;
+    }
+    if let Some(colon) = t.find(':') {
+        let after = t[colon + 1..].trim_start();
+        if t[..colon].split_whitespace().count() <= 2 && keyword_at(after) {
+            return after;
+        }
+    }
+    t
+}
+
+fn keyword_at(text: &str) -> bool {
+    let word: String = text.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    let next = text[word.len()..].chars().next();
+    !word.is_empty()
+        && STATEMENT_STARTS.iter().any(|k| k.eq_ignore_ascii_case(&word))
+        && next.is_none_or(|c| c.is_whitespace() || c == '(' || c == ';' || c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_sql() {
+        assert_eq!(extract_sql("SELECT count(*) FROM singer;").as_deref(), Some("SELECT count(*) FROM singer"));
+    }
+
+    #[test]
+    fn fenced_with_prose() {
+        let a = "Sure! Here is the query:\n\n```sql\nSELECT name\nFROM singer\nWHERE age > 30;\n```\n\nIt lists singers.";
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT name\nFROM singer\nWHERE age > 30"));
+    }
+
+    #[test]
+    fn prose_without_fence() {
+        let a = "The answer is:\nSELECT count(*) FROM singer;\n\nThis counts all singers in the table.";
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT count(*) FROM singer"));
+    }
+
+    #[test]
+    fn label_on_same_line() {
+        assert_eq!(extract_sql("SQL: SELECT 1").as_deref(), Some("SELECT 1"));
+    }
+
+    #[test]
+    fn structured_answer_takes_last_sql_section() {
+        let a = "#reason: count rows\n#SQL-like: Show COUNT(*)\n#SQL: SELECT count(*) FROM singer";
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT count(*) FROM singer"));
+    }
+
+    #[test]
+    fn think_blocks_are_ignored() {
+        let a = "<think>maybe SELECT * FROM x</think>```sql\nSELECT 2\n```";
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT 2"));
+    }
+
+    #[test]
+    fn prefers_sql_fence() {
+        let a = "```text\nnot sql\n```\n```sql\nSELECT 3\n```";
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT 3"));
+    }
+
+    #[test]
+    fn unterminated_fence() {
+        assert_eq!(extract_sql("```sql\nSELECT 4 FROM t").as_deref(), Some("SELECT 4 FROM t"));
+    }
+
+    #[test]
+    fn two_statements_are_kept_for_the_guard() {
+        assert_eq!(extract_sql("SELECT 1; DROP TABLE singer;").as_deref(), Some("SELECT 1; DROP TABLE singer"));
+    }
+
+    #[test]
+    fn destructive_answer_is_found() {
+        assert_eq!(extract_sql("DROP TABLE singer").as_deref(), Some("DROP TABLE singer"));
+    }
+
+    #[test]
+    fn no_sql() {
+        assert_eq!(extract_sql("I cannot answer that."), None);
+        assert_eq!(extract_sql("   "), None);
+    }
+
+    #[test]
+    fn unparsable_statement_is_returned_as_written() {
+        assert_eq!(extract_sql("SELECT FROM WHERE").as_deref(), Some("SELECT FROM WHERE"));
+    }
+}

@@ -1,0 +1,417 @@
+//! Accepts exactly one read-only query from untrusted SQL text, and applies the function policy.
+//!
+//! This is the first of two walls: the sandbox (read-only subtransaction, timeout, row cap, rollback)
+//! is the second, and the one the engine enforces. The guard exists to refuse early with a clear
+//! reason and to stop side effects that a read-only transaction does not stop (killing backends,
+//! reading server files, opening connections, sleeping).
+
+use crate::error::{Diagnostic, SqlState};
+use sqlparser::ast::{Expr, ObjectName, Query, Select, SetExpr, Statement, TableFactor, Visit, Visitor};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use std::ops::ControlFlow;
+
+/// A function call found in a query, its name folded as PostgreSQL folds it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FunctionRef {
+    pub schema: Option<String>,
+    pub name: String,
+}
+
+impl std::fmt::Display for FunctionRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.schema {
+            Some(s) => write!(f, "{s}.{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// One query that passed the structural checks.
+#[derive(Debug, Clone)]
+pub struct Guarded {
+    /// The text to execute: the model's own text, trimmed, without a trailing semicolon.
+    pub sql: String,
+    pub statement: Statement,
+    /// Every function the query calls, sorted, without duplicates.
+    pub functions: Vec<FunctionRef>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum GuardError {
+    /// The answer held no SQL at all.
+    NoStatement,
+    Syntax(String),
+    MultipleStatements(usize),
+    NotAQuery(String),
+    DataModifying(String),
+    SelectInto,
+    Locking,
+    ForbiddenFunction { function: String, reason: &'static str },
+    VolatileFunction(String),
+}
+
+impl GuardError {
+    /// Whether showing the error to the model may fix it; refusals of unsafe SQL are final.
+    pub fn is_correctable(&self) -> bool {
+        matches!(self, GuardError::NoStatement | GuardError::Syntax(_))
+    }
+}
+
+impl Diagnostic for GuardError {
+    fn sqlstate(&self) -> SqlState {
+        match self {
+            GuardError::NoStatement | GuardError::Syntax(_) | GuardError::MultipleStatements(_) => SqlState::SyntaxError,
+            GuardError::NotAQuery(_) | GuardError::DataModifying(_) | GuardError::SelectInto | GuardError::Locking => {
+                SqlState::ReadOnlySqlTransaction
+            }
+            GuardError::ForbiddenFunction { .. } | GuardError::VolatileFunction(_) => SqlState::InsufficientPrivilege,
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            GuardError::NoStatement => "the model's answer contains no SQL query".into(),
+            GuardError::Syntax(e) => format!("generated SQL does not parse: {e}"),
+            GuardError::MultipleStatements(n) => format!("generated SQL has {n} statements, only one query is allowed"),
+            GuardError::NotAQuery(kind) => format!("generated statement is not a read-only query: {kind}"),
+            GuardError::DataModifying(kind) => format!("generated query modifies data: {kind}"),
+            GuardError::SelectInto => "generated query uses SELECT INTO, which creates a table".into(),
+            GuardError::Locking => "generated query locks rows with FOR UPDATE or FOR SHARE".into(),
+            GuardError::ForbiddenFunction { function, .. } => {
+                format!("function {function} is not allowed in generated SQL")
+            }
+            GuardError::VolatileFunction(f) => format!("volatile function {f} is not allowed in generated SQL"),
+        }
+    }
+
+    fn detail(&self) -> Option<String> {
+        match self {
+            GuardError::ForbiddenFunction { reason, .. } => Some(format!("It {reason}.")),
+            GuardError::VolatileFunction(_) => {
+                Some("Volatile functions may have side effects; only an allow-list of harmless ones may run.".into())
+            }
+            _ => None,
+        }
+    }
+
+    fn hint(&self) -> Option<String> {
+        match self {
+            GuardError::VolatileFunction(_) => {
+                Some("A superuser can allow a function with nl2sql.allowed_functions.".into())
+            }
+            GuardError::NoStatement | GuardError::Syntax(_) => {
+                Some("Rephrase the question, or check that the model follows instructions.".into())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Parses `sql` and accepts exactly one read-only query.
+pub fn check(sql: &str) -> Result<Guarded, GuardError> {
+    let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| {
+        let msg = e.to_string();
+        GuardError::Syntax(msg.strip_prefix("sql parser error: ").unwrap_or(&msg).to_string())
+    })?;
+    let statement = match statements.len() {
+        0 => return Err(GuardError::NoStatement),
+        1 => statements.into_iter().next().ok_or(GuardError::NoStatement)?,
+        n => return Err(GuardError::MultipleStatements(n)),
+    };
+    if !matches!(statement, Statement::Query(_)) {
+        return Err(GuardError::NotAQuery(statement_kind(&statement)));
+    }
+    let mut walker = Walker { functions: Vec::new() };
+    if let ControlFlow::Break(e) = statement.visit(&mut walker) {
+        return Err(e);
+    }
+    let mut functions = walker.functions;
+    functions.sort();
+    functions.dedup();
+    for f in &functions {
+        if let Some(reason) = forbidden(&f.name) {
+            return Err(GuardError::ForbiddenFunction { function: f.to_string(), reason });
+        }
+    }
+    let mut text = sql.trim();
+    while let Some(t) = text.strip_suffix(';') {
+        text = t.trim_end();
+    }
+    Ok(Guarded { sql: text.to_string(), statement, functions })
+}
+
+/// Refuses the functions that resolve to a volatile procedure, unless allowed.
+/// `volatile` are the calls the catalog says may reach a volatile function.
+pub fn check_volatile(volatile: &[FunctionRef], allowed: &[String]) -> Result<(), GuardError> {
+    for f in volatile {
+        let ok = VOLATILE_ALLOWED.contains(&f.name.as_str())
+            || allowed.iter().any(|a| a.eq_ignore_ascii_case(&f.name) || a.eq_ignore_ascii_case(&f.to_string()));
+        if !ok {
+            return Err(GuardError::VolatileFunction(f.to_string()));
+        }
+    }
+    Ok(())
+}
+
+/// Volatile functions without side effects that questions legitimately need.
+const VOLATILE_ALLOWED: &[&str] =
+    &["random", "random_normal", "clock_timestamp", "timeofday", "gen_random_uuid", "uuid_generate_v4"];
+
+/// Functions never allowed, whatever their volatility, and why. Names ending in '*' are prefixes.
+const FORBIDDEN: &[(&str, &str)] = &[
+    ("pg_terminate_backend", "ends other sessions"),
+    ("pg_cancel_backend", "cancels other sessions' queries"),
+    ("pg_reload_conf", "reloads the server configuration"),
+    ("pg_rotate_logfile", "rotates the server log"),
+    ("pg_promote", "promotes a standby"),
+    ("pg_switch_wal", "forces a WAL switch"),
+    ("pg_log_backend_memory_contexts", "writes to the server log"),
+    ("set_config", "changes settings"),
+    ("current_setting", "reads settings, which may hold secrets"),
+    ("pg_sleep*", "only waits"),
+    ("pg_notify", "sends notifications"),
+    ("pg_advisory*", "takes advisory locks"),
+    ("pg_try_advisory*", "takes advisory locks"),
+    ("lo_*", "reads or writes large objects and server files"),
+    ("dblink*", "opens connections to other databases"),
+    ("pg_read_*", "reads server files"),
+    ("pg_ls_*", "lists server directories"),
+    ("pg_stat_file", "reads server file metadata"),
+    ("pg_file_*", "writes server files"),
+    ("pg_logical_*", "uses replication slots"),
+    ("pg_replication_*", "changes replication state"),
+    ("pg_create_*", "creates replication slots or restore points"),
+    ("pg_drop_*", "drops replication slots"),
+    ("pg_copy_*", "copies replication slots"),
+    ("pg_export_snapshot", "exports snapshots"),
+    ("pg_import_system_collations", "changes the catalog"),
+    ("pg_stat_reset*", "resets statistics"),
+    ("pg_backup_*", "controls backups"),
+    ("pg_start_backup", "controls backups"),
+    ("pg_stop_backup", "controls backups"),
+    ("pg_wal_replay_*", "controls recovery"),
+    ("nextval", "advances a sequence"),
+    ("setval", "changes a sequence"),
+    ("query_to_xml*", "runs SQL given as text"),
+    ("cursor_to_xml*", "reads cursors"),
+    ("table_to_xml*", "dumps whole tables"),
+    ("schema_to_xml*", "dumps whole schemas"),
+    ("database_to_xml*", "dumps the whole database"),
+    ("nl2sql*", "calls the model again"),
+];
+
+fn forbidden(name: &str) -> Option<&'static str> {
+    FORBIDDEN.iter().find_map(|(pat, why)| {
+        let hit = match pat.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == *pat,
+        };
+        hit.then_some(*why)
+    })
+}
+
+fn statement_kind(s: &Statement) -> String {
+    // The first words of the statement as the parser prints it, e.g. "DROP TABLE".
+    let text = s.to_string();
+    let words: Vec<&str> = text.split_whitespace().take(2).collect();
+    match words.as_slice() {
+        [a, b] if b.chars().all(|c| c.is_ascii_uppercase()) => format!("{a} {b}"),
+        [a, ..] => a.to_string(),
+        [] => "empty statement".into(),
+    }
+}
+
+fn fold(ident: &sqlparser::ast::Ident) -> String {
+    if ident.quote_style.is_some() {
+        ident.value.clone()
+    } else {
+        ident.value.to_lowercase()
+    }
+}
+
+fn function_ref(name: &ObjectName) -> FunctionRef {
+    let parts: Vec<String> = name.0.iter().filter_map(|p| p.as_ident()).map(fold).collect();
+    match parts.as_slice() {
+        [.., schema, name] => FunctionRef { schema: Some(schema.clone()), name: name.clone() },
+        [name] => FunctionRef { schema: None, name: name.clone() },
+        [] => FunctionRef { schema: None, name: name.to_string().to_lowercase() },
+    }
+}
+
+struct Walker {
+    functions: Vec<FunctionRef>,
+}
+
+impl Visitor for Walker {
+    type Break = GuardError;
+
+    fn pre_visit_statement(&mut self, s: &Statement) -> ControlFlow<GuardError> {
+        match s {
+            Statement::Query(_) => ControlFlow::Continue(()),
+            other => ControlFlow::Break(GuardError::DataModifying(format!("{} in a subquery", statement_kind(other)))),
+        }
+    }
+
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<GuardError> {
+        if !q.locks.is_empty() {
+            return ControlFlow::Break(GuardError::Locking);
+        }
+        match q.body.as_ref() {
+            SetExpr::Insert(_) => ControlFlow::Break(GuardError::DataModifying("INSERT".into())),
+            SetExpr::Update(_) => ControlFlow::Break(GuardError::DataModifying("UPDATE".into())),
+            SetExpr::Delete(_) => ControlFlow::Break(GuardError::DataModifying("DELETE".into())),
+            SetExpr::Merge(_) => ControlFlow::Break(GuardError::DataModifying("MERGE".into())),
+            _ => ControlFlow::Continue(()),
+        }
+    }
+
+    fn pre_visit_select(&mut self, s: &Select) -> ControlFlow<GuardError> {
+        if s.into.is_some() {
+            return ControlFlow::Break(GuardError::SelectInto);
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<GuardError> {
+        match t {
+            TableFactor::Table { name, args: Some(_), .. } | TableFactor::Function { name, .. } => {
+                self.functions.push(function_ref(name));
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<GuardError> {
+        if let Expr::Function(f) = e {
+            self.functions.push(function_ref(&f.name));
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(sql: &str) -> GuardError {
+        match check(sql) {
+            Err(e) => e,
+            Ok(g) => panic!("accepted: {sql} -> {:?}", g.functions),
+        }
+    }
+
+    #[test]
+    fn accepts_plain_queries() {
+        for sql in [
+            "SELECT count(*) FROM singer",
+            "SELECT count(*) FROM singer;",
+            "WITH x AS (SELECT 1 AS a) SELECT a FROM x",
+            "VALUES (1), (2)",
+            "SELECT \"Name\" FROM \"Mixed Case\" WHERE \"select\" = 'it''s'",
+            "SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer) ORDER BY name NULLS LAST LIMIT 3",
+            "SELECT date_trunc('month', d), extract(year FROM d) FROM t",
+            "SELECT * FROM generate_series(1, 3)",
+            "SELECT random()",
+        ] {
+            assert!(check(sql).is_ok(), "{sql}");
+        }
+    }
+
+    #[test]
+    fn strips_trailing_semicolons_only() {
+        assert_eq!(check("  SELECT 1 ;; ").map(|g| g.sql).ok().as_deref(), Some("SELECT 1"));
+    }
+
+    #[test]
+    fn refuses_non_queries() {
+        assert!(matches!(err("DROP TABLE singer"), GuardError::NotAQuery(k) if k == "DROP TABLE"));
+        assert!(matches!(err("DELETE FROM singer"), GuardError::NotAQuery(_)));
+        assert!(matches!(err("EXPLAIN SELECT 1"), GuardError::NotAQuery(_)));
+        assert!(matches!(err("COPY (SELECT 1) TO STDOUT"), GuardError::NotAQuery(_)));
+        assert!(matches!(err("SET search_path = evil"), GuardError::NotAQuery(_)));
+    }
+
+    #[test]
+    fn refuses_data_modifying_ctes_at_any_depth() {
+        assert!(matches!(err("WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d"), GuardError::DataModifying(_)));
+        assert!(matches!(
+            err("SELECT * FROM (WITH u AS (UPDATE t SET a = 1 RETURNING a) SELECT a FROM u) s"),
+            GuardError::DataModifying(_)
+        ));
+        assert!(matches!(
+            err("WITH i AS (INSERT INTO t VALUES (1) RETURNING *) SELECT 1"),
+            GuardError::DataModifying(_)
+        ));
+    }
+
+    #[test]
+    fn refuses_select_into_and_locks() {
+        assert_eq!(err("SELECT * INTO copy FROM singer"), GuardError::SelectInto);
+        assert_eq!(err("SELECT * FROM singer FOR UPDATE"), GuardError::Locking);
+        assert_eq!(err("SELECT * FROM singer FOR SHARE NOWAIT"), GuardError::Locking);
+        assert_eq!(err("SELECT * FROM (SELECT * FROM singer FOR UPDATE) s"), GuardError::Locking);
+        // Forms the parser does not know are refused as syntax errors, never executed.
+        assert!(matches!(err("SELECT * FROM singer FOR NO KEY UPDATE"), GuardError::Syntax(_)));
+    }
+
+    #[test]
+    fn refuses_multiple_statements() {
+        assert_eq!(err("SELECT 1; DROP TABLE singer"), GuardError::MultipleStatements(2));
+        assert_eq!(err("SELECT 1; SELECT 2"), GuardError::MultipleStatements(2));
+        assert_eq!(err("-- nothing"), GuardError::NoStatement);
+    }
+
+    #[test]
+    fn refuses_admin_functions_anywhere() {
+        for sql in [
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity",
+            "SELECT PG_CATALOG.PG_TERMINATE_BACKEND(1)",
+            "SELECT set_config('search_path', 'x', false)",
+            "SELECT pg_sleep(60)",
+            "SELECT 1 WHERE EXISTS (SELECT pg_sleep_for('1 minute'))",
+            "SELECT lo_import('/etc/passwd')",
+            "SELECT * FROM dblink('host=x', 'DELETE FROM t') AS t(a int)",
+            "SELECT pg_read_file('/etc/passwd')",
+            "SELECT * FROM pg_ls_dir('.')",
+            "SELECT nextval('s')",
+            "SELECT * FROM t, LATERAL pg_read_binary_file('x') f",
+            "SELECT count(*) FILTER (WHERE pg_advisory_lock(1) IS NULL) FROM t",
+            "SELECT query_to_xml('DELETE FROM t', true, true, '')",
+            "SELECT nl2sql('again')",
+        ] {
+            assert!(matches!(err(sql), GuardError::ForbiddenFunction { .. }), "{sql}");
+        }
+    }
+
+    #[test]
+    fn quoted_names_are_not_folded() {
+        // "PG_SLEEP" quoted is a different (user) function than pg_sleep.
+        let g = check("SELECT \"PG_SLEEP\"(1)").expect("quoted upper-case name is not pg_sleep");
+        assert_eq!(g.functions, vec![FunctionRef { schema: None, name: "PG_SLEEP".into() }]);
+    }
+
+    #[test]
+    fn collects_functions_with_schema() {
+        let g = check("SELECT s.f(1), upper(x) FROM generate_series(1, 2) x").expect("valid");
+        let names: Vec<String> = g.functions.iter().map(|f| f.to_string()).collect();
+        assert_eq!(names, vec!["generate_series", "upper", "s.f"]);
+    }
+
+    #[test]
+    fn volatile_policy() {
+        let f = |n: &str| FunctionRef { schema: None, name: n.into() };
+        assert!(check_volatile(&[f("random")], &[]).is_ok());
+        assert_eq!(check_volatile(&[f("my_udf")], &[]), Err(GuardError::VolatileFunction("my_udf".into())));
+        assert!(check_volatile(&[f("my_udf")], &["MY_UDF".into()]).is_ok());
+    }
+
+    #[test]
+    fn only_syntax_errors_are_correctable() {
+        assert!(GuardError::Syntax("x".into()).is_correctable());
+        assert!(!GuardError::SelectInto.is_correctable());
+        assert_eq!(GuardError::SelectInto.sqlstate().code(), "25006");
+        assert_eq!(err("SELECT pg_sleep(1)").sqlstate().code(), "42501");
+    }
+}

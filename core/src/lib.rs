@@ -1,0 +1,30 @@
+//! The pure nl2sql pipeline: no PostgreSQL here. The extension crate supplies the database and
+//! the interrupt check through the traits in [`pipeline`].
+
+pub mod answer;
+pub mod error;
+pub mod generate;
+pub mod guard;
+pub mod llm;
+pub mod pipeline;
+pub mod refine;
+pub mod schema;
+
+use std::time::Duration;
+
+/// A result column: its name and type OID.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnInfo {
+    pub name: String,
+    pub type_oid: u32,
+}
+
+/// The rows of one executed query, every value in its text form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execution {
+    pub columns: Vec<ColumnInfo>,
+    pub rows: Vec<Vec<Option<String>>>,
+    /// More rows existed than nl2sql.max_rows allowed.
+    pub truncated: bool,
+    pub elapsed: Duration,
+}

@@ -1,0 +1,348 @@
+//! The database schema as the model sees it, rendered in the Open-SQL format within a token budget.
+
+use serde::Deserialize;
+use std::fmt::Write;
+
+/// Tables and keys visible to the calling role.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Schema {
+    #[serde(default)]
+    pub tables: Vec<Table>,
+    #[serde(default)]
+    pub foreign_keys: Vec<ForeignKey>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Table {
+    pub oid: u32,
+    pub schema: String,
+    pub name: String,
+    /// How the table is written in SQL: quoted where needed, schema-qualified when not on the search path.
+    pub ident: String,
+    /// 'r' table, 'p' partitioned, 'v' view, 'm' materialized view, 'f' foreign table.
+    pub kind: String,
+    pub comment: Option<String>,
+    #[serde(default)]
+    pub row_estimate: Option<f64>,
+    pub columns: Vec<Column>,
+    #[serde(default)]
+    pub primary_key: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Column {
+    pub name: String,
+    /// quote_ident(name).
+    pub ident: String,
+    pub data_type: String,
+    /// pg_type.typcategory: S string, N numeric, D datetime, B boolean, E enum, …
+    #[serde(default)]
+    pub category: String,
+    pub comment: Option<String>,
+    #[serde(default)]
+    pub not_null: bool,
+    /// Enum labels when the column's type is an enum.
+    #[serde(default)]
+    pub enum_values: Vec<String>,
+    #[serde(default)]
+    pub stats: Option<ColumnStats>,
+}
+
+/// Cheap statistics of one column, taken from a bounded sample of rows.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct ColumnStats {
+    /// Distinct non-null values seen (at most a handful are kept).
+    #[serde(default)]
+    pub values: Vec<String>,
+    /// Number of distinct non-null values in the sample.
+    #[serde(default)]
+    pub distinct: i64,
+    /// Whether the sample covered the whole table.
+    #[serde(default)]
+    pub complete: bool,
+    pub min: Option<String>,
+    pub max: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ForeignKey {
+    pub table: String,
+    pub columns: Vec<String>,
+    pub ref_table: String,
+    pub ref_columns: Vec<String>,
+}
+
+/// How many values make a column categorical (Open-SQL: up to five).
+pub const MAX_CATEGORICAL_VALUES: usize = 5;
+/// Sample texts shown for a non-categorical string column.
+pub const SAMPLE_TEXTS: usize = 3;
+/// Longest value shown before it is cut.
+const MAX_VALUE_CHARS: usize = 40;
+
+/// Estimated tokens of a text: 3.5 characters a token, rounded up. Schema text is dense in
+/// punctuation and short identifiers, so BPE tokenizers land near this ratio; erring high keeps
+/// a budget safe. Exact counts come from the endpoint's `usage` where it reports them.
+pub fn estimate_tokens(text: &str) -> usize {
+    (text.chars().count() * 2).div_ceil(7)
+}
+
+/// How much detail a rendering keeps; lower levels are tried when the budget is exceeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Detail {
+    /// Names, types and keys only.
+    Bare,
+    /// Plus comments and categorical values.
+    Core,
+    /// Plus sample texts and numeric/date ranges.
+    Full,
+}
+
+/// The rendered schema and what had to be left out to fit the budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub text: String,
+    pub tokens: usize,
+    pub detail: Detail,
+    pub tables_shown: usize,
+    pub tables_omitted: usize,
+}
+
+impl Schema {
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+
+    /// Renders in the Open-SQL format within `max_tokens`, dropping detail first, then tables.
+    pub fn render(&self, max_tokens: usize) -> Rendered {
+        for detail in [Detail::Full, Detail::Core, Detail::Bare] {
+            let text = self.render_tables(&self.tables, detail, 0);
+            let tokens = estimate_tokens(&text);
+            if tokens <= max_tokens {
+                return Rendered { text, tokens, detail, tables_shown: self.tables.len(), tables_omitted: 0 };
+            }
+        }
+        // Still too large: keep the longest prefix of tables that fits.
+        let mut shown = self.tables.len();
+        while shown > 1 {
+            shown = shown * 3 / 4;
+            let text = self.render_tables(&self.tables[..shown], Detail::Bare, self.tables.len() - shown);
+            if estimate_tokens(&text) <= max_tokens {
+                break;
+            }
+        }
+        let shown = shown.max(1).min(self.tables.len());
+        let text = self.render_tables(&self.tables[..shown], Detail::Bare, self.tables.len() - shown);
+        let tokens = estimate_tokens(&text);
+        Rendered { text, tokens, detail: Detail::Bare, tables_shown: shown, tables_omitted: self.tables.len() - shown }
+    }
+
+    fn render_tables(&self, tables: &[Table], detail: Detail, omitted: usize) -> String {
+        let mut out = String::new();
+        for t in tables {
+            render_table(&mut out, t, detail);
+        }
+        if omitted > 0 {
+            let _ = writeln!(out, "# ... {omitted} more tables not shown (schema larger than the prompt budget)");
+        }
+        let shown: Vec<&str> = tables.iter().map(|t| t.ident.as_str()).collect();
+        let fks: Vec<&ForeignKey> = self
+            .foreign_keys
+            .iter()
+            .filter(|fk| shown.contains(&fk.table.as_str()) && shown.contains(&fk.ref_table.as_str()))
+            .collect();
+        if !fks.is_empty() {
+            out.push_str("# FOREIGN KEYS:\n");
+            for fk in fks {
+                let lhs: Vec<String> = fk.columns.iter().map(|c| format!("{}.{}", fk.table, c)).collect();
+                let rhs: Vec<String> = fk.ref_columns.iter().map(|c| format!("{}.{}", fk.ref_table, c)).collect();
+                let _ = writeln!(out, "# {} = {}", lhs.join(", "), rhs.join(", "));
+            }
+        }
+        out
+    }
+}
+
+fn render_table(out: &mut String, t: &Table, detail: Detail) {
+    let kind = match t.kind.as_str() {
+        "v" => " -- view",
+        "m" => " -- materialized view",
+        "f" => " -- foreign table",
+        _ => "",
+    };
+    let _ = write!(out, "# {} ({kind}", t.ident);
+    if detail >= Detail::Core {
+        if let Some(c) = t.comment.as_deref().filter(|c| !c.trim().is_empty()) {
+            let _ = write!(out, "{}{}", if kind.is_empty() { " -- " } else { ": " }, one_line(c, 120));
+        }
+    }
+    out.push('\n');
+    for c in &t.columns {
+        let _ = write!(out, "#   {}: {}", c.ident, c.data_type);
+        if detail >= Detail::Core {
+            if let Some(d) = c.comment.as_deref().filter(|d| !d.trim().is_empty()) {
+                let _ = write!(out, ", ({})", one_line(d, 120));
+            }
+            if let Some(v) = categorical_values(c) {
+                let _ = write!(out, ", VALUES ({})", v.join(", "));
+            }
+        }
+        if detail >= Detail::Full {
+            if let Some(s) = sample_suffix(c) {
+                out.push_str(&s);
+            }
+        }
+        if t.primary_key.iter().any(|k| k == &c.name) {
+            out.push_str(", PRIMARY_KEY");
+        }
+        out.push('\n');
+    }
+    out.push_str("# )\n");
+}
+
+/// The complete set of values when the column is categorical, as SQL literals.
+pub fn categorical_values(c: &Column) -> Option<Vec<String>> {
+    if !c.enum_values.is_empty() && c.enum_values.len() <= MAX_CATEGORICAL_VALUES * 2 {
+        return Some(c.enum_values.iter().map(|v| literal(v, "S")).collect());
+    }
+    let s = c.stats.as_ref()?;
+    let categorical = s.distinct > 0
+        && s.distinct as usize <= MAX_CATEGORICAL_VALUES
+        && s.values.len() == s.distinct as usize
+        && matches!(c.category.as_str(), "S" | "B" | "E" | "N");
+    // Numbers are only categorical in tiny domains with a full sample (codes, flags).
+    if !categorical || (c.category == "N" && !(s.complete && s.distinct <= 3)) {
+        return None;
+    }
+    Some(s.values.iter().map(|v| literal(v, &c.category)).collect())
+}
+
+fn sample_suffix(c: &Column) -> Option<String> {
+    if categorical_values(c).is_some() {
+        return None;
+    }
+    let s = c.stats.as_ref()?;
+    match c.category.as_str() {
+        "S" if !s.values.is_empty() => {
+            let ex: Vec<String> = s.values.iter().take(SAMPLE_TEXTS).map(|v| literal(v, "S")).collect();
+            Some(format!(", e.g. ({})", ex.join(", ")))
+        }
+        "N" | "D" => match (&s.min, &s.max) {
+            (Some(lo), Some(hi)) if lo != hi => {
+                Some(format!(", range [{}, {}]", literal(lo, &c.category), literal(hi, &c.category)))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A value as the model should write it: numbers and booleans bare, everything else a quoted literal.
+fn literal(v: &str, category: &str) -> String {
+    let v = cut(v, MAX_VALUE_CHARS);
+    match category {
+        "N" => v,
+        "B" => match v.as_str() {
+            "t" => "true".into(),
+            "f" => "false".into(),
+            _ => v,
+        },
+        _ => format!("'{}'", v.replace('\'', "''")),
+    }
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    cut(&s.split_whitespace().collect::<Vec<_>>().join(" "), max)
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max).collect();
+        t.push('…');
+        t
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub fn sample_schema() -> Schema {
+        serde_json::from_str(
+            r#"{
+          "tables": [
+            {"oid": 1, "schema": "public", "name": "singer", "ident": "singer", "kind": "r", "comment": "People who sing",
+             "columns": [
+               {"name": "singer_id", "ident": "singer_id", "data_type": "integer", "category": "N", "comment": null, "not_null": true,
+                "stats": {"values": ["1","2","3","4","5","6"], "distinct": 6, "complete": true, "min": "1", "max": "6"}},
+               {"name": "name", "ident": "name", "data_type": "text", "category": "S", "comment": null,
+                "stats": {"values": ["Joe Sharp","John Nizinik","Justin Brown","Rose White","Timbaland","Tribal King"], "distinct": 6, "complete": true}},
+               {"name": "country", "ident": "country", "data_type": "text", "category": "S", "comment": "Country of birth",
+                "stats": {"values": ["France","Netherlands","United States"], "distinct": 3, "complete": true}},
+               {"name": "is_male", "ident": "is_male", "data_type": "boolean", "category": "B", "comment": null,
+                "stats": {"values": ["f","t"], "distinct": 2, "complete": true}}
+             ],
+             "primary_key": ["singer_id"]},
+            {"oid": 2, "schema": "public", "name": "Order Items", "ident": "\"Order Items\"", "kind": "r", "comment": null,
+             "columns": [
+               {"name": "singer_id", "ident": "singer_id", "data_type": "integer", "category": "N", "comment": null},
+               {"name": "select", "ident": "\"select\"", "data_type": "text", "category": "S", "comment": null,
+                "stats": {"values": ["it's"], "distinct": 1, "complete": true}}
+             ],
+             "primary_key": []}
+          ],
+          "foreign_keys": [{"table": "\"Order Items\"", "columns": ["singer_id"], "ref_table": "singer", "ref_columns": ["singer_id"]}]
+        }"#,
+        )
+        .expect("valid sample schema")
+    }
+
+    #[test]
+    fn renders_open_sql_format() {
+        let r = sample_schema().render(10_000);
+        assert_eq!(r.detail, Detail::Full);
+        let expected = "\
+# singer ( -- People who sing
+#   singer_id: integer, range [1, 6], PRIMARY_KEY
+#   name: text, e.g. ('Joe Sharp', 'John Nizinik', 'Justin Brown')
+#   country: text, (Country of birth), VALUES ('France', 'Netherlands', 'United States')
+#   is_male: boolean, VALUES (false, true)
+# )
+# \"Order Items\" (
+#   singer_id: integer
+#   \"select\": text, VALUES ('it''s')
+# )
+# FOREIGN KEYS:
+# \"Order Items\".singer_id = singer.singer_id
+";
+        assert_eq!(r.text, expected);
+    }
+
+    #[test]
+    fn budget_drops_detail_then_tables() {
+        let s = sample_schema();
+        let full = s.render(10_000);
+        let core = s.render(full.tokens - 1);
+        assert!(core.detail < Detail::Full && core.tables_omitted == 0);
+        let tiny = s.render(10);
+        assert_eq!(tiny.detail, Detail::Bare);
+        assert_eq!(tiny.tables_shown, 1);
+        assert!(tiny.text.contains("1 more tables not shown"));
+        // A foreign key to a table not shown is not rendered.
+        assert!(!tiny.text.contains("FOREIGN KEYS"));
+    }
+
+    #[test]
+    fn numbers_are_rarely_categorical() {
+        let s = sample_schema();
+        assert!(categorical_values(&s.tables[0].columns[0]).is_none());
+        assert_eq!(categorical_values(&s.tables[0].columns[3]).map(|v| v.len()), Some(2));
+    }
+
+    #[test]
+    fn token_estimate_is_monotonic() {
+        assert_eq!(estimate_tokens(""), 0);
+        assert!(estimate_tokens("SELECT count(*) FROM singer") >= 7);
+    }
+}

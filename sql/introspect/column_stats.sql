@@ -1,0 +1,52 @@
+-- Cheap statistics of the columns of one relation the caller may SELECT, from its first `sample_rows` rows:
+-- distinct count, up to six distinct values (cut to 100 characters), min and max of numbers and dates.
+-- STABLE, so everything it runs is read-only; SECURITY INVOKER, so privileges and row-level security apply.
+CREATE FUNCTION nl2sql.column_stats(rel regclass, sample_rows integer DEFAULT 1000)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    col record;
+    parts text[] := '{}';
+    chunk text := '';
+    n int := 0;
+    q text;
+    result jsonb;
+BEGIN
+    IF sample_rows < 1 THEN
+        RAISE EXCEPTION 'sample_rows must be positive' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR col IN
+        SELECT a.attname, t.typcategory
+        FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+        WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
+          AND t.typcategory IN ('S', 'N', 'D', 'B')
+          AND has_column_privilege(rel, a.attnum, 'SELECT')
+        ORDER BY a.attnum
+    LOOP
+        -- jsonb_build_object takes at most 100 arguments: build it in chunks of 40 columns.
+        IF n > 0 AND n % 40 = 0 THEN
+            parts := parts || format('jsonb_build_object(%s)', chunk);
+            chunk := '';
+        END IF;
+        chunk := chunk || CASE WHEN chunk = '' THEN '' ELSE ', ' END || format(
+            '%L, jsonb_build_object(''distinct'', count(DISTINCT %I), '
+            '''values'', to_jsonb((array_agg(DISTINCT left(%I::text, 100)) FILTER (WHERE %I IS NOT NULL))[1:6]), '
+            '''min'', %s, ''max'', %s)',
+            col.attname, col.attname, col.attname, col.attname,
+            CASE WHEN col.typcategory IN ('N', 'D') THEN format('min(%I)::text', col.attname) ELSE 'NULL::text' END,
+            CASE WHEN col.typcategory IN ('N', 'D') THEN format('max(%I)::text', col.attname) ELSE 'NULL::text' END);
+        n := n + 1;
+    END LOOP;
+    IF n = 0 THEN
+        RETURN jsonb_build_object('rows', 0, 'complete', true, 'columns', '{}'::jsonb);
+    END IF;
+    parts := parts || format('jsonb_build_object(%s)', chunk);
+    q := format('SELECT jsonb_build_object(''rows'', count(*), ''complete'', count(*) < %s, ''columns'', %s) '
+                'FROM (SELECT * FROM %s LIMIT %s) s',
+                sample_rows, array_to_string(parts, ' || '), rel, sample_rows);
+    EXECUTE q INTO result;
+    RETURN result;
+END
+$$;

@@ -1,0 +1,85 @@
+-- The tables, views and columns the current role may SELECT, with keys and comments, as one jsonb document.
+-- Run through SPI with the caller's privileges; nothing here reads table data.
+WITH rels AS (
+    SELECT c.oid, n.nspname, c.relname, c.relkind, c.reltuples,
+           CASE WHEN pg_catalog.pg_table_is_visible(c.oid) THEN pg_catalog.quote_ident(c.relname)
+                ELSE pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) END AS ident,
+           pg_catalog.obj_description(c.oid, 'pg_class') AS comment
+    FROM pg_catalog.pg_class c
+    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+      AND NOT c.relispartition
+      AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'nl2sql')
+      AND n.nspname !~ '^pg_(toast|temp_)'
+      AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')
+      AND pg_catalog.has_any_column_privilege(c.oid, 'SELECT')
+      -- objects that belong to an extension (pgvector's, ours) are not user data
+      AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+                      WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+                        AND d.objid = c.oid AND d.deptype = 'e')
+), cols AS (
+    SELECT a.attrelid, a.attnum, a.attname,
+           pg_catalog.quote_ident(a.attname) AS ident,
+           pg_catalog.format_type(a.atttypid, a.atttypmod) AS data_type,
+           t.typcategory AS category,
+           a.attnotnull AS not_null,
+           pg_catalog.col_description(a.attrelid, a.attnum) AS comment,
+           CASE WHEN t.typtype = 'e' THEN
+                (SELECT pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)
+                 FROM pg_catalog.pg_enum e WHERE e.enumtypid = t.oid) END AS enum_values
+    FROM pg_catalog.pg_attribute a
+    JOIN rels r ON r.oid = a.attrelid
+    JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+    WHERE a.attnum > 0 AND NOT a.attisdropped
+      AND pg_catalog.has_column_privilege(a.attrelid, a.attnum, 'SELECT')
+), keys AS (
+    SELECT con.conrelid, con.contype, con.conkey, con.confrelid, con.confkey, con.conname
+    FROM pg_catalog.pg_constraint con
+    JOIN rels r ON r.oid = con.conrelid
+    WHERE con.contype IN ('p', 'f')
+)
+SELECT pg_catalog.jsonb_build_object(
+    'tables', COALESCE((
+        SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+            'oid', r.oid::int8,
+            'schema', r.nspname,
+            'name', r.relname,
+            'ident', r.ident,
+            'kind', r.relkind,
+            'comment', r.comment,
+            'row_estimate', CASE WHEN r.reltuples >= 0 THEN r.reltuples END,
+            'columns', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                            'name', c.attname, 'ident', c.ident, 'data_type', c.data_type,
+                            'category', c.category, 'not_null', c.not_null, 'comment', c.comment,
+                            'enum_values', COALESCE(pg_catalog.to_jsonb(c.enum_values), '[]'::jsonb))
+                        ORDER BY c.attnum)
+                        FROM cols c WHERE c.attrelid = r.oid),
+            'primary_key', COALESCE((
+                SELECT pg_catalog.jsonb_agg(a.attname ORDER BY k.ord)
+                FROM keys p
+                CROSS JOIN LATERAL pg_catalog.unnest(p.conkey) WITH ORDINALITY AS k(attnum, ord)
+                JOIN pg_catalog.pg_attribute a ON a.attrelid = p.conrelid AND a.attnum = k.attnum
+                WHERE p.conrelid = r.oid AND p.contype = 'p'), '[]'::jsonb))
+          ORDER BY r.nspname, r.relname)
+        FROM rels r
+        WHERE EXISTS (SELECT 1 FROM cols c WHERE c.attrelid = r.oid)), '[]'::jsonb),
+    'foreign_keys', COALESCE((
+        SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+            'table', src.ident, 'columns', fk.cols, 'ref_table', dst.ident, 'ref_columns', fk.ref_cols)
+          ORDER BY src.ident, fk.conname)
+        FROM (
+            SELECT f.conrelid, f.confrelid, f.conname,
+                   pg_catalog.array_agg(sc.ident ORDER BY k.ord) AS cols,
+                   pg_catalog.array_agg(dc.ident ORDER BY k.ord) AS ref_cols,
+                   pg_catalog.count(sc.ident) = pg_catalog.count(*) AND pg_catalog.count(dc.ident) = pg_catalog.count(*) AS all_visible
+            FROM keys f
+            CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(f.conkey), pg_catalog.unnest(f.confkey)) WITH ORDINALITY AS k(src_att, dst_att, ord)
+            LEFT JOIN cols sc ON sc.attrelid = f.conrelid AND sc.attnum = k.src_att
+            LEFT JOIN cols dc ON dc.attrelid = f.confrelid AND dc.attnum = k.dst_att
+            WHERE f.contype = 'f'
+            GROUP BY f.conrelid, f.confrelid, f.conname
+        ) fk
+        JOIN rels src ON src.oid = fk.conrelid
+        JOIN rels dst ON dst.oid = fk.confrelid
+        WHERE fk.all_visible), '[]'::jsonb)
+)::text
