@@ -20,6 +20,7 @@ static MAX_ROWS: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 static MAX_CORRECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1);
 static SCHEMA_MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(8_000);
 static SAMPLE_ROWS: GucSetting<i32> = GucSetting::<i32>::new(1_000);
+static ALLOWED_FUNCTIONS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 
 /// Environment variables read for the API key when `nl2sql.llm_api_key` is empty, in order.
 pub const API_KEY_ENV: [&str; 2] = ["NL2SQL_LLM_API_KEY", "OPENAI_API_KEY"];
@@ -129,6 +130,14 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
+    GucRegistry::define_string_guc(
+        c"nl2sql.allowed_functions",
+        c"Comma-separated volatile functions that generated SQL may call (besides random() and the like).",
+        c"Administrative functions (pg_terminate_backend, set_config, pg_sleep, dblink, lo_*, pg_read_*, ...) stay forbidden. Settable only by superusers.",
+        &ALLOWED_FUNCTIONS,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
     // Refuse unknown nl2sql.* settings (typos) from now on.
     unsafe { pgrx::pg_sys::MarkGUCPrefixReserved(c"nl2sql".as_ptr()) };
 }
@@ -190,4 +199,10 @@ pub fn schema_max_tokens() -> usize {
 
 pub fn sample_rows() -> i32 {
     SAMPLE_ROWS.get().max(0)
+}
+
+pub fn allowed_functions() -> Vec<String> {
+    string(&ALLOWED_FUNCTIONS)
+        .map(|s| s.split(',').map(|f| f.trim().to_string()).filter(|f| !f.is_empty()).collect())
+        .unwrap_or_default()
 }

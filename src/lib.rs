@@ -1,1 +1,20 @@
+//! nl2sql: natural language to safe, read-only SQL, inside PostgreSQL.
+//!
+//! `api/` is the SQL surface, `pg/` adapts PostgreSQL to the pure pipeline in `nl2sql-core`,
+//! `gucs.rs` holds every setting.
 
+use pgrx::prelude::*;
+
+mod api;
+mod gucs;
+mod pg;
+
+::pgrx::pg_module_magic!(name, version);
+
+extension_sql_file!("../sql/bootstrap.sql", name = "bootstrap", bootstrap);
+extension_sql_file!("../sql/introspect/column_stats.sql", name = "column_stats", requires = ["bootstrap"]);
+
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    gucs::init();
+}

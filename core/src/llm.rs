@@ -222,8 +222,10 @@ pub fn chat_many(ep: &Endpoint, reqs: Vec<ChatRequest>, poll: &mut dyn FnMut()) 
         .collect()
 }
 
+/// Blocks every signal in the calling thread, so that signals meant for the PostgreSQL backend
+/// reach its main thread only.
 #[cfg(unix)]
-fn block_signals() {
+pub fn block_signals() {
     // SAFETY: plain libc calls on a zeroed, then filled, signal set owned by this thread.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -233,7 +235,7 @@ fn block_signals() {
 }
 
 #[cfg(not(unix))]
-fn block_signals() {}
+pub fn block_signals() {}
 
 fn request_body(ep: &Endpoint, req: &ChatRequest) -> String {
     let mut body = serde_json::json!({

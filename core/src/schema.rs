@@ -24,6 +24,9 @@ pub struct Table {
     pub comment: Option<String>,
     #[serde(default)]
     pub row_estimate: Option<f64>,
+    /// Rows inserted, updated and deleted since statistics were reset; tells when samples are stale.
+    #[serde(default)]
+    pub changes: Option<i64>,
     pub columns: Vec<Column>,
     #[serde(default)]
     pub primary_key: Vec<String>,

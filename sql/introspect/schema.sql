@@ -4,7 +4,9 @@ WITH rels AS (
     SELECT c.oid, n.nspname, c.relname, c.relkind, c.reltuples,
            CASE WHEN pg_catalog.pg_table_is_visible(c.oid) THEN pg_catalog.quote_ident(c.relname)
                 ELSE pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) END AS ident,
-           pg_catalog.obj_description(c.oid, 'pg_class') AS comment
+           pg_catalog.obj_description(c.oid, 'pg_class') AS comment,
+           pg_catalog.pg_stat_get_tuples_inserted(c.oid) + pg_catalog.pg_stat_get_tuples_updated(c.oid)
+             + pg_catalog.pg_stat_get_tuples_deleted(c.oid) AS changes
     FROM pg_catalog.pg_class c
     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
     WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
@@ -48,6 +50,7 @@ SELECT pg_catalog.jsonb_build_object(
             'kind', r.relkind,
             'comment', r.comment,
             'row_estimate', CASE WHEN r.reltuples >= 0 THEN r.reltuples END,
+            'changes', r.changes,
             'columns', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
                             'name', c.attname, 'ident', c.ident, 'data_type', c.data_type,
                             'category', c.category, 'not_null', c.not_null, 'comment', c.comment,

@@ -1,0 +1,4 @@
+//! The SQL surface: every #[pg_extern] lives here and only converts and delegates.
+
+pub mod ask;
+pub mod inspect;

@@ -1,0 +1,143 @@
+//! The schema the calling role may see, from sql/introspect/*.sql, with sampled column
+//! statistics cached per backend.
+
+use crate::pg::sandbox;
+use nl2sql_core::error::{Report, SqlState};
+use nl2sql_core::guard::FunctionRef;
+use nl2sql_core::schema::{ColumnStats, Schema};
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+use serde::Deserialize;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+const SCHEMA_SQL: &str = include_str!("../../sql/introspect/schema.sql");
+const VOLATILE_SQL: &str = include_str!("../../sql/introspect/volatile.sql");
+const STATS_SQL: &str = "SELECT nl2sql.column_stats($1::pg_catalog.oid::pg_catalog.regclass, $2)::text";
+
+/// Cached samples older than this are taken again even if the table shows no changes.
+const STATS_MAX_AGE: Duration = Duration::from_secs(600);
+/// Time allowed for sampling one table.
+const STATS_TIMEOUT: Duration = Duration::from_secs(2);
+
+struct Cached {
+    changes: Option<i64>,
+    sample_rows: i32,
+    taken: Instant,
+    columns: HashMap<String, ColumnStats>,
+}
+
+thread_local! {
+    // Keyed by (role, table): what one role may sample is not shown to another after SET ROLE.
+    static STATS: RefCell<HashMap<(u32, u32), Cached>> = RefCell::new(HashMap::new());
+}
+
+#[derive(Deserialize)]
+struct SampledTable {
+    #[serde(default)]
+    complete: bool,
+    #[serde(default)]
+    columns: HashMap<String, SampledColumn>,
+}
+
+#[derive(Deserialize)]
+struct SampledColumn {
+    #[serde(default)]
+    distinct: i64,
+    #[serde(default)]
+    values: Option<Vec<String>>,
+    min: Option<String>,
+    max: Option<String>,
+}
+
+fn text_query(sql: &str, args: &[DatumWithOid]) -> Option<String> {
+    Spi::connect(|client| {
+        client.select(sql, Some(1), args).ok().and_then(|t| t.first().get::<String>(1).ok().flatten())
+    })
+}
+
+/// Tables, columns, keys and comments the current role may SELECT, with sampled statistics.
+pub fn load_schema(sample_rows: i32) -> Result<Schema, Report> {
+    let json = text_query(SCHEMA_SQL, &[])
+        .ok_or_else(|| Report::new(SqlState::InternalError, "catalog introspection returned nothing"))?;
+    let mut schema: Schema = serde_json::from_str(&json)
+        .map_err(|e| Report::new(SqlState::InternalError, format!("catalog introspection returned bad JSON: {e}")))?;
+    if sample_rows > 0 {
+        attach_stats(&mut schema, sample_rows);
+    }
+    Ok(schema)
+}
+
+fn attach_stats(schema: &mut Schema, sample_rows: i32) {
+    // SAFETY: reads the current role's OID.
+    let role: u32 = unsafe { pg_sys::GetUserId() }.into();
+    for table in schema.tables.iter_mut() {
+        if table.kind == "f" {
+            continue; // foreign tables: sampling means remote calls
+        }
+        let key = (role, table.oid);
+        let fresh = STATS.with_borrow(|c| {
+            c.get(&key).is_some_and(|s| {
+                s.changes == table.changes && s.sample_rows == sample_rows && s.taken.elapsed() < STATS_MAX_AGE
+            })
+        });
+        if !fresh {
+            let columns = sample(table.oid, sample_rows).unwrap_or_default();
+            STATS.with_borrow_mut(|c| {
+                c.insert(key, Cached { changes: table.changes, sample_rows, taken: Instant::now(), columns })
+            });
+        }
+        STATS.with_borrow(|c| {
+            if let Some(s) = c.get(&key) {
+                for col in table.columns.iter_mut() {
+                    col.stats = s.columns.get(&col.name).cloned();
+                }
+            }
+        });
+    }
+}
+
+/// Samples one table in the sandbox; None when it fails or takes too long (a broken view, say).
+fn sample(oid: u32, sample_rows: i32) -> Option<HashMap<String, ColumnStats>> {
+    let args = [DatumWithOid::from(oid as i64), DatumWithOid::from(sample_rows)];
+    let json = sandbox::isolated(STATS_TIMEOUT, || text_query(STATS_SQL, &args)).ok().flatten()?;
+    let t: SampledTable = serde_json::from_str(&json).ok()?;
+    Some(
+        t.columns
+            .into_iter()
+            .map(|(name, c)| {
+                let stats = ColumnStats {
+                    values: c.values.unwrap_or_default(),
+                    distinct: c.distinct,
+                    complete: t.complete,
+                    min: c.min,
+                    max: c.max,
+                };
+                (name, stats)
+            })
+            .collect(),
+    )
+}
+
+/// Forgets every cached sample of this backend.
+pub fn reset_cache() {
+    STATS.with_borrow_mut(|c| c.clear());
+}
+
+/// The calls among `functions` that may resolve to a volatile function. Fails closed: when the
+/// catalog cannot be asked, the answer is an error, never "none are volatile".
+pub fn volatile_functions(functions: &[FunctionRef]) -> Result<Vec<FunctionRef>, Report> {
+    if functions.is_empty() {
+        return Ok(vec![]);
+    }
+    let schemas: Vec<Option<String>> = functions.iter().map(|f| f.schema.clone()).collect();
+    let names: Vec<Option<String>> = functions.iter().map(|f| Some(f.name.clone())).collect();
+    let args = [DatumWithOid::from(schemas), DatumWithOid::from(names)];
+    let positions: Result<Vec<i32>, pgrx::spi::SpiError> = Spi::connect(|client| {
+        client.select(VOLATILE_SQL, None, &args)?.map(|row| row.get::<i32>(1).map(|v| v.unwrap_or(0))).collect()
+    });
+    let positions = positions
+        .map_err(|e| Report::new(SqlState::InternalError, format!("could not look up function volatility: {e}")))?;
+    Ok(positions.into_iter().filter_map(|p| functions.get((p as usize).wrapping_sub(1)).cloned()).collect())
+}

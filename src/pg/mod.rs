@@ -1,0 +1,6 @@
+//! Adapters between the pure pipeline and PostgreSQL: catalog, sandbox, model, errors.
+
+pub mod catalog;
+pub mod errors;
+pub mod model;
+pub mod sandbox;

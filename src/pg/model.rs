@@ -1,0 +1,40 @@
+//! The model endpoint from the settings, waited on without ever ignoring an interrupt.
+
+use crate::gucs;
+use nl2sql_core::error::Secret;
+use nl2sql_core::llm::{self, ChatRequest, Completion, Endpoint, LlmError};
+use nl2sql_core::pipeline::Llm;
+use pgrx::prelude::*;
+
+pub struct Model {
+    endpoint: Endpoint,
+}
+
+impl Model {
+    /// Reads nl2sql.llm_* settings; errors when no endpoint is configured.
+    pub fn from_settings() -> Result<Model, LlmError> {
+        let base_url = gucs::llm_url().ok_or(LlmError::NotConfigured)?;
+        Ok(Model {
+            endpoint: Endpoint {
+                base_url,
+                model: gucs::llm_model(),
+                api_key: gucs::llm_api_key().map(Secret::new),
+                timeout: gucs::llm_timeout(),
+                max_retries: gucs::llm_max_retries(),
+            },
+        })
+    }
+}
+
+impl Llm for Model {
+    fn chat(&mut self, req: ChatRequest) -> Result<Completion, LlmError> {
+        // Cancel and statement_timeout raise an ERROR from inside this callback.
+        llm::chat(&self.endpoint, req, &mut || {
+            check_for_interrupts!();
+        })
+    }
+
+    fn secret(&self) -> Option<&str> {
+        self.endpoint.api_key.as_ref().map(|k| k.expose())
+    }
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""A scripted OpenAI-compatible server on 127.0.0.1 for nl2sql's tests.
+
+POST /v1/chat/completions answers by the first rule whose "match" strings all occur in the
+conversation (every message's content joined). Rules are stateless, so a correction round is
+scripted by a rule that also matches the correction prompt, placed before the first-round rule.
+
+Rule fields (besides "match"):
+  content      answer text, returned as an OpenAI chat completion
+  status/body  answer with this HTTP status and body instead
+  raw          answer HTTP 200 with this raw body (garbage or truncated JSON)
+  delay_ms     wait this long before answering
+  fail_times   answer the first N matching requests with "status" (default 503), then normally
+
+GET /requests   every request seen so far (JSON list: path, authorization, body)
+POST /reset     forget requests and fail counters
+GET /health     200
+"""
+import argparse
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOCK = threading.Lock()
+SEEN = []
+FAILS = {}
+
+
+class Handler(BaseHTTPRequestHandler):
+    rules = []
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # keep test output quiet
+        pass
+
+    def _send(self, status, body, content_type="application/json"):
+        data = body.encode() if isinstance(body, str) else body
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout or cancel): expected in tests
+
+    def do_GET(self):
+        if self.path == "/health":
+            self._send(200, "{}")
+        elif self.path == "/requests":
+            with LOCK:
+                self._send(200, json.dumps(SEEN))
+        else:
+            self._send(404, '{"error": "not found"}')
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length).decode("utf-8", "replace")
+        if self.path == "/reset":
+            with LOCK:
+                SEEN.clear()
+                FAILS.clear()
+            return self._send(200, "{}")
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return self._send(400, '{"error": "request body is not JSON"}')
+        with LOCK:
+            SEEN.append({"path": self.path, "authorization": self.headers.get("Authorization"), "body": body})
+        if not self.path.endswith("/chat/completions"):
+            return self._send(404, '{"error": "unknown path"}')
+        text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+        for i, rule in enumerate(self.rules):
+            if all(m in text for m in rule.get("match", [])):
+                return self._answer(i, rule, body)
+        return self._answer(-1, {"content": "-- mock: no scripted answer for this conversation"}, body)
+
+    def _answer(self, idx, rule, body):
+        if rule.get("delay_ms"):
+            time.sleep(rule["delay_ms"] / 1000.0)
+        if rule.get("fail_times"):
+            with LOCK:
+                n = FAILS.get(idx, 0)
+                FAILS[idx] = n + 1
+            if n < rule["fail_times"]:
+                return self._send(rule.get("status", 503), json.dumps({"error": "scripted failure"}))
+        elif "status" in rule:
+            return self._send(rule["status"], rule.get("body", ""))
+        if "raw" in rule:
+            return self._send(200, rule["raw"])
+        content = rule.get("content", "")
+        prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
+        reply = {
+            "id": "mock-%d" % idx,
+            "object": "chat.completion",
+            "model": body.get("model", "mock"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_chars // 4, "completion_tokens": max(1, len(content) // 4),
+                      "total_tokens": prompt_chars // 4 + max(1, len(content) // 4)},
+        }
+        return self._send(200, json.dumps(reply))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenarios", required=True, help="JSON file: {\"rules\": [...]}")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--port-file", help="write the chosen port here once listening")
+    args = ap.parse_args()
+    with open(args.scenarios) as f:
+        Handler.rules = json.load(f)["rules"]
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    if args.port_file:
+        with open(args.port_file + ".tmp", "w") as f:
+            f.write(str(server.server_address[1]))
+        import os
+        os.replace(args.port_file + ".tmp", args.port_file)
+    print("mock LLM on http://127.0.0.1:%d/v1" % server.server_address[1], file=sys.stderr, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
