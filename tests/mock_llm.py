@@ -7,7 +7,8 @@ scripted by a rule that also matches the correction prompt, placed before the fi
 
 Rule fields (besides "match"):
   content      answer text, returned as an OpenAI chat completion
-  status/body  answer with this HTTP status and body instead
+  status/body  answer with this HTTP status and body instead; "{authorization}" in the body is
+               replaced by the Authorization header received (as some APIs echo a bad key)
   raw          answer HTTP 200 with this raw body (garbage or truncated JSON)
   delay_ms     wait this long before answering
   fail_times   answer the first N matching requests with "status" (default 503), then normally
@@ -87,7 +88,8 @@ class Handler(BaseHTTPRequestHandler):
             if n < rule["fail_times"]:
                 return self._send(rule.get("status", 503), json.dumps({"error": "scripted failure"}))
         elif "status" in rule:
-            return self._send(rule["status"], rule.get("body", ""))
+            body_text = rule.get("body", "").replace("{authorization}", self.headers.get("Authorization") or "")
+            return self._send(rule["status"], body_text)
         if "raw" in rule:
             return self._send(200, rule["raw"])
         content = rule.get("content", "")

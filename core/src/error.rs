@@ -79,6 +79,16 @@ impl SqlState {
     }
 }
 
+/// Packs a five-character SQLSTATE the way PostgreSQL's MAKE_SQLSTATE macro does.
+pub fn pack_sqlstate(code: &str) -> i32 {
+    code.bytes().take(5).enumerate().map(|(i, c)| ((c as i32 - b'0' as i32) & 0x3F) << (6 * i)).sum()
+}
+
+/// The five characters of a packed SQLSTATE.
+pub fn unpack_sqlstate(code: i32) -> String {
+    (0..5).map(|i| (((code >> (6 * i)) & 0x3F) as u8 + b'0') as char).collect()
+}
+
 /// What every error of the pipeline can say about itself, in PostgreSQL's terms.
 pub trait Diagnostic {
     fn sqlstate(&self) -> SqlState;
@@ -188,6 +198,15 @@ mod tests {
         assert_eq!(SqlState::from_code("08001"), SqlState::UnableToEstablishConnection);
         assert_eq!(SqlState::from_code("42703").code(), "42703");
         assert_eq!(SqlState::from_code("bogus"), SqlState::InternalError);
+    }
+
+    #[test]
+    fn sqlstate_packing_round_trips() {
+        for code in ["42601", "57014", "08P01", "XX000", "22023"] {
+            assert_eq!(unpack_sqlstate(pack_sqlstate(code)), code);
+        }
+        // ERRCODE_SYNTAX_ERROR as PostgreSQL packs it.
+        assert_eq!(pack_sqlstate("42601"), 4 + (2 << 6) + (6 << 12) + (0 << 18) + (1 << 24));
     }
 
     #[test]

@@ -94,7 +94,7 @@ pub enum LlmError {
     RateLimited { url: String, attempts: u32 },
     Server { url: String, status: u16, attempts: u32, body: String },
     Http { url: String, status: u16, body: String },
-    BadResponse { url: String, reason: String },
+    BadResponse { url: String, reason: String, body: String },
     EmptyAnswer { finish_reason: Option<String> },
 }
 
@@ -122,26 +122,31 @@ impl Diagnostic for LlmError {
             LlmError::Timeout { url, ms } => format!("LLM request to {url} timed out after {ms} ms"),
             LlmError::Auth { url, status, .. } => format!("LLM endpoint {url} refused the credentials (HTTP {status})"),
             LlmError::RateLimited { url, attempts } => {
-                format!("LLM endpoint {url} is rate limiting (HTTP 429 after {attempts} attempts)")
+                format!("LLM endpoint {url} is rate limiting (HTTP 429 after {})", attempts_text(*attempts))
             }
             LlmError::Server { url, status, attempts, .. } => {
-                format!("LLM endpoint {url} failed with HTTP {status} after {attempts} attempts")
+                format!("LLM endpoint {url} failed with HTTP {status} after {}", attempts_text(*attempts))
             }
             LlmError::Http { url, status, .. } => format!("LLM endpoint {url} answered HTTP {status}"),
-            LlmError::BadResponse { url, reason } => format!("LLM endpoint {url} sent an unusable answer: {reason}"),
+            LlmError::BadResponse { url, reason, .. } => {
+                format!("LLM endpoint {url} sent an unusable answer: {reason}")
+            }
             LlmError::EmptyAnswer { .. } => "the model returned an empty answer".into(),
         }
     }
 
     fn detail(&self) -> Option<String> {
         match self {
-            LlmError::BadUrl { reason, .. } | LlmError::Connect { reason, .. } => Some(reason.clone()),
-            LlmError::Auth { body, .. } | LlmError::Server { body, .. } | LlmError::Http { body, .. }
+            LlmError::BadUrl { reason, .. } | LlmError::Connect { reason, .. } => Some(sentence(reason)),
+            LlmError::Auth { body, .. }
+            | LlmError::Server { body, .. }
+            | LlmError::Http { body, .. }
+            | LlmError::BadResponse { body, .. }
                 if !body.is_empty() =>
             {
                 Some(format!("Response body: {body}"))
             }
-            LlmError::EmptyAnswer { finish_reason: Some(r) } => Some(format!("finish_reason: {r}")),
+            LlmError::EmptyAnswer { finish_reason: Some(r) } => Some(format!("The model stopped with finish_reason \"{r}\".")),
             _ => None,
         }
     }
@@ -169,9 +174,31 @@ impl Diagnostic for LlmError {
             LlmError::EmptyAnswer { finish_reason: Some(r) } if r == "length" => {
                 Some("Raise nl2sql.llm_max_tokens.".into())
             }
+            LlmError::EmptyAnswer { .. } => Some("Check that nl2sql.llm_model names a chat model.".into()),
             _ => None,
         }
     }
+}
+
+fn attempts_text(n: u32) -> String {
+    if n == 1 {
+        "1 attempt".into()
+    } else {
+        format!("{n} attempts")
+    }
+}
+
+/// A detail line in PostgreSQL's style: a capitalised sentence ending with a period.
+fn sentence(s: &str) -> String {
+    let mut c = s.trim().chars();
+    let mut out: String = match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => return String::new(),
+    };
+    if !out.ends_with('.') {
+        out.push('.');
+    }
+    out
 }
 
 impl LlmError {
@@ -218,7 +245,13 @@ pub fn chat_many(ep: &Endpoint, reqs: Vec<ChatRequest>, poll: &mut dyn FnMut()) 
     }
     results
         .into_iter()
-        .map(|r| r.unwrap_or(Err(LlmError::BadResponse { url: ep.display_url(), reason: "worker thread died".into() })))
+        .map(|r| {
+            r.unwrap_or(Err(LlmError::BadResponse {
+                url: ep.display_url(),
+                reason: "worker thread died".into(),
+                body: String::new(),
+            }))
+        })
         .collect()
 }
 
@@ -300,7 +333,11 @@ fn send_with_retries(ep: &Endpoint, req: &ChatRequest) -> Result<Completion, Llm
             Ok(t) => t,
             Err(ureq::Error::Timeout(_)) => return Err(timed_out()),
             Err(e) => {
-                return Err(LlmError::BadResponse { url: shown.clone(), reason: redact(format!("reading the body failed: {e}")) })
+                return Err(LlmError::BadResponse {
+                    url: shown.clone(),
+                    reason: redact(format!("reading the body failed: {e}")),
+                    body: String::new(),
+                })
             }
         };
         let retryable = status == 429 || matches!(status, 500 | 502 | 503 | 504);
@@ -315,7 +352,10 @@ fn send_with_retries(ep: &Endpoint, req: &ChatRequest) -> Result<Completion, Llm
         }
         let excerpt = || redact(excerpt(&text));
         return match status {
-            200..=299 => parse_completion(&text, &shown, start.elapsed(), attempts),
+            200..=299 => parse_completion(&text, &shown, start.elapsed(), attempts).map_err(|e| match e {
+                LlmError::BadResponse { url, reason, .. } => LlmError::BadResponse { url, reason, body: excerpt() },
+                other => other,
+            }),
             401 | 403 => Err(LlmError::Auth { url: shown, status, body: excerpt() }),
             429 => Err(LlmError::RateLimited { url: shown, attempts }),
             500..=599 => Err(LlmError::Server { url: shown, status, attempts, body: excerpt() }),
@@ -338,7 +378,7 @@ fn classify_transport(e: ureq::Error, url: &str, redact: impl Fn(String) -> Stri
 
 /// Reads an OpenAI chat completion response.
 pub fn parse_completion(text: &str, url: &str, latency: Duration, attempts: u32) -> Result<Completion, LlmError> {
-    let bad = |reason: String| LlmError::BadResponse { url: url.to_string(), reason };
+    let bad = |reason: String| LlmError::BadResponse { url: url.to_string(), reason, body: String::new() };
     let v: Value = serde_json::from_str(text).map_err(|e| {
         if e.is_eof() {
             bad("the JSON is truncated".into())
@@ -514,6 +554,7 @@ mod tests {
         let e1 = chat(&ep, request(), &mut || {}).expect_err("garbage");
         let e2 = chat(&ep, request(), &mut || {}).expect_err("truncated");
         assert!(matches!(&e1, LlmError::BadResponse { reason, .. } if reason.contains("not JSON")), "{e1:?}");
+        assert_eq!(e1.detail().as_deref(), Some("Response body: <html>oops</html>"));
         assert!(matches!(&e2, LlmError::BadResponse { reason, .. } if reason.contains("truncated")), "{e2:?}");
         h.join().expect("server");
     }
@@ -533,6 +574,7 @@ mod tests {
         let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
         let e = chat(&endpoint(format!("http://127.0.0.1:{port}/v1")), request(), &mut || {}).expect_err("refused");
         assert!(matches!(&e, LlmError::Connect { reason, .. } if reason == "connection refused"), "{e:?}");
+        assert_eq!(e.detail().as_deref(), Some("Connection refused."));
         assert_eq!(e.sqlstate().code(), "08001");
     }
 

@@ -1,15 +1,19 @@
 -- Cheap statistics of the columns of one relation the caller may SELECT, from its first `sample_rows` rows:
 -- distinct count, up to six distinct values (cut to 100 characters), min and max of numbers and dates.
 -- STABLE, so everything it runs is read-only; SECURITY INVOKER, so privileges and row-level security apply.
+-- Only columns the caller may SELECT are read (column-level grants work); dates come out in ISO style.
 CREATE FUNCTION nl2sql.column_stats(rel regclass, sample_rows integer DEFAULT 1000)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE STRICT
 SET search_path = pg_catalog, pg_temp
+SET datestyle = 'ISO, YMD'
+SET intervalstyle = 'postgres'
 AS $$
 DECLARE
     col record;
     parts text[] := '{}';
     chunk text := '';
+    cols text[] := '{}';
     n int := 0;
     q text;
     result jsonb;
@@ -37,6 +41,7 @@ BEGIN
             col.attname, col.attname, col.attname, col.attname,
             CASE WHEN col.typcategory IN ('N', 'D') THEN format('min(%I)::text', col.attname) ELSE 'NULL::text' END,
             CASE WHEN col.typcategory IN ('N', 'D') THEN format('max(%I)::text', col.attname) ELSE 'NULL::text' END);
+        cols := cols || format('%I', col.attname);
         n := n + 1;
     END LOOP;
     IF n = 0 THEN
@@ -44,8 +49,8 @@ BEGIN
     END IF;
     parts := parts || format('jsonb_build_object(%s)', chunk);
     q := format('SELECT jsonb_build_object(''rows'', count(*), ''complete'', count(*) < %s, ''columns'', %s) '
-                'FROM (SELECT * FROM %s LIMIT %s) s',
-                sample_rows, array_to_string(parts, ' || '), rel, sample_rows);
+                'FROM (SELECT %s FROM %s LIMIT %s) s',
+                sample_rows, array_to_string(parts, ' || '), array_to_string(cols, ', '), rel, sample_rows);
     EXECUTE q INTO result;
     RETURN result;
 END

@@ -26,7 +26,7 @@ pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failur
         pg_sys::BeginInternalSubTransaction(std::ptr::null());
         pg_sys::MemoryContextSwitchTo(oldcxt);
         let r = PgTryBuilder::new(AssertUnwindSafe(|| {
-            set_read_only();
+            prepare_sandbox();
             Ok(f())
         }))
         .catch_others(Err)
@@ -69,12 +69,16 @@ pub fn execute(sql: &str, timeout: Duration, max_rows: usize) -> Result<Executio
     isolated(timeout, || fetch(&csql, max_rows))?
 }
 
-fn set_read_only() {
+/// Read-only, and dates printed in ISO style (the output part of DateStyle only, so the way
+/// literals are read does not change). Both revert with the subtransaction.
+fn prepare_sandbox() {
     Spi::connect(|_| {
-        // SAFETY: a constant utility statement on the connection Spi::connect opened.
-        let rc = unsafe { pg_sys::SPI_execute(c"SET LOCAL transaction_read_only = on".as_ptr(), false, 0) };
-        if rc < 0 {
-            error!("could not make the sandbox read-only (SPI code {rc})");
+        for stmt in [c"SET LOCAL transaction_read_only = on", c"SET LOCAL datestyle = 'ISO'"] {
+            // SAFETY: constant utility statements on the connection Spi::connect opened.
+            let rc = unsafe { pg_sys::SPI_execute(stmt.as_ptr(), false, 0) };
+            if rc < 0 {
+                error!("could not prepare the sandbox (SPI code {rc})");
+            }
         }
     })
 }

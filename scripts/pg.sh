@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Starts and stops a throwaway PostgreSQL cluster for the demo and the tests.
+#   scripts/pg.sh start DIR PORT [postgresql.conf line ...]   init (if needed) and start; socket in DIR
+#   scripts/pg.sh stop DIR
+# PostgreSQL refuses to run as root, so as root the server runs as the postgres user. The server's
+# environment is clean (no RUST_BACKTRACE, which would put Rust backtraces into error details)
+# except NL2SQL_LLM_API_KEY and OPENAI_API_KEY, passed through without showing up in argv.
+set -euo pipefail
+
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+BIN=$($PG_CONFIG --bindir)
+cmd=${1:?usage: $0 start|stop DIR [PORT conf...]}
+dir=${2:?usage: $0 start|stop DIR [PORT conf...]}
+
+as_pg() {
+  if [ "$(id -u)" -eq 0 ]; then
+    sudo --preserve-env=NL2SQL_LLM_API_KEY,OPENAI_API_KEY -u postgres \
+      env -u RUST_BACKTRACE -u RUST_LIB_BACKTRACE "$@"
+  else
+    env -u RUST_BACKTRACE -u RUST_LIB_BACKTRACE "$@"
+  fi
+}
+
+case "$cmd" in
+  start)
+    port=${3:?port required}
+    shift 3
+    mkdir -p "$dir"
+    [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
+    if [ ! -f "$dir/data/PG_VERSION" ]; then
+      as_pg "$BIN/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log"
+      {
+        echo "port = $port"
+        echo "listen_addresses = ''"
+        echo "unix_socket_directories = '$dir'"
+        echo "fsync = off"
+        echo "shared_buffers = 128MB"
+        for line in "$@"; do echo "$line"; done
+      } | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
+    fi
+    as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+    ;;
+  stop)
+    if [ -f "$dir/data/postmaster.pid" ]; then
+      as_pg "$BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true
+    fi
+    ;;
+  *) echo "usage: $0 start|stop DIR [PORT conf...]" >&2; exit 2 ;;
+esac
