@@ -12,7 +12,8 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 
 # 1. Debian packages: server, headers, clang for bindgen, sudo to run postgres as non-root.
 need_pkgs=()
-for p in postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-contrib libclang-dev clang sudo make gcc dpkg-dev python3; do
+for p in postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-contrib libclang-dev clang sudo make gcc \
+         dpkg-dev python3 python3-venv curl unzip ca-certificates; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -50,5 +51,13 @@ fi
 if ! grep -qs "^pg$PG_MAJOR = \"$PG_CONFIG\"" "$HOME/.pgrx/config.toml"; then
   say "initialising pgrx for PostgreSQL $PG_MAJOR"
   cargo pgrx init --pg$PG_MAJOR "$PG_CONFIG"
+fi
+# 5. Python for the server-side tests and the evaluation harness, in .venv.
+root=$(cd "$(dirname "$0")/.." && pwd)
+if ! "$root/.venv/bin/python" -c 'import pytest, psycopg' 2>/dev/null; then
+  say "creating .venv for the tests"
+  python3 -m venv "$root/.venv"
+  "$root/.venv/bin/pip" install -q --upgrade pip
+  "$root/.venv/bin/pip" install -q -r "$root/tests/requirements.txt"
 fi
 say "setup complete"

@@ -1,0 +1,39 @@
+# nl2sql: `make demo` runs the main job, `make test` runs every test. Both install what is missing.
+PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
+SUDO_FLAG := $(shell [ "$$(id -u)" -eq 0 ] || echo --sudo)
+PGRX_INSTALL = cargo pgrx install --pg-config $(PG_CONFIG) $(SUDO_FLAG)
+
+.PHONY: demo test setup install install-debug unit regress pytest llm clean
+
+demo:            ## set up, build, start PostgreSQL with concert_singer, ask it questions
+	scripts/demo.sh
+
+test: setup      ## unit tests, then pg_regress suites and server tests against the installed extension
+	cargo test -p nl2sql-core
+	$(PGRX_INSTALL)
+	tests/run.sh
+
+setup:           ## apt packages, pgvector, cargo-pgrx 0.18.1, test venv (skips what is present)
+	scripts/setup.sh
+
+install: setup   ## release build into $(PG_CONFIG)'s PostgreSQL
+	$(PGRX_INSTALL) --release
+
+install-debug:
+	$(PGRX_INSTALL)
+
+unit:            ## the pure pipeline's unit tests only (no server)
+	cargo test -p nl2sql-core
+
+regress:         ## pg_regress suites against the installed extension
+	tests/run.sh regress
+
+pytest:          ## server tests against the installed extension
+	tests/run.sh pytest
+
+llm:             ## start the local model (Qwen2.5-Coder-1.5B on llama.cpp) on 127.0.0.1:8080
+	scripts/local-llm.sh start
+
+clean:
+	cargo clean
+	rm -rf pg_test/results .venv

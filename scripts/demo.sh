@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The main job: install what is missing, build and install nl2sql, start PostgreSQL 15 with the
+# concert_singer sample database, and ask it questions in plain English.
+#
+# The model endpoint comes from the environment:
+#   NL2SQL_LLM_URL     base URL of an OpenAI-compatible API (e.g. http://127.0.0.1:8080/v1)
+#   NL2SQL_LLM_MODEL   model name (optional for llama.cpp)
+#   NL2SQL_LLM_API_KEY or OPENAI_API_KEY   bearer token, if the endpoint needs one
+# The server keeps running afterwards; `scripts/pg.sh stop /tmp/nl2sql-demo` stops it.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+DIR=${NL2SQL_DEMO_DIR:-/tmp/nl2sql-demo}
+PORT=${NL2SQL_DEMO_PORT:-55432}
+DB=concert_singer
+DUMP=${NL2SQL_DUMPS:-$ROOT/../shared/bench/spider-pg/dumps}/$DB.sql
+say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+
+scripts/setup.sh
+say "building and installing nl2sql (release build)"
+sudo_flag=""; [ "$(id -u)" -eq 0 ] || sudo_flag=--sudo
+cargo pgrx install --release --pg-config "$PG_CONFIG" $sudo_flag
+
+say "starting PostgreSQL 15 in $DIR (port $PORT)"
+scripts/pg.sh stop "$DIR"          # restart, so the server sees this shell's API key variables
+scripts/pg.sh start "$DIR" "$PORT"
+psql() { "$($PG_CONFIG --bindir)/psql" -X -h "$DIR" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 "$@"; }
+
+if ! psql -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = '$DB'" | grep -q 1; then
+  say "loading the sample database $DB (spider-pg)"
+  psql -q -d postgres -c "CREATE DATABASE $DB"
+  psql -q -d "$DB" -f "$DUMP" >/dev/null
+fi
+psql -q -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS nl2sql CASCADE"
+
+if [ -z "${NL2SQL_LLM_URL:-}" ]; then
+  say "no model endpoint configured"
+  cat <<MSG
+nl2sql is installed and sees this schema (what the model would be shown):
+MSG
+  psql -d "$DB" -Atc "SELECT nl2sql.schema_prompt()"
+  cat <<MSG
+
+To ask questions, point nl2sql at any OpenAI-compatible endpoint and run make demo again:
+
+  local model on this machine (no key; ~1.1 GB download, ~12 min build):
+      scripts/local-llm.sh start
+      NL2SQL_LLM_URL=http://127.0.0.1:8080/v1 make demo
+  Ollama:     NL2SQL_LLM_URL=http://127.0.0.1:11434/v1 NL2SQL_LLM_MODEL=qwen2.5-coder:7b make demo
+  llama.cpp:  NL2SQL_LLM_URL=http://127.0.0.1:8080/v1 make demo
+  OpenAI:     NL2SQL_LLM_URL=https://api.openai.com/v1 NL2SQL_LLM_MODEL=gpt-4o-mini OPENAI_API_KEY=sk-... make demo
+
+Or configure it in SQL as a superuser:
+      ALTER DATABASE $DB SET nl2sql.llm_url = 'http://127.0.0.1:8080/v1';
+
+Connect: psql -h $DIR -p $PORT -U postgres $DB
+MSG
+  exit 0
+fi
+
+say "configuring the endpoint for database $DB: $NL2SQL_LLM_URL"
+# psql variables quote the values (:'var'), so nothing from the environment is spliced into SQL.
+psql -q -d "$DB" -v url="$NL2SQL_LLM_URL" -v model="${NL2SQL_LLM_MODEL:-}" <<'SQL'
+LOAD 'nl2sql';
+ALTER DATABASE concert_singer SET nl2sql.llm_url = :'url';
+ALTER DATABASE concert_singer SET nl2sql.llm_model = :'model';
+SQL
+
+say "asking questions (a small local model takes several seconds each)"
+psql -d "$DB" <<'SQL'
+\set ECHO queries
+SELECT nl2sql('How many singers do we have?');
+SELECT * FROM nl2sql_run('What are the names and countries of singers older than 40?');
+SELECT nl2sql('Which stadium has the largest capacity?') \gexec
+SQL
+
+cat <<MSG
+
+The server keeps running. Connect:  psql -h $DIR -p $PORT -U postgres $DB
+Stop it:                             scripts/pg.sh stop $DIR
+MSG

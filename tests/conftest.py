@@ -1,0 +1,59 @@
+"""Fixtures for the server-side tests; tests/run.sh starts the cluster and the mock LLM."""
+import json
+import os
+import urllib.request
+
+import psycopg
+import pytest
+
+
+def _env(name):
+    value = os.environ.get(name)
+    if not value:
+        pytest.exit("run these tests through tests/run.sh (missing %s)" % name, returncode=2)
+    return value
+
+
+@pytest.fixture(scope="session")
+def conninfo():
+    return {"host": _env("NL2SQL_TEST_PGHOST"), "port": _env("NL2SQL_TEST_PGPORT"),
+            "user": "postgres", "dbname": "concert_singer"}
+
+
+@pytest.fixture
+def connect(conninfo):
+    """Opens autocommit connections to concert_singer, closed after the test."""
+    opened = []
+
+    def _connect(**kw):
+        c = psycopg.connect(autocommit=True, **{**conninfo, **kw})
+        opened.append(c)
+        return c
+
+    yield _connect
+    for c in opened:
+        c.close()
+
+
+class Mock:
+    def __init__(self, url):
+        self.url = url
+
+    def reset(self):
+        urllib.request.urlopen(urllib.request.Request(self.url + "/reset", data=b"{}", method="POST"), timeout=5)
+
+    def requests(self):
+        with urllib.request.urlopen(self.url + "/requests", timeout=5) as r:
+            return json.load(r)
+
+
+@pytest.fixture
+def mock():
+    m = Mock(_env("NL2SQL_TEST_MOCK_URL"))
+    m.reset()
+    return m
+
+
+@pytest.fixture(scope="session")
+def server_log():
+    return _env("NL2SQL_TEST_SERVER_LOG")

@@ -1,0 +1,182 @@
+"""Behaviour that needs more than one session, timing, or a look at what crossed the wire."""
+import os
+import threading
+import time
+
+import psycopg
+import pytest
+from psycopg import errors
+
+API_KEY = os.environ.get("NL2SQL_LLM_API_KEY", "")
+
+
+def ask(conn, question, hint=None):
+    return conn.execute("SELECT nl2sql(%s, %s)", (question, hint)).fetchone()[0]
+
+
+def test_happy_path_on_spider_database(connect, mock):
+    conn = connect()
+    assert ask(conn, "How many singers do we have?") == "SELECT count(*) FROM singer"
+    rows = conn.execute("SELECT * FROM nl2sql_run('How many singers do we have?')").fetchall()
+    assert rows == [({"count": 6},)]
+    # One chat completion per call, with the configured model and the question in the prompt.
+    reqs = mock.requests()
+    assert len(reqs) == 2
+    body = reqs[0]["body"]
+    assert body["model"] == "mock-model"
+    assert body["temperature"] == 0
+    assert "### Question: How many singers do we have?" in body["messages"][-1]["content"]
+
+
+def test_api_key_from_server_environment_is_sent(connect, mock):
+    assert API_KEY, "tests/run.sh sets NL2SQL_LLM_API_KEY for the server"
+    ask(connect(), "How many singers do we have?")
+    assert mock.requests()[0]["authorization"] == "Bearer " + API_KEY
+
+
+def test_key_never_in_errors_or_server_log(connect, server_log):
+    conn = connect()
+    with pytest.raises(errors.InvalidAuthorizationSpecification) as e:
+        ask(conn, "[unauthorized] echo my key")
+    diag = e.value.diag
+    for text in (diag.message_primary, diag.message_detail, diag.message_hint):
+        assert API_KEY not in (text or "")
+    assert "***" in diag.message_detail
+    with open(server_log, encoding="utf-8", errors="replace") as f:
+        assert API_KEY not in f.read()
+
+
+def test_prompt_only_shows_what_the_role_may_select(connect, mock):
+    admin = connect()
+    admin.execute("DROP ROLE IF EXISTS carol")
+    admin.execute("CREATE ROLE carol")
+    admin.execute("CREATE TABLE hr_salaries (employee text, salary_amount numeric)")
+    try:
+        admin.execute("INSERT INTO hr_salaries VALUES ('Ann', 5000)")
+        admin.execute("GRANT SELECT (singer_id, name) ON singer TO carol")
+        conn = connect()
+        conn.execute("SET ROLE carol")
+        assert ask(conn, "How many singers do we have?") == "SELECT count(*) FROM singer"
+        prompt = "\n".join(m["content"] for m in mock.requests()[0]["body"]["messages"])
+        assert "singer_id" in prompt and "Joe Sharp" in prompt
+        for hidden in ("hr_salaries", "salary_amount", "5000", "country", "France", "stadium", "concert"):
+            assert hidden not in prompt, hidden
+    finally:
+        admin.execute("DROP TABLE hr_salaries")
+        admin.execute("DROP OWNED BY carol")
+        admin.execute("DROP ROLE carol")
+
+
+def test_cancel_during_slow_llm_call_returns_promptly(connect):
+    conn, other = connect(), connect()
+    pid = conn.info.backend_pid
+    cancelled_at = []
+
+    def cancel():
+        time.sleep(1.0)
+        other.execute("SELECT pg_cancel_backend(%s)", (pid,))
+        cancelled_at.append(time.monotonic())
+
+    t = threading.Thread(target=cancel)
+    t.start()
+    with pytest.raises(errors.QueryCanceled):
+        ask(conn, "[cancel-me] the model takes 30 seconds")
+    returned = time.monotonic()
+    t.join()
+    # The model would answer after 30 s; the call ends right after the cancel.
+    assert returned - cancelled_at[0] < 1.0
+    assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_statement_timeout_interrupts_llm_wait(connect):
+    conn = connect()
+    conn.execute("SET statement_timeout = '700ms'")
+    t0 = time.monotonic()
+    with pytest.raises(errors.QueryCanceled) as e:
+        ask(conn, "[cancel-me] the model takes 30 seconds")
+    assert "statement timeout" in str(e.value)
+    assert time.monotonic() - t0 < 3.0
+
+
+def test_terminate_during_llm_call_ends_session(connect):
+    conn, other = connect(), connect()
+    pid = conn.info.backend_pid
+    threading.Timer(0.5, lambda: other.execute("SELECT pg_terminate_backend(%s)", (pid,))).start()
+    t0 = time.monotonic()
+    with pytest.raises(psycopg.OperationalError):
+        ask(conn, "[cancel-me] the model takes 30 seconds")
+    assert time.monotonic() - t0 < 3.0
+    assert other.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() == (0,)
+
+
+@pytest.mark.parametrize("question,sqlstate", [
+    ("[http500] x", "08006"),
+    ("[garbage] x", "08P01"),
+    ("[truncated] x", "08P01"),
+    ("[slow] x", "57014"),
+])
+def test_endpoint_failures_fail_in_bounded_time(connect, question, sqlstate):
+    conn = connect()
+    conn.execute("SET nl2sql.llm_timeout = '1s'")
+    conn.execute("SET nl2sql.llm_max_retries = 1")
+    t0 = time.monotonic()
+    with pytest.raises(psycopg.Error) as e:
+        ask(conn, question)
+    assert e.value.sqlstate == sqlstate
+    assert time.monotonic() - t0 < 3.0
+
+
+def test_endpoint_down_fails_fast(connect):
+    conn = connect()
+    conn.execute("SET nl2sql.llm_url = 'http://127.0.0.1:9/v1'")
+    t0 = time.monotonic()
+    with pytest.raises(errors.SqlclientUnableToEstablishSqlconnection):
+        ask(conn, "How many singers do we have?")
+    assert time.monotonic() - t0 < 2.0
+
+
+def test_retries_then_succeeds(connect, mock):
+    conn = connect()
+    assert ask(conn, "[flaky] how many stadiums are there?") == "SELECT count(*) AS stadiums FROM stadium"
+    assert len(mock.requests()) == 3
+
+
+def test_correction_round_shows_the_error_to_the_model(connect, mock):
+    conn = connect()
+    assert ask(conn, "Which singers are older than 40?") == "SELECT name FROM singer WHERE age > 40 ORDER BY name"
+    reqs = mock.requests()
+    assert len(reqs) == 2
+    second = reqs[1]["body"]["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert 'column "singer_age" does not exist' in second[-1]["content"]
+
+
+def test_hostile_answers_leave_data_and_session_intact(connect):
+    conn = connect()
+    for q in ["[drop] x", "[cte-delete] x", "[select-into] x", "[terminate] x", "[set-config] x",
+              "[two-statements] x", "[sleep] x", "[for-update] x"]:
+        with pytest.raises(psycopg.Error):
+            ask(conn, q)
+    assert conn.execute("SELECT count(*) FROM singer").fetchone() == (6,)
+    assert conn.execute("SHOW search_path").fetchone() == ('"$user", public',)
+    assert conn.execute("SELECT to_regclass('singer_copy')").fetchone() == (None,)
+    # Every other session survived pg_terminate_backend attempts: this one still works.
+    assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_concurrent_sessions(connect):
+    results, errs = [], []
+
+    def worker():
+        try:
+            results.append(ask(connect(), "How many singers do we have?"))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errs.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errs
+    assert results == ["SELECT count(*) FROM singer"] * 4
