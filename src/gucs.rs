@@ -138,8 +138,15 @@ pub fn init() {
         GucContext::Suset,
         GucFlags::default(),
     );
-    // Refuse unknown nl2sql.* settings (typos) from now on.
-    unsafe { pgrx::pg_sys::MarkGUCPrefixReserved(c"nl2sql".as_ptr()) };
+    // Refuse unknown nl2sql.* settings (typos) from now on; before PostgreSQL 15, warn about them.
+    #[cfg(not(any(feature = "pg13", feature = "pg14")))]
+    unsafe {
+        pgrx::pg_sys::MarkGUCPrefixReserved(c"nl2sql".as_ptr())
+    };
+    #[cfg(any(feature = "pg13", feature = "pg14"))]
+    unsafe {
+        pgrx::pg_sys::EmitWarningsOnPlaceholders(c"nl2sql".as_ptr())
+    };
 }
 
 fn string(s: &GucSetting<Option<CString>>) -> Option<String> {

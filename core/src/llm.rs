@@ -305,9 +305,11 @@ fn send_with_retries(ep: &Endpoint, req: &ChatRequest) -> Result<Completion, Llm
         if remaining.is_zero() {
             return Err(timed_out());
         }
+        // No redirects: a 3xx must not carry the bearer token to another host.
         let mut cfg = ureq::Agent::config_builder()
             .timeout_global(Some(remaining))
             .http_status_as_error(false)
+            .max_redirects(0)
             .user_agent("nl2sql");
         if is_loopback(&url) {
             cfg = cfg.proxy(None);
@@ -615,6 +617,14 @@ mod tests {
         // Three answers that each take 500 ms arrive together, not one after another.
         assert!(t.elapsed() < Duration::from_millis(1200), "{:?}", t.elapsed());
         h.join().expect("server");
+    }
+
+    #[test]
+    fn redirects_are_not_followed() {
+        let (url, h) = serve(vec![(307, "".into(), 0)]);
+        let e = chat(&endpoint(url), request(), &mut || {}).expect_err("redirect");
+        assert!(matches!(e, LlmError::Http { status: 307, .. }), "{e:?}");
+        assert_eq!(h.join().expect("server").len(), 1);
     }
 
     #[test]
