@@ -3,7 +3,7 @@ PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 SUDO_FLAG := $(shell [ "$$(id -u)" -eq 0 ] || echo --sudo)
 PGRX_INSTALL = cargo pgrx install --pg-config $(PG_CONFIG) $(SUDO_FLAG)
 
-.PHONY: demo test setup install install-debug unit regress pytest llm clean
+.PHONY: demo test setup install install-debug unit regress pytest eval bench llm clean
 
 demo:            ## set up, build, start PostgreSQL with concert_singer, ask it questions
 	scripts/demo.sh
@@ -30,6 +30,10 @@ regress:         ## pg_regress suites against the installed extension
 
 pytest:          ## server tests against the installed extension
 	tests/run.sh pytest
+
+eval: setup      ## execution accuracy on spider-pg, e.g. make eval ARGS="--sample 50 --seed 1 --configs zero-shot,no-correction"
+	$(PGRX_INSTALL) --release
+	.venv/bin/python eval/harness.py $(ARGS)
 
 llm:             ## start the local model (Qwen2.5-Coder-1.5B on llama.cpp) on 127.0.0.1:8080
 	scripts/local-llm.sh start

@@ -8,6 +8,7 @@ pub mod guard;
 pub mod llm;
 pub mod pipeline;
 pub mod refine;
+pub mod results;
 pub mod rows;
 pub mod schema;
 

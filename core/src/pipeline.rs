@@ -61,6 +61,8 @@ pub struct Trace {
     pub schema_detail: String,
     pub tables_shown: usize,
     pub tables_omitted: usize,
+    /// Every column the model was shown, as `table.column` written in SQL.
+    pub schema_columns: Vec<String>,
     pub llm_calls: Vec<LlmCall>,
     pub candidates: Vec<CandidateTrace>,
     pub wall_ms: f64,
@@ -69,7 +71,10 @@ pub struct Trace {
 #[derive(Debug, Clone, Serialize)]
 pub struct LlmCall {
     pub stage: &'static str,
+    /// As reported by the endpoint (None when it reports no usage).
     pub prompt_tokens: Option<u64>,
+    /// Our estimate of the whole prompt (schema::estimate_tokens), reported whatever the endpoint says.
+    pub prompt_tokens_estimate: usize,
     pub completion_tokens: Option<u64>,
     pub latency_ms: f64,
     pub attempts: u32,
@@ -220,11 +225,16 @@ pub fn ask(
     .into();
     trace.tables_shown = rendered.tables_shown;
     trace.tables_omitted = rendered.tables_omitted;
+    trace.schema_columns = schema.tables[..rendered.tables_shown]
+        .iter()
+        .flat_map(|t| t.columns.iter().map(move |c| format!("{}.{}", t.ident, c.ident)))
+        .collect();
 
     let mut messages = generate::zero_shot(&rendered.text, &q.text, q.hint.as_deref());
     let mut round = 0u32;
     loop {
         let stage = if round == 0 { "generate" } else { "correct" };
+        let prompt_tokens_estimate = messages.iter().map(|m| crate::schema::estimate_tokens(&m.content)).sum();
         let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: settings.max_tokens };
         let completion = match llm.chat(req) {
             Ok(c) => c,
@@ -237,6 +247,7 @@ pub fn ask(
         trace.llm_calls.push(LlmCall {
             stage,
             prompt_tokens: completion.prompt_tokens,
+            prompt_tokens_estimate,
             completion_tokens: completion.completion_tokens,
             latency_ms: ms(completion.latency),
             attempts: completion.attempts,
@@ -397,6 +408,8 @@ mod tests {
         assert_eq!(a.sql, "SELECT count(*) FROM singer");
         assert_eq!(a.execution.rows, vec![vec![Some("6".to_string())]]);
         assert_eq!(a.trace.llm_calls.len(), 1);
+        assert!(a.trace.schema_columns.contains(&"singer.name".to_string()));
+        assert!(a.trace.schema_columns.contains(&"\"Order Items\".\"select\"".to_string()));
         assert!(llm.seen[0][1].content.contains("### Question: How many singers?"));
     }
 

@@ -1,4 +1,5 @@
 //! The SQL surface: every #[pg_extern] lives here and only converts and delegates.
 
 pub mod ask;
+pub mod evaluate;
 pub mod inspect;

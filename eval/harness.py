@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""Evaluation harness for nl2sql on the spider-pg slice.
+
+For each question: nl2sql() in the question's database, its trace, and nl2sql.compare_results()
+against the gold query. Reports execution accuracy (EX: rows as multisets, as lists when the gold
+query has ORDER BY, values by text form), VES (BIRD: sqrt(gold_ms / predicted_ms) for correct
+answers) and R-VES (BIRD's reward buckets), per database and overall; schema-link recall (gold
+columns the model was shown); LLM calls, tokens and latency. One JSON line per question is
+appended to the result file as soon as it is known, so a run can be stopped and resumed.
+
+Ablations: --configs runs the same questions under several settings (see CONFIGS) and prints
+them side by side, first row as the baseline.
+"""
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import sql as pgsql
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = Path(os.environ.get("NL2SQL_BENCH", ROOT.parent / "shared" / "bench" / "spider-pg"))
+
+# Named settings for ablations. "zero-shot" is the foundation: one zero-shot generation from the
+# full Open-SQL schema with sampled values, and one correction round.
+CONFIGS = {
+    "zero-shot": {"nl2sql.max_corrections": "1", "nl2sql.sample_rows": "1000"},
+    "no-correction": {"nl2sql.max_corrections": "0", "nl2sql.sample_rows": "1000"},
+    "no-samples": {"nl2sql.max_corrections": "1", "nl2sql.sample_rows": "0"},
+}
+
+GOLD_COLUMNS_SQL = """
+SELECT DISTINCT d.refobjid::regclass::text AS tbl, quote_ident(a.attname) AS col
+FROM pg_depend d
+JOIN pg_rewrite r ON r.oid = d.objid
+LEFT JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid AND d.refobjsubid > 0
+WHERE d.classid = 'pg_rewrite'::regclass AND d.refclassid = 'pg_class'::regclass
+  AND r.ev_class = 'pg_temp.nl2sql_eval_gold'::regclass AND d.refobjid <> r.ev_class
+"""
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --- the cluster -------------------------------------------------------------------------------
+
+def start_cluster(args):
+    """Starts (or reuses) the harness's own cluster; returns connection settings."""
+    subprocess.run([str(ROOT / "scripts" / "pg.sh"), "start", args.pgdir, str(args.port)], check=True)
+    return {"host": args.pgdir, "port": args.port, "user": "postgres"}
+
+
+def prepare_database(conn_kw, db):
+    """Creates `db` from its dump if missing; (re)creates the extension so it matches the build."""
+    with psycopg.connect(dbname="postgres", autocommit=True, **conn_kw) as c:
+        exists = c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchone()
+        if not exists:
+            log(f"loading {db}")
+            c.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(db)))
+            subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", str(conn_kw["host"]),
+                            "-p", str(conn_kw["port"]), "-U", conn_kw["user"], "-d", db,
+                            "-f", str(BENCH / "dumps" / f"{db}.sql")], check=True, stdout=subprocess.DEVNULL)
+    with psycopg.connect(dbname=db, autocommit=True, **conn_kw) as c:
+        c.execute("SET client_min_messages = warning")
+        c.execute("DROP EXTENSION IF EXISTS nl2sql CASCADE")
+        c.execute("CREATE EXTENSION nl2sql CASCADE")
+
+
+def configure(conn, settings):
+    conn.execute("LOAD 'nl2sql'")
+    if os.environ.get("NL2SQL_LLM_URL"):
+        conn.execute("SELECT set_config('nl2sql.llm_url', %s, false)", (os.environ["NL2SQL_LLM_URL"],))
+    if os.environ.get("NL2SQL_LLM_MODEL"):
+        conn.execute("SELECT set_config('nl2sql.llm_model', %s, false)", (os.environ["NL2SQL_LLM_MODEL"],))
+    for name, value in settings.items():
+        conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+    url = conn.execute("SELECT current_setting('nl2sql.llm_url')").fetchone()[0]
+    if not url:
+        sys.exit("no model endpoint: set NL2SQL_LLM_URL (e.g. http://127.0.0.1:8080/v1 after "
+                 "scripts/local-llm.sh start) or nl2sql.llm_url in the server")
+    return url
+
+
+# --- one question ------------------------------------------------------------------------------
+
+def gold_columns(conn, gold):
+    """The tables and columns the gold query reads, as PostgreSQL resolves them."""
+    tables, columns = set(), set()
+    try:
+        with conn.transaction(force_rollback=True):
+            # The gold query is trusted benchmark data; a view makes PostgreSQL record exactly
+            # which columns it reads.
+            conn.execute("CREATE TEMP VIEW nl2sql_eval_gold AS " + gold)
+            for tbl, col in conn.execute(GOLD_COLUMNS_SQL).fetchall():
+                tables.add(tbl)
+                if col:
+                    columns.add(f"{tbl}.{col}")
+    except psycopg.Error:
+        return None, None
+    return tables, columns
+
+
+def rves_reward(ratio):
+    """BIRD's R-VES reward for time ratio gold/predicted of a correct answer."""
+    if ratio >= 2:
+        return 1.25
+    if ratio >= 1:
+        return 1.0
+    if ratio >= 0.5:
+        return 0.75
+    if ratio >= 0.25:
+        return 0.5
+    return 0.25
+
+
+def evaluate(conn, item, repeat):
+    rec = {"id": item["id"], "db": item["db"], "question": item["question"], "gold": item["gold"]}
+    t0 = time.monotonic()
+    try:
+        rec["predicted"] = conn.execute("SELECT nl2sql(%s)", (item["question"],)).fetchone()[0]
+        rec["error"], rec["sqlstate"] = None, None
+    except psycopg.Error as e:
+        rec["predicted"] = None
+        rec["error"], rec["sqlstate"] = e.diag.message_primary, e.sqlstate
+    rec["latency_ms"] = round((time.monotonic() - t0) * 1000, 1)
+    trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0] or {}
+    calls = trace.get("llm_calls", [])
+    rec["llm_calls"] = len(calls)
+    rec["llm_ms"] = round(sum(c.get("latency_ms", 0) for c in calls), 1)
+    reported = [c.get("prompt_tokens") for c in calls]
+    rec["prompt_tokens"] = sum(reported) if calls and all(r is not None for r in reported) else None
+    rec["prompt_tokens_estimate"] = sum(c.get("prompt_tokens_estimate", 0) for c in calls)
+    done = [c.get("completion_tokens") for c in calls]
+    rec["completion_tokens"] = sum(done) if calls and all(d is not None for d in done) else None
+    rec["schema_tokens"] = trace.get("schema_tokens")
+
+    rec["correct"] = False
+    rec["gold_ms"] = rec["predicted_ms"] = rec["ves"] = rec["rves"] = None
+    if rec["predicted"] is not None:
+        cmp = conn.execute("SELECT nl2sql.compare_results(%s, %s, %s)",
+                           (item["gold"], rec["predicted"], repeat)).fetchone()[0]
+        rec["correct"] = cmp["match"] is True
+        rec["gold_ms"] = cmp["reference"].get("ms")
+        rec["predicted_ms"] = cmp["predicted"].get("ms")
+        if cmp["predicted"].get("error"):
+            rec["error"], rec["sqlstate"] = cmp["predicted"]["error"], cmp["predicted"]["sqlstate"]
+        if cmp["match"] is None:
+            rec["gold_error"] = cmp["reference"].get("error")
+    if rec["correct"] and rec["gold_ms"] and rec["predicted_ms"]:
+        ratio = rec["gold_ms"] / max(rec["predicted_ms"], 1e-6)
+        rec["ves"] = math.sqrt(ratio)
+        rec["rves"] = rves_reward(ratio)
+    elif rec["correct"]:
+        rec["ves"] = rec["rves"] = 1.0
+
+    tables, columns = gold_columns(conn, item["gold"])
+    shown = set(trace.get("schema_columns", []))
+    shown_tables = {c.rsplit(".", 1)[0] for c in shown}
+    rec["schema_recall_columns"] = (len(columns & shown) / len(columns)) if columns else None
+    rec["schema_recall_tables"] = (len(tables & shown_tables) / len(tables)) if tables else None
+    rec["candidates"] = trace.get("candidates", [])
+    return rec
+
+
+# --- reporting ---------------------------------------------------------------------------------
+
+def summarize(records):
+    n = len(records)
+    if n == 0:
+        return None
+    pct = lambda xs: 100.0 * sum(xs) / n  # noqa: E731
+    lat = sorted(r["latency_ms"] for r in records)
+    col_recall = [r["schema_recall_columns"] for r in records if r.get("schema_recall_columns") is not None]
+    prompt = [r["prompt_tokens"] if r.get("prompt_tokens") is not None else r.get("prompt_tokens_estimate", 0)
+              for r in records]
+    completion = [r["completion_tokens"] for r in records if r.get("completion_tokens") is not None]
+    return {
+        "n": n,
+        "ex": pct([1 if r["correct"] else 0 for r in records]),
+        "ves": pct([r["ves"] or 0 for r in records]),
+        "rves": pct([r["rves"] or 0 for r in records]),
+        "errors": sum(1 for r in records if r.get("predicted") is None),
+        "latency_p50_s": lat[len(lat) // 2] / 1000,
+        "llm_calls": statistics.mean(r["llm_calls"] for r in records),
+        "prompt_tokens": statistics.mean(prompt),
+        "completion_tokens": statistics.mean(completion) if completion else None,
+        "schema_recall": 100.0 * statistics.mean(col_recall) if col_recall else None,
+    }
+
+
+def fmt(v, spec):
+    return "—" if v is None else format(v, spec)
+
+
+def print_table(title, records):
+    print(f"\n{title}")
+    print(f"{'database':<26}{'n':>5}{'EX':>7}{'VES':>7}{'R-VES':>7}{'failed':>8}{'p50 s':>7}"
+          f"{'calls':>7}{'prompt tok':>11}{'compl tok':>10}{'schema rec':>11}")
+    dbs = sorted({r["db"] for r in records})
+    for name, rs in [(db, [r for r in records if r["db"] == db]) for db in dbs] + [("all", records)]:
+        s = summarize(rs)
+        if name == "all":
+            print("-" * 106)
+        print(f"{name:<26}{s['n']:>5}{s['ex']:>7.1f}{s['ves']:>7.1f}{s['rves']:>7.1f}{s['errors']:>8}"
+              f"{s['latency_p50_s']:>7.2f}{s['llm_calls']:>7.2f}{s['prompt_tokens']:>11.0f}"
+              f"{fmt(s['completion_tokens'], '10.1f'):>10}{fmt(s['schema_recall'], '10.1f'):>11}")
+
+
+def print_ablation(results):
+    print("\nAblation (same questions; Δ against the first row)")
+    print(f"{'config':<18}{'EX':>7}{'ΔEX':>7}{'VES':>7}{'R-VES':>7}{'p50 s':>7}{'calls':>7}{'prompt tok':>11}")
+    base = None
+    for name, recs in results:
+        s = summarize(recs)
+        if s is None:
+            continue
+        base = s["ex"] if base is None else base
+        delta = "—" if name == results[0][0] else f"{s['ex'] - base:+.1f}"
+        print(f"{name:<18}{s['ex']:>7.1f}{delta:>7}{s['ves']:>7.1f}{s['rves']:>7.1f}{s['latency_p50_s']:>7.2f}"
+              f"{s['llm_calls']:>7.2f}{s['prompt_tokens']:>11.0f}")
+
+
+# --- main --------------------------------------------------------------------------------------
+
+def select_questions(args):
+    items = json.loads((BENCH / "questions.json").read_text())
+    if args.db:
+        items = [q for q in items if q["db"] in args.db]
+    if args.ids:
+        wanted = {int(i) for i in args.ids.split(",")}
+        items = [q for q in items if q["id"] in wanted]
+    if args.sample and args.sample < len(items):
+        items = random.Random(args.seed).sample(items, args.sample)
+        items.sort(key=lambda q: q["id"])
+    return items
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sample", type=int, help="a random subset of N questions")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
+    ap.add_argument("--db", action="append", help="only this database (repeatable)")
+    ap.add_argument("--ids", help="only these question ids, comma-separated")
+    ap.add_argument("--configs", default="zero-shot",
+                    help="comma-separated settings to compare: " + ", ".join(CONFIGS))
+    ap.add_argument("--repeat", type=int, default=3, help="executions per query for VES timing")
+    ap.add_argument("--out-dir", default=str(ROOT / "eval" / "results"))
+    ap.add_argument("--tag", default="", help="extra word in the result file names")
+    ap.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
+    ap.add_argument("--host", help="use this running server (socket dir or host) instead of starting one")
+    ap.add_argument("--port", type=int, default=55440)
+    ap.add_argument("--user", default="postgres")
+    ap.add_argument("--pgdir", default="/tmp/nl2sql-eval", help="the harness's own cluster (default)")
+    ap.add_argument("--no-setup", action="store_true", help="databases and extension are ready")
+    ap.add_argument("--quiet", action="store_true", help="no line per question")
+    args = ap.parse_args()
+
+    configs = args.configs.split(",")
+    for c in configs:
+        if c not in CONFIGS:
+            sys.exit(f"unknown config {c!r}; known: {', '.join(CONFIGS)}")
+    items = select_questions(args)
+    if not items:
+        sys.exit("no questions selected")
+    conn_kw = ({"host": args.host, "port": args.port, "user": args.user} if args.host else start_cluster(args))
+    dbs = sorted({q["db"] for q in items})
+    if not args.no_setup:
+        for db in dbs:
+            prepare_database(conn_kw, db)
+
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    selection = (f"s{args.sample}-seed{args.seed}" if args.sample else "all") + (f"-{args.tag}" if args.tag else "")
+    results = []
+    for cfg in configs:
+        path = out_dir / f"{cfg}-{selection}.jsonl"
+        if args.fresh and path.exists():
+            path.unlink()
+        done = {}
+        if path.exists():
+            for line in path.read_text().splitlines():
+                r = json.loads(line)
+                done[r["id"]] = r
+        todo = [q for q in items if q["id"] not in done]
+        log(f"[{cfg}] {len(items)} questions, {len(items) - len(todo)} already in {path}")
+        conns = {}
+        url = None
+        with path.open("a") as out:
+            for i, item in enumerate(todo, 1):
+                conn = conns.get(item["db"])
+                if conn is None:
+                    conn = psycopg.connect(dbname=item["db"], autocommit=True, **conn_kw)
+                    url = configure(conn, CONFIGS[cfg])
+                    conns[item["db"]] = conn
+                rec = evaluate(conn, item, args.repeat)
+                rec["config"] = cfg
+                done[item["id"]] = rec
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+                if not args.quiet:
+                    mark = "ok " if rec["correct"] else ("ERR" if rec["predicted"] is None else "no ")
+                    log(f"  {i}/{len(todo)} {mark} #{item['id']} {rec['latency_ms'] / 1000:.1f}s "
+                        f"{(rec['predicted'] or rec['error'] or '')[:90]!r}")
+        for c in conns.values():
+            c.close()
+        recs = [done[q["id"]] for q in items]
+        results.append((cfg, recs))
+        print_table(f"config {cfg}: {len(recs)} questions ({selection}); endpoint {url or 'as before'}; "
+                    f"results in {path}", recs)
+    if len(results) > 1:
+        print_ablation(results)
+
+
+if __name__ == "__main__":
+    main()

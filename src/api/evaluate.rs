@@ -1,0 +1,65 @@
+//! nl2sql.compare_results(): the evaluation harness's judge, and the same rule the vote uses.
+
+#[pgrx::pg_schema]
+mod nl2sql {
+    use crate::gucs;
+    use crate::pg::sandbox;
+    use nl2sql_core::error::Diagnostic;
+    use nl2sql_core::refine::Failure;
+    use nl2sql_core::results;
+    use nl2sql_core::Execution;
+    use pgrx::prelude::*;
+    use serde_json::{json, Value};
+
+    /// Runs `reference` and `predicted` in the sandbox (each `repeat` times, for timing) and
+    /// says whether they give the same rows: as lists when the reference has a top-level
+    /// ORDER BY, else as multisets, values by their text form.
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn compare_results(
+        reference: &str,
+        predicted: &str,
+        repeat: default!(i32, 1),
+        max_rows: default!(i32, 100000),
+    ) -> pgrx::JsonB {
+        let repeat = repeat.clamp(1, 1000) as usize;
+        let max_rows = max_rows.max(1) as usize;
+        let ordered = results::orders_rows(reference).unwrap_or(false);
+        let (gold, gold_json) = timed(reference, repeat, max_rows);
+        let (pred, pred_json) = timed(predicted, repeat, max_rows);
+        let matched = match (&gold, &pred) {
+            (Some(g), Some(p)) => Value::Bool(!g.truncated && !p.truncated && results::same_rows(&g.rows, &p.rows, ordered)),
+            (None, _) => Value::Null,
+            (Some(_), None) => Value::Bool(false),
+        };
+        pgrx::JsonB(json!({"match": matched, "ordered": ordered, "reference": gold_json, "predicted": pred_json}))
+    }
+
+    /// Executes `sql` `repeat` times; the rows of the first run and the median time in ms.
+    fn timed(sql: &str, repeat: usize, max_rows: usize) -> (Option<Execution>, Value) {
+        let mut times = Vec::with_capacity(repeat);
+        let mut first: Option<Execution> = None;
+        for _ in 0..repeat {
+            match sandbox::execute(sql, gucs::statement_timeout(), max_rows) {
+                Ok(e) => {
+                    times.push(e.elapsed.as_secs_f64() * 1000.0);
+                    if first.is_none() {
+                        first = Some(e);
+                    }
+                }
+                Err(f) => {
+                    let (state, msg) = match &f {
+                        Failure::Execution(r) => (r.sqlstate.code().to_string(), r.message.clone()),
+                        Failure::Timeout { ms } => ("57014".into(), format!("ran longer than {ms} ms")),
+                        Failure::Syntax(e) => ("42601".into(), e.message()),
+                    };
+                    return (None, json!({"error": msg, "sqlstate": state}));
+                }
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        let rows = first.as_ref().map(|e| e.rows.len()).unwrap_or(0);
+        let truncated = first.as_ref().is_some_and(|e| e.truncated);
+        (first, json!({"rows": rows, "ms": median, "truncated": truncated}))
+    }
+}

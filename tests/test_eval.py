@@ -1,0 +1,51 @@
+"""CI smoke run of the evaluation harness against the scripted model: EX must be computed right."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Question ids of concert_singer and whether the scripted answer is right (tests/mock/scenarios.json).
+EXPECTED = {
+    0: True,    # the gold query itself
+    1: False,   # counts stadiums instead of singers
+    2: False,   # right rows, wrong order, and the gold query orders them
+    3: True,    # same rows with other column names
+    8: False,   # DISTINCT missing: duplicate rows
+    10: True,   # same rows in another order; the gold query does not order them
+    11: False,  # columns swapped
+    12: False,  # fails in both rounds (undefined column)
+}
+
+
+def test_harness_computes_execution_accuracy(tmp_path):
+    ids = ",".join(str(i) for i in EXPECTED)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "eval" / "harness.py"), "--db", "concert_singer", "--ids", ids,
+         "--host", os.environ["NL2SQL_TEST_PGHOST"], "--port", os.environ["NL2SQL_TEST_PGPORT"],
+         "--no-setup", "--repeat", "1", "--quiet", "--out-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, check=True)
+    records = [json.loads(line) for line in (tmp_path / "zero-shot-all.jsonl").read_text().splitlines()]
+    got = {r["id"]: r["correct"] for r in records}
+    assert got == EXPECTED
+    by_id = {r["id"]: r for r in records}
+    assert by_id[12]["predicted"] is None and by_id[12]["sqlstate"] == "42703"
+    assert by_id[12]["llm_calls"] == 2
+    assert by_id[0]["ves"] is not None and by_id[1]["ves"] is None
+    assert by_id[0]["schema_recall_tables"] == 1.0
+    assert by_id[3]["schema_recall_columns"] == 1.0
+    # The printed table: 3 of 8 right.
+    all_line = [line for line in out.stdout.splitlines() if line.startswith("all ")][0]
+    assert all_line.split()[1:3] == ["8", "37.5"]
+
+
+def test_harness_resumes(tmp_path):
+    args = [sys.executable, str(ROOT / "eval" / "harness.py"), "--db", "concert_singer", "--ids", "0,1",
+            "--host", os.environ["NL2SQL_TEST_PGHOST"], "--port", os.environ["NL2SQL_TEST_PGPORT"],
+            "--no-setup", "--repeat", "1", "--out-dir", str(tmp_path)]
+    subprocess.run(args, capture_output=True, text=True, timeout=120, check=True)
+    again = subprocess.run(args, capture_output=True, text=True, timeout=120, check=True)
+    assert "2 already in" in again.stderr
+    assert len((tmp_path / "zero-shot-all.jsonl").read_text().splitlines()) == 2
