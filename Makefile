@@ -35,6 +35,10 @@ eval: setup      ## execution accuracy on spider-pg, e.g. make eval ARGS="--samp
 	$(PGRX_INSTALL) --release
 	.venv/bin/python eval/harness.py $(ARGS)
 
+bench: setup     ## performance numbers (printed, never asserted): pipeline overhead, prompt tokens
+	$(PGRX_INSTALL) --release
+	.venv/bin/python bench/bench.py $(ARGS)
+
 llm:             ## start the local model (Qwen2.5-Coder-1.5B on llama.cpp) on 127.0.0.1:8080
 	scripts/local-llm.sh start
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts and stops a throwaway PostgreSQL cluster for the demo and the tests.
-#   scripts/pg.sh start DIR PORT [postgresql.conf line ...]   init (if needed) and start; socket in DIR
+#   scripts/pg.sh start DIR PORT [postgresql.conf line ...]   init (if needed) and start (if not running); socket in DIR
 #   scripts/pg.sh stop DIR
 # PostgreSQL refuses to run as root, so as root the server runs as the postgres user. The server's
 # environment is clean (no RUST_BACKTRACE, which would put Rust backtraces into error details)
@@ -37,6 +37,9 @@ case "$cmd" in
         echo "shared_buffers = 128MB"
         for line in "$@"; do echo "$line"; done
       } | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
+    fi
+    if as_pg "$BIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+      exit 0   # already running
     fi
     as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
     ;;

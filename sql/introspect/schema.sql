@@ -4,11 +4,13 @@ WITH rels AS (
     SELECT c.oid, n.nspname, c.relname, c.relkind, c.reltuples,
            CASE WHEN pg_catalog.pg_table_is_visible(c.oid) THEN pg_catalog.quote_ident(c.relname)
                 ELSE pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) END AS ident,
-           pg_catalog.obj_description(c.oid, 'pg_class') AS comment,
+           td.description AS comment,
            pg_catalog.pg_stat_get_tuples_inserted(c.oid) + pg_catalog.pg_stat_get_tuples_updated(c.oid)
              + pg_catalog.pg_stat_get_tuples_deleted(c.oid) AS changes
     FROM pg_catalog.pg_class c
     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+    LEFT JOIN pg_catalog.pg_description td
+           ON td.objoid = c.oid AND td.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass AND td.objsubid = 0
     WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
       AND NOT c.relispartition
       AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'nl2sql')
@@ -25,13 +27,15 @@ WITH rels AS (
            pg_catalog.format_type(a.atttypid, a.atttypmod) AS data_type,
            t.typcategory AS category,
            a.attnotnull AS not_null,
-           pg_catalog.col_description(a.attrelid, a.attnum) AS comment,
+           cd.description AS comment,
            CASE WHEN t.typtype = 'e' THEN
                 (SELECT pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)
                  FROM pg_catalog.pg_enum e WHERE e.enumtypid = t.oid) END AS enum_values
     FROM pg_catalog.pg_attribute a
     JOIN rels r ON r.oid = a.attrelid
     JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+    LEFT JOIN pg_catalog.pg_description cd
+           ON cd.objoid = a.attrelid AND cd.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass AND cd.objsubid = a.attnum
     WHERE a.attnum > 0 AND NOT a.attisdropped
       AND pg_catalog.has_column_privilege(a.attrelid, a.attnum, 'SELECT')
 ), keys AS (
@@ -39,6 +43,23 @@ WITH rels AS (
     FROM pg_catalog.pg_constraint con
     JOIN rels r ON r.oid = con.conrelid
     WHERE con.contype IN ('p', 'f')
+), table_columns AS (
+    -- one pass over the columns, grouped by table (no per-table rescans of cols)
+    SELECT c.attrelid,
+           pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+               'name', c.attname, 'ident', c.ident, 'data_type', c.data_type,
+               'category', c.category, 'not_null', c.not_null, 'comment', c.comment,
+               'enum_values', COALESCE(pg_catalog.to_jsonb(c.enum_values), '[]'::jsonb))
+             ORDER BY c.attnum) AS columns
+    FROM cols c
+    GROUP BY c.attrelid
+), primary_keys AS (
+    SELECT p.conrelid, pg_catalog.jsonb_agg(a.attname ORDER BY k.ord) AS columns
+    FROM keys p
+    CROSS JOIN LATERAL pg_catalog.unnest(p.conkey) WITH ORDINALITY AS k(attnum, ord)
+    JOIN pg_catalog.pg_attribute a ON a.attrelid = p.conrelid AND a.attnum = k.attnum
+    WHERE p.contype = 'p'
+    GROUP BY p.conrelid
 )
 SELECT pg_catalog.jsonb_build_object(
     'tables', COALESCE((
@@ -51,21 +72,12 @@ SELECT pg_catalog.jsonb_build_object(
             'comment', r.comment,
             'row_estimate', CASE WHEN r.reltuples >= 0 THEN r.reltuples END,
             'changes', r.changes,
-            'columns', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-                            'name', c.attname, 'ident', c.ident, 'data_type', c.data_type,
-                            'category', c.category, 'not_null', c.not_null, 'comment', c.comment,
-                            'enum_values', COALESCE(pg_catalog.to_jsonb(c.enum_values), '[]'::jsonb))
-                        ORDER BY c.attnum)
-                        FROM cols c WHERE c.attrelid = r.oid),
-            'primary_key', COALESCE((
-                SELECT pg_catalog.jsonb_agg(a.attname ORDER BY k.ord)
-                FROM keys p
-                CROSS JOIN LATERAL pg_catalog.unnest(p.conkey) WITH ORDINALITY AS k(attnum, ord)
-                JOIN pg_catalog.pg_attribute a ON a.attrelid = p.conrelid AND a.attnum = k.attnum
-                WHERE p.conrelid = r.oid AND p.contype = 'p'), '[]'::jsonb))
+            'columns', tc.columns,
+            'primary_key', COALESCE(pk.columns, '[]'::jsonb))
           ORDER BY r.nspname, r.relname)
         FROM rels r
-        WHERE EXISTS (SELECT 1 FROM cols c WHERE c.attrelid = r.oid)), '[]'::jsonb),
+        JOIN table_columns tc ON tc.attrelid = r.oid
+        LEFT JOIN primary_keys pk ON pk.conrelid = r.oid), '[]'::jsonb),
     'foreign_keys', COALESCE((
         SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
             'table', src.ident, 'columns', fk.cols, 'ref_table', dst.ident, 'ref_columns', fk.ref_cols)

@@ -44,7 +44,7 @@ fn answer(question: &str, hint: Option<&str>) -> Answer {
         errors::raise(&e);
     }
     let mut model = Model::from_settings().unwrap_or_else(|e| errors::raise(&e.report(None)));
-    let schema = catalog::load_schema(gucs::sample_rows()).unwrap_or_else(|r| errors::raise(&r));
+    let schema = catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r));
     let settings = Settings {
         max_corrections: gucs::max_corrections(),
         max_tokens: gucs::llm_max_tokens(),

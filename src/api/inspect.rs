@@ -10,7 +10,7 @@ mod nl2sql {
     /// The schema prompt the model would get now, as the calling role sees it.
     #[pg_extern(volatile, parallel_unsafe)]
     fn schema_prompt() -> String {
-        let schema = catalog::load_schema(gucs::sample_rows()).unwrap_or_else(|r| errors::raise(&r));
+        let schema = catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r));
         schema.render(gucs::schema_max_tokens()).text
     }
 

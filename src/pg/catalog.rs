@@ -4,7 +4,7 @@
 use crate::pg::sandbox;
 use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::guard::FunctionRef;
-use nl2sql_core::schema::{ColumnStats, Schema};
+use nl2sql_core::schema::{ColumnStats, Schema, Table};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use serde::Deserialize;
@@ -57,22 +57,24 @@ fn text_query(sql: &str, args: &[DatumWithOid]) -> Option<String> {
     })
 }
 
-/// Tables, columns, keys and comments the current role may SELECT, with sampled statistics.
-pub fn load_schema(sample_rows: i32) -> Result<Schema, Report> {
+/// Tables, columns, keys and comments the current role may SELECT, with sampled statistics for
+/// the tables that can fit in `max_tokens`.
+pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report> {
     let json = text_query(SCHEMA_SQL, &[])
         .ok_or_else(|| Report::new(SqlState::InternalError, "catalog introspection returned nothing"))?;
     let mut schema: Schema = serde_json::from_str(&json)
         .map_err(|e| Report::new(SqlState::InternalError, format!("catalog introspection returned bad JSON: {e}")))?;
     if sample_rows > 0 {
-        attach_stats(&mut schema, sample_rows);
+        let fits = schema.tables_within(max_tokens);
+        attach_stats(&mut schema.tables[..fits], sample_rows);
     }
     Ok(schema)
 }
 
-fn attach_stats(schema: &mut Schema, sample_rows: i32) {
+fn attach_stats(tables: &mut [Table], sample_rows: i32) {
     // SAFETY: reads the current role's OID.
     let role: u32 = unsafe { pg_sys::GetUserId() }.into();
-    for table in schema.tables.iter_mut() {
+    for table in tables.iter_mut() {
         if table.kind == "f" {
             continue; // foreign tables: sampling means remote calls
         }
