@@ -2,6 +2,7 @@
 //! the interrupt check through the traits in [`pipeline`].
 
 pub mod answer;
+pub mod embed;
 pub mod error;
 pub mod generate;
 pub mod guard;

@@ -1,0 +1,350 @@
+//! The built-in embedder: no network, no model files. Text is folded (lowercase, accents
+//! removed), then hashed features — word tokens, character trigrams and bigrams with word
+//! boundaries, skip-bigrams, and the bag of letters — are summed into a signed hashed vector
+//! and L2-normalised. Cosine similarity then tolerates case and accents, keeps typos and
+//! transpositions near (0.5–0.8 for one edit in a short word) and unrelated words apart
+//! (below 0.55), and a word inside a longer value still scores. The embedding generates
+//! candidates; [`score`] adds edit similarity so that one typo always clears the threshold.
+
+use unicode_normalization::UnicodeNormalization;
+
+/// Dimensions of the built-in dense embedding (nl2sql.embedding(); the index uses signatures).
+pub const BUILTIN_DIMS: usize = 256;
+/// Identifies the embedder and its version; an index built by another embedder is stale.
+pub const BUILTIN_ID: &str = "builtin-v1";
+/// Characters of a value that are embedded; longer values are cut.
+const MAX_CHARS: usize = 256;
+
+// Chosen to keep one-edit typos as near as possible while unrelated words stay under 0.55.
+const W_WORD: f32 = 0.5;
+const W_TRIGRAM: f32 = 0.5;
+const W_BIGRAM: f32 = 0.5;
+const W_SKIP: f32 = 0.3;
+const W_LETTER: f32 = 0.3;
+
+/// Lowercase, accents removed, every run of non-alphanumerics one space, trimmed.
+pub fn fold(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut space = false;
+    for c in text.chars().take(MAX_CHARS).nfkd() {
+        if unicode_normalization::char::is_combining_mark(c) {
+            continue;
+        }
+        if c.is_alphanumeric() {
+            if space && !out.is_empty() {
+                out.push(' ');
+            }
+            space = false;
+            out.extend(c.to_lowercase());
+        } else {
+            space = true;
+        }
+    }
+    out
+}
+
+/// The words of a folded text.
+pub fn words(folded: &str) -> impl Iterator<Item = &str> {
+    folded.split(' ').filter(|w| !w.is_empty())
+}
+
+/// FNV-1a, 64 bit: stable across platforms and releases, which stored vectors rely on.
+fn hash(kind: u8, parts: &[char]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ kind as u64;
+    h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    for c in parts {
+        for b in (*c as u32).to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+fn add(v: &mut [f32], h: u64, w: f32) {
+    let i = (h % v.len() as u64) as usize;
+    // The top bit picks the sign, so colliding features cancel on average instead of adding up.
+    v[i] += if h >> 63 == 0 { w } else { -w };
+}
+
+/// The weighted features of a text: (feature hash, weight), merged, sorted by hash.
+pub fn features(text: &str) -> Vec<(u64, f32)> {
+    let folded = fold(text);
+    let mut f: Vec<(u64, f32)> = Vec::new();
+    for word in words(&folded) {
+        let chars: Vec<char> = word.chars().collect();
+        f.push((hash(b'w', &chars), W_WORD));
+        let marked: Vec<char> = std::iter::once('^').chain(chars.iter().copied()).chain(std::iter::once('$')).collect();
+        for t in marked.windows(3) {
+            f.push((hash(b't', t), W_TRIGRAM));
+        }
+        for b in marked.windows(2) {
+            f.push((hash(b'b', b), W_BIGRAM));
+        }
+        for s in chars.windows(3) {
+            f.push((hash(b's', &[s[0], s[2]]), W_SKIP));
+        }
+        for c in &chars {
+            f.push((hash(b'l', std::slice::from_ref(c)), W_LETTER));
+        }
+    }
+    f.sort_unstable_by_key(|x| x.0);
+    let mut merged: Vec<(u64, f32)> = Vec::with_capacity(f.len());
+    for (h, w) in f {
+        match merged.last_mut() {
+            Some(last) if last.0 == h => last.1 += w,
+            _ => merged.push((h, w)),
+        }
+    }
+    merged
+}
+
+/// Exact cosine similarity of two feature sets (no hashing collisions).
+pub fn feature_cosine(a: &[(u64, f32)], b: &[(u64, f32)]) -> f32 {
+    let (mut i, mut j, mut dot) = (0, 0, 0f32);
+    while i < a.len() && j < b.len() {
+        match a[i].0.cmp(&b[j].0) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                dot += a[i].1 * b[j].1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let na = a.iter().map(|x| x.1 * x.1).sum::<f32>().sqrt();
+    let nb = b.iter().map(|x| x.1 * x.1).sum::<f32>().sqrt();
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na * nb)
+    }
+}
+
+/// The built-in embedding of `text` as a dense vector of `dims` dimensions (signed feature
+/// hashing), L2-normalised; all zeros for text without letters or digits.
+pub fn embed(text: &str, dims: usize) -> Vec<f32> {
+    let mut v = vec![0f32; dims.max(1)];
+    for (h, w) in features(text) {
+        add(&mut v, h, w);
+    }
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
+}
+
+/// Bits of the SimHash signature.
+pub const SIGNATURE_BITS: usize = 256;
+
+/// A 256-bit SimHash of the features: bit i is the sign of the features' weights projected on
+/// a pseudo-random hyperplane. The Hamming distance of two signatures estimates the angle
+/// between their feature vectors (distance / 256 ≈ angle / π), which pgvector's HNSW index on
+/// `bit(256)` searches fast. Returned as four 64-bit words, most significant bit first.
+pub fn signature(text: &str) -> [u64; 4] {
+    let mut acc = [0f32; SIGNATURE_BITS];
+    for (h, w) in features(text) {
+        for word in 0..4u64 {
+            // A 64-bit pseudo-random pattern per feature and word (splitmix64 of the hash).
+            let mut z = h ^ (word.wrapping_add(1)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            for bit in 0..64 {
+                let a = &mut acc[(word as usize) * 64 + bit];
+                if z >> (63 - bit) & 1 == 1 {
+                    *a += w;
+                } else {
+                    *a -= w;
+                }
+            }
+        }
+    }
+    let mut out = [0u64; 4];
+    for (i, a) in acc.iter().enumerate() {
+        if *a > 0.0 {
+            out[i / 64] |= 1 << (63 - i % 64);
+        }
+    }
+    out
+}
+
+/// The signature as pgvector's bit literal text ('0101…').
+pub fn signature_text(text: &str) -> String {
+    signature(text).iter().map(|w| format!("{w:064b}")).collect()
+}
+
+/// Hamming distance of two signatures.
+pub fn hamming(a: &[u64; 4], b: &[u64; 4]) -> u32 {
+    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
+}
+
+/// Cosine similarity of two L2-normalised vectors.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// 1 - (optimal string alignment distance / longer length), on folded text: one typo or
+/// transposition in an 8-letter word gives 0.875.
+pub fn edit_similarity(a: &str, b: &str) -> f32 {
+    let a: Vec<char> = fold(a).chars().collect();
+    let b: Vec<char> = fold(b).chars().collect();
+    let n = a.len().max(b.len());
+    if n == 0 {
+        return 0.0;
+    }
+    // Three rows of the dynamic programme are enough for adjacent transpositions.
+    let mut prev2 = vec![0usize; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0usize; b.len() + 1];
+    for i in 1..=a.len() {
+        cur[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(prev2[j - 2] + 1);
+            }
+            cur[j] = d;
+        }
+        std::mem::swap(&mut prev2, &mut prev);
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    1.0 - prev[b.len()] as f32 / n as f32
+}
+
+/// The retrieval score of a stored text for a query text, given their embedding cosine:
+/// the better of the two similarities.
+pub fn score(query: &str, stored: &str, cosine: f32) -> f32 {
+    cosine.max(edit_similarity(query, stored))
+}
+
+/// The phrases of a value for split retrieval: its words, and its runs of two words, when it
+/// has more than one word. A question mentioning "Aberdeen" then finds "Aberdeen Airport".
+pub fn phrases(value: &str, max: usize) -> Vec<String> {
+    let folded = fold(value);
+    let ws: Vec<&str> = words(&folded).collect();
+    if ws.len() < 2 {
+        return vec![];
+    }
+    let mut out: Vec<String> = Vec::new();
+    for w in &ws {
+        if w.chars().count() >= 3 && !out.iter().any(|p| p == w) {
+            out.push(w.to_string());
+        }
+    }
+    if ws.len() > 2 {
+        for pair in ws.windows(2) {
+            let p = pair.join(" ");
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out.truncate(max);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sim(a: &str, b: &str) -> f32 {
+        feature_cosine(&features(a), &features(b))
+    }
+
+    #[test]
+    fn folding() {
+        assert_eq!(fold("  Zürich--Airport (ZRH) "), "zurich airport zrh");
+        assert_eq!(fold("ÅNGSTRÖM"), "angstrom");
+        assert_eq!(fold("!!!"), "");
+    }
+
+    fn final_score(a: &str, b: &str) -> f32 {
+        score(a, b, sim(a, b))
+    }
+
+    #[test]
+    fn the_issue_examples_match() {
+        assert!(sim("Aberdeen", "ABERDEEN") > 0.999);
+        assert!(sim("Aberdeen", "aberdeen") > 0.999);
+        // A typo: near enough for the index to find it, and scored above the 0.65 threshold.
+        assert!(sim("Aberdeen", "Abredeen") > 0.5, "{}", sim("Aberdeen", "Abredeen"));
+        assert!(final_score("Aberdeen", "Abredeen") >= 0.85);
+        // A longer value holding the word, even before split retrieval.
+        assert!(sim("Aberdeen", "aberdeen airport") >= 0.65, "{}", sim("Aberdeen", "aberdeen airport"));
+    }
+
+    #[test]
+    fn typos_are_near_for_the_index() {
+        for (a, b) in [("Glasgow", "Glasow"), ("Netherlands", "Netherland"), ("Toyota", "Toyata"), ("Johnson", "Jonson")] {
+            assert!(sim(a, b) > 0.5, "{a} ~ {b}: {}", sim(a, b));
+            assert!(final_score(a, b) >= 0.65, "{a} ~ {b}: {}", final_score(a, b));
+        }
+    }
+
+    #[test]
+    fn unrelated_values_stay_apart() {
+        for (a, b) in [("Aberdeen", "Glasgow"), ("France", "Netherlands"), ("cat", "dog"), ("Ford", "Toyota"),
+                       ("Aberdeen", "Airport"), ("John", "Joan Smith"), ("listen", "silent"), ("Mercedes", "Dresden")] {
+            let s = sim(a, b);
+            assert!(s < 0.6, "{a} ~ {b}: {s}");
+            assert!(final_score(a, b) < 0.65, "{a} ~ {b}: {}", final_score(a, b));
+        }
+    }
+
+    #[test]
+    fn hashed_vectors_approximate_the_exact_cosine() {
+        for (a, b) in [("Aberdeen", "Abredeen"), ("Aberdeen", "Glasgow"), ("Aberdeen", "aberdeen airport")] {
+            let dense = cosine(&embed(a, BUILTIN_DIMS), &embed(b, BUILTIN_DIMS));
+            assert!((dense - sim(a, b)).abs() < 0.15, "{a} ~ {b}: {dense} vs {}", sim(a, b));
+        }
+    }
+
+    #[test]
+    fn signatures_track_similarity() {
+        let d = |a: &str, b: &str| hamming(&signature(a), &signature(b));
+        assert_eq!(d("Aberdeen", "ABERDEEN"), 0);
+        // Near pairs are much closer than far pairs (expected 256 * angle / pi).
+        assert!(d("Aberdeen", "Abredeen") < 70, "{}", d("Aberdeen", "Abredeen"));
+        assert!(d("Aberdeen", "Glasgow") > 100, "{}", d("Aberdeen", "Glasgow"));
+        assert!(d("Aberdeen", "Abredeen") < d("Aberdeen", "Airport"));
+        assert_eq!(signature_text("x").len(), 256);
+    }
+
+    #[test]
+    fn edit_similarity_counts_transpositions_once() {
+        assert_eq!(edit_similarity("Aberdeen", "Abredeen"), 0.875);
+        assert_eq!(edit_similarity("abc", "abc"), 1.0);
+        assert_eq!(edit_similarity("", ""), 0.0);
+        assert!((edit_similarity("kitten", "sitting") - (1.0 - 3.0 / 7.0)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn accents_and_case_do_not_matter() {
+        assert!(sim("Zürich", "ZURICH") > 0.999);
+        assert!(sim("São Paulo", "sao paulo") > 0.999);
+    }
+
+    #[test]
+    fn vectors_are_normalised_and_stable() {
+        let v = embed("Aberdeen", BUILTIN_DIMS);
+        assert_eq!(v.len(), BUILTIN_DIMS);
+        assert!((cosine(&v, &v) - 1.0).abs() < 1e-5);
+        assert_eq!(embed("", 8), vec![0.0; 8]);
+        // Stored signatures must not change between releases without a new BUILTIN_ID: pin one.
+        assert_eq!(signature("Aberdeen"), PINNED, "signature changed: {:x?}", signature("Aberdeen"));
+    }
+    const PINNED: [u64; 4] = [0xa8e2_0ff9_9baa_f824, 0x2962_1300_8157_2044, 0xa7c0_759a_8443_a890, 0x0b1c_6f8d_179a_8326];
+
+    #[test]
+    fn phrases_for_split_retrieval() {
+        assert_eq!(phrases("Aberdeen Airport", 8), vec!["aberdeen", "airport"]);
+        assert_eq!(phrases("Royal Bank of Scotland", 8),
+                   vec!["royal", "bank", "scotland", "royal bank", "bank of", "of scotland"]);
+        assert!(phrases("Aberdeen", 8).is_empty());
+        assert_eq!(phrases("a b c d e f g h i j", 3).len(), 3);
+    }
+}
