@@ -6,6 +6,7 @@ pub mod embed;
 pub mod error;
 pub mod generate;
 pub mod guard;
+pub mod http;
 pub mod llm;
 pub mod pipeline;
 pub mod refine;

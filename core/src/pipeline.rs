@@ -481,7 +481,10 @@ mod tests {
     #[test]
     fn llm_errors_are_scrubbed() {
         let mut llm = Script {
-            answers: vec![Err(LlmError::Auth { url: "u".into(), status: 401, body: "key sk-secret-key".into() })],
+            answers: vec![Err(crate::http::EndpointError {
+                service: crate::http::Service::Llm,
+                kind: crate::http::ErrorKind::Auth { url: "u".into(), status: 401, body: "key sk-secret-key".into() },
+            })],
             seen: vec![],
         };
         let (e, _) = ask(&q("x"), &sample_schema(), &settings(), &mut llm, &mut FakeDb::default()).expect_err("auth");

@@ -2,7 +2,8 @@
 
 use crate::gucs;
 use nl2sql_core::error::Secret;
-use nl2sql_core::llm::{self, ChatRequest, Completion, Endpoint, LlmError};
+use nl2sql_core::http::{Endpoint, EndpointError, ErrorKind, Service};
+use nl2sql_core::llm::{self, ChatRequest, Completion, LlmError};
 use nl2sql_core::pipeline::Llm;
 use pgrx::prelude::*;
 
@@ -13,9 +14,11 @@ pub struct Model {
 impl Model {
     /// Reads nl2sql.llm_* settings; errors when no endpoint is configured.
     pub fn from_settings() -> Result<Model, LlmError> {
-        let base_url = gucs::llm_url().ok_or(LlmError::NotConfigured)?;
+        let base_url =
+            gucs::llm_url().ok_or(EndpointError { service: Service::Llm, kind: ErrorKind::NotConfigured })?;
         Ok(Model {
             endpoint: Endpoint {
+                service: Service::Llm,
                 base_url,
                 model: gucs::llm_model(),
                 api_key: gucs::llm_api_key().map(Secret::new),

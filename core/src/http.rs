@@ -1,0 +1,593 @@
+//! POSTs to OpenAI-compatible endpoints (chat completions, embeddings) on helper threads, so
+//! the caller keeps answering interrupts (Ctrl-C, pg_cancel_backend, statement_timeout) while
+//! it waits. Retries with backoff on 429 and 5xx, one deadline for all attempts, no redirects,
+//! and the API key scrubbed from every error text.
+//!
+//! Helper threads never touch PostgreSQL and block every signal, so the kernel delivers the
+//! backend's signals to the main thread only.
+
+use crate::error::{Diagnostic, Report, Secret, SqlState};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How often the waiting thread wakes to check for interrupts.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(10);
+/// First backoff after a 429 or 5xx; doubled each retry.
+const BACKOFF: Duration = Duration::from_millis(250);
+/// Longest Retry-After we honour.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// Characters of an error body quoted back to the user.
+const BODY_EXCERPT: usize = 300;
+
+/// Which API an endpoint serves; decides the path and the words of its errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    Llm,
+    Embeddings,
+}
+
+impl Service {
+    fn noun(self) -> &'static str {
+        match self {
+            Service::Llm => "LLM",
+            Service::Embeddings => "embedding",
+        }
+    }
+    fn path(self) -> &'static str {
+        match self {
+            Service::Llm => "/chat/completions",
+            Service::Embeddings => "/embeddings",
+        }
+    }
+    fn setting(self, what: &str) -> String {
+        match self {
+            Service::Llm => format!("nl2sql.llm_{what}"),
+            Service::Embeddings => format!("nl2sql.embedding_{what}"),
+        }
+    }
+}
+
+/// Where and how to reach a model.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub service: Service,
+    /// Base URL such as http://127.0.0.1:8080/v1, or the full URL ending in the service's path.
+    pub base_url: String,
+    pub model: Option<String>,
+    pub api_key: Option<Secret>,
+    /// Time allowed for one call, retries included.
+    pub timeout: Duration,
+    pub max_retries: u32,
+}
+
+impl Endpoint {
+    pub fn url(&self) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        if base.ends_with(self.service.path()) {
+            base.to_string()
+        } else {
+            format!("{base}{}", self.service.path())
+        }
+    }
+
+    /// The URL without user:password, for messages.
+    pub fn display_url(&self) -> String {
+        strip_userinfo(&self.url())
+    }
+
+    pub fn error(&self, kind: ErrorKind) -> EndpointError {
+        EndpointError { service: self.service, kind }
+    }
+
+    /// An answer that could not be used, with an excerpt of its body (scrubbed).
+    pub fn bad_response(&self, reason: impl Into<String>, body: &str) -> EndpointError {
+        self.error(ErrorKind::BadResponse {
+            url: self.display_url(),
+            reason: self.redact(reason.into()),
+            body: self.redact(excerpt(body)),
+        })
+    }
+
+    fn redact(&self, s: String) -> String {
+        match &self.api_key {
+            Some(k) if k.expose().len() >= 4 => s.replace(k.expose(), "***"),
+            _ => s,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointError {
+    pub service: Service,
+    pub kind: ErrorKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ErrorKind {
+    NotConfigured,
+    BadUrl { url: String, reason: String },
+    Connect { url: String, reason: String },
+    Timeout { url: String, ms: u128 },
+    Auth { url: String, status: u16, body: String },
+    RateLimited { url: String, attempts: u32 },
+    Server { url: String, status: u16, attempts: u32, body: String },
+    Http { url: String, status: u16, body: String },
+    BadResponse { url: String, reason: String, body: String },
+    EmptyAnswer { finish_reason: Option<String> },
+}
+
+impl Diagnostic for EndpointError {
+    fn sqlstate(&self) -> SqlState {
+        match &self.kind {
+            ErrorKind::NotConfigured => SqlState::ObjectNotInPrerequisiteState,
+            ErrorKind::BadUrl { .. } => SqlState::InvalidParameterValue,
+            ErrorKind::Connect { .. } => SqlState::UnableToEstablishConnection,
+            ErrorKind::Timeout { .. } => SqlState::QueryCanceled,
+            ErrorKind::Auth { .. } => SqlState::InvalidAuthorization,
+            ErrorKind::RateLimited { .. } => SqlState::ConfigurationLimitExceeded,
+            ErrorKind::Server { .. } => SqlState::ConnectionFailure,
+            ErrorKind::Http { .. } | ErrorKind::BadResponse { .. } | ErrorKind::EmptyAnswer { .. } => {
+                SqlState::ProtocolViolation
+            }
+        }
+    }
+
+    fn message(&self) -> String {
+        let svc = self.service.noun();
+        match &self.kind {
+            ErrorKind::NotConfigured => format!("{} is not set", self.service.setting("url")),
+            ErrorKind::BadUrl { url, .. } => format!("invalid {svc} endpoint URL \"{url}\""),
+            ErrorKind::Connect { url, .. } => format!("could not connect to the {svc} endpoint {url}"),
+            ErrorKind::Timeout { url, ms } => format!("{svc} request to {url} timed out after {ms} ms"),
+            ErrorKind::Auth { url, status, .. } => format!("{svc} endpoint {url} refused the credentials (HTTP {status})"),
+            ErrorKind::RateLimited { url, attempts } => {
+                format!("{svc} endpoint {url} is rate limiting (HTTP 429 after {})", attempts_text(*attempts))
+            }
+            ErrorKind::Server { url, status, attempts, .. } => {
+                format!("{svc} endpoint {url} failed with HTTP {status} after {}", attempts_text(*attempts))
+            }
+            ErrorKind::Http { url, status, .. } => format!("{svc} endpoint {url} answered HTTP {status}"),
+            ErrorKind::BadResponse { url, reason, .. } => format!("{svc} endpoint {url} sent an unusable answer: {reason}"),
+            ErrorKind::EmptyAnswer { .. } => "the model returned an empty answer".into(),
+        }
+    }
+
+    fn detail(&self) -> Option<String> {
+        match &self.kind {
+            ErrorKind::BadUrl { reason, .. } | ErrorKind::Connect { reason, .. } => Some(sentence(reason)),
+            ErrorKind::Auth { body, .. }
+            | ErrorKind::Server { body, .. }
+            | ErrorKind::Http { body, .. }
+            | ErrorKind::BadResponse { body, .. }
+                if !body.is_empty() =>
+            {
+                Some(format!("Response body: {body}"))
+            }
+            ErrorKind::EmptyAnswer { finish_reason: Some(r) } => Some(format!("The model stopped with finish_reason \"{r}\".")),
+            _ => None,
+        }
+    }
+
+    fn hint(&self) -> Option<String> {
+        let url = self.service.setting("url");
+        match (&self.kind, self.service) {
+            (ErrorKind::NotConfigured, Service::Llm) => Some(
+                "A superuser sets the endpoint of any OpenAI-compatible API, for example: \
+                 ALTER SYSTEM SET nl2sql.llm_url = 'http://127.0.0.1:8080/v1' (llama.cpp server), \
+                 'http://127.0.0.1:11434/v1' (Ollama) or 'https://api.openai.com/v1' (OpenAI, with nl2sql.llm_api_key); \
+                 then SELECT pg_reload_conf(). scripts/local-llm.sh starts a local model."
+                    .into(),
+            ),
+            (ErrorKind::NotConfigured, Service::Embeddings) => Some(
+                "Leave nl2sql.embedder at 'builtin', or have a superuser set nl2sql.embedding_url to an \
+                 OpenAI-compatible API, e.g. 'http://127.0.0.1:8000/v1'."
+                    .into(),
+            ),
+            (ErrorKind::BadUrl { .. }, _) => Some("Use a base URL such as http://127.0.0.1:8080/v1.".into()),
+            (ErrorKind::Connect { .. }, _) => Some(format!("Check that the server runs and that {url} is right.")),
+            (ErrorKind::Timeout { .. }, _) => {
+                Some(format!("Raise {}, or use a faster model.", self.service.setting("timeout")))
+            }
+            (ErrorKind::Auth { .. }, Service::Llm) => Some(
+                "Set nl2sql.llm_api_key (superuser), or NL2SQL_LLM_API_KEY in the server's environment.".into(),
+            ),
+            (ErrorKind::Auth { .. }, Service::Embeddings) => Some(
+                "Set nl2sql.embedding_api_key (superuser), or NL2SQL_EMBEDDING_API_KEY in the server's environment."
+                    .into(),
+            ),
+            (ErrorKind::RateLimited { .. }, _) => Some("Wait, or raise nl2sql.llm_max_retries.".into()),
+            (ErrorKind::Http { status: 404, .. }, _) => Some(format!(
+                "Check that {url} ends with the API's base path (often /v1) and that {} exists.",
+                self.service.setting("model")
+            )),
+            (ErrorKind::EmptyAnswer { finish_reason: Some(r) }, _) if r == "length" => {
+                Some("Raise nl2sql.llm_max_tokens.".into())
+            }
+            (ErrorKind::EmptyAnswer { .. }, _) => Some("Check that nl2sql.llm_model names a chat model.".into()),
+            _ => None,
+        }
+    }
+}
+
+impl EndpointError {
+    /// The error as a report, with the API key scrubbed from every text.
+    pub fn report(&self, key: Option<&Secret>) -> Report {
+        Report::from_diagnostic(self).redact(key.map(|k| k.expose()))
+    }
+}
+
+fn attempts_text(n: u32) -> String {
+    if n == 1 {
+        "1 attempt".into()
+    } else {
+        format!("{n} attempts")
+    }
+}
+
+/// A detail line in PostgreSQL's style: a capitalised sentence ending with a period.
+fn sentence(s: &str) -> String {
+    let mut c = s.trim().chars();
+    let mut out: String = match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => return String::new(),
+    };
+    if !out.ends_with('.') {
+        out.push('.');
+    }
+    out
+}
+
+/// A 2xx answer: its body, how many attempts it took, and how long since the first.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub text: String,
+    pub attempts: u32,
+    pub latency: Duration,
+}
+
+/// POSTs a JSON body on the calling thread, retrying 429 and 5xx within the endpoint's timeout.
+pub fn post_json(ep: &Endpoint, body: &str) -> Result<Reply, EndpointError> {
+    let url = ep.url();
+    let shown = ep.display_url();
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(ep.error(ErrorKind::BadUrl { url: shown, reason: "the URL must start with http:// or https://".into() }));
+    }
+    let start = Instant::now();
+    let deadline = start + ep.timeout;
+    let timed_out = || ep.error(ErrorKind::Timeout { url: shown.clone(), ms: ep.timeout.as_millis() });
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(timed_out());
+        }
+        // No redirects: a 3xx must not carry the bearer token to another host.
+        let mut cfg = ureq::Agent::config_builder()
+            .timeout_global(Some(remaining))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .user_agent("nl2sql");
+        if is_loopback(&url) {
+            cfg = cfg.proxy(None);
+        }
+        let agent: ureq::Agent = cfg.build().into();
+        let mut builder = agent.post(&url).content_type("application/json");
+        if let Some(k) = ep.api_key.as_ref().filter(|k| !k.is_empty()) {
+            builder = builder.header("Authorization", format!("Bearer {}", k.expose()));
+        }
+        let mut resp = match builder.send(body) {
+            Ok(r) => r,
+            Err(ureq::Error::Timeout(_)) => return Err(timed_out()),
+            Err(e) => return Err(classify_transport(ep, e)),
+        };
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let text = match resp.body_mut().read_to_string() {
+            Ok(t) => t,
+            Err(ureq::Error::Timeout(_)) => return Err(timed_out()),
+            Err(e) => return Err(ep.bad_response(format!("reading the body failed: {e}"), "")),
+        };
+        let retryable = status == 429 || matches!(status, 500 | 502 | 503 | 504);
+        if retryable && attempts <= ep.max_retries {
+            let backoff = retry_after.unwrap_or(BACKOFF * 2u32.pow(attempts - 1)).min(MAX_BACKOFF);
+            if backoff >= deadline.saturating_duration_since(Instant::now()) {
+                return Err(timed_out());
+            }
+            thread::sleep(backoff);
+            continue;
+        }
+        let body = || ep.redact(excerpt(&text));
+        return match status {
+            200..=299 => Ok(Reply { text, attempts, latency: start.elapsed() }),
+            401 | 403 => Err(ep.error(ErrorKind::Auth { url: shown, status, body: body() })),
+            429 => Err(ep.error(ErrorKind::RateLimited { url: shown, attempts })),
+            500..=599 => Err(ep.error(ErrorKind::Server { url: shown, status, attempts, body: body() })),
+            _ => Err(ep.error(ErrorKind::Http { url: shown, status, body: body() })),
+        };
+    }
+}
+
+fn classify_transport(ep: &Endpoint, e: ureq::Error) -> EndpointError {
+    let url = ep.display_url();
+    let reason = match &e {
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+        ureq::Error::HostNotFound => "host not found".to_string(),
+        ureq::Error::BadUri(u) => {
+            return ep.error(ErrorKind::BadUrl { url, reason: ep.redact(format!("bad URI: {u}")) });
+        }
+        other => other.to_string(),
+    };
+    ep.error(ErrorKind::Connect { url, reason: ep.redact(reason) })
+}
+
+/// Runs the jobs on helper threads and waits for all, calling `poll` every few milliseconds.
+/// `poll` may unwind (a PostgreSQL error on cancel); the threads then finish on their own and
+/// their results are dropped. A job whose thread cannot start or dies yields `lost()`.
+pub fn run_concurrently<T: Send + 'static>(
+    jobs: Vec<Box<dyn FnOnce() -> T + Send>>,
+    poll: &mut dyn FnMut(),
+    lost: impl Fn() -> T,
+) -> Vec<T> {
+    let n = jobs.len();
+    let (tx, rx) = mpsc::channel::<(usize, T)>();
+    let mut results: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    let mut pending = 0;
+    for (i, job) in jobs.into_iter().enumerate() {
+        let tx = tx.clone();
+        let spawned = thread::Builder::new().name(format!("nl2sql-http-{i}")).spawn(move || {
+            block_signals();
+            let _ = tx.send((i, job()));
+        });
+        if spawned.is_ok() {
+            pending += 1;
+        }
+    }
+    drop(tx);
+    while pending > 0 {
+        poll();
+        match rx.recv_timeout(POLL_INTERVAL) {
+            Ok((i, r)) => {
+                results[i] = Some(r);
+                pending -= 1;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    results.into_iter().map(|r| r.unwrap_or_else(&lost)).collect()
+}
+
+/// Blocks every signal in the calling thread, so that signals meant for the PostgreSQL backend
+/// reach its main thread only.
+#[cfg(unix)]
+pub fn block_signals() {
+    // SAFETY: plain libc calls on a zeroed, then filled, signal set owned by this thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+#[cfg(not(unix))]
+pub fn block_signals() {}
+
+fn excerpt(body: &str) -> String {
+    let one_line = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= BODY_EXCERPT {
+        one_line
+    } else {
+        let mut s: String = one_line.chars().take(BODY_EXCERPT).collect();
+        s.push('…');
+        s
+    }
+}
+
+fn host_of(url: &str) -> &str {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
+    if let Some(v6) = host_port.strip_prefix('[') {
+        return v6.split(']').next().unwrap_or(v6);
+    }
+    host_port.split(':').next().unwrap_or(host_port)
+}
+
+fn is_loopback(url: &str) -> bool {
+    let h = host_of(url);
+    h == "localhost" || h.starts_with("127.") || h == "::1"
+}
+
+fn strip_userinfo(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = match rest.find('/') {
+                Some(i) => (&rest[..i], &rest[i..]),
+                None => (rest, ""),
+            };
+            let host = authority.rsplit('@').next().unwrap_or(authority);
+            format!("{scheme}://{host}{path}")
+        }
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// An HTTP server on 127.0.0.1 that answers the n-th connection with the n-th scripted reply
+    /// (status, body, delay ms), each connection on its own thread; returns the requests it saw.
+    pub fn serve(replies: Vec<(u16, String, u64)>) -> (String, thread::JoinHandle<Vec<String>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://127.0.0.1:{}/v1", listener.local_addr().expect("addr").port());
+        let h = thread::spawn(move || {
+            let mut workers = Vec::new();
+            for (status, body, delay_ms) in replies {
+                let Ok((mut s, _)) = listener.accept() else { break };
+                workers.push(thread::spawn(move || {
+                    let mut buf = vec![0u8; 65536];
+                    let mut req = String::new();
+                    loop {
+                        let n = s.read(&mut buf).unwrap_or(0);
+                        req.push_str(&String::from_utf8_lossy(&buf[..n]));
+                        if n == 0 || complete(&req) {
+                            break;
+                        }
+                    }
+                    thread::sleep(Duration::from_millis(delay_ms));
+                    let _ = write!(
+                        s,
+                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    req
+                }));
+            }
+            workers.into_iter().filter_map(|w| w.join().ok()).collect()
+        });
+        (url, h)
+    }
+
+    /// Whether a request has its headers and as many body bytes as Content-Length says.
+    fn complete(req: &str) -> bool {
+        let Some((head, body)) = req.split_once("\r\n\r\n") else { return false };
+        let len = head
+            .lines()
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+            .unwrap_or(0);
+        body.len() >= len
+    }
+
+    pub fn endpoint(service: Service, url: String) -> Endpoint {
+        Endpoint {
+            service,
+            base_url: url,
+            model: Some("m".into()),
+            api_key: Some(Secret::new("sk-test-secret")),
+            timeout: Duration::from_secs(5),
+            max_retries: 2,
+        }
+    }
+
+    #[test]
+    fn retries_5xx_then_succeeds() {
+        let (url, h) = serve(vec![(503, "{}".into(), 0), (200, "{\"ok\":1}".into(), 0)]);
+        let r = post_json(&endpoint(Service::Llm, url), "{}").expect("reply");
+        assert_eq!((r.text.as_str(), r.attempts), ("{\"ok\":1}", 2));
+        h.join().expect("server");
+    }
+
+    #[test]
+    fn gives_up_after_retries() {
+        let (url, h) = serve(vec![(500, "boom".into(), 0), (500, "boom".into(), 0), (500, "boom".into(), 0)]);
+        let e = post_json(&endpoint(Service::Llm, url), "{}").expect_err("must fail");
+        assert!(matches!(e.kind, ErrorKind::Server { status: 500, attempts: 3, .. }), "{e:?}");
+        assert_eq!(e.sqlstate(), SqlState::ConnectionFailure);
+        h.join().expect("server");
+    }
+
+    #[test]
+    fn auth_error_never_shows_key() {
+        let (url, h) = serve(vec![(401, "{\"error\":\"bad key sk-test-secret\"}".into(), 0)]);
+        let ep = endpoint(Service::Embeddings, url);
+        let e = post_json(&ep, "{}").expect_err("must fail");
+        let r = e.report(ep.api_key.as_ref());
+        assert_eq!(r.sqlstate, SqlState::InvalidAuthorization);
+        assert!(r.message.starts_with("embedding endpoint"));
+        assert!(r.hint.as_deref().unwrap_or("").contains("nl2sql.embedding_api_key"));
+        assert!(!format!("{r:?}").contains("sk-test-secret"), "{r:?}");
+        h.join().expect("server");
+    }
+
+    #[test]
+    fn refused_connection() {
+        let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let e = post_json(&endpoint(Service::Llm, format!("http://127.0.0.1:{port}/v1")), "{}").expect_err("refused");
+        assert!(matches!(&e.kind, ErrorKind::Connect { reason, .. } if reason == "connection refused"), "{e:?}");
+        assert_eq!(e.sqlstate().code(), "08001");
+        assert_eq!(e.detail().as_deref(), Some("Connection refused."));
+    }
+
+    #[test]
+    fn slow_server_times_out_in_bounded_time() {
+        let (url, _h) = serve(vec![(200, "{}".into(), 3000)]);
+        let mut ep = endpoint(Service::Llm, url);
+        ep.timeout = Duration::from_millis(300);
+        let t = Instant::now();
+        let e = post_json(&ep, "{}").expect_err("timeout");
+        assert!(matches!(e.kind, ErrorKind::Timeout { ms: 300, .. }), "{e:?}");
+        assert!(t.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn redirects_are_not_followed() {
+        let (url, h) = serve(vec![(307, "".into(), 0)]);
+        let e = post_json(&endpoint(Service::Llm, url), "{}").expect_err("redirect");
+        assert!(matches!(e.kind, ErrorKind::Http { status: 307, .. }), "{e:?}");
+        assert_eq!(h.join().expect("server").len(), 1);
+    }
+
+    #[test]
+    fn bad_url_scheme() {
+        let e = post_json(&endpoint(Service::Llm, "ftp://x".into()), "{}").expect_err("bad url");
+        assert!(matches!(e.kind, ErrorKind::BadUrl { .. }));
+    }
+
+    #[test]
+    fn poll_runs_while_waiting_and_may_abort() {
+        let t = Instant::now();
+        let mut polls = 0;
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let job: Box<dyn FnOnce() -> u32 + Send> = Box::new(|| {
+                thread::sleep(Duration::from_secs(3));
+                1
+            });
+            run_concurrently(vec![job], &mut || {
+                polls += 1;
+                if polls == 20 {
+                    panic!("cancel");
+                }
+            }, || 0)
+        }));
+        assert!(r.is_err());
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn jobs_run_concurrently_in_order() {
+        let t = Instant::now();
+        let jobs: Vec<Box<dyn FnOnce() -> usize + Send>> = (0..3)
+            .map(|i| -> Box<dyn FnOnce() -> usize + Send> {
+                Box::new(move || {
+                    thread::sleep(Duration::from_millis(400));
+                    i
+                })
+            })
+            .collect();
+        assert_eq!(run_concurrently(jobs, &mut || {}, || 99), vec![0, 1, 2]);
+        assert!(t.elapsed() < Duration::from_millis(1000), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn urls() {
+        let ep = endpoint(Service::Llm, "http://u:p@127.0.0.1:8080/v1/".into());
+        assert_eq!(ep.url(), "http://u:p@127.0.0.1:8080/v1/chat/completions");
+        assert_eq!(ep.display_url(), "http://127.0.0.1:8080/v1/chat/completions");
+        assert!(is_loopback(&ep.url()));
+        assert!(!is_loopback("https://api.openai.com/v1"));
+        assert!(is_loopback("http://[::1]:8080/v1"));
+        let full = endpoint(Service::Llm, "http://h/v1/chat/completions".into());
+        assert_eq!(full.url(), "http://h/v1/chat/completions");
+        assert_eq!(endpoint(Service::Embeddings, "http://h/v1".into()).url(), "http://h/v1/embeddings");
+    }
+}
