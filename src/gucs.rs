@@ -21,6 +21,24 @@ static MAX_CORRECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1);
 static SCHEMA_MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(8_000);
 static SAMPLE_ROWS: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 static ALLOWED_FUNCTIONS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static EMBEDDING_URL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static EMBEDDING_MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static EMBEDDING_API_KEY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static EMBEDDING_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(60_000);
+static EMBEDDING_BATCH: GucSetting<i32> = GucSetting::<i32>::new(64);
+static USE_VALUES: GucSetting<bool> = GucSetting::<bool>::new(true);
+static VALUE_THRESHOLD: GucSetting<f64> = GucSetting::<f64>::new(0.65);
+static VALUE_TOP_K: GucSetting<i32> = GucSetting::<i32>::new(5);
+static INDEX_MAX_VALUE_LENGTH: GucSetting<i32> = GucSetting::<i32>::new(200);
+static INDEX_MAX_AVG_LENGTH: GucSetting<i32> = GucSetting::<i32>::new(80);
+static INDEX_MAX_DISTINCT: GucSetting<i32> = GucSetting::<i32>::new(2_000_000);
+static INDEX_HNSW_M: GucSetting<i32> = GucSetting::<i32>::new(8);
+static INDEX_HNSW_EF_CONSTRUCTION: GucSetting<i32> = GucSetting::<i32>::new(16);
+static INDEX_BUILD_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(1024);
+static SEARCH_EF: GucSetting<i32> = GucSetting::<i32>::new(100);
+
+/// Environment variables read for the embedding endpoint's key when its setting is empty.
+pub const EMBEDDING_KEY_ENV: [&str; 2] = ["NL2SQL_EMBEDDING_API_KEY", "OPENAI_API_KEY"];
 
 /// Environment variables read for the API key when `nl2sql.llm_api_key` is empty, in order.
 pub const API_KEY_ENV: [&str; 2] = ["NL2SQL_LLM_API_KEY", "OPENAI_API_KEY"];
@@ -138,6 +156,148 @@ pub fn init() {
         GucContext::Suset,
         GucFlags::default(),
     );
+    GucRegistry::define_string_guc(
+        c"nl2sql.embedding_url",
+        c"Base URL of an OpenAI-compatible embeddings API; empty: the built-in embedder.",
+        c"Requests go to <url>/embeddings. Settable only by superusers. Changing the embedder makes existing value indexes stale.",
+        &EMBEDDING_URL,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"nl2sql.embedding_model",
+        c"Model name sent with every embeddings request.",
+        c"",
+        &EMBEDDING_MODEL,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"nl2sql.embedding_api_key",
+        c"Bearer token for the embeddings endpoint; falls back to NL2SQL_EMBEDDING_API_KEY, then OPENAI_API_KEY.",
+        c"Settable and readable only by superusers; never printed in any message.",
+        &EMBEDDING_API_KEY,
+        GucContext::Suset,
+        GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL,
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.embedding_timeout",
+        c"Time allowed for one embeddings request, retries included.",
+        c"",
+        &EMBEDDING_TIMEOUT_MS,
+        100,
+        3_600_000,
+        GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.embedding_batch",
+        c"Texts sent in one embeddings request.",
+        c"",
+        &EMBEDDING_BATCH,
+        1,
+        2048,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"nl2sql.use_values",
+        c"Whether nl2sql() shows the model stored values similar to words of the question.",
+        c"Needs value indexes (nl2sql.create_value_index). Off: the ablation without value retrieval.",
+        &USE_VALUES,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_float_guc(
+        c"nl2sql.value_threshold",
+        c"Lowest similarity (0 to 1) of a retrieved value.",
+        c"",
+        &VALUE_THRESHOLD,
+        0.0,
+        1.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.value_top_k",
+        c"Retrieved values shown to the model.",
+        c"",
+        &VALUE_TOP_K,
+        0,
+        100,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.index_max_value_length",
+        c"Longer values are not indexed (their phrases still are not either).",
+        c"",
+        &INDEX_MAX_VALUE_LENGTH,
+        1,
+        10_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.index_max_avg_length",
+        c"Columns whose values average more characters are free text and not indexed.",
+        c"",
+        &INDEX_MAX_AVG_LENGTH,
+        1,
+        10_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.index_max_distinct",
+        c"Columns with more distinct values are not indexed.",
+        c"",
+        &INDEX_MAX_DISTINCT,
+        1,
+        i32::MAX,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.index_hnsw_m",
+        c"HNSW m of value indexes built from now on.",
+        c"",
+        &INDEX_HNSW_M,
+        2,
+        100,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.index_hnsw_ef_construction",
+        c"HNSW ef_construction of value indexes built from now on.",
+        c"",
+        &INDEX_HNSW_EF_CONSTRUCTION,
+        4,
+        1000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.index_build_memory",
+        c"maintenance_work_mem used while building a value index, when larger than the current one.",
+        c"",
+        &INDEX_BUILD_MEMORY_MB,
+        1,
+        1_048_576,
+        GucContext::Userset,
+        GucFlags::UNIT_MB,
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.search_ef",
+        c"hnsw.ef_search used by value and column search.",
+        c"",
+        &SEARCH_EF,
+        1,
+        1000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
     // Refuse unknown nl2sql.* settings (typos) from now on; before PostgreSQL 15, warn about them.
     #[cfg(not(any(feature = "pg13", feature = "pg14")))]
     unsafe {
@@ -212,4 +372,69 @@ pub fn allowed_functions() -> Vec<String> {
     string(&ALLOWED_FUNCTIONS)
         .map(|s| s.split(',').map(|f| f.trim().to_string()).filter(|f| !f.is_empty()).collect())
         .unwrap_or_default()
+}
+
+pub fn embedding_url() -> Option<String> {
+    string(&EMBEDDING_URL)
+}
+
+pub fn embedding_model() -> Option<String> {
+    string(&EMBEDDING_MODEL)
+}
+
+/// The embeddings endpoint's key from its setting, else from the server's environment.
+pub fn embedding_api_key() -> Option<String> {
+    string(&EMBEDDING_API_KEY).or_else(|| {
+        EMBEDDING_KEY_ENV
+            .iter()
+            .find_map(|v| std::env::var(v).ok().map(|k| k.trim().to_string()).filter(|k| !k.is_empty()))
+    })
+}
+
+pub fn embedding_timeout() -> Duration {
+    ms(&EMBEDDING_TIMEOUT_MS)
+}
+
+pub fn embedding_batch() -> usize {
+    EMBEDDING_BATCH.get().max(1) as usize
+}
+
+pub fn use_values() -> bool {
+    USE_VALUES.get()
+}
+
+pub fn value_threshold() -> f32 {
+    VALUE_THRESHOLD.get() as f32
+}
+
+pub fn value_top_k() -> usize {
+    VALUE_TOP_K.get().max(0) as usize
+}
+
+pub fn index_max_value_length() -> i32 {
+    INDEX_MAX_VALUE_LENGTH.get()
+}
+
+pub fn index_max_avg_length() -> i32 {
+    INDEX_MAX_AVG_LENGTH.get()
+}
+
+pub fn index_max_distinct() -> i64 {
+    INDEX_MAX_DISTINCT.get() as i64
+}
+
+pub fn index_hnsw_m() -> i32 {
+    INDEX_HNSW_M.get()
+}
+
+pub fn index_hnsw_ef_construction() -> i32 {
+    INDEX_HNSW_EF_CONSTRUCTION.get().max(2 * INDEX_HNSW_M.get())
+}
+
+pub fn index_build_memory_mb() -> i32 {
+    INDEX_BUILD_MEMORY_MB.get()
+}
+
+pub fn search_ef() -> i32 {
+    SEARCH_EF.get()
 }

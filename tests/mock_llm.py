@@ -13,12 +13,18 @@ Rule fields (besides "match"):
   delay_ms     wait this long before answering
   fail_times   answer the first N matching requests with "status" (default 503), then normally
 
+POST /v1/embeddings answers every input with a deterministic 64-dimensional vector (signed
+hashed character trigrams, normalised), so similar strings get similar vectors. An input
+containing "[embed-slow]" delays the answer 30 s; "[embed-500]" makes it fail with HTTP 500.
+
 GET /requests   every request seen so far (JSON list: path, authorization, body)
 POST /reset     forget requests and fail counters
 GET /health     200
 """
 import argparse
+import hashlib
 import json
+import math
 import sys
 import threading
 import time
@@ -70,6 +76,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(400, '{"error": "request body is not JSON"}')
         with LOCK:
             SEEN.append({"path": self.path, "authorization": self.headers.get("Authorization"), "body": body})
+        if self.path.endswith("/embeddings"):
+            return self._embeddings(body)
         if not self.path.endswith("/chat/completions"):
             return self._send(404, '{"error": "unknown path"}')
         text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
@@ -77,6 +85,19 @@ class Handler(BaseHTTPRequestHandler):
             if all(m in text for m in rule.get("match", [])):
                 return self._answer(i, rule, body)
         return self._answer(-1, {"content": "-- mock: no scripted answer for this conversation"}, body)
+
+    def _embeddings(self, body):
+        inputs = body.get("input", [])
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        joined = "\n".join(inputs)
+        if "[embed-500]" in joined:
+            return self._send(500, json.dumps({"error": "scripted embedding failure"}))
+        if "[embed-slow]" in joined:
+            time.sleep(30)
+        data = [{"object": "embedding", "index": i, "embedding": embed(t)} for i, t in enumerate(inputs)]
+        return self._send(200, json.dumps({"object": "list", "data": data, "model": body.get("model", "mock"),
+                                           "usage": {"prompt_tokens": len(joined) // 4, "total_tokens": len(joined) // 4}}))
 
     def _answer(self, idx, rule, body):
         if rule.get("delay_ms"):
@@ -103,6 +124,17 @@ class Handler(BaseHTTPRequestHandler):
                       "total_tokens": prompt_chars // 4 + max(1, len(content) // 4)},
         }
         return self._send(200, json.dumps(reply))
+
+
+def embed(text, dims=64):
+    """Signed hashed character trigrams, L2-normalised."""
+    padded = " " + text.lower() + " "
+    v = [0.0] * dims
+    for i in range(len(padded) - 2):
+        h = int(hashlib.md5(padded[i:i + 3].encode()).hexdigest(), 16)
+        v[h % dims] += 1.0 if (h >> 8) & 1 else -1.0
+    norm = math.sqrt(sum(x * x for x in v)) or 1.0
+    return [round(x / norm, 6) for x in v]
 
 
 def main():

@@ -5,9 +5,13 @@ use crate::llm::Message;
 const SYSTEM: &str = include_str!("prompts/generate_system.txt");
 const USER: &str = include_str!("prompts/generate_user.txt");
 
-/// The messages of a zero-shot generation request.
-pub fn zero_shot(schema: &str, question: &str, hint: Option<&str>) -> Vec<Message> {
-    let mut user = USER.replace("{schema}", schema.trim_end()).replace("{question}", question.trim());
+/// The messages of a zero-shot generation request; `values` is the similar-values section
+/// (possibly empty), placed between the schema and the question.
+pub fn zero_shot(schema: &str, values: &str, question: &str, hint: Option<&str>) -> Vec<Message> {
+    let mut user = USER
+        .replace("{schema}", schema.trim_end())
+        .replace("{values}", values)
+        .replace("{question}", question.trim());
     if let Some(h) = hint.map(str::trim).filter(|h| !h.is_empty()) {
         user.push_str("### Note: ");
         user.push_str(h);
@@ -22,7 +26,7 @@ mod tests {
 
     #[test]
     fn prompt_holds_schema_question_and_hint() {
-        let m = zero_shot("# singer (\n#   name: text\n# )\n", "How many singers?", Some("singer = person"));
+        let m = zero_shot("# singer (\n#   name: text\n# )\n", "", "How many singers?", Some("singer = person"));
         assert_eq!(m.len(), 2);
         assert_eq!(m[0].role, "system");
         assert!(m[0].content.contains("PostgreSQL"));
@@ -32,7 +36,7 @@ mod tests {
 
     #[test]
     fn blank_hint_is_left_out() {
-        let m = zero_shot("# t (\n# )", "q", Some("  "));
+        let m = zero_shot("# t (\n# )", "", "q", Some("  "));
         assert!(!m[1].content.contains("### Note"));
     }
 }

@@ -180,7 +180,7 @@ impl Diagnostic for EndpointError {
                     .into(),
             ),
             (ErrorKind::NotConfigured, Service::Embeddings) => Some(
-                "Leave nl2sql.embedder at 'builtin', or have a superuser set nl2sql.embedding_url to an \
+                "Leave nl2sql.embedding_url empty for the built-in embedder, or have a superuser set it to an \
                  OpenAI-compatible API, e.g. 'http://127.0.0.1:8000/v1'."
                     .into(),
             ),

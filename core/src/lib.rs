@@ -3,6 +3,7 @@
 
 pub mod answer;
 pub mod embed;
+pub mod embedder;
 pub mod error;
 pub mod generate;
 pub mod guard;
@@ -11,6 +12,7 @@ pub mod llm;
 pub mod pipeline;
 pub mod refine;
 pub mod results;
+pub mod retrieve;
 pub mod rows;
 pub mod schema;
 

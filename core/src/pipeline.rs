@@ -6,6 +6,7 @@ use crate::error::{Diagnostic, Report, SqlState};
 use crate::guard::{self, FunctionRef, GuardError};
 use crate::llm::{ChatRequest, Completion, LlmError};
 use crate::refine::{self, Failure, FailureKind};
+use crate::retrieve::{self, ValueHint};
 use crate::schema::{Detail, Schema};
 use crate::{generate, Execution};
 use serde::Serialize;
@@ -22,6 +23,10 @@ pub trait Database {
     fn volatile_functions(&mut self, functions: &[FunctionRef]) -> Result<Vec<FunctionRef>, Report>;
     /// Runs one guarded query in the sandbox.
     fn execute(&mut self, sql: &str) -> Result<Execution, Failure>;
+    /// Stored values similar to words of `text` (the value index); none by default.
+    fn similar_values(&mut self, _text: &str) -> Vec<ValueHint> {
+        Vec::new()
+    }
 }
 
 /// What the pipeline needs from the model.
@@ -63,6 +68,8 @@ pub struct Trace {
     pub tables_omitted: usize,
     /// Every column the model was shown, as `table.column` written in SQL.
     pub schema_columns: Vec<String>,
+    /// Stored values similar to words of the question, shown to the model.
+    pub values: Vec<ValueHint>,
     pub llm_calls: Vec<LlmCall>,
     pub candidates: Vec<CandidateTrace>,
     pub wall_ms: f64,
@@ -230,7 +237,13 @@ pub fn ask(
         .flat_map(|t| t.columns.iter().map(move |c| format!("{}.{}", t.ident, c.ident)))
         .collect();
 
-    let mut messages = generate::zero_shot(&rendered.text, &q.text, q.hint.as_deref());
+    let lookup = match q.hint.as_deref() {
+        Some(h) => format!("{} {h}", q.text),
+        None => q.text.clone(),
+    };
+    trace.values = db.similar_values(&lookup);
+    let values = retrieve::render_values(&trace.values);
+    let mut messages = generate::zero_shot(&rendered.text, &values, &q.text, q.hint.as_deref());
     let mut round = 0u32;
     loop {
         let stage = if round == 0 { "generate" } else { "correct" };
@@ -365,6 +378,7 @@ mod tests {
     struct FakeDb {
         executed: Vec<String>,
         volatile: Vec<String>,
+        values: Vec<ValueHint>,
     }
 
     impl Database for FakeDb {
@@ -385,6 +399,9 @@ mod tests {
                 truncated: false,
                 elapsed: Duration::from_millis(1),
             })
+        }
+        fn similar_values(&mut self, _text: &str) -> Vec<ValueHint> {
+            self.values.clone()
         }
     }
 
@@ -411,6 +428,19 @@ mod tests {
         assert!(a.trace.schema_columns.contains(&"singer.name".to_string()));
         assert!(a.trace.schema_columns.contains(&"\"Order Items\".\"select\"".to_string()));
         assert!(llm.seen[0][1].content.contains("### Question: How many singers?"));
+    }
+
+    #[test]
+    fn similar_values_reach_the_prompt() {
+        let mut llm = script(&["SELECT count(*) FROM singer WHERE country = 'France'"]);
+        let mut db = FakeDb {
+            values: vec![ValueHint { column: "singer.country".into(), value: "France".into(), score: 0.9 }],
+            ..Default::default()
+        };
+        let a = ask(&q("How many singers are from frnace?"), &sample_schema(), &settings(), &mut llm, &mut db).expect("answer");
+        let prompt = &llm.seen[0][1].content;
+        assert!(prompt.contains("# singer.country: 'France'\n### Question: How many singers are from frnace?"), "{prompt}");
+        assert_eq!(a.trace.values.len(), 1);
     }
 
     #[test]

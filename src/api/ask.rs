@@ -1,11 +1,12 @@
 //! nl2sql(question, hint) and nl2sql_run(question, hint).
 
 use crate::gucs;
-use crate::pg::{catalog, errors, model::Model, sandbox};
+use crate::pg::{catalog, errors, model::Model, sandbox, values};
 use nl2sql_core::error::Report;
 use nl2sql_core::guard::FunctionRef;
 use nl2sql_core::pipeline::{self, Answer, Database, Question, Settings, Trace};
 use nl2sql_core::refine::Failure;
+use nl2sql_core::retrieve::ValueHint;
 use nl2sql_core::{rows, Execution};
 use pgrx::prelude::*;
 use std::cell::RefCell;
@@ -81,5 +82,20 @@ impl Database for Sandboxed {
 
     fn execute(&mut self, sql: &str) -> Result<Execution, Failure> {
         sandbox::execute(sql, gucs::statement_timeout(), gucs::max_rows())
+    }
+
+    fn similar_values(&mut self, text: &str) -> Vec<ValueHint> {
+        if !gucs::use_values() || gucs::value_top_k() == 0 {
+            return Vec::new();
+        }
+        values::search_values(text, gucs::value_top_k(), gucs::value_threshold(), false)
+            .into_iter()
+            .map(|f| ValueHint {
+                // The table as the schema prompt writes it (qualified only when not on the path).
+                column: format!("{}.{}", values::visible_name(f.relid), pgrx::spi::quote_identifier(&f.column)),
+                value: f.value,
+                score: f.score,
+            })
+            .collect()
     }
 }

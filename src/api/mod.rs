@@ -3,3 +3,4 @@
 pub mod ask;
 pub mod evaluate;
 pub mod inspect;
+pub mod values;

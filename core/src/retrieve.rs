@@ -1,0 +1,228 @@
+//! Value and column retrieval, the parts that need no database: splitting a query into the
+//! phrases that are looked up (split retrieval on the query side), the final score of a
+//! candidate, merging candidates into the best few, and the prompt section they become.
+
+use crate::embed::{self, edit_similarity, feature_cosine, features};
+use serde::Serialize;
+
+/// Words that never name a value on their own.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "above", "after", "all", "also", "among", "an", "and", "any", "are", "as", "at", "average", "be",
+    "been", "before", "below", "between", "both", "but", "by", "can", "count", "did", "different", "distinct", "do",
+    "does", "each", "either", "every", "find", "for", "from", "give", "had", "has", "have", "how", "i", "in", "into",
+    "is", "it", "its", "least", "less", "list", "many", "max", "maximum", "me", "min", "minimum", "more", "most",
+    "much", "my", "name", "names", "not", "number", "of", "on", "one", "only", "or", "order", "our", "per", "return",
+    "show", "so", "sorted", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
+    "to", "total", "two", "under", "up", "was", "we", "were", "what", "when", "where", "which", "while", "who",
+    "whom", "whose", "why", "with", "without", "you", "your",
+];
+
+/// Most phrases looked up for one query.
+pub const MAX_PHRASES: usize = 24;
+
+fn is_stopword(w: &str) -> bool {
+    STOPWORDS.binary_search(&w).is_ok()
+}
+
+/// The phrases of a query to look up: quoted strings first, then every run of one to three
+/// content words (words that are not stopwords and not bare numbers). A query of one or two
+/// words is also looked up whole.
+pub fn query_phrases(query: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let push = |p: String, out: &mut Vec<String>| {
+        if !p.is_empty() && !out.contains(&p) && out.len() < MAX_PHRASES {
+            out.push(p);
+        }
+    };
+    // Quoted strings are the user naming a value: keep them whole.
+    for quote in ['\'', '"', '“', '‘'] {
+        let close = match quote {
+            '“' => '”',
+            '‘' => '’',
+            q => q,
+        };
+        let mut rest = query;
+        while let Some(start) = rest.find(quote) {
+            let after = &rest[start + quote.len_utf8()..];
+            let Some(end) = after.find(close) else { break };
+            push(embed::fold(&after[..end]), &mut out);
+            rest = &after[end + close.len_utf8()..];
+        }
+    }
+    let folded = embed::fold(query);
+    let all: Vec<&str> = embed::words(&folded).collect();
+    if all.len() <= 2 {
+        push(folded.clone(), &mut out);
+    }
+    // Runs of content words.
+    let mut runs: Vec<Vec<&str>> = vec![vec![]];
+    for w in &all {
+        let content = !is_stopword(w) && !w.chars().all(|c| c.is_ascii_digit());
+        match runs.last_mut() {
+            Some(run) if content => run.push(w),
+            _ => runs.push(vec![]),
+        }
+        if !content {
+            runs.push(vec![]);
+        }
+    }
+    for len in 1..=3 {
+        for run in runs.iter().filter(|r| r.len() >= len) {
+            for win in run.windows(len) {
+                push(win.join(" "), &mut out);
+            }
+        }
+    }
+    out
+}
+
+/// A candidate from the index: which column, the stored value, the text that was matched
+/// (the value or one of its phrases), and the endpoint embedding's cosine when there is one.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub column: u32,
+    pub value: String,
+    pub term: String,
+    /// Cosine with the query phrase of the endpoint's vectors; None for the built-in embedder,
+    /// whose exact cosine is computed here.
+    pub cosine: Option<f32>,
+    /// Which query phrase found it.
+    pub phrase: usize,
+}
+
+/// A retrieved value and its score.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    pub column: u32,
+    pub value: String,
+    pub score: f32,
+    /// The query phrase it matched.
+    pub matched: String,
+}
+
+/// Scores candidates, keeps each value's best score, drops those under `threshold`, and
+/// returns the best `k`, best first (ties: shorter value, then alphabetical).
+pub fn rank(phrases: &[String], candidates: &[Candidate], threshold: f32, k: usize) -> Vec<Hit> {
+    let phrase_features: Vec<Vec<(u64, f32)>> = phrases.iter().map(|p| features(p)).collect();
+    let mut best: std::collections::HashMap<(u32, &str), Hit> = std::collections::HashMap::new();
+    for c in candidates {
+        let Some(phrase) = phrases.get(c.phrase) else { continue };
+        let cosine = c.cosine.unwrap_or_else(|| feature_cosine(&phrase_features[c.phrase], &features(&c.term)));
+        let score = cosine.max(edit_similarity(phrase, &c.term)).min(1.0);
+        if score < threshold {
+            continue;
+        }
+        let entry = best.entry((c.column, c.value.as_str())).or_insert_with(|| Hit {
+            column: c.column,
+            value: c.value.clone(),
+            score,
+            matched: phrase.clone(),
+        });
+        if score > entry.score {
+            entry.score = score;
+            entry.matched = phrase.clone();
+        }
+    }
+    let mut hits: Vec<Hit> = best.into_values().collect();
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.value.len().cmp(&b.value.len()))
+            .then(a.value.cmp(&b.value))
+            .then(a.column.cmp(&b.column))
+    });
+    hits.truncate(k);
+    hits
+}
+
+/// A value shown to the model, with the column it lives in as written in SQL.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ValueHint {
+    pub column: String,
+    pub value: String,
+    pub score: f32,
+}
+
+/// The prompt section of similar values (OpenSearch-SQL's "similar values"); empty when none.
+pub fn render_values(hints: &[ValueHint]) -> String {
+    if hints.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("### Stored values similar to words of the question (column: value):\n");
+    for h in hints {
+        out.push_str(&format!("# {}: '{}'\n", h.column, h.value.replace('\'', "''")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stopwords_are_sorted() {
+        let mut s = STOPWORDS.to_vec();
+        s.sort();
+        assert_eq!(s, STOPWORDS);
+    }
+
+    #[test]
+    fn phrases_of_a_question() {
+        let p = query_phrases("How many singers are from France?");
+        assert_eq!(p, vec!["singers", "france"]);
+        let p = query_phrases("Which cars were made by Ford Motor Company in 1970?");
+        assert!(p.contains(&"ford motor company".to_string()));
+        assert!(p.contains(&"ford".to_string()) && p.contains(&"motor company".to_string()));
+        assert!(!p.iter().any(|x| x.contains("1970")));
+        assert_eq!(query_phrases("Abredeen"), vec!["abredeen"]);
+        assert_eq!(query_phrases("aberdeen airport")[0], "aberdeen airport");
+    }
+
+    #[test]
+    fn quoted_strings_stay_whole() {
+        let p = query_phrases("Who sang 'Love Me Do' in \"The Cavern\"?");
+        assert_eq!(&p[..2], &["love me do".to_string(), "the cavern".to_string()]);
+    }
+
+    fn cand(column: u32, value: &str, term: &str, phrase: usize) -> Candidate {
+        Candidate { column, value: value.into(), term: term.into(), cosine: None, phrase }
+    }
+
+    #[test]
+    fn ranks_typos_and_phrases_above_threshold() {
+        let phrases = vec!["abredeen".to_string()];
+        let cands = vec![
+            cand(1, "ABERDEEN", "ABERDEEN", 0),
+            cand(1, "Aberdeen Airport", "aberdeen", 0),
+            cand(1, "Glasgow", "Glasgow", 0),
+        ];
+        let hits = rank(&phrases, &cands, 0.65, 10);
+        let values: Vec<&str> = hits.iter().map(|h| h.value.as_str()).collect();
+        assert_eq!(values, vec!["ABERDEEN", "Aberdeen Airport"]);
+        assert!(hits[0].score >= 0.85);
+    }
+
+    #[test]
+    fn keeps_the_best_phrase_per_value_and_top_k() {
+        let phrases = vec!["france".to_string(), "singers".to_string()];
+        let cands = vec![cand(7, "France", "France", 1), cand(7, "France", "France", 0), cand(7, "Francia", "Francia", 0)];
+        let hits = rank(&phrases, &cands, 0.65, 1);
+        assert_eq!(hits.len(), 1);
+        assert_eq!((hits[0].value.as_str(), hits[0].matched.as_str()), ("France", "france"));
+    }
+
+    #[test]
+    fn endpoint_cosine_is_used_when_given() {
+        let phrases = vec!["nyc".to_string()];
+        let mut c = cand(1, "New York", "New York", 0);
+        c.cosine = Some(0.9);
+        assert_eq!(rank(&phrases, &[c], 0.65, 5)[0].score, 0.9);
+    }
+
+    #[test]
+    fn prompt_section() {
+        assert_eq!(render_values(&[]), "");
+        let s = render_values(&[ValueHint { column: "singer.country".into(), value: "Côte d'Ivoire".into(), score: 0.9 }]);
+        assert_eq!(s, "### Stored values similar to words of the question (column: value):\n# singer.country: 'Côte d''Ivoire'\n");
+    }
+}

@@ -1,0 +1,109 @@
+-- The value index: the distinct values of text columns, found again from misspelled,
+-- differently cased and partial mentions, kept fresh by triggers, and shown only to roles
+-- that may read the column. These tables live in their own schema.
+CREATE SCHEMA travel;
+CREATE TABLE travel.airports (code text PRIMARY KEY, city text, name text, country text);
+INSERT INTO travel.airports VALUES
+  ('ABZ', 'ABERDEEN', 'Aberdeen Airport', 'United Kingdom'),
+  ('EDI', 'EDINBURGH', 'Edinburgh Airport', 'United Kingdom'),
+  ('GLA', 'GLASGOW', 'Glasgow International Airport', 'United Kingdom'),
+  ('CDG', 'PARIS', 'Charles de Gaulle Airport', 'France'),
+  ('ZRH', 'ZÜRICH', 'Zürich Airport', 'Switzerland');
+
+-- A DBA indexes the text columns of a table (or just one column).
+SELECT relation, column_name, status, "values", phrases FROM nl2sql.create_value_index('travel.airports');
+SELECT relation, column_name, status, embedder, "values", phrases, queued FROM nl2sql.value_indexes ORDER BY 2;
+
+-- Misspelled, differently cased, partial, accents: search splits the query into phrases and
+-- keeps values scoring at least nl2sql.value_threshold (0.65).
+SELECT * FROM nl2sql.search_values('Abredeen');
+SELECT * FROM nl2sql.search_values('aberdeen', 3);
+SELECT * FROM nl2sql.search_values('flights from Zurich to Charles de Gaulle', 4);
+-- Columns by their names.
+SELECT * FROM nl2sql.search_columns('in which country is the airport', 3);
+
+-- Fresh after INSERT, UPDATE, DELETE and COPY (statement-level triggers on the table).
+INSERT INTO travel.airports VALUES ('INV', 'INVERNESS', 'Inverness Airport', 'United Kingdom');
+SELECT value, score FROM nl2sql.search_values('inverness') WHERE column_name = 'city';
+UPDATE travel.airports SET city = 'INVERNESS-SHIRE' WHERE code = 'INV';
+SELECT value, score FROM nl2sql.search_values('inverness') WHERE column_name = 'city';
+DELETE FROM travel.airports WHERE code = 'INV';
+SELECT count(*) AS inverness_left FROM nl2sql.search_values('inverness');
+COPY travel.airports FROM stdin;
+BHD	BELFAST	George Best Belfast City Airport	United Kingdom
+\.
+SELECT value, score FROM nl2sql.search_values('belfast') ORDER BY column_name;
+
+-- The index follows renamed columns, and goes with dropped ones.
+ALTER TABLE travel.airports RENAME COLUMN city TO town;
+SELECT relation, column_name, status FROM nl2sql.value_indexes ORDER BY 2;
+ALTER TABLE travel.airports DROP COLUMN country;
+SELECT relation, column_name, status FROM nl2sql.value_indexes ORDER BY 2;
+
+-- nl2sql() shows the model the values it finds in the question ("similar values").
+SELECT * FROM nl2sql_run('[values] How many airports are in Abredeen?');
+SELECT v->>'column' AS "column", v->>'value' AS value FROM jsonb_array_elements(nl2sql.last_trace()->'values') v;
+
+-- Privileges: a role sees only values of columns it may SELECT; the index tables and the
+-- functions that build indexes are not for it.
+CREATE ROLE dora;
+GRANT USAGE ON SCHEMA travel TO dora;
+GRANT SELECT (code, town) ON travel.airports TO dora;
+SET ROLE dora;
+SELECT * FROM nl2sql.search_values('aberdeen airport');
+SELECT relation, column_name FROM nl2sql.value_indexes ORDER BY 2;
+SELECT count(*) FROM nl2sql.value_entries;
+SELECT * FROM nl2sql.create_value_index('travel.airports');
+RESET ROLE;
+
+-- Row-level security: not indexed unless the DBA opts in, because an index of values
+-- ignores row policies. With the opt-in, every value returned is re-checked against the
+-- table as the caller, so policies still hide rows.
+CREATE TABLE travel.tickets (id int PRIMARY KEY, holder text, passenger text);
+INSERT INTO travel.tickets VALUES (1, 'dora', 'Dora Marquez'), (2, 'boots', 'Boots Monkey');
+ALTER TABLE travel.tickets ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_tickets ON travel.tickets USING (holder = current_user);
+GRANT SELECT ON travel.tickets TO dora;
+SELECT relation, column_name FROM nl2sql.create_value_indexes(ARRAY['travel']) ORDER BY 2;
+SELECT * FROM nl2sql.create_value_index('travel.tickets');
+SELECT relation, column_name, "values" FROM nl2sql.create_value_index('travel.tickets', 'passenger', include_rls => true);
+SET ROLE dora;
+SELECT value FROM nl2sql.search_values('Dora Marquez');
+SELECT value FROM nl2sql.search_values('Boots Monkey');
+RESET ROLE;
+
+-- An endpoint embedder that is down: a clear error, and nothing half-built left behind.
+SET nl2sql.embedding_url = 'http://127.0.0.1:9/v1';
+SELECT * FROM nl2sql.create_value_index('travel.tickets', 'holder', include_rls => true);
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS holder_indexes FROM nl2sql.value_index i JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+WHERE a.attname = 'holder';
+-- Changing the embedder makes the existing indexes stale: vectors of two embedders never mix.
+SELECT relation, column_name, status FROM nl2sql.value_indexes ORDER BY 2;
+SELECT count(*) AS found FROM nl2sql.search_values('aberdeen');
+-- An endpoint embedder that works (the scripted mock's /v1/embeddings).
+SET nl2sql.embedding_url = 'http://127.0.0.1:57411/v1';
+SELECT relation, column_name, status, "values" FROM nl2sql.create_value_index('travel.airports', 'town');
+SELECT relation, column_name, status, embedder FROM nl2sql.value_indexes ORDER BY 2;
+SELECT * FROM nl2sql.search_values('Abredeen', 3);
+-- New values wait in a queue (DML never calls out) and are embedded at the next search.
+INSERT INTO travel.airports VALUES ('LHR', 'LONDON', 'Heathrow Airport');
+SELECT column_name, queued FROM nl2sql.value_indexes WHERE column_name = 'town';
+SELECT value, score FROM nl2sql.search_values('londn');
+SELECT column_name, queued FROM nl2sql.value_indexes WHERE column_name = 'town';
+RESET nl2sql.embedding_url;
+SELECT relation, column_name, status, "values" FROM nl2sql.refresh_value_indexes() ORDER BY 2;
+
+-- DML never fails because of nl2sql: break an index on purpose, the INSERT still succeeds,
+-- with a WARNING, and the index is marked stale until it is rebuilt.
+SELECT format('DROP TABLE nl2sql.value_entries_%s', i.id) FROM nl2sql.value_index i
+JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum WHERE a.attname = 'name' \gexec
+INSERT INTO travel.airports VALUES ('MAN', 'MANCHESTER', 'Manchester Airport');
+SELECT column_name, status FROM nl2sql.value_indexes WHERE column_name = 'name';
+SELECT column_name, status, "values" FROM nl2sql.refresh_value_indexes('travel.airports') ORDER BY 1;
+
+SELECT nl2sql.drop_value_index('travel.airports', 'code');
+DROP SCHEMA travel CASCADE;
+SELECT count(*) AS indexes_left FROM nl2sql.value_index;
+DROP OWNED BY dora;
+DROP ROLE dora;

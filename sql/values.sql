@@ -1,0 +1,281 @@
+-- The value index: distinct values of string columns (and their phrases, for split retrieval)
+-- with a 256-bit signature (built-in embedder) or an endpoint's vector, searched through one
+-- HNSW index per column. Also the schema embeddings: one per column, for column retrieval.
+-- These tables belong to the extension owner; no other role can read them. nl2sql's
+-- functions read them for a caller and return only what the caller may SELECT.
+
+-- Bumped by every DDL command; caches of the catalog are keyed by it.
+CREATE SEQUENCE nl2sql.ddl_version;
+GRANT SELECT ON SEQUENCE nl2sql.ddl_version TO PUBLIC;
+
+CREATE TABLE nl2sql.value_index (
+    id serial PRIMARY KEY,
+    relid oid NOT NULL,
+    attnum int2 NOT NULL,
+    embedder text NOT NULL,
+    -- bits of the signatures in the HNSW index
+    dims int NOT NULL,
+    -- building: being loaded; ready; dirty: rows were deleted in bulk, results are re-checked
+    -- against the table; stale: built by another embedder, or the column changed: rebuild it
+    status text NOT NULL DEFAULT 'building' CHECK (status IN ('building', 'ready', 'dirty', 'stale')),
+    include_rls boolean NOT NULL DEFAULT false,
+    value_count bigint NOT NULL DEFAULT 0,
+    phrase_count bigint NOT NULL DEFAULT 0,
+    skipped_values bigint NOT NULL DEFAULT 0,
+    built_at timestamptz,
+    refreshed_at timestamptz,
+    build_ms double precision,
+    UNIQUE (relid, attnum)
+);
+
+CREATE TABLE nl2sql.value_entries (
+    column_id int NOT NULL,
+    value text NOT NULL,
+    -- the value itself, or one of its phrases
+    term text NOT NULL,
+    sig bit varying NOT NULL,
+    -- the endpoint's vector, for exact reranking (NULL with the built-in embedder)
+    embedding vector
+) PARTITION BY LIST (column_id);
+
+-- New values of columns indexed with an endpoint embedder wait here: DML never calls out.
+CREATE TABLE nl2sql.value_queue (
+    column_id int NOT NULL REFERENCES nl2sql.value_index (id) ON DELETE CASCADE,
+    value text NOT NULL,
+    PRIMARY KEY (column_id, value)
+);
+
+CREATE TABLE nl2sql.column_embeddings (
+    relid oid NOT NULL,
+    attnum int2 NOT NULL,
+    description text NOT NULL,
+    embedder text NOT NULL,
+    -- built-in embedder: the signature of "table column" (names are what a question's words match)
+    sig bit(256),
+    embedding vector,
+    PRIMARY KEY (relid, attnum)
+);
+
+
+-- Whether a value is still in a table, checked as the caller (so row-level security applies).
+CREATE FUNCTION nl2sql._value_exists(rel regclass, col name, val text)
+RETURNS boolean
+LANGUAGE plpgsql STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    found boolean;
+    typ text;
+BEGIN
+    SELECT format_type(atttypid, atttypmod) INTO typ FROM pg_attribute WHERE attrelid = rel AND attname = col;
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE %I = $1::%s)', rel, col, typ) INTO found USING val;
+    RETURN found;
+END
+$$;
+
+-- The statement that adds a statement's new values of one indexed column: built-in embedder:
+-- the value and its phrases with their signatures; endpoint embedder: queued, since DML never
+-- calls out. It reads the transition table nl2sql_new, so the trigger itself must run it.
+CREATE FUNCTION nl2sql._add_values_sql(column_id int, col name, embedder text, max_len int)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN embedder = 'builtin-v1' THEN format(
+        'INSERT INTO nl2sql.value_entries (column_id, value, term, sig)
+         SELECT %1$s, s.v, t.term, nl2sql.signature(t.term)::bit(256)
+         FROM (SELECT DISTINCT %2$I::text AS v FROM nl2sql_new WHERE %2$I IS NOT NULL) s
+         CROSS JOIN LATERAL (SELECT s.v AS term UNION ALL SELECT p FROM unnest(nl2sql.phrases(s.v)) p) t
+         WHERE length(s.v) BETWEEN 1 AND %3$s
+           AND NOT EXISTS (SELECT 1 FROM nl2sql.value_entries e WHERE e.column_id = %1$s AND e.value = s.v)',
+        column_id, col, max_len)
+    ELSE format(
+        'INSERT INTO nl2sql.value_queue (column_id, value)
+         SELECT %1$s, s.v FROM (SELECT DISTINCT %2$I::text AS v FROM nl2sql_new WHERE %2$I IS NOT NULL) s
+         WHERE length(s.v) BETWEEN 1 AND %3$s
+           AND NOT EXISTS (SELECT 1 FROM nl2sql.value_entries e WHERE e.column_id = %1$s AND e.value = s.v)
+         ON CONFLICT DO NOTHING',
+        column_id, col, max_len)
+    END
+$$;
+
+-- The statement-level triggers on indexed tables: new values are added, values no row holds
+-- any more are removed (after a bulk delete of many distinct values the column is marked dirty
+-- instead, and search re-checks its results against the table). Whatever goes wrong, the
+-- user's statement goes on: the error becomes a WARNING and the column is marked stale (a
+-- cancel still cancels).
+CREATE FUNCTION nl2sql._values_changed()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c record;
+    n bigint;
+    max_len int := coalesce(nullif(current_setting('nl2sql.index_max_value_length', true), '')::int, 200);
+BEGIN
+    FOR c IN
+        SELECT i.id, a.attname, i.embedder, format_type(a.atttypid, a.atttypmod) AS typ
+        FROM nl2sql.value_index i
+        JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+        WHERE i.relid = TG_RELID AND i.status IN ('ready', 'dirty')
+    LOOP
+        BEGIN
+            IF TG_OP IN ('DELETE', 'UPDATE') THEN
+                EXECUTE format('SELECT count(DISTINCT %I) FROM nl2sql_old', c.attname) INTO n;
+                IF n > 1000 THEN
+                    UPDATE nl2sql.value_index SET status = 'dirty' WHERE id = c.id AND status = 'ready';
+                ELSIF n > 0 THEN
+                    EXECUTE format(
+                        'DELETE FROM nl2sql.value_entries e
+                         USING (SELECT DISTINCT %2$I::text AS v FROM nl2sql_old WHERE %2$I IS NOT NULL) g
+                         WHERE e.column_id = %1$s AND e.value = g.v
+                           AND NOT EXISTS (SELECT 1 FROM %3$s t WHERE t.%2$I = g.v::%4$s)',
+                        c.id, c.attname, TG_RELID::regclass, c.typ);
+                END IF;
+            END IF;
+            IF TG_OP IN ('INSERT', 'UPDATE') THEN
+                EXECUTE nl2sql._add_values_sql(c.id, c.attname, c.embedder, max_len);
+            END IF;
+            IF TG_OP = 'TRUNCATE' THEN
+                EXECUTE format('TRUNCATE nl2sql.value_entries_%s', c.id);
+                DELETE FROM nl2sql.value_queue WHERE column_id = c.id;
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'nl2sql could not update the value index of %.%: %', TG_TABLE_NAME, c.attname, SQLERRM
+                USING HINT = 'Rebuild it with SELECT nl2sql.refresh_value_indexes().';
+            UPDATE nl2sql.value_index SET status = 'stale' WHERE id = c.id;
+        END;
+    END LOOP;
+    UPDATE nl2sql.value_index SET refreshed_at = now()
+    WHERE relid = TG_RELID AND status IN ('ready', 'dirty')
+      AND (refreshed_at IS NULL OR refreshed_at < now() - interval '1 second');
+    RETURN NULL;
+EXCEPTION WHEN OTHERS THEN
+    RAISE WARNING 'nl2sql could not update the value indexes of %: %', TG_TABLE_NAME, SQLERRM;
+    RETURN NULL;
+END
+$$;
+
+-- The text a column is embedded from: "a column named X in table Y of type T, about C".
+CREATE FUNCTION nl2sql._column_description(rel oid, att int2)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('a column named %s in table %s of type %s%s',
+                  a.attname, c.relname, format_type(a.atttypid, a.atttypmod),
+                  coalesce(', about ' || col_description(c.oid, a.attnum), '')
+                  || coalesce(' (table: ' || obj_description(c.oid, 'pg_class') || ')', ''))
+    FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+    WHERE c.oid = rel AND a.attnum = att
+$$;
+
+-- Recomputes the schema embeddings of one relation (all user relations when NULL) with the
+-- built-in embedder; with an endpoint embedder the rows are marked for lazy re-embedding.
+CREATE FUNCTION nl2sql._refresh_column_embeddings(rel oid DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n bigint;
+    builtin boolean := coalesce(current_setting('nl2sql.embedding_url', true), '') = '';
+BEGIN
+    DELETE FROM nl2sql.column_embeddings e
+    WHERE (rel IS NULL OR e.relid = rel)
+      AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = e.relid AND a.attnum = e.attnum
+                      AND NOT a.attisdropped);
+    INSERT INTO nl2sql.column_embeddings AS e (relid, attnum, description, embedder, sig)
+    SELECT c.oid, a.attnum, d.description,
+           CASE WHEN builtin THEN 'builtin-v1' ELSE 'pending' END,
+           CASE WHEN builtin THEN nl2sql.signature(c.relname || ' ' || a.attname)::bit(256) END
+    FROM pg_class c
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+    CROSS JOIN LATERAL (SELECT nl2sql._column_description(c.oid, a.attnum) AS description) d
+    WHERE (rel IS NULL OR c.oid = rel)
+      AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+      AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'nl2sql') AND n.nspname !~ '^pg_(toast|temp_)'
+      AND NOT EXISTS (SELECT 1 FROM pg_depend dep WHERE dep.classid = 'pg_class'::regclass
+                      AND dep.objid = c.oid AND dep.deptype = 'e')
+    ON CONFLICT (relid, attnum) DO UPDATE
+        SET description = excluded.description, embedder = excluded.embedder, sig = excluded.sig,
+            embedding = NULL
+        WHERE e.description IS DISTINCT FROM excluded.description OR e.embedder IS DISTINCT FROM excluded.embedder;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+-- DDL: keep the value index and the schema embeddings in step with renamed, altered and
+-- dropped tables and columns. Never makes the DDL fail.
+CREATE FUNCTION nl2sql._on_ddl_end()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cmd record;
+BEGIN
+    PERFORM nextval('nl2sql.ddl_version');
+    FOR cmd IN
+        SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands()
+        WHERE classid = 'pg_class'::regclass
+          AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
+          AND (schema_name IS NULL OR (schema_name NOT IN ('nl2sql', 'pg_catalog', 'information_schema')
+                                       AND schema_name !~ '^pg_(toast|temp_)'))
+    LOOP
+        PERFORM nl2sql._refresh_column_embeddings(cmd.objid);
+        -- a column that is no longer text, or a table that turned on row-level security
+        UPDATE nl2sql.value_index i SET status = 'stale'
+        FROM pg_attribute a, pg_type t, pg_class c
+        WHERE i.relid = cmd.objid AND a.attrelid = i.relid AND a.attnum = i.attnum AND t.oid = a.atttypid
+          AND c.oid = i.relid AND i.status <> 'stale'
+          AND (t.typcategory NOT IN ('S', 'E') OR (c.relrowsecurity AND NOT i.include_rls));
+    END LOOP;
+EXCEPTION WHEN OTHERS THEN
+    RAISE WARNING 'nl2sql could not follow this DDL command: %', SQLERRM;
+END
+$$;
+
+CREATE FUNCTION nl2sql._on_sql_drop()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    obj record;
+    dropped int;
+BEGIN
+    PERFORM nextval('nl2sql.ddl_version');
+    FOR obj IN
+        SELECT * FROM pg_event_trigger_dropped_objects()
+        WHERE classid = 'pg_class'::regclass AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
+          AND coalesce(schema_name, '') <> 'nl2sql'
+    LOOP
+        FOR dropped IN
+            DELETE FROM nl2sql.value_index
+            WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid)
+            RETURNING id
+        LOOP
+            EXECUTE format('DROP TABLE IF EXISTS nl2sql.value_entries_%s', dropped);
+        END LOOP;
+        DELETE FROM nl2sql.column_embeddings
+        WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid);
+    END LOOP;
+EXCEPTION WHEN OTHERS THEN
+    RAISE WARNING 'nl2sql could not follow this DROP: %', SQLERRM;
+END
+$$;
+
+CREATE INDEX ON nl2sql.column_embeddings USING hnsw (sig bit_hamming_ops);
+
+CREATE EVENT TRIGGER nl2sql_ddl_end ON ddl_command_end EXECUTE FUNCTION nl2sql._on_ddl_end();
+CREATE EVENT TRIGGER nl2sql_sql_drop ON sql_drop EXECUTE FUNCTION nl2sql._on_sql_drop();
+
+REVOKE ALL ON FUNCTION nl2sql._refresh_column_embeddings(oid) FROM PUBLIC;

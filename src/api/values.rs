@@ -1,0 +1,128 @@
+//! Value indexes and retrieval in schema nl2sql. The functions with regclass and name columns
+//! are SQL wrappers (sql/values_api.sql) around the underscored ones here.
+
+#[pgrx::pg_schema]
+mod nl2sql {
+    use crate::pg::values::{self, Built};
+    use nl2sql_core::embed;
+    use pgrx::prelude::*;
+
+    type BuiltRow = (pg_sys::Oid, String, String, i64, i64, i64, f64);
+
+    fn rows(built: Vec<Built>) -> impl Iterator<Item = BuiltRow> {
+        built.into_iter().map(|b| (b.relid, b.column, b.status, b.values, b.phrases, b.skipped, b.seconds))
+    }
+
+    /// The built-in embedder's 256-bit signature of a text, as a bit string.
+    #[pg_extern(immutable, strict, parallel_safe)]
+    fn signature(text: &str) -> String {
+        embed::signature_text(text)
+    }
+
+    /// The phrases a value is also indexed under (split retrieval).
+    #[pg_extern(immutable, strict, parallel_safe)]
+    fn phrases(value: &str) -> Vec<String> {
+        embed::phrases(value, 16)
+    }
+
+    /// The id of the embedder in use: 'builtin-v1', or '<model>@<url>' of nl2sql.embedding_url.
+    /// Indexes built by another embedder are stale.
+    #[pg_extern(stable, parallel_safe)]
+    fn current_embedder() -> String {
+        crate::pg::embedder::current().id()
+    }
+
+    /// The built-in embedder's dense vector of a text (256 dimensions, L2-normalised).
+    #[pg_extern(immutable, strict, parallel_safe)]
+    fn embedding(text: &str) -> Vec<f32> {
+        embed::embed(text, embed::BUILTIN_DIMS)
+    }
+
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn _create_value_index(
+        rel: pg_sys::Oid,
+        col: Option<&str>,
+        include_rls: bool,
+    ) -> TableIterator<'static, (
+            name!(relation, pg_sys::Oid),
+            name!(column_name, String),
+            name!(status, String),
+            name!(values, i64),
+            name!(phrases, i64),
+            name!(skipped, i64),
+            name!(seconds, f64),
+        )> {
+        TableIterator::new(rows(values::create(rel, col, include_rls, true)))
+    }
+
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn _create_value_indexes(
+        schemas: Vec<String>,
+        include_rls: bool,
+    ) -> TableIterator<'static, (
+            name!(relation, pg_sys::Oid),
+            name!(column_name, String),
+            name!(status, String),
+            name!(values, i64),
+            name!(phrases, i64),
+            name!(skipped, i64),
+            name!(seconds, f64),
+        )> {
+        let tables: Vec<pg_sys::Oid> = Spi::connect(|c| {
+            c.select(
+                "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                 WHERE n.nspname = ANY ($1) AND c.relkind IN ('r', 'p', 'm') AND NOT c.relispartition
+                   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+                                   AND d.objid = c.oid AND d.deptype = 'e')
+                 ORDER BY n.nspname, c.relname",
+                None,
+                &[schemas.into()],
+            )
+            .map(|t| t.filter_map(|r| r.get::<pg_sys::Oid>(1).ok().flatten()).collect())
+            .unwrap_or_default()
+        });
+        let mut built = Vec::new();
+        for t in tables {
+            built.extend(values::create(t, None, include_rls, false));
+        }
+        TableIterator::new(rows(built))
+    }
+
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn _drop_value_index(rel: pg_sys::Oid, col: Option<&str>) -> SetOfIterator<'static, String> {
+        SetOfIterator::new(values::drop(rel, col))
+    }
+
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn _refresh_value_indexes(
+        rel: Option<pg_sys::Oid>,
+    ) -> TableIterator<'static, (
+            name!(relation, pg_sys::Oid),
+            name!(column_name, String),
+            name!(status, String),
+            name!(values, i64),
+            name!(phrases, i64),
+            name!(skipped, i64),
+            name!(seconds, f64),
+        )> {
+        TableIterator::new(rows(values::refresh(rel)))
+    }
+
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn _search_values(
+        query: &str,
+        k: i32,
+    ) -> TableIterator<'static, (name!(relation, pg_sys::Oid), name!(column_name, String), name!(value, String), name!(score, f32))> {
+        let found = values::search_values(query, k.max(0) as usize, crate::gucs::value_threshold(), true);
+        TableIterator::new(found.into_iter().map(|f| (f.relid, f.column, f.value, f.score)))
+    }
+
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn _search_columns(
+        query: &str,
+        k: i32,
+    ) -> TableIterator<'static, (name!(relation, pg_sys::Oid), name!(column_name, String), name!(score, f32))> {
+        let found = values::search_columns(query, k.max(0) as usize);
+        TableIterator::new(found.into_iter().map(|f| (f.relid, f.column, f.score)))
+    }
+}

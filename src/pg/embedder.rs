@@ -1,0 +1,40 @@
+//! The embedder from the settings, and endpoint calls that keep answering interrupts.
+
+use crate::gucs;
+use crate::pg::errors;
+use nl2sql_core::embedder::{self, Embedder};
+use nl2sql_core::error::Secret;
+use nl2sql_core::http::{Endpoint, Service};
+use pgrx::prelude::*;
+
+/// The built-in embedder, or the endpoint at nl2sql.embedding_url.
+pub fn current() -> Embedder {
+    match gucs::embedding_url() {
+        None => Embedder::Builtin,
+        Some(base_url) => Embedder::Remote(Endpoint {
+            service: Service::Embeddings,
+            base_url,
+            model: gucs::embedding_model(),
+            api_key: gucs::embedding_api_key().map(Secret::new),
+            timeout: gucs::embedding_timeout(),
+            max_retries: gucs::llm_max_retries(),
+        }),
+    }
+}
+
+/// Embeds `texts` with the endpoint, in batches; raises the endpoint's error.
+pub fn embed(ep: &Endpoint, texts: &[String]) -> Vec<Vec<f32>> {
+    if texts.is_empty() {
+        return vec![];
+    }
+    embedder::embed_remote(ep, texts, gucs::embedding_batch(), 4, &mut || {
+        check_for_interrupts!();
+    })
+    .unwrap_or_else(|e| errors::raise(&e.report(ep.api_key.as_ref())))
+}
+
+/// pgvector's text form of a vector.
+pub fn vector_literal(v: &[f32]) -> String {
+    let parts: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+    format!("[{}]", parts.join(","))
+}

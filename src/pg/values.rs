@@ -1,0 +1,687 @@
+//! Value indexes over sql/values.sql's tables: build, drop, refresh, and search, plus the
+//! schema embeddings' search. Builds run in the caller's transaction, so a cancel or an
+//! endpoint failure leaves nothing half-built. Internal tables are read and written as the
+//! extension owner; what is returned is filtered by the caller's privileges.
+
+use crate::gucs;
+use crate::pg::{embedder, errors, owner};
+use nl2sql_core::embed;
+use nl2sql_core::embedder::Embedder;
+use nl2sql_core::error::{Report, SqlState};
+use nl2sql_core::retrieve::{self, Candidate};
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+use pgrx::spi::quote_identifier;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// A phrase shared by more than a tenth of a column's values (at least 2, at most 50) names
+/// no value in particular ("airport" in a column of airport names) and is not indexed.
+fn phrase_cap(values: usize) -> usize {
+    (values / 10).clamp(2, 50)
+}
+/// Rows a batch when loading vectors from an endpoint.
+const LOAD_CHUNK: usize = 5000;
+
+fn fail(state: SqlState, message: String, hint: Option<&str>) -> ! {
+    let mut r = Report::new(state, message);
+    if let Some(h) = hint {
+        r = r.hint(h);
+    }
+    errors::raise(&r)
+}
+
+fn run(sql: &str, args: &[DatumWithOid]) {
+    if let Err(e) = Spi::run_with_args(sql, args) {
+        fail(SqlState::InternalError, format!("nl2sql internal query failed: {e}"), None)
+    }
+}
+
+fn one<T: FromDatum + IntoDatum>(sql: &str, args: &[DatumWithOid]) -> Option<T> {
+    Spi::get_one_with_args::<T>(sql, args)
+        .unwrap_or_else(|e| fail(SqlState::InternalError, format!("nl2sql internal query failed: {e}"), None))
+}
+
+/// The relation's schema-qualified, quoted name: valid whatever the search_path.
+fn relation_text(rel: pg_sys::Oid) -> String {
+    one::<String>(
+        "SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)
+         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
+        &[rel.into()],
+    )
+    .unwrap_or_else(|| fail(SqlState::UndefinedTable, format!("relation with OID {} does not exist", u32::from(rel)), None))
+}
+
+/// The relation's name as the schema prompt writes it: qualified only when not on the search_path.
+pub fn visible_name(rel: pg_sys::Oid) -> String {
+    one::<String>("SELECT $1::pg_catalog.regclass::text", &[rel.into()]).unwrap_or_default()
+}
+
+/// What one build did, one row of create_value_index()'s result.
+pub struct Built {
+    pub relid: pg_sys::Oid,
+    pub column: String,
+    pub status: String,
+    pub values: i64,
+    pub phrases: i64,
+    pub skipped: i64,
+    pub seconds: f64,
+}
+
+struct Column {
+    attnum: i16,
+    name: String,
+}
+
+/// Indexes the text columns of `rel` (or the one named). `explicit`: the caller named this
+/// table, so refusals are errors; otherwise they are NOTICEs and the column is skipped.
+pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explicit: bool) -> Vec<Built> {
+    let relname = relation_text(rel);
+    let (relkind, rls, may) = Spi::get_three_with_args::<String, bool, bool>(
+        "SELECT c.relkind::text, c.relrowsecurity,
+                pg_catalog.pg_has_role(c.relowner, 'USAGE') OR r.rolsuper
+         FROM pg_catalog.pg_class c, pg_catalog.pg_roles r
+         WHERE c.oid = $1 AND r.oid = $2",
+        &[rel.into(), owner::caller().into()],
+    )
+    .ok()
+    .and_then(|(k, r, m)| Some((k?, r?, m?)))
+    .unwrap_or_else(|| fail(SqlState::UndefinedTable, format!("relation {relname} does not exist"), None));
+    if !may {
+        fail(SqlState::InsufficientPrivilege, format!("must be owner of table {relname} to index its values"), None);
+    }
+    if !matches!(relkind.as_str(), "r" | "p" | "m") {
+        fail(SqlState::from_code("42809"), format!("\"{relname}\" is not a table or materialized view"), None);
+    }
+    if rls && !include_rls {
+        let msg = format!("table {relname} has row-level security; its values are not indexed");
+        if explicit {
+            fail(
+                SqlState::ObjectNotInPrerequisiteState,
+                msg,
+                Some("An index of values ignores row policies. nl2sql re-checks every value it returns against the table as the caller when you opt in with include_rls => true."),
+            );
+        }
+        notice!("{msg}");
+        return vec![];
+    }
+    let columns = text_columns(rel, column);
+    if let Some(c) = column {
+        if columns.is_empty() {
+            let exists = one::<bool>(
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = $1 AND attname = $2 AND attnum > 0 AND NOT attisdropped)",
+                &[rel.into(), c.into()],
+            )
+            .unwrap_or(false);
+            if exists {
+                fail(SqlState::from_code("42804"), format!("column \"{c}\" of {relname} is not a text column"), Some("Only text, varchar, char, citext, enum and other string types are indexed."));
+            }
+            fail(SqlState::from_code("42703"), format!("column \"{c}\" of relation {relname} does not exist"), None);
+        }
+    }
+    let mut out = Vec::new();
+    for col in &columns {
+        if let Some(b) = owner::as_owner(|| build_column(rel, &relname, col, include_rls, explicit && column.is_some())) {
+            out.push(b);
+        }
+    }
+    if !out.is_empty() && relkind != "m" {
+        owner::as_owner(|| ensure_triggers(rel, &relname));
+    }
+    out
+}
+
+fn text_columns(rel: pg_sys::Oid, only: Option<&str>) -> Vec<Column> {
+    Spi::connect(|c| {
+        c.select(
+            "SELECT a.attnum, a.attname::text
+             FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+             WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
+               AND t.typcategory IN ('S', 'E') AND ($2::text IS NULL OR a.attname = $2)
+             ORDER BY a.attnum",
+            None,
+            &[rel.into(), only.into()],
+        )
+        .map(|t| {
+            t.filter_map(|r| {
+                Some(Column {
+                    attnum: r.get::<i16>(1).ok()??,
+                    name: r.get::<String>(2).ok()??,
+                })
+            })
+            .collect()
+        })
+        .unwrap_or_default()
+    })
+}
+
+/// Builds one column's index. None when it is skipped (NOTICE) instead of built.
+fn build_column(rel: pg_sys::Oid, relname: &str, col: &Column, include_rls: bool, explicit: bool) -> Option<Built> {
+    let started = Instant::now();
+    let qcol = quote_identifier(&col.name);
+    let max_len = gucs::index_max_value_length();
+    let (distinct, avg_len, too_long) = Spi::get_three::<i64, f64, i64>(&format!(
+        "SELECT count(DISTINCT {qcol})::int8, coalesce(avg(length({qcol}::text)), 0)::float8,
+                count(DISTINCT {qcol}) FILTER (WHERE length({qcol}::text) > {max_len})::int8
+         FROM {relname}"
+    ))
+    .ok()
+    .map(|(a, b, c)| (a.unwrap_or(0), b.unwrap_or(0.0), c.unwrap_or(0)))
+    .unwrap_or((0, 0.0, 0));
+    let skip = |why: String| -> Option<Built> {
+        let msg = format!("column {relname}.{qcol} is not indexed: {why}");
+        if explicit {
+            fail(SqlState::ProgramLimitExceeded, msg, Some("Raise nl2sql.index_max_distinct or nl2sql.index_max_avg_length to index it."));
+        }
+        notice!("{msg}");
+        None
+    };
+    if distinct > gucs::index_max_distinct() {
+        return skip(format!("{distinct} distinct values, more than nl2sql.index_max_distinct"));
+    }
+    if avg_len > gucs::index_max_avg_length() as f64 {
+        return skip(format!("free text (average length {avg_len:.0}, more than nl2sql.index_max_avg_length)"));
+    }
+    let emb = embedder::current();
+    let emb_id = emb.id();
+    let id = one::<i32>(
+        "INSERT INTO nl2sql.value_index (relid, attnum, embedder, dims, status, include_rls)
+         VALUES ($1, $2, $3, 256, 'building', $4)
+         ON CONFLICT (relid, attnum) DO UPDATE
+            SET embedder = excluded.embedder, status = 'building', include_rls = excluded.include_rls
+         RETURNING id",
+        &[rel.into(), col.attnum.into(), emb_id.as_str().into(), include_rls.into()],
+    )
+    .unwrap_or_else(|| fail(SqlState::InternalError, "could not register the value index".into(), None));
+    let part = format!("nl2sql.value_entries_{id}");
+    drop_partition(id);
+    run("DELETE FROM nl2sql.value_queue WHERE column_id = $1", &[id.into()]);
+    run(&format!("CREATE TABLE {part} PARTITION OF nl2sql.value_entries FOR VALUES IN ({id})"), &[]);
+    notice!("nl2sql: indexing {relname}.{qcol}: {distinct} distinct values");
+
+    let source = format!(
+        "SELECT DISTINCT {qcol}::text AS v FROM {relname} WHERE {qcol} IS NOT NULL AND length({qcol}::text) BETWEEN 1 AND {max_len}"
+    );
+    let (values, phrases, dims) = match &emb {
+        Embedder::Builtin => load_builtin(id, &part, &source),
+        Embedder::Remote(ep) => load_remote(id, &part, &source, ep),
+    };
+    run(&format!("CREATE INDEX ON {part} (value)"), &[]);
+    if values + phrases > 50_000 {
+        notice!("nl2sql: building the HNSW index over {} entries", values + phrases);
+    }
+    build_hnsw(&part, dims);
+    run(&format!("ANALYZE {part}"), &[]);
+    let seconds = started.elapsed().as_secs_f64();
+    run(
+        "UPDATE nl2sql.value_index
+         SET status = 'ready', dims = $2, value_count = $3, phrase_count = $4, skipped_values = $5,
+             built_at = now(), refreshed_at = now(), build_ms = $6
+         WHERE id = $1",
+        &[id.into(), dims.into(), values.into(), phrases.into(), too_long.into(), (seconds * 1000.0).into()],
+    );
+    Some(Built { relid: rel, column: col.name.clone(), status: "ready".into(), values, phrases, skipped: too_long, seconds })
+}
+
+fn load_builtin(id: i32, part: &str, source: &str) -> (i64, i64, i32) {
+    let values = Spi::get_one::<i64>(&format!(
+        "WITH ins AS (INSERT INTO {part} (column_id, value, term, sig)
+                      SELECT {id}, s.v, s.v, nl2sql.signature(s.v)::bit(256) FROM ({source}) s RETURNING 1)
+         SELECT count(*) FROM ins"
+    ))
+    .ok()
+    .flatten()
+    .unwrap_or(0);
+    let cap = phrase_cap(values as usize);
+    let phrases = Spi::get_one::<i64>(&format!(
+        "WITH ph AS (SELECT e.value AS v, p FROM {part} e, unnest(nl2sql.phrases(e.value)) p),
+              ok AS (SELECT p FROM ph GROUP BY p HAVING count(*) <= {cap}),
+              ins AS (INSERT INTO {part} (column_id, value, term, sig)
+                      SELECT {id}, ph.v, ph.p, nl2sql.signature(ph.p)::bit(256) FROM ph JOIN ok USING (p) RETURNING 1)
+         SELECT count(*) FROM ins"
+    ))
+    .ok()
+    .flatten()
+    .unwrap_or(0);
+    (values, phrases, embed::SIGNATURE_BITS as i32)
+}
+
+fn load_remote(id: i32, part: &str, source: &str, ep: &nl2sql_core::http::Endpoint) -> (i64, i64, i32) {
+    let values: Vec<String> = Spi::connect(|c| {
+        c.select(source, None, &[]).map(|t| t.filter_map(|r| r.get::<String>(1).ok().flatten()).collect()).unwrap_or_default()
+    });
+    let rows = value_rows(&values);
+    let phrases = rows.iter().filter(|(v, t)| v != t).count() as i64;
+    let dims = insert_remote(id, part, ep, &rows);
+    (values.len() as i64, phrases, dims)
+}
+
+/// (value, term) pairs: each value as itself, and its phrases shared by few enough values.
+fn value_rows(values: &[String]) -> Vec<(String, String)> {
+    let mut by_phrase: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, v) in values.iter().enumerate() {
+        for p in embed::phrases(v, 16) {
+            by_phrase.entry(p).or_default().push(i);
+        }
+    }
+    let mut rows: Vec<(String, String)> = values.iter().map(|v| (v.clone(), v.clone())).collect();
+    let cap = phrase_cap(values.len());
+    for (p, owners) in by_phrase {
+        if owners.len() <= cap {
+            rows.extend(owners.into_iter().map(|i| (values[i].clone(), p.clone())));
+        }
+    }
+    rows
+}
+
+/// Embeds the terms of `rows` with the endpoint and stores them; returns the dimension.
+fn insert_remote(id: i32, part: &str, ep: &nl2sql_core::http::Endpoint, rows: &[(String, String)]) -> i32 {
+    let mut dims = 0i32;
+    for (n, chunk) in rows.chunks(LOAD_CHUNK).enumerate() {
+        let terms: Vec<String> = chunk.iter().map(|(_, t)| t.clone()).collect();
+        let vectors = embedder::embed(ep, &terms);
+        dims = vectors.first().map(|v| v.len() as i32).unwrap_or(dims);
+        if dims > 64_000 {
+            fail(SqlState::ProgramLimitExceeded, format!("the embedding endpoint returns {dims} dimensions; at most 64000 are supported"), None);
+        }
+        let vals: Vec<String> = chunk.iter().map(|(v, _)| v.clone()).collect();
+        let lits: Vec<String> = vectors.iter().map(|v| embedder::vector_literal(v)).collect();
+        run(
+            &format!(
+                "INSERT INTO {part} (column_id, value, term, sig, embedding)
+                 SELECT {id}, x.v, x.t, binary_quantize(x.e::vector)::bit({dims}), x.e::vector
+                 FROM unnest($1::text[], $2::text[], $3::text[]) AS x(v, t, e)"
+            ),
+            &[vals.into(), terms.into(), lits.into()],
+        );
+        if (n + 1) % 20 == 0 {
+            notice!("nl2sql: {} of {} entries embedded", ((n + 1) * LOAD_CHUNK).min(rows.len()), rows.len());
+        }
+    }
+    dims.max(1)
+}
+
+fn build_hnsw(part: &str, dims: i32) {
+    let old = one::<String>("SELECT pg_catalog.current_setting('maintenance_work_mem')", &[]).unwrap_or_default();
+    let old_mb = one::<i64>("SELECT pg_catalog.pg_size_bytes(pg_catalog.current_setting('maintenance_work_mem')) / 1048576", &[]).unwrap_or(0);
+    let want = gucs::index_build_memory_mb() as i64;
+    if want > old_mb {
+        run("SELECT pg_catalog.set_config('maintenance_work_mem', $1, true)", &[format!("{want}MB").into()]);
+    }
+    let (m, efc) = (gucs::index_hnsw_m(), gucs::index_hnsw_ef_construction());
+    run(
+        &format!("CREATE INDEX ON {part} USING hnsw ((sig::bit({dims})) bit_hamming_ops) WITH (m = {m}, ef_construction = {efc})"),
+        &[],
+    );
+    if want > old_mb {
+        run("SELECT pg_catalog.set_config('maintenance_work_mem', $1, true)", &[old.into()]);
+    }
+}
+
+fn drop_partition(id: i32) {
+    let part = format!("nl2sql.value_entries_{id}");
+    if one::<bool>("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[part.as_str().into()]).unwrap_or(false) {
+        run(&format!("DROP TABLE {part}"), &[]);
+    }
+}
+
+const TRIGGERS: [(&str, &str); 4] = [
+    ("nl2sql_values_insert", "AFTER INSERT ON {rel} REFERENCING NEW TABLE AS nl2sql_new"),
+    ("nl2sql_values_update", "AFTER UPDATE ON {rel} REFERENCING OLD TABLE AS nl2sql_old NEW TABLE AS nl2sql_new"),
+    ("nl2sql_values_delete", "AFTER DELETE ON {rel} REFERENCING OLD TABLE AS nl2sql_old"),
+    ("nl2sql_values_truncate", "AFTER TRUNCATE ON {rel}"),
+];
+
+fn ensure_triggers(rel: pg_sys::Oid, relname: &str) {
+    for (name, when) in TRIGGERS {
+        let exists = one::<bool>(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = $1 AND tgname = $2)",
+            &[rel.into(), name.into()],
+        )
+        .unwrap_or(false);
+        if !exists {
+            let when = when.replace("{rel}", relname);
+            run(&format!("CREATE TRIGGER {name} {when} FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._values_changed()"), &[]);
+        }
+    }
+}
+
+fn drop_triggers(relname: &str) {
+    for (name, _) in TRIGGERS {
+        run(&format!("DROP TRIGGER IF EXISTS {name} ON {relname}"), &[]);
+    }
+}
+
+/// Drops the value indexes of `rel` (or of one column); returns the columns dropped.
+pub fn drop(rel: pg_sys::Oid, column: Option<&str>) -> Vec<String> {
+    let relname = relation_text(rel);
+    let may = one::<bool>(
+        "SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE') OR r.rolsuper FROM pg_catalog.pg_class c, pg_catalog.pg_roles r WHERE c.oid = $1 AND r.oid = $2",
+        &[rel.into(), owner::caller().into()],
+    )
+    .unwrap_or(false);
+    if !may {
+        fail(SqlState::InsufficientPrivilege, format!("must be owner of table {relname} to drop its value index"), None);
+    }
+    owner::as_owner(|| {
+        let dropped: Vec<(i32, String)> = Spi::connect_mut(|c| {
+            c.update(
+                "DELETE FROM nl2sql.value_index i USING pg_catalog.pg_attribute a
+                 WHERE i.relid = $1 AND a.attrelid = i.relid AND a.attnum = i.attnum AND ($2::text IS NULL OR a.attname = $2)
+                 RETURNING i.id, a.attname::text",
+                None,
+                &[rel.into(), column.into()],
+            )
+            .map(|t| t.filter_map(|r| Some((r.get::<i32>(1).ok()??, r.get::<String>(2).ok()??))).collect())
+            .unwrap_or_default()
+        });
+        for (id, _) in &dropped {
+            drop_partition(*id);
+        }
+        let left = one::<bool>("SELECT EXISTS (SELECT 1 FROM nl2sql.value_index WHERE relid = $1)", &[rel.into()]).unwrap_or(false);
+        if !left {
+            drop_triggers(&relname);
+        }
+        dropped.into_iter().map(|(_, c)| c).collect()
+    })
+}
+
+/// Rebuilds the value indexes that are stale or dirty (all of `rel`'s when given), and embeds
+/// queued values of endpoint-embedded columns.
+pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
+    let todo: Vec<(pg_sys::Oid, String, bool)> = owner::as_owner(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT i.relid, a.attname::text, i.include_rls
+                 FROM nl2sql.value_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+                 WHERE ($1::oid IS NULL AND (i.status IN ('stale', 'dirty', 'building') OR i.embedder <> nl2sql.current_embedder()))
+                    OR i.relid = $1
+                 ORDER BY i.id",
+                None,
+                &[rel.into()],
+            )
+            .map(|t| t.filter_map(|r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??, r.get::<bool>(3).ok()??))).collect())
+            .unwrap_or_default()
+        })
+    });
+    let mut out = Vec::new();
+    for (relid, column, include_rls) in todo {
+        out.extend(create(relid, Some(&column), include_rls, false));
+    }
+    if let Embedder::Remote(ep) = embedder::current() {
+        owner::as_owner(|| drain_queue(&ep, None));
+    }
+    out
+}
+
+/// Embeds values that DML queued for endpoint-embedded columns (all, or those of `columns`).
+fn drain_queue(ep: &nl2sql_core::http::Endpoint, columns: Option<&[i32]>) {
+    let queued: Vec<(i32, String, i32)> = Spi::connect(|c| {
+        c.select(
+            "SELECT q.column_id, q.value, i.dims FROM nl2sql.value_queue q JOIN nl2sql.value_index i ON i.id = q.column_id
+             WHERE i.embedder = $1 AND ($2::int4[] IS NULL OR q.column_id = ANY ($2))
+             ORDER BY q.column_id LIMIT 100000",
+            None,
+            &[crate::pg::embedder::current().id().as_str().into(), columns.map(|c| c.to_vec()).into()],
+        )
+        .map(|t| t.filter_map(|r| Some((r.get::<i32>(1).ok()??, r.get::<String>(2).ok()??, r.get::<i32>(3).ok()??))).collect())
+        .unwrap_or_default()
+    });
+    let mut by_column: HashMap<i32, Vec<String>> = HashMap::new();
+    for (id, v, _) in &queued {
+        by_column.entry(*id).or_default().push(v.clone());
+    }
+    for (id, values) in by_column {
+        let rows = value_rows(&values);
+        insert_remote(id, &format!("nl2sql.value_entries_{id}"), ep, &rows);
+        run("DELETE FROM nl2sql.value_queue WHERE column_id = $1 AND value = ANY ($2)", &[id.into(), values.into()]);
+    }
+}
+
+/// One indexed column the caller may read.
+struct Searchable {
+    id: i32,
+    relid: pg_sys::Oid,
+    column: String,
+    /// Results must be re-checked against the table, as the caller (dirty index, or RLS).
+    recheck: bool,
+}
+
+/// A value found for a query.
+pub struct Found {
+    pub relid: pg_sys::Oid,
+    pub column: String,
+    pub value: String,
+    pub score: f32,
+}
+
+fn searchable(caller: pg_sys::Oid, embedder_id: &str) -> Vec<Searchable> {
+    Spi::connect(|c| {
+        c.select(
+            "SELECT i.id, i.relid, a.attname::text, i.status = 'dirty' OR c.relrowsecurity
+             FROM nl2sql.value_index i
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+             JOIN pg_catalog.pg_class c ON c.oid = i.relid
+             WHERE i.status IN ('ready', 'dirty') AND i.embedder = $2
+               AND pg_catalog.has_column_privilege($1, i.relid, i.attnum, 'SELECT')
+               AND (NOT c.relrowsecurity OR i.include_rls)",
+            None,
+            &[caller.into(), embedder_id.into()],
+        )
+        .map(|t| {
+            t.filter_map(|r| {
+                Some(Searchable {
+                    id: r.get::<i32>(1).ok()??,
+                    relid: r.get::<pg_sys::Oid>(2).ok()??,
+                    column: r.get::<String>(3).ok()??,
+                    recheck: r.get::<bool>(4).ok()??,
+                })
+            })
+            .collect()
+        })
+        .unwrap_or_default()
+    })
+}
+
+/// Values similar to the words of `query` in the columns the caller may read: split
+/// retrieval of the query's phrases, HNSW candidates, exact rerank, `threshold`, best `k`.
+/// `drain`: first embed the values DML queued for endpoint-embedded columns (a write; off
+/// inside nl2sql(), which may run in a read-only transaction).
+pub fn search_values(query: &str, k: usize, threshold: f32, drain: bool) -> Vec<Found> {
+    let phrases = retrieve::query_phrases(query);
+    if phrases.is_empty() || k == 0 {
+        return vec![];
+    }
+    let caller = owner::caller();
+    let emb = embedder::current();
+    let emb_id = emb.id();
+    let columns = owner::as_owner(|| searchable(caller, &emb_id));
+    if columns.is_empty() {
+        return vec![];
+    }
+    let ids: Vec<i32> = columns.iter().map(|c| c.id).collect();
+    let (sigs, vectors) = match &emb {
+        Embedder::Builtin => (phrases.iter().map(|p| embed::signature_text(p)).collect::<Vec<_>>(), None),
+        Embedder::Remote(ep) => {
+            if drain {
+                owner::as_owner(|| drain_queue(ep, Some(&ids)));
+            }
+            let v = embedder::embed(ep, &phrases);
+            let sigs = v.iter().map(|x| x.iter().map(|f| if *f > 0.0 { '1' } else { '0' }).collect::<String>()).collect();
+            (sigs, Some(v.iter().map(|x| embedder::vector_literal(x)).collect::<Vec<_>>()))
+        }
+    };
+    let dims = sigs.first().map(|s| s.len()).unwrap_or(embed::SIGNATURE_BITS);
+    let limit = (k * 4).max(20) as i64;
+    let candidates = owner::as_owner(|| candidates(&sigs, vectors, &ids, dims, limit));
+    let by_id: HashMap<i32, &Searchable> = columns.iter().map(|c| (c.id, c)).collect();
+    let mut out = Vec::new();
+    for hit in retrieve::rank(&phrases, &candidates, threshold, usize::MAX) {
+        let Some(col) = by_id.get(&(hit.column as i32)) else { continue };
+        if col.recheck && !exists_as_caller(col.relid, &col.column, &hit.value) {
+            continue;
+        }
+        out.push(Found { relid: col.relid, column: col.column.clone(), value: hit.value, score: hit.score });
+        if out.len() >= k {
+            break;
+        }
+    }
+    out
+}
+
+fn candidates(sigs: &[String], vectors: Option<Vec<String>>, ids: &[i32], dims: usize, limit: i64) -> Vec<Candidate> {
+    // Runs under as_owner's search_path, where pgvector's operators and types resolve.
+    let cosine = if vectors.is_some() { "(1 - (e.embedding <=> ($4::text[])[p.i]::vector))::float4" } else { "NULL::float4" };
+    let sql = format!(
+        "SELECT (p.i - 1)::int4, e.column_id, e.value, e.term, {cosine}
+         FROM unnest($1::text[]) WITH ORDINALITY AS p(sig, i)
+         CROSS JOIN unnest($2::int4[]) AS c(id)
+         CROSS JOIN LATERAL (
+             SELECT x.column_id, x.value, x.term, x.embedding FROM nl2sql.value_entries x
+             WHERE x.column_id = c.id
+             ORDER BY x.sig::bit({dims}) <~> p.sig::bit({dims})
+             LIMIT $3) e"
+    );
+    run("SELECT pg_catalog.set_config('hnsw.ef_search', $1, true)", &[gucs::search_ef().to_string().into()]);
+    let args = [
+        DatumWithOid::from(sigs.to_vec()),
+        DatumWithOid::from(ids.to_vec()),
+        DatumWithOid::from(limit),
+        DatumWithOid::from(vectors.unwrap_or_default()),
+    ];
+    Spi::connect(|c| {
+        c.select(&sql, None, &args)
+            .map(|t| {
+                t.filter_map(|r| {
+                    Some(Candidate {
+                        phrase: r.get::<i32>(1).ok()?? as usize,
+                        column: r.get::<i32>(2).ok()?? as u32,
+                        value: r.get::<String>(3).ok()??,
+                        term: r.get::<String>(4).ok()??,
+                        cosine: r.get::<f32>(5).ok().flatten(),
+                    })
+                })
+                .collect()
+            })
+            .unwrap_or_default()
+    })
+}
+
+fn exists_as_caller(relid: pg_sys::Oid, column: &str, value: &str) -> bool {
+    one::<bool>("SELECT nl2sql._value_exists($1, $2, $3)", &[relid.into(), column.into(), value.into()]).unwrap_or(false)
+}
+
+/// A column found for a query.
+pub struct FoundColumn {
+    pub relid: pg_sys::Oid,
+    pub column: String,
+    pub score: f32,
+}
+
+/// Columns whose table and column names (and comments) are similar to the words of `query`,
+/// among those the caller may read.
+pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
+    let phrases = retrieve::query_phrases(query);
+    if phrases.is_empty() || k == 0 {
+        return vec![];
+    }
+    let caller = owner::caller();
+    let emb = embedder::current();
+    if let Embedder::Remote(ep) = &emb {
+        owner::as_owner(|| embed_pending_columns(ep));
+    }
+    let rows: Vec<(pg_sys::Oid, String, String, String, Option<f32>)> = owner::as_owner(|| {
+        // Candidates: per query phrase, the columns whose names' signatures are nearest
+        // (built-in), or the nearest descriptions by the endpoint's vectors.
+        let (source, qvec) = match &emb {
+            Embedder::Builtin => (
+                "FROM unnest($3::text[]) AS p(sig)
+                 CROSS JOIN LATERAL (SELECT * FROM nl2sql.column_embeddings x WHERE x.embedder = $2
+                                     ORDER BY x.sig <~> p.sig::bit(256) LIMIT 50) ce",
+                None,
+            ),
+            Embedder::Remote(ep) => {
+                let v = embedder::embed(ep, &[query.to_string()]);
+                (
+                    "FROM (SELECT * FROM nl2sql.column_embeddings x WHERE x.embedder = $2
+                           ORDER BY x.embedding <=> $4::vector LIMIT 200) ce",
+                    v.first().map(|x| embedder::vector_literal(x)),
+                )
+            }
+        };
+        let cosine = if qvec.is_some() { "(1 - (ce.embedding <=> $4::vector))::float4" } else { "NULL::float4" };
+        let sql = format!(
+            "SELECT DISTINCT ce.relid, a.attname::text, c.relname::text, ce.description, {cosine}
+             {source}
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = ce.relid AND a.attnum = ce.attnum
+             JOIN pg_catalog.pg_class c ON c.oid = ce.relid
+             WHERE pg_catalog.has_column_privilege($1, ce.relid, ce.attnum, 'SELECT')"
+        );
+        run("SELECT pg_catalog.set_config('hnsw.ef_search', $1, true)", &[gucs::search_ef().to_string().into()]);
+        let sigs: Vec<String> = phrases.iter().map(|p| embed::signature_text(p)).collect();
+        let args = [
+            DatumWithOid::from(caller),
+            DatumWithOid::from(emb.id().as_str()),
+            DatumWithOid::from(sigs),
+            DatumWithOid::from(qvec.unwrap_or_default().as_str()),
+        ];
+        Spi::connect(|c| {
+            c.select(&sql, None, &args)
+                .map(|t| {
+                    t.filter_map(|r| {
+                        Some((
+                            r.get::<pg_sys::Oid>(1).ok()??,
+                            r.get::<String>(2).ok()??,
+                            r.get::<String>(3).ok()??,
+                            r.get::<String>(4).ok()??,
+                            r.get::<f32>(5).ok().flatten(),
+                        ))
+                    })
+                    .collect()
+                })
+                .unwrap_or_default()
+        })
+    });
+    let phrase_features: Vec<_> = phrases.iter().map(|p| embed::features(p)).collect();
+    let mut scored: Vec<FoundColumn> = rows
+        .into_iter()
+        .map(|(relid, column, table, description, cosine)| {
+            let names = embed::features(&format!("{table} {column}"));
+            let own = embed::features(&column);
+            let lexical = phrase_features
+                .iter()
+                .map(|p| embed::feature_cosine(p, &own).max(0.9 * embed::feature_cosine(p, &names)))
+                .fold(0f32, f32::max);
+            let about = embed::feature_cosine(&embed::features(query), &embed::features(&description));
+            let score = lexical.max(about).max(cosine.unwrap_or(0.0)).min(1.0);
+            FoundColumn { relid, column, score }
+        })
+        .collect();
+    scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.column.cmp(&b.column)));
+    scored.truncate(k);
+    scored
+}
+
+/// Embeds the schema descriptions that the endpoint embedder has not seen yet.
+fn embed_pending_columns(ep: &nl2sql_core::http::Endpoint) {
+    let id = Embedder::Remote(ep.clone()).id();
+    let pending: Vec<(pg_sys::Oid, i16, String)> = Spi::connect(|c| {
+        c.select("SELECT relid, attnum, description FROM nl2sql.column_embeddings WHERE embedder <> $1", None, &[id.as_str().into()])
+            .map(|t| t.filter_map(|r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<i16>(2).ok()??, r.get::<String>(3).ok()??))).collect())
+            .unwrap_or_default()
+    });
+    if pending.is_empty() {
+        return;
+    }
+    let texts: Vec<String> = pending.iter().map(|p| p.2.clone()).collect();
+    let vectors = embedder::embed(ep, &texts);
+    let relids: Vec<pg_sys::Oid> = pending.iter().map(|p| p.0).collect();
+    let attnums: Vec<i16> = pending.iter().map(|p| p.1).collect();
+    let lits: Vec<String> = vectors.iter().map(|v| embedder::vector_literal(v)).collect();
+    run(
+        "UPDATE nl2sql.column_embeddings ce SET embedding = x.e::vector, embedder = $4, sig = NULL
+         FROM unnest($1::oid[], $2::int2[], $3::text[]) AS x(relid, attnum, e)
+         WHERE ce.relid = x.relid AND ce.attnum = x.attnum",
+        &[relids.into(), attnums.into(), lits.into(), id.as_str().into()],
+    );
+}
