@@ -33,6 +33,8 @@ CREATE TABLE nl2sql.value_entries (
     value text NOT NULL,
     -- the value itself, or one of its phrases
     term text NOT NULL,
+    -- nl2sql.fold(term): exact matches up to case and accents, through a btree index
+    key text NOT NULL,
     sig bit varying NOT NULL,
     -- the endpoint's vector, for exact reranking (NULL with the built-in embedder)
     embedding vector
@@ -75,25 +77,34 @@ $$;
 
 -- The statement that adds a statement's new values of one indexed column: built-in embedder:
 -- the value and its phrases with their signatures; endpoint embedder: queued, since DML never
--- calls out. It reads the transition table nl2sql_new, so the trigger itself must run it.
-CREATE FUNCTION nl2sql._add_values_sql(column_id int, col name, embedder text, max_len int)
+-- calls out. A phrase is added only while at most `cap` values hold it (counting this
+-- statement's and the stored ones), as the build does. It reads the transition table
+-- nl2sql_new, so the trigger itself must run it.
+CREATE FUNCTION nl2sql._add_values_sql(column_id int, col name, embedder text, max_len int, cap int)
 RETURNS text
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN embedder = 'builtin-v1' THEN format(
-        'INSERT INTO nl2sql.value_entries (column_id, value, term, sig)
-         SELECT %1$s, s.v, t.term, nl2sql.signature(t.term)::bit(256)
-         FROM (SELECT DISTINCT %2$I::text AS v FROM nl2sql_new WHERE %2$I IS NOT NULL) s
-         CROSS JOIN LATERAL (SELECT s.v AS term UNION ALL SELECT p FROM unnest(nl2sql.phrases(s.v)) p) t
-         WHERE length(s.v) BETWEEN 1 AND %3$s
-           AND NOT EXISTS (SELECT 1 FROM nl2sql.value_entries e WHERE e.column_id = %1$s AND e.value = s.v)',
-        column_id, col, max_len)
+        'WITH s AS (SELECT DISTINCT %2$I::text AS v FROM nl2sql_new
+                    WHERE %2$I IS NOT NULL AND length(%2$I::text) BETWEEN 1 AND %3$s),
+              fresh AS (SELECT s.v FROM s WHERE NOT EXISTS (
+                    SELECT 1 FROM nl2sql.value_entries e WHERE e.column_id = %1$s AND e.key = nl2sql.fold(s.v) AND e.value = s.v)),
+              ph AS (SELECT fresh.v, p FROM fresh, unnest(nl2sql.phrases(fresh.v)) p),
+              ok AS (SELECT ph.p FROM ph GROUP BY ph.p
+                     HAVING count(*) + (SELECT count(*) FROM (SELECT 1 FROM nl2sql.value_entries e
+                                        WHERE e.column_id = %1$s AND e.key = ph.p LIMIT %4$s + 1) z) <= %4$s)
+         INSERT INTO nl2sql.value_entries (column_id, value, term, key, sig)
+         SELECT %1$s, v, v, nl2sql.fold(v), nl2sql.signature(v)::bit(256) FROM fresh
+         UNION ALL
+         SELECT %1$s, ph.v, ph.p, ph.p, nl2sql.signature(ph.p)::bit(256) FROM ph JOIN ok USING (p)',
+        column_id, col, max_len, cap)
     ELSE format(
         'INSERT INTO nl2sql.value_queue (column_id, value)
          SELECT %1$s, s.v FROM (SELECT DISTINCT %2$I::text AS v FROM nl2sql_new WHERE %2$I IS NOT NULL) s
          WHERE length(s.v) BETWEEN 1 AND %3$s
-           AND NOT EXISTS (SELECT 1 FROM nl2sql.value_entries e WHERE e.column_id = %1$s AND e.value = s.v)
+           AND NOT EXISTS (SELECT 1 FROM nl2sql.value_entries e
+                           WHERE e.column_id = %1$s AND e.key = nl2sql.fold(s.v) AND e.value = s.v)
          ON CONFLICT DO NOTHING',
         column_id, col, max_len)
     END
@@ -116,7 +127,8 @@ DECLARE
     max_len int := coalesce(nullif(current_setting('nl2sql.index_max_value_length', true), '')::int, 200);
 BEGIN
     FOR c IN
-        SELECT i.id, a.attname, i.embedder, format_type(a.atttypid, a.atttypmod) AS typ
+        SELECT i.id, a.attname, i.embedder, format_type(a.atttypid, a.atttypmod) AS typ,
+               greatest(2, least(50, i.value_count / 10))::int AS cap
         FROM nl2sql.value_index i
         JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
         WHERE i.relid = TG_RELID AND i.status IN ('ready', 'dirty')
@@ -131,12 +143,13 @@ BEGIN
                         'DELETE FROM nl2sql.value_entries e
                          USING (SELECT DISTINCT %2$I::text AS v FROM nl2sql_old WHERE %2$I IS NOT NULL) g
                          WHERE e.column_id = %1$s AND e.value = g.v
+                           AND e.key = ANY (nl2sql.fold(g.v) || nl2sql.phrases(g.v))
                            AND NOT EXISTS (SELECT 1 FROM %3$s t WHERE t.%2$I = g.v::%4$s)',
                         c.id, c.attname, TG_RELID::regclass, c.typ);
                 END IF;
             END IF;
             IF TG_OP IN ('INSERT', 'UPDATE') THEN
-                EXECUTE nl2sql._add_values_sql(c.id, c.attname, c.embedder, max_len);
+                EXECUTE nl2sql._add_values_sql(c.id, c.attname, c.embedder, max_len, c.cap);
             END IF;
             IF TG_OP = 'TRUNCATE' THEN
                 EXECUTE format('TRUNCATE nl2sql.value_entries_%s', c.id);

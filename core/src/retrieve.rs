@@ -19,14 +19,17 @@ const STOPWORDS: &[&str] = &[
 
 /// Most phrases looked up for one query.
 pub const MAX_PHRASES: usize = 24;
+/// A match through one of a value's phrases counts a little less than a match of the whole
+/// value: "town" matching "Town 7" must not tie with "town 7" matching it.
+pub const PHRASE_MATCH: f32 = 0.95;
 
 fn is_stopword(w: &str) -> bool {
     STOPWORDS.binary_search(&w).is_ok()
 }
 
 /// The phrases of a query to look up: quoted strings first, then every run of one to three
-/// content words (words that are not stopwords and not bare numbers). A query of one or two
-/// words is also looked up whole.
+/// words that are not stopwords, except runs of numbers alone ("Terminal 5" and "Route 66"
+/// are phrases, "1970" is not). A query of one or two words is also looked up whole.
 pub fn query_phrases(query: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let push = |p: String, out: &mut Vec<String>| {
@@ -54,21 +57,19 @@ pub fn query_phrases(query: &str) -> Vec<String> {
     if all.len() <= 2 {
         push(folded.clone(), &mut out);
     }
-    // Runs of content words.
+    // Runs of words that are not stopwords.
     let mut runs: Vec<Vec<&str>> = vec![vec![]];
     for w in &all {
-        let content = !is_stopword(w) && !w.chars().all(|c| c.is_ascii_digit());
-        match runs.last_mut() {
-            Some(run) if content => run.push(w),
-            _ => runs.push(vec![]),
-        }
-        if !content {
+        if is_stopword(w) {
             runs.push(vec![]);
+        } else if let Some(run) = runs.last_mut() {
+            run.push(w);
         }
     }
+    let number = |w: &&str| w.chars().all(|c| c.is_ascii_digit());
     for len in 1..=3 {
         for run in runs.iter().filter(|r| r.len() >= len) {
-            for win in run.windows(len) {
+            for win in run.windows(len).filter(|win| !win.iter().all(number)) {
                 push(win.join(" "), &mut out);
             }
         }
@@ -108,7 +109,10 @@ pub fn rank(phrases: &[String], candidates: &[Candidate], threshold: f32, k: usi
     for c in candidates {
         let Some(phrase) = phrases.get(c.phrase) else { continue };
         let cosine = c.cosine.unwrap_or_else(|| feature_cosine(&phrase_features[c.phrase], &features(&c.term)));
-        let score = cosine.max(edit_similarity(phrase, &c.term)).min(1.0);
+        let mut score = cosine.max(edit_similarity(phrase, &c.term)).min(1.0);
+        if c.term != c.value {
+            score *= PHRASE_MATCH;
+        }
         if score < threshold {
             continue;
         }
@@ -176,6 +180,9 @@ mod tests {
         assert!(!p.iter().any(|x| x.contains("1970")));
         assert_eq!(query_phrases("Abredeen"), vec!["abredeen"]);
         assert_eq!(query_phrases("aberdeen airport")[0], "aberdeen airport");
+        let p = query_phrases("Which flights leave from Terminal 5 in 2024?");
+        assert!(p.contains(&"terminal 5".to_string()) && !p.contains(&"5".to_string()) && !p.iter().any(|x| x.contains("2024")));
+        assert_eq!(query_phrases("village 3-24"), vec!["village", "village 3", "village 3 24"]);
     }
 
     #[test]
@@ -200,6 +207,16 @@ mod tests {
         let values: Vec<&str> = hits.iter().map(|h| h.value.as_str()).collect();
         assert_eq!(values, vec!["ABERDEEN", "Aberdeen Airport"]);
         assert!(hits[0].score >= 0.85);
+        assert!(hits[1].score < hits[0].score);
+    }
+
+    #[test]
+    fn whole_value_matches_beat_phrase_matches() {
+        let phrases = vec!["town 7".to_string(), "town".to_string()];
+        let cands = vec![cand(1, "Town 1", "town", 1), cand(1, "Town 7", "Town 7", 0), cand(1, "Town 7", "town", 1)];
+        let hits = rank(&phrases, &cands, 0.65, 1);
+        assert_eq!(hits[0].value, "Town 7");
+        assert_eq!(hits[0].score, 1.0);
     }
 
     #[test]

@@ -19,7 +19,13 @@ mod nl2sql {
         embed::signature_text(text)
     }
 
-    /// The phrases a value is also indexed under (split retrieval).
+    /// A text as the value index compares it: lowercase, accents removed, words separated by one space.
+    #[pg_extern(immutable, strict, parallel_safe)]
+    fn fold(text: &str) -> String {
+        embed::fold(text)
+    }
+
+    /// The phrases a value is also indexed under (split retrieval), folded.
     #[pg_extern(immutable, strict, parallel_safe)]
     fn phrases(value: &str) -> Vec<String> {
         embed::phrases(value, 16)

@@ -206,7 +206,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, col: &Column, include_rls: bool
         Embedder::Builtin => load_builtin(id, &part, &source),
         Embedder::Remote(ep) => load_remote(id, &part, &source, ep),
     };
-    run(&format!("CREATE INDEX ON {part} (value)"), &[]);
+    run(&format!("CREATE INDEX ON {part} (key)"), &[]);
     if values + phrases > 50_000 {
         notice!("nl2sql: building the HNSW index over {} entries", values + phrases);
     }
@@ -225,8 +225,8 @@ fn build_column(rel: pg_sys::Oid, relname: &str, col: &Column, include_rls: bool
 
 fn load_builtin(id: i32, part: &str, source: &str) -> (i64, i64, i32) {
     let values = Spi::get_one::<i64>(&format!(
-        "WITH ins AS (INSERT INTO {part} (column_id, value, term, sig)
-                      SELECT {id}, s.v, s.v, nl2sql.signature(s.v)::bit(256) FROM ({source}) s RETURNING 1)
+        "WITH ins AS (INSERT INTO {part} (column_id, value, term, key, sig)
+                      SELECT {id}, s.v, s.v, nl2sql.fold(s.v), nl2sql.signature(s.v)::bit(256) FROM ({source}) s RETURNING 1)
          SELECT count(*) FROM ins"
     ))
     .ok()
@@ -236,8 +236,8 @@ fn load_builtin(id: i32, part: &str, source: &str) -> (i64, i64, i32) {
     let phrases = Spi::get_one::<i64>(&format!(
         "WITH ph AS (SELECT e.value AS v, p FROM {part} e, unnest(nl2sql.phrases(e.value)) p),
               ok AS (SELECT p FROM ph GROUP BY p HAVING count(*) <= {cap}),
-              ins AS (INSERT INTO {part} (column_id, value, term, sig)
-                      SELECT {id}, ph.v, ph.p, nl2sql.signature(ph.p)::bit(256) FROM ph JOIN ok USING (p) RETURNING 1)
+              ins AS (INSERT INTO {part} (column_id, value, term, key, sig)
+                      SELECT {id}, ph.v, ph.p, ph.p, nl2sql.signature(ph.p)::bit(256) FROM ph JOIN ok USING (p) RETURNING 1)
          SELECT count(*) FROM ins"
     ))
     .ok()
@@ -288,8 +288,8 @@ fn insert_remote(id: i32, part: &str, ep: &nl2sql_core::http::Endpoint, rows: &[
         let lits: Vec<String> = vectors.iter().map(|v| embedder::vector_literal(v)).collect();
         run(
             &format!(
-                "INSERT INTO {part} (column_id, value, term, sig, embedding)
-                 SELECT {id}, x.v, x.t, binary_quantize(x.e::vector)::bit({dims}), x.e::vector
+                "INSERT INTO {part} (column_id, value, term, key, sig, embedding)
+                 SELECT {id}, x.v, x.t, nl2sql.fold(x.t), binary_quantize(x.e::vector)::bit({dims}), x.e::vector
                  FROM unnest($1::text[], $2::text[], $3::text[]) AS x(v, t, e)"
             ),
             &[vals.into(), terms.into(), lits.into()],
@@ -512,8 +512,8 @@ pub fn search_values(query: &str, k: usize, threshold: f32, drain: bool) -> Vec<
         }
     };
     let dims = sigs.first().map(|s| s.len()).unwrap_or(embed::SIGNATURE_BITS);
-    let limit = (k * 4).max(20) as i64;
-    let candidates = owner::as_owner(|| candidates(&sigs, vectors, &ids, dims, limit));
+    let limit = (k * 4).max(40) as i64;
+    let candidates = owner::as_owner(|| candidates(&phrases, &sigs, vectors, &ids, dims, limit));
     let by_id: HashMap<i32, &Searchable> = columns.iter().map(|c| (c.id, c)).collect();
     let mut out = Vec::new();
     for hit in retrieve::rank(&phrases, &candidates, threshold, usize::MAX) {
@@ -529,7 +529,10 @@ pub fn search_values(query: &str, k: usize, threshold: f32, drain: bool) -> Vec<
     out
 }
 
-fn candidates(sigs: &[String], vectors: Option<Vec<String>>, ids: &[i32], dims: usize, limit: i64) -> Vec<Candidate> {
+/// Candidates for every (phrase, column): the nearest signatures through each column's HNSW
+/// index, plus the exact matches (up to case and accents) through its btree on the folded key,
+/// which the approximate search may miss among many near-identical values.
+fn candidates(phrases: &[String], sigs: &[String], vectors: Option<Vec<String>>, ids: &[i32], dims: usize, limit: i64) -> Vec<Candidate> {
     // Runs under as_owner's search_path, where pgvector's operators and types resolve.
     let cosine = if vectors.is_some() { "(1 - (e.embedding <=> ($4::text[])[p.i]::vector))::float4" } else { "NULL::float4" };
     let sql = format!(
@@ -540,7 +543,11 @@ fn candidates(sigs: &[String], vectors: Option<Vec<String>>, ids: &[i32], dims: 
              SELECT x.column_id, x.value, x.term, x.embedding FROM nl2sql.value_entries x
              WHERE x.column_id = c.id
              ORDER BY x.sig::bit({dims}) <~> p.sig::bit({dims})
-             LIMIT $3) e"
+             LIMIT $3) e
+         UNION ALL
+         SELECT (p.i - 1)::int4, e.column_id, e.value, e.term, {cosine}
+         FROM unnest($5::text[]) WITH ORDINALITY AS p(key, i)
+         JOIN nl2sql.value_entries e ON e.key = p.key AND e.column_id = ANY ($2)"
     );
     run("SELECT pg_catalog.set_config('hnsw.ef_search', $1, true)", &[gucs::search_ef().to_string().into()]);
     let args = [
@@ -548,6 +555,7 @@ fn candidates(sigs: &[String], vectors: Option<Vec<String>>, ids: &[i32], dims: 
         DatumWithOid::from(ids.to_vec()),
         DatumWithOid::from(limit),
         DatumWithOid::from(vectors.unwrap_or_default()),
+        DatumWithOid::from(phrases.to_vec()),
     ];
     Spi::connect(|c| {
         c.select(&sql, None, &args)

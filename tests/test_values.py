@@ -1,0 +1,139 @@
+"""Value index behaviour that needs timing, several sessions, or a look at the catalog."""
+import threading
+import time
+
+import psycopg
+import pytest
+from psycopg import errors
+
+
+@pytest.fixture
+def big_table(connect):
+    """A table with 300,000 distinct names, dropped afterwards."""
+    admin = connect()
+    admin.execute("DROP TABLE IF EXISTS big_names")
+    admin.execute("CREATE TABLE big_names (id int, name text)")
+    admin.execute("INSERT INTO big_names SELECT g, 'name ' || g FROM generate_series(1, 300000) g")
+    yield admin
+    admin.execute("DROP TABLE IF EXISTS big_names")
+
+
+def index_state(conn):
+    return conn.execute(
+        """SELECT (SELECT count(*) FROM nl2sql.value_index i WHERE i.relid = 'big_names'::regclass),
+                  (SELECT count(*) FROM pg_class WHERE relname LIKE 'value_entries_%'
+                   AND relnamespace = 'nl2sql'::regnamespace AND NOT EXISTS (
+                       SELECT 1 FROM nl2sql.value_index i WHERE relname = 'value_entries_' || i.id)),
+                  (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'big_names'::regclass)""").fetchone()
+
+
+def test_cancel_during_a_large_build_leaves_nothing(connect, big_table):
+    conn, other = connect(), connect()
+    pid = conn.info.backend_pid
+    threading.Timer(1.5, lambda: other.execute("SELECT pg_cancel_backend(%s)", (pid,))).start()
+    t0 = time.monotonic()
+    with pytest.raises(errors.QueryCanceled):
+        conn.execute("SELECT * FROM nl2sql.create_value_index('big_names', 'name')")
+    assert time.monotonic() - t0 < 10
+    # No registry row, no orphaned partition, no triggers: the build was one transaction.
+    assert index_state(conn) == (0, 0, 0)
+    assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_cancel_while_waiting_for_a_slow_embedding_endpoint(connect, mock):
+    admin = connect()
+    admin.execute("DROP TABLE IF EXISTS slow_names")
+    admin.execute("CREATE TABLE slow_names (name text)")
+    admin.execute("INSERT INTO slow_names VALUES ('alpha'), ('[embed-slow] beta')")
+    try:
+        conn, other = connect(), connect()
+        conn.execute("SELECT set_config('nl2sql.embedding_url', %s, false)", (mock.url + "/v1",))
+        pid = conn.info.backend_pid
+        cancelled = []
+        threading.Timer(1.0, lambda: (other.execute("SELECT pg_cancel_backend(%s)", (pid,)),
+                                      cancelled.append(time.monotonic()))).start()
+        with pytest.raises(errors.QueryCanceled):
+            conn.execute("SELECT * FROM nl2sql.create_value_index('slow_names')")
+        assert time.monotonic() - cancelled[0] < 1.0
+        assert conn.execute("SELECT count(*) FROM nl2sql.value_index WHERE relid = 'slow_names'::regclass").fetchone() == (0,)
+    finally:
+        admin.execute("DROP TABLE slow_names")
+
+
+def test_embedding_endpoint_error_is_clear(connect, mock):
+    admin = connect()
+    admin.execute("DROP TABLE IF EXISTS failing_names")
+    admin.execute("CREATE TABLE failing_names (name text)")
+    admin.execute("INSERT INTO failing_names VALUES ('gamma'), ('[embed-500] delta')")
+    try:
+        conn = connect()
+        conn.execute("SELECT set_config('nl2sql.embedding_url', %s, false)", (mock.url + "/v1",))
+        conn.execute("SET nl2sql.llm_max_retries = 0")
+        with pytest.raises(errors.ConnectionFailure) as e:
+            conn.execute("SELECT * FROM nl2sql.create_value_index('failing_names')")
+        assert e.value.diag.message_primary.startswith("embedding endpoint")
+        assert conn.execute("SELECT count(*) FROM nl2sql.value_index WHERE relid = 'failing_names'::regclass").fetchone() == (0,)
+    finally:
+        admin.execute("DROP TABLE failing_names")
+
+
+def test_bulk_load_and_concurrent_inserts_stay_indexed(connect):
+    admin = connect()
+    admin.execute("DROP TABLE IF EXISTS cities")
+    admin.execute("CREATE TABLE cities (id serial, city text)")
+    admin.execute("INSERT INTO cities (city) VALUES ('Lisbon')")
+    admin.execute("SELECT * FROM nl2sql.create_value_index('cities')")
+    try:
+        # COPY of 20,000 rows in one statement, and four sessions inserting at once.
+        with admin.cursor().copy("COPY cities (city) FROM STDIN") as copy:
+            for i in range(20000):
+                copy.write_row((f"Town {i}",))
+        errs = []
+
+        def insert(n):
+            try:
+                c = connect()
+                for i in range(25):
+                    c.execute("INSERT INTO cities (city) VALUES (%s)", (f"Village {n}-{i}",))
+            except Exception as e:  # noqa: BLE001 - reported below
+                errs.append(e)
+
+        threads = [threading.Thread(target=insert, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errs
+        found = admin.execute("SELECT value FROM nl2sql.search_values('Town 19999', 1)").fetchall()
+        assert found == [("Town 19999",)]
+        assert admin.execute("SELECT value FROM nl2sql.search_values('village 3-24', 1)").fetchall() == [("Village 3-24",)]
+        entries = admin.execute(
+            "SELECT count(*) FROM nl2sql.value_entries e JOIN nl2sql.value_index i ON i.id = e.column_id "
+            "WHERE i.relid = 'cities'::regclass AND e.term = e.value").fetchone()[0]
+        assert entries == 1 + 20000 + 100
+    finally:
+        admin.execute("DROP TABLE cities")
+
+
+def test_search_reveals_nothing_to_a_role_without_privileges(connect):
+    admin = connect()
+    admin.execute("DROP TABLE IF EXISTS secret_codes")
+    admin.execute("CREATE TABLE secret_codes (code text)")
+    admin.execute("INSERT INTO secret_codes VALUES ('Operation Aberdeen')")
+    admin.execute("SELECT * FROM nl2sql.create_value_index('secret_codes')")
+    admin.execute("DROP ROLE IF EXISTS eve")
+    admin.execute("CREATE ROLE eve")
+    try:
+        conn = connect()
+        conn.execute("SET ROLE eve")
+        assert conn.execute("SELECT count(*) FROM nl2sql.search_values('operation aberdeen')").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM nl2sql.search_columns('code')").fetchone()[0] >= 0
+        cols = conn.execute("SELECT relation::text FROM nl2sql.search_columns('secret codes code', 50)").fetchall()
+        assert ("secret_codes",) not in cols
+        for q in ["SELECT * FROM nl2sql.value_entries", "SELECT * FROM nl2sql.column_embeddings",
+                  "SELECT * FROM nl2sql.value_index"]:
+            with pytest.raises(errors.InsufficientPrivilege):
+                conn.execute(q)
+    finally:
+        admin.execute("DROP TABLE secret_codes")
+        admin.execute("DROP ROLE eve")
