@@ -87,6 +87,8 @@ pub struct Candidate {
     /// Cosine with the query phrase of the endpoint's vectors; None for the built-in embedder,
     /// whose exact cosine is computed here.
     pub cosine: Option<f32>,
+    /// pg_trgm's similarity() of the query phrase and the term, when the database computed it.
+    pub trigram: Option<f32>,
     /// Which query phrase found it.
     pub phrase: usize,
 }
@@ -101,15 +103,20 @@ pub struct Hit {
     pub matched: String,
 }
 
-/// Scores candidates, keeps each value's best score, drops those under `threshold`, and
-/// returns the best `k`, best first (ties: shorter value, then alphabetical).
+/// Scores candidates — the best of embedding cosine, edit similarity and trigram similarity,
+/// a little less through a phrase — keeps each value's best score, drops those under
+/// `threshold`, and returns the best `k`, best first (ties: shorter value, then alphabetical).
 pub fn rank(phrases: &[String], candidates: &[Candidate], threshold: f32, k: usize) -> Vec<Hit> {
     let phrase_features: Vec<Vec<(u64, f32)>> = phrases.iter().map(|p| features(p)).collect();
     let mut best: std::collections::HashMap<(u32, &str), Hit> = std::collections::HashMap::new();
     for c in candidates {
         let Some(phrase) = phrases.get(c.phrase) else { continue };
         let cosine = c.cosine.unwrap_or_else(|| feature_cosine(&phrase_features[c.phrase], &features(&c.term)));
-        let mut score = cosine.max(edit_similarity(phrase, &c.term)).min(1.0);
+        let mut score = cosine.max(edit_similarity(phrase, &c.term)).max(c.trigram.unwrap_or(0.0)).min(1.0);
+        // 1.0 means identical up to case and accents: trigram sets can tie "1999" with "19999".
+        if score >= 1.0 && embed::fold(&c.term) != *phrase {
+            score = 0.99;
+        }
         if c.term != c.value {
             score *= PHRASE_MATCH;
         }
@@ -192,7 +199,7 @@ mod tests {
     }
 
     fn cand(column: u32, value: &str, term: &str, phrase: usize) -> Candidate {
-        Candidate { column, value: value.into(), term: term.into(), cosine: None, phrase }
+        Candidate { column, value: value.into(), term: term.into(), cosine: None, trigram: None, phrase }
     }
 
     #[test]
@@ -226,6 +233,25 @@ mod tests {
         let hits = rank(&phrases, &cands, 0.65, 1);
         assert_eq!(hits.len(), 1);
         assert_eq!((hits[0].value.as_str(), hits[0].matched.as_str()), ("France", "france"));
+    }
+
+    #[test]
+    fn trigram_similarity_counts() {
+        let phrases = vec!["charles de gaulle".to_string()];
+        let mut c = cand(1, "Charles de Gaulle Airport (Paris)", "Charles de Gaulle Airport (Paris)", 0);
+        c.trigram = Some(0.98);
+        assert_eq!(rank(&phrases, &[c], 0.65, 5)[0].score, 0.98);
+    }
+
+    #[test]
+    fn only_identical_texts_score_one() {
+        let phrases = vec!["town 19999".to_string()];
+        let mut near = cand(1, "Town 1999", "Town 1999", 0);
+        near.trigram = Some(1.0);
+        let exact = cand(1, "Town 19999", "Town 19999", 0);
+        let hits = rank(&phrases, &[near, exact], 0.65, 2);
+        assert_eq!((hits[0].value.as_str(), hits[0].score), ("Town 19999", 1.0));
+        assert_eq!(hits[1].score, 0.99);
     }
 
     #[test]

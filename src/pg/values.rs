@@ -535,8 +535,9 @@ pub fn search_values(query: &str, k: usize, threshold: f32, drain: bool) -> Vec<
 fn candidates(phrases: &[String], sigs: &[String], vectors: Option<Vec<String>>, ids: &[i32], dims: usize, limit: i64) -> Vec<Candidate> {
     // Runs under as_owner's search_path, where pgvector's operators and types resolve.
     let cosine = if vectors.is_some() { "(1 - (e.embedding <=> ($4::text[])[p.i]::vector))::float4" } else { "NULL::float4" };
+    let trigram = format!("{}.similarity(($5::text[])[p.i], e.term)::float4", quote_identifier(&trgm_schema()));
     let sql = format!(
-        "SELECT (p.i - 1)::int4, e.column_id, e.value, e.term, {cosine}
+        "SELECT (p.i - 1)::int4, e.column_id, e.value, e.term, {cosine}, {trigram}
          FROM unnest($1::text[]) WITH ORDINALITY AS p(sig, i)
          CROSS JOIN unnest($2::int4[]) AS c(id)
          CROSS JOIN LATERAL (
@@ -545,7 +546,7 @@ fn candidates(phrases: &[String], sigs: &[String], vectors: Option<Vec<String>>,
              ORDER BY x.sig::bit({dims}) <~> p.sig::bit({dims})
              LIMIT $3) e
          UNION ALL
-         SELECT (p.i - 1)::int4, e.column_id, e.value, e.term, {cosine}
+         SELECT (p.i - 1)::int4, e.column_id, e.value, e.term, {cosine}, {trigram}
          FROM unnest($5::text[]) WITH ORDINALITY AS p(key, i)
          JOIN nl2sql.value_entries e ON e.key = p.key AND e.column_id = ANY ($2)"
     );
@@ -567,12 +568,22 @@ fn candidates(phrases: &[String], sigs: &[String], vectors: Option<Vec<String>>,
                         value: r.get::<String>(3).ok()??,
                         term: r.get::<String>(4).ok()??,
                         cosine: r.get::<f32>(5).ok().flatten(),
+                        trigram: r.get::<f32>(6).ok().flatten(),
                     })
                 })
                 .collect()
             })
             .unwrap_or_default()
     })
+}
+
+/// The schema pg_trgm is installed in (its functions are called schema-qualified).
+fn trgm_schema() -> String {
+    one::<String>(
+        "SELECT n.nspname::text FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'",
+        &[],
+    )
+    .unwrap_or_else(|| "public".into())
 }
 
 fn exists_as_caller(relid: pg_sys::Oid, column: &str, value: &str) -> bool {
