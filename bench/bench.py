@@ -8,6 +8,10 @@
    and warm calls.
 3. Prompt tokens per question on the whole spider-pg set: nl2sql's estimate (3.2 characters a
    token) and, when the local model is installed, the Qwen2.5 tokenizer's exact count.
+4. The value index on 1M distinct values with the built-in embedder: build time, next to a
+   gin_trgm_ops index on the same column in the same run, and lookup p50/p95 for exact,
+   misspelled and partial mentions.
+5. Value recall@5 on the dev slice's gold string literals (the harness metric).
 """
 import argparse
 import json
@@ -104,6 +108,66 @@ def wide_schema(kw, tables, columns, rows):
     return db
 
 
+def value_index_bench(kw, n_values, lookups):
+    """Builds the value index over n_values distinct 'First Last' names; prints times."""
+    db = "bench_values"
+    with psycopg.connect(dbname="postgres", autocommit=True, **kw) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{db}"')
+        c.execute(f'CREATE DATABASE "{db}"')
+    side = int(n_values ** 0.5) + 1
+    with psycopg.connect(dbname=db, autocommit=True, **kw) as c:
+        c.execute("SET client_min_messages = warning")
+        c.execute("CREATE EXTENSION nl2sql CASCADE")
+        # Pseudo-words from md5 digits mapped to letters: "Fbdjkg Heiacn", all distinct.
+        c.execute("CREATE TABLE people (id serial, name text)")
+        c.execute(f"""INSERT INTO people (name)
+                      SELECT initcap(translate(substr(md5('f' || f), 1, 7), '0123456789', 'aeiouybrst')) || ' ' ||
+                             initcap(translate(substr(md5('l' || l), 1, 8), '0123456789', 'aeiouybrst'))
+                      FROM generate_series(1, {side}) f, generate_series(1, {side}) l
+                      LIMIT {n_values}""")
+        c.execute("VACUUM ANALYZE people")
+        distinct = c.execute("SELECT count(DISTINCT name) FROM people").fetchone()[0]
+        c.execute("SET max_parallel_maintenance_workers = 1")
+        t0 = time.perf_counter()
+        c.execute("SELECT * FROM nl2sql.create_value_index('people', 'name')")
+        build = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        c.execute("SET maintenance_work_mem = '1GB'")
+        c.execute("CREATE INDEX people_name_trgm ON people USING gin (name gin_trgm_ops)")
+        gin = time.perf_counter() - t0
+        size = c.execute("SELECT pg_size_pretty(size_bytes) FROM nl2sql.value_indexes").fetchone()[0]
+        gin_size = c.execute("SELECT pg_size_pretty(pg_relation_size('people_name_trgm'))").fetchone()[0]
+        print(f"  {distinct} distinct values: nl2sql.create_value_index {build:6.1f} s ({size}); "
+              f"gin_trgm_ops index {gin:6.1f} s ({gin_size})")
+        names = [r[0] for r in c.execute(f"SELECT name FROM people ORDER BY random() LIMIT {lookups}").fetchall()]
+        rnd = random.Random(1)
+
+        def typo(s):
+            i = rnd.randrange(1, len(s) - 2)
+            return s[:i] + s[i + 1] + s[i] + s[i + 2:] if s[i] != " " and s[i + 1] != " " else s[:i] + s[i + 1:]
+
+        kinds = {"exact": lambda s: s.lower(), "misspelled": typo, "partial": lambda s: s.split()[-1]}
+        c.execute("SELECT * FROM nl2sql.search_values('warm up', 5)")
+        for kind, make in kinds.items():
+            times, hits = [], 0
+            for name in names:
+                q = make(name)
+                t0 = time.perf_counter()
+                got = [r[0] for r in c.execute("SELECT value FROM nl2sql.search_values(%s, 5)", (q,)).fetchall()]
+                times.append((time.perf_counter() - t0) * 1000)
+                hits += name in got
+            gin_times = []
+            for name in names[:50]:
+                q = make(name)
+                t0 = time.perf_counter()
+                c.execute("SELECT name FROM people WHERE name %% %s ORDER BY similarity(name, %s) DESC LIMIT 5", (q, q)).fetchall()
+                gin_times.append((time.perf_counter() - t0) * 1000)
+            print(f"  lookup {kind:<10} nl2sql.search_values p50 {statistics.median(times):6.2f} ms, p95 {pct(times, 95):6.2f} ms,"
+                  f" target in top 5: {hits}/{len(names)} | pg_trgm % query p50 {statistics.median(gin_times):6.2f} ms")
+    with psycopg.connect(dbname="postgres", autocommit=True, **kw) as c:
+        c.execute(f'DROP DATABASE "{db}"')
+
+
 def qwen_tokens(texts):
     """Exact Qwen2.5 token counts with llama.cpp's tokenizer (vocab only), or None."""
     py = LLM_HOME / "venv" / "bin" / "python"
@@ -123,6 +187,9 @@ def main():
     ap.add_argument("--questions", type=int, default=40, help="spider-pg questions for the overhead run")
     ap.add_argument("--tables", type=int, default=1000)
     ap.add_argument("--columns", type=int, default=20)
+    ap.add_argument("--values", type=int, default=1_000_000, help="distinct values for the value index bench")
+    ap.add_argument("--lookups", type=int, default=200)
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: overhead,wide,tokens,values,recall")
     ap.add_argument("--port", type=int, default=55460)
     ap.add_argument("--pgdir", default="/tmp/nl2sql-bench")
     args = ap.parse_args()
@@ -137,56 +204,72 @@ def main():
     rules.append({"match": ["### Question: bench question"], "content": "SELECT count(*) FROM t0001",
                   "delay_ms": args.delay_ms})
     mock, url = start_mock(rules, os.path.join(tempfile.mkdtemp(), "port"))
+    skip = set(args.skip.split(","))
     try:
         print(f"nl2sql bench — mock model answering after {args.delay_ms} ms; release build recommended (make install)")
-        print("\n1. Pipeline overhead (wall time minus waiting for the model)")
-        sample = random.Random(0).sample(items, min(args.questions, len(items)))
-        conns, samples = {}, []
-        for q in sample:
-            conn = conns.get(q["db"]) or connect(kw, q["db"], url)
-            conns[q["db"]] = conn
-            ask(conn, q["question"])  # warm this database's caches once
-        for q in sample:
-            samples.append(ask(conns[q["db"]], q["question"]))
-        report_overhead(f"spider-pg ({len(conns)} databases)", samples)
-
-        db = wide_schema(kw, args.tables, args.columns, 20)
-        conn = connect(kw, db, url)
-        conn.execute("SELECT nl2sql.reset_cache()")
-        conn.execute("SET client_min_messages = warning")
-        cold = ask(conn, "bench question")
-        report_overhead(f"{args.tables} tables x {args.columns} columns, cold", [cold])
-        report_overhead(f"{args.tables} tables x {args.columns} columns, warm", [ask(conn, "bench question") for _ in range(5)])
-        print(f"    schema shown: {cold[3]['tables_shown']} of {cold[3]['tables_shown'] + cold[3]['tables_omitted']} tables,"
-              f" ~{cold[3]['schema_tokens']} tokens (nl2sql.schema_max_tokens)")
-        for c in conns.values():
-            c.close()
-        conn.close()
-
-        print(f"\n2. Prompt tokens per question, all {len(items)} spider-pg questions")
-        urllib.request.urlopen(urllib.request.Request(url + "/reset", data=b"{}", method="POST"))
-        fast = [dict(r, delay_ms=0) for r in rules]
-        mock.kill()
-        mock, url = start_mock(fast, os.path.join(tempfile.mkdtemp(), "port"))
-        conns, estimates = {}, []
-        for q in items:
-            conn = conns.get(q["db"]) or connect(kw, q["db"], url)
-            conns[q["db"]] = conn
-            _, _, _, trace = ask(conn, q["question"])
-            estimates.append(trace["llm_calls"][0]["prompt_tokens_estimate"])
-        with urllib.request.urlopen(url + "/requests") as r:
-            prompts = ["\n".join(m["content"] for m in req["body"]["messages"]) for req in json.load(r)]
-        exact = qwen_tokens(prompts)
-        print(f"  estimate (3.2 chars/token): mean {statistics.mean(estimates):.0f}, median {statistics.median(estimates):.0f}, max {max(estimates)}")
-        if exact:
-            print(f"  Qwen2.5 tokenizer:          mean {statistics.mean(exact):.0f}, median {statistics.median(exact):.0f}, max {max(exact)}"
-                  f"  (estimate/exact = {sum(estimates) / sum(exact):.2f})")
-        else:
-            print("  Qwen2.5 tokenizer: not installed (scripts/local-llm.sh install), estimate only")
-        for c in conns.values():
-            c.close()
+        if "overhead" not in skip:
+            overhead_bench(kw, items, url, args)
+        if "tokens" not in skip:
+            mock.kill()
+            mock, url = start_mock([dict(r, delay_ms=0) for r in rules], os.path.join(tempfile.mkdtemp(), "port"))
+            tokens_bench(kw, items, url)
+        if "values" not in skip:
+            print(f"\n4. Value index, built-in embedder, {args.values} distinct values (2 cores)")
+            value_index_bench(kw, args.values, args.lookups)
+        if "recall" not in skip:
+            print("\n5. Value recall@5 on the spider-pg gold string literals")
+            harness.run_value_recall(kw, items, 5)
     finally:
         mock.kill()
+
+
+def overhead_bench(kw, items, url, args):
+    print("\n1. Pipeline overhead (wall time minus waiting for the model)")
+    sample = random.Random(0).sample(items, min(args.questions, len(items)))
+    conns, samples = {}, []
+    for q in sample:
+        conn = conns.get(q["db"]) or connect(kw, q["db"], url)
+        conns[q["db"]] = conn
+        ask(conn, q["question"])  # warm this database's caches once
+    for q in sample:
+        samples.append(ask(conns[q["db"]], q["question"]))
+    report_overhead(f"spider-pg ({len(conns)} databases)", samples)
+    for c in conns.values():
+        c.close()
+    if "wide" in set(args.skip.split(",")):
+        return
+    print(f"\n2. The same on {args.tables} tables x {args.columns} columns")
+    db = wide_schema(kw, args.tables, args.columns, 20)
+    conn = connect(kw, db, url)
+    conn.execute("SELECT nl2sql.reset_cache()")
+    conn.execute("SET client_min_messages = warning")
+    cold = ask(conn, "bench question")
+    report_overhead("cold (first call of the session)", [cold])
+    report_overhead("warm", [ask(conn, "bench question") for _ in range(5)])
+    print(f"    schema shown: {cold[3]['tables_shown']} of {cold[3]['tables_shown'] + cold[3]['tables_omitted']} tables,"
+          f" ~{cold[3]['schema_tokens']} tokens (nl2sql.schema_max_tokens)")
+    conn.close()
+
+
+def tokens_bench(kw, items, url):
+    print(f"\n3. Prompt tokens per question, all {len(items)} spider-pg questions")
+    conns, estimates = {}, []
+    for q in items:
+        conn = conns.get(q["db"]) or connect(kw, q["db"], url)
+        conns[q["db"]] = conn
+        _, _, _, trace = ask(conn, q["question"])
+        estimates.append(trace["llm_calls"][0]["prompt_tokens_estimate"])
+    with urllib.request.urlopen(url + "/requests") as r:
+        prompts = ["\n".join(m["content"] for m in req["body"]["messages"]) for req in json.load(r)]
+    exact = qwen_tokens(prompts)
+    print(f"  estimate (3.2 chars/token): mean {statistics.mean(estimates):.0f}, median {statistics.median(estimates):.0f}, max {max(estimates)}")
+    if exact:
+        print(f"  Qwen2.5 tokenizer:          mean {statistics.mean(exact):.0f}, median {statistics.median(exact):.0f}, max {max(exact)}"
+              f"  (estimate/exact = {sum(estimates) / sum(exact):.2f})")
+    else:
+        print("  Qwen2.5 tokenizer: not installed (scripts/local-llm.sh install), estimate only")
+    for c in conns.values():
+        c.close()
 
 
 if __name__ == "__main__":

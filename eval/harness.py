@@ -31,9 +31,11 @@ BENCH = Path(os.environ.get("NL2SQL_BENCH", ROOT.parent / "shared" / "bench" / "
 # Named settings for ablations. "zero-shot" is the foundation: one zero-shot generation from the
 # full Open-SQL schema with sampled values, and one correction round.
 CONFIGS = {
-    "zero-shot": {"nl2sql.max_corrections": "1", "nl2sql.sample_rows": "1000"},
-    "no-correction": {"nl2sql.max_corrections": "0", "nl2sql.sample_rows": "1000"},
-    "no-samples": {"nl2sql.max_corrections": "1", "nl2sql.sample_rows": "0"},
+    "zero-shot": {"nl2sql.max_corrections": "1", "nl2sql.sample_rows": "1000", "nl2sql.use_values": "off"},
+    "no-correction": {"nl2sql.max_corrections": "0", "nl2sql.sample_rows": "1000", "nl2sql.use_values": "off"},
+    "no-samples": {"nl2sql.max_corrections": "1", "nl2sql.sample_rows": "0", "nl2sql.use_values": "off"},
+    # the value index (issue 4): stored values similar to words of the question in the prompt
+    "values": {"nl2sql.max_corrections": "1", "nl2sql.sample_rows": "1000", "nl2sql.use_values": "on"},
 }
 
 GOLD_COLUMNS_SQL = """
@@ -72,6 +74,8 @@ def prepare_database(conn_kw, db):
         c.execute("SET client_min_messages = warning")
         c.execute("DROP EXTENSION IF EXISTS nl2sql CASCADE")
         c.execute("CREATE EXTENSION nl2sql CASCADE")
+        # What a DBA deploying nl2sql does: index the values of every table's text columns.
+        c.execute("SELECT count(*) FROM nl2sql.create_value_indexes()")
 
 
 def configure(conn, settings):
@@ -170,6 +174,64 @@ def evaluate(conn, item, repeat):
     return rec
 
 
+# --- value recall (no LLM) -------------------------------------------------------------------
+
+STORED_SQL = """
+SELECT EXISTS (SELECT 1 FROM nl2sql.value_entries e
+               JOIN nl2sql.value_index i ON i.id = e.column_id
+               JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+               WHERE a.attname = %s AND e.key = nl2sql.fold(%s) AND e.value = %s)
+"""
+
+
+def value_recall(conn, item, k):
+    """For each string literal the gold query compares a column with, and that is a stored value
+    of that column, whether search_values(question, k) returns it: (found, total, misses)."""
+    found, total, misses = 0, 0, []
+    pairs = conn.execute("SELECT column_name, literal FROM nl2sql.sql_literals(%s)", (item["gold"],)).fetchall()
+    for col, lit in pairs:
+        if not conn.execute(STORED_SQL, (col, lit, lit)).fetchone()[0]:
+            continue
+        total += 1
+        got = conn.execute("SELECT value, column_name::text FROM nl2sql.search_values(%s, %s)",
+                           (item["question"], k)).fetchall()
+        if any(v == lit and c == col for v, c in got):
+            found += 1
+        else:
+            misses.append({"column": col, "literal": lit, "retrieved": [v for v, _ in got]})
+    return found, total, misses
+
+
+def run_value_recall(conn_kw, items, k):
+    """Value recall@k over the selected questions, per database and overall; returns the total."""
+    by_db = {}
+    conns = {}
+    for item in items:
+        conn = conns.get(item["db"]) or psycopg.connect(dbname=item["db"], autocommit=True, **conn_kw)
+        conns[item["db"]] = conn
+        f, t, misses = value_recall(conn, item, k)
+        agg = by_db.setdefault(item["db"], [0, 0, []])
+        agg[0] += f
+        agg[1] += t
+        agg[2].extend({"id": item["id"], **m} for m in misses)
+    for c in conns.values():
+        c.close()
+    print(f"\nValue recall@{k}: gold string literals that are stored values, found by nl2sql.search_values(question, {k})")
+    print(f"{'database':<26}{'literals':>9}{'found':>7}{'recall':>8}")
+    found = total = 0
+    for db in sorted(by_db):
+        f, t, _ = by_db[db]
+        found, total = found + f, total + t
+        if t:
+            print(f"{db:<26}{t:>9}{f:>7}{f / t:>8.3f}")
+    print("-" * 50)
+    print(f"{'all':<26}{total:>9}{found:>7}{(found / total if total else 0):>8.3f}")
+    misses = [m for v in by_db.values() for m in v[2]]
+    for m in misses[:10]:
+        print(f"  missed #{m['id']}: {m['column']} = {m['literal']!r}; got {m['retrieved']}")
+    return found, total
+
+
 # --- reporting ---------------------------------------------------------------------------------
 
 def summarize(records):
@@ -261,6 +323,8 @@ def main():
     ap.add_argument("--pgdir", default="/tmp/nl2sql-eval", help="the harness's own cluster (default)")
     ap.add_argument("--no-setup", action="store_true", help="databases and extension are ready")
     ap.add_argument("--quiet", action="store_true", help="no line per question")
+    ap.add_argument("--value-recall", type=int, metavar="K",
+                    help="only measure value recall@K of the value index (no LLM calls)")
     args = ap.parse_args()
 
     configs = args.configs.split(",")
@@ -275,6 +339,10 @@ def main():
     if not args.no_setup:
         for db in dbs:
             prepare_database(conn_kw, db)
+
+    if args.value_recall:
+        run_value_recall(conn_kw, items, args.value_recall)
+        return
 
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ pub mod results;
 pub mod retrieve;
 pub mod rows;
 pub mod schema;
+pub mod sqlinfo;
 
 use std::time::Duration;
 

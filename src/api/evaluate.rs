@@ -34,6 +34,12 @@ mod nl2sql {
         pgrx::JsonB(json!({"match": matched, "ordered": ordered, "reference": gold_json, "predicted": pred_json}))
     }
 
+    /// The columns `sql` compares with string literals, and the literals (for value recall).
+    #[pg_extern(immutable, strict, parallel_safe)]
+    fn sql_literals(sql: &str) -> TableIterator<'static, (name!(column_name, String), name!(literal, String))> {
+        TableIterator::new(nl2sql_core::sqlinfo::string_comparisons(sql).into_iter().map(|c| (c.column, c.literal)))
+    }
+
     /// Executes `sql` `repeat` times; the rows of the first run and the median time in ms.
     fn timed(sql: &str, repeat: usize, max_rows: usize) -> (Option<Execution>, Value) {
         let mut times = Vec::with_capacity(repeat);
