@@ -86,6 +86,10 @@ def wide_schema(kw, tables, columns, rows):
         done = c.execute("SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
                          (db,)).fetchone()
         if done and done[0] == "complete":
+            with psycopg.connect(dbname=db, autocommit=True, **kw) as d:
+                d.execute("SET client_min_messages = warning")
+                d.execute("DROP EXTENSION IF EXISTS nl2sql CASCADE")
+                d.execute("CREATE EXTENSION nl2sql CASCADE")
             return db
         c.execute(f'DROP DATABASE IF EXISTS "{db}"')
         c.execute(f'CREATE DATABASE "{db}"')
@@ -146,7 +150,7 @@ def value_index_bench(kw, n_values, lookups):
             i = rnd.randrange(1, len(s) - 2)
             return s[:i] + s[i + 1] + s[i] + s[i + 2:] if s[i] != " " and s[i + 1] != " " else s[:i] + s[i + 1:]
 
-        kinds = {"exact": lambda s: s.lower(), "misspelled": typo, "partial": lambda s: s.split()[-1]}
+        kinds = {"exact": lambda s: s.lower(), "misspelled": typo}
         c.execute("SELECT * FROM nl2sql.search_values('warm up', 5)")
         for kind, make in kinds.items():
             times, hits = [], 0
@@ -164,6 +168,13 @@ def value_index_bench(kw, n_values, lookups):
                 gin_times.append((time.perf_counter() - t0) * 1000)
             print(f"  lookup {kind:<10} nl2sql.search_values p50 {statistics.median(times):6.2f} ms, p95 {pct(times, 95):6.2f} ms,"
                   f" target in top 5: {hits}/{len(names)} | pg_trgm % query p50 {statistics.median(gin_times):6.2f} ms")
+        # A last name alone names about a thousand values: the top 5 should all hold it.
+        held = 0
+        for name in names[:50]:
+            word = name.split()[-1]
+            got = [r[0] for r in c.execute("SELECT value FROM nl2sql.search_values(%s, 5)", (word,)).fetchall()]
+            held += bool(got) and all(word.lower() in g.lower() for g in got)
+        print(f"  lookup partial    (one word of ~1000 values): top 5 all hold the word for {held}/50 queries")
     with psycopg.connect(dbname="postgres", autocommit=True, **kw) as c:
         c.execute(f'DROP DATABASE "{db}"')
 

@@ -35,7 +35,7 @@ static INDEX_MAX_DISTINCT: GucSetting<i32> = GucSetting::<i32>::new(2_000_000);
 static INDEX_HNSW_M: GucSetting<i32> = GucSetting::<i32>::new(8);
 static INDEX_HNSW_EF_CONSTRUCTION: GucSetting<i32> = GucSetting::<i32>::new(16);
 static INDEX_BUILD_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(1024);
-static SEARCH_EF: GucSetting<i32> = GucSetting::<i32>::new(100);
+static SEARCH_EF: GucSetting<i32> = GucSetting::<i32>::new(40);
 
 /// Environment variables read for the embedding endpoint's key when its setting is empty.
 pub const EMBEDDING_KEY_ENV: [&str; 2] = ["NL2SQL_EMBEDDING_API_KEY", "OPENAI_API_KEY"];

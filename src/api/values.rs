@@ -13,10 +13,10 @@ mod nl2sql {
         built.into_iter().map(|b| (b.relid, b.column, b.status, b.values, b.phrases, b.skipped, b.seconds))
     }
 
-    /// The built-in embedder's 256-bit signature of a text, as a bit string.
+    /// The built-in embedder's 256-bit signature of a text.
     #[pg_extern(immutable, strict, parallel_safe)]
-    fn signature(text: &str) -> String {
-        embed::signature_text(text)
+    fn signature(text: &str) -> crate::pg::types::Bits {
+        crate::pg::types::Bits::from_words(&embed::signature(text))
     }
 
     /// A text as the value index compares it: lowercase, accents removed, words separated by one space.

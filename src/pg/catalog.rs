@@ -15,6 +15,17 @@ use std::time::{Duration, Instant};
 const SCHEMA_SQL: &str = include_str!("../../sql/introspect/schema.sql");
 const VOLATILE_SQL: &str = include_str!("../../sql/introspect/volatile.sql");
 const STATS_SQL: &str = "SELECT nl2sql.column_stats($1::pg_catalog.oid::pg_catalog.regclass, $2)::text";
+/// What the introspected schema depends on: DDL (nl2sql.ddl_version, bumped by the event
+/// triggers, GRANT and REVOKE included), the roles the caller acts with (memberships change
+/// without DDL in this database), and the search_path (which names need qualifying).
+const SCHEMA_KEY_SQL: &str = "SELECT pg_catalog.format('%s|%s|%s',
+        (SELECT last_value FROM nl2sql.ddl_version),
+        (SELECT pg_catalog.string_agg(oid::text, ',' ORDER BY oid) FROM pg_catalog.pg_roles
+         WHERE pg_catalog.pg_has_role(current_user, oid, 'USAGE')),
+        pg_catalog.current_setting('search_path'))";
+/// Rows inserted, updated and deleted per table, read fresh: they tell when samples are stale.
+const CHANGES_SQL: &str = "SELECT o::int8, pg_catalog.pg_stat_get_tuples_inserted(o) + pg_catalog.pg_stat_get_tuples_updated(o)
+        + pg_catalog.pg_stat_get_tuples_deleted(o) FROM pg_catalog.unnest($1::pg_catalog.oid[]) AS o";
 
 /// Cached samples older than this are taken again even if the table shows no changes.
 const STATS_MAX_AGE: Duration = Duration::from_secs(600);
@@ -31,6 +42,8 @@ struct Cached {
 thread_local! {
     // Keyed by (role, table): what one role may sample is not shown to another after SET ROLE.
     static STATS: RefCell<HashMap<(u32, u32), Cached>> = RefCell::new(HashMap::new());
+    // The last introspected schema (without samples) and the key it is valid for.
+    static SCHEMA: RefCell<Option<(String, Schema)>> = const { RefCell::new(None) };
 }
 
 #[derive(Deserialize)]
@@ -58,17 +71,42 @@ fn text_query(sql: &str, args: &[DatumWithOid]) -> Option<String> {
 }
 
 /// Tables, columns, keys and comments the current role may SELECT, with sampled statistics for
-/// the tables that can fit in `max_tokens`.
+/// the tables that can fit in `max_tokens`. The introspection is reused until DDL, the
+/// caller's roles or the search_path change.
 pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report> {
-    let json = text_query(SCHEMA_SQL, &[])
-        .ok_or_else(|| Report::new(SqlState::InternalError, "catalog introspection returned nothing"))?;
-    let mut schema: Schema = serde_json::from_str(&json)
-        .map_err(|e| Report::new(SqlState::InternalError, format!("catalog introspection returned bad JSON: {e}")))?;
+    let key = text_query(SCHEMA_KEY_SQL, &[]).unwrap_or_default();
+    let cached = SCHEMA.with_borrow(|c| c.as_ref().filter(|(k, _)| !key.is_empty() && *k == key).map(|(_, s)| s.clone()));
+    let mut schema = match cached {
+        Some(s) => s,
+        None => {
+            let json = text_query(SCHEMA_SQL, &[])
+                .ok_or_else(|| Report::new(SqlState::InternalError, "catalog introspection returned nothing"))?;
+            let s: Schema = serde_json::from_str(&json).map_err(|e| {
+                Report::new(SqlState::InternalError, format!("catalog introspection returned bad JSON: {e}"))
+            })?;
+            SCHEMA.with_borrow_mut(|c| *c = Some((key, s.clone())));
+            s
+        }
+    };
     if sample_rows > 0 {
         let fits = schema.tables_within(max_tokens);
+        refresh_changes(&mut schema.tables[..fits]);
         attach_stats(&mut schema.tables[..fits], sample_rows);
     }
     Ok(schema)
+}
+
+/// Reads the tables' current row-change counters (the cached schema has old ones).
+fn refresh_changes(tables: &mut [Table]) {
+    let oids: Vec<pg_sys::Oid> = tables.iter().map(|t| pg_sys::Oid::from(t.oid)).collect();
+    let changes: HashMap<i64, i64> = Spi::connect(|c| {
+        c.select(CHANGES_SQL, None, &[oids.into()])
+            .map(|t| t.filter_map(|r| Some((r.get::<i64>(1).ok()??, r.get::<i64>(2).ok()??))).collect())
+            .unwrap_or_default()
+    });
+    for t in tables.iter_mut() {
+        t.changes = changes.get(&(t.oid as i64)).copied();
+    }
 }
 
 fn attach_stats(tables: &mut [Table], sample_rows: i32) {
@@ -122,9 +160,10 @@ fn sample(oid: u32, sample_rows: i32) -> Option<HashMap<String, ColumnStats>> {
     )
 }
 
-/// Forgets every cached sample of this backend.
+/// Forgets every cached sample and the cached schema of this backend.
 pub fn reset_cache() {
     STATS.with_borrow_mut(|c| c.clear());
+    SCHEMA.with_borrow_mut(|c| *c = None);
 }
 
 /// The calls among `functions` that may resolve to a volatile function. Fails closed: when the

@@ -6,4 +6,5 @@ pub mod errors;
 pub mod model;
 pub mod owner;
 pub mod sandbox;
+pub mod types;
 pub mod values;

@@ -11,9 +11,18 @@ use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::retrieve::{self, Candidate};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
-use pgrx::spi::quote_identifier;
+use pgrx::spi::{quote_identifier, OwnedPreparedStatement};
+use pgrx::PgOid;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Instant;
+
+thread_local! {
+    /// The candidate query of each column's partition, prepared once per session: planning the
+    /// same query over the partitioned table costs more than running it. Keyed by (column,
+    /// signature bits, endpoint embedder, limit).
+    static CANDIDATE_PLANS: RefCell<HashMap<(i32, usize, bool, i64), OwnedPreparedStatement>> = RefCell::new(HashMap::new());
+}
 
 /// A phrase shared by more than a tenth of a column's values (at least 2, at most 50) names
 /// no value in particular ("airport" in a column of airport names) and is not indexed.
@@ -206,13 +215,24 @@ fn build_column(rel: pg_sys::Oid, relname: &str, col: &Column, include_rls: bool
         Embedder::Builtin => load_builtin(id, &part, &source),
         Embedder::Remote(ep) => load_remote(id, &part, &source, ep),
     };
-    run(&format!("CREATE INDEX ON {part} (key)"), &[]);
-    if values + phrases > 50_000 {
-        notice!("nl2sql: building the HNSW index over {} entries", values + phrases);
+    let loaded = started.elapsed().as_secs_f64();
+    let big = values + phrases > 100_000;
+    if big {
+        notice!("nl2sql: {relname}.{qcol}: {values} values and {phrases} phrases loaded in {loaded:.1} s; building its indexes");
     }
+    run(&format!("CREATE INDEX ON {part} (key)"), &[]);
+    let keyed = started.elapsed().as_secs_f64();
     build_hnsw(&part, dims);
+    let hnsw = started.elapsed().as_secs_f64();
     run(&format!("ANALYZE {part}"), &[]);
     let seconds = started.elapsed().as_secs_f64();
+    if big {
+        notice!(
+            "nl2sql: {relname}.{qcol} indexed in {seconds:.1} s (load {loaded:.1} s, key btree {:.1} s, HNSW {:.1} s)",
+            keyed - loaded,
+            hnsw - keyed
+        );
+    }
     run(
         "UPDATE nl2sql.value_index
          SET status = 'ready', dims = $2, value_count = $3, phrase_count = $4, skipped_values = $5,
@@ -495,25 +515,38 @@ pub fn search_values(query: &str, k: usize, threshold: f32, drain: bool) -> Vec<
     let caller = owner::caller();
     let emb = embedder::current();
     let emb_id = emb.id();
-    let columns = owner::as_owner(|| searchable(caller, &emb_id));
-    if columns.is_empty() {
-        return vec![];
-    }
-    let ids: Vec<i32> = columns.iter().map(|c| c.id).collect();
-    let (sigs, vectors) = match &emb {
-        Embedder::Builtin => (phrases.iter().map(|p| embed::signature_text(p)).collect::<Vec<_>>(), None),
+    let limit = (k * 4).max(20) as i64;
+    let (columns, candidates) = match &emb {
+        // One pass as the owner: the query's signatures need no endpoint.
+        Embedder::Builtin => {
+            let sigs: Vec<String> = phrases.iter().map(|p| embed::signature_text(p)).collect();
+            owner::as_owner(|| {
+                let columns = searchable(caller, &emb_id);
+                let ids: Vec<i32> = columns.iter().map(|c| c.id).collect();
+                let found = if ids.is_empty() { vec![] } else { candidates(&phrases, &sigs, None, &ids, embed::SIGNATURE_BITS, limit) };
+                (columns, found)
+            })
+        }
+        // The endpoint is called only when some column was indexed with it.
         Embedder::Remote(ep) => {
-            if drain {
-                owner::as_owner(|| drain_queue(ep, Some(&ids)));
+            let columns = owner::as_owner(|| searchable(caller, &emb_id));
+            if columns.is_empty() {
+                return vec![];
             }
+            let ids: Vec<i32> = columns.iter().map(|c| c.id).collect();
             let v = embedder::embed(ep, &phrases);
-            let sigs = v.iter().map(|x| x.iter().map(|f| if *f > 0.0 { '1' } else { '0' }).collect::<String>()).collect();
-            (sigs, Some(v.iter().map(|x| embedder::vector_literal(x)).collect::<Vec<_>>()))
+            let sigs: Vec<String> = v.iter().map(|x| x.iter().map(|f| if *f > 0.0 { '1' } else { '0' }).collect()).collect();
+            let dims = sigs.first().map(|s| s.len()).unwrap_or(embed::SIGNATURE_BITS);
+            let vectors: Vec<String> = v.iter().map(|x| embedder::vector_literal(x)).collect();
+            let found = owner::as_owner(|| {
+                if drain {
+                    drain_queue(ep, Some(&ids));
+                }
+                candidates(&phrases, &sigs, Some(vectors), &ids, dims, limit)
+            });
+            (columns, found)
         }
     };
-    let dims = sigs.first().map(|s| s.len()).unwrap_or(embed::SIGNATURE_BITS);
-    let limit = (k * 4).max(40) as i64;
-    let candidates = owner::as_owner(|| candidates(&phrases, &sigs, vectors, &ids, dims, limit));
     let by_id: HashMap<i32, &Searchable> = columns.iter().map(|c| (c.id, c)).collect();
     let mut out = Vec::new();
     for hit in retrieve::rank(&phrases, &candidates, threshold, usize::MAX) {
@@ -533,57 +566,78 @@ pub fn search_values(query: &str, k: usize, threshold: f32, drain: bool) -> Vec<
 /// index, plus the exact matches (up to case and accents) through its btree on the folded key,
 /// which the approximate search may miss among many near-identical values.
 fn candidates(phrases: &[String], sigs: &[String], vectors: Option<Vec<String>>, ids: &[i32], dims: usize, limit: i64) -> Vec<Candidate> {
-    // Runs under as_owner's search_path, where pgvector's operators and types resolve.
-    let cosine = if vectors.is_some() { "(1 - (e.embedding <=> ($4::text[])[p.i]::vector))::float4" } else { "NULL::float4" };
-    let trigram = format!("{}.similarity(($5::text[])[p.i], e.term)::float4", quote_identifier(&trgm_schema()));
-    let sql = format!(
-        "SELECT (p.i - 1)::int4, e.column_id, e.value, e.term, {cosine}, {trigram}
-         FROM unnest($1::text[]) WITH ORDINALITY AS p(sig, i)
-         CROSS JOIN unnest($2::int4[]) AS c(id)
-         CROSS JOIN LATERAL (
-             SELECT x.column_id, x.value, x.term, x.embedding FROM nl2sql.value_entries x
-             WHERE x.column_id = c.id
-             ORDER BY x.sig::bit({dims}) <~> p.sig::bit({dims})
-             LIMIT $3) e
-         UNION ALL
-         SELECT (p.i - 1)::int4, e.column_id, e.value, e.term, {cosine}, {trigram}
-         FROM unnest($5::text[]) WITH ORDINALITY AS p(key, i)
-         JOIN nl2sql.value_entries e ON e.key = p.key AND e.column_id = ANY ($2)"
-    );
-    run("SELECT pg_catalog.set_config('hnsw.ef_search', $1, true)", &[gucs::search_ef().to_string().into()]);
+    let remote = vectors.is_some();
+    // Runs under as_owner's search_path, where pgvector's operators and types and pg_trgm's
+    // similarity() resolve.
+    let cosine = if remote { "(1 - (e.embedding <=> ($3::text[])[p.i]::vector))::float4" } else { "NULL::float4" };
+    let types = [pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID].map(PgOid::from);
     let args = [
         DatumWithOid::from(sigs.to_vec()),
-        DatumWithOid::from(ids.to_vec()),
-        DatumWithOid::from(limit),
-        DatumWithOid::from(vectors.unwrap_or_default()),
         DatumWithOid::from(phrases.to_vec()),
+        DatumWithOid::from(vectors.unwrap_or_default()),
     ];
-    Spi::connect(|c| {
-        c.select(&sql, None, &args)
+    with_ef_search(|| {
+        CANDIDATE_PLANS.with_borrow_mut(|plans| {
+            Spi::connect(|c| {
+                let mut out = Vec::new();
+                for &id in ids {
+                    let key = (id, dims, remote, limit);
+                    if !plans.contains_key(&key) {
+                        let sql = format!(
+                            "SELECT (p.i - 1)::int4, e.value, e.term, {cosine}, similarity(($2::text[])[p.i], e.term)::float4
+                             FROM unnest($1::text[]) WITH ORDINALITY AS p(sig, i)
+                             CROSS JOIN LATERAL (
+                                 SELECT x.value, x.term, x.embedding FROM nl2sql.value_entries_{id} x
+                                 ORDER BY x.sig::bit({dims}) <~> p.sig::bit({dims})
+                                 LIMIT {limit}) e
+                             UNION ALL
+                             SELECT (p.i - 1)::int4, e.value, e.term, {cosine}, similarity(($2::text[])[p.i], e.term)::float4
+                             FROM unnest($2::text[]) WITH ORDINALITY AS p(key, i)
+                             JOIN nl2sql.value_entries_{id} e ON e.key = p.key"
+                        );
+                        let plan = c
+                            .prepare(sql.as_str(), &types)
+                            .unwrap_or_else(|e| fail(SqlState::InternalError, format!("could not prepare the value search: {e}"), None))
+                            .keep();
+                        plans.insert(key, plan);
+                    }
+                    out.extend(read_candidates(id, c.select(&plans[&key], None, &args)));
+                }
+                out
+            })
+        })
+    })
+}
+
+/// Runs `f` with hnsw.ef_search at nl2sql.search_ef, then puts the caller's value back.
+fn with_ef_search<T>(f: impl FnOnce() -> T) -> T {
+    let old = one::<String>("SELECT pg_catalog.current_setting('hnsw.ef_search', true)", &[]);
+    run("SELECT pg_catalog.set_config('hnsw.ef_search', $1, true)", &[gucs::search_ef().to_string().into()]);
+    let out = f();
+    if let Some(old) = old.filter(|o| !o.is_empty()) {
+        run("SELECT pg_catalog.set_config('hnsw.ef_search', $1, true)", &[old.into()]);
+    }
+    out
+}
+
+fn read_candidates(column: i32, table: Result<pgrx::spi::SpiTupleTable<'_>, pgrx::spi::SpiError>) -> Vec<Candidate> {
+    {
+        table
             .map(|t| {
                 t.filter_map(|r| {
                     Some(Candidate {
                         phrase: r.get::<i32>(1).ok()?? as usize,
-                        column: r.get::<i32>(2).ok()?? as u32,
-                        value: r.get::<String>(3).ok()??,
-                        term: r.get::<String>(4).ok()??,
-                        cosine: r.get::<f32>(5).ok().flatten(),
-                        trigram: r.get::<f32>(6).ok().flatten(),
+                        column: column as u32,
+                        value: r.get::<String>(2).ok()??,
+                        term: r.get::<String>(3).ok()??,
+                        cosine: r.get::<f32>(4).ok().flatten(),
+                        trigram: r.get::<f32>(5).ok().flatten(),
                     })
                 })
                 .collect()
             })
             .unwrap_or_default()
-    })
-}
-
-/// The schema pg_trgm is installed in (its functions are called schema-qualified).
-fn trgm_schema() -> String {
-    one::<String>(
-        "SELECT n.nspname::text FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'",
-        &[],
-    )
-    .unwrap_or_else(|| "public".into())
+    }
 }
 
 fn exists_as_caller(relid: pg_sys::Oid, column: &str, value: &str) -> bool {
@@ -636,7 +690,6 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
              JOIN pg_catalog.pg_class c ON c.oid = ce.relid
              WHERE pg_catalog.has_column_privilege($1, ce.relid, ce.attnum, 'SELECT')"
         );
-        run("SELECT pg_catalog.set_config('hnsw.ef_search', $1, true)", &[gucs::search_ef().to_string().into()]);
         let sigs: Vec<String> = phrases.iter().map(|p| embed::signature_text(p)).collect();
         let args = [
             DatumWithOid::from(caller),
@@ -644,7 +697,7 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
             DatumWithOid::from(sigs),
             DatumWithOid::from(qvec.unwrap_or_default().as_str()),
         ];
-        Spi::connect(|c| {
+        with_ef_search(|| Spi::connect(|c| {
             c.select(&sql, None, &args)
                 .map(|t| {
                     t.filter_map(|r| {
@@ -659,7 +712,7 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
                     .collect()
                 })
                 .unwrap_or_default()
-        })
+        }))
     });
     let phrase_features: Vec<_> = phrases.iter().map(|p| embed::features(p)).collect();
     let mut scored: Vec<FoundColumn> = rows
