@@ -1,10 +1,12 @@
 //! The pure nl2sql pipeline: no PostgreSQL here. The extension crate supplies the database and
 //! the interrupt check through the traits in [`pipeline`].
 
+pub mod align;
 pub mod answer;
 pub mod embed;
 pub mod embedder;
 pub mod error;
+pub mod extract;
 pub mod generate;
 pub mod guard;
 pub mod http;
@@ -16,6 +18,7 @@ pub mod retrieve;
 pub mod rows;
 pub mod schema;
 pub mod sqlinfo;
+pub mod vote;
 
 use std::time::Duration;
 

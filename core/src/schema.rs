@@ -1,6 +1,6 @@
 //! The database schema as the model sees it, rendered in the Open-SQL format within a token budget.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
 /// Tables and keys visible to the calling role.
@@ -217,6 +217,136 @@ fn render_table(out: &mut String, t: &Table, detail: Detail) {
     out.push_str("# )\n");
 }
 
+/// The per-question schema and how it was grown from the chosen columns.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Focus {
+    #[serde(skip)]
+    pub schema: Schema,
+    /// Tables added to join the chosen ones (the foreign-key path).
+    pub path_tables: Vec<String>,
+    /// Columns added: primary keys, join columns, columns sharing a name with a chosen one.
+    pub added_columns: Vec<String>,
+}
+
+impl Schema {
+    /// The per-question schema: the tables of the chosen columns and the shortest foreign-key
+    /// paths joining them; in each, the chosen columns, primary keys, join columns and columns
+    /// that share a name with a chosen one. Nothing chosen: the whole schema.
+    pub fn focus(&self, chosen: &[(usize, usize)]) -> Focus {
+        if chosen.is_empty() {
+            return Focus { schema: self.clone(), ..Default::default() };
+        }
+        let n = self.tables.len();
+        let index = |ident: &str| self.tables.iter().position(|t| t.ident == ident);
+        // Undirected foreign-key graph: (neighbour, foreign key).
+        let mut graph: Vec<Vec<(usize, usize)>> = vec![vec![]; n];
+        for (fi, fk) in self.foreign_keys.iter().enumerate() {
+            if let (Some(a), Some(b)) = (index(&fk.table), index(&fk.ref_table)) {
+                graph[a].push((b, fi));
+                graph[b].push((a, fi));
+            }
+        }
+        let mut wanted: Vec<usize> = Vec::new();
+        for &(t, _) in chosen {
+            if !wanted.contains(&t) {
+                wanted.push(t);
+            }
+        }
+        // Grow a tree from the first chosen table: join each other chosen table to it by a
+        // shortest path (breadth-first from the whole tree). Unreachable tables stay apart.
+        let mut tables: Vec<usize> = vec![wanted[0]];
+        let mut used_fks: Vec<usize> = Vec::new();
+        for &target in wanted.iter().skip(1) {
+            if tables.contains(&target) {
+                continue;
+            }
+            let mut prev: Vec<Option<(usize, usize)>> = vec![None; n];
+            let mut seen = vec![false; n];
+            let mut queue: std::collections::VecDeque<usize> = tables.iter().copied().collect();
+            for &t in &tables {
+                seen[t] = true;
+            }
+            while let Some(u) = queue.pop_front() {
+                if u == target {
+                    break;
+                }
+                for &(v, fk) in &graph[u] {
+                    if !seen[v] {
+                        seen[v] = true;
+                        prev[v] = Some((u, fk));
+                        queue.push_back(v);
+                    }
+                }
+            }
+            tables.push(target);
+            let mut at = target;
+            while let Some((u, fk)) = prev[at] {
+                used_fks.push(fk);
+                if tables.contains(&u) {
+                    break;
+                }
+                tables.push(u);
+                at = u;
+            }
+        }
+        let chosen_names: Vec<&str> = chosen.iter().map(|&(t, c)| self.tables[t].columns[c].name.as_str()).collect();
+        let mut focus = Focus::default();
+        let mut out = Schema::default();
+        for (ti, t) in self.tables.iter().enumerate() {
+            if !tables.contains(&ti) {
+                continue;
+            }
+            if !wanted.contains(&ti) {
+                focus.path_tables.push(t.ident.clone());
+            }
+            let join_cols: Vec<&str> = used_fks
+                .iter()
+                .map(|&fi| &self.foreign_keys[fi])
+                .flat_map(|fk| {
+                    let mut cols: Vec<&str> = Vec::new();
+                    if fk.table == t.ident {
+                        cols.extend(fk.columns.iter().map(String::as_str));
+                    }
+                    if fk.ref_table == t.ident {
+                        cols.extend(fk.ref_columns.iter().map(String::as_str));
+                    }
+                    cols
+                })
+                .collect();
+            let mut table = t.clone();
+            table.columns = t
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(ci, c)| {
+                    let picked = chosen.contains(&(ti, *ci));
+                    let keep = picked
+                        || t.primary_key.contains(&c.name)
+                        || join_cols.contains(&c.ident.as_str())
+                        || chosen_names.contains(&c.name.as_str());
+                    if keep && !picked {
+                        focus.added_columns.push(format!("{}.{}", t.ident, c.ident));
+                    }
+                    keep
+                })
+                .map(|(_, c)| c.clone())
+                .collect();
+            out.tables.push(table);
+        }
+        let shown = |ident: &str, cols: &[String]| {
+            out.tables.iter().find(|t| t.ident == ident).is_some_and(|t| cols.iter().all(|c| t.columns.iter().any(|x| &x.ident == c)))
+        };
+        out.foreign_keys = self
+            .foreign_keys
+            .iter()
+            .filter(|fk| shown(&fk.table, &fk.columns) && shown(&fk.ref_table, &fk.ref_columns))
+            .cloned()
+            .collect();
+        focus.schema = out;
+        focus
+    }
+}
+
 /// The complete set of values when the column is categorical, as SQL literals.
 pub fn categorical_values(c: &Column) -> Option<Vec<String>> {
     if !c.enum_values.is_empty() && c.enum_values.len() <= MAX_CATEGORICAL_VALUES * 2 {
@@ -358,6 +488,61 @@ pub(crate) mod tests {
         assert_eq!(s.tables_within(1), 1);
         let bare = s.render(10);
         assert!(s.tables_within(10) >= bare.tables_shown);
+    }
+
+    /// concert_singer's shape: singer_in_concert joins singer and concert, concert has a stadium.
+    pub fn star_schema() -> Schema {
+        let t = |oid: u32, name: &str, cols: &[&str], pk: &[&str]| -> serde_json::Value {
+            serde_json::json!({"oid": oid, "schema": "public", "name": name, "ident": name, "kind": "r", "comment": null,
+                "columns": cols.iter().map(|c| serde_json::json!({"name": c, "ident": c, "data_type": "text", "comment": null})).collect::<Vec<_>>(),
+                "primary_key": pk})
+        };
+        serde_json::from_value(serde_json::json!({
+            "tables": [
+                t(1, "concert", &["concert_id", "concert_name", "stadium_id", "year"], &["concert_id"]),
+                t(2, "singer", &["singer_id", "name", "country", "age"], &["singer_id"]),
+                t(3, "singer_in_concert", &["concert_id", "singer_id"], &["concert_id", "singer_id"]),
+                t(4, "stadium", &["stadium_id", "name", "capacity"], &["stadium_id"]),
+            ],
+            "foreign_keys": [
+                {"table": "concert", "columns": ["stadium_id"], "ref_table": "stadium", "ref_columns": ["stadium_id"]},
+                {"table": "singer_in_concert", "columns": ["concert_id"], "ref_table": "concert", "ref_columns": ["concert_id"]},
+                {"table": "singer_in_concert", "columns": ["singer_id"], "ref_table": "singer", "ref_columns": ["singer_id"]}
+            ]
+        }))
+        .expect("valid star schema")
+    }
+
+    fn cols(s: &Schema) -> Vec<String> {
+        s.tables.iter().flat_map(|t| t.columns.iter().map(move |c| format!("{}.{}", t.ident, c.ident))).collect()
+    }
+
+    #[test]
+    fn focus_adds_keys_and_the_join_path() {
+        let s = star_schema();
+        // singer.name and stadium.capacity: the path goes through singer_in_concert and concert.
+        let f = s.focus(&[(1, 1), (3, 2)]);
+        assert_eq!(f.path_tables, vec!["concert", "singer_in_concert"]);
+        assert_eq!(
+            cols(&f.schema),
+            vec![
+                "concert.concert_id", "concert.stadium_id",
+                "singer.singer_id", "singer.name",
+                "singer_in_concert.concert_id", "singer_in_concert.singer_id",
+                "stadium.stadium_id", "stadium.name", "stadium.capacity",
+            ]
+        );
+        // stadium.name shares its name with the chosen singer.name.
+        assert!(f.added_columns.contains(&"stadium.name".to_string()));
+        assert_eq!(f.schema.foreign_keys.len(), 3);
+    }
+
+    #[test]
+    fn focus_on_one_table_keeps_it_small() {
+        let f = star_schema().focus(&[(1, 2)]);
+        assert_eq!(cols(&f.schema), vec!["singer.singer_id", "singer.country"]);
+        assert!(f.schema.foreign_keys.is_empty());
+        assert_eq!(star_schema().focus(&[]).schema.tables.len(), 4);
     }
 
     #[test]

@@ -1,0 +1,777 @@
+//! Alignments: rules on the sqlparser AST that fix what candidates commonly get wrong, with the
+//! catalog and the value index instead of another model call.
+//!
+//! - agent: names of tables and columns that do not exist become the real ones when exactly one
+//!   is close (case, quoting, a typo, a plural); string literals that are not stored in their
+//!   column become the stored value the value index finds ('john' -> 'JOHN');
+//! - function: an aggregate in WHERE without GROUP BY becomes a scalar subquery; an aggregate in
+//!   ORDER BY without GROUP BY is unwrapped; nested aggregates become ORDER BY ... LIMIT 1; an
+//!   inner join that only re-finds the row a NOT NULL foreign key points to is dropped;
+//! - style: ORDER BY ... LIMIT on a nullable column gets IS NOT NULL (PostgreSQL sorts NULLs
+//!   first in DESC order); id columns nobody asked for leave a SELECT list that the extraction
+//!   said returns fewer things.
+//!
+//! Names are resolved over every table the statement reads (aliases included), which covers
+//! correlated subqueries; an ambiguous name is left alone for PostgreSQL to reject.
+
+use crate::embed::edit_similarity;
+use crate::schema::Schema;
+use serde::Serialize;
+use sqlparser::ast::{
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, JoinConstraint,
+    JoinOperator, LimitClause, ObjectName, ObjectNamePart, OrderByKind, Query, SelectItem, SetExpr, Statement,
+    TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+/// Finds the stored spelling of a value; the value index in the database.
+pub trait ValueLookup {
+    /// The value of `table` (by OID) . `column` closest to `literal`, when `literal` itself is
+    /// not stored there; None when it is stored or nothing is close.
+    fn closest_value(&mut self, table: u32, column: &str, literal: &str) -> Option<String>;
+}
+
+/// Which families of rules run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    pub agent: bool,
+    pub function: bool,
+    pub style: bool,
+}
+
+impl Rules {
+    pub const ALL: Rules = Rules { agent: true, function: true, style: true };
+}
+
+/// An aligned candidate and the rules that changed it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Aligned {
+    pub sql: String,
+    pub fired: Vec<String>,
+}
+
+/// Least similarity for a name to be taken for another.
+const NAME_SIMILARITY: f32 = 0.75;
+/// Names that are SQL functions or keywords spelled as identifiers, never columns.
+const NOT_COLUMNS: &[&str] = &[
+    "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp", "current_user",
+    "session_user", "user", "current_role", "current_schema", "current_catalog", "true", "false", "null",
+];
+const AGGREGATES: &[&str] = &["count", "sum", "avg", "min", "max"];
+
+fn fold(i: &Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_lowercase()
+    }
+}
+
+/// An identifier as PostgreSQL needs it written: quoted unless it is plain lowercase.
+fn ident(name: &str) -> Ident {
+    let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        Ident::new(name)
+    } else {
+        Ident::with_quote('"', name)
+    }
+}
+
+fn object_name(ident_text: &str) -> Option<ObjectName> {
+    Parser::new(&PostgreSqlDialect {}).try_with_sql(ident_text).ok()?.parse_object_name(false).ok()
+}
+
+/// The unique name closest to `want` among `names` (case-insensitive, then a typo or a plural
+/// away); None when none is close or two are equally close.
+fn closest<'a>(want: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let mut scored: Vec<(f32, &str)> = names
+        .map(|n| {
+            let s = if n.eq_ignore_ascii_case(want) { 1.0 } else { edit_similarity(want, n) };
+            (s, n)
+        })
+        .filter(|(s, _)| *s >= NAME_SIMILARITY)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    match scored.as_slice() {
+        [(_, n)] => Some(n),
+        [(a, n), (b, _), ..] if a - b > 0.05 => Some(n),
+        _ => None,
+    }
+}
+
+/// The tables a statement reads, by the name or alias it refers to them with.
+struct Scope {
+    /// alias or table name (folded) -> table index
+    names: HashMap<String, usize>,
+    tables: Vec<usize>,
+    /// Output aliases, CTE and derived-table names and columns: names that are not columns.
+    other: Vec<String>,
+}
+
+fn relation_name(name: &ObjectName) -> Option<(Option<String>, String)> {
+    let parts: Vec<String> = name.0.iter().filter_map(ObjectNamePart::as_ident).map(fold).collect();
+    match parts.as_slice() {
+        [t] => Some((None, t.clone())),
+        [.., s, t] => Some((Some(s.clone()), t.clone())),
+        [] => None,
+    }
+}
+
+fn find_table(schema: &Schema, name: &ObjectName) -> Option<usize> {
+    let (s, t) = relation_name(name)?;
+    schema.tables.iter().position(|x| x.name == t && s.as_ref().is_none_or(|s| *s == x.schema))
+}
+
+struct ScopeCollector<'a> {
+    schema: &'a Schema,
+    scope: Scope,
+}
+
+impl Visitor for ScopeCollector<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        if let Some(w) = &q.with {
+            for cte in &w.cte_tables {
+                self.scope.other.push(fold(&cte.alias.name));
+                self.scope.other.extend(cte.alias.columns.iter().map(|c| fold(&c.name)));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_select(&mut self, s: &sqlparser::ast::Select) -> ControlFlow<()> {
+        for item in &s.projection {
+            if let SelectItem::ExprWithAlias { alias, .. } = item {
+                self.scope.other.push(fold(alias));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
+        match t {
+            TableFactor::Table { name, alias, args: None, .. } => {
+                if let Some(ti) = find_table(self.schema, name) {
+                    self.scope.tables.push(ti);
+                    if let Some((_, n)) = relation_name(name) {
+                        self.scope.names.insert(n, ti);
+                    }
+                    if let Some(a) = alias {
+                        self.scope.names.insert(fold(&a.name), ti);
+                    }
+                } else if let Some(a) = alias {
+                    self.scope.other.push(fold(&a.name));
+                }
+            }
+            TableFactor::Derived { alias: Some(a), .. }
+            | TableFactor::Function { alias: Some(a), .. }
+            | TableFactor::Table { alias: Some(a), .. }
+            | TableFactor::UNNEST { alias: Some(a), .. } => {
+                self.scope.other.push(fold(&a.name));
+                self.scope.other.extend(a.columns.iter().map(|c| fold(&c.name)));
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn scope(schema: &Schema, stmt: &Statement) -> Scope {
+    let mut c = ScopeCollector { schema, scope: Scope { names: HashMap::new(), tables: vec![], other: vec![] } };
+    let _ = stmt.visit(&mut c);
+    c.scope.tables.sort_unstable();
+    c.scope.tables.dedup();
+    c.scope
+}
+
+/// (table index, column index) of a column reference, when it resolves uniquely.
+fn resolve(schema: &Schema, scope: &Scope, e: &Expr) -> Option<(usize, usize)> {
+    let (table, column) = match e {
+        Expr::Identifier(i) => (None, fold(i)),
+        Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+            (Some(fold(&parts[parts.len() - 2])), fold(&parts[parts.len() - 1]))
+        }
+        Expr::Nested(inner) => return resolve(schema, scope, inner),
+        _ => return None,
+    };
+    let candidates: Vec<usize> = match table {
+        Some(q) => scope.names.get(&q).copied().into_iter().collect(),
+        None => scope.tables.clone(),
+    };
+    let hits: Vec<(usize, usize)> = candidates
+        .iter()
+        .filter_map(|&t| schema.tables[t].columns.iter().position(|c| c.name == column).map(|c| (t, c)))
+        .collect();
+    match hits.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}
+
+/// Aligns one candidate; returns it unchanged (and no rule) when it does not parse.
+pub fn align(sql: &str, schema: &Schema, select: &[String], values: &mut dyn ValueLookup, rules: Rules) -> Aligned {
+    let unchanged = || Aligned { sql: sql.to_string(), fired: vec![] };
+    let Ok(mut stmts) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else { return unchanged() };
+    let [stmt] = stmts.as_mut_slice() else { return unchanged() };
+    let mut fired = Vec::new();
+    if rules.agent {
+        fix_tables(schema, stmt, &mut fired);
+        let sc = scope(schema, stmt);
+        fix_columns(schema, &sc, stmt, &mut fired);
+        fix_values(schema, &sc, stmt, values, &mut fired);
+    }
+    let sc = scope(schema, stmt);
+    if let Statement::Query(q) = stmt {
+        if rules.function {
+            aggregate_in_where(q, &mut fired);
+            aggregate_in_order_by(q, &mut fired);
+            nested_aggregates(q, &mut fired);
+            redundant_joins(schema, &sc, q, &mut fired);
+        }
+        if rules.style {
+            nulls_under_limit(schema, &sc, q, &mut fired);
+            select_list(q, select, &mut fired);
+        }
+    }
+    if fired.is_empty() {
+        return unchanged();
+    }
+    Aligned { sql: stmt.to_string(), fired }
+}
+
+fn fix_tables(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
+    let mut ctes: Vec<String> = Vec::new();
+    let _ = Visit::visit(&*stmt, &mut CteNames(&mut ctes));
+    struct Fix<'a> {
+        schema: &'a Schema,
+        ctes: &'a [String],
+        fired: &'a mut Vec<String>,
+    }
+    impl VisitorMut for Fix<'_> {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table { name, args: None, .. } = t {
+                let Some((_, want)) = relation_name(name) else { return ControlFlow::Continue(()) };
+                if find_table(self.schema, name).is_some() || self.ctes.contains(&want) {
+                    return ControlFlow::Continue(());
+                }
+                let names = self.schema.tables.iter().map(|t| t.name.as_str());
+                if let Some(best) = closest(&want, names) {
+                    if let Some(t) = self.schema.tables.iter().find(|t| t.name == best) {
+                        if let Some(fixed) = object_name(&t.ident) {
+                            self.fired.push(format!("agent: table {name} -> {}", t.ident));
+                            *name = fixed;
+                        }
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, fired });
+}
+
+struct CteNames<'a>(&'a mut Vec<String>);
+
+impl Visitor for CteNames<'_> {
+    type Break = ();
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        if let Some(w) = &q.with {
+            self.0.extend(w.cte_tables.iter().map(|c| fold(&c.alias.name)));
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fired: &mut Vec<String>) {
+    let _ = sqlparser::ast::visit_expressions_mut(stmt, |e| {
+        let (qualifier, name) = match e {
+            Expr::Identifier(i) => (None, i.clone()),
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                (Some(fold(&parts[parts.len() - 2])), parts[parts.len() - 1].clone())
+            }
+            _ => return ControlFlow::<()>::Continue(()),
+        };
+        let want = fold(&name);
+        if resolve(schema, sc, e).is_some() || sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) {
+            return ControlFlow::Continue(());
+        }
+        let tables: Vec<usize> = match &qualifier {
+            Some(q) => match sc.names.get(q) {
+                Some(t) => vec![*t],
+                None => return ControlFlow::Continue(()),
+            },
+            None => sc.tables.clone(),
+        };
+        // The column exists somewhere in scope under this exact name: ambiguous, not wrong.
+        if qualifier.is_none() && tables.iter().filter(|&&t| schema.tables[t].columns.iter().any(|c| c.name == want)).count() > 1 {
+            return ControlFlow::Continue(());
+        }
+        let names: Vec<&str> = tables.iter().flat_map(|&t| schema.tables[t].columns.iter().map(|c| c.name.as_str())).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        if let Some(best) = closest(&want, unique.into_iter()) {
+            // Unqualified, and the fix would be ambiguous itself: leave it to PostgreSQL.
+            if qualifier.is_none() && names.iter().filter(|n| **n == best).count() > 1 {
+                return ControlFlow::Continue(());
+            }
+            let fixed = ident(best);
+            fired.push(format!("agent: column {name} -> {fixed}"));
+            match e {
+                Expr::Identifier(i) => *i = fixed,
+                Expr::CompoundIdentifier(parts) => {
+                    if let Some(last) = parts.last_mut() {
+                        *last = fixed;
+                    }
+                }
+                _ => {}
+            }
+        }
+        ControlFlow::Continue(())
+    });
+}
+
+fn string_literal(e: &Expr) -> Option<&str> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) => Some(s),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn set_literal(e: &mut Expr, s: &str) {
+    *e = Expr::Value(Value::SingleQuotedString(s.to_string()).with_empty_span());
+}
+
+fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, values: &mut dyn ValueLookup, fired: &mut Vec<String>) {
+    let mut lookup = |col: &Expr, lit: &mut Expr, fired: &mut Vec<String>| {
+        let (Some((t, c)), Some(old)) = (resolve(schema, sc, col), string_literal(lit).map(str::to_string)) else { return };
+        let table = &schema.tables[t];
+        let column = &table.columns[c];
+        if !matches!(column.category.as_str(), "S" | "E" | "") {
+            return;
+        }
+        if let Some(stored) = values.closest_value(table.oid, &column.name, &old) {
+            if stored != old {
+                fired.push(format!("agent: value {}.{} '{old}' -> '{stored}'", table.ident, column.ident));
+                set_literal(lit, &stored);
+            }
+        }
+    };
+    let _ = sqlparser::ast::visit_expressions_mut(stmt, |e| {
+        match e {
+            Expr::BinaryOp { left, op: BinaryOperator::Eq | BinaryOperator::NotEq, right } => {
+                if string_literal(right).is_some() {
+                    lookup(left, right, fired);
+                } else if string_literal(left).is_some() {
+                    lookup(right, left, fired);
+                }
+            }
+            Expr::InList { expr, list, .. } => {
+                for item in list.iter_mut() {
+                    lookup(expr, item, fired);
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+}
+
+fn aggregate_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Function(f) if f.over.is_none() => {
+            let name = f.name.0.last().and_then(ObjectNamePart::as_ident).map(fold)?;
+            AGGREGATES.contains(&name.as_str()).then_some(name)
+        }
+        _ => None,
+    }
+}
+
+/// Whether an expression holds an aggregate call (a subquery as a whole does not count).
+fn has_aggregate(e: &Expr) -> bool {
+    struct Find(bool);
+    impl Visitor for Find {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if aggregate_name(e).is_some() {
+                self.0 = true;
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut f = Find(false);
+    let _ = e.visit(&mut f);
+    f.0 && !matches!(e, Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. })
+}
+
+fn no_group_by(s: &sqlparser::ast::Select) -> bool {
+    matches!(&s.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())
+}
+
+fn body_select(q: &mut Query) -> Option<&mut sqlparser::ast::Select> {
+    match q.body.as_mut() {
+        SetExpr::Select(s) => Some(s),
+        _ => None,
+    }
+}
+
+fn aggregate_in_where(q: &mut Query, fired: &mut Vec<String>) {
+    let Some(s) = body_select(q) else { return };
+    if !no_group_by(s) || s.from.is_empty() {
+        return;
+    }
+    let from: Vec<String> = s.from.iter().map(|f| f.to_string()).collect();
+    let from = from.join(", ");
+    let Some(selection) = s.selection.as_mut() else { return };
+    let _ = sqlparser::ast::visit_expressions_mut(selection, |e| {
+        if aggregate_name(e).is_some() {
+            let sub = format!("SELECT {e} FROM {from}");
+            if let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &sub) {
+                if let Some(Statement::Query(q)) = parsed.pop() {
+                    fired.push(format!("function: aggregate {e} in WHERE -> scalar subquery"));
+                    *e = Expr::Subquery(q);
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+}
+
+fn aggregate_in_order_by(q: &mut Query, fired: &mut Vec<String>) {
+    let grouped_or_aggregated = match q.body.as_ref() {
+        SetExpr::Select(s) => {
+            !no_group_by(s)
+                || s.projection.iter().any(|p| match p {
+                    SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e),
+                    _ => false,
+                })
+        }
+        _ => true,
+    };
+    if grouped_or_aggregated {
+        return;
+    }
+    let Some(order) = q.order_by.as_mut() else { return };
+    let OrderByKind::Expressions(exprs) = &mut order.kind else { return };
+    for o in exprs.iter_mut() {
+        if let Some(name) = aggregate_name(&o.expr).filter(|n| n != "count") {
+            if let Some(arg) = single_arg(&o.expr) {
+                fired.push(format!("function: {name}() in ORDER BY without GROUP BY -> {arg}"));
+                o.expr = arg;
+            }
+        }
+    }
+}
+
+fn single_arg(e: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = e else { return None };
+    let FunctionArguments::List(list) = &f.args else { return None };
+    match list.args.as_slice() {
+        [FunctionArg::Unnamed(FunctionArgExpr::Expr(a))] => Some(a.clone()),
+        _ => None,
+    }
+}
+
+fn nested_aggregates(q: &mut Query, fired: &mut Vec<String>) {
+    let has_order = q.order_by.is_some() || q.limit_clause.is_some();
+    let Some(s) = body_select(q) else { return };
+    if no_group_by(s) {
+        return;
+    }
+    let mut order: Option<(Expr, bool)> = None;
+    for p in s.projection.iter_mut() {
+        let (SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }) = p else { continue };
+        let Some(outer) = aggregate_name(e).filter(|n| n == "max" || n == "min") else { continue };
+        let Some(inner) = single_arg(e).filter(|a| aggregate_name(a).is_some()) else { continue };
+        fired.push(format!("function: nested {outer}({inner}) -> {inner} ORDER BY ... LIMIT 1"));
+        order = Some((inner.clone(), outer == "max"));
+        *e = inner;
+    }
+    if let (Some((expr, desc)), false) = (order, has_order) {
+        let sql = format!("SELECT 1 ORDER BY {expr} {} LIMIT 1", if desc { "DESC" } else { "ASC" });
+        if let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &sql) {
+            if let Some(Statement::Query(p)) = parsed.pop() {
+                q.order_by = p.order_by;
+                q.limit_clause = p.limit_clause;
+            }
+        }
+    }
+}
+
+/// Qualifiers (table names or aliases) and bare names an expression uses.
+fn names_used(e: &impl Visit) -> (Vec<String>, Vec<String>) {
+    struct Names(Vec<String>, Vec<String>);
+    impl Visitor for Names {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            match e {
+                Expr::CompoundIdentifier(p) if p.len() >= 2 => self.0.push(fold(&p[p.len() - 2])),
+                Expr::Identifier(i) => self.1.push(fold(i)),
+                Expr::QualifiedWildcard(n, _) => {
+                    if let Some(q) = n.0.last().and_then(ObjectNamePart::as_ident) {
+                        self.0.push(fold(q));
+                    }
+                }
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_select(&mut self, s: &sqlparser::ast::Select) -> ControlFlow<()> {
+            for p in &s.projection {
+                if let SelectItem::QualifiedWildcard(k, _) = p {
+                    self.0.push(fold(&Ident::new(k.to_string())));
+                }
+                if let SelectItem::Wildcard(_) = p {
+                    self.0.push("*".into());
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut n = Names(vec![], vec![]);
+    let _ = e.visit(&mut n);
+    (n.0, n.1)
+}
+
+fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
+    let order = q.order_by.clone();
+    let Some(s) = body_select(q) else { return };
+    if s.from.len() != 1 {
+        return;
+    }
+    let mut i = 0;
+    while i < s.from[0].joins.len() {
+        let join = &s.from[0].joins[i];
+        let constraint = match &join.join_operator {
+            JoinOperator::Join(JoinConstraint::On(c)) | JoinOperator::Inner(JoinConstraint::On(c)) => c.clone(),
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let TableFactor::Table { name, alias, args: None, .. } = &join.relation else {
+            i += 1;
+            continue;
+        };
+        let Some(t) = find_table(schema, name) else {
+            i += 1;
+            continue;
+        };
+        let me = alias.as_ref().map(|a| fold(&a.name)).or_else(|| relation_name(name).map(|(_, n)| n)).unwrap_or_default();
+        // Is the joined table used anywhere but in its own ON condition?
+        let mut others = s.clone();
+        others.from[0].joins[i].join_operator = JoinOperator::CrossJoin(JoinConstraint::None);
+        let (mut quals, mut bare) = names_used(&others);
+        if let Some(o) = &order {
+            let (q2, b2) = names_used(o);
+            quals.extend(q2);
+            bare.extend(b2);
+        }
+        let bare_in_t = bare.iter().any(|b| {
+            schema.tables[t].columns.iter().any(|c| &c.name == b)
+                && !sc.tables.iter().any(|&o| o != t && schema.tables[o].columns.iter().any(|c| &c.name == b))
+        });
+        if quals.contains(&me) || quals.contains(&"*".to_string()) || bare.contains(&"*".to_string()) || bare_in_t {
+            i += 1;
+            continue;
+        }
+        // ON other.fk = t.pk, with a NOT NULL foreign key to t's single-column primary key.
+        let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = &constraint else {
+            i += 1;
+            continue;
+        };
+        let sides = [(left, right), (right, left)];
+        let redundant = sides.iter().any(|(mine, theirs)| {
+            let (Some((ta, ca)), Some((tb, cb))) = (resolve(schema, sc, mine), resolve(schema, sc, theirs)) else { return false };
+            let pk = &schema.tables[t].primary_key;
+            ta == t
+                && tb != t
+                && pk.len() == 1
+                && schema.tables[t].columns[ca].name == pk[0]
+                && schema.tables[tb].columns[cb].not_null
+                && schema.foreign_keys.iter().any(|fk| {
+                    fk.table == schema.tables[tb].ident
+                        && fk.ref_table == schema.tables[t].ident
+                        && fk.columns == [schema.tables[tb].columns[cb].ident.clone()]
+                })
+        });
+        if redundant {
+            fired.push(format!("function: redundant join of {name} dropped"));
+            s.from[0].joins.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+}
+
+fn nulls_under_limit(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
+    let limited = matches!(&q.limit_clause, Some(LimitClause::LimitOffset { limit: Some(_), .. }));
+    let Some(order) = q.order_by.clone() else { return };
+    let OrderByKind::Expressions(exprs) = &order.kind else { return };
+    if !limited {
+        return;
+    }
+    let Some(s) = body_select(q) else { return };
+    for o in exprs {
+        let Some((t, c)) = resolve(schema, sc, &o.expr) else { continue };
+        if schema.tables[t].columns[c].not_null {
+            continue;
+        }
+        let test = Expr::IsNotNull(Box::new(o.expr.clone()));
+        let already = s.selection.as_ref().is_some_and(|w| w.to_string().contains(&test.to_string()));
+        if already {
+            continue;
+        }
+        fired.push(format!("style: {} IS NOT NULL under ORDER BY ... LIMIT", o.expr));
+        s.selection = Some(match s.selection.take() {
+            Some(w) => Expr::BinaryOp { left: Box::new(Expr::Nested(Box::new(w))), op: BinaryOperator::And, right: Box::new(test) },
+            None => test,
+        });
+    }
+}
+
+fn select_list(q: &mut Query, select: &[String], fired: &mut Vec<String>) {
+    if select.is_empty() {
+        return;
+    }
+    let Some(s) = body_select(q) else { return };
+    if s.projection.len() <= select.len() || s.distinct.is_some() {
+        return;
+    }
+    let wanted: String = select.join(" ").to_lowercase();
+    let unasked = |p: &SelectItem| -> bool {
+        let SelectItem::UnnamedExpr(e) = p else { return false };
+        let name = match e {
+            Expr::Identifier(i) => fold(i),
+            Expr::CompoundIdentifier(parts) => parts.last().map(fold).unwrap_or_default(),
+            _ => return false,
+        };
+        (name == "id" || name.ends_with("_id") || name.ends_with("id") && name.len() > 2 && !wanted.contains("id"))
+            && !wanted.contains(&name)
+    };
+    let extra = s.projection.iter().filter(|p| unasked(p)).count();
+    if extra > 0 && s.projection.len() - extra == select.len() {
+        let dropped: Vec<String> = s.projection.iter().filter(|p| unasked(p)).map(|p| p.to_string()).collect();
+        s.projection.retain(|p| !unasked(p));
+        fired.push(format!("style: SELECT list trimmed to what was asked (dropped {})", dropped.join(", ")));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::tests::star_schema;
+
+    /// A value index over one column: singer.country holds 'France' and 'United States'.
+    struct Index;
+    impl ValueLookup for Index {
+        fn closest_value(&mut self, table: u32, column: &str, literal: &str) -> Option<String> {
+            let stored = ["France", "United States"];
+            if table != 2 || column != "country" || stored.contains(&literal) {
+                return None;
+            }
+            stored.iter().find(|s| s.eq_ignore_ascii_case(literal)).map(|s| s.to_string())
+        }
+    }
+
+    fn run(sql: &str) -> Aligned {
+        let mut s = star_schema();
+        // singer.age is nullable, singer_in_concert.singer_id is a NOT NULL foreign key.
+        s.tables[2].columns[1].not_null = true;
+        s.tables[2].columns[0].not_null = true;
+        align(sql, &s, &[], &mut Index, Rules::ALL)
+    }
+
+    #[test]
+    fn unchanged_when_nothing_is_wrong() {
+        let a = run("SELECT name FROM singer WHERE country = 'France'");
+        assert_eq!(a, Aligned { sql: "SELECT name FROM singer WHERE country = 'France'".into(), fired: vec![] });
+    }
+
+    #[test]
+    fn agent_fixes_names() {
+        let a = run("SELECT nme, s.contry FROM singers AS s");
+        assert_eq!(a.sql, "SELECT name, s.country FROM singer AS s");
+        assert_eq!(a.fired.len(), 3, "{:?}", a.fired);
+        // Output aliases and functions are not columns.
+        let b = run("SELECT count(*) AS total FROM singer ORDER BY total DESC, current_date");
+        assert!(b.fired.is_empty(), "{:?}", b.fired);
+        // Ambiguous: stadium.name and singer.name are both close to "nam".
+        let c = run("SELECT nam FROM singer, stadium");
+        assert!(c.fired.is_empty(), "{:?}", c.fired);
+    }
+
+    #[test]
+    fn agent_fixes_values() {
+        let a = run("SELECT name FROM singer WHERE country = 'france' OR country IN ('UNITED STATES', 'France')");
+        assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'France' OR country IN ('United States', 'France')");
+        assert_eq!(a.fired.len(), 2);
+    }
+
+    #[test]
+    fn function_aggregate_in_where() {
+        let a = run("SELECT name FROM singer WHERE age = max(age)");
+        assert_eq!(a.sql, "SELECT name FROM singer WHERE age = (SELECT max(age) FROM singer)");
+    }
+
+    #[test]
+    fn function_aggregate_in_order_by() {
+        let a = run("SELECT name FROM singer ORDER BY max(age) DESC LIMIT 1");
+        // age is nullable, so the style rule adds its IS NOT NULL too.
+        assert_eq!(a.sql, "SELECT name FROM singer WHERE age IS NOT NULL ORDER BY age DESC LIMIT 1");
+        assert!(a.fired[0].starts_with("function: max() in ORDER BY"), "{:?}", a.fired);
+    }
+
+    #[test]
+    fn function_nested_aggregates() {
+        let a = run("SELECT country, max(count(*)) FROM singer GROUP BY country");
+        assert_eq!(a.sql, "SELECT country, count(*) FROM singer GROUP BY country ORDER BY count(*) DESC LIMIT 1");
+    }
+
+    #[test]
+    fn function_redundant_join() {
+        let a = run("SELECT count(*) FROM singer_in_concert AS sic JOIN singer AS s ON sic.singer_id = s.singer_id");
+        assert_eq!(a.sql, "SELECT count(*) FROM singer_in_concert AS sic");
+        // Used elsewhere: kept.
+        let b = run("SELECT s.name FROM singer_in_concert AS sic JOIN singer AS s ON sic.singer_id = s.singer_id");
+        assert!(b.fired.is_empty(), "{:?}", b.fired);
+    }
+
+    #[test]
+    fn style_nulls_under_limit() {
+        let a = run("SELECT name FROM singer WHERE country = 'France' ORDER BY age DESC LIMIT 1");
+        assert_eq!(a.sql, "SELECT name FROM singer WHERE (country = 'France') AND age IS NOT NULL ORDER BY age DESC LIMIT 1");
+        // A NOT NULL column, or no LIMIT: nothing to do.
+        assert!(run("SELECT concert_id FROM singer_in_concert ORDER BY singer_id LIMIT 1").fired.is_empty());
+        assert!(run("SELECT name FROM singer ORDER BY age DESC").fired.is_empty());
+    }
+
+    #[test]
+    fn style_select_list() {
+        let mut s = star_schema();
+        let a = align("SELECT singer_id, name FROM singer", &s, &["name of the singer".into()], &mut Index, Rules::ALL);
+        assert_eq!(a.sql, "SELECT name FROM singer");
+        let b = align("SELECT singer_id, name FROM singer", &s, &["singer id".into(), "name".into()], &mut Index, Rules::ALL);
+        assert!(b.fired.is_empty());
+        s.tables.clear();
+        assert!(align("not sql", &s, &[], &mut Index, Rules::ALL).fired.is_empty());
+    }
+
+    #[test]
+    fn rules_can_be_switched_off() {
+        let s = star_schema();
+        let none = Rules { agent: false, function: false, style: false };
+        assert!(align("SELECT nme FROM singers", &s, &[], &mut Index, none).fired.is_empty());
+    }
+}

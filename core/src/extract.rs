@@ -1,0 +1,160 @@
+//! Extraction: one call at temperature 0 that names the columns a question needs, the values
+//! it mentions, and what its answer returns (info alignment: the SELECT as phrases of the
+//! question, in order). The answer is parsed leniently and resolved against the real schema.
+
+use crate::llm::Message;
+use crate::schema::Schema;
+use serde::Serialize;
+
+const SYSTEM: &str = include_str!("prompts/extract_system.txt");
+const USER: &str = include_str!("prompts/extract_user.txt");
+
+/// The messages of the extraction request.
+pub fn messages(schema: &str, question: &str, hint: Option<&str>) -> Vec<Message> {
+    let mut user = USER.replace("{schema}", schema.trim_end()).replace("{question}", question.trim());
+    if let Some(h) = hint.map(str::trim).filter(|h| !h.is_empty()) {
+        user.push_str("### Note: ");
+        user.push_str(h);
+        user.push('\n');
+    }
+    vec![Message::system(SYSTEM.trim_end()), Message::user(user)]
+}
+
+/// What the model extracted, as it wrote it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Extraction {
+    /// "table.column" or "column" names.
+    pub columns: Vec<String>,
+    /// Values the question mentions (the entities to look up).
+    pub entities: Vec<String>,
+    /// Columns the values were said to be in, as written.
+    pub value_columns: Vec<String>,
+    /// What the answer returns, in order.
+    pub select: Vec<String>,
+}
+
+fn strip(s: &str) -> String {
+    s.trim().trim_matches(|c| matches!(c, '`' | '*' | '.' | ',' | ';' | ' ')).trim().to_string()
+}
+
+fn unquote(s: &str) -> String {
+    let t = s.trim();
+    for (open, close) in [('\'', '\''), ('"', '"'), ('`', '`'), ('“', '”'), ('‘', '’')] {
+        if let Some(inner) = t.strip_prefix(open).and_then(|r| r.strip_suffix(close)) {
+            return inner.to_string();
+        }
+    }
+    t.to_string()
+}
+
+/// The value of a "#name:" line, wherever it is in the answer (case-insensitive).
+fn field<'a>(answer: &'a str, name: &str) -> Option<&'a str> {
+    answer.lines().find_map(|l| {
+        let t = l.trim().trim_start_matches(['-', '*', ' ']);
+        let rest = t.strip_prefix('#').unwrap_or(t);
+        let (k, v) = rest.split_once(':')?;
+        k.trim().eq_ignore_ascii_case(name).then_some(v)
+    })
+}
+
+/// Parses the extraction answer; missing lines give empty lists.
+pub fn parse(answer: &str) -> Extraction {
+    let mut e = Extraction::default();
+    if let Some(cols) = field(answer, "columns") {
+        e.columns = cols.split(',').map(strip).filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("none")).collect();
+    }
+    let values = field(answer, "values").or_else(|| field(answer, "entities"));
+    if let Some(values) = values {
+        for part in values.split(';') {
+            let part = part.trim();
+            if part.is_empty() || part.eq_ignore_ascii_case("none") {
+                continue;
+            }
+            match part.split_once('=') {
+                Some((col, val)) => {
+                    let v = unquote(val.trim());
+                    if !v.is_empty() {
+                        e.value_columns.push(strip(col));
+                        e.entities.push(v);
+                    }
+                }
+                None => e.entities.push(unquote(part)),
+            }
+        }
+    }
+    if let Some(select) = field(answer, "select") {
+        e.select = select.split(';').map(strip).filter(|s| !s.is_empty()).collect();
+    }
+    e
+}
+
+/// A column of the schema: (table index, column index).
+pub type ColumnRef = (usize, usize);
+
+fn norm(ident: &str) -> String {
+    ident.trim().trim_matches('"').to_lowercase()
+}
+
+/// The schema's columns that `names` ("table.column" or "column", quoted or not, any case)
+/// refer to; a bare column name refers to every table that has it.
+pub fn resolve(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
+    let mut out: Vec<ColumnRef> = Vec::new();
+    for name in names {
+        let (table, column) = match name.rsplit_once('.') {
+            Some((t, c)) => (Some(norm(t.rsplit('.').next().unwrap_or(t))), norm(c)),
+            None => (None, norm(name)),
+        };
+        for (ti, t) in schema.tables.iter().enumerate() {
+            if let Some(tn) = &table {
+                if norm(&t.name) != *tn && norm(&t.ident) != *tn {
+                    continue;
+                }
+            }
+            for (ci, c) in t.columns.iter().enumerate() {
+                if norm(&c.name) == column && !out.contains(&(ti, ci)) {
+                    out.push((ti, ci));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::tests::sample_schema;
+
+    #[test]
+    fn parses_the_three_lines() {
+        let a = "#columns: singer.name, singer.country\n#values: singer.country = 'France'; 'Joe'\n#select: name of the singer; country";
+        let e = parse(a);
+        assert_eq!(e.columns, vec!["singer.name", "singer.country"]);
+        assert_eq!(e.entities, vec!["France", "Joe"]);
+        assert_eq!(e.value_columns, vec!["singer.country"]);
+        assert_eq!(e.select, vec!["name of the singer", "country"]);
+    }
+
+    #[test]
+    fn tolerates_prose_bullets_case_and_missing_lines() {
+        let a = "Sure.\n- #Columns: `singer.name`,\n* #VALUES: none\nThat is all.";
+        let e = parse(a);
+        assert_eq!(e.columns, vec!["singer.name"]);
+        assert!(e.entities.is_empty() && e.select.is_empty());
+        assert_eq!(parse("no format at all"), Extraction::default());
+    }
+
+    #[test]
+    fn resolves_names_against_the_schema() {
+        let s = sample_schema();
+        let r = resolve(&s, &["SINGER.Name".into(), "\"Order Items\".\"select\"".into(), "singer_id".into(), "nope".into()]);
+        assert_eq!(r, vec![(0, 1), (1, 1), (0, 0), (1, 0)]);
+    }
+
+    #[test]
+    fn prompt_has_schema_question_and_hint() {
+        let m = messages("# t (\n# )", "How many?", Some("hint"));
+        assert!(m[0].content.starts_with("You read a question"));
+        assert!(m[1].content.contains("### Question: How many?\n### Note: hint\n"));
+    }
+}

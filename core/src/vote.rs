@@ -1,0 +1,145 @@
+//! Self-consistency vote: candidates that return the same rows form a group; the largest
+//! group wins, empty results lose to non-empty ones, ties go to the fastest execution, and
+//! confidence is the winning group's share of all candidates.
+
+use crate::results::Row;
+use serde::Serialize;
+use std::time::Duration;
+
+/// One executed candidate as the vote sees it.
+#[derive(Debug, Clone)]
+pub struct Ballot {
+    /// Index of the candidate in the caller's list.
+    pub candidate: usize,
+    pub rows: Vec<Row>,
+    /// Whether the candidate's own SQL orders its rows (then order is part of its answer).
+    pub ordered: bool,
+    pub elapsed: Duration,
+    /// How many candidates wrote this same query (after normalisation).
+    pub weight: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Group {
+    /// Candidates in the group, fastest first.
+    pub candidates: Vec<usize>,
+    pub votes: usize,
+    pub rows: usize,
+    pub fastest_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// The candidate to answer with: the fastest of the winning group.
+    pub winner: usize,
+    /// Groups, best first.
+    pub groups: Vec<Group>,
+    /// Votes of the winning group over all candidates (`total`).
+    pub confidence: f64,
+}
+
+fn key(b: &Ballot) -> Vec<Row> {
+    let mut rows = b.rows.clone();
+    if !b.ordered {
+        rows.sort();
+    }
+    rows
+}
+
+/// Votes among executed candidates; `total` counts every candidate, failed ones included.
+/// None when nothing was executed.
+pub fn vote(ballots: &[Ballot], total: usize) -> Option<Outcome> {
+    let mut groups: Vec<(Vec<Row>, Vec<&Ballot>)> = Vec::new();
+    for b in ballots {
+        let k = key(b);
+        match groups.iter_mut().find(|(gk, _)| *gk == k) {
+            Some((_, members)) => members.push(b),
+            None => groups.push((k, vec![b])),
+        }
+    }
+    let mut out: Vec<Group> = groups
+        .into_iter()
+        .map(|(k, mut members)| {
+            members.sort_by_key(|b| (b.elapsed, b.candidate));
+            Group {
+                candidates: members.iter().map(|b| b.candidate).collect(),
+                votes: members.iter().map(|b| b.weight.max(1)).sum(),
+                rows: k.len(),
+                fastest_ms: members[0].elapsed.as_secs_f64() * 1000.0,
+            }
+        })
+        .collect();
+    // Non-empty before empty, then more votes, then faster.
+    out.sort_by(|a, b| {
+        (a.rows == 0)
+            .cmp(&(b.rows == 0))
+            .then(b.votes.cmp(&a.votes))
+            .then(a.fastest_ms.total_cmp(&b.fastest_ms))
+    });
+    let first = out.first()?;
+    let winner = first.candidates[0];
+    let confidence = first.votes as f64 / total.max(first.votes) as f64;
+    Some(Outcome { winner, groups: out, confidence })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(v: &[&str]) -> Vec<Row> {
+        v.iter().map(|x| vec![Some(x.to_string())]).collect()
+    }
+
+    fn ballot(candidate: usize, r: &[&str], ms: u64) -> Ballot {
+        Ballot { candidate, rows: rows(r), ordered: false, elapsed: Duration::from_millis(ms), weight: 1 }
+    }
+
+    #[test]
+    fn three_agreeing_beat_two() {
+        let b = vec![
+            ballot(0, &["6"], 5),
+            ballot(1, &["7"], 1),
+            ballot(2, &["6"], 4),
+            ballot(3, &["7"], 2),
+            ballot(4, &["6"], 3),
+        ];
+        let o = vote(&b, 5).expect("outcome");
+        assert_eq!(o.groups[0].candidates, vec![4, 2, 0]);
+        assert_eq!(o.winner, 4, "the fastest of the winning group");
+        assert!((o.confidence - 0.6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn empty_results_lose_to_non_empty() {
+        let b = vec![ballot(0, &[], 1), ballot(1, &[], 1), ballot(2, &["x"], 9)];
+        let o = vote(&b, 3).expect("outcome");
+        assert_eq!(o.winner, 2);
+        assert_eq!(o.groups[1].votes, 2);
+    }
+
+    #[test]
+    fn ties_go_to_the_faster() {
+        let b = vec![ballot(0, &["a"], 9), ballot(1, &["b"], 2)];
+        assert_eq!(vote(&b, 2).expect("outcome").winner, 1);
+    }
+
+    #[test]
+    fn order_matters_only_when_the_sql_orders() {
+        let mut a = ballot(0, &["1", "2"], 1);
+        let mut b = ballot(1, &["2", "1"], 1);
+        assert_eq!(vote(&[a.clone(), b.clone()], 2).expect("outcome").groups.len(), 1);
+        a.ordered = true;
+        b.ordered = true;
+        assert_eq!(vote(&[a, b], 2).expect("outcome").groups.len(), 2);
+    }
+
+    #[test]
+    fn duplicates_carry_their_weight_and_failures_lower_confidence() {
+        let mut a = ballot(0, &["x"], 1);
+        a.weight = 3;
+        let o = vote(&[a, ballot(1, &["y"], 1)], 5).expect("outcome");
+        assert_eq!((o.winner, o.groups[0].votes), (0, 3));
+        assert!((o.confidence - 0.6).abs() < 1e-9);
+        assert!(vote(&[], 3).is_none());
+    }
+}
