@@ -28,15 +28,35 @@ from psycopg import sql as pgsql
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = Path(os.environ.get("NL2SQL_BENCH", ROOT.parent / "shared" / "bench" / "spider-pg"))
 
-# Named settings for ablations. "zero-shot" is the foundation: one zero-shot generation from the
-# full Open-SQL schema with sampled values, and one correction round.
-CONFIGS = {
-    "zero-shot": {"nl2sql.max_corrections": "1", "nl2sql.sample_rows": "1000", "nl2sql.use_values": "off"},
-    "no-correction": {"nl2sql.max_corrections": "0", "nl2sql.sample_rows": "1000", "nl2sql.use_values": "off"},
-    "no-samples": {"nl2sql.max_corrections": "1", "nl2sql.sample_rows": "0", "nl2sql.use_values": "off"},
-    # the value index (issue 4): stored values similar to words of the question in the prompt
-    "values": {"nl2sql.max_corrections": "1", "nl2sql.sample_rows": "1000", "nl2sql.use_values": "on"},
+# Named settings for ablations; each names every setting it depends on, over DEFAULTS.
+# "zero-shot" is the foundation: one zero-shot generation from the full Open-SQL schema with
+# sampled values, and one correction round. "full" is the OpenSearch-SQL pipeline with the
+# extension's defaults; the "full-no-*" rows switch one stage off.
+DEFAULTS = {
+    "nl2sql.mode": "full", "nl2sql.max_corrections": "1", "nl2sql.sample_rows": "1000",
+    "nl2sql.use_values": "on", "nl2sql.use_extraction": "on", "nl2sql.use_chain_of_thought": "on",
+    "nl2sql.align_agent": "on", "nl2sql.align_function": "on", "nl2sql.align_style": "on",
+    "nl2sql.candidates": "5", "nl2sql.agreement": "2", "nl2sql.temperature": "0.7",
 }
+ZERO_SHOT = {"nl2sql.mode": "zero_shot", "nl2sql.use_values": "off"}
+NO_ALIGNMENT = {"nl2sql.align_agent": "off", "nl2sql.align_function": "off", "nl2sql.align_style": "off"}
+CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
+    "zero-shot": ZERO_SHOT,
+    "no-correction": {**ZERO_SHOT, "nl2sql.max_corrections": "0"},
+    "no-samples": {**ZERO_SHOT, "nl2sql.sample_rows": "0"},
+    # the value index (issue 4): stored values similar to words of the question in the prompt
+    "values": {**ZERO_SHOT, "nl2sql.use_values": "on"},
+    "full": {},
+    "full-no-extraction": {"nl2sql.use_extraction": "off"},
+    "full-no-cot": {"nl2sql.use_chain_of_thought": "off"},
+    "full-n1": {"nl2sql.candidates": "1"},
+    "full-no-early-stop": {"nl2sql.agreement": "0"},
+    "full-no-alignment": NO_ALIGNMENT,
+    "full-no-values": {"nl2sql.use_values": "off"},
+    "full-no-correction": {"nl2sql.max_corrections": "0"},
+}.items()}
+# The ablation of the full pipeline: the zero-shot row, the full row, and each stage off.
+ABLATION = "zero-shot,full,full-no-extraction,full-no-cot,full-n1,full-no-alignment,full-no-values,full-no-correction"
 
 GOLD_COLUMNS_SQL = """
 SELECT DISTINCT d.refobjid::regclass::text AS tbl, quote_ident(a.attname) AS col
@@ -145,6 +165,12 @@ def evaluate(conn, item, repeat):
     done = [c.get("completion_tokens") for c in calls]
     rec["completion_tokens"] = sum(done) if calls and all(d is not None for d in done) else None
     rec["schema_tokens"] = trace.get("schema_tokens")
+    gen = [c for c in calls if c.get("stage") == "generate"]
+    rec["generation_prompt_tokens"] = max((c.get("prompt_tokens") or c.get("prompt_tokens_estimate", 0) for c in gen), default=None)
+    rec["round_trips"] = trace.get("round_trips")
+    rec["waves"] = trace.get("waves")
+    rec["stopped_early"] = trace.get("stopped_early")
+    rec["confidence"] = trace.get("confidence")
 
     rec["correct"] = False
     rec["gold_ms"] = rec["predicted_ms"] = rec["ves"] = rec["rves"] = None
@@ -244,7 +270,13 @@ def summarize(records):
     prompt = [r["prompt_tokens"] if r.get("prompt_tokens") is not None else r.get("prompt_tokens_estimate", 0)
               for r in records]
     completion = [r["completion_tokens"] for r in records if r.get("completion_tokens") is not None]
+    gen_prompt = [r["generation_prompt_tokens"] for r in records if r.get("generation_prompt_tokens") is not None]
+    trips = [r["round_trips"] for r in records if r.get("round_trips") is not None]
     return {
+        "latency_mean_s": statistics.mean(r["latency_ms"] for r in records) / 1000,
+        "generation_prompt_tokens": statistics.mean(gen_prompt) if gen_prompt else None,
+        "round_trips": statistics.mean(trips) if trips else None,
+        "stopped_early": sum(1 for r in records if r.get("stopped_early")),
         "n": n,
         "ex": pct([1 if r["correct"] else 0 for r in records]),
         "ves": pct([r["ves"] or 0 for r in records]),
@@ -278,7 +310,8 @@ def print_table(title, records):
 
 def print_ablation(results):
     print("\nAblation (same questions; Δ against the first row)")
-    print(f"{'config':<18}{'EX':>7}{'ΔEX':>7}{'VES':>7}{'R-VES':>7}{'p50 s':>7}{'calls':>7}{'prompt tok':>11}")
+    print(f"{'config':<20}{'EX':>7}{'ΔEX':>7}{'VES':>7}{'R-VES':>7}{'p50 s':>7}{'mean s':>8}{'calls':>7}"
+          f"{'trips':>7}{'prompt tok':>11}{'gen prompt':>11}{'compl tok':>10}")
     base = None
     for name, recs in results:
         s = summarize(recs)
@@ -286,8 +319,10 @@ def print_ablation(results):
             continue
         base = s["ex"] if base is None else base
         delta = "—" if name == results[0][0] else f"{s['ex'] - base:+.1f}"
-        print(f"{name:<18}{s['ex']:>7.1f}{delta:>7}{s['ves']:>7.1f}{s['rves']:>7.1f}{s['latency_p50_s']:>7.2f}"
-              f"{s['llm_calls']:>7.2f}{s['prompt_tokens']:>11.0f}")
+        print(f"{name:<20}{s['ex']:>7.1f}{delta:>7}{s['ves']:>7.1f}{s['rves']:>7.1f}{s['latency_p50_s']:>7.2f}"
+              f"{s['latency_mean_s']:>8.2f}{s['llm_calls']:>7.2f}{fmt(s['round_trips'], '7.2f'):>7}"
+              f"{s['prompt_tokens']:>11.0f}{fmt(s['generation_prompt_tokens'], '11.0f'):>11}"
+              f"{fmt(s['completion_tokens'], '10.1f'):>10}")
 
 
 # --- main --------------------------------------------------------------------------------------
@@ -311,8 +346,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     ap.add_argument("--db", action="append", help="only this database (repeatable)")
     ap.add_argument("--ids", help="only these question ids, comma-separated")
-    ap.add_argument("--configs", default="zero-shot",
-                    help="comma-separated settings to compare: " + ", ".join(CONFIGS))
+    ap.add_argument("--configs", default=ABLATION,
+                    help="comma-separated settings to compare (default: the ablation of the full "
+                         "pipeline): " + ", ".join(CONFIGS))
     ap.add_argument("--repeat", type=int, default=3, help="executions per query for VES timing")
     ap.add_argument("--out-dir", default=str(ROOT / "eval" / "results"))
     ap.add_argument("--tag", default="", help="extra word in the result file names")

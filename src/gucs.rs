@@ -5,7 +5,7 @@
 //! so no other role can point the configured key at a host of its own choosing. The key is also
 //! SUPERUSER_ONLY and NO_SHOW_ALL: other roles cannot read it with SHOW, current_setting() or pg_settings.
 
-use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
 use std::ffi::CString;
 use std::time::Duration;
 
@@ -36,6 +36,26 @@ static INDEX_HNSW_M: GucSetting<i32> = GucSetting::<i32>::new(8);
 static INDEX_HNSW_EF_CONSTRUCTION: GucSetting<i32> = GucSetting::<i32>::new(16);
 static INDEX_BUILD_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static SEARCH_EF: GucSetting<i32> = GucSetting::<i32>::new(40);
+static MODE: GucSetting<Mode> = GucSetting::<Mode>::new(Mode::Full);
+static CANDIDATES: GucSetting<i32> = GucSetting::<i32>::new(5);
+static TEMPERATURE: GucSetting<f64> = GucSetting::<f64>::new(0.7);
+static AGREEMENT: GucSetting<i32> = GucSetting::<i32>::new(2);
+static MIN_CONFIDENCE: GucSetting<f64> = GucSetting::<f64>::new(0.5);
+static USE_EXTRACTION: GucSetting<bool> = GucSetting::<bool>::new(true);
+static USE_CHAIN_OF_THOUGHT: GucSetting<bool> = GucSetting::<bool>::new(true);
+static ALIGN_AGENT: GucSetting<bool> = GucSetting::<bool>::new(true);
+static ALIGN_FUNCTION: GucSetting<bool> = GucSetting::<bool>::new(true);
+static ALIGN_STYLE: GucSetting<bool> = GucSetting::<bool>::new(true);
+static COLUMN_MATCHES: GucSetting<i32> = GucSetting::<i32>::new(5);
+
+/// Values of nl2sql.mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
+pub enum Mode {
+    #[name = c"full"]
+    Full,
+    #[name = c"zero_shot"]
+    ZeroShot,
+}
 
 /// Environment variables read for the embedding endpoint's key when its setting is empty.
 pub const EMBEDDING_KEY_ENV: [&str; 2] = ["NL2SQL_EMBEDDING_API_KEY", "OPENAI_API_KEY"];
@@ -298,6 +318,104 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
+    GucRegistry::define_enum_guc(
+        c"nl2sql.mode",
+        c"Pipeline nl2sql() runs: full (extraction, n candidates, alignments, vote) or zero_shot.",
+        c"zero_shot: one generation from the whole schema, corrected up to nl2sql.max_corrections times.",
+        &MODE,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.candidates",
+        c"Candidate queries generated per question (n).",
+        c"Requested concurrently, in two waves when nl2sql.agreement is above 0.",
+        &CANDIDATES,
+        1,
+        32,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_float_guc(
+        c"nl2sql.temperature",
+        c"Sampling temperature of the candidates when more than one is generated.",
+        c"Extraction, corrections and a single candidate always use 0.",
+        &TEMPERATURE,
+        0.0,
+        2.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.agreement",
+        c"Agreeing candidates that stop sampling early (adaptive n); 0 never stops early.",
+        c"The first wave asks for this many candidates; the rest of nl2sql.candidates only when they disagree.",
+        &AGREEMENT,
+        0,
+        32,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_float_guc(
+        c"nl2sql.min_confidence",
+        c"Share of candidates that must agree; below it nl2sql() still answers but raises a NOTICE.",
+        c"",
+        &MIN_CONFIDENCE,
+        0.0,
+        1.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"nl2sql.use_extraction",
+        c"Whether the full pipeline first extracts columns, values and the SELECT content.",
+        c"Off: candidates see the whole schema (the ablation without extraction).",
+        &USE_EXTRACTION,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"nl2sql.use_chain_of_thought",
+        c"Whether candidates are written with the structured chain of thought.",
+        c"Off: candidates answer with the query only.",
+        &USE_CHAIN_OF_THOUGHT,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"nl2sql.align_agent",
+        c"Whether names and values that do not exist are replaced by the real ones before execution.",
+        c"",
+        &ALIGN_AGENT,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"nl2sql.align_function",
+        c"Whether misplaced aggregates and redundant joins are rewritten before execution.",
+        c"",
+        &ALIGN_FUNCTION,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"nl2sql.align_style",
+        c"Whether ORDER BY ... LIMIT gets IS NOT NULL and unasked id columns leave the SELECT list.",
+        c"",
+        &ALIGN_STYLE,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.column_matches",
+        c"Columns found by name similarity added to the extraction's choice.",
+        c"The best this many, among those scoring at least 0.6 (nl2sql.search_columns).",
+        &COLUMN_MATCHES,
+        0,
+        50,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
     // Refuse unknown nl2sql.* settings (typos) from now on; before PostgreSQL 15, warn about them.
     #[cfg(not(any(feature = "pg13", feature = "pg14")))]
     unsafe {
@@ -437,4 +555,41 @@ pub fn index_build_memory_mb() -> i32 {
 
 pub fn search_ef() -> i32 {
     SEARCH_EF.get()
+}
+
+pub fn mode() -> Mode {
+    MODE.get()
+}
+
+pub fn candidates() -> usize {
+    CANDIDATES.get().max(1) as usize
+}
+
+pub fn temperature() -> f32 {
+    TEMPERATURE.get() as f32
+}
+
+pub fn agreement() -> usize {
+    AGREEMENT.get().max(0) as usize
+}
+
+pub fn min_confidence() -> f64 {
+    MIN_CONFIDENCE.get()
+}
+
+pub fn use_extraction() -> bool {
+    USE_EXTRACTION.get()
+}
+
+pub fn use_chain_of_thought() -> bool {
+    USE_CHAIN_OF_THOUGHT.get()
+}
+
+/// (agent, function, style)
+pub fn alignments() -> (bool, bool, bool) {
+    (ALIGN_AGENT.get(), ALIGN_FUNCTION.get(), ALIGN_STYLE.get())
+}
+
+pub fn column_matches() -> usize {
+    COLUMN_MATCHES.get().max(0) as usize
 }

@@ -6,7 +6,11 @@ conversation (every message's content joined). Rules are stateless, so a correct
 scripted by a rule that also matches the correction prompt, placed before the first-round rule.
 
 Rule fields (besides "match"):
-  content      answer text, returned as an OpenAI chat completion
+  content      answer text, returned as an OpenAI chat completion; "{authorization}" in it is
+               replaced by the Authorization header received (a model that echoes a secret)
+  sequence     answers in turn to the requests this rule matches, cycling: each item a string
+               (the content) or an object with content/status/body/delay_ms; for the n
+               identical candidate requests of one question
   status/body  answer with this HTTP status and body instead; "{authorization}" in the body is
                replaced by the Authorization header received (as some APIs echo a bad key)
   raw          answer HTTP 200 with this raw body (garbage or truncated JSON)
@@ -17,8 +21,8 @@ POST /v1/embeddings answers every input with a deterministic 64-dimensional vect
 hashed character trigrams, normalised), so similar strings get similar vectors. An input
 containing "[embed-slow]" delays the answer 30 s; "[embed-500]" makes it fail with HTTP 500.
 
-GET /requests   every request seen so far (JSON list: path, authorization, body)
-POST /reset     forget requests and fail counters
+GET /requests   every request seen so far (JSON list: path, authorization, body, received)
+POST /reset     forget requests, fail counters and sequence positions
 GET /health     200
 """
 import argparse
@@ -33,6 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 LOCK = threading.Lock()
 SEEN = []
 FAILS = {}
+SEQ = {}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -69,13 +74,15 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 SEEN.clear()
                 FAILS.clear()
+                SEQ.clear()
             return self._send(200, "{}")
         try:
             body = json.loads(raw)
         except ValueError:
             return self._send(400, '{"error": "request body is not JSON"}')
         with LOCK:
-            SEEN.append({"path": self.path, "authorization": self.headers.get("Authorization"), "body": body})
+            SEEN.append({"path": self.path, "authorization": self.headers.get("Authorization"), "body": body,
+                         "received": time.time()})
         if self.path.endswith("/embeddings"):
             return self._embeddings(body)
         if not self.path.endswith("/chat/completions"):
@@ -100,6 +107,12 @@ class Handler(BaseHTTPRequestHandler):
                                            "usage": {"prompt_tokens": len(joined) // 4, "total_tokens": len(joined) // 4}}))
 
     def _answer(self, idx, rule, body):
+        if "sequence" in rule:
+            with LOCK:
+                n = SEQ.get(idx, 0)
+                SEQ[idx] = n + 1
+            item = rule["sequence"][n % len(rule["sequence"])]
+            rule = dict(item) if isinstance(item, dict) else {"content": item}
         if rule.get("delay_ms"):
             time.sleep(rule["delay_ms"] / 1000.0)
         if rule.get("fail_times"):
@@ -113,7 +126,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(rule["status"], body_text)
         if "raw" in rule:
             return self._send(200, rule["raw"])
-        content = rule.get("content", "")
+        content = rule.get("content", "").replace("{authorization}", self.headers.get("Authorization") or "")
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
         reply = {
             "id": "mock-%d" % idx,

@@ -25,7 +25,7 @@ def test_harness_computes_execution_accuracy(tmp_path):
     out = subprocess.run(
         [sys.executable, str(ROOT / "eval" / "harness.py"), "--db", "concert_singer", "--ids", ids,
          "--host", os.environ["NL2SQL_TEST_PGHOST"], "--port", os.environ["NL2SQL_TEST_PGPORT"],
-         "--no-setup", "--repeat", "1", "--quiet", "--out-dir", str(tmp_path)],
+         "--no-setup", "--repeat", "1", "--quiet", "--out-dir", str(tmp_path), "--configs", "zero-shot"],
         capture_output=True, text=True, timeout=120, check=True)
     records = [json.loads(line) for line in (tmp_path / "zero-shot-all.jsonl").read_text().splitlines()]
     got = {r["id"]: r["correct"] for r in records}
@@ -44,8 +44,24 @@ def test_harness_computes_execution_accuracy(tmp_path):
 def test_harness_resumes(tmp_path):
     args = [sys.executable, str(ROOT / "eval" / "harness.py"), "--db", "concert_singer", "--ids", "0,1",
             "--host", os.environ["NL2SQL_TEST_PGHOST"], "--port", os.environ["NL2SQL_TEST_PGPORT"],
-            "--no-setup", "--repeat", "1", "--out-dir", str(tmp_path)]
+            "--no-setup", "--repeat", "1", "--out-dir", str(tmp_path), "--configs", "zero-shot"]
     subprocess.run(args, capture_output=True, text=True, timeout=120, check=True)
     again = subprocess.run(args, capture_output=True, text=True, timeout=120, check=True)
     assert "2 already in" in again.stderr
     assert len((tmp_path / "zero-shot-all.jsonl").read_text().splitlines()) == 2
+
+
+def test_ablation_table(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "eval" / "harness.py"), "--db", "concert_singer", "--ids", "0,1,12",
+         "--host", os.environ["NL2SQL_TEST_PGHOST"], "--port", os.environ["NL2SQL_TEST_PGPORT"],
+         "--no-setup", "--repeat", "1", "--quiet", "--out-dir", str(tmp_path), "--configs", "zero-shot,full,full-n1"],
+        capture_output=True, text=True, timeout=120, check=True)
+    table = out.stdout[out.stdout.index("Ablation"):].splitlines()
+    assert [line.split()[0] for line in table[2:]] == ["zero-shot", "full", "full-n1"]
+    full = {r["id"]: r for r in map(json.loads, (tmp_path / "full-all.jsonl").read_text().splitlines())}
+    # The scripted model answers every candidate alike: the first wave agrees and sampling stops.
+    assert full[0]["correct"] and full[0]["stopped_early"] and full[0]["round_trips"] == 2
+    assert full[0]["generation_prompt_tokens"] > 0
+    n1 = [json.loads(x) for x in (tmp_path / "full-n1-all.jsonl").read_text().splitlines()]
+    assert all(r["waves"] == 1 and not r["stopped_early"] for r in n1 if r["predicted"])

@@ -19,13 +19,64 @@ def test_happy_path_on_spider_database(connect, mock):
     assert ask(conn, "How many singers do we have?") == "SELECT count(*) FROM singer"
     rows = conn.execute("SELECT * FROM nl2sql_run('How many singers do we have?')").fetchall()
     assert rows == [({"count": 6},)]
-    # One chat completion per call, with the configured model and the question in the prompt.
+    # The full pipeline: one extraction at temperature 0, then a first wave of candidates
+    # (nl2sql.agreement = 2) sampled at nl2sql.temperature; they agree, so sampling stops.
     reqs = mock.requests()
-    assert len(reqs) == 2
+    assert len(reqs) == 6
+    extraction, first, second = (r["body"] for r in reqs[:3])
+    assert extraction["model"] == "mock-model"
+    assert extraction["temperature"] == 0
+    assert "### Question: How many singers do we have?" in extraction["messages"][-1]["content"]
+    assert first["temperature"] == second["temperature"] == 0.7
+    assert first["messages"] == second["messages"]
+    assert "#SQL-like" in first["messages"][0]["content"]
+
+
+def test_zero_shot_mode_is_one_call(connect, mock):
+    conn = connect()
+    conn.execute("SET nl2sql.mode = zero_shot")
+    assert ask(conn, "How many singers do we have?") == "SELECT count(*) FROM singer"
+    reqs = mock.requests()
+    assert len(reqs) == 1
     body = reqs[0]["body"]
-    assert body["model"] == "mock-model"
     assert body["temperature"] == 0
     assert "### Question: How many singers do we have?" in body["messages"][-1]["content"]
+
+
+def test_candidates_are_requested_concurrently(connect, mock):
+    conn = connect()
+    conn.execute("SET nl2sql.agreement = 0")  # all five candidates in one wave
+    assert ask(conn, "[concurrent] names") == "SELECT name FROM singer ORDER BY name"
+    gen = [r for r in mock.requests() if "#SQL-like" in r["body"]["messages"][0]["content"]]
+    assert len(gen) == 5
+    # Each answer takes 600 ms: all five requests arrived before the first could be answered.
+    arrivals = sorted(r["received"] for r in gen)
+    assert arrivals[-1] - arrivals[0] < 0.5
+    trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+    assert trace["round_trips"] == 2 and trace["waves"] == 1
+
+
+def test_cancel_while_candidates_are_generated(connect, mock):
+    conn, other = connect(), connect()
+    pid = conn.info.backend_pid
+    cancelled_at = []
+
+    def cancel():
+        time.sleep(1.0)
+        other.execute("SELECT pg_cancel_backend(%s)", (pid,))
+        cancelled_at.append(time.monotonic())
+
+    t = threading.Thread(target=cancel)
+    t.start()
+    with pytest.raises(errors.QueryCanceled):
+        ask(conn, "[cancel-candidates] who sings?")
+    returned = time.monotonic()
+    t.join()
+    assert returned - cancelled_at[0] < 1.0
+    # Extraction was done and the candidates were in flight when the cancel came.
+    reqs = mock.requests()
+    assert len(reqs) == 3 and "#SQL-like" in reqs[2]["body"]["messages"][0]["content"]
+    assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
 def test_api_key_from_server_environment_is_sent(connect, mock):
@@ -137,12 +188,14 @@ def test_endpoint_down_fails_fast(connect):
 
 def test_retries_then_succeeds(connect, mock):
     conn = connect()
+    conn.execute("SET nl2sql.mode = zero_shot")
     assert ask(conn, "[flaky] how many stadiums are there?") == "SELECT count(*) AS stadiums FROM stadium"
     assert len(mock.requests()) == 3
 
 
 def test_correction_round_shows_the_error_to_the_model(connect, mock):
     conn = connect()
+    conn.execute("SET nl2sql.mode = zero_shot")
     assert ask(conn, "Which singers are older than 40?") == "SELECT name FROM singer WHERE age > 40 ORDER BY name"
     reqs = mock.requests()
     assert len(reqs) == 2

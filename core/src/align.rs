@@ -360,6 +360,19 @@ fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, values: &mut dy
         if !matches!(column.category.as_str(), "S" | "E" | "") {
             return;
         }
+        // Every value of the column is known from the statistics: no index needed.
+        if let Some(st) = column.stats.as_ref().filter(|s| s.complete && s.distinct as usize == s.values.len() && s.distinct > 0) {
+            if st.values.contains(&old) {
+                return;
+            }
+            let folded = crate::embed::fold(&old);
+            let same: Vec<&String> = st.values.iter().filter(|v| crate::embed::fold(v) == folded).collect();
+            if let [stored] = same.as_slice() {
+                fired.push(format!("agent: value {}.{} '{old}' -> '{stored}'", table.ident, column.ident));
+                set_literal(lit, stored);
+                return;
+            }
+        }
         if let Some(stored) = values.closest_value(table.oid, &column.name, &old) {
             if stored != old {
                 fired.push(format!("agent: value {}.{} '{old}' -> '{stored}'", table.ident, column.ident));
@@ -434,18 +447,36 @@ fn aggregate_in_where(q: &mut Query, fired: &mut Vec<String>) {
     let from: Vec<String> = s.from.iter().map(|f| f.to_string()).collect();
     let from = from.join(", ");
     let Some(selection) = s.selection.as_mut() else { return };
-    let _ = sqlparser::ast::visit_expressions_mut(selection, |e| {
-        if aggregate_name(e).is_some() {
-            let sub = format!("SELECT {e} FROM {from}");
-            if let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &sub) {
-                if let Some(Statement::Query(q)) = parsed.pop() {
-                    fired.push(format!("function: aggregate {e} in WHERE -> scalar subquery"));
-                    *e = Expr::Subquery(q);
+    // Aggregates of this WHERE only: one inside a subquery belongs to that subquery's FROM.
+    struct TopLevel<'a> {
+        depth: usize,
+        from: String,
+        fired: &'a mut Vec<String>,
+    }
+    impl VisitorMut for TopLevel<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            if self.depth == 0 && aggregate_name(e).is_some() {
+                let sub = format!("SELECT {e} FROM {}", self.from);
+                if let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &sub) {
+                    if let Some(Statement::Query(q)) = parsed.pop() {
+                        self.fired.push(format!("function: aggregate {e} in WHERE -> scalar subquery"));
+                        *e = Expr::Subquery(q);
+                    }
                 }
             }
+            ControlFlow::Continue(())
         }
-        ControlFlow::<()>::Continue(())
-    });
+    }
+    let _ = selection.visit(&mut TopLevel { depth: 0, from, fired });
 }
 
 fn aggregate_in_order_by(q: &mut Query, fired: &mut Vec<String>) {
@@ -710,6 +741,30 @@ mod tests {
         // Ambiguous: stadium.name and singer.name are both close to "nam".
         let c = run("SELECT nam FROM singer, stadium");
         assert!(c.fired.is_empty(), "{:?}", c.fired);
+    }
+
+    #[test]
+    fn agent_fixes_values_from_complete_statistics() {
+        struct Nothing;
+        impl ValueLookup for Nothing {
+            fn closest_value(&mut self, _: u32, _: &str, _: &str) -> Option<String> {
+                None
+            }
+        }
+        let s = crate::schema::tests::sample_schema();
+        let a = align("SELECT name FROM singer WHERE country = 'FRANCE' AND name = 'rose white'", &s, &[], &mut Nothing, Rules::ALL);
+        // country's three values are all known; name's six are too.
+        assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'France' AND name = 'Rose White'");
+        let b = align("SELECT name FROM singer WHERE country = 'Spain'", &s, &[], &mut Nothing, Rules::ALL);
+        assert!(b.fired.is_empty(), "absent values stay: the answer may be no rows");
+    }
+
+    #[test]
+    fn aggregates_inside_subqueries_are_left_alone() {
+        let sql = "SELECT name FROM singer WHERE age = (SELECT max(age) FROM singer)";
+        assert!(run(sql).fired.is_empty(), "{:?}", run(sql).fired);
+        let a = run("SELECT name FROM singer WHERE age > avg(age) AND age IN (SELECT min(age) FROM singer)");
+        assert_eq!(a.sql, "SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer) AND age IN (SELECT min(age) FROM singer)");
     }
 
     #[test]

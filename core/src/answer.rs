@@ -1,5 +1,6 @@
 //! Finds the SQL in a model's answer: code fences, prose around it, trailing chatter.
 
+use sqlparser::ast::{SetExpr, Statement};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
@@ -26,7 +27,7 @@ pub fn extract_sql(answer: &str) -> Option<String> {
             None => answer.clone(),
         },
     };
-    let body = body.trim();
+    let body = unquote(body.trim());
     if body.is_empty() {
         return None;
     }
@@ -36,7 +37,9 @@ pub fn extract_sql(answer: &str) -> Option<String> {
     // Prose around the SQL: start at the first line that opens a statement, then drop
     // trailing lines until what is left parses.
     let lines: Vec<&str> = body.lines().collect();
-    let start = lines.iter().position(|l| starts_statement(l))?;
+    let Some(start) = lines.iter().position(|l| starts_statement(l)) else {
+        return select_section(&answer);
+    };
     let first = strip_before_keyword(lines[start]);
     let mut kept: Vec<&str> = std::iter::once(first).chain(lines[start + 1..].iter().copied()).collect();
     let whole = kept.join("\n");
@@ -49,6 +52,33 @@ pub fn extract_sql(answer: &str) -> Option<String> {
     }
     // Nothing parses: hand back the statement as written so the caller can report why.
     Some(clean(&whole))
+}
+
+/// The query wrapped whole in double quotes or backticks, unwrapped.
+fn unquote(text: &str) -> &str {
+    for q in ['"', '`'] {
+        if let Some(inner) = text.strip_prefix(q).and_then(|t| t.strip_suffix(q)) {
+            if !inner.contains(q) && parses(inner.trim()) {
+                return inner.trim();
+            }
+        }
+    }
+    text
+}
+
+/// A structured answer that stopped at `#SELECT:` with the whole query there (small models
+/// do): the query, when that line with its keyword back is a SELECT with a FROM clause.
+fn select_section(answer: &str) -> Option<String> {
+    let lower = answer.to_ascii_lowercase();
+    let idx = lower.rfind("#select:")?;
+    let rest = answer[idx + "#select:".len()..].trim();
+    let end = rest.find("\n#").unwrap_or(rest.len());
+    let sql = format!("SELECT {}", rest[..end].trim());
+    let reads_a_table = match Parser::parse_sql(&PostgreSqlDialect {}, &sql) {
+        Ok(v) => matches!(v.as_slice(), [Statement::Query(q)] if matches!(&*q.body, SetExpr::Select(s) if !s.from.is_empty())),
+        Err(_) => false,
+    };
+    reads_a_table.then(|| clean(&sql))
 }
 
 fn clean(sql: &str) -> String {
@@ -75,10 +105,11 @@ fn strip_think(answer: &str) -> String {
     out
 }
 
-/// The text after the last `#SQL:` marker of a structured answer, if any.
+/// The text after the last `#SQL:` marker of a structured answer (any case), if any.
 fn marked_section(answer: &str) -> Option<String> {
-    let idx = answer.rfind("#SQL:")?;
-    let rest = &answer[idx + "#SQL:".len()..];
+    // ASCII lowercasing keeps byte offsets, so an index in the copy is one in the answer.
+    let idx = answer.to_ascii_lowercase().rfind("#sql:")?;
+    let rest = &answer[idx + "#sql:".len()..];
     Some(fenced_block(rest).unwrap_or_else(|| rest.to_string()))
 }
 
@@ -167,6 +198,27 @@ mod tests {
     fn structured_answer_takes_last_sql_section() {
         let a = "#reason: count rows\n#SQL-like: Show COUNT(*)\n#SQL: SELECT count(*) FROM singer";
         assert_eq!(extract_sql(a).as_deref(), Some("SELECT count(*) FROM singer"));
+    }
+
+    #[test]
+    fn structured_answer_in_any_case_and_with_a_fence() {
+        let a = "#reason: count\n#SQL-like: Show count\n#sql:\n```sql\nSELECT count(*) FROM t\n```";
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT count(*) FROM t"));
+    }
+
+    #[test]
+    fn structured_answer_that_stopped_at_select() {
+        let a = "#reason: list\n#columns: singer.name\n#SELECT: singer.name, count(*) FROM singer GROUP BY singer.name";
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT singer.name, count(*) FROM singer GROUP BY singer.name"));
+        // Without a FROM it is a description, not a query.
+        assert_eq!(extract_sql("#reason: x\n#SELECT: name, age"), None);
+    }
+
+    #[test]
+    fn quoted_query() {
+        let a = "#SQL-like: x\n#SQL: \"SELECT name FROM singer ORDER BY age DESC LIMIT 1\"";
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT name FROM singer ORDER BY age DESC LIMIT 1"));
+        assert_eq!(extract_sql("`SELECT 1`").as_deref(), Some("SELECT 1"));
     }
 
     #[test]

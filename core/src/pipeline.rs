@@ -1,24 +1,38 @@
-//! One question in, one checked and executed query out: the zero-shot path with a correction
-//! round. Everything outside this crate (PostgreSQL, HTTP) comes in through the two traits.
+//! One question in, one checked and executed query out. Two paths:
+//!
+//! - zero-shot: one generation from the whole schema, corrected in up to R rounds;
+//! - full (OpenSearch-SQL): extraction -> value and column retrieval -> per-question schema ->
+//!   n candidates with a structured chain of thought, in waves that stop early once candidates
+//!   agree -> alignments -> sandboxed execution -> corrections by error type -> vote.
+//!
+//! Everything outside this crate (PostgreSQL, HTTP) comes in through the traits.
 
+use crate::align::{self, Rules, ValueLookup};
 use crate::answer::extract_sql;
 use crate::error::{Diagnostic, Report, SqlState};
+use crate::extract::{self, Extraction};
 use crate::guard::{self, FunctionRef, GuardError};
-use crate::llm::{ChatRequest, Completion, LlmError};
+use crate::llm::{ChatRequest, Completion, LlmError, Message};
 use crate::refine::{self, Failure, FailureKind};
+use crate::results;
 use crate::retrieve::{self, ValueHint};
-use crate::schema::{Detail, Schema};
+use crate::schema::{Detail, Focus, Rendered, Schema};
+use crate::vote::{self, Ballot, Outcome};
 use crate::{generate, Execution};
 use serde::Serialize;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
 use std::time::{Duration, Instant};
 
 /// Longest question accepted, in characters.
 pub const MAX_QUESTION_CHARS: usize = 8_000;
 /// Longest hint accepted, in characters.
 pub const MAX_HINT_CHARS: usize = 8_000;
+/// Completion tokens for the extraction answer (three short lines).
+const EXTRACTION_MAX_TOKENS: u32 = 256;
 
 /// What the pipeline needs from the database.
-pub trait Database {
+pub trait Database: ValueLookup {
     /// The calls among `functions` that may resolve to a volatile function.
     fn volatile_functions(&mut self, functions: &[FunctionRef]) -> Result<Vec<FunctionRef>, Report>;
     /// Runs one guarded query in the sandbox.
@@ -27,23 +41,74 @@ pub trait Database {
     fn similar_values(&mut self, _text: &str) -> Vec<ValueHint> {
         Vec::new()
     }
+    /// Columns whose names are similar to words of `text` (the schema embeddings), as
+    /// (table OID, column name); none by default.
+    fn similar_columns(&mut self, _text: &str) -> Vec<(u32, String)> {
+        Vec::new()
+    }
 }
 
 /// What the pipeline needs from the model.
 pub trait Llm {
     fn chat(&mut self, req: ChatRequest) -> Result<Completion, LlmError>;
+    /// Several requests at once; one answer (or error) each, in order.
+    fn chat_many(&mut self, reqs: Vec<ChatRequest>) -> Vec<Result<Completion, LlmError>> {
+        reqs.into_iter().map(|r| self.chat(r)).collect()
+    }
     /// The API key, so that errors can be scrubbed of it.
     fn secret(&self) -> Option<&str> {
         None
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    ZeroShot,
+    Full,
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
+    pub mode: Mode,
+    /// Correction rounds (R).
     pub max_corrections: u32,
     pub max_tokens: u32,
     pub schema_max_tokens: usize,
     pub allowed_functions: Vec<String>,
+    /// Candidates to generate (n).
+    pub candidates: usize,
+    /// Candidates asked for in the first wave; the rest only when they disagree.
+    pub first_wave: usize,
+    /// Votes that end sampling early (adaptive n).
+    pub agreement: usize,
+    pub temperature: f32,
+    pub extraction: bool,
+    pub chain_of_thought: bool,
+    pub alignment: Rules,
+    /// Columns from the schema embeddings added to the per-question schema.
+    pub column_matches: usize,
+}
+
+impl Settings {
+    /// The zero-shot path with one correction round (the foundation's defaults).
+    pub fn zero_shot() -> Settings {
+        Settings {
+            mode: Mode::ZeroShot,
+            max_corrections: 1,
+            max_tokens: 1024,
+            schema_max_tokens: 8000,
+            allowed_functions: vec![],
+            candidates: 1,
+            first_wave: 1,
+            agreement: 1,
+            temperature: 0.0,
+            extraction: false,
+            chain_of_thought: false,
+            alignment: Rules { agent: false, function: false, style: false },
+            column_matches: 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -62,17 +127,41 @@ pub struct Answer {
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Trace {
+    pub mode: Option<Mode>,
+    /// The schema as the generator was shown it (per question in the full path).
+    pub schema: String,
     pub schema_tokens: usize,
     pub schema_detail: String,
     pub tables_shown: usize,
     pub tables_omitted: usize,
-    /// Every column the model was shown, as `table.column` written in SQL.
+    /// Every column the generator was shown, as `table.column` written in SQL.
     pub schema_columns: Vec<String>,
     /// Stored values similar to words of the question, shown to the model.
     pub values: Vec<ValueHint>,
+    pub extraction: Option<ExtractionTrace>,
     pub llm_calls: Vec<LlmCall>,
+    /// LLM round trips one after another (concurrent requests count once).
+    pub round_trips: usize,
     pub candidates: Vec<CandidateTrace>,
+    /// Waves of generation requests sent (adaptive n: the second only when the first disagrees).
+    pub waves: usize,
+    /// Sampling stopped before n candidates because enough agreed.
+    pub stopped_early: bool,
+    pub vote: Option<Outcome>,
+    pub confidence: Option<f64>,
     pub wall_ms: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ExtractionTrace {
+    pub parsed: Extraction,
+    /// Columns the extraction named that exist.
+    pub columns: Vec<String>,
+    /// Columns the schema embeddings matched.
+    pub column_matches: Vec<String>,
+    pub focus: Focus,
+    /// Tokens of the whole schema shown to the extraction.
+    pub full_schema_tokens: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -85,17 +174,30 @@ pub struct LlmCall {
     pub completion_tokens: Option<u64>,
     pub latency_ms: f64,
     pub attempts: u32,
+    pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct CandidateTrace {
+    /// 0: generated; 1..: correction rounds.
     pub round: u32,
+    pub raw: String,
+    /// The SQL the model wrote.
     pub sql: Option<String>,
+    /// After the alignment rules, when any fired.
+    pub aligned: Option<String>,
+    pub rules: Vec<String>,
+    /// The earlier candidate this one duplicates (same query after normalisation).
+    pub duplicate_of: Option<usize>,
+    /// The failed (or empty) candidate this correction answers.
+    pub corrects: Option<usize>,
     pub ok: bool,
     pub rows: Option<usize>,
     pub exec_ms: Option<f64>,
     pub error: Option<String>,
     pub error_kind: Option<FailureKind>,
+    /// PostgreSQL's SQLSTATE of an execution error.
+    pub sqlstate: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -126,6 +228,7 @@ impl Diagnostic for AskError {
                 Failure::Syntax(e) => e.sqlstate(),
                 Failure::Execution(r) => r.sqlstate,
                 Failure::Timeout { .. } => SqlState::QueryCanceled,
+                Failure::Empty => SqlState::InternalError,
             },
         }
     }
@@ -144,6 +247,7 @@ impl Diagnostic for AskError {
                 Failure::Syntax(e) => e.message(),
                 Failure::Execution(r) => format!("generated query failed: {}", r.message),
                 Failure::Timeout { ms } => format!("generated query exceeded nl2sql.statement_timeout ({ms} ms)"),
+                Failure::Empty => "no generated query could be run".into(),
             },
         }
     }
@@ -206,7 +310,53 @@ pub fn validate(q: &Question) -> Result<(), AskError> {
     Ok(())
 }
 
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
+}
+
+fn detail_name(d: Detail) -> String {
+    match d {
+        Detail::Full => "full",
+        Detail::Core => "core",
+        Detail::Bare => "bare",
+    }
+    .into()
+}
+
+fn shown_columns(schema: &Schema, rendered: &Rendered) -> Vec<String> {
+    schema.tables[..rendered.tables_shown]
+        .iter()
+        .flat_map(|t| t.columns.iter().map(move |c| format!("{}.{}", t.ident, c.ident)))
+        .collect()
+}
+
+fn record(trace: &mut Trace, stage: &'static str, messages: &[Message], r: &Result<Completion, LlmError>, secret: Option<&str>) {
+    let prompt_tokens_estimate = messages.iter().map(|m| crate::schema::estimate_tokens(&m.content)).sum();
+    trace.llm_calls.push(match r {
+        Ok(c) => LlmCall {
+            stage,
+            prompt_tokens: c.prompt_tokens,
+            prompt_tokens_estimate,
+            completion_tokens: c.completion_tokens,
+            latency_ms: ms(c.latency),
+            attempts: c.attempts,
+            error: None,
+        },
+        Err(e) => LlmCall {
+            stage,
+            prompt_tokens: None,
+            prompt_tokens_estimate,
+            completion_tokens: None,
+            latency_ms: 0.0,
+            attempts: 0,
+            error: Some(Report::from_diagnostic(e).redact(secret).message),
+        },
+    });
+}
+
 /// Asks the model for a query, checks it, runs it, and corrects it when it fails.
+// One call a question: the size of the error (it carries the trace) does not matter.
+#[allow(clippy::result_large_err)]
 pub fn ask(
     q: &Question,
     schema: &Schema,
@@ -215,28 +365,41 @@ pub fn ask(
     db: &mut dyn Database,
 ) -> Result<Answer, (AskError, Trace)> {
     let started = Instant::now();
-    let mut trace = Trace::default();
+    let mut trace = Trace { mode: Some(settings.mode), ..Default::default() };
     if let Err(e) = validate(q) {
         return Err((e, trace));
     }
     if schema.is_empty() {
         return Err((AskError::NoTables, trace));
     }
-    let rendered = schema.render(settings.schema_max_tokens);
-    trace.schema_tokens = rendered.tokens;
-    trace.schema_detail = match rendered.detail {
-        Detail::Full => "full",
-        Detail::Core => "core",
-        Detail::Bare => "bare",
+    let result = match settings.mode {
+        Mode::ZeroShot => zero_shot(q, schema, settings, llm, db, &mut trace),
+        Mode::Full => full(q, schema, settings, llm, db, &mut trace),
+    };
+    trace.wall_ms = ms(started.elapsed());
+    match result {
+        Ok((sql, execution)) => Ok(Answer { sql, execution, trace }),
+        Err(e) => Err((e, trace)),
     }
-    .into();
+}
+
+/// The foundation's path: one generation from the whole schema, corrected in up to R rounds.
+fn zero_shot(
+    q: &Question,
+    schema: &Schema,
+    settings: &Settings,
+    llm: &mut dyn Llm,
+    db: &mut dyn Database,
+    trace: &mut Trace,
+) -> Result<(String, Execution), AskError> {
+    let rendered = schema.render(settings.schema_max_tokens);
+    trace.schema = rendered.text.clone();
+    trace.schema_tokens = rendered.tokens;
+    trace.schema_detail = detail_name(rendered.detail);
     trace.tables_shown = rendered.tables_shown;
     trace.tables_omitted = rendered.tables_omitted;
-    trace.schema_columns = schema.tables[..rendered.tables_shown]
-        .iter()
-        .flat_map(|t| t.columns.iter().map(move |c| format!("{}.{}", t.ident, c.ident)))
-        .collect();
-
+    trace.schema_columns = shown_columns(schema, &rendered);
+    let secret = llm.secret().map(str::to_string);
     let lookup = match q.hint.as_deref() {
         Some(h) => format!("{} {h}", q.text),
         None => q.text.clone(),
@@ -247,61 +410,36 @@ pub fn ask(
     let mut round = 0u32;
     loop {
         let stage = if round == 0 { "generate" } else { "correct" };
-        let prompt_tokens_estimate = messages.iter().map(|m| crate::schema::estimate_tokens(&m.content)).sum();
         let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: settings.max_tokens };
-        let completion = match llm.chat(req) {
-            Ok(c) => c,
-            Err(e) => {
-                let report = Report::from_diagnostic(&e).redact(llm.secret());
-                trace.wall_ms = ms(started.elapsed());
-                return Err((AskError::Llm(report), trace));
-            }
-        };
-        trace.llm_calls.push(LlmCall {
-            stage,
-            prompt_tokens: completion.prompt_tokens,
-            prompt_tokens_estimate,
-            completion_tokens: completion.completion_tokens,
-            latency_ms: ms(completion.latency),
-            attempts: completion.attempts,
-        });
-        let (sql, outcome) = evaluate(&completion.content, settings, db);
-        let mut cand = CandidateTrace {
-            round,
-            sql: sql.clone(),
-            ok: false,
-            rows: None,
-            exec_ms: None,
-            error: None,
-            error_kind: None,
-        };
+        let reply = llm.chat(req);
+        trace.round_trips += 1;
+        record(trace, stage, &messages, &reply, secret.as_deref());
+        let completion = reply.map_err(|e| AskError::Llm(Report::from_diagnostic(&e).redact(secret.as_deref())))?;
+        let corrects = (round > 0).then(|| trace.candidates.len().saturating_sub(1));
+        let mut cand = CandidateTrace { round, corrects, raw: completion.content.clone(), ..Default::default() };
+        let (sql, outcome) = evaluate(&completion.content, settings, db, schema, &[], &mut cand);
+        cand.sql = sql.clone();
         match outcome {
             Ok(execution) => {
                 cand.ok = true;
                 cand.rows = Some(execution.rows.len());
                 cand.exec_ms = Some(ms(execution.elapsed));
                 trace.candidates.push(cand);
-                trace.wall_ms = ms(started.elapsed());
-                let sql = sql.unwrap_or_default();
-                return Ok(Answer { sql, execution, trace });
+                let sql = cand_sql(trace.candidates.last()).unwrap_or_default();
+                return Ok((sql, execution));
             }
-            Err(Outcome::Refused(error)) => {
+            Err(Outcome_::Refused(error)) => {
                 cand.error = Some(error.message());
                 trace.candidates.push(cand);
-                trace.wall_ms = ms(started.elapsed());
-                return Err((AskError::Refused { sql: sql.unwrap_or_default(), error }, trace));
+                return Err(AskError::Refused { sql: sql.unwrap_or_default(), error });
             }
-            Err(Outcome::Catalog(r)) => {
-                trace.wall_ms = ms(started.elapsed());
-                return Err((AskError::Catalog(r), trace));
-            }
-            Err(Outcome::Failed(failure)) => {
+            Err(Outcome_::Catalog(r)) => return Err(AskError::Catalog(r)),
+            Err(Outcome_::Failed(failure)) => {
                 cand.error = Some(failure.summary());
                 cand.error_kind = Some(failure.kind());
                 trace.candidates.push(cand);
                 if round >= settings.max_corrections {
-                    trace.wall_ms = ms(started.elapsed());
-                    return Err((AskError::Failed { sql, failure }, trace));
+                    return Err(AskError::Failed { sql, failure });
                 }
                 messages = refine::correction(messages, &completion.content, &failure);
                 round += 1;
@@ -310,228 +448,390 @@ pub fn ask(
     }
 }
 
-enum Outcome {
+/// The SQL a candidate runs: aligned when rules fired, else as written.
+fn cand_sql(c: Option<&CandidateTrace>) -> Option<String> {
+    c.and_then(|c| c.aligned.clone().or_else(|| c.sql.clone()))
+}
+
+enum Outcome_ {
     Refused(GuardError),
     Failed(Failure),
     Catalog(Report),
 }
 
-/// Extracts, guards and executes one answer of the model.
-fn evaluate(content: &str, settings: &Settings, db: &mut dyn Database) -> (Option<String>, Result<Execution, Outcome>) {
+/// Extracts, guards, aligns and executes one answer of the model.
+fn evaluate(
+    content: &str,
+    settings: &Settings,
+    db: &mut dyn Database,
+    schema: &Schema,
+    select: &[String],
+    cand: &mut CandidateTrace,
+) -> (Option<String>, Result<Execution, Outcome_>) {
     let Some(text) = extract_sql(content) else {
-        return (None, Err(Outcome::Failed(Failure::Syntax(GuardError::NoStatement))));
+        return (None, Err(Outcome_::Failed(Failure::Syntax(GuardError::NoStatement))));
     };
     let guarded = match guard::check(&text) {
         Ok(g) => g,
-        Err(e) if e.is_correctable() => return (Some(text), Err(Outcome::Failed(Failure::Syntax(e)))),
-        Err(e) => return (Some(text), Err(Outcome::Refused(e))),
+        Err(e) if e.is_correctable() => return (Some(text), Err(Outcome_::Failed(Failure::Syntax(e)))),
+        Err(e) => return (Some(text), Err(Outcome_::Refused(e))),
     };
-    let sql = guarded.sql.clone();
-    let volatile = match db.volatile_functions(&guarded.functions) {
+    let written = guarded.sql.clone();
+    let mut run = guarded;
+    let rules = settings.alignment;
+    if rules.agent || rules.function || rules.style {
+        let aligned = align::align(&run.sql, schema, select, db, rules);
+        if !aligned.fired.is_empty() {
+            // Alignment must not turn a safe query into an unsafe one: check it again.
+            match guard::check(&aligned.sql) {
+                Ok(g) => {
+                    cand.aligned = Some(g.sql.clone());
+                    cand.rules = aligned.fired;
+                    run = g;
+                }
+                Err(_) => cand.rules = vec!["alignment dropped: its result did not pass the guard".into()],
+            }
+        }
+    }
+    let volatile = match db.volatile_functions(&run.functions) {
         Ok(v) => v,
-        Err(r) => return (Some(sql), Err(Outcome::Catalog(r))),
+        Err(r) => return (Some(written), Err(Outcome_::Catalog(r))),
     };
     if let Err(e) = guard::check_volatile(&volatile, &settings.allowed_functions) {
-        return (Some(sql), Err(Outcome::Refused(e)));
+        return (Some(written), Err(Outcome_::Refused(e)));
     }
-    let result = db.execute(&sql).map_err(Outcome::Failed);
-    (Some(sql), result)
+    let result = db.execute(&run.sql).map_err(Outcome_::Failed);
+    (Some(written), result)
 }
 
-fn ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
+/// A query's normal form, to find candidates that wrote the same thing.
+fn normal_form(sql: &str) -> String {
+    match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
+        Ok(s) => s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(";").to_lowercase(),
+        Err(_) => sql.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase(),
+    }
+}
+
+/// A candidate of the full path and its result.
+struct Pool {
+    /// Executed candidates, by trace index: (normal form, execution).
+    executed: Vec<(usize, String, Execution)>,
+    /// Failed candidates, by trace index, with their conversation for the correction round.
+    failed: Vec<(usize, Vec<Message>, String, Failure)>,
+    /// Normal forms of failed and refused candidates, by trace index: the same query again is
+    /// neither run nor corrected twice.
+    failed_forms: Vec<(usize, String)>,
+    refused: Option<(String, GuardError)>,
+    catalog: Option<Report>,
+    /// The last failure, with the SQL that failed, for the error when nothing succeeds.
+    last: Option<(Option<String>, Failure)>,
+}
+
+/// The OpenSearch-SQL path.
+fn full(
+    q: &Question,
+    schema: &Schema,
+    settings: &Settings,
+    llm: &mut dyn Llm,
+    db: &mut dyn Database,
+    trace: &mut Trace,
+) -> Result<(String, Execution), AskError> {
+    let secret = llm.secret().map(str::to_string);
+    let llm_error = |e: &LlmError| AskError::Llm(Report::from_diagnostic(e).redact(secret.as_deref()));
+    let whole = schema.render(settings.schema_max_tokens);
+
+    // Extraction: columns, entities, and what the answer returns.
+    let mut ex = Extraction::default();
+    if settings.extraction {
+        let messages = extract::messages(&whole.text, &q.text, q.hint.as_deref());
+        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: EXTRACTION_MAX_TOKENS };
+        let reply = llm.chat(req);
+        trace.round_trips += 1;
+        record(trace, "extract", &messages, &reply, secret.as_deref());
+        ex = extract::parse(&reply.map_err(|e| llm_error(&e))?.content);
+    }
+    // Value retrieval for the question and the entities (split retrieval), column retrieval.
+    let mut lookup = q.text.clone();
+    for extra in q.hint.iter().chain(ex.entities.iter()) {
+        lookup.push(' ');
+        lookup.push_str(extra);
+    }
+    trace.values = db.similar_values(&lookup);
+    let mut chosen = extract::resolve(schema, &ex.columns);
+    for c in extract::resolve(schema, &ex.value_columns) {
+        if !chosen.contains(&c) {
+            chosen.push(c);
+        }
+    }
+    let mut matched: Vec<(usize, usize)> = Vec::new();
+    if settings.extraction && settings.column_matches > 0 {
+        for (oid, column) in db.similar_columns(&q.text).into_iter().take(settings.column_matches) {
+            if let Some(t) = schema.tables.iter().position(|t| t.oid == oid) {
+                if let Some(c) = schema.tables[t].columns.iter().position(|c| c.name == column) {
+                    matched.push((t, c));
+                }
+            }
+        }
+    }
+    // Columns the retrieved values live in belong to the question too.
+    let mut from_values: Vec<(usize, usize)> = Vec::new();
+    for v in &trace.values {
+        for (t, table) in schema.tables.iter().enumerate() {
+            if let Some(c) = table.columns.iter().position(|c| v.column == format!("{}.{}", table.ident, c.ident)) {
+                from_values.push((t, c));
+            }
+        }
+    }
+    let focus = if settings.extraction && !chosen.is_empty() {
+        let mut all = chosen.clone();
+        all.extend(matched.iter().copied());
+        all.extend(from_values.iter().copied());
+        all.sort_unstable();
+        all.dedup();
+        schema.focus(&all)
+    } else {
+        Focus { schema: schema.clone(), ..Default::default() }
+    };
+    if settings.extraction {
+        let name = |&(t, c): &(usize, usize)| format!("{}.{}", schema.tables[t].ident, schema.tables[t].columns[c].ident);
+        trace.extraction = Some(ExtractionTrace {
+            parsed: ex.clone(),
+            columns: chosen.iter().map(name).collect(),
+            column_matches: matched.iter().map(name).collect(),
+            focus: focus.clone(),
+            full_schema_tokens: whole.tokens,
+        });
+    }
+    let rendered = focus.schema.render(settings.schema_max_tokens);
+    trace.schema = rendered.text.clone();
+    trace.schema_tokens = rendered.tokens;
+    trace.schema_detail = detail_name(rendered.detail);
+    trace.tables_shown = rendered.tables_shown;
+    trace.tables_omitted = rendered.tables_omitted;
+    trace.schema_columns = shown_columns(&focus.schema, &rendered);
+
+    // Generation in waves, alignment, execution, vote.
+    let values = retrieve::render_values(&trace.values);
+    let messages = if settings.chain_of_thought {
+        generate::structured(&rendered.text, &values, &ex.select, &q.text, q.hint.as_deref())
+    } else {
+        generate::zero_shot(&rendered.text, &values, &q.text, q.hint.as_deref())
+    };
+    let n = settings.candidates.max(1);
+    let temperature = if n == 1 { 0.0 } else { settings.temperature };
+    let mut pool = Pool { executed: vec![], failed: vec![], failed_forms: vec![], refused: None, catalog: None, last: None };
+    let waves = [settings.first_wave.clamp(1, n), n - settings.first_wave.clamp(1, n)];
+    for (w, size) in waves.into_iter().enumerate() {
+        if size == 0 {
+            continue;
+        }
+        if w > 0 && agreed(&pool, trace, settings) {
+            trace.stopped_early = true;
+            break;
+        }
+        trace.waves += 1;
+        let reqs = vec![ChatRequest { messages: messages.clone(), temperature, max_tokens: settings.max_tokens }; size];
+        let replies = llm.chat_many(reqs);
+        trace.round_trips += 1;
+        let mut errors = Vec::new();
+        for reply in replies {
+            record(trace, "generate", &messages, &reply, secret.as_deref());
+            match reply {
+                Ok(c) => consider(&c.content, 0, None, messages.clone(), settings, db, schema, &ex.select, &mut pool, trace),
+                Err(e) => errors.push(e),
+            }
+        }
+        // Every request of the first wave failed: the endpoint is down, say so.
+        if w == 0 && errors.len() == size {
+            return Err(llm_error(&errors[0]));
+        }
+    }
+
+    // Corrections by error type, concurrently, while no group of candidates agrees.
+    for round in 1..=settings.max_corrections {
+        let non_empty = pool.executed.iter().any(|(_, _, e)| !e.rows.is_empty());
+        if agreed(&pool, trace, settings) && non_empty {
+            break;
+        }
+        // All ran but returned nothing: the empty ones are worth another look.
+        if !non_empty && pool.failed.is_empty() {
+            for (i, _, e) in &pool.executed {
+                if e.rows.is_empty() {
+                    let conv = messages.clone();
+                    pool.failed.push((*i, conv, trace.candidates[*i].raw.clone(), Failure::Empty));
+                }
+            }
+        }
+        let failed = std::mem::take(&mut pool.failed);
+        if failed.is_empty() {
+            break;
+        }
+        let convs: Vec<Vec<Message>> = failed.iter().map(|(_, conv, raw, f)| refine::correction(conv.clone(), raw, f)).collect();
+        let reqs = convs
+            .iter()
+            .map(|m| ChatRequest { messages: m.clone(), temperature: 0.0, max_tokens: settings.max_tokens })
+            .collect();
+        let replies = llm.chat_many(reqs);
+        trace.round_trips += 1;
+        for ((reply, conv), (parent, ..)) in replies.into_iter().zip(convs).zip(failed) {
+            record(trace, "correct", &conv, &reply, secret.as_deref());
+            if let Ok(c) = reply {
+                consider(&c.content, round, Some(parent), conv, settings, db, schema, &ex.select, &mut pool, trace);
+            }
+        }
+    }
+
+    // The vote.
+    let ballots: Vec<Ballot> = ballots(&pool, trace);
+    if let Some(outcome) = vote::vote(&ballots, samples(trace)) {
+        let winner = outcome.winner;
+        trace.confidence = Some(outcome.confidence);
+        trace.vote = Some(outcome);
+        if let Some((_, _, exec)) = pool.executed.iter().find(|(i, _, _)| *i == winner) {
+            let sql = cand_sql(trace.candidates.get(winner)).unwrap_or_default();
+            return Ok((sql, exec.clone()));
+        }
+    }
+    if let Some(r) = pool.catalog {
+        return Err(AskError::Catalog(r));
+    }
+    if let Some((sql, error)) = pool.refused {
+        return Err(AskError::Refused { sql, error });
+    }
+    let (sql, failure) = pool.last.unwrap_or((None, Failure::Syntax(GuardError::NoStatement)));
+    Err(AskError::Failed { sql, failure })
+}
+
+/// Whether the executed candidates already agree enough to stop sampling.
+fn agreed(pool: &Pool, trace: &Trace, settings: &Settings) -> bool {
+    let ballots = ballots(pool, trace);
+    vote::vote(&ballots, samples(trace))
+        .and_then(|o| o.groups.first().map(|g| g.votes >= settings.agreement && g.rows > 0))
+        .unwrap_or(false)
+}
+
+/// Candidates sampled from the model (round 0): what confidence is a share of.
+fn samples(trace: &Trace) -> usize {
+    trace.candidates.iter().filter(|c| c.round == 0).count()
+}
+
+/// Where a sample's answer ended up: a duplicate goes to the candidate it duplicates, a
+/// failed or empty one to its correction, until an executed candidate (or a dead end).
+fn final_answer(trace: &Trace, start: usize) -> Option<usize> {
+    let mut at = start;
+    for _ in 0..=trace.candidates.len() {
+        let c = trace.candidates.get(at)?;
+        if let Some(d) = c.duplicate_of {
+            at = d;
+            continue;
+        }
+        let settled = c.ok && c.rows.is_some_and(|r| r > 0);
+        match trace.candidates.iter().position(|x| x.corrects == Some(at)) {
+            Some(fix) if !settled => at = fix,
+            _ => return c.rows.is_some().then_some(at),
+        }
+    }
+    None
+}
+
+/// One ballot an executed candidate; its weight is the samples whose answer it is.
+fn ballots(pool: &Pool, trace: &Trace) -> Vec<Ballot> {
+    let finals: Vec<Option<usize>> =
+        (0..trace.candidates.len()).filter(|&i| trace.candidates[i].round == 0).map(|i| final_answer(trace, i)).collect();
+    pool.executed
+        .iter()
+        .map(|(i, _, e)| Ballot {
+            candidate: *i,
+            rows: e.rows.clone(),
+            ordered: cand_sql(trace.candidates.get(*i)).and_then(|s| results::orders_rows(&s)).unwrap_or(false),
+            elapsed: e.elapsed,
+            weight: finals.iter().filter(|f| **f == Some(*i)).count().max(1),
+        })
+        .collect()
+}
+
+/// Evaluates one answer into the pool: duplicates of an executed candidate add its weight
+/// without running again.
+#[allow(clippy::too_many_arguments)]
+fn consider(
+    content: &str,
+    round: u32,
+    corrects: Option<usize>,
+    conversation: Vec<Message>,
+    settings: &Settings,
+    db: &mut dyn Database,
+    schema: &Schema,
+    select: &[String],
+    pool: &mut Pool,
+    trace: &mut Trace,
+) {
+    let index = trace.candidates.len();
+    let mut cand = CandidateTrace { round, corrects, raw: content.to_string(), ..Default::default() };
+    // Same query as an executed candidate: a vote for it, no second run.
+    if let Some(text) = extract_sql(content) {
+        if guard::check(&text).is_ok() {
+            let form = normal_form(&text);
+            if let Some((first, _, _)) = pool.executed.iter().find(|(i, f, _)| {
+                *f == form || trace.candidates.get(*i).and_then(|c| c.sql.as_deref()).is_some_and(|s| normal_form(s) == form)
+            }) {
+                cand.sql = Some(text);
+                cand.duplicate_of = Some(*first);
+                cand.ok = true;
+                trace.candidates.push(cand);
+                return;
+            }
+            if let Some((first, _)) = pool.failed_forms.iter().find(|(_, f)| *f == form) {
+                cand.sql = Some(text);
+                cand.duplicate_of = Some(*first);
+                cand.error = trace.candidates.get(*first).and_then(|c| c.error.clone());
+                cand.error_kind = trace.candidates.get(*first).and_then(|c| c.error_kind);
+                trace.candidates.push(cand);
+                return;
+            }
+        }
+    }
+    let (sql, outcome) = evaluate(content, settings, db, schema, select, &mut cand);
+    cand.sql = sql.clone();
+    match outcome {
+        Ok(execution) => {
+            cand.ok = true;
+            cand.rows = Some(execution.rows.len());
+            cand.exec_ms = Some(ms(execution.elapsed));
+            let form = normal_form(&cand_sql(Some(&cand)).unwrap_or_default());
+            trace.candidates.push(cand);
+            pool.executed.push((index, form, execution));
+        }
+        Err(Outcome_::Refused(error)) => {
+            cand.error = Some(error.message());
+            if let Some(s) = &sql {
+                pool.failed_forms.push((index, normal_form(s)));
+            }
+            trace.candidates.push(cand);
+            if pool.refused.is_none() {
+                pool.refused = Some((sql.unwrap_or_default(), error));
+            }
+        }
+        Err(Outcome_::Catalog(r)) => {
+            cand.error = Some(r.message.clone());
+            trace.candidates.push(cand);
+            pool.catalog = Some(r);
+        }
+        Err(Outcome_::Failed(failure)) => {
+            cand.error = Some(failure.summary());
+            cand.error_kind = Some(failure.kind());
+            if let Failure::Execution(r) = &failure {
+                cand.sqlstate = Some(r.sqlstate.code().to_string());
+            }
+            let failed_sql = cand_sql(Some(&cand));
+            if let Some(s) = &cand.sql {
+                pool.failed_forms.push((index, normal_form(s)));
+            }
+            trace.candidates.push(cand);
+            pool.last = Some((failed_sql, failure.clone()));
+            pool.failed.push((index, conversation, content.to_string(), failure));
+        }
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::llm::Message;
-    use crate::schema::tests::sample_schema;
-    use crate::ColumnInfo;
-
-    /// A scripted model: answers in order, records what it was asked.
-    struct Script {
-        answers: Vec<Result<String, LlmError>>,
-        seen: Vec<Vec<Message>>,
-    }
-
-    impl Llm for Script {
-        fn chat(&mut self, req: ChatRequest) -> Result<Completion, LlmError> {
-            self.seen.push(req.messages);
-            let a = self.answers.remove(0)?;
-            Ok(Completion {
-                content: a,
-                finish_reason: Some("stop".into()),
-                prompt_tokens: Some(100),
-                completion_tokens: Some(10),
-                latency: Duration::from_millis(5),
-                attempts: 1,
-            })
-        }
-        fn secret(&self) -> Option<&str> {
-            Some("sk-secret-key")
-        }
-    }
-
-    /// A database where queries mentioning "nme" fail and "slow" times out.
-    #[derive(Default)]
-    struct FakeDb {
-        executed: Vec<String>,
-        volatile: Vec<String>,
-        values: Vec<ValueHint>,
-    }
-
-    impl Database for FakeDb {
-        fn volatile_functions(&mut self, f: &[FunctionRef]) -> Result<Vec<FunctionRef>, Report> {
-            Ok(f.iter().filter(|f| self.volatile.contains(&f.name)).cloned().collect())
-        }
-        fn execute(&mut self, sql: &str) -> Result<Execution, Failure> {
-            self.executed.push(sql.to_string());
-            if sql.contains("nme") {
-                return Err(Failure::Execution(Report::new(SqlState::from_code("42703"), "column \"nme\" does not exist")));
-            }
-            if sql.contains("slow") {
-                return Err(Failure::Timeout { ms: 5000 });
-            }
-            Ok(Execution {
-                columns: vec![ColumnInfo { name: "count".into(), type_oid: 20 }],
-                rows: vec![vec![Some("6".into())]],
-                truncated: false,
-                elapsed: Duration::from_millis(1),
-            })
-        }
-        fn similar_values(&mut self, _text: &str) -> Vec<ValueHint> {
-            self.values.clone()
-        }
-    }
-
-    fn settings() -> Settings {
-        Settings { max_corrections: 1, max_tokens: 256, schema_max_tokens: 4000, allowed_functions: vec![] }
-    }
-
-    fn q(text: &str) -> Question {
-        Question { text: text.into(), hint: None }
-    }
-
-    fn script(answers: &[&str]) -> Script {
-        Script { answers: answers.iter().map(|a| Ok(a.to_string())).collect(), seen: vec![] }
-    }
-
-    #[test]
-    fn happy_path() {
-        let mut llm = script(&["```sql\nSELECT count(*) FROM singer;\n```"]);
-        let mut db = FakeDb::default();
-        let a = ask(&q("How many singers?"), &sample_schema(), &settings(), &mut llm, &mut db).expect("answer");
-        assert_eq!(a.sql, "SELECT count(*) FROM singer");
-        assert_eq!(a.execution.rows, vec![vec![Some("6".to_string())]]);
-        assert_eq!(a.trace.llm_calls.len(), 1);
-        assert!(a.trace.schema_columns.contains(&"singer.name".to_string()));
-        assert!(a.trace.schema_columns.contains(&"\"Order Items\".\"select\"".to_string()));
-        assert!(llm.seen[0][1].content.contains("### Question: How many singers?"));
-    }
-
-    #[test]
-    fn similar_values_reach_the_prompt() {
-        let mut llm = script(&["SELECT count(*) FROM singer WHERE country = 'France'"]);
-        let mut db = FakeDb {
-            values: vec![ValueHint { column: "singer.country".into(), value: "France".into(), score: 0.9 }],
-            ..Default::default()
-        };
-        let a = ask(&q("How many singers are from frnace?"), &sample_schema(), &settings(), &mut llm, &mut db).expect("answer");
-        let prompt = &llm.seen[0][1].content;
-        assert!(prompt.contains("# singer.country: 'France'\n### Question: How many singers are from frnace?"), "{prompt}");
-        assert_eq!(a.trace.values.len(), 1);
-    }
-
-    #[test]
-    fn correction_round_fixes_failed_candidate() {
-        let mut llm = script(&["SELECT nme FROM singer", "SELECT name FROM singer"]);
-        let mut db = FakeDb::default();
-        let a = ask(&q("names"), &sample_schema(), &settings(), &mut llm, &mut db).expect("answer");
-        assert_eq!(a.sql, "SELECT name FROM singer");
-        assert_eq!(db.executed, vec!["SELECT nme FROM singer", "SELECT name FROM singer"]);
-        let second = &llm.seen[1];
-        assert_eq!(second.len(), 4);
-        assert!(second[3].content.contains("column \"nme\" does not exist"));
-        assert_eq!(a.trace.candidates[0].error_kind, Some(FailureKind::UndefinedColumn));
-        assert_eq!(a.trace.llm_calls[1].stage, "correct");
-    }
-
-    #[test]
-    fn gives_up_after_the_last_round() {
-        let mut llm = script(&["SELECT nme FROM singer", "SELECT nme FROM singer"]);
-        let (e, t) = ask(&q("names"), &sample_schema(), &settings(), &mut llm, &mut FakeDb::default()).expect_err("fails");
-        assert_eq!(e.sqlstate().code(), "42703");
-        assert!(e.message().starts_with("generated query failed: column"));
-        assert!(e.detail().unwrap_or_default().contains("Generated SQL: SELECT nme FROM singer"));
-        assert_eq!(t.candidates.len(), 2);
-    }
-
-    #[test]
-    fn syntax_error_is_corrected() {
-        let mut llm = script(&["I think you want the singers.", "SELECT name FROM singer"]);
-        let a = ask(&q("names"), &sample_schema(), &settings(), &mut llm, &mut FakeDb::default()).expect("answer");
-        assert_eq!(a.sql, "SELECT name FROM singer");
-    }
-
-    #[test]
-    fn timeout_reported_as_query_canceled() {
-        let mut s = settings();
-        s.max_corrections = 0;
-        let mut llm = script(&["SELECT slow FROM singer"]);
-        let (e, _) = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect_err("timeout");
-        assert_eq!(e.sqlstate(), SqlState::QueryCanceled);
-        assert!(e.message().contains("nl2sql.statement_timeout (5000 ms)"));
-    }
-
-    #[test]
-    fn unsafe_answers_are_refused_without_execution_or_correction() {
-        for a in ["DROP TABLE singer", "WITH d AS (DELETE FROM singer RETURNING *) SELECT * FROM d", "SELECT pg_sleep(60)"] {
-            let mut llm = script(&[a, "SELECT 1"]);
-            let mut db = FakeDb::default();
-            let (e, _) = ask(&q("x"), &sample_schema(), &settings(), &mut llm, &mut db).expect_err("refused");
-            assert!(matches!(e, AskError::Refused { .. }), "{a}: {e:?}");
-            assert!(db.executed.is_empty());
-            assert_eq!(llm.seen.len(), 1);
-        }
-    }
-
-    #[test]
-    fn volatile_functions_are_refused_unless_allowed() {
-        let mut db = FakeDb { volatile: vec!["my_udf".into()], ..Default::default() };
-        let mut llm = script(&["SELECT my_udf()"]);
-        let (e, _) = ask(&q("x"), &sample_schema(), &settings(), &mut llm, &mut db).expect_err("refused");
-        assert_eq!(e.sqlstate().code(), "42501");
-        let mut s = settings();
-        s.allowed_functions = vec!["my_udf".into()];
-        let mut llm = script(&["SELECT my_udf()"]);
-        assert!(ask(&q("x"), &sample_schema(), &s, &mut llm, &mut db).is_ok());
-    }
-
-    #[test]
-    fn llm_errors_are_scrubbed() {
-        let mut llm = Script {
-            answers: vec![Err(crate::http::EndpointError {
-                service: crate::http::Service::Llm,
-                kind: crate::http::ErrorKind::Auth { url: "u".into(), status: 401, body: "key sk-secret-key".into() },
-            })],
-            seen: vec![],
-        };
-        let (e, _) = ask(&q("x"), &sample_schema(), &settings(), &mut llm, &mut FakeDb::default()).expect_err("auth");
-        assert_eq!(e.sqlstate().code(), "28000");
-        assert!(!format!("{e:?}").contains("sk-secret-key"));
-    }
-
-    #[test]
-    fn bad_input() {
-        let s = sample_schema();
-        let run = |text: &str, schema: &Schema| {
-            let mut llm = script(&[]);
-            ask(&q(text), schema, &settings(), &mut llm, &mut FakeDb::default()).map(|_| ()).map_err(|(e, _)| e)
-        };
-        assert_eq!(run("  \n\t", &s), Err(AskError::EmptyQuestion));
-        let big = "x".repeat(1 << 20);
-        assert!(matches!(run(&big, &s), Err(AskError::QuestionTooLong { chars }) if chars == 1 << 20));
-        assert_eq!(run("anything", &Schema::default()), Err(AskError::NoTables));
-    }
-}
+mod tests;

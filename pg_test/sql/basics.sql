@@ -26,8 +26,9 @@ SELECT nl2sql('What is the average capacity of the stadiums?');
 SELECT nl2sql('What is the average capacity of the stadiums?', 'round to whole numbers');
 
 -- When a query fails, the model is shown the error and gets one more try (nl2sql.max_corrections).
+-- Here every candidate wrote the same failing query: it runs once, and one correction fixes it.
 SELECT nl2sql('Which singers are older than 40?');
-SELECT c->>'round' AS round, c->>'sql' AS sql, c->>'error' AS error
+SELECT c->>'round' AS round, c->>'duplicate_of' AS dup_of, c->>'corrects' AS fixes, c->>'sql' AS sql, c->>'error' AS error
 FROM jsonb_array_elements(nl2sql.last_trace()->'candidates') AS c;
 SELECT c->>'stage' AS stage, (c->>'attempts')::int AS attempts
 FROM jsonb_array_elements(nl2sql.last_trace()->'llm_calls') AS c;

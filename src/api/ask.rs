@@ -4,7 +4,8 @@ use crate::gucs;
 use crate::pg::{catalog, errors, model::Model, sandbox, values};
 use nl2sql_core::error::Report;
 use nl2sql_core::guard::FunctionRef;
-use nl2sql_core::pipeline::{self, Answer, Database, Question, Settings, Trace};
+use nl2sql_core::align::{Rules, ValueLookup};
+use nl2sql_core::pipeline::{self, Answer, AskError, Database, Llm, Mode, Question, Settings, Trace};
 use nl2sql_core::refine::Failure;
 use nl2sql_core::retrieve::ValueHint;
 use nl2sql_core::{rows, Execution};
@@ -40,23 +41,33 @@ fn nl2sql_run(question: Option<&str>, hint: default!(Option<&str>, "NULL")) -> S
 
 /// Runs the pipeline, raising its errors as PostgreSQL errors.
 fn answer(question: &str, hint: Option<&str>) -> Answer {
+    let (result, _) = run(question, hint);
+    match result {
+        Ok(a) => {
+            unsure(&a.trace);
+            a
+        }
+        Err((e, _)) => errors::raise(&e),
+    }
+}
+
+/// Runs the pipeline for a question with the session's settings; keeps its trace for
+/// nl2sql.last_trace(). Bad input and a missing endpoint raise; what the pipeline finds wrong
+/// comes back as the error. The second value is the API key, for scrubbing.
+pub fn run(question: &str, hint: Option<&str>) -> (Result<Answer, (AskError, Trace)>, Option<String>) {
     let q = Question { text: question.to_string(), hint: hint.map(str::to_string) };
     if let Err(e) = pipeline::validate(&q) {
         errors::raise(&e);
     }
     let mut model = Model::from_settings().unwrap_or_else(|e| errors::raise(&e.report(None)));
+    let secret = model.secret().map(str::to_string);
     let schema = catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r));
-    let settings = Settings {
-        max_corrections: gucs::max_corrections(),
-        max_tokens: gucs::llm_max_tokens(),
-        schema_max_tokens: gucs::schema_max_tokens(),
-        allowed_functions: gucs::allowed_functions(),
-    };
+    let settings = settings();
     let mut db = Sandboxed;
     let result = pipeline::ask(&q, &schema, &settings, &mut model, &mut db);
     let trace = match &result {
-        Ok(a) => a.trace.clone(),
-        Err((_, t)) => t.clone(),
+        Ok(a) => &a.trace,
+        Err((_, t)) => t,
     };
     if trace.tables_omitted > 0 {
         notice!(
@@ -65,15 +76,66 @@ fn answer(question: &str, hint: Option<&str>) -> Answer {
             trace.tables_shown
         );
     }
-    LAST_TRACE.with_borrow_mut(|t| *t = Some(trace));
-    match result {
-        Ok(a) => a,
-        Err((e, _)) => errors::raise(&e),
+    LAST_TRACE.with_borrow_mut(|t| *t = Some(trace.clone()));
+    (result, secret)
+}
+
+/// The pipeline's settings from the nl2sql.* GUCs.
+pub fn settings() -> Settings {
+    let (agent, function, style) = gucs::alignments();
+    let n = gucs::candidates();
+    let agreement = gucs::agreement();
+    Settings {
+        mode: match gucs::mode() {
+            gucs::Mode::Full => Mode::Full,
+            gucs::Mode::ZeroShot => Mode::ZeroShot,
+        },
+        max_corrections: gucs::max_corrections(),
+        max_tokens: gucs::llm_max_tokens(),
+        schema_max_tokens: gucs::schema_max_tokens(),
+        allowed_functions: gucs::allowed_functions(),
+        candidates: n,
+        // No early stop: every candidate in the first wave.
+        first_wave: if agreement == 0 { n } else { agreement.min(n) },
+        agreement: if agreement == 0 { usize::MAX } else { agreement },
+        temperature: gucs::temperature(),
+        extraction: gucs::use_extraction(),
+        chain_of_thought: gucs::use_chain_of_thought(),
+        alignment: Rules { agent, function, style },
+        column_matches: gucs::column_matches(),
     }
 }
 
+/// A NOTICE when the candidates agree less than nl2sql.min_confidence.
+fn unsure(trace: &Trace) {
+    let (Some(confidence), Some(vote)) = (trace.confidence, trace.vote.as_ref()) else { return };
+    let min = gucs::min_confidence();
+    if confidence >= min {
+        return;
+    }
+    let votes = vote.groups.first().map(|g| g.votes).unwrap_or(0);
+    errors::notice(
+        "nl2sql is unsure of this answer".into(),
+        format!(
+            "{votes} of {} candidates agree on its rows (confidence {confidence:.2}, nl2sql.min_confidence is {min:.2}).",
+            trace.candidates.len()
+        ),
+        "Check the query, add a hint naming tables, columns or values, or see nl2sql_explain() for the other candidates.".into(),
+    );
+}
+
+/// Least name similarity for a column match to join the extraction's choice: every column of a
+/// table the question names scores about 0.55 through the table's name alone.
+const COLUMN_MATCH_MIN_SCORE: f32 = 0.6;
+
 /// The database as the pipeline sees it: the catalog for function volatility, the sandbox for execution.
 struct Sandboxed;
+
+impl ValueLookup for Sandboxed {
+    fn closest_value(&mut self, table: u32, column: &str, literal: &str) -> Option<String> {
+        values::closest_stored(pg_sys::Oid::from(table), column, literal)
+    }
+}
 
 impl Database for Sandboxed {
     fn volatile_functions(&mut self, functions: &[FunctionRef]) -> Result<Vec<FunctionRef>, Report> {
@@ -96,6 +158,15 @@ impl Database for Sandboxed {
                 value: f.value,
                 score: f.score,
             })
+            .collect()
+    }
+
+    fn similar_columns(&mut self, text: &str) -> Vec<(u32, String)> {
+        let k = gucs::column_matches();
+        values::search_columns(text, k, false)
+            .into_iter()
+            .filter(|c| c.score >= COLUMN_MATCH_MIN_SCORE)
+            .map(|c| (u32::from(c.relid), c.column))
             .collect()
     }
 }

@@ -57,6 +57,8 @@ mod nl2sql {
                         Failure::Execution(r) => (r.sqlstate.code().to_string(), r.message.clone()),
                         Failure::Timeout { ms } => ("57014".into(), format!("ran longer than {ms} ms")),
                         Failure::Syntax(e) => ("42601".into(), e.message()),
+                        // sandbox::execute never reports an empty result as a failure.
+                        Failure::Empty => ("00000".into(), f.summary()),
                     };
                     return (None, json!({"error": msg, "sqlstate": state}));
                 }

@@ -2,5 +2,6 @@
 
 pub mod ask;
 pub mod evaluate;
+pub mod explain;
 pub mod inspect;
 pub mod values;

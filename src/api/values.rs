@@ -128,7 +128,7 @@ mod nl2sql {
         query: &str,
         k: i32,
     ) -> TableIterator<'static, (name!(relation, pg_sys::Oid), name!(column_name, String), name!(score, f32))> {
-        let found = values::search_columns(query, k.max(0) as usize);
+        let found = values::search_columns(query, k.max(0) as usize, true);
         TableIterator::new(found.into_iter().map(|f| (f.relid, f.column, f.score)))
     }
 }

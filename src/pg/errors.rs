@@ -21,6 +21,14 @@ pub fn raise(d: &dyn Diagnostic) -> ! {
     unreachable!("ERROR does not return")
 }
 
+/// Sends a NOTICE with a detail and a hint.
+pub fn notice(message: String, detail: String, hint: String) {
+    ErrorReport::new(PgSqlErrorCode::ERRCODE_WARNING, message, "nl2sql")
+        .set_detail(detail)
+        .set_hint(hint)
+        .report(PgLogLevel::NOTICE);
+}
+
 /// A caught PostgreSQL error as a report.
 pub fn report_of(e: &ErrorReportWithLevel) -> Report {
     let state = SqlState::from_code(&unpack_sqlstate(e.sql_error_code() as i32));

@@ -37,6 +37,13 @@ impl Llm for Model {
         })
     }
 
+    fn chat_many(&mut self, reqs: Vec<ChatRequest>) -> Vec<Result<Completion, LlmError>> {
+        // All requests in flight at once; a cancel interrupts the wait for every one.
+        llm::chat_many(&self.endpoint, reqs, &mut || {
+            check_for_interrupts!();
+        })
+    }
+
     fn secret(&self) -> Option<&str> {
         self.endpoint.api_key.as_ref().map(|k| k.expose())
     }

@@ -644,6 +644,54 @@ fn exists_as_caller(relid: pg_sys::Oid, column: &str, value: &str) -> bool {
     one::<bool>("SELECT nl2sql._value_exists($1, $2, $3)", &[relid.into(), column.into(), value.into()]).unwrap_or(false)
 }
 
+/// Least score for a value that is not the literal up to case and accents to replace it.
+const CLOSEST_MIN_SCORE: f32 = 0.9;
+
+/// The stored value of an indexed column closest to `literal`, for the agent alignment: None
+/// when `literal` is stored as written, when the column has no index the caller may use, or
+/// when nothing is close. The same value up to case, accents and spacing wins; else a whole
+/// value scoring at least 0.9 (a typo), found through the built-in signatures.
+pub fn closest_stored(relid: pg_sys::Oid, column: &str, literal: &str) -> Option<String> {
+    let caller = owner::caller();
+    let emb = embedder::current();
+    let emb_id = emb.id();
+    let (col, found) = owner::as_owner(|| {
+        let col = searchable(caller, &emb_id).into_iter().find(|c| c.relid == relid && c.column == column)?;
+        // Whole values (term = value) with the same folded text.
+        let same: Vec<String> = Spi::connect(|c| {
+            c.select(
+                "SELECT DISTINCT value FROM nl2sql.value_entries WHERE column_id = $1 AND key = nl2sql.fold($2) AND term = value ORDER BY 1 LIMIT 10",
+                None,
+                &[col.id.into(), literal.into()],
+            )
+            .map(|t| t.filter_map(|r| r.get::<String>(1).ok().flatten()).collect())
+            .unwrap_or_default()
+        });
+        if same.iter().any(|v| v == literal) {
+            return Some((col, None));
+        }
+        if let [one] = same.as_slice() {
+            return Some((col, Some(one.clone())));
+        }
+        if !same.is_empty() || !matches!(emb, Embedder::Builtin) {
+            return Some((col, None));
+        }
+        let phrases = vec![literal.to_string()];
+        let sigs = vec![embed::signature_text(literal)];
+        let hits = candidates(&phrases, &sigs, None, &[col.id], embed::SIGNATURE_BITS, 20);
+        let best = retrieve::rank(&phrases, &hits, CLOSEST_MIN_SCORE, usize::MAX)
+            .into_iter()
+            .find(|h| h.value != literal && embed::edit_similarity(&h.value, literal) >= CLOSEST_MIN_SCORE)
+            .map(|h| h.value);
+        Some((col, best))
+    })?;
+    let value = found?;
+    if col.recheck && !exists_as_caller(col.relid, &col.column, &value) {
+        return None;
+    }
+    Some(value)
+}
+
 /// A column found for a query.
 pub struct FoundColumn {
     pub relid: pg_sys::Oid,
@@ -653,14 +701,16 @@ pub struct FoundColumn {
 
 /// Columns whose table and column names (and comments) are similar to the words of `query`,
 /// among those the caller may read.
-pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
+/// `embed_pending`: first embed descriptions the endpoint has not seen (a write; off inside
+/// nl2sql(), which may run in a read-only transaction).
+pub fn search_columns(query: &str, k: usize, embed_pending: bool) -> Vec<FoundColumn> {
     let phrases = retrieve::query_phrases(query);
     if phrases.is_empty() || k == 0 {
         return vec![];
     }
     let caller = owner::caller();
     let emb = embedder::current();
-    if let Embedder::Remote(ep) = &emb {
+    if let (Embedder::Remote(ep), true) = (&emb, embed_pending) {
         owner::as_owner(|| embed_pending_columns(ep));
     }
     let rows: Vec<(pg_sys::Oid, String, String, String, Option<f32>)> = owner::as_owner(|| {
