@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """nl2sql benchmarks: numbers printed, never asserted.
 
-1. Pipeline overhead: a mock model that answers every spider-pg question with its gold query
-   after a fixed delay; overhead = wall time of nl2sql() - time waiting for the model (the
-   calls are sequential, so their latencies add up on the critical path).
+1. Pipeline overhead: a mock model that answers every spider-pg question after a fixed delay:
+   the extraction with the gold query's columns, every candidate with the gold query (or, in
+   the "disagreeing" row, every other one with another query). Overhead = wall time of
+   nl2sql() - time waiting for the model on the critical path (trace.llm_wait_ms); LLM round
+   trips = sequential waits (concurrent candidates count once). Zero-shot and full pipeline.
 2. The same on a generated schema of 1,000 tables x 20 columns, first call (cold sample cache)
    and warm calls.
-3. Prompt tokens per question on the whole spider-pg set: nl2sql's estimate (3.2 characters a
-   token) and, when the local model is installed, the Qwen2.5 tokenizer's exact count.
+3. Prompt tokens per question on the whole spider-pg set: the zero-shot prompt, and the full
+   pipeline's extraction and generation prompts (per-question schema); nl2sql's estimate (3.2
+   characters a token) and, when the local model is installed, the Qwen2.5 tokenizer's count.
 4. The value index on 1M distinct values with the built-in embedder: build time, next to a
    gin_trgm_ops index on the same column in the same run, and lookup p50/p95 for exact,
    misspelled and partial mentions.
@@ -57,8 +60,7 @@ def ask(conn, question):
     conn.execute("SELECT nl2sql(%s)", (question,)).fetchone()
     wall = (time.perf_counter() - t0) * 1000
     trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
-    llm = sum(c["latency_ms"] for c in trace["llm_calls"])
-    return wall, llm, len(trace["llm_calls"]), trace
+    return wall, trace["llm_wait_ms"], trace["round_trips"], trace
 
 
 def report_overhead(name, samples):
@@ -69,6 +71,10 @@ def report_overhead(name, samples):
     print(f"  {name:<34} n={len(samples):<4} wall p50 {statistics.median(walls):8.1f} ms | overhead p50 "
           f"{statistics.median(over):7.1f} ms, p95 {pct(over, 95):7.1f} ms, {statistics.median(share):5.1f}% of wall"
           f" | LLM round trips {statistics.mean(trips):.2f} (max {max(trips)})")
+
+
+ZERO_SHOT = (("nl2sql.mode", "zero_shot"),)
+FULL = (("nl2sql.mode", "full"),)
 
 
 def connect(kw, db, url, settings=()):
@@ -210,10 +216,7 @@ def main():
     for db in sorted({q["db"] for q in items}):
         harness.prepare_database(kw, db)
 
-    rules = [{"match": ["### Question: " + q["question"] + "\n"], "content": q["gold"], "delay_ms": args.delay_ms}
-             for q in items]
-    rules.append({"match": ["### Question: bench question"], "content": "SELECT count(*) FROM t0001",
-                  "delay_ms": args.delay_ms})
+    rules = mock_rules(kw, items, args.delay_ms)
     mock, url = start_mock(rules, os.path.join(tempfile.mkdtemp(), "port"))
     skip = set(args.skip.split(","))
     try:
@@ -234,53 +237,107 @@ def main():
         mock.kill()
 
 
+EXTRACTION = "list what a query answering it needs"
+
+
+def mock_rules(kw, items, delay_ms):
+    """Extraction answers with the gold query's columns, candidates with the gold query; for
+    questions tagged "[disagree]" every other candidate returns other rows."""
+    rules = []
+    by_db = {}
+    for q in items:
+        by_db.setdefault(q["db"], []).append(q)
+    for db, qs in by_db.items():
+        with psycopg.connect(dbname=db, autocommit=True, **kw) as conn:
+            for q in qs:
+                try:
+                    _, columns = harness.gold_columns(conn, q["gold"])
+                except psycopg.Error:
+                    columns = set()
+                asked = "### Question: " + q["question"] + "\n"
+                rules.append({"match": [asked, EXTRACTION], "delay_ms": delay_ms,
+                              "content": "#columns: " + ", ".join(sorted(columns)) + "\n#values: none\n#select: the answer"})
+                rules.append({"match": ["### Question: [disagree] " + q["question"] + "\n"], "delay_ms": delay_ms,
+                              "sequence": ["#SQL: " + q["gold"], "#SQL: SELECT 'something else' AS x"]})
+                rules.append({"match": [asked], "content": "#SQL: " + q["gold"], "delay_ms": delay_ms})
+    rules.append({"match": ["### Question: bench question", EXTRACTION], "content": "#columns: t0001.c01\n#values: none\n#select: count",
+                  "delay_ms": delay_ms})
+    rules.append({"match": ["### Question: bench question"], "content": "#SQL: SELECT count(*) FROM t0001",
+                  "delay_ms": delay_ms})
+    return rules
+
+
 def overhead_bench(kw, items, url, args):
     print("\n1. Pipeline overhead (wall time minus waiting for the model)")
     sample = random.Random(0).sample(items, min(args.questions, len(items)))
-    conns, samples = {}, []
-    for q in sample:
-        conn = conns.get(q["db"]) or connect(kw, q["db"], url)
-        conns[q["db"]] = conn
-        ask(conn, q["question"])  # warm this database's caches once
-    for q in sample:
-        samples.append(ask(conns[q["db"]], q["question"]))
-    report_overhead(f"spider-pg ({len(conns)} databases)", samples)
-    for c in conns.values():
-        c.close()
+    for name, settings, prefix in [("zero-shot", ZERO_SHOT, ""), ("full, candidates agree", FULL, ""),
+                                   ("full, candidates disagree", FULL, "[disagree] ")]:
+        conns, samples = {}, []
+        for q in sample:
+            conn = conns.get(q["db"]) or connect(kw, q["db"], url, settings)
+            conns[q["db"]] = conn
+            ask(conn, prefix + q["question"])  # warm this database's caches once
+        for q in sample:
+            samples.append(ask(conns[q["db"]], prefix + q["question"]))
+        report_overhead(f"{name} ({len(conns)} dbs)", samples)
+        for c in conns.values():
+            c.close()
     if "wide" in set(args.skip.split(",")):
         return
     print(f"\n2. The same on {args.tables} tables x {args.columns} columns")
     db = wide_schema(kw, args.tables, args.columns, 20)
-    conn = connect(kw, db, url)
-    conn.execute("SELECT nl2sql.reset_cache()")
-    conn.execute("SET client_min_messages = warning")
-    cold = ask(conn, "bench question")
-    report_overhead("cold (first call of the session)", [cold])
-    report_overhead("warm", [ask(conn, "bench question") for _ in range(5)])
-    print(f"    schema shown: {cold[3]['tables_shown']} of {cold[3]['tables_shown'] + cold[3]['tables_omitted']} tables,"
-          f" ~{cold[3]['schema_tokens']} tokens (nl2sql.schema_max_tokens)")
-    conn.close()
+    for name, settings in [("zero-shot", ZERO_SHOT), ("full", FULL)]:
+        conn = connect(kw, db, url, settings)
+        conn.execute("SELECT nl2sql.reset_cache()")
+        conn.execute("SET client_min_messages = warning")
+        cold = ask(conn, "bench question")
+        report_overhead(f"{name}, cold (first call of the session)", [cold])
+        report_overhead(f"{name}, warm", [ask(conn, "bench question") for _ in range(5)])
+        print(f"    schema shown to the generator: {cold[3]['tables_shown']} of {cold[3]['tables_shown'] + cold[3]['tables_omitted']}"
+              f" tables, ~{cold[3]['schema_tokens']} tokens")
+        conn.close()
 
 
 def tokens_bench(kw, items, url):
     print(f"\n3. Prompt tokens per question, all {len(items)} spider-pg questions")
-    conns, estimates = {}, []
-    for q in items:
-        conn = conns.get(q["db"]) or connect(kw, q["db"], url)
-        conns[q["db"]] = conn
-        _, _, _, trace = ask(conn, q["question"])
-        estimates.append(trace["llm_calls"][0]["prompt_tokens_estimate"])
-    with urllib.request.urlopen(url + "/requests") as r:
-        prompts = ["\n".join(m["content"] for m in req["body"]["messages"]) for req in json.load(r)]
-    exact = qwen_tokens(prompts)
-    print(f"  estimate (3.2 chars/token): mean {statistics.mean(estimates):.0f}, median {statistics.median(estimates):.0f}, max {max(estimates)}")
-    if exact:
-        print(f"  Qwen2.5 tokenizer:          mean {statistics.mean(exact):.0f}, median {statistics.median(exact):.0f}, max {max(exact)}"
-              f"  (estimate/exact = {sum(estimates) / sum(exact):.2f})")
-    else:
-        print("  Qwen2.5 tokenizer: not installed (scripts/local-llm.sh install), estimate only")
-    for c in conns.values():
-        c.close()
+    estimates = {"zero-shot prompt": [], "full: extraction prompt": [], "full: generation prompt": []}
+    prompts = {k: [] for k in estimates}
+    for name, settings in [("zero-shot", ZERO_SHOT), ("full", FULL)]:
+        urllib.request.urlopen(urllib.request.Request(url + "/reset", data=b"{}", method="POST"))
+        conns = {}
+        for q in items:
+            conn = conns.get(q["db"]) or connect(kw, q["db"], url, settings)
+            conns[q["db"]] = conn
+            _, _, _, trace = ask(conn, q["question"])
+            first = {}  # the n candidates share one prompt: count it once
+            for call in trace["llm_calls"]:
+                first.setdefault(call["stage"], call["prompt_tokens_estimate"])
+            if name == "zero-shot":
+                estimates["zero-shot prompt"].append(first["generate"])
+            else:
+                estimates["full: extraction prompt"].append(first["extract"])
+                estimates["full: generation prompt"].append(first["generate"])
+        with urllib.request.urlopen(url + "/requests") as r:
+            seen = [req["body"]["messages"] for req in json.load(r)]
+        for messages in seen:
+            text = "\n".join(m["content"] for m in messages)
+            if name == "zero-shot":
+                prompts["zero-shot prompt"].append(text)
+            elif EXTRACTION in text:
+                prompts["full: extraction prompt"].append(text)
+            elif not prompts["full: generation prompt"] or prompts["full: generation prompt"][-1] != text:
+                prompts["full: generation prompt"].append(text)
+        for c in conns.values():
+            c.close()
+    for key, est in estimates.items():
+        exact = qwen_tokens(prompts[key])
+        line = f"  {key:<26} estimate mean {statistics.mean(est):5.0f}, median {statistics.median(est):5.0f}, max {max(est):5}"
+        if exact:
+            line += (f" | Qwen2.5 tokenizer mean {statistics.mean(exact):5.0f}, max {max(exact):5}"
+                     f" (estimate/exact {sum(est) / sum(exact):.2f})")
+        print(line)
+    if not qwen_tokens(["x"]):
+        print("  Qwen2.5 tokenizer: not installed (scripts/local-llm.sh install), estimates only")
 
 
 if __name__ == "__main__":

@@ -112,7 +112,8 @@ class Handler(BaseHTTPRequestHandler):
                 n = SEQ.get(idx, 0)
                 SEQ[idx] = n + 1
             item = rule["sequence"][n % len(rule["sequence"])]
-            rule = dict(item) if isinstance(item, dict) else {"content": item}
+            base = {k: v for k, v in rule.items() if k not in ("sequence", "match")}
+            rule = {**base, **(item if isinstance(item, dict) else {"content": item})}
         if rule.get("delay_ms"):
             time.sleep(rule["delay_ms"] / 1000.0)
         if rule.get("fail_times"):

@@ -142,6 +142,8 @@ pub struct Trace {
     pub llm_calls: Vec<LlmCall>,
     /// LLM round trips one after another (concurrent requests count once).
     pub round_trips: usize,
+    /// Time spent waiting for the model on the critical path (the rest is nl2sql's own work).
+    pub llm_wait_ms: f64,
     pub candidates: Vec<CandidateTrace>,
     /// Waves of generation requests sent (adaptive n: the second only when the first disagrees).
     pub waves: usize,
@@ -411,8 +413,10 @@ fn zero_shot(
     loop {
         let stage = if round == 0 { "generate" } else { "correct" };
         let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: settings.max_tokens };
+        let waited = Instant::now();
         let reply = llm.chat(req);
         trace.round_trips += 1;
+        trace.llm_wait_ms += ms(waited.elapsed());
         record(trace, stage, &messages, &reply, secret.as_deref());
         let completion = reply.map_err(|e| AskError::Llm(Report::from_diagnostic(&e).redact(secret.as_deref())))?;
         let corrects = (round > 0).then(|| trace.candidates.len().saturating_sub(1));
@@ -545,8 +549,10 @@ fn full(
     if settings.extraction {
         let messages = extract::messages(&whole.text, &q.text, q.hint.as_deref());
         let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: EXTRACTION_MAX_TOKENS };
+        let waited = Instant::now();
         let reply = llm.chat(req);
         trace.round_trips += 1;
+        trace.llm_wait_ms += ms(waited.elapsed());
         record(trace, "extract", &messages, &reply, secret.as_deref());
         ex = extract::parse(&reply.map_err(|e| llm_error(&e))?.content);
     }
@@ -631,8 +637,10 @@ fn full(
         }
         trace.waves += 1;
         let reqs = vec![ChatRequest { messages: messages.clone(), temperature, max_tokens: settings.max_tokens }; size];
+        let waited = Instant::now();
         let replies = llm.chat_many(reqs);
         trace.round_trips += 1;
+        trace.llm_wait_ms += ms(waited.elapsed());
         let mut errors = Vec::new();
         for reply in replies {
             record(trace, "generate", &messages, &reply, secret.as_deref());
@@ -671,8 +679,10 @@ fn full(
             .iter()
             .map(|m| ChatRequest { messages: m.clone(), temperature: 0.0, max_tokens: settings.max_tokens })
             .collect();
+        let waited = Instant::now();
         let replies = llm.chat_many(reqs);
         trace.round_trips += 1;
+        trace.llm_wait_ms += ms(waited.elapsed());
         for ((reply, conv), (parent, ..)) in replies.into_iter().zip(convs).zip(failed) {
             record(trace, "correct", &conv, &reply, secret.as_deref());
             if let Ok(c) = reply {

@@ -139,19 +139,17 @@ impl Schema {
                 return Rendered { text, tokens, detail, tables_shown: self.tables.len(), tables_omitted: 0 };
             }
         }
-        // Still too large: keep the longest prefix of tables that fits.
-        let mut shown = self.tables.len();
-        while shown > 1 {
-            shown = shown * 3 / 4;
+        // Still too large: keep the longest prefix of tables that fits. Start from the prefix
+        // whose tables alone fit, then shrink until the foreign keys and the note fit too.
+        let mut shown = self.tables_within(max_tokens).clamp(1, self.tables.len());
+        loop {
             let text = self.render_tables(&self.tables[..shown], Detail::Bare, self.tables.len() - shown);
-            if estimate_tokens(&text) <= max_tokens {
-                break;
+            let tokens = estimate_tokens(&text);
+            if tokens <= max_tokens || shown == 1 {
+                return Rendered { text, tokens, detail: Detail::Bare, tables_shown: shown, tables_omitted: self.tables.len() - shown };
             }
+            shown = (shown * 9 / 10).clamp(1, shown - 1);
         }
-        let shown = shown.max(1).min(self.tables.len());
-        let text = self.render_tables(&self.tables[..shown], Detail::Bare, self.tables.len() - shown);
-        let tokens = estimate_tokens(&text);
-        Rendered { text, tokens, detail: Detail::Bare, tables_shown: shown, tables_omitted: self.tables.len() - shown }
     }
 
     fn render_tables(&self, tables: &[Table], detail: Detail, omitted: usize) -> String {
@@ -162,7 +160,7 @@ impl Schema {
         if omitted > 0 {
             let _ = writeln!(out, "# ... {omitted} more tables not shown (schema larger than the prompt budget)");
         }
-        let shown: Vec<&str> = tables.iter().map(|t| t.ident.as_str()).collect();
+        let shown: std::collections::HashSet<&str> = tables.iter().map(|t| t.ident.as_str()).collect();
         let fks: Vec<&ForeignKey> = self
             .foreign_keys
             .iter()

@@ -715,18 +715,20 @@ pub fn search_columns(query: &str, k: usize, embed_pending: bool) -> Vec<FoundCo
     }
     let rows: Vec<(pg_sys::Oid, String, String, String, Option<f32>)> = owner::as_owner(|| {
         // Candidates: per query phrase, the columns whose names' signatures are nearest
-        // (built-in), or the nearest descriptions by the endpoint's vectors.
+        // (built-in), or the nearest descriptions by the endpoint's vectors. The embedder is
+        // checked outside the nearest-neighbour scan so that its HNSW index serves it (the
+        // other embedder's rows have no signature, or no vector, and are not in that index).
         let (source, qvec) = match &emb {
             Embedder::Builtin => (
                 "FROM unnest($3::text[]) AS p(sig)
-                 CROSS JOIN LATERAL (SELECT * FROM nl2sql.column_embeddings x WHERE x.embedder = $2
+                 CROSS JOIN LATERAL (SELECT * FROM nl2sql.column_embeddings x
                                      ORDER BY x.sig <~> p.sig::bit(256) LIMIT 50) ce",
                 None,
             ),
             Embedder::Remote(ep) => {
                 let v = embedder::embed(ep, &[query.to_string()]);
                 (
-                    "FROM (SELECT * FROM nl2sql.column_embeddings x WHERE x.embedder = $2
+                    "FROM (SELECT * FROM nl2sql.column_embeddings x
                            ORDER BY x.embedding <=> $4::vector LIMIT 200) ce",
                     v.first().map(|x| embedder::vector_literal(x)),
                 )
@@ -738,7 +740,7 @@ pub fn search_columns(query: &str, k: usize, embed_pending: bool) -> Vec<FoundCo
              {source}
              JOIN pg_catalog.pg_attribute a ON a.attrelid = ce.relid AND a.attnum = ce.attnum
              JOIN pg_catalog.pg_class c ON c.oid = ce.relid
-             WHERE pg_catalog.has_column_privilege($1, ce.relid, ce.attnum, 'SELECT')"
+             WHERE ce.embedder = $2 AND pg_catalog.has_column_privilege($1, ce.relid, ce.attnum, 'SELECT')"
         );
         let sigs: Vec<String> = phrases.iter().map(|p| embed::signature_text(p)).collect();
         let args = [
