@@ -19,7 +19,7 @@ use crate::schema::Schema;
 use serde::Serialize;
 use sqlparser::ast::{
     BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, JoinConstraint,
-    JoinOperator, LimitClause, ObjectName, ObjectNamePart, OrderByKind, Query, SelectItem, SetExpr, Statement,
+    JoinOperator, LimitClause, ObjectName, ObjectNamePart, OrderByKind, OrderBySort, Query, SelectItem, SetExpr, Statement,
     TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 use sqlparser::dialect::PostgreSqlDialect;
@@ -236,7 +236,7 @@ pub fn align(sql: &str, schema: &Schema, select: &[String], values: &mut dyn Val
         }
         if rules.style {
             nulls_under_limit(schema, &sc, q, &mut fired);
-            select_list(q, select, &mut fired);
+            select_list(schema, &sc, q, select, &mut fired);
         }
     }
     if fired.is_empty() {
@@ -520,6 +520,22 @@ fn nested_aggregates(q: &mut Query, fired: &mut Vec<String>) {
     if no_group_by(s) {
         return;
     }
+    // With an ORDER BY or LIMIT of its own, or two nested aggregates, no single ORDER BY ...
+    // LIMIT 1 says the same: leave the query to PostgreSQL (and the correction round).
+    let nested = s
+        .projection
+        .iter()
+        .filter(|p| match p {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                aggregate_name(e).is_some_and(|n| n == "max" || n == "min")
+                    && single_arg(e).is_some_and(|a| aggregate_name(&a).is_some())
+            }
+            _ => false,
+        })
+        .count();
+    if has_order || nested != 1 {
+        return;
+    }
     let mut order: Option<(Expr, bool)> = None;
     for p in s.projection.iter_mut() {
         let (SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }) = p else { continue };
@@ -529,7 +545,7 @@ fn nested_aggregates(q: &mut Query, fired: &mut Vec<String>) {
         order = Some((inner.clone(), outer == "max"));
         *e = inner;
     }
-    if let (Some((expr, desc)), false) = (order, has_order) {
+    if let Some((expr, desc)) = order {
         let sql = format!("SELECT 1 ORDER BY {expr} {} LIMIT 1", if desc { "DESC" } else { "ASC" });
         if let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &sql) {
             if let Some(Statement::Query(p)) = parsed.pop() {
@@ -635,6 +651,7 @@ fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<S
                     fk.table == schema.tables[tb].ident
                         && fk.ref_table == schema.tables[t].ident
                         && fk.columns == [schema.tables[tb].columns[cb].ident.clone()]
+                        && fk.ref_columns == [schema.tables[t].columns[ca].ident.clone()]
                 })
         });
         if redundant {
@@ -655,6 +672,11 @@ fn nulls_under_limit(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec
     }
     let Some(s) = body_select(q) else { return };
     for o in exprs {
+        // PostgreSQL puts NULLs first in DESC order (unless NULLS LAST), last in ASC order.
+        let desc = matches!(o.options.sort, Some(OrderBySort::Desc));
+        if !o.options.nulls_first.unwrap_or(desc) {
+            continue;
+        }
         let Some((t, c)) = resolve(schema, sc, &o.expr) else { continue };
         if schema.tables[t].columns[c].not_null {
             continue;
@@ -672,7 +694,7 @@ fn nulls_under_limit(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec
     }
 }
 
-fn select_list(q: &mut Query, select: &[String], fired: &mut Vec<String>) {
+fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, select: &[String], fired: &mut Vec<String>) {
     if select.is_empty() {
         return;
     }
@@ -680,16 +702,26 @@ fn select_list(q: &mut Query, select: &[String], fired: &mut Vec<String>) {
     if s.projection.len() <= select.len() || s.distinct.is_some() {
         return;
     }
-    let wanted: String = select.join(" ").to_lowercase();
+    // "student id", "stuid" and "stu_id" all name the same thing.
+    let wanted: String = select.join(" ").to_lowercase().replace('_', " ");
+    let words: Vec<&str> = wanted.split(|c: char| !c.is_alphanumeric()).collect();
+    if words.iter().any(|w| matches!(*w, "id" | "ids" | "identifier" | "identifiers")) {
+        return;
+    }
+    // An id column: a key (primary or foreign) of its table, or named id / *_id.
+    let is_key = |e: &Expr| -> Option<String> {
+        let (t, c) = resolve(schema, sc, e)?;
+        let table = &schema.tables[t];
+        let column = &table.columns[c];
+        let key = table.primary_key.contains(&column.name)
+            || schema.foreign_keys.iter().any(|fk| fk.table == table.ident && fk.columns.contains(&column.ident))
+            || column.name.eq_ignore_ascii_case("id")
+            || column.name.to_lowercase().ends_with("_id");
+        key.then(|| column.name.to_lowercase())
+    };
     let unasked = |p: &SelectItem| -> bool {
-        let SelectItem::UnnamedExpr(e) = p else { return false };
-        let name = match e {
-            Expr::Identifier(i) => fold(i),
-            Expr::CompoundIdentifier(parts) => parts.last().map(fold).unwrap_or_default(),
-            _ => return false,
-        };
-        (name == "id" || name.ends_with("_id") || name.ends_with("id") && name.len() > 2 && !wanted.contains("id"))
-            && !wanted.contains(&name)
+        let SelectItem::UnnamedExpr(e @ (Expr::Identifier(_) | Expr::CompoundIdentifier(_))) = p else { return false };
+        is_key(e).is_some_and(|name| !wanted.contains(&name.replace('_', " ")) && !wanted.replace(' ', "").contains(&name.replace('_', "")))
     };
     let extra = s.projection.iter().filter(|p| unasked(p)).count();
     if extra > 0 && s.projection.len() - extra == select.len() {
@@ -792,6 +824,9 @@ mod tests {
     fn function_nested_aggregates() {
         let a = run("SELECT country, max(count(*)) FROM singer GROUP BY country");
         assert_eq!(a.sql, "SELECT country, count(*) FROM singer GROUP BY country ORDER BY count(*) DESC LIMIT 1");
+        // With a LIMIT of its own, or two nested aggregates, no rewrite says the same.
+        assert!(run("SELECT max(count(*)) FROM singer GROUP BY country LIMIT 5").fired.is_empty());
+        assert!(run("SELECT max(count(*)), min(count(*)) FROM singer GROUP BY country").fired.is_empty());
     }
 
     #[test]
@@ -810,6 +845,10 @@ mod tests {
         // A NOT NULL column, or no LIMIT: nothing to do.
         assert!(run("SELECT concert_id FROM singer_in_concert ORDER BY singer_id LIMIT 1").fired.is_empty());
         assert!(run("SELECT name FROM singer ORDER BY age DESC").fired.is_empty());
+        // NULLs already come last: ascending order, or DESC NULLS LAST.
+        assert!(run("SELECT name FROM singer ORDER BY age LIMIT 1").fired.is_empty());
+        assert!(run("SELECT name FROM singer ORDER BY age DESC NULLS LAST LIMIT 1").fired.is_empty());
+        assert_eq!(run("SELECT name FROM singer ORDER BY age NULLS FIRST LIMIT 1").fired.len(), 1);
     }
 
     #[test]
@@ -819,6 +858,19 @@ mod tests {
         assert_eq!(a.sql, "SELECT name FROM singer");
         let b = align("SELECT singer_id, name FROM singer", &s, &["singer id".into(), "name".into()], &mut Index, Rules::ALL);
         assert!(b.fired.is_empty());
+        // The rule runs (three columns, two asked for) and keeps the id that was asked for.
+        let c = align("SELECT singer_id, name, age FROM singer", &s, &["singer id".into(), "name".into()], &mut Index, Rules::ALL);
+        assert!(c.fired.is_empty(), "{:?}", c.fired);
+        // Only keys go: a column ending in "id" that is no key ("paid") stays.
+        let mut paid = star_schema();
+        paid.tables[1].columns.push(serde_json::from_value(serde_json::json!({"name": "paid", "ident": "paid", "data_type": "boolean", "comment": null})).expect("column"));
+        let d = align("SELECT paid, name FROM singer", &paid, &["name".into()], &mut Index, Rules::ALL);
+        assert!(d.fired.is_empty(), "{:?}", d.fired);
+        // A foreign key nobody asked for goes.
+        let e = align("SELECT sic.singer_id, sic.concert_id FROM singer_in_concert AS sic", &s, &["concert".into()], &mut Index, Rules::ALL);
+        assert!(e.fired.is_empty(), "both are keys: trimming would leave nothing asked for");
+        let f = align("SELECT stadium_id, name FROM stadium", &s, &["stadium name".into()], &mut Index, Rules::ALL);
+        assert_eq!(f.sql, "SELECT name FROM stadium");
         s.tables.clear();
         assert!(align("not sql", &s, &[], &mut Index, Rules::ALL).fired.is_empty());
     }

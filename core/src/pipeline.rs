@@ -22,6 +22,8 @@ use crate::{generate, Execution};
 use serde::Serialize;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer};
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// Longest question accepted, in characters.
@@ -150,6 +152,8 @@ pub struct Trace {
     /// Sampling stopped before n candidates because enough agreed.
     pub stopped_early: bool,
     pub vote: Option<Outcome>,
+    /// Candidates sampled (round 0): what the confidence is a share of.
+    pub samples: usize,
     pub confidence: Option<f64>,
     pub wall_ms: f64,
 }
@@ -421,7 +425,9 @@ fn zero_shot(
         let completion = reply.map_err(|e| AskError::Llm(Report::from_diagnostic(&e).redact(secret.as_deref())))?;
         let corrects = (round > 0).then(|| trace.candidates.len().saturating_sub(1));
         let mut cand = CandidateTrace { round, corrects, raw: completion.content.clone(), ..Default::default() };
-        let (sql, outcome) = evaluate(&completion.content, settings, db, schema, &[], &mut cand);
+        // The foundation's path: no alignment rules.
+        let plain = Settings { alignment: Rules { agent: false, function: false, style: false }, ..settings.clone() };
+        let (sql, outcome) = evaluate(&completion.content, &plain, db, schema, &[], &mut cand);
         cand.sql = sql.clone();
         match outcome {
             Ok(execution) => {
@@ -509,10 +515,24 @@ fn evaluate(
 }
 
 /// A query's normal form, to find candidates that wrote the same thing.
+/// Parsed and printed again (one layout), then tokenized: unquoted words (keywords and names,
+/// which PostgreSQL folds) lowercased; string literals and quoted names kept as written.
 fn normal_form(sql: &str) -> String {
-    match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
-        Ok(s) => s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(";").to_lowercase(),
-        Err(_) => sql.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase(),
+    let printed = match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
+        Ok(s) => s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("; "),
+        Err(_) => sql.to_string(),
+    };
+    match Tokenizer::new(&PostgreSqlDialect {}, &printed).tokenize() {
+        Ok(tokens) => tokens
+            .iter()
+            .filter(|t| !matches!(t, Token::Whitespace(_)))
+            .map(|t| match t {
+                Token::Word(w) if w.quote_style.is_none() => w.value.to_lowercase(),
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        Err(_) => printed.split_whitespace().collect::<Vec<_>>().join(" "),
     }
 }
 
@@ -529,6 +549,11 @@ struct Pool {
     catalog: Option<Report>,
     /// The last failure, with the SQL that failed, for the error when nothing succeeds.
     last: Option<(Option<String>, Failure)>,
+    /// The conversation that produced each executed candidate, by trace index (for the
+    /// correction of an empty result).
+    conversations: HashMap<usize, Vec<Message>>,
+    /// Candidates already sent back for correction.
+    corrected: HashSet<usize>,
 }
 
 /// The OpenSearch-SQL path.
@@ -625,7 +650,16 @@ fn full(
     };
     let n = settings.candidates.max(1);
     let temperature = if n == 1 { 0.0 } else { settings.temperature };
-    let mut pool = Pool { executed: vec![], failed: vec![], failed_forms: vec![], refused: None, catalog: None, last: None };
+    let mut pool = Pool {
+        executed: vec![],
+        failed: vec![],
+        failed_forms: vec![],
+        refused: None,
+        catalog: None,
+        last: None,
+        conversations: HashMap::new(),
+        corrected: HashSet::new(),
+    };
     let waves = [settings.first_wave.clamp(1, n), n - settings.first_wave.clamp(1, n)];
     for (w, size) in waves.into_iter().enumerate() {
         if size == 0 {
@@ -661,12 +695,13 @@ fn full(
         if agreed(&pool, trace, settings) && non_empty {
             break;
         }
-        // All ran but returned nothing: the empty ones are worth another look.
-        if !non_empty && pool.failed.is_empty() {
+        // Nothing returned rows: the empty ones are worth another look too, once each.
+        if !non_empty {
             for (i, _, e) in &pool.executed {
-                if e.rows.is_empty() {
-                    let conv = messages.clone();
-                    pool.failed.push((*i, conv, trace.candidates[*i].raw.clone(), Failure::Empty));
+                if e.rows.is_empty() && !pool.corrected.contains(i) {
+                    let conv = pool.conversations.get(i).cloned().unwrap_or_else(|| messages.clone());
+                    let raw = trace.candidates.get(*i).map(|c| c.raw.clone()).unwrap_or_default();
+                    pool.failed.push((*i, conv, raw, Failure::Empty));
                 }
             }
         }
@@ -674,6 +709,7 @@ fn full(
         if failed.is_empty() {
             break;
         }
+        pool.corrected.extend(failed.iter().map(|(i, ..)| *i));
         let convs: Vec<Vec<Message>> = failed.iter().map(|(_, conv, raw, f)| refine::correction(conv.clone(), raw, f)).collect();
         let reqs = convs
             .iter()
@@ -693,6 +729,7 @@ fn full(
 
     // The vote.
     let ballots: Vec<Ballot> = ballots(&pool, trace);
+    trace.samples = samples(trace);
     if let Some(outcome) = vote::vote(&ballots, samples(trace)) {
         let winner = outcome.winner;
         trace.confidence = Some(outcome.confidence);
@@ -702,14 +739,16 @@ fn full(
             return Ok((sql, exec.clone()));
         }
     }
+    // Nothing ran: the catalog's trouble first, then the last failure (the most corrected
+    // attempt), a refusal only when every candidate was refused.
     if let Some(r) = pool.catalog {
         return Err(AskError::Catalog(r));
     }
-    if let Some((sql, error)) = pool.refused {
-        return Err(AskError::Refused { sql, error });
+    match (pool.last, pool.refused) {
+        (Some((sql, failure)), _) => Err(AskError::Failed { sql, failure }),
+        (None, Some((sql, error))) => Err(AskError::Refused { sql, error }),
+        (None, None) => Err(AskError::Failed { sql: None, failure: Failure::Syntax(GuardError::NoStatement) }),
     }
-    let (sql, failure) = pool.last.unwrap_or((None, Failure::Syntax(GuardError::NoStatement)));
-    Err(AskError::Failed { sql, failure })
 }
 
 /// Whether the executed candidates already agree enough to stop sampling.
@@ -755,7 +794,7 @@ fn ballots(pool: &Pool, trace: &Trace) -> Vec<Ballot> {
             rows: e.rows.clone(),
             ordered: cand_sql(trace.candidates.get(*i)).and_then(|s| results::orders_rows(&s)).unwrap_or(false),
             elapsed: e.elapsed,
-            weight: finals.iter().filter(|f| **f == Some(*i)).count().max(1),
+            weight: finals.iter().filter(|f| **f == Some(*i)).count(),
         })
         .collect()
 }
@@ -810,6 +849,7 @@ fn consider(
             let form = normal_form(&cand_sql(Some(&cand)).unwrap_or_default());
             trace.candidates.push(cand);
             pool.executed.push((index, form, execution));
+            pool.conversations.insert(index, conversation);
         }
         Err(Outcome_::Refused(error)) => {
             cand.error = Some(error.message());

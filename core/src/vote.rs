@@ -15,7 +15,8 @@ pub struct Ballot {
     /// Whether the candidate's own SQL orders its rows (then order is part of its answer).
     pub ordered: bool,
     pub elapsed: Duration,
-    /// How many candidates wrote this same query (after normalisation).
+    /// How many samples this candidate answers for: itself, those that wrote the same query,
+    /// those it corrected; 0 for one superseded by its own correction.
     pub weight: usize,
 }
 
@@ -63,7 +64,7 @@ pub fn vote(ballots: &[Ballot], total: usize) -> Option<Outcome> {
             members.sort_by_key(|b| (b.elapsed, b.candidate));
             Group {
                 candidates: members.iter().map(|b| b.candidate).collect(),
-                votes: members.iter().map(|b| b.weight.max(1)).sum(),
+                votes: members.iter().map(|b| b.weight).sum(),
                 rows: k.len(),
                 fastest_ms: members[0].elapsed.as_secs_f64() * 1000.0,
             }

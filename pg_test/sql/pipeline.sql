@@ -69,7 +69,7 @@ SELECT g->'votes' AS votes, g->'rows' AS rows FROM jsonb_array_elements(nl2sql.l
 -- Ties go to the faster query.
 SET nl2sql.candidates = 2;
 SELECT nl2sql('Count something, quickly.');
-SELECT g->'votes' AS votes, (g->>'fastest_ms')::float < 50 AS fast FROM jsonb_array_elements(nl2sql.last_trace()->'vote'->'groups') AS g;
+SELECT g->'votes' AS votes, g->'rows' AS rows FROM jsonb_array_elements(nl2sql.last_trace()->'vote'->'groups') AS g;
 -- A failed model call loses one candidate, not the answer.
 SET nl2sql.llm_max_retries = 0;
 SELECT nl2sql('How many stadiums are there?');
@@ -86,6 +86,9 @@ SELECT e->'result'->'preview' AS preview,
        position('sk-nl2sql-test' IN e::text) AS key_at, position('sk-nl2sql-test' IN nl2sql.last_trace()::text) AS key_in_trace
 FROM nl2sql_explain('What is your secret?') AS e;
 SELECT jsonb_object_keys(e->'settings') AS setting FROM nl2sql_explain('What is your secret?') AS e ORDER BY 1;
+-- Nor in what nl2sql() returns, or in its errors.
+SELECT nl2sql('What is your secret?');
+SELECT nl2sql('Which singer has my secret name?');
 -- A failure is reported in "error", not raised.
 SELECT e->'sql' AS sql, e->'error'->>'sqlstate' AS sqlstate, e->'error'->>'message' AS message
 FROM nl2sql_explain('Please clean up the singer table.') AS e;

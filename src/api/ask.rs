@@ -8,20 +8,22 @@ use nl2sql_core::align::{Rules, ValueLookup};
 use nl2sql_core::pipeline::{self, Answer, AskError, Database, Llm, Mode, Question, Settings, Trace};
 use nl2sql_core::refine::Failure;
 use nl2sql_core::retrieve::ValueHint;
+use crate::api::explain::scrub;
 use nl2sql_core::{rows, Execution};
 use pgrx::prelude::*;
 use std::cell::RefCell;
 
 thread_local! {
-    /// The trace of this backend's last call, for nl2sql.last_trace().
-    pub static LAST_TRACE: RefCell<Option<Trace>> = const { RefCell::new(None) };
+    /// The trace of this backend's last call, for nl2sql.last_trace(), scrubbed of the key.
+    pub static LAST_TRACE: RefCell<Option<serde_json::Value>> = const { RefCell::new(None) };
 }
 
 /// Translates a question into one read-only query, checked by executing it in the sandbox.
 #[pg_extern(volatile, parallel_unsafe)]
 fn nl2sql(question: Option<&str>, hint: default!(Option<&str>, "NULL")) -> Option<String> {
     let question = question?;
-    Some(answer(question, hint).sql)
+    let (a, secret) = answer(question, hint);
+    Some(scrub_text(a.sql, secret.as_deref()))
 }
 
 /// Translates a question and returns the rows of the query, one jsonb object a row.
@@ -30,24 +32,35 @@ fn nl2sql_run(question: Option<&str>, hint: default!(Option<&str>, "NULL")) -> S
     let Some(question) = question else {
         return SetOfIterator::empty();
     };
-    let a = answer(question, hint);
+    let (a, secret) = answer(question, hint);
     if a.execution.truncated {
         notice!("result truncated to {} rows (nl2sql.max_rows)", a.execution.rows.len());
     }
     let Execution { columns, rows: data, .. } = a.execution;
     let keys = rows::keys(&columns);
-    SetOfIterator::new(data.into_iter().map(move |r| pgrx::JsonB(rows::row_object(&keys, &columns, &r))))
+    SetOfIterator::new(
+        data.into_iter().map(move |r| pgrx::JsonB(scrub(rows::row_object(&keys, &columns, &r), secret.as_deref()))),
+    )
 }
 
 /// Runs the pipeline, raising its errors as PostgreSQL errors.
-fn answer(question: &str, hint: Option<&str>) -> Answer {
-    let (result, _) = run(question, hint);
+/// The answer comes with the API key, for scrubbing what goes back to the caller (an endpoint
+/// could echo the key into an answer).
+fn answer(question: &str, hint: Option<&str>) -> (Answer, Option<String>) {
+    let (result, secret) = run(question, hint);
     match result {
         Ok(a) => {
             unsure(&a.trace);
-            a
+            (a, secret)
         }
-        Err((e, _)) => errors::raise(&e),
+        Err((e, _)) => errors::raise(&Report::from_diagnostic(&e).redact(secret.as_deref())),
+    }
+}
+
+fn scrub_text(text: String, secret: Option<&str>) -> String {
+    match secret.filter(|s| s.len() >= 4 && text.contains(*s)) {
+        Some(s) => text.replace(s, "***"),
+        None => text,
     }
 }
 
@@ -76,7 +89,8 @@ pub fn run(question: &str, hint: Option<&str>) -> (Result<Answer, (AskError, Tra
             trace.tables_shown
         );
     }
-    LAST_TRACE.with_borrow_mut(|t| *t = Some(trace.clone()));
+    let stored = serde_json::to_value(trace).ok().map(|v| scrub(v, secret.as_deref()));
+    LAST_TRACE.with_borrow_mut(|t| *t = stored);
     (result, secret)
 }
 
@@ -118,7 +132,7 @@ fn unsure(trace: &Trace) {
         "nl2sql is unsure of this answer".into(),
         format!(
             "{votes} of {} candidates agree on its rows (confidence {confidence:.2}, nl2sql.min_confidence is {min:.2}).",
-            trace.candidates.len()
+            trace.samples
         ),
         "Check the query, add a hint naming tables, columns or values, or see nl2sql_explain() for the other candidates.".into(),
     );

@@ -13,7 +13,8 @@ const PREVIEW_ROWS: usize = 5;
 
 /// Runs the pipeline for `question` and returns its trace: extraction, retrieved values,
 /// the per-question schema, every candidate (raw, aligned, executed, corrected), the vote,
-/// the confidence and every LLM call. A failure is reported in "error" instead of raised.
+/// the confidence and every LLM call. What goes wrong in the pipeline (the model, the
+/// candidates) is reported in "error"; bad input and a missing endpoint raise as in nl2sql().
 #[pg_extern(volatile, parallel_unsafe)]
 fn nl2sql_explain(question: Option<&str>, hint: default!(Option<&str>, "NULL")) -> Option<pgrx::JsonB> {
     let question = question?;
@@ -102,14 +103,15 @@ fn totals(t: &Trace) -> Value {
     })
 }
 
-/// Replaces the API key wherever it appears (a model could echo what it was never sent; an
-/// endpoint's error body could hold it).
+/// Replaces the API key wherever it appears, keys of objects included (a model could echo
+/// what it was never sent; an endpoint's error body could hold it).
 pub fn scrub(v: Value, secret: Option<&str>) -> Value {
     let Some(secret) = secret.filter(|s| s.len() >= 4) else { return v };
+    let text = |s: String| if s.contains(secret) { s.replace(secret, "***") } else { s };
     match v {
-        Value::String(s) if s.contains(secret) => Value::String(s.replace(secret, "***")),
+        Value::String(s) => Value::String(text(s)),
         Value::Array(a) => Value::Array(a.into_iter().map(|x| scrub(x, Some(secret))).collect()),
-        Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (k, scrub(x, Some(secret)))).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (text(k), scrub(x, Some(secret)))).collect()),
         other => other,
     }
 }

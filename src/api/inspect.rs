@@ -18,12 +18,7 @@ mod nl2sql {
     /// latency, candidates and their outcomes. NULL before the first call.
     #[pg_extern(volatile, parallel_unsafe)]
     fn last_trace() -> Option<pgrx::JsonB> {
-        let secret = gucs::llm_api_key();
-        LAST_TRACE.with_borrow(|t| {
-            t.as_ref()
-                .and_then(|t| serde_json::to_value(t).ok())
-                .map(|v| pgrx::JsonB(crate::api::explain::scrub(v, secret.as_deref())))
-        })
+        LAST_TRACE.with_borrow(|t| t.clone().map(pgrx::JsonB))
     }
 
     /// Forgets the column samples this session cached.

@@ -715,9 +715,9 @@ pub fn search_columns(query: &str, k: usize, embed_pending: bool) -> Vec<FoundCo
     }
     let rows: Vec<(pg_sys::Oid, String, String, String, Option<f32>)> = owner::as_owner(|| {
         // Candidates: per query phrase, the columns whose names' signatures are nearest
-        // (built-in), or the nearest descriptions by the endpoint's vectors. The embedder is
-        // checked outside the nearest-neighbour scan so that its HNSW index serves it (the
-        // other embedder's rows have no signature, or no vector, and are not in that index).
+        // (built-in), or the nearest descriptions by the endpoint's vectors. For the built-in
+        // embedder the embedder is checked outside the nearest-neighbour scan so that the HNSW
+        // index on signatures serves it (rows of an endpoint embedder have no signature).
         let (source, qvec) = match &emb {
             Embedder::Builtin => (
                 "FROM unnest($3::text[]) AS p(sig)
@@ -728,7 +728,8 @@ pub fn search_columns(query: &str, k: usize, embed_pending: bool) -> Vec<FoundCo
             Embedder::Remote(ep) => {
                 let v = embedder::embed(ep, &[query.to_string()]);
                 (
-                    "FROM (SELECT * FROM nl2sql.column_embeddings x
+                    // Filtered inside: another endpoint's vectors may have other dimensions.
+                    "FROM (SELECT * FROM nl2sql.column_embeddings x WHERE x.embedder = $2
                            ORDER BY x.embedding <=> $4::vector LIMIT 200) ce",
                     v.first().map(|x| embedder::vector_literal(x)),
                 )

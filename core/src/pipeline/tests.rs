@@ -475,3 +475,64 @@ fn ties_go_to_the_faster_candidate() {
     assert_eq!(a.sql, "SELECT 2");
     assert_eq!(a.trace.confidence, Some(0.5));
 }
+
+#[test]
+fn literals_differing_in_case_are_different_queries() {
+    let s = Settings { candidates: 2, first_wave: 2, alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
+    let mut llm = script(&[
+        EXTRACTED,
+        "#SQL: SELECT name FROM singer WHERE country = 'france'",
+        "#SQL: select NAME from SINGER where COUNTRY = 'France'",
+    ]);
+    let mut db = FakeDb::default();
+    db.results.insert("SELECT name FROM singer WHERE country = 'france'".into(), (vec![], 1));
+    let a = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
+    assert_eq!(db.executed.len(), 2, "{:?}", db.executed);
+    assert_eq!(a.sql, "select NAME from SINGER where COUNTRY = 'France'");
+    // Keywords and unquoted names fold; quoted names and literals do not.
+    assert_eq!(normal_form("SELECT \"Name\" FROM T WHERE x = 'A'"), normal_form("select \"Name\"\nfrom t where X = 'A';"));
+    assert_ne!(normal_form("SELECT \"Name\" FROM t"), normal_form("SELECT name FROM t"));
+}
+
+#[test]
+fn empty_results_are_corrected_once_each_with_their_own_conversation() {
+    let s = Settings { candidates: 1, first_wave: 1, max_corrections: 3, alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
+    let mut db = FakeDb::default();
+    db.results.insert("SELECT name FROM singer WHERE country = 'Fr'".into(), (vec![], 1));
+    db.results.insert("SELECT name FROM singer WHERE country = 'FR'".into(), (vec![], 1));
+    let mut llm = script(&[
+        EXTRACTED,
+        "#SQL: SELECT name FROM singer WHERE country = 'Fr'",
+        "#SQL: SELECT name FROM singer WHERE country = 'FR'",
+        "#SQL: SELECT name FROM singer WHERE country = 'France'",
+    ]);
+    let a = ask(&q("Singers from France?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
+    assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'France'");
+    assert_eq!(llm.seen.len(), 4, "one extraction, one candidate, two corrections");
+    // The second correction continues the first one's conversation.
+    let second = llm.prompts()[3];
+    assert_eq!(second.len(), 6);
+    assert!(second[4].content.contains("'FR'"));
+    let c = &a.trace.candidates;
+    assert_eq!((c[1].corrects, c[2].corrects), (Some(0), Some(1)));
+    // The sample's answer is the last correction: the empty ones it replaced have no votes.
+    assert_eq!(a.trace.confidence, Some(1.0));
+    assert_eq!(a.trace.samples, 1);
+}
+
+#[test]
+fn an_execution_failure_is_reported_over_a_refusal() {
+    let s = Settings { candidates: 2, first_wave: 2, max_corrections: 0, ..full() };
+    let mut llm = script(&[EXTRACTED, "DROP TABLE singer", "#SQL: SELECT nickname FROM singer"]);
+    let (e, _) = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect_err("fails");
+    assert_eq!(e.sqlstate().code(), "42703");
+}
+
+#[test]
+fn zero_shot_mode_runs_no_alignment() {
+    let s = Settings { alignment: Rules::ALL, ..settings() };
+    let mut llm = script(&["SELECT name FROM singers"]);
+    let mut db = FakeDb::default();
+    let _ = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut db);
+    assert_eq!(db.executed, vec!["SELECT name FROM singers"]);
+}
