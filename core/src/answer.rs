@@ -20,7 +20,7 @@ const SQL_FENCES: &[&str] = &["sql", "postgresql", "postgres", "pgsql", "psql", 
 /// The SQL text found in `answer`, or None when the answer holds no SQL at all.
 pub fn extract_sql(answer: &str) -> Option<String> {
     let answer = strip_think(answer);
-    let body = match marked_section(&answer) {
+    let body = match marked_section(&answer).or_else(|| inline_section(&answer)) {
         Some(s) => s,
         None => match fenced_block(&answer) {
             Some(b) => b,
@@ -111,6 +111,26 @@ fn marked_section(answer: &str) -> Option<String> {
     let idx = answer.to_ascii_lowercase().rfind("#sql:")?;
     let rest = &answer[idx + "#sql:".len()..];
     Some(fenced_block(rest).unwrap_or_else(|| rest.to_string()))
+}
+
+/// A structured answer whose sections ran together on one line ("#SELECT: …; SQL-like: …;
+/// SQL: SELECT …"): the text after the last `SQL:` label that stands as a word of its own
+/// (not "PostgreSQL:") and is followed by a statement or a fence.
+fn inline_section(answer: &str) -> Option<String> {
+    let lower = answer.to_ascii_lowercase();
+    let mut end = lower.len();
+    while let Some(idx) = lower[..end].rfind("sql:") {
+        end = idx;
+        let before = lower[..idx].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            continue;
+        }
+        let rest = &answer[idx + "sql:".len()..];
+        if keyword_at(rest.trim_start()) || rest.trim_start().starts_with("```") {
+            return Some(fenced_block(rest).unwrap_or_else(|| rest.to_string()));
+        }
+    }
+    None
 }
 
 /// The first fenced block labelled as SQL, else the first unlabelled one.
@@ -212,6 +232,16 @@ mod tests {
         assert_eq!(extract_sql(a).as_deref(), Some("SELECT singer.name, count(*) FROM singer GROUP BY singer.name"));
         // Without a FROM it is a description, not a query.
         assert_eq!(extract_sql("#reason: x\n#SELECT: name, age"), None);
+    }
+
+    #[test]
+    fn structured_answer_run_together_on_one_line() {
+        let a = "#columns: singer.*\n#SELECT: count(*) FROM singer; SQL-like: select count(*) from singer; SQL: SELECT count(*) FROM singer";
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT count(*) FROM singer"));
+        // "PostgreSQL:" is not a label, and a label followed by prose is not the query.
+        assert_eq!(inline_section("Written for PostgreSQL: SELECT name FROM singer"), None);
+        assert_eq!(inline_section("The SQL: see below\nSELECT name FROM singer"), None);
+        assert_eq!(extract_sql("The SQL: see below\nSELECT name FROM singer").as_deref(), Some("SELECT name FROM singer"));
     }
 
     #[test]

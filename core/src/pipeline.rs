@@ -39,8 +39,9 @@ pub trait Database: ValueLookup {
     fn volatile_functions(&mut self, functions: &[FunctionRef]) -> Result<Vec<FunctionRef>, Report>;
     /// Runs one guarded query in the sandbox.
     fn execute(&mut self, sql: &str) -> Result<Execution, Failure>;
-    /// Stored values similar to words of `text` (the value index); none by default.
-    fn similar_values(&mut self, _text: &str) -> Vec<ValueHint> {
+    /// Stored values similar to words of `text` (the value index), leaving out phrases made
+    /// only of `skip` words (sorted); none by default.
+    fn similar_values(&mut self, _text: &str, _skip: &[String]) -> Vec<ValueHint> {
         Vec::new()
     }
     /// Columns whose names are similar to words of `text` (the schema embeddings), as
@@ -410,7 +411,7 @@ fn zero_shot(
         Some(h) => format!("{} {h}", q.text),
         None => q.text.clone(),
     };
-    trace.values = db.similar_values(&lookup);
+    trace.values = db.similar_values(&lookup, &schema_words(schema));
     let values = retrieve::render_values(&trace.values);
     let mut messages = generate::zero_shot(&rendered.text, &values, &q.text, q.hint.as_deref());
     let mut round = 0u32;
@@ -459,6 +460,13 @@ fn zero_shot(
 }
 
 /// The SQL a candidate runs: aligned when rules fired, else as written.
+/// Words naming the schema's tables and columns: not looked up as values.
+fn schema_words(schema: &Schema) -> Vec<String> {
+    retrieve::schema_words(
+        schema.tables.iter().flat_map(|t| std::iter::once(t.name.as_str()).chain(t.columns.iter().map(|c| c.name.as_str()))),
+    )
+}
+
 fn cand_sql(c: Option<&CandidateTrace>) -> Option<String> {
     c.and_then(|c| c.aligned.clone().or_else(|| c.sql.clone()))
 }
@@ -587,7 +595,7 @@ fn full(
         lookup.push(' ');
         lookup.push_str(extra);
     }
-    trace.values = db.similar_values(&lookup);
+    trace.values = db.similar_values(&lookup, &schema_words(schema));
     let mut chosen = extract::resolve(schema, &ex.columns);
     for c in extract::resolve(schema, &ex.value_columns) {
         if !chosen.contains(&c) {

@@ -31,6 +31,40 @@ fn is_stopword(w: &str) -> bool {
 /// words that are not stopwords, except runs of numbers alone ("Terminal 5" and "Route 66"
 /// are phrases, "1970" is not). A query of one or two words is also looked up whole.
 pub fn query_phrases(query: &str) -> Vec<String> {
+    query_phrases_skipping(query, &[])
+}
+
+/// The words that name tables and columns, folded, with their plural and singular forms, sorted.
+/// A question's "stadiums" names the table, not a value: looking it up finds
+/// 'Bayview Stadium', which a small model then turns into a filter nobody asked for.
+pub fn schema_words<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in names {
+        let folded = embed::fold(name);
+        for w in embed::words(&folded).filter(|w| w.len() > 1 && !w.chars().all(|c| c.is_ascii_digit())) {
+            out.push(w.to_string());
+            out.push(format!("{w}s"));
+            if let Some(stem) = w.strip_suffix('y') {
+                out.push(format!("{stem}ies"));
+            }
+            if w.ends_with(['s', 'x', 'h']) {
+                out.push(format!("{w}es"));
+            }
+            if let Some(stem) = w.strip_suffix('s').filter(|s| s.len() > 1) {
+                out.push(stem.to_string());
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Like [`query_phrases`], leaving out the phrases made only of `skip` words (sorted, as
+/// [`schema_words`] returns them): "Bayview stadium" is still looked up, "stadiums" is not.
+/// Quoted strings are always kept.
+pub fn query_phrases_skipping(query: &str, skip: &[String]) -> Vec<String> {
+    let skipped = |w: &str| skip.binary_search_by(|s| s.as_str().cmp(w)).is_ok();
     let mut out: Vec<String> = Vec::new();
     let push = |p: String, out: &mut Vec<String>| {
         if !p.is_empty() && !out.contains(&p) && out.len() < MAX_PHRASES {
@@ -54,7 +88,7 @@ pub fn query_phrases(query: &str) -> Vec<String> {
     }
     let folded = embed::fold(query);
     let all: Vec<&str> = embed::words(&folded).collect();
-    if all.len() <= 2 {
+    if all.len() <= 2 && !all.iter().all(|w| skipped(w)) {
         push(folded.clone(), &mut out);
     }
     // Runs of words that are not stopwords.
@@ -69,7 +103,7 @@ pub fn query_phrases(query: &str) -> Vec<String> {
     let number = |w: &&str| w.chars().all(|c| c.is_ascii_digit());
     for len in 1..=3 {
         for run in runs.iter().filter(|r| r.len() >= len) {
-            for win in run.windows(len).filter(|win| !win.iter().all(number)) {
+            for win in run.windows(len).filter(|win| !win.iter().all(number) && !win.iter().all(|w| skipped(w))) {
                 push(win.join(" "), &mut out);
             }
         }
@@ -190,6 +224,24 @@ mod tests {
         let p = query_phrases("Which flights leave from Terminal 5 in 2024?");
         assert!(p.contains(&"terminal 5".to_string()) && !p.contains(&"5".to_string()) && !p.iter().any(|x| x.contains("2024")));
         assert_eq!(query_phrases("village 3-24"), vec!["village", "village 3", "village 3 24"]);
+    }
+
+    #[test]
+    fn schema_words_leave_out_names_of_tables_and_columns() {
+        let skip = schema_words(["stadium", "singer_in_concert", "Country", "city"]);
+        assert!(skip.windows(2).all(|w| w[0] < w[1]));
+        for w in ["stadium", "stadiums", "singer", "singers", "concert", "country", "countries", "city", "cities"] {
+            assert!(skip.contains(&w.to_string()), "{w}");
+        }
+        let p = query_phrases_skipping("How many stadiums are in Bayview stadium?", &skip);
+        assert!(!p.contains(&"stadiums".to_string()) && !p.contains(&"stadium".to_string()), "{p:?}");
+        assert!(p.contains(&"bayview stadium".to_string()) && p.contains(&"bayview".to_string()), "{p:?}");
+        let p = query_phrases_skipping("Count the singers from each country", &skip);
+        assert!(p.is_empty(), "{p:?}");
+        // Quoted strings are the user naming a value, whatever the words.
+        let p = query_phrases_skipping("Which singers are from 'Country'?", &skip);
+        assert_eq!(p, vec!["country"]);
+        assert_eq!(query_phrases_skipping("stadiums", &skip), Vec::<String>::new());
     }
 
     #[test]

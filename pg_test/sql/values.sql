@@ -40,7 +40,8 @@ SELECT relation, column_name, status FROM nl2sql.value_indexes ORDER BY 2;
 ALTER TABLE travel.airports DROP COLUMN country;
 SELECT relation, column_name, status FROM nl2sql.value_indexes ORDER BY 2;
 
--- nl2sql() shows the model the values it finds in the question ("similar values").
+-- nl2sql() shows the model the values it finds in the question ("similar values"); words
+-- naming tables and columns ("airports") are not looked up as values.
 SELECT * FROM nl2sql_run('[values] How many airports are in Abredeen?');
 SELECT v->>'column' AS "column", v->>'value' AS value FROM jsonb_array_elements(nl2sql.last_trace()->'values') v;
 

@@ -160,11 +160,11 @@ impl Database for Sandboxed {
         sandbox::execute(sql, gucs::statement_timeout(), gucs::max_rows())
     }
 
-    fn similar_values(&mut self, text: &str) -> Vec<ValueHint> {
+    fn similar_values(&mut self, text: &str, skip: &[String]) -> Vec<ValueHint> {
         if !gucs::use_values() || gucs::value_top_k() == 0 {
             return Vec::new();
         }
-        values::search_values(text, gucs::value_top_k(), gucs::value_threshold(), false)
+        values::search_values(text, skip, gucs::value_top_k(), gucs::value_threshold(), false)
             .into_iter()
             .map(|f| ValueHint {
                 // The table as the schema prompt writes it (qualified only when not on the path).

@@ -119,7 +119,7 @@ mod nl2sql {
         query: &str,
         k: i32,
     ) -> TableIterator<'static, (name!(relation, pg_sys::Oid), name!(column_name, String), name!(value, String), name!(score, f32))> {
-        let found = values::search_values(query, k.max(0) as usize, crate::gucs::value_threshold(), true);
+        let found = values::search_values(query, &[], k.max(0) as usize, crate::gucs::value_threshold(), true);
         TableIterator::new(found.into_iter().map(|f| (f.relid, f.column, f.value, f.score)))
     }
 

@@ -507,8 +507,9 @@ fn searchable(caller: pg_sys::Oid, embedder_id: &str) -> Vec<Searchable> {
 /// retrieval of the query's phrases, HNSW candidates, exact rerank, `threshold`, best `k`.
 /// `drain`: first embed the values DML queued for endpoint-embedded columns (a write; off
 /// inside nl2sql(), which may run in a read-only transaction).
-pub fn search_values(query: &str, k: usize, threshold: f32, drain: bool) -> Vec<Found> {
-    let phrases = retrieve::query_phrases(query);
+/// `skip`: sorted words whose phrases are not looked up (the names of tables and columns).
+pub fn search_values(query: &str, skip: &[String], k: usize, threshold: f32, drain: bool) -> Vec<Found> {
+    let phrases = retrieve::query_phrases_skipping(query, skip);
     if phrases.is_empty() || k == 0 {
         return vec![];
     }

@@ -55,6 +55,7 @@ struct FakeDb {
     /// Literal (lowercase) -> stored spelling.
     stored: HashMap<String, String>,
     lookups: Vec<String>,
+    skipped: Vec<String>,
 }
 
 impl ValueLookup for FakeDb {
@@ -86,8 +87,9 @@ impl Database for FakeDb {
             elapsed: Duration::from_millis(ms),
         })
     }
-    fn similar_values(&mut self, text: &str) -> Vec<ValueHint> {
+    fn similar_values(&mut self, text: &str, skip: &[String]) -> Vec<ValueHint> {
         self.lookups.push(text.to_string());
+        self.skipped = skip.to_vec();
         self.values.clone()
     }
     fn similar_columns(&mut self, _text: &str) -> Vec<(u32, String)> {
@@ -160,6 +162,11 @@ fn similar_values_reach_the_prompt() {
     let prompt = &llm.prompts()[0][1].content;
     assert!(prompt.contains("# singer.country: 'France'\n### Question: How many singers are from frnace?"), "{prompt}");
     assert_eq!(a.trace.values.len(), 1);
+    // Words that name tables and columns are not looked up as values.
+    for w in ["singer", "singers", "country", "countries"] {
+        assert!(db.skipped.contains(&w.to_string()), "{w}: {:?}", db.skipped);
+    }
+    assert!(!db.skipped.contains(&"frnace".to_string()));
 }
 
 #[test]
