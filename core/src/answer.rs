@@ -110,7 +110,11 @@ fn marked_section(answer: &str) -> Option<String> {
     // ASCII lowercasing keeps byte offsets, so an index in the copy is one in the answer.
     let idx = answer.to_ascii_lowercase().rfind("#sql:")?;
     let rest = &answer[idx + "#sql:".len()..];
-    Some(fenced_block(rest).unwrap_or_else(|| rest.to_string()))
+    if rest.trim_start().starts_with("```") {
+        return Some(fenced_block(rest).unwrap_or_else(|| rest.to_string()));
+    }
+    // The marker inside a fence ("```sql … #SQL: SELECT …;\n```"): the query ends at the fence.
+    Some(rest.split("```").next().unwrap_or(rest).to_string())
 }
 
 /// A structured answer whose sections ran together on one line ("#SELECT: …; SQL-like: …;
@@ -242,6 +246,12 @@ mod tests {
         assert_eq!(inline_section("Written for PostgreSQL: SELECT name FROM singer"), None);
         assert_eq!(inline_section("The SQL: see below\nSELECT name FROM singer"), None);
         assert_eq!(extract_sql("The SQL: see below\nSELECT name FROM singer").as_deref(), Some("SELECT name FROM singer"));
+    }
+
+    #[test]
+    fn marker_inside_a_fence() {
+        let a = "```sql\nSELECT name\nFROM pets;\n#SQL: SELECT pet_name FROM pets;\n```";
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT pet_name FROM pets"));
     }
 
     #[test]
