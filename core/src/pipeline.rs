@@ -399,19 +399,9 @@ fn zero_shot(
     db: &mut dyn Database,
     trace: &mut Trace,
 ) -> Result<(String, Execution), AskError> {
-    let rendered = schema.render(settings.schema_max_tokens);
-    trace.schema = rendered.text.clone();
-    trace.schema_tokens = rendered.tokens;
-    trace.schema_detail = detail_name(rendered.detail);
-    trace.tables_shown = rendered.tables_shown;
-    trace.tables_omitted = rendered.tables_omitted;
-    trace.schema_columns = shown_columns(schema, &rendered);
+    let rendered = show_schema(trace, schema, settings);
     let secret = llm.secret().map(str::to_string);
-    let lookup = match q.hint.as_deref() {
-        Some(h) => format!("{} {h}", q.text),
-        None => q.text.clone(),
-    };
-    trace.values = db.similar_values(&lookup, &schema_words(schema));
+    trace.values = similar_values(q, &[], schema, db);
     let values = retrieve::render_values(&trace.values);
     let mut messages = generate::zero_shot(&rendered.text, &values, &q.text, q.hint.as_deref());
     let mut round = 0u32;
@@ -460,11 +450,28 @@ fn zero_shot(
 }
 
 /// The SQL a candidate runs: aligned when rules fired, else as written.
-/// Words naming the schema's tables and columns: not looked up as values.
-fn schema_words(schema: &Schema) -> Vec<String> {
-    retrieve::schema_words(
-        schema.tables.iter().flat_map(|t| std::iter::once(t.name.as_str()).chain(t.columns.iter().map(|c| c.name.as_str()))),
-    )
+/// Renders the schema the generator sees and records it in the trace.
+fn show_schema(trace: &mut Trace, schema: &Schema, settings: &Settings) -> Rendered {
+    let rendered = schema.render(settings.schema_max_tokens);
+    trace.schema = rendered.text.clone();
+    trace.schema_tokens = rendered.tokens;
+    trace.schema_detail = detail_name(rendered.detail);
+    trace.tables_shown = rendered.tables_shown;
+    trace.tables_omitted = rendered.tables_omitted;
+    trace.schema_columns = shown_columns(schema, &rendered);
+    rendered
+}
+
+/// Stored values similar to the question, its hint and `extra` texts, leaving out the words
+/// that name the schema's tables and columns.
+fn similar_values(q: &Question, extra: &[String], schema: &Schema, db: &mut dyn Database) -> Vec<ValueHint> {
+    let mut lookup = q.text.clone();
+    for text in q.hint.iter().chain(extra) {
+        lookup.push(' ');
+        lookup.push_str(text);
+    }
+    let names = schema.tables.iter().flat_map(|t| std::iter::once(t.name.as_str()).chain(t.columns.iter().map(|c| c.name.as_str())));
+    db.similar_values(&lookup, &retrieve::schema_words(names))
 }
 
 fn cand_sql(c: Option<&CandidateTrace>) -> Option<String> {
@@ -590,12 +597,7 @@ fn full(
         ex = extract::parse(&reply.map_err(|e| llm_error(&e))?.content);
     }
     // Value retrieval for the question and the entities (split retrieval), column retrieval.
-    let mut lookup = q.text.clone();
-    for extra in q.hint.iter().chain(ex.entities.iter()) {
-        lookup.push(' ');
-        lookup.push_str(extra);
-    }
-    trace.values = db.similar_values(&lookup, &schema_words(schema));
+    trace.values = similar_values(q, &ex.entities, schema, db);
     let mut chosen = extract::resolve(schema, &ex.columns);
     for c in extract::resolve(schema, &ex.value_columns) {
         if !chosen.contains(&c) {
@@ -641,13 +643,7 @@ fn full(
             full_schema_tokens: whole.tokens,
         });
     }
-    let rendered = focus.schema.render(settings.schema_max_tokens);
-    trace.schema = rendered.text.clone();
-    trace.schema_tokens = rendered.tokens;
-    trace.schema_detail = detail_name(rendered.detail);
-    trace.tables_shown = rendered.tables_shown;
-    trace.tables_omitted = rendered.tables_omitted;
-    trace.schema_columns = shown_columns(&focus.schema, &rendered);
+    let rendered = show_schema(trace, &focus.schema, settings);
 
     // Generation in waves, alignment, execution, vote.
     let values = retrieve::render_values(&trace.values);

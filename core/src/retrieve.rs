@@ -38,22 +38,30 @@ pub fn query_phrases(query: &str) -> Vec<String> {
 /// A question's "stadiums" names the table, not a value: looking it up finds
 /// 'Bayview Stadium', which a small model then turns into a filter nobody asked for.
 pub fn schema_words<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+    // Names repeat their words ("singer_id" in every table): fold and keep each word once,
+    // then add its forms.
+    let mut words: std::collections::HashSet<String> = std::collections::HashSet::new();
     for name in names {
         let folded = embed::fold(name);
         for w in embed::words(&folded).filter(|w| w.len() > 1 && !w.chars().all(|c| c.is_ascii_digit())) {
-            out.push(w.to_string());
-            out.push(format!("{w}s"));
-            if let Some(stem) = w.strip_suffix('y') {
-                out.push(format!("{stem}ies"));
-            }
-            if w.ends_with(['s', 'x', 'h']) {
-                out.push(format!("{w}es"));
-            }
-            if let Some(stem) = w.strip_suffix('s').filter(|s| s.len() > 1) {
-                out.push(stem.to_string());
+            if !words.contains(w) {
+                words.insert(w.to_string());
             }
         }
+    }
+    let mut out: Vec<String> = Vec::with_capacity(words.len() * 3);
+    for w in words {
+        out.push(format!("{w}s"));
+        if let Some(stem) = w.strip_suffix('y') {
+            out.push(format!("{stem}ies"));
+        }
+        if w.ends_with(['s', 'x', 'h']) {
+            out.push(format!("{w}es"));
+        }
+        if let Some(stem) = w.strip_suffix('s').filter(|s| s.len() > 1) {
+            out.push(stem.to_string());
+        }
+        out.push(w);
     }
     out.sort_unstable();
     out.dedup();
