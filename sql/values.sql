@@ -60,6 +60,8 @@ CREATE TABLE nl2sql.column_embeddings (
 
 
 -- Whether a value is still in a table, checked as the caller (so row-level security applies).
+-- Compared as text with pg_catalog's operator: no cast to the column's type, so no domain
+-- check, cast or operator another role wrote is evaluated.
 CREATE FUNCTION nl2sql._value_exists(rel regclass, col name, val text)
 RETURNS boolean
 LANGUAGE plpgsql STABLE STRICT
@@ -67,10 +69,9 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     found boolean;
-    typ text;
 BEGIN
-    SELECT format_type(atttypid, atttypmod) INTO typ FROM pg_attribute WHERE attrelid = rel AND attname = col;
-    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE %I = $1::%s)', rel, col, typ) INTO found USING val;
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE %I::pg_catalog.text OPERATOR(pg_catalog.=) $1)', rel, col)
+        INTO found USING val;
     RETURN found;
 END
 $$;
@@ -86,8 +87,8 @@ LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN embedder = 'builtin-v1' THEN format(
-        'WITH s AS (SELECT DISTINCT %2$I::text AS v FROM nl2sql_new
-                    WHERE %2$I IS NOT NULL AND length(%2$I::text) BETWEEN 1 AND %3$s),
+        'WITH s AS (SELECT DISTINCT %2$I::pg_catalog.text AS v FROM nl2sql_new
+                    WHERE %2$I IS NOT NULL AND length(%2$I::pg_catalog.text) BETWEEN 1 AND %3$s),
               fresh AS (SELECT s.v FROM s WHERE NOT EXISTS (
                     SELECT 1 FROM nl2sql.value_entries e WHERE e.column_id = %1$s AND e.key = nl2sql.fold(s.v) AND e.value = s.v)),
               ph AS (SELECT fresh.v, p FROM fresh, unnest(nl2sql.phrases(fresh.v)) p),
@@ -101,7 +102,7 @@ AS $$
         column_id, col, max_len, cap)
     ELSE format(
         'INSERT INTO nl2sql.value_queue (column_id, value)
-         SELECT %1$s, s.v FROM (SELECT DISTINCT %2$I::text AS v FROM nl2sql_new WHERE %2$I IS NOT NULL) s
+         SELECT %1$s, s.v FROM (SELECT DISTINCT %2$I::pg_catalog.text AS v FROM nl2sql_new WHERE %2$I IS NOT NULL) s
          WHERE length(s.v) BETWEEN 1 AND %3$s
            AND NOT EXISTS (SELECT 1 FROM nl2sql.value_entries e
                            WHERE e.column_id = %1$s AND e.key = nl2sql.fold(s.v) AND e.value = s.v)
@@ -115,6 +116,11 @@ $$;
 -- instead, and search re-checks its results against the table). Whatever goes wrong, the
 -- user's statement goes on: the error becomes a WARNING and the column is marked stale (a
 -- cancel still cancels).
+-- SECURITY DEFINER, because DML by any role that may write the table must update the index's
+-- tables, which only the extension owner can write. It evaluates nothing another role wrote:
+-- the column's values are only cast to pg_catalog.text (never to the column's type, so no
+-- domain CHECK runs) and compared with pg_catalog's text operators; the search_path is pinned
+-- (and functions and operators are never looked up in pg_temp).
 CREATE FUNCTION nl2sql._values_changed()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -127,7 +133,7 @@ DECLARE
     max_len int := coalesce(nullif(current_setting('nl2sql.index_max_value_length', true), '')::int, 200);
 BEGIN
     FOR c IN
-        SELECT i.id, a.attname, i.embedder, format_type(a.atttypid, a.atttypmod) AS typ,
+        SELECT i.id, a.attname, i.embedder,
                greatest(2, least(50, i.value_count / 10))::int AS cap
         FROM nl2sql.value_index i
         JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
@@ -135,17 +141,18 @@ BEGIN
     LOOP
         BEGIN
             IF TG_OP IN ('DELETE', 'UPDATE') THEN
-                EXECUTE format('SELECT count(DISTINCT %I) FROM nl2sql_old', c.attname) INTO n;
+                EXECUTE format('SELECT count(DISTINCT %I::pg_catalog.text) FROM nl2sql_old', c.attname) INTO n;
                 IF n > 1000 THEN
                     UPDATE nl2sql.value_index SET status = 'dirty' WHERE id = c.id AND status = 'ready';
                 ELSIF n > 0 THEN
                     EXECUTE format(
                         'DELETE FROM nl2sql.value_entries e
-                         USING (SELECT DISTINCT %2$I::text AS v FROM nl2sql_old WHERE %2$I IS NOT NULL) g
+                         USING (SELECT DISTINCT %2$I::pg_catalog.text AS v FROM nl2sql_old WHERE %2$I IS NOT NULL) g
                          WHERE e.column_id = %1$s AND e.value = g.v
                            AND e.key = ANY (nl2sql.fold(g.v) || nl2sql.phrases(g.v))
-                           AND NOT EXISTS (SELECT 1 FROM %3$s t WHERE t.%2$I = g.v::%4$s)',
-                        c.id, c.attname, TG_RELID::regclass, c.typ);
+                           AND NOT EXISTS (SELECT 1 FROM %3$s t
+                                           WHERE t.%2$I::pg_catalog.text OPERATOR(pg_catalog.=) g.v)',
+                        c.id, c.attname, TG_RELID::regclass);
                 END IF;
             END IF;
             IF TG_OP IN ('INSERT', 'UPDATE') THEN

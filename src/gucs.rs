@@ -1,12 +1,20 @@
 //! Every `nl2sql.*` setting, registered once in `_PG_init`, with typed accessors.
 //!
-//! Security rule: the endpoint URL and the API key are SUSET. Only a superuser can change them, in
-//! postgresql.conf, with ALTER SYSTEM, or per database / per role (`ALTER ROLE … SET nl2sql.llm_url`),
-//! so no other role can point the configured key at a host of its own choosing. The key is also
-//! SUPERUSER_ONLY and NO_SHOW_ALL: other roles cannot read it with SHOW, current_setting() or pg_settings.
+//! Security rules:
+//! - the endpoint URLs are SUSET, and a check hook refuses them from any role that is not a
+//!   superuser even where PostgreSQL would allow it (GRANT SET ON PARAMETER), so no other role can
+//!   point the configured key at a host of its own choosing;
+//! - the API key settings are SUSET, SUPERUSER_ONLY and NO_SHOW_ALL, and a check hook refuses
+//!   them from every place another role can read: pg_db_role_setting (ALTER DATABASE/ROLE … SET),
+//!   function SET clauses (pg_proc), postgresql.conf and ALTER SYSTEM (members of
+//!   pg_read_all_settings can SHOW those). A key comes from the server's environment, from a key
+//!   file only the server's OS user can read (nl2sql.llm_api_key_file), or from SET in a
+//!   superuser's own session.
 
+use pgrx::pg_sys;
+use pgrx::prelude::*;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
-use std::ffi::CString;
+use std::ffi::{c_char, c_void, CStr, CString};
 use std::time::Duration;
 
 static LLM_URL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
@@ -47,6 +55,11 @@ static ALIGN_AGENT: GucSetting<bool> = GucSetting::<bool>::new(true);
 static ALIGN_FUNCTION: GucSetting<bool> = GucSetting::<bool>::new(true);
 static ALIGN_STYLE: GucSetting<bool> = GucSetting::<bool>::new(true);
 static COLUMN_MATCHES: GucSetting<i32> = GucSetting::<i32>::new(5);
+static SUPERUSER_ROLE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"pg_read_all_data"));
+static MAX_RESULT_KB: GucSetting<i32> = GucSetting::<i32>::new(10_240);
+static MAX_ANSWER_KB: GucSetting<i32> = GucSetting::<i32>::new(256);
+static LLM_API_KEY_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static EMBEDDING_API_KEY_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 
 /// Values of nl2sql.mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
@@ -64,14 +77,20 @@ pub const EMBEDDING_KEY_ENV: [&str; 2] = ["NL2SQL_EMBEDDING_API_KEY", "OPENAI_AP
 pub const API_KEY_ENV: [&str; 2] = ["NL2SQL_LLM_API_KEY", "OPENAI_API_KEY"];
 
 pub fn init() {
-    GucRegistry::define_string_guc(
-        c"nl2sql.llm_url",
-        c"Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8080/v1.",
-        c"Requests go to <url>/chat/completions. Settable only by superusers.",
-        &LLM_URL,
-        GucContext::Suset,
-        GucFlags::default(),
-    );
+    // SAFETY: the hooks are #[pg_guard] functions of this file.
+    unsafe {
+        GucRegistry::define_string_guc_with_hooks(
+            c"nl2sql.llm_url",
+            c"Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8080/v1.",
+            c"Requests go to <url>/chat/completions. Settable only by superusers.",
+            &LLM_URL,
+            GucContext::Suset,
+            GucFlags::default(),
+            Some(check_url),
+            None,
+            None,
+        )
+    };
     GucRegistry::define_string_guc(
         c"nl2sql.llm_model",
         c"Model name sent with every chat completion request.",
@@ -80,13 +99,27 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
+    // SAFETY: as above.
+    unsafe {
+        GucRegistry::define_string_guc_with_hooks(
+            c"nl2sql.llm_api_key",
+            c"Bearer token for the LLM endpoint, for this session only; else nl2sql.llm_api_key_file, NL2SQL_LLM_API_KEY, OPENAI_API_KEY.",
+            c"Accepted only from SET in a superuser's session: never from postgresql.conf, ALTER SYSTEM, ALTER DATABASE/ROLE or a function's SET clause, which other roles can read.",
+            &LLM_API_KEY,
+            GucContext::Suset,
+            GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL,
+            Some(check_key),
+            None,
+            None,
+        )
+    };
     GucRegistry::define_string_guc(
-        c"nl2sql.llm_api_key",
-        c"Bearer token for the LLM endpoint; falls back to NL2SQL_LLM_API_KEY, then OPENAI_API_KEY.",
-        c"Settable and readable only by superusers; never printed in any message.",
-        &LLM_API_KEY,
+        c"nl2sql.llm_api_key_file",
+        c"File holding the LLM endpoint's bearer token, readable only by the server's OS user.",
+        c"Absolute path; the file must not be readable by group or others. Read at every call, so a key can be rotated without a restart.",
+        &LLM_API_KEY_FILE,
         GucContext::Suset,
-        GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL,
+        GucFlags::default(),
     );
     GucRegistry::define_int_guc(
         c"nl2sql.llm_timeout",
@@ -176,14 +209,20 @@ pub fn init() {
         GucContext::Suset,
         GucFlags::default(),
     );
-    GucRegistry::define_string_guc(
-        c"nl2sql.embedding_url",
-        c"Base URL of an OpenAI-compatible embeddings API; empty: the built-in embedder.",
-        c"Requests go to <url>/embeddings. Settable only by superusers. Changing the embedder makes existing value indexes stale.",
-        &EMBEDDING_URL,
-        GucContext::Suset,
-        GucFlags::default(),
-    );
+    // SAFETY: as above.
+    unsafe {
+        GucRegistry::define_string_guc_with_hooks(
+            c"nl2sql.embedding_url",
+            c"Base URL of an OpenAI-compatible embeddings API; empty: the built-in embedder.",
+            c"Requests go to <url>/embeddings. Settable only by superusers. Changing the embedder makes existing value indexes stale.",
+            &EMBEDDING_URL,
+            GucContext::Suset,
+            GucFlags::default(),
+            Some(check_url),
+            None,
+            None,
+        )
+    };
     GucRegistry::define_string_guc(
         c"nl2sql.embedding_model",
         c"Model name sent with every embeddings request.",
@@ -192,13 +231,27 @@ pub fn init() {
         GucContext::Suset,
         GucFlags::default(),
     );
+    // SAFETY: as above.
+    unsafe {
+        GucRegistry::define_string_guc_with_hooks(
+            c"nl2sql.embedding_api_key",
+            c"Bearer token for the embeddings endpoint, for this session only; else nl2sql.embedding_api_key_file, NL2SQL_EMBEDDING_API_KEY, OPENAI_API_KEY.",
+            c"Accepted only from SET in a superuser's session, like nl2sql.llm_api_key.",
+            &EMBEDDING_API_KEY,
+            GucContext::Suset,
+            GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL,
+            Some(check_key),
+            None,
+            None,
+        )
+    };
     GucRegistry::define_string_guc(
-        c"nl2sql.embedding_api_key",
-        c"Bearer token for the embeddings endpoint; falls back to NL2SQL_EMBEDDING_API_KEY, then OPENAI_API_KEY.",
-        c"Settable and readable only by superusers; never printed in any message.",
-        &EMBEDDING_API_KEY,
+        c"nl2sql.embedding_api_key_file",
+        c"File holding the embeddings endpoint's bearer token, readable only by the server's OS user.",
+        c"",
+        &EMBEDDING_API_KEY_FILE,
         GucContext::Suset,
-        GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL,
+        GucFlags::default(),
     );
     GucRegistry::define_int_guc(
         c"nl2sql.embedding_timeout",
@@ -416,6 +469,34 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
+    GucRegistry::define_string_guc(
+        c"nl2sql.superuser_role",
+        c"Role whose rights a superuser's questions run with; generated SQL never runs as a superuser.",
+        c"Default pg_read_all_data: reads every table and is not a superuser. It must not be a superuser itself.",
+        &SUPERUSER_ROLE,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.max_result_bytes",
+        c"Most bytes of text a generated query may return; enforced while rows arrive.",
+        c"",
+        &MAX_RESULT_KB,
+        1,
+        1_048_576,
+        GucContext::Userset,
+        GucFlags::UNIT_KB,
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.max_answer_bytes",
+        c"Largest answer read from the model endpoint; larger answers are refused unread.",
+        c"",
+        &MAX_ANSWER_KB,
+        1,
+        65_536,
+        GucContext::Userset,
+        GucFlags::UNIT_KB,
+    );
     // Refuse unknown nl2sql.* settings (typos) from now on; before PostgreSQL 15, warn about them.
     #[cfg(not(any(feature = "pg13", feature = "pg14")))]
     unsafe {
@@ -441,13 +522,9 @@ pub fn llm_model() -> Option<String> {
     string(&LLM_MODEL)
 }
 
-/// The API key from the setting, else from the server's environment.
-pub fn llm_api_key() -> Option<String> {
-    string(&LLM_API_KEY).or_else(|| {
-        API_KEY_ENV
-            .iter()
-            .find_map(|v| std::env::var(v).ok().map(|k| k.trim().to_string()).filter(|k| !k.is_empty()))
-    })
+/// The API key: this session's SET, else the key file, else the server's environment.
+pub fn llm_api_key() -> Result<Option<String>, nl2sql_core::error::Report> {
+    crate::pg::secrets::key(string(&LLM_API_KEY), string(&LLM_API_KEY_FILE), "nl2sql.llm_api_key_file", &API_KEY_ENV)
 }
 
 fn ms(s: &GucSetting<i32>) -> Duration {
@@ -500,13 +577,14 @@ pub fn embedding_model() -> Option<String> {
     string(&EMBEDDING_MODEL)
 }
 
-/// The embeddings endpoint's key from its setting, else from the server's environment.
-pub fn embedding_api_key() -> Option<String> {
-    string(&EMBEDDING_API_KEY).or_else(|| {
-        EMBEDDING_KEY_ENV
-            .iter()
-            .find_map(|v| std::env::var(v).ok().map(|k| k.trim().to_string()).filter(|k| !k.is_empty()))
-    })
+/// The embeddings endpoint's key: this session's SET, else the key file, else the environment.
+pub fn embedding_api_key() -> Result<Option<String>, nl2sql_core::error::Report> {
+    crate::pg::secrets::key(
+        string(&EMBEDDING_API_KEY),
+        string(&EMBEDDING_API_KEY_FILE),
+        "nl2sql.embedding_api_key_file",
+        &EMBEDDING_KEY_ENV,
+    )
 }
 
 pub fn embedding_timeout() -> Duration {
@@ -592,4 +670,62 @@ pub fn alignments() -> (bool, bool, bool) {
 
 pub fn column_matches() -> usize {
     COLUMN_MATCHES.get().max(0) as usize
+}
+
+pub fn superuser_role() -> String {
+    string(&SUPERUSER_ROLE).unwrap_or_else(|| "pg_read_all_data".into())
+}
+
+pub fn max_result_bytes() -> usize {
+    (MAX_RESULT_KB.get().max(1) as usize).saturating_mul(1024)
+}
+
+pub fn max_answer_bytes() -> usize {
+    (MAX_ANSWER_KB.get().max(1) as usize).saturating_mul(1024)
+}
+
+/// Hands PostgreSQL the message, detail and hint of a refused setting.
+unsafe fn refuse(message: &CStr, detail: &CStr, hint: &CStr) -> bool {
+    pg_sys::GUC_check_errmsg_string = pg_sys::pstrdup(message.as_ptr());
+    pg_sys::GUC_check_errdetail_string = pg_sys::pstrdup(detail.as_ptr());
+    pg_sys::GUC_check_errhint_string = pg_sys::pstrdup(hint.as_ptr());
+    false
+}
+
+/// An API key is accepted only where no other role can read it: SET in a session (or the
+/// connection's own options). Never from postgresql.conf, ALTER SYSTEM, the command line,
+/// ALTER DATABASE/ROLE … SET, or a function's SET clause (checked as PGC_S_TEST).
+#[pg_guard]
+unsafe extern "C-unwind" fn check_key(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
+    if newval.is_null() || (*newval).is_null() || *(*newval) == 0 {
+        return true;
+    }
+    use pg_sys::GucSource::*;
+    match source {
+        PGC_S_DEFAULT | PGC_S_DYNAMIC_DEFAULT | PGC_S_CLIENT | PGC_S_OVERRIDE | PGC_S_SESSION => true,
+        _ => refuse(
+            c"an API key cannot be stored where other roles can read it",
+            c"ALTER DATABASE/ROLE ... SET and function SET clauses are stored in catalogs every role can read; postgresql.conf and ALTER SYSTEM values can be read by members of pg_read_all_settings.",
+            c"Put the key in the server's environment (NL2SQL_LLM_API_KEY) or in nl2sql.llm_api_key_file, remove this setting, and rotate the key.",
+        ),
+    }
+}
+
+/// An endpoint URL is set only by superusers, even where GRANT SET ON PARAMETER would let
+/// another role: whoever sets the URL receives the key.
+#[pg_guard]
+unsafe extern "C-unwind" fn check_url(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
+    if newval.is_null() || (*newval).is_null() || *(*newval) == 0 {
+        return true;
+    }
+    use pg_sys::GucSource::*;
+    let interactive = matches!(source, PGC_S_SESSION | PGC_S_CLIENT | PGC_S_TEST);
+    if interactive && pg_sys::IsTransactionState() && !pg_sys::superuser() {
+        return refuse(
+            c"only superusers may set an nl2sql endpoint URL",
+            c"The configured API key is sent to this URL.",
+            c"Ask a superuser to set it, for example with ALTER ROLE ... SET.",
+        );
+    }
+    true
 }

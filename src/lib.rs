@@ -19,4 +19,11 @@ extension_sql_file!("../sql/values_api.sql", name = "values_api", finalize);
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     gucs::init();
+    pg::hooks::install();
+    // Loops of the pure core over model output honour cancel and statement_timeout.
+    nl2sql_core::interrupt::register(check_interrupts);
+}
+
+fn check_interrupts() {
+    pgrx::check_for_interrupts!();
 }

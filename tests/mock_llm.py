@@ -16,12 +16,15 @@ Rule fields (besides "match"):
   raw          answer HTTP 200 with this raw body (garbage or truncated JSON)
   delay_ms     wait this long before answering
   fail_times   answer the first N matching requests with "status" (default 503), then normally
+  repeat       {"text": ..., "times": N}: append text N times to the content (huge answers)
+  suffix       appended after the repeated text
 
 POST /v1/embeddings answers every input with a deterministic 64-dimensional vector (signed
 hashed character trigrams, normalised), so similar strings get similar vectors. An input
 containing "[embed-slow]" delays the answer 30 s; "[embed-500]" makes it fail with HTTP 500.
 
-GET /requests   every request seen so far (JSON list: path, authorization, body, received)
+GET /requests   every request seen so far (JSON list: path, authorization, body, received, and
+                answered: when the answer was sent)
 POST /reset     forget requests, fail counters and sequence positions
 GET /health     200
 """
@@ -82,7 +85,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(400, '{"error": "request body is not JSON"}')
         with LOCK:
             SEEN.append({"path": self.path, "authorization": self.headers.get("Authorization"), "body": body,
-                         "received": time.time()})
+                         "received": time.time(), "thread": threading.get_ident()})
         if self.path.endswith("/embeddings"):
             return self._embeddings(body)
         if not self.path.endswith("/chat/completions"):
@@ -128,6 +131,8 @@ class Handler(BaseHTTPRequestHandler):
         if "raw" in rule:
             return self._send(200, rule["raw"])
         content = rule.get("content", "").replace("{authorization}", self.headers.get("Authorization") or "")
+        if "repeat" in rule:
+            content += rule["repeat"]["text"] * int(rule["repeat"]["times"]) + rule.get("suffix", "")
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
         reply = {
             "id": "mock-%d" % idx,
@@ -137,7 +142,12 @@ class Handler(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": prompt_chars // 4, "completion_tokens": max(1, len(content) // 4),
                       "total_tokens": prompt_chars // 4 + max(1, len(content) // 4)},
         }
-        return self._send(200, json.dumps(reply))
+        self._send(200, json.dumps(reply))
+        with LOCK:
+            for seen in reversed(SEEN):
+                if seen.get("thread") == threading.get_ident() and "answered" not in seen:
+                    seen["answered"] = time.time()
+                    break
 
 
 def embed(text, dims=64):
@@ -153,12 +163,15 @@ def embed(text, dims=64):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scenarios", required=True, help="JSON file: {\"rules\": [...]}")
+    ap.add_argument("--scenarios", required=True, action="append",
+                    help="JSON file: {\"rules\": [...]}; repeat it to add files (earlier files' rules first)")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file", help="write the chosen port here once listening")
     args = ap.parse_args()
-    with open(args.scenarios) as f:
-        Handler.rules = json.load(f)["rules"]
+    Handler.rules = []
+    for path in args.scenarios:
+        with open(path) as f:
+            Handler.rules.extend(json.load(f)["rules"])
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     if args.port_file:

@@ -1,5 +1,6 @@
 //! Finds the SQL in a model's answer: code fences, prose around it, trailing chatter.
 
+use crate::interrupt;
 use sqlparser::ast::{SetExpr, Statement};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -13,6 +14,15 @@ const STATEMENT_STARTS: &[&str] = &[
     "VACUUM", "ANALYZE", "LOCK", "SHOW", "PREPARE", "EXECUTE", "DECLARE", "LISTEN", "NOTIFY", "REINDEX",
     "CLUSTER", "DISCARD", "REFRESH", "SECURITY", "COMMENT",
 ];
+
+/// The window of lines (and bytes) after the first line that opens a statement within which
+/// prose is trimmed from the end: parsing is tried at most this many times, on this much text,
+/// so a huge answer of many short lines costs linear time.
+const STATEMENT_WINDOW_LINES: usize = 200;
+const STATEMENT_WINDOW_BYTES: usize = 16 * 1024;
+/// Longest text handed to the SQL parser whole: a question's query is far shorter, and the
+/// parser cannot be interrupted, so longer text is only read through the window above.
+pub const MAX_SQL_BYTES: usize = 64 * 1024;
 
 /// Languages of a fenced block that count as SQL.
 const SQL_FENCES: &[&str] = &["sql", "postgresql", "postgres", "pgsql", "psql", "plpgsql"];
@@ -31,31 +41,51 @@ pub fn extract_sql(answer: &str) -> Option<String> {
     if body.is_empty() {
         return None;
     }
-    if parses(body) {
+    if body.len() <= MAX_SQL_BYTES && parses(body) {
         return Some(clean(body));
     }
     // Prose around the SQL: start at the first line that opens a statement, then drop
     // trailing lines until what is left parses.
     let lines: Vec<&str> = body.lines().collect();
-    let Some(start) = lines.iter().position(|l| starts_statement(l)) else {
+    let mut start = None;
+    for (i, l) in lines.iter().enumerate() {
+        interrupt::every(i, 4096);
+        if starts_statement(l) {
+            start = Some(i);
+            break;
+        }
+    }
+    let Some(start) = start else {
         return select_section(&answer);
     };
     let first = strip_before_keyword(lines[start]);
-    let mut kept: Vec<&str> = std::iter::once(first).chain(lines[start + 1..].iter().copied()).collect();
+    let mut kept: Vec<&str> = vec![first];
+    let mut bytes = first.len();
+    for l in &lines[start + 1..] {
+        if kept.len() >= STATEMENT_WINDOW_LINES || bytes + l.len() > STATEMENT_WINDOW_BYTES {
+            break;
+        }
+        bytes += l.len() + 1;
+        kept.push(l);
+    }
     let whole = kept.join("\n");
     while !kept.is_empty() {
+        interrupt::check();
         let text = kept.join("\n");
         if parses(&text) {
             return Some(clean(&text));
         }
         kept.pop();
     }
-    // Nothing parses: hand back the statement as written so the caller can report why.
+    // Nothing parses: hand back the statement as written (its window) so the caller can report why.
     Some(clean(&whole))
 }
 
 /// The query wrapped whole in double quotes or backticks, unwrapped.
 fn unquote(text: &str) -> &str {
+    if text.len() > MAX_SQL_BYTES {
+        return text;
+    }
     for q in ['"', '`'] {
         if let Some(inner) = text.strip_prefix(q).and_then(|t| t.strip_suffix(q)) {
             if !inner.contains(q) && parses(inner.trim()) {
@@ -73,6 +103,9 @@ fn select_section(answer: &str) -> Option<String> {
     let idx = lower.rfind("#select:")?;
     let rest = answer[idx + "#select:".len()..].trim();
     let end = rest.find("\n#").unwrap_or(rest.len());
+    if end > MAX_SQL_BYTES {
+        return None;
+    }
     let sql = format!("SELECT {}", rest[..end].trim());
     let reads_a_table = match Parser::parse_sql(&PostgreSqlDialect {}, &sql) {
         Ok(v) => matches!(v.as_slice(), [Statement::Query(q)] if matches!(&*q.body, SetExpr::Select(s) if !s.from.is_empty())),
@@ -93,15 +126,21 @@ fn parses(sql: &str) -> bool {
     matches!(Parser::parse_sql(&PostgreSqlDialect {}, sql), Ok(v) if !v.is_empty())
 }
 
-/// Removes `<think>…</think>` reasoning that some models emit before answering.
+/// Removes `<think>…</think>` reasoning that some models emit before answering, in one pass.
 fn strip_think(answer: &str) -> String {
-    let mut out = answer.to_string();
-    while let Some(start) = out.find("<think>") {
-        match out[start..].find("</think>") {
-            Some(end) => out.replace_range(start..start + end + "</think>".len(), ""),
-            None => out.truncate(start),
+    let mut out = String::with_capacity(answer.len());
+    let mut rest = answer;
+    let mut n = 0usize;
+    while let Some(start) = rest.find("<think>") {
+        n += 1;
+        interrupt::every(n, 1024);
+        out.push_str(&rest[..start]);
+        match rest[start..].find("</think>") {
+            Some(end) => rest = &rest[start + end + "</think>".len()..],
+            None => return out,
         }
     }
+    out.push_str(rest);
     out
 }
 
@@ -123,7 +162,10 @@ fn marked_section(answer: &str) -> Option<String> {
 fn inline_section(answer: &str) -> Option<String> {
     let lower = answer.to_ascii_lowercase();
     let mut end = lower.len();
+    let mut n = 0usize;
     while let Some(idx) = lower[..end].rfind("sql:") {
+        n += 1;
+        interrupt::every(n, 1024);
         end = idx;
         let before = lower[..idx].chars().next_back();
         if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
@@ -142,6 +184,7 @@ fn fenced_block(answer: &str) -> Option<String> {
     let mut blocks: Vec<(String, String)> = Vec::new();
     let mut rest = answer;
     while let Some(open) = rest.find("```") {
+        interrupt::every(blocks.len() + 1, 1024);
         let after = &rest[open + 3..];
         let (lang, body_start) = match after.find('\n') {
             Some(nl) => (after[..nl].trim().to_ascii_lowercase(), nl + 1),
@@ -292,6 +335,34 @@ mod tests {
     fn no_sql() {
         assert_eq!(extract_sql("I cannot answer that."), None);
         assert_eq!(extract_sql("   "), None);
+    }
+
+    #[test]
+    fn huge_answers_take_linear_time() {
+        use std::time::{Duration, Instant};
+        // Many short lines of prose after a statement, many think blocks, many fences, many labels.
+        let cases = [
+            format!("SELECT 1 FROM t\n{}", "word\n".repeat(200_000)),
+            format!("{}```sql\nSELECT 2\n```", "<think></think>".repeat(100_000)),
+            "```\nx\n```\n".repeat(50_000),
+            "no SQL: here\n".repeat(100_000),
+            format!("SELECT\n{}", "a,\n".repeat(200_000)),
+        ];
+        for (i, a) in cases.iter().enumerate() {
+            let t = Instant::now();
+            let _ = extract_sql(a);
+            assert!(t.elapsed() < Duration::from_secs(5), "case {i} took {:?}", t.elapsed());
+        }
+        assert_eq!(extract_sql(&cases[1]).as_deref(), Some("SELECT 2"));
+    }
+
+    #[test]
+    fn loops_check_for_interrupts() {
+        thread_local! { static CALLS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) }; }
+        crate::interrupt::register(|| CALLS.set(CALLS.get() + 1));
+        let _ = extract_sql(&format!("SELECT 1 FROM t\n{}", "word\n".repeat(10_000)));
+        let _ = extract_sql(&"<think></think>".repeat(5_000));
+        assert!(CALLS.get() > 3, "{}", CALLS.get());
     }
 
     #[test]

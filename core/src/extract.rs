@@ -33,6 +33,19 @@ pub struct Extraction {
     pub select: Vec<String>,
 }
 
+/// Items read from each line of the answer: a question needs a few, and a hostile or runaway
+/// answer must not make the lookups that follow costly.
+const MAX_ITEMS: usize = 64;
+/// Characters kept of one item.
+const MAX_ITEM_CHARS: usize = 200;
+
+fn cap(s: String) -> String {
+    match s.char_indices().nth(MAX_ITEM_CHARS) {
+        Some((i, _)) => s[..i].to_string(),
+        None => s,
+    }
+}
+
 fn strip(s: &str) -> String {
     s.trim().trim_matches(|c| matches!(c, '`' | '*' | '.' | ',' | ';' | ' ')).trim().to_string()
 }
@@ -61,11 +74,15 @@ fn field<'a>(answer: &'a str, name: &str) -> Option<&'a str> {
 pub fn parse(answer: &str) -> Extraction {
     let mut e = Extraction::default();
     if let Some(cols) = field(answer, "columns") {
-        e.columns = cols.split(',').map(strip).filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("none")).collect();
+        e.columns =
+            cols.split(',').map(strip).filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("none")).take(MAX_ITEMS).map(cap).collect();
     }
     let values = field(answer, "values").or_else(|| field(answer, "entities"));
     if let Some(values) = values {
         for part in values.split(';') {
+            if e.entities.len() >= MAX_ITEMS {
+                break;
+            }
             let part = part.trim();
             if part.is_empty() || part.eq_ignore_ascii_case("none") {
                 continue;
@@ -74,16 +91,16 @@ pub fn parse(answer: &str) -> Extraction {
                 Some((col, val)) => {
                     let v = unquote(val.trim());
                     if !v.is_empty() {
-                        e.value_columns.push(strip(col));
-                        e.entities.push(v);
+                        e.value_columns.push(cap(strip(col)));
+                        e.entities.push(cap(v));
                     }
                 }
-                None => e.entities.push(unquote(part)),
+                None => e.entities.push(cap(unquote(part))),
             }
         }
     }
     if let Some(select) = field(answer, "select") {
-        e.select = select.split(';').map(strip).filter(|s| !s.is_empty()).collect();
+        e.select = select.split(';').map(strip).filter(|s| !s.is_empty()).take(MAX_ITEMS).map(cap).collect();
     }
     e
 }
@@ -97,23 +114,31 @@ fn norm(ident: &str) -> String {
 
 /// The schema's columns that `names` ("table.column" or "column", quoted or not, any case)
 /// refer to; a bare column name refers to every table that has it.
+/// Linear in the names and the schema: one index of column names, built once.
 pub fn resolve(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
+    let mut by_column: std::collections::HashMap<String, Vec<ColumnRef>> = std::collections::HashMap::new();
+    for (ti, t) in schema.tables.iter().enumerate() {
+        for (ci, c) in t.columns.iter().enumerate() {
+            by_column.entry(norm(&c.name)).or_default().push((ti, ci));
+        }
+    }
     let mut out: Vec<ColumnRef> = Vec::new();
-    for name in names {
+    let mut seen = std::collections::HashSet::new();
+    for (i, name) in names.iter().enumerate() {
+        crate::interrupt::every(i + 1, 256);
         let (table, column) = match name.rsplit_once('.') {
             Some((t, c)) => (Some(norm(t.rsplit('.').next().unwrap_or(t))), norm(c)),
             None => (None, norm(name)),
         };
-        for (ti, t) in schema.tables.iter().enumerate() {
+        for &(ti, ci) in by_column.get(&column).map(Vec::as_slice).unwrap_or(&[]) {
+            let t = &schema.tables[ti];
             if let Some(tn) = &table {
                 if norm(&t.name) != *tn && norm(&t.ident) != *tn {
                     continue;
                 }
             }
-            for (ci, c) in t.columns.iter().enumerate() {
-                if norm(&c.name) == column && !out.contains(&(ti, ci)) {
-                    out.push((ti, ci));
-                }
+            if seen.insert((ti, ci)) {
+                out.push((ti, ci));
             }
         }
     }

@@ -1,9 +1,8 @@
-//! Accepts exactly one read-only query from untrusted SQL text, and applies the function policy.
-//!
-//! This is the first of two walls: the sandbox (read-only subtransaction, timeout, row cap, rollback)
-//! is the second, and the one the engine enforces. The guard exists to refuse early with a clear
-//! reason and to stop side effects that a read-only transaction does not stop (killing backends,
-//! reading server files, opening connections, sleeping).
+//! Early, friendly refusals on sqlparser's reading of the model's SQL: exactly one query, no
+//! writes, no locks, none of the obviously forbidden functions. This is never the security
+//! boundary: sqlparser and PostgreSQL can read one text differently (Unicode escapes, dollar
+//! quotes, backslashes under standard_conforming_strings = off). The decision is made on
+//! PostgreSQL's own parse tree, in the extension (src/pg/policy.rs), with [`crate::policy`].
 
 use crate::error::{Diagnostic, SqlState};
 use sqlparser::ast::{Expr, ObjectName, Query, Select, SetExpr, Statement, TableFactor, Visit, Visitor};
@@ -49,6 +48,10 @@ pub enum GuardError {
     Locking,
     ForbiddenFunction { function: String, reason: &'static str },
     VolatileFunction(String),
+    /// A function that is neither built in nor part of an extension a superuser installed.
+    UntrustedFunction(String),
+    /// PostgreSQL's own parser read something other than one plain query.
+    NotPlainQuery(String),
 }
 
 impl GuardError {
@@ -65,7 +68,10 @@ impl Diagnostic for GuardError {
             GuardError::NotAQuery(_) | GuardError::DataModifying(_) | GuardError::SelectInto | GuardError::Locking => {
                 SqlState::ReadOnlySqlTransaction
             }
-            GuardError::ForbiddenFunction { .. } | GuardError::VolatileFunction(_) => SqlState::InsufficientPrivilege,
+            GuardError::ForbiddenFunction { .. } | GuardError::VolatileFunction(_) | GuardError::UntrustedFunction(_) => {
+                SqlState::InsufficientPrivilege
+            }
+            GuardError::NotPlainQuery(_) => SqlState::ReadOnlySqlTransaction,
         }
     }
 
@@ -82,6 +88,8 @@ impl Diagnostic for GuardError {
                 format!("function {function} is not allowed in generated SQL")
             }
             GuardError::VolatileFunction(f) => format!("volatile function {f} is not allowed in generated SQL"),
+            GuardError::UntrustedFunction(f) => format!("function {f} is not trusted in generated SQL"),
+            GuardError::NotPlainQuery(what) => format!("generated SQL is not a plain read-only query: {what}"),
         }
     }
 
@@ -91,13 +99,16 @@ impl Diagnostic for GuardError {
             GuardError::VolatileFunction(_) => {
                 Some("Volatile functions may have side effects; only an allow-list of harmless ones may run.".into())
             }
+            GuardError::UntrustedFunction(_) => Some(
+                "It is neither built in nor part of an extension a superuser installed, so what it declares about itself is not believed.".into(),
+            ),
             _ => None,
         }
     }
 
     fn hint(&self) -> Option<String> {
         match self {
-            GuardError::VolatileFunction(_) => {
+            GuardError::VolatileFunction(_) | GuardError::UntrustedFunction(_) => {
                 Some("A superuser can allow a function with nl2sql.allowed_functions.".into())
             }
             GuardError::NoStatement | GuardError::Syntax(_) => {
@@ -141,74 +152,16 @@ pub fn check(sql: &str) -> Result<Guarded, GuardError> {
     Ok(Guarded { sql: text.to_string(), statement, functions })
 }
 
-/// Refuses the functions that resolve to a volatile procedure, unless allowed.
-/// `volatile` are the calls the catalog says may reach a volatile function.
-pub fn check_volatile(volatile: &[FunctionRef], allowed: &[String]) -> Result<(), GuardError> {
-    for f in volatile {
-        let ok = VOLATILE_ALLOWED.contains(&f.name.as_str())
-            || allowed.iter().any(|a| a.eq_ignore_ascii_case(&f.name) || a.eq_ignore_ascii_case(&f.to_string()));
-        if !ok {
-            return Err(GuardError::VolatileFunction(f.to_string()));
-        }
-    }
-    Ok(())
-}
-
-/// Volatile functions without side effects that questions legitimately need.
-const VOLATILE_ALLOWED: &[&str] =
-    &["random", "random_normal", "clock_timestamp", "timeofday", "gen_random_uuid", "uuid_generate_v4"];
-
-/// Functions never allowed, whatever their volatility, and why. Names ending in '*' are prefixes.
-const FORBIDDEN: &[(&str, &str)] = &[
-    ("pg_terminate_backend", "ends other sessions"),
-    ("pg_cancel_backend", "cancels other sessions' queries"),
-    ("pg_reload_conf", "reloads the server configuration"),
-    ("pg_rotate_logfile", "rotates the server log"),
-    ("pg_promote", "promotes a standby"),
-    ("pg_switch_wal", "forces a WAL switch"),
-    ("pg_log_backend_memory_contexts", "writes to the server log"),
-    ("set_config", "changes settings"),
-    ("current_setting", "reads settings, which may hold secrets"),
-    ("pg_sleep*", "only waits"),
-    ("pg_notify", "sends notifications"),
-    ("pg_advisory*", "takes advisory locks"),
-    ("pg_try_advisory*", "takes advisory locks"),
-    ("lo_*", "reads or writes large objects and server files"),
-    ("dblink*", "opens connections to other databases"),
-    ("pg_read_*", "reads server files"),
-    ("pg_ls_*", "lists server directories"),
-    ("pg_stat_file", "reads server file metadata"),
-    ("pg_file_*", "writes server files"),
-    ("pg_logical_*", "uses replication slots"),
-    ("pg_replication_*", "changes replication state"),
-    ("pg_create_*", "creates replication slots or restore points"),
-    ("pg_drop_*", "drops replication slots"),
-    ("pg_copy_*", "copies replication slots"),
-    ("pg_export_snapshot", "exports snapshots"),
-    ("pg_import_system_collations", "changes the catalog"),
-    ("pg_stat_reset*", "resets statistics"),
-    ("pg_backup_*", "controls backups"),
-    ("pg_start_backup", "controls backups"),
-    ("pg_stop_backup", "controls backups"),
-    ("pg_wal_replay_*", "controls recovery"),
-    ("nextval", "advances a sequence"),
-    ("setval", "changes a sequence"),
-    ("query_to_xml*", "runs SQL given as text"),
-    ("cursor_to_xml*", "reads cursors"),
-    ("table_to_xml*", "dumps whole tables"),
-    ("schema_to_xml*", "dumps whole schemas"),
-    ("database_to_xml*", "dumps the whole database"),
-    ("nl2sql*", "calls the model again"),
-];
-
+/// Why a function of this name is refused before anything runs: PostgreSQL's own tree decides
+/// (see [`crate::policy`]); this early answer only spares the database the obvious cases.
 fn forbidden(name: &str) -> Option<&'static str> {
-    FORBIDDEN.iter().find_map(|(pat, why)| {
-        let hit = match pat.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => name == *pat,
-        };
-        hit.then_some(*why)
-    })
+    if name.starts_with("nl2sql") {
+        return Some("calls the model again");
+    }
+    if name.starts_with("dblink") {
+        return Some("opens connections to other databases");
+    }
+    crate::policy::denied_builtin(name)
 }
 
 fn statement_kind(s: &Statement) -> String {
@@ -397,14 +350,6 @@ mod tests {
         let g = check("SELECT s.f(1), upper(x) FROM generate_series(1, 2) x").expect("valid");
         let names: Vec<String> = g.functions.iter().map(|f| f.to_string()).collect();
         assert_eq!(names, vec!["generate_series", "upper", "s.f"]);
-    }
-
-    #[test]
-    fn volatile_policy() {
-        let f = |n: &str| FunctionRef { schema: None, name: n.into() };
-        assert!(check_volatile(&[f("random")], &[]).is_ok());
-        assert_eq!(check_volatile(&[f("my_udf")], &[]), Err(GuardError::VolatileFunction("my_udf".into())));
-        assert!(check_volatile(&[f("my_udf")], &["MY_UDF".into()]).is_ok());
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub struct Endpoint {
     /// Time allowed for one call, retries included.
     pub timeout: Duration,
     pub max_retries: u32,
+    /// Largest response body read; a larger one is refused unread.
+    pub max_body: usize,
 }
 
 impl Endpoint {
@@ -115,6 +117,7 @@ pub enum ErrorKind {
     Http { url: String, status: u16, body: String },
     BadResponse { url: String, reason: String, body: String },
     EmptyAnswer { finish_reason: Option<String> },
+    TooLarge { url: String, limit: usize },
 }
 
 impl Diagnostic for EndpointError {
@@ -130,6 +133,7 @@ impl Diagnostic for EndpointError {
             ErrorKind::Http { .. } | ErrorKind::BadResponse { .. } | ErrorKind::EmptyAnswer { .. } => {
                 SqlState::ProtocolViolation
             }
+            ErrorKind::TooLarge { .. } => SqlState::ProgramLimitExceeded,
         }
     }
 
@@ -150,6 +154,7 @@ impl Diagnostic for EndpointError {
             ErrorKind::Http { url, status, .. } => format!("{svc} endpoint {url} answered HTTP {status}"),
             ErrorKind::BadResponse { url, reason, .. } => format!("{svc} endpoint {url} sent an unusable answer: {reason}"),
             ErrorKind::EmptyAnswer { .. } => "the model returned an empty answer".into(),
+            ErrorKind::TooLarge { url, limit } => format!("{svc} endpoint {url} sent an answer larger than {limit} bytes"),
         }
     }
 
@@ -175,7 +180,8 @@ impl Diagnostic for EndpointError {
             (ErrorKind::NotConfigured, Service::Llm) => Some(
                 "A superuser sets the endpoint of any OpenAI-compatible API, for example: \
                  ALTER SYSTEM SET nl2sql.llm_url = 'http://127.0.0.1:8080/v1' (llama.cpp server), \
-                 'http://127.0.0.1:11434/v1' (Ollama) or 'https://api.openai.com/v1' (OpenAI, with nl2sql.llm_api_key); \
+                 'http://127.0.0.1:11434/v1' (Ollama) or 'https://api.openai.com/v1' (OpenAI, with a key in \
+                 NL2SQL_LLM_API_KEY or nl2sql.llm_api_key_file); \
                  then SELECT pg_reload_conf(). scripts/local-llm.sh starts a local model."
                     .into(),
             ),
@@ -190,10 +196,10 @@ impl Diagnostic for EndpointError {
                 Some(format!("Raise {}, or use a faster model.", self.service.setting("timeout")))
             }
             (ErrorKind::Auth { .. }, Service::Llm) => Some(
-                "Set nl2sql.llm_api_key (superuser), or NL2SQL_LLM_API_KEY in the server's environment.".into(),
+                "Put the key in NL2SQL_LLM_API_KEY in the server's environment, or in the file named by nl2sql.llm_api_key_file (superuser).".into(),
             ),
             (ErrorKind::Auth { .. }, Service::Embeddings) => Some(
-                "Set nl2sql.embedding_api_key (superuser), or NL2SQL_EMBEDDING_API_KEY in the server's environment."
+                "Put the key in NL2SQL_EMBEDDING_API_KEY in the server's environment, or in the file named by nl2sql.embedding_api_key_file (superuser)."
                     .into(),
             ),
             (ErrorKind::RateLimited { .. }, _) => Some("Wait, or raise nl2sql.llm_max_retries.".into()),
@@ -205,6 +211,9 @@ impl Diagnostic for EndpointError {
                 Some("Raise nl2sql.llm_max_tokens.".into())
             }
             (ErrorKind::EmptyAnswer { .. }, _) => Some("Check that nl2sql.llm_model names a chat model.".into()),
+            (ErrorKind::TooLarge { .. }, Service::Llm) => {
+                Some("Lower nl2sql.llm_max_tokens, or raise nl2sql.max_answer_bytes.".into())
+            }
             _ => None,
         }
     }
@@ -289,9 +298,12 @@ pub fn post_json(ep: &Endpoint, body: &str) -> Result<Reply, EndpointError> {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let text = match resp.body_mut().read_to_string() {
+        let text = match resp.body_mut().with_config().limit(ep.max_body as u64).read_to_string() {
             Ok(t) => t,
             Err(ureq::Error::Timeout(_)) => return Err(timed_out()),
+            Err(ureq::Error::BodyExceedsLimit(_)) => {
+                return Err(ep.error(ErrorKind::TooLarge { url: shown, limit: ep.max_body }));
+            }
             Err(e) => return Err(ep.bad_response(format!("reading the body failed: {e}"), "")),
         };
         let retryable = status == 429 || matches!(status, 500 | 502 | 503 | 504);
@@ -476,6 +488,7 @@ pub(crate) mod tests {
             api_key: Some(Secret::new("sk-test-secret")),
             timeout: Duration::from_secs(5),
             max_retries: 2,
+            max_body: 1 << 20,
         }
     }
 

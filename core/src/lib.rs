@@ -10,8 +10,10 @@ pub mod extract;
 pub mod generate;
 pub mod guard;
 pub mod http;
+pub mod interrupt;
 pub mod llm;
 pub mod pipeline;
+pub mod policy;
 pub mod refine;
 pub mod results;
 pub mod retrieve;
@@ -34,7 +36,9 @@ pub struct ColumnInfo {
 pub struct Execution {
     pub columns: Vec<ColumnInfo>,
     pub rows: Vec<Vec<Option<String>>>,
-    /// More rows existed than nl2sql.max_rows allowed.
+    /// More rows existed than nl2sql.max_rows allowed, or than nl2sql.max_result_bytes held.
     pub truncated: bool,
+    /// It was nl2sql.max_result_bytes that cut the rows.
+    pub byte_limited: bool,
     pub elapsed: Duration,
 }

@@ -11,7 +11,7 @@ use crate::align::{self, Rules, ValueLookup};
 use crate::answer::extract_sql;
 use crate::error::{Diagnostic, Report, SqlState};
 use crate::extract::{self, Extraction};
-use crate::guard::{self, FunctionRef, GuardError};
+use crate::guard::{self, GuardError};
 use crate::llm::{ChatRequest, Completion, LlmError, Message};
 use crate::refine::{self, Failure, FailureKind};
 use crate::results;
@@ -35,10 +35,9 @@ const EXTRACTION_MAX_TOKENS: u32 = 256;
 
 /// What the pipeline needs from the database.
 pub trait Database: ValueLookup {
-    /// The calls among `functions` that may resolve to a volatile function.
-    fn volatile_functions(&mut self, functions: &[FunctionRef]) -> Result<Vec<FunctionRef>, Report>;
-    /// Runs one guarded query in the sandbox.
-    fn execute(&mut self, sql: &str) -> Result<Execution, Failure>;
+    /// Checks one query on the database's own parse tree and runs it in the sandbox: refused
+    /// when the database's policy says no, failed when it ran into an error.
+    fn execute(&mut self, sql: &str) -> Result<Execution, Rejected>;
     /// Stored values similar to words of `text` (the value index), leaving out phrases made
     /// only of `skip` words (sorted); none by default.
     fn similar_values(&mut self, _text: &str, _skip: &[String]) -> Vec<ValueHint> {
@@ -64,6 +63,15 @@ pub trait Llm {
     }
 }
 
+/// Why the database did not return rows for a query.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rejected {
+    /// Its policy refused the query before it ran (final: never sent back for correction).
+    Refused(GuardError),
+    /// It ran, or tried to, and failed.
+    Failed(Failure),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -78,7 +86,6 @@ pub struct Settings {
     pub max_corrections: u32,
     pub max_tokens: u32,
     pub schema_max_tokens: usize,
-    pub allowed_functions: Vec<String>,
     /// Candidates to generate (n).
     pub candidates: usize,
     /// Candidates asked for in the first wave; the rest only when they disagree.
@@ -101,7 +108,6 @@ impl Settings {
             max_corrections: 1,
             max_tokens: 1024,
             schema_max_tokens: 8000,
-            allowed_functions: vec![],
             candidates: 1,
             first_wave: 1,
             agreement: 1,
@@ -219,8 +225,6 @@ pub enum AskError {
     Refused { sql: String, error: GuardError },
     /// No candidate survived the correction rounds.
     Failed { sql: Option<String>, failure: Failure },
-    /// The database could not tell what a function is.
-    Catalog(Report),
 }
 
 impl Diagnostic for AskError {
@@ -229,7 +233,7 @@ impl Diagnostic for AskError {
             AskError::EmptyQuestion => SqlState::InvalidParameterValue,
             AskError::QuestionTooLong { .. } | AskError::HintTooLong { .. } => SqlState::ProgramLimitExceeded,
             AskError::NoTables => SqlState::UndefinedTable,
-            AskError::Llm(r) | AskError::Catalog(r) => r.sqlstate,
+            AskError::Llm(r) => r.sqlstate,
             AskError::Refused { error, .. } => error.sqlstate(),
             AskError::Failed { failure, .. } => match failure {
                 Failure::Syntax(e) => e.sqlstate(),
@@ -248,7 +252,7 @@ impl Diagnostic for AskError {
             }
             AskError::HintTooLong { chars } => format!("hint is too long ({chars} characters, at most {MAX_HINT_CHARS})"),
             AskError::NoTables => "no tables to query".into(),
-            AskError::Llm(r) | AskError::Catalog(r) => r.message.clone(),
+            AskError::Llm(r) => r.message.clone(),
             AskError::Refused { error, .. } => error.message(),
             AskError::Failed { failure, .. } => match failure {
                 Failure::Syntax(e) => e.message(),
@@ -262,7 +266,7 @@ impl Diagnostic for AskError {
     fn detail(&self) -> Option<String> {
         match self {
             AskError::NoTables => Some("The current role can SELECT from no table or view outside system schemas.".into()),
-            AskError::Llm(r) | AskError::Catalog(r) => r.detail.clone(),
+            AskError::Llm(r) => r.detail.clone(),
             AskError::Refused { sql, error } => Some(join_detail(error.detail(), sql)),
             AskError::Failed { sql: Some(sql), failure } => {
                 let inner = match failure {
@@ -279,7 +283,7 @@ impl Diagnostic for AskError {
         match self {
             AskError::EmptyQuestion => Some("Ask a question in natural language, e.g. SELECT nl2sql('how many orders are there?').".into()),
             AskError::NoTables => Some("Create tables, or GRANT SELECT on them to this role.".into()),
-            AskError::Llm(r) | AskError::Catalog(r) => r.hint.clone(),
+            AskError::Llm(r) => r.hint.clone(),
             AskError::Refused { .. } => Some("nl2sql only runs single read-only queries; rephrase the question.".into()),
             AskError::Failed { failure: Failure::Timeout { .. }, .. } => {
                 Some("Raise nl2sql.statement_timeout, or ask a narrower question.".into())
@@ -415,7 +419,7 @@ fn zero_shot(
         record(trace, stage, &messages, &reply, secret.as_deref());
         let completion = reply.map_err(|e| AskError::Llm(Report::from_diagnostic(&e).redact(secret.as_deref())))?;
         let corrects = (round > 0).then(|| trace.candidates.len().saturating_sub(1));
-        let mut cand = CandidateTrace { round, corrects, raw: completion.content.clone(), ..Default::default() };
+        let mut cand = CandidateTrace { round, corrects, raw: traced(&completion.content), ..Default::default() };
         // The foundation's path: no alignment rules.
         let plain = Settings { alignment: Rules { agent: false, function: false, style: false }, ..settings.clone() };
         let (sql, outcome) = evaluate(&completion.content, &plain, db, schema, &[], &mut cand);
@@ -434,7 +438,6 @@ fn zero_shot(
                 trace.candidates.push(cand);
                 return Err(AskError::Refused { sql: sql.unwrap_or_default(), error });
             }
-            Err(Outcome_::Catalog(r)) => return Err(AskError::Catalog(r)),
             Err(Outcome_::Failed(failure)) => {
                 cand.error = Some(failure.summary());
                 cand.error_kind = Some(failure.kind());
@@ -474,6 +477,16 @@ fn similar_values(q: &Question, extra: &[String], schema: &Schema, db: &mut dyn 
     db.similar_values(&lookup, &retrieve::schema_words(names))
 }
 
+/// A model's answer as the trace keeps it: at most 64 kB.
+fn traced(content: &str) -> String {
+    let cut = crate::refine::prefix(content, crate::answer::MAX_SQL_BYTES);
+    if cut.len() == content.len() {
+        content.to_string()
+    } else {
+        format!("{cut}… ({} bytes in all)", content.len())
+    }
+}
+
 fn cand_sql(c: Option<&CandidateTrace>) -> Option<String> {
     c.and_then(|c| c.aligned.clone().or_else(|| c.sql.clone()))
 }
@@ -481,7 +494,6 @@ fn cand_sql(c: Option<&CandidateTrace>) -> Option<String> {
 enum Outcome_ {
     Refused(GuardError),
     Failed(Failure),
-    Catalog(Report),
 }
 
 /// Extracts, guards, aligns and executes one answer of the model.
@@ -518,14 +530,10 @@ fn evaluate(
             }
         }
     }
-    let volatile = match db.volatile_functions(&run.functions) {
-        Ok(v) => v,
-        Err(r) => return (Some(written), Err(Outcome_::Catalog(r))),
-    };
-    if let Err(e) = guard::check_volatile(&volatile, &settings.allowed_functions) {
-        return (Some(written), Err(Outcome_::Refused(e)));
-    }
-    let result = db.execute(&run.sql).map_err(Outcome_::Failed);
+    let result = db.execute(&run.sql).map_err(|r| match r {
+        Rejected::Refused(e) => Outcome_::Refused(e),
+        Rejected::Failed(f) => Outcome_::Failed(f),
+    });
     (Some(written), result)
 }
 
@@ -561,7 +569,6 @@ struct Pool {
     /// neither run nor corrected twice.
     failed_forms: Vec<(usize, String)>,
     refused: Option<(String, GuardError)>,
-    catalog: Option<Report>,
     /// The last failure, with the SQL that failed, for the error when nothing succeeds.
     last: Option<(Option<String>, Failure)>,
     /// The conversation that produced each executed candidate, by trace index (for the
@@ -659,7 +666,6 @@ fn full(
         failed: vec![],
         failed_forms: vec![],
         refused: None,
-        catalog: None,
         last: None,
         conversations: HashMap::new(),
         corrected: HashSet::new(),
@@ -743,11 +749,8 @@ fn full(
             return Ok((sql, exec.clone()));
         }
     }
-    // Nothing ran: the catalog's trouble first, then the last failure (the most corrected
-    // attempt), a refusal only when every candidate was refused.
-    if let Some(r) = pool.catalog {
-        return Err(AskError::Catalog(r));
-    }
+    // Nothing ran: the last failure (the most corrected attempt), a refusal only when every
+    // candidate was refused.
     match (pool.last, pool.refused) {
         (Some((sql, failure)), _) => Err(AskError::Failed { sql, failure }),
         (None, Some((sql, error))) => Err(AskError::Refused { sql, error }),
@@ -819,7 +822,7 @@ fn consider(
     trace: &mut Trace,
 ) {
     let index = trace.candidates.len();
-    let mut cand = CandidateTrace { round, corrects, raw: content.to_string(), ..Default::default() };
+    let mut cand = CandidateTrace { round, corrects, raw: traced(content), ..Default::default() };
     // Same query as an executed candidate: a vote for it, no second run.
     if let Some(text) = extract_sql(content) {
         if guard::check(&text).is_ok() {
@@ -864,11 +867,6 @@ fn consider(
             if pool.refused.is_none() {
                 pool.refused = Some((sql.unwrap_or_default(), error));
             }
-        }
-        Err(Outcome_::Catalog(r)) => {
-            cand.error = Some(r.message.clone());
-            trace.candidates.push(cand);
-            pool.catalog = Some(r);
         }
         Err(Outcome_::Failed(failure)) => {
             cand.error = Some(failure.summary());

@@ -70,20 +70,97 @@ impl Failure {
     }
 }
 
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
+pub fn prefix(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Longest quoted name a correction prompt repeats.
+const MAX_QUOTED: usize = 200;
+
+/// An error text as a correction prompt may carry it: every double-quoted part and every
+/// number that `seen` (what the model was already sent, and its own answer) does not hold is
+/// replaced by "…". PostgreSQL quotes what is not its own wording (names, and values: a cast
+/// error quotes the value it could not read, which may come from a row or a file), so what is
+/// left is its wording plus names the model wrote or was shown: no data reaches the endpoint.
+pub fn without_data(text: &str, seen: &str) -> String {
+    let known = |part: &str| !part.is_empty() && part.len() <= MAX_QUOTED && seen.contains(part);
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c == '"' {
+            // The quoted part, with "" standing for one quote, up to the closing quote.
+            let mut part = String::new();
+            let mut closed = false;
+            while let Some((_, d)) = chars.next() {
+                if d == '"' {
+                    if chars.peek().is_some_and(|(_, e)| *e == '"') {
+                        chars.next();
+                        part.push('"');
+                        continue;
+                    }
+                    closed = true;
+                    break;
+                }
+                part.push(d);
+            }
+            if known(&part) {
+                out.push('"');
+                out.push_str(&part.replace('"', "\"\""));
+                out.push('"');
+            } else {
+                out.push_str("\"…\"");
+            }
+            if !closed {
+                break;
+            }
+        } else if c.is_ascii_digit() && !text[..i].ends_with(|p: char| p.is_alphanumeric() || p == '_') {
+            let mut end = i + c.len_utf8();
+            while let Some(&(j, d)) = chars.peek() {
+                if d.is_ascii_digit() || d == '.' {
+                    end = j + d.len_utf8();
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            let number = &text[i..end];
+            out.push_str(if known(number) { number } else { "…" });
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The conversation so far, plus the model's failed answer and a request to fix it that
-/// fits the kind of failure (the paper's correction by error type).
+/// fits the kind of failure (the paper's correction by error type). An execution error is
+/// described by its SQLSTATE and PostgreSQL's wording with the names the model already knows,
+/// never with values quoted from rows or files (see [`without_data`]).
 pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure) -> Vec<Message> {
+    let mut seen: String = messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
+    seen.push('\n');
+    seen.push_str(answer);
     let ask = match failure {
         Failure::Syntax(e) => CORRECT_SYNTAX.replace("{error}", &crate::error::Diagnostic::message(e)),
         Failure::Timeout { ms } => CORRECT_TIMEOUT.replace("{timeout_ms}", &ms.to_string()),
         Failure::Empty => CORRECT_EMPTY.to_string(),
         Failure::Execution(r) => {
-            let mut error = format!("ERROR: {}", r.message);
-            if let Some(d) = &r.detail {
-                error.push_str(&format!("\nDETAIL: {d}"));
+            let code = r.sqlstate.code();
+            let mut error = format!("ERROR ({code}): {}", without_data(&r.message, &seen));
+            // Details outside class 42 (names and syntax) describe data ("Failing row contains …").
+            if let Some(d) = r.detail.as_ref().filter(|_| code.starts_with("42")) {
+                error.push_str(&format!("\nDETAIL: {}", without_data(d, &seen)));
             }
             if let Some(h) = &r.hint {
-                error.push_str(&format!("\nHINT: {h}"));
+                error.push_str(&format!("\nHINT: {}", without_data(h, &seen)));
             }
             let template = match failure.kind() {
                 FailureKind::UndefinedColumn | FailureKind::UndefinedTable => CORRECT_UNDEFINED,
@@ -94,7 +171,7 @@ pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure) -
             template.replace("{error}", &error)
         }
     };
-    messages.push(Message::assistant(answer.trim()));
+    messages.push(Message::assistant(prefix(answer.trim(), crate::answer::MAX_SQL_BYTES)));
     messages.push(Message::user(ask.trim_end()));
     messages
 }
@@ -113,9 +190,40 @@ mod tests {
         let m = correction(base, "SELECT nme FROM singer", &f);
         assert_eq!(m.len(), 4);
         assert_eq!(m[2], Message::assistant("SELECT nme FROM singer"));
-        assert!(m[3].content.contains("ERROR: column \"nme\" does not exist\nHINT: Perhaps you meant \"name\"."));
+        // The names the model wrote and was shown stay; the SQLSTATE is given.
+        assert!(m[3].content.contains("ERROR (42703): column \"nme\" does not exist\nHINT: Perhaps you meant \"…\"."), "{}", m[3].content);
         assert!(m[3].content.contains("Use only tables and columns listed above"));
         assert_eq!(f.kind(), FailureKind::UndefinedColumn);
+    }
+
+    #[test]
+    fn correction_prompts_carry_no_data() {
+        let base = vec![Message::system("schema: singer(name, age), sample 'Joe Sharp'"), Message::user("which singers?")];
+        let sql = "SELECT name FROM singer WHERE age > 'forty'";
+        let cases = [
+            // A cast error quotes the value it could not read: from a file, or from a row.
+            Report::new(SqlState::from_code("22P02"), "invalid input syntax for type integer: \"root:x:0:0:root:/root:/bin/bash\""),
+            Report::new(SqlState::from_code("42P01"), "relation \"s3cr3t-token-42\" does not exist"),
+            Report::new(SqlState::from_code("22003"), "value \"98765432109\" is out of range for type integer"),
+            Report::new(SqlState::from_code("23505"), "duplicate key value violates unique constraint \"u\"")
+                .detail("Key (email)=(alice@example.com) already exists."),
+            Report::new(SqlState::from_code("22012"), "division by zero at 31337 rows"),
+        ];
+        for r in cases {
+            let m = correction(base.clone(), sql, &Failure::Execution(r.clone()));
+            let prompt = &m[3].content;
+            for secret in ["root:x", "s3cr3t", "98765432109", "alice@example.com", "31337"] {
+                assert!(!prompt.contains(secret), "{secret} leaked: {prompt}");
+            }
+            assert!(prompt.contains(r.sqlstate.code()), "{prompt}");
+        }
+        // What the model wrote or was shown is repeated: it helps, and it is not new to the endpoint.
+        let r = Report::new(SqlState::from_code("42703"), "column \"age\" of \"singer\" is \"forty\" not 40");
+        let m = correction(base, sql, &Failure::Execution(r));
+        assert!(m[3].content.contains("column \"age\" of \"singer\" is \"forty\" not …"), "{}", m[3].content);
+        assert_eq!(without_data("a \"x\"\"y\" b", "x\"y"), "a \"x\"\"y\" b");
+        assert_eq!(without_data("unterminated \"abc", ""), "unterminated \"…\"");
+        assert_eq!(without_data("int4 and 12", "12"), "int4 and 12");
     }
 
     #[test]

@@ -1,21 +1,48 @@
 //! nl2sql(question, hint) and nl2sql_run(question, hint).
 
-use crate::gucs;
-use crate::pg::{catalog, errors, model::Model, sandbox, values};
-use nl2sql_core::error::Report;
-use nl2sql_core::guard::FunctionRef;
-use nl2sql_core::align::{Rules, ValueLookup};
-use nl2sql_core::pipeline::{self, Answer, AskError, Database, Llm, Mode, Question, Settings, Trace};
-use nl2sql_core::refine::Failure;
-use nl2sql_core::retrieve::ValueHint;
 use crate::api::explain::scrub;
+use crate::gucs;
+use crate::pg::{catalog, errors, model::Model, role, sandbox, values};
+use nl2sql_core::align::{Rules, ValueLookup};
+use nl2sql_core::error::Report;
+use nl2sql_core::pipeline::{self, Answer, AskError, Database, Llm, Mode, Question, Rejected, Settings, Trace};
+use nl2sql_core::retrieve::ValueHint;
 use nl2sql_core::{rows, Execution};
 use pgrx::prelude::*;
 use std::cell::RefCell;
 
+/// A trace and the roles of the session that made it.
+struct Owned {
+    user: pg_sys::Oid,
+    session_user: pg_sys::Oid,
+    trace: serde_json::Value,
+}
+
 thread_local! {
     /// The trace of this backend's last call, for nl2sql.last_trace(), scrubbed of the key.
-    pub static LAST_TRACE: RefCell<Option<serde_json::Value>> = const { RefCell::new(None) };
+    static LAST_TRACE: RefCell<Option<Owned>> = const { RefCell::new(None) };
+}
+
+fn who() -> (pg_sys::Oid, pg_sys::Oid) {
+    // SAFETY: reads the current and the session user ids.
+    unsafe { (pg_sys::GetUserId(), pg_sys::GetSessionUserId()) }
+}
+
+/// The last trace, when the role that made it is still the one asking; forgotten otherwise.
+pub fn last_trace() -> Option<serde_json::Value> {
+    let (user, session_user) = who();
+    LAST_TRACE.with_borrow_mut(|t| match t {
+        Some(o) if o.user == user && o.session_user == session_user => Some(o.trace.clone()),
+        _ => {
+            *t = None;
+            None
+        }
+    })
+}
+
+/// Forgets the last trace (the role changed: SET ROLE, SET SESSION AUTHORIZATION, DISCARD ALL).
+pub fn forget_trace() {
+    LAST_TRACE.with_borrow_mut(|t| *t = None);
 }
 
 /// Translates a question into one read-only query, checked by executing it in the sandbox.
@@ -33,7 +60,9 @@ fn nl2sql_run(question: Option<&str>, hint: default!(Option<&str>, "NULL")) -> S
         return SetOfIterator::empty();
     };
     let (a, secret) = answer(question, hint);
-    if a.execution.truncated {
+    if a.execution.byte_limited {
+        notice!("result truncated to {} rows (nl2sql.max_result_bytes)", a.execution.rows.len());
+    } else if a.execution.truncated {
         notice!("result truncated to {} rows (nl2sql.max_rows)", a.execution.rows.len());
     }
     let Execution { columns, rows: data, .. } = a.execution;
@@ -67,17 +96,20 @@ fn scrub_text(text: String, secret: Option<&str>) -> String {
 /// Runs the pipeline for a question with the session's settings; keeps its trace for
 /// nl2sql.last_trace(). Bad input and a missing endpoint raise; what the pipeline finds wrong
 /// comes back as the error. The second value is the API key, for scrubbing.
+/// Everything runs as the role generated SQL runs as (role.rs): a superuser's question is
+/// answered as nl2sql.superuser_role, from the schema that role may read.
 pub fn run(question: &str, hint: Option<&str>) -> (Result<Answer, (AskError, Trace)>, Option<String>) {
     let q = Question { text: question.to_string(), hint: hint.map(str::to_string) };
     if let Err(e) = pipeline::validate(&q) {
         errors::raise(&e);
     }
+    let (user, session_user) = who();
     let mut model = Model::from_settings().unwrap_or_else(|e| errors::raise(&e.report(None)));
     let secret = model.secret().map(str::to_string);
-    let schema = catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r));
-    let settings = settings();
-    let mut db = Sandboxed;
-    let result = pipeline::ask(&q, &schema, &settings, &mut model, &mut db);
+    let result = role::as_exec_role(|| {
+        let schema = catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r));
+        pipeline::ask(&q, &schema, &settings(), &mut model, &mut Sandboxed)
+    });
     let trace = match &result {
         Ok(a) => &a.trace,
         Err((_, t)) => t,
@@ -89,7 +121,7 @@ pub fn run(question: &str, hint: Option<&str>) -> (Result<Answer, (AskError, Tra
             trace.tables_shown
         );
     }
-    let stored = serde_json::to_value(trace).ok().map(|v| scrub(v, secret.as_deref()));
+    let stored = serde_json::to_value(trace).ok().map(|v| Owned { user, session_user, trace: scrub(v, secret.as_deref()) });
     LAST_TRACE.with_borrow_mut(|t| *t = stored);
     (result, secret)
 }
@@ -107,7 +139,6 @@ pub fn settings() -> Settings {
         max_corrections: gucs::max_corrections(),
         max_tokens: gucs::llm_max_tokens(),
         schema_max_tokens: gucs::schema_max_tokens(),
-        allowed_functions: gucs::allowed_functions(),
         candidates: n,
         // No early stop: every candidate in the first wave.
         first_wave: if agreement == 0 { n } else { agreement.min(n) },
@@ -142,7 +173,8 @@ fn unsure(trace: &Trace) {
 /// table the question names scores about 0.55 through the table's name alone.
 const COLUMN_MATCH_MIN_SCORE: f32 = 0.6;
 
-/// The database as the pipeline sees it: the catalog for function volatility, the sandbox for execution.
+/// The database as the pipeline sees it: the sandbox (PostgreSQL's parse tree, the policy,
+/// execution), the value index.
 struct Sandboxed;
 
 impl ValueLookup for Sandboxed {
@@ -152,12 +184,8 @@ impl ValueLookup for Sandboxed {
 }
 
 impl Database for Sandboxed {
-    fn volatile_functions(&mut self, functions: &[FunctionRef]) -> Result<Vec<FunctionRef>, Report> {
-        catalog::volatile_functions(functions)
-    }
-
-    fn execute(&mut self, sql: &str) -> Result<Execution, Failure> {
-        sandbox::execute(sql, gucs::statement_timeout(), gucs::max_rows())
+    fn execute(&mut self, sql: &str) -> Result<Execution, Rejected> {
+        sandbox::execute(sql, sandbox::Limits::from_settings())
     }
 
     fn similar_values(&mut self, text: &str, skip: &[String]) -> Vec<ValueHint> {

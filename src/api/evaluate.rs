@@ -2,9 +2,9 @@
 
 #[pgrx::pg_schema]
 mod nl2sql {
-    use crate::gucs;
     use crate::pg::sandbox;
     use nl2sql_core::error::Diagnostic;
+    use nl2sql_core::pipeline::Rejected;
     use nl2sql_core::refine::Failure;
     use nl2sql_core::results;
     use nl2sql_core::Execution;
@@ -45,20 +45,22 @@ mod nl2sql {
         let mut times = Vec::with_capacity(repeat);
         let mut first: Option<Execution> = None;
         for _ in 0..repeat {
-            match sandbox::execute(sql, gucs::statement_timeout(), max_rows) {
+            let limits = sandbox::Limits { max_rows, ..sandbox::Limits::from_settings() };
+            match sandbox::execute(sql, limits) {
                 Ok(e) => {
                     times.push(e.elapsed.as_secs_f64() * 1000.0);
                     if first.is_none() {
                         first = Some(e);
                     }
                 }
-                Err(f) => {
-                    let (state, msg) = match &f {
-                        Failure::Execution(r) => (r.sqlstate.code().to_string(), r.message.clone()),
-                        Failure::Timeout { ms } => ("57014".into(), format!("ran longer than {ms} ms")),
-                        Failure::Syntax(e) => ("42601".into(), e.message()),
+                Err(rejected) => {
+                    let (state, msg) = match &rejected {
+                        Rejected::Refused(e) => (e.sqlstate().code().to_string(), e.message()),
+                        Rejected::Failed(Failure::Execution(r)) => (r.sqlstate.code().to_string(), r.message.clone()),
+                        Rejected::Failed(Failure::Timeout { ms }) => ("57014".into(), format!("ran longer than {ms} ms")),
+                        Rejected::Failed(Failure::Syntax(e)) => (e.sqlstate().code().to_string(), e.message()),
                         // sandbox::execute never reports an empty result as a failure.
-                        Failure::Empty => ("00000".into(), f.summary()),
+                        Rejected::Failed(f @ Failure::Empty) => ("00000".into(), f.summary()),
                     };
                     return (None, json!({"error": msg, "sqlstate": state}));
                 }

@@ -3,7 +3,6 @@
 
 use crate::pg::sandbox;
 use nl2sql_core::error::{Report, SqlState};
-use nl2sql_core::guard::FunctionRef;
 use nl2sql_core::schema::{ColumnStats, Schema, Table};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
@@ -13,7 +12,6 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 const SCHEMA_SQL: &str = include_str!("../../sql/introspect/schema.sql");
-const VOLATILE_SQL: &str = include_str!("../../sql/introspect/volatile.sql");
 const STATS_SQL: &str = "SELECT nl2sql.column_stats($1::pg_catalog.oid::pg_catalog.regclass, $2)::text";
 /// What the introspected schema depends on: DDL (nl2sql.ddl_version, bumped by the event
 /// triggers, GRANT and REVOKE included), the roles the caller acts with (memberships change
@@ -138,10 +136,11 @@ fn attach_stats(tables: &mut [Table], sample_rows: i32) {
     }
 }
 
-/// Samples one table in the sandbox; None when it fails or takes too long (a broken view, say).
+/// Samples one table in the sandbox, where every function a view or a policy runs is judged
+/// like generated SQL's; None when it fails or takes too long (a broken view, say).
 fn sample(oid: u32, sample_rows: i32) -> Option<HashMap<String, ColumnStats>> {
     let args = [DatumWithOid::from(oid as i64), DatumWithOid::from(sample_rows)];
-    let json = sandbox::isolated(STATS_TIMEOUT, || text_query(STATS_SQL, &args)).ok().flatten()?;
+    let json = sandbox::inspect(STATS_TIMEOUT, || text_query(STATS_SQL, &args)).ok().flatten()?;
     let t: SampledTable = serde_json::from_str(&json).ok()?;
     Some(
         t.columns
@@ -164,21 +163,4 @@ fn sample(oid: u32, sample_rows: i32) -> Option<HashMap<String, ColumnStats>> {
 pub fn reset_cache() {
     STATS.with_borrow_mut(|c| c.clear());
     SCHEMA.with_borrow_mut(|c| *c = None);
-}
-
-/// The calls among `functions` that may resolve to a volatile function. Fails closed: when the
-/// catalog cannot be asked, the answer is an error, never "none are volatile".
-pub fn volatile_functions(functions: &[FunctionRef]) -> Result<Vec<FunctionRef>, Report> {
-    if functions.is_empty() {
-        return Ok(vec![]);
-    }
-    let schemas: Vec<Option<String>> = functions.iter().map(|f| f.schema.clone()).collect();
-    let names: Vec<Option<String>> = functions.iter().map(|f| Some(f.name.clone())).collect();
-    let args = [DatumWithOid::from(schemas), DatumWithOid::from(names)];
-    let positions: Result<Vec<i32>, pgrx::spi::SpiError> = Spi::connect(|client| {
-        client.select(VOLATILE_SQL, None, &args)?.map(|row| row.get::<i32>(1).map(|v| v.unwrap_or(0))).collect()
-    });
-    let positions = positions
-        .map_err(|e| Report::new(SqlState::InternalError, format!("could not look up function volatility: {e}")))?;
-    Ok(positions.into_iter().filter_map(|p| functions.get((p as usize).wrapping_sub(1)).cloned()).collect())
 }

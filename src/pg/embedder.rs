@@ -15,9 +15,11 @@ pub fn current() -> Embedder {
             service: Service::Embeddings,
             base_url,
             model: gucs::embedding_model(),
-            api_key: gucs::embedding_api_key().map(Secret::new),
+            api_key: gucs::embedding_api_key().unwrap_or_else(|r| errors::raise(&r)).map(Secret::new),
             timeout: gucs::embedding_timeout(),
             max_retries: gucs::llm_max_retries(),
+            // Vectors are long: a batch of 2048 3072-dimensional ones is ~150 MB of JSON.
+            max_body: 256 << 20,
         }),
     }
 }

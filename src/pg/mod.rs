@@ -3,8 +3,13 @@
 pub mod catalog;
 pub mod embedder;
 pub mod errors;
+pub mod hooks;
 pub mod model;
 pub mod owner;
+pub mod policy;
+pub mod receiver;
+pub mod role;
 pub mod sandbox;
+pub mod secrets;
 pub mod types;
 pub mod values;

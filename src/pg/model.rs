@@ -21,9 +21,10 @@ impl Model {
                 service: Service::Llm,
                 base_url,
                 model: gucs::llm_model(),
-                api_key: gucs::llm_api_key().map(Secret::new),
+                api_key: gucs::llm_api_key().unwrap_or_else(|r| crate::pg::errors::raise(&r)).map(Secret::new),
                 timeout: gucs::llm_timeout(),
                 max_retries: gucs::llm_max_retries(),
+                max_body: gucs::max_answer_bytes(),
             },
         })
     }

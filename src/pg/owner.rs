@@ -1,8 +1,16 @@
 //! Runs code as the extension's owner, the only role that can read nl2sql's internal tables,
 //! the way a SECURITY DEFINER function would. Callers check the invoking role's privileges
 //! themselves (has_column_privilege(caller, ...)) before anything is returned.
+//!
+//! Nothing another role wrote runs with the owner's rights: while acting as the owner, the
+//! object-access hook refuses every function that is not built in or part of an extension a
+//! superuser installed (Scope::Elevated), and user tables are read as their own owner, in a
+//! restricted security context ([`as_table_owner`]), the way VACUUM and ANALYZE read them.
 
+use crate::pg::{hooks, role};
+use nl2sql_core::policy::Scope;
 use pgrx::prelude::*;
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 
 /// What acting as the owner needs, read in one query: the owner, a safe search_path (PostgreSQL's
@@ -48,11 +56,29 @@ pub fn as_owner<T>(f: impl FnOnce() -> T) -> T {
         pg_sys::SetUserIdAndSecContext(ctx.owner, old_ctx | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32);
     }
     set_search_path(&ctx.safe_path);
-    PgTryBuilder::new(AssertUnwindSafe(f))
+    PgTryBuilder::new(AssertUnwindSafe(|| hooks::with_scope(Scope::Elevated, &[], HashMap::new(), f)))
         .finally(|| {
             unsafe { pg_sys::SetUserIdAndSecContext(old_user, old_ctx) };
             set_search_path(&ctx.caller_path);
         })
+        .execute()
+}
+
+/// Runs `f` as the owner of `rel`, in a restricted security context (no SET ROLE, no temporary
+/// objects) and with a safe search_path: how nl2sql reads a user's table for the value index,
+/// so that whatever the table runs (row-level security policies, say) runs with the rights of
+/// the role that wrote it, never the extension owner's. The elevated scope is lifted meanwhile:
+/// the table owner's own code may run as the table owner.
+pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
+    let ctx = context();
+    let relowner = Spi::get_one_with_args::<pg_sys::Oid>("SELECT relowner FROM pg_catalog.pg_class WHERE oid = $1", &[rel.into()])
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| error!("relation with OID {} does not exist", u32::from(rel)));
+    let current = Spi::get_one::<String>("SELECT pg_catalog.current_setting('search_path')").ok().flatten().unwrap_or_default();
+    set_search_path(&ctx.safe_path);
+    PgTryBuilder::new(AssertUnwindSafe(|| hooks::suspended(|| role::as_role(relowner, role::RESTRICTED, f))))
+        .finally(|| set_search_path(&current))
         .execute()
 }
 

@@ -1,18 +1,44 @@
 //! Runs untrusted SQL: an internal subtransaction, read-only, with a timeout that fires for the
-//! running statement, a row cap, the caller's own privileges, and always a rollback. The outer
+//! running statement, row and byte caps, least privilege, and always a rollback. The outer
 //! transaction survives every failure; a real cancel from the user is passed on after the rollback.
+//!
+//! What runs is exactly what was checked: PostgreSQL parses, analyses and rewrites the text once,
+//! as the role that will run it, with the session's settings (policy.rs checks that tree), and
+//! this very tree is planned and executed here. The text is never parsed a second time, so no
+//! escape, quoting mode or search_path trick can make the executed query differ from the checked one.
 
+use crate::gucs;
 use crate::pg::errors::report_of;
+use crate::pg::receiver::Receiver;
+use crate::pg::{hooks, policy, role};
 use nl2sql_core::error::{Report, SqlState};
+use nl2sql_core::pipeline::Rejected;
+use nl2sql_core::policy::Scope;
 use nl2sql_core::refine::Failure;
 use nl2sql_core::{ColumnInfo, Execution};
 use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
-use std::ffi::{CStr, CString};
+use std::collections::HashMap;
+use std::ffi::CString;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// The caps of one execution.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub max_rows: usize,
+    pub max_bytes: usize,
+}
+
+impl Limits {
+    /// nl2sql.statement_timeout, nl2sql.max_rows, nl2sql.max_result_bytes.
+    pub fn from_settings() -> Limits {
+        Limits { timeout: gucs::statement_timeout(), max_rows: gucs::max_rows(), max_bytes: gucs::max_result_bytes() }
+    }
+}
 
 /// Runs `f` in a read-only internal subtransaction that is always rolled back, cancelling it
 /// when it runs longer than `timeout`.
@@ -61,12 +87,80 @@ pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failur
     }
 }
 
-/// Executes one query in the sandbox and fetches at most `max_rows` rows as text.
-pub fn execute(sql: &str, timeout: Duration, max_rows: usize) -> Result<Execution, Failure> {
+/// Checks one query on PostgreSQL's parse tree and executes that tree in the sandbox, as the
+/// role generated SQL runs as (role.rs), keeping its rows as text within `limits`.
+pub fn execute(sql: &str, limits: Limits) -> Result<Execution, Rejected> {
     let Ok(csql) = CString::new(sql) else {
-        return Err(Failure::Execution(Report::new(SqlState::SyntaxError, "generated SQL contains a NUL byte")));
+        return Err(Rejected::Failed(Failure::Execution(Report::new(SqlState::SyntaxError, "generated SQL contains a NUL byte"))));
     };
-    isolated(timeout, || fetch(&csql, max_rows))?
+    let run_as = role::exec_role();
+    let allowed = gucs::allowed_functions();
+    hooks::take_refusal();
+    let outcome = isolated(limits.timeout, || {
+        role::as_role(run_as, role::RESTRICTED, || {
+            let mut verdicts = HashMap::new();
+            // SAFETY: inside the subtransaction; the tree lives in its memory context.
+            let query = unsafe { policy::check(&csql, &allowed, &mut verdicts) }?;
+            Ok(hooks::with_scope(Scope::Generated, &allowed, verdicts, || unsafe { run(query, &csql, limits) }))
+        })
+    });
+    match outcome {
+        Ok(Ok(execution)) => Ok(execution),
+        Ok(Err(refusal)) => Err(Rejected::Refused(refusal)),
+        // The object-access hook stopped a function the tree check did not see coming.
+        Err(failure) => match hooks::take_refusal() {
+            Some(refusal) => Err(Rejected::Refused(refusal)),
+            None => Err(Rejected::Failed(failure)),
+        },
+    }
+}
+
+/// Plans and runs a checked query, as PostgreSQL runs a portal, into a receiver with caps.
+/// No parallel workers: the object-access hook must see every function the plan runs.
+///
+/// # Safety
+/// `query` must come from policy::check in this subtransaction.
+unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Execution {
+    let plan = pg_sys::pg_plan_query(query, sql.as_ptr(), 0, std::ptr::null_mut());
+    let mut receiver = Receiver::new(limits.max_rows, limits.max_bytes);
+    let started = Instant::now();
+    pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
+    let desc = pg_sys::CreateQueryDesc(
+        plan,
+        sql.as_ptr(),
+        pg_sys::GetActiveSnapshot(),
+        std::ptr::null_mut(),
+        receiver.as_dest(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        0,
+    );
+    pg_sys::ExecutorStart(desc, 0);
+    pg_sys::ExecutorRun(desc, pg_sys::ScanDirection::ForwardScanDirection, 0, true);
+    pg_sys::ExecutorFinish(desc);
+    pg_sys::ExecutorEnd(desc);
+    pg_sys::FreeQueryDesc(desc);
+    pg_sys::PopActiveSnapshot();
+    let got = receiver.take();
+    Execution {
+        columns: got.columns.into_iter().map(|(name, type_oid)| ColumnInfo { name, type_oid }).collect(),
+        rows: got.rows,
+        truncated: got.row_cap || got.byte_cap,
+        byte_limited: got.byte_cap,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// Runs trusted SQL text that reads user relations for the caller (sampling, value re-checks):
+/// read-only, rolled back, within `timeout`, in the restricted security context, with every
+/// function the executor starts judged by the Inspect policy.
+pub fn inspect<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failure> {
+    let allowed = gucs::allowed_functions();
+    isolated(timeout, || {
+        // SAFETY: reads the current user id.
+        let me = unsafe { pg_sys::GetUserId() };
+        role::as_role(me, role::RESTRICTED, || hooks::with_scope(Scope::Inspect, &allowed, HashMap::new(), f))
+    })
 }
 
 /// Read-only, and dates printed in ISO style (the output part of DateStyle only, so the way
@@ -81,57 +175,6 @@ fn prepare_sandbox() {
             }
         }
     })
-}
-
-fn fetch(sql: &CStr, max_rows: usize) -> Result<Execution, Failure> {
-    Spi::connect(|_| {
-        let started = Instant::now();
-        let limit = (max_rows as libc::c_long).saturating_add(1);
-        // SAFETY: read_only = true makes SPI refuse anything that is not read-only and use the
-        // current snapshot; the tuple table is read before the connection closes.
-        unsafe {
-            let rc = pg_sys::SPI_execute(sql.as_ptr(), true, limit);
-            if rc != pg_sys::SPI_OK_SELECT as i32 {
-                return Err(Failure::Execution(Report::new(
-                    SqlState::FeatureNotSupported,
-                    format!("generated SQL is not a query (SPI code {rc})"),
-                )));
-            }
-            let table = pg_sys::SPI_tuptable;
-            if table.is_null() {
-                return Ok(Execution { columns: vec![], rows: vec![], truncated: false, elapsed: started.elapsed() });
-            }
-            let tupdesc = (*table).tupdesc;
-            let natts = (*tupdesc).natts;
-            let mut columns = Vec::with_capacity(natts as usize);
-            for i in 1..=natts {
-                columns.push(ColumnInfo { name: take_cstring(pg_sys::SPI_fname(tupdesc, i)), type_oid: pg_sys::SPI_gettypeid(tupdesc, i).into() });
-            }
-            let processed = pg_sys::SPI_processed as usize;
-            let keep = processed.min(max_rows);
-            let mut rows = Vec::with_capacity(keep);
-            for r in 0..keep {
-                let tuple = *(*table).vals.add(r);
-                let mut row = Vec::with_capacity(natts as usize);
-                for i in 1..=natts {
-                    let p = pg_sys::SPI_getvalue(tuple, tupdesc, i);
-                    row.push(if p.is_null() { None } else { Some(take_cstring(p)) });
-                }
-                rows.push(row);
-            }
-            Ok(Execution { columns, rows, truncated: processed > max_rows, elapsed: started.elapsed() })
-        }
-    })
-}
-
-/// Copies a palloc'd C string into Rust and frees it.
-unsafe fn take_cstring(p: *mut std::os::raw::c_char) -> String {
-    if p.is_null() {
-        return String::new();
-    }
-    let s = CStr::from_ptr(p).to_string_lossy().into_owned();
-    pg_sys::pfree(p.cast());
-    s
 }
 
 #[derive(Default)]

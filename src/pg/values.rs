@@ -31,6 +31,9 @@ fn phrase_cap(values: usize) -> usize {
 }
 /// Rows a batch when loading vectors from an endpoint.
 const LOAD_CHUNK: usize = 5000;
+/// Values read from a user's table at a time (as the table's owner) before they are stored
+/// (as the extension's owner).
+const READ_CHUNK: i64 = 20_000;
 
 fn fail(state: SqlState, message: String, hint: Option<&str>) -> ! {
     let mut r = Report::new(state, message);
@@ -169,11 +172,14 @@ fn build_column(rel: pg_sys::Oid, relname: &str, col: &Column, include_rls: bool
     let started = Instant::now();
     let qcol = quote_identifier(&col.name);
     let max_len = gucs::index_max_value_length();
-    let (distinct, avg_len, too_long) = Spi::get_three::<i64, f64, i64>(&format!(
-        "SELECT count(DISTINCT {qcol})::int8, coalesce(avg(length({qcol}::text)), 0)::float8,
-                count(DISTINCT {qcol}) FILTER (WHERE length({qcol}::text) > {max_len})::int8
-         FROM {relname}"
-    ))
+    // The user's table is read as its owner, in a restricted context (owner.rs).
+    let (distinct, avg_len, too_long) = owner::as_table_owner(rel, || {
+        Spi::get_three::<i64, f64, i64>(&format!(
+            "SELECT count(DISTINCT {qcol}::pg_catalog.text)::int8, coalesce(avg(length({qcol}::pg_catalog.text)), 0)::float8,
+                    count(DISTINCT {qcol}::pg_catalog.text) FILTER (WHERE length({qcol}::pg_catalog.text) > {max_len})::int8
+             FROM {relname}"
+        ))
+    })
     .ok()
     .map(|(a, b, c)| (a.unwrap_or(0), b.unwrap_or(0.0), c.unwrap_or(0)))
     .unwrap_or((0, 0.0, 0));
@@ -209,11 +215,12 @@ fn build_column(rel: pg_sys::Oid, relname: &str, col: &Column, include_rls: bool
     notice!("nl2sql: indexing {relname}.{qcol}: {distinct} distinct values");
 
     let source = format!(
-        "SELECT DISTINCT {qcol}::text AS v FROM {relname} WHERE {qcol} IS NOT NULL AND length({qcol}::text) BETWEEN 1 AND {max_len}"
+        "SELECT DISTINCT {qcol}::pg_catalog.text AS v FROM {relname}
+         WHERE {qcol} IS NOT NULL AND length({qcol}::pg_catalog.text) BETWEEN 1 AND {max_len}"
     );
     let (values, phrases, dims) = match &emb {
-        Embedder::Builtin => load_builtin(id, &part, &source),
-        Embedder::Remote(ep) => load_remote(id, &part, &source, ep),
+        Embedder::Builtin => load_builtin(id, &part, rel, &source),
+        Embedder::Remote(ep) => load_remote(id, &part, rel, &source, ep),
     };
     let loaded = started.elapsed().as_secs_f64();
     let big = values + phrases > 100_000;
@@ -243,15 +250,46 @@ fn build_column(rel: pg_sys::Oid, relname: &str, col: &Column, include_rls: bool
     Some(Built { relid: rel, column: col.name.clone(), status: "ready".into(), values, phrases, skipped: too_long, seconds })
 }
 
-fn load_builtin(id: i32, part: &str, source: &str) -> (i64, i64, i32) {
-    let values = Spi::get_one::<i64>(&format!(
-        "WITH ins AS (INSERT INTO {part} (column_id, value, term, key, sig)
-                      SELECT {id}, s.v, s.v, nl2sql.fold(s.v), nl2sql.signature(s.v)::bit(256) FROM ({source}) s RETURNING 1)
-         SELECT count(*) FROM ins"
-    ))
-    .ok()
-    .flatten()
-    .unwrap_or(0);
+/// Reads the values `source` selects from `rel` as the table's owner, a chunk at a time, and
+/// hands each chunk to `store`, which runs as the extension's owner. Returns how many were read.
+fn stream_values(rel: pg_sys::Oid, source: &str, mut store: impl FnMut(&mut pgrx::spi::SpiClient<'_>, Vec<String>)) -> i64 {
+    Spi::connect_mut(|client| {
+        let name = owner::as_table_owner(rel, || client.open_cursor(source, &[]).detach_into_name());
+        let mut total = 0i64;
+        loop {
+            check_for_interrupts!();
+            let chunk: Vec<String> = owner::as_table_owner(rel, || {
+                let mut cursor = client.find_cursor(&name).unwrap_or_else(|e| fail(SqlState::InternalError, format!("{e}"), None));
+                let rows = cursor
+                    .fetch(READ_CHUNK)
+                    .map(|t| t.filter_map(|r| r.get::<String>(1).ok().flatten()).collect())
+                    .unwrap_or_default();
+                cursor.detach_into_name();
+                rows
+            });
+            if chunk.is_empty() {
+                break;
+            }
+            total += chunk.len() as i64;
+            store(client, chunk);
+        }
+        if let Ok(cursor) = client.find_cursor(&name) {
+            std::mem::drop(cursor); // closes it
+        }
+        total
+    })
+}
+
+fn load_builtin(id: i32, part: &str, rel: pg_sys::Oid, source: &str) -> (i64, i64, i32) {
+    let insert = format!(
+        "INSERT INTO {part} (column_id, value, term, key, sig)
+         SELECT {id}, v, v, nl2sql.fold(v), nl2sql.signature(v)::bit(256) FROM pg_catalog.unnest($1::pg_catalog.text[]) AS v"
+    );
+    let values = stream_values(rel, source, |client, chunk| {
+        if let Err(e) = client.update(insert.as_str(), None, &[chunk.into()]) {
+            fail(SqlState::InternalError, format!("nl2sql internal query failed: {e}"), None);
+        }
+    });
     let cap = phrase_cap(values as usize);
     let phrases = Spi::get_one::<i64>(&format!(
         "WITH ph AS (SELECT e.value AS v, p FROM {part} e, unnest(nl2sql.phrases(e.value)) p),
@@ -266,10 +304,9 @@ fn load_builtin(id: i32, part: &str, source: &str) -> (i64, i64, i32) {
     (values, phrases, embed::SIGNATURE_BITS as i32)
 }
 
-fn load_remote(id: i32, part: &str, source: &str, ep: &nl2sql_core::http::Endpoint) -> (i64, i64, i32) {
-    let values: Vec<String> = Spi::connect(|c| {
-        c.select(source, None, &[]).map(|t| t.filter_map(|r| r.get::<String>(1).ok().flatten()).collect()).unwrap_or_default()
-    });
+fn load_remote(id: i32, part: &str, rel: pg_sys::Oid, source: &str, ep: &nl2sql_core::http::Endpoint) -> (i64, i64, i32) {
+    let mut values: Vec<String> = Vec::new();
+    stream_values(rel, source, |_, chunk| values.extend(chunk));
     let rows = value_rows(&values);
     let phrases = rows.iter().filter(|(v, t)| v != t).count() as i64;
     let dims = insert_remote(id, part, ep, &rows);
@@ -641,9 +678,20 @@ fn read_candidates(column: i32, table: Result<pgrx::spi::SpiTupleTable<'_>, pgrx
     }
 }
 
+/// Whether a row the caller may see still holds `value`: read as the caller, in the sandbox,
+/// with every function the read runs judged like generated SQL's.
 fn exists_as_caller(relid: pg_sys::Oid, column: &str, value: &str) -> bool {
-    one::<bool>("SELECT nl2sql._value_exists($1, $2, $3)", &[relid.into(), column.into(), value.into()]).unwrap_or(false)
+    let args = [DatumWithOid::from(relid), DatumWithOid::from(column), DatumWithOid::from(value)];
+    crate::pg::sandbox::inspect(RECHECK_TIMEOUT, || {
+        Spi::get_one_with_args::<bool>("SELECT nl2sql._value_exists($1, $2, $3)", &args).ok().flatten()
+    })
+    .ok()
+    .flatten()
+    .unwrap_or(false)
 }
+
+/// Time allowed for re-checking one value against its table.
+const RECHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Least score for a value that is not the literal up to case and accents to replace it.
 const CLOSEST_MIN_SCORE: f32 = 0.9;

@@ -65,25 +65,27 @@ impl ValueLookup for FakeDb {
 }
 
 impl Database for FakeDb {
-    fn volatile_functions(&mut self, f: &[FunctionRef]) -> Result<Vec<FunctionRef>, Report> {
-        Ok(f.iter().filter(|f| self.volatile.contains(&f.name)).cloned().collect())
-    }
-    fn execute(&mut self, sql: &str) -> Result<Execution, Failure> {
+    fn execute(&mut self, sql: &str) -> Result<Execution, Rejected> {
+        // The database's own policy: refused before anything runs.
+        if let Some(f) = self.volatile.iter().find(|f| sql.contains(f.as_str())) {
+            return Err(Rejected::Refused(GuardError::VolatileFunction(f.clone())));
+        }
         self.executed.push(sql.to_string());
         for bad in ["nme", "nickname"] {
             if sql.contains(bad) {
                 let msg = format!("column \"{bad}\" does not exist");
-                return Err(Failure::Execution(Report::new(SqlState::from_code("42703"), msg)));
+                return Err(Rejected::Failed(Failure::Execution(Report::new(SqlState::from_code("42703"), msg))));
             }
         }
         if sql.contains("slow") {
-            return Err(Failure::Timeout { ms: 5000 });
+            return Err(Rejected::Failed(Failure::Timeout { ms: 5000 }));
         }
         let (rows, ms) = self.results.get(sql).cloned().unwrap_or((vec![vec![Some("6".into())]], 1));
         Ok(Execution {
             columns: vec![ColumnInfo { name: "count".into(), type_oid: 20 }],
             rows,
             truncated: false,
+            byte_limited: false,
             elapsed: Duration::from_millis(ms),
         })
     }
@@ -108,7 +110,6 @@ fn full() -> Settings {
         max_corrections: 1,
         max_tokens: 256,
         schema_max_tokens: 4000,
-        allowed_functions: vec![],
         candidates: 5,
         first_wave: 3,
         agreement: 3,
@@ -222,14 +223,14 @@ fn unsafe_answers_are_refused_without_execution_or_correction() {
 }
 
 #[test]
-fn volatile_functions_are_refused_unless_allowed() {
+fn what_the_database_refuses_is_final() {
     let mut db = FakeDb { volatile: vec!["my_udf".into()], ..Default::default() };
-    let mut llm = script(&["SELECT my_udf()"]);
+    let mut llm = script(&["SELECT my_udf()", "SELECT 1"]);
     let (e, _) = ask(&q("x"), &sample_schema(), &settings(), &mut llm, &mut db).expect_err("refused");
     assert_eq!(e.sqlstate().code(), "42501");
-    let s = Settings { allowed_functions: vec!["my_udf".into()], ..settings() };
-    let mut llm = script(&["SELECT my_udf()"]);
-    assert!(ask(&q("x"), &sample_schema(), &s, &mut llm, &mut db).is_ok());
+    // No correction round for a refusal.
+    assert_eq!(llm.seen.len(), 1);
+    assert!(db.executed.is_empty());
 }
 
 #[test]

@@ -1,0 +1,304 @@
+//! The function policy: which functions generated SQL may call, decided on what the catalog says
+//! about one resolved function (its OID's row), never on a name as the text spells it.
+//!
+//! The extension collects the facts of every function PostgreSQL's analysed and rewritten tree
+//! reaches (directly, through operators, casts, attribute notation, views, domain constraints,
+//! aggregates' support functions, type output) and asks [`judge`]; its object-access hook asks
+//! again for every function the executor initialises while generated SQL runs.
+
+use crate::guard::GuardError;
+
+/// What the catalog says about one function (one `pg_proc` row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionFacts {
+    pub oid: u32,
+    pub schema: String,
+    pub name: String,
+    /// `pg_proc.provolatile`: 'i', 's' or 'v'.
+    pub volatility: char,
+    /// Created by initdb (OID below FirstNormalObjectId).
+    pub builtin: bool,
+    /// The extension the function belongs to, if any.
+    pub extension: Option<String>,
+    /// Its owner is a superuser (an extension's script, or initdb).
+    pub owner_is_superuser: bool,
+}
+
+impl FunctionFacts {
+    /// `schema.name`, as messages show it.
+    pub fn qualified(&self) -> String {
+        format!("{}.{}", self.schema, self.name)
+    }
+
+    /// Shipped with PostgreSQL or with an extension a superuser installed: what it declares
+    /// (its volatility) can be believed. A function an extension's owner added to a trusted
+    /// extension keeps that owner, so it does not count.
+    pub fn is_system(&self) -> bool {
+        self.owner_is_superuser && (self.builtin || self.extension.is_some())
+    }
+}
+
+/// Who is running code, and so which functions may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The model's SQL: system functions that are not volatile and not denied, volatile ones on
+    /// a short list, and what a superuser allow-listed; nothing of nl2sql's own.
+    Generated,
+    /// nl2sql's own reads of user relations as the caller (sampling, value re-checks): the same,
+    /// except nl2sql's internal helpers in schema nl2sql, which these reads call.
+    Inspect,
+    /// nl2sql acting as the extension's owner: system functions only, so nothing another role
+    /// wrote runs with the owner's rights.
+    Elevated,
+}
+
+/// Volatile system functions without side effects that questions legitimately need.
+pub const VOLATILE_ALLOWED: &[&str] =
+    &["random", "random_normal", "clock_timestamp", "timeofday", "gen_random_uuid", "uuid_generate_v4"];
+
+/// Built-in functions never allowed in generated SQL, whatever their volatility, and why.
+/// Names ending in '*' are prefixes. Matched only against functions of pg_catalog.
+pub const DENIED_BUILTINS: &[(&str, &str)] = &[
+    ("pg_terminate_backend", "ends other sessions"),
+    ("pg_cancel_backend", "cancels other sessions' queries"),
+    ("pg_signal_backend", "signals other sessions"),
+    ("pg_reload_conf", "reloads the server configuration"),
+    ("pg_rotate_logfile", "rotates the server log"),
+    ("pg_current_logfile", "reveals server files"),
+    ("pg_promote", "promotes a standby"),
+    ("pg_switch_wal", "forces a WAL switch"),
+    ("pg_log_backend_memory_contexts", "writes to the server log"),
+    ("set_config", "changes settings"),
+    ("current_setting", "reads settings, which may hold secrets"),
+    ("pg_settings_get_flags", "reads settings"),
+    ("pg_show_all_settings", "reads settings, which may hold secrets"),
+    ("pg_show_all_file_settings", "reads the configuration files"),
+    ("pg_hba_file_rules", "reads the configuration files"),
+    ("pg_ident_file_mappings", "reads the configuration files"),
+    ("pg_sleep*", "only waits"),
+    ("pg_notify", "sends notifications"),
+    ("pg_listening_channels", "reads the session's state"),
+    ("pg_advisory*", "takes advisory locks"),
+    ("pg_try_advisory*", "takes advisory locks"),
+    ("lo_*", "reads or writes large objects and server files"),
+    ("loread", "reads large objects"),
+    ("lowrite", "writes large objects"),
+    ("pg_read_*", "reads server files"),
+    ("pg_ls_*", "lists server directories"),
+    ("pg_stat_file", "reads server file metadata"),
+    ("pg_file_*", "writes server files"),
+    ("pg_logical_*", "uses replication slots"),
+    ("pg_replication_*", "changes replication state"),
+    ("pg_create_*", "creates replication slots or restore points"),
+    ("pg_drop_*", "drops replication slots"),
+    ("pg_copy_*", "copies replication slots"),
+    ("pg_export_snapshot", "exports snapshots"),
+    ("pg_import_system_collations", "changes the catalog"),
+    ("pg_stat_reset*", "resets statistics"),
+    ("pg_stat_clear_snapshot", "changes the session's statistics snapshot"),
+    ("pg_backup_*", "controls backups"),
+    ("pg_start_backup", "controls backups"),
+    ("pg_stop_backup", "controls backups"),
+    ("pg_wal_replay_*", "controls recovery"),
+    ("pg_current_xact_id", "assigns a transaction ID"),
+    ("txid_current", "assigns a transaction ID"),
+    ("nextval", "advances a sequence"),
+    ("setval", "changes a sequence"),
+    ("currval", "reads the session's sequence state"),
+    ("lastval", "reads the session's sequence state"),
+    ("setseed", "changes the session's random state"),
+    ("query_to_xml*", "runs SQL given as text"),
+    ("query_to_xmlschema", "runs SQL given as text"),
+    ("cursor_to_xml*", "reads cursors"),
+    ("table_to_xml*", "dumps whole tables"),
+    ("schema_to_xml*", "dumps whole schemas"),
+    ("database_to_xml*", "dumps the whole database"),
+    ("ts_stat", "runs SQL given as text"),
+    ("ts_rewrite", "runs SQL given as text"),
+];
+
+/// Extensions none of whose functions generated SQL may call: they reach other connections,
+/// files, raw pages, locks, or run SQL given as text.
+pub const DENIED_EXTENSIONS: &[&str] = &[
+    "dblink",
+    "postgres_fdw",
+    "file_fdw",
+    "adminpack",
+    "lo",
+    "pageinspect",
+    "pg_buffercache",
+    "pg_prewarm",
+    "pgrowlocks",
+    "pgstattuple",
+    "pg_visibility",
+    "pg_freespacemap",
+    "amcheck",
+    "pg_surgery",
+    "pg_walinspect",
+    "old_snapshot",
+    "tablefunc",
+    "xml2",
+    "pg_stat_statements",
+    "pg_cron",
+    "plpgsql_check",
+];
+
+/// Why a built-in function of this name is denied, if it is.
+pub fn denied_builtin(name: &str) -> Option<&'static str> {
+    DENIED_BUILTINS.iter().find_map(|(pat, why)| {
+        let hit = match pat.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == *pat,
+        };
+        hit.then_some(*why)
+    })
+}
+
+/// Whether `allowed` (nl2sql.allowed_functions: names or schema-qualified names) lists `f`.
+fn allow_listed(f: &FunctionFacts, allowed: &[String]) -> bool {
+    allowed.iter().any(|a| {
+        let a = a.trim();
+        match a.rsplit_once('.') {
+            Some((schema, name)) => schema == f.schema && name == f.name,
+            None => a == f.name,
+        }
+    })
+}
+
+/// Whether `f` may run in `scope`; the error says why not.
+pub fn judge(f: &FunctionFacts, scope: Scope, allowed: &[String]) -> Result<(), GuardError> {
+    let ours = f.extension.as_deref() == Some("nl2sql");
+    if scope == Scope::Elevated {
+        return if f.is_system() { Ok(()) } else { Err(GuardError::UntrustedFunction(f.qualified())) };
+    }
+    if ours {
+        if scope == Scope::Inspect && f.schema == "nl2sql" {
+            return Ok(());
+        }
+        return Err(GuardError::ForbiddenFunction { function: f.qualified(), reason: "calls nl2sql itself" });
+    }
+    if f.builtin && f.schema == "pg_catalog" {
+        if let Some(reason) = denied_builtin(&f.name) {
+            return Err(GuardError::ForbiddenFunction { function: f.qualified(), reason });
+        }
+    }
+    if f.extension.as_deref().is_some_and(|e| DENIED_EXTENSIONS.contains(&e)) {
+        return Err(GuardError::ForbiddenFunction {
+            function: f.qualified(),
+            reason: "belongs to an extension that reaches outside this query (other connections, files, pages, or SQL given as text)",
+        });
+    }
+    if allow_listed(f, allowed) {
+        return Ok(());
+    }
+    if !f.is_system() {
+        return Err(GuardError::UntrustedFunction(f.qualified()));
+    }
+    if f.volatility == 'v' && !(f.builtin && VOLATILE_ALLOWED.contains(&f.name.as_str())) {
+        return Err(GuardError::VolatileFunction(f.qualified()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn builtin(name: &str, volatility: char) -> FunctionFacts {
+        FunctionFacts {
+            oid: 1,
+            schema: "pg_catalog".into(),
+            name: name.into(),
+            volatility,
+            builtin: true,
+            extension: None,
+            owner_is_superuser: true,
+        }
+    }
+
+    fn user(schema: &str, name: &str, volatility: char, superuser: bool) -> FunctionFacts {
+        FunctionFacts {
+            oid: 20000,
+            schema: schema.into(),
+            name: name.into(),
+            volatility,
+            builtin: false,
+            extension: None,
+            owner_is_superuser: superuser,
+        }
+    }
+
+    fn ext(e: &str, name: &str, volatility: char, superuser: bool) -> FunctionFacts {
+        FunctionFacts { extension: Some(e.into()), ..user("public", name, volatility, superuser) }
+    }
+
+    #[test]
+    fn immutable_and_stable_builtins_run() {
+        for f in ["upper", "count", "date_trunc", "now", "textlen", "int4pl"] {
+            assert_eq!(judge(&builtin(f, 's'), Scope::Generated, &[]), Ok(()), "{f}");
+        }
+        assert_eq!(judge(&builtin("random", 'v'), Scope::Generated, &[]), Ok(()));
+    }
+
+    #[test]
+    fn denied_builtins_are_refused_whatever_they_declare() {
+        for (f, v) in [("pg_terminate_backend", 'v'), ("current_setting", 's'), ("query_to_xml", 's'), ("pg_read_file", 'v'), ("pg_advisory_lock", 'v'), ("ts_stat", 'v')] {
+            let e = judge(&builtin(f, v), Scope::Generated, &[]).expect_err(f);
+            assert!(matches!(e, GuardError::ForbiddenFunction { .. }), "{f}: {e:?}");
+            // Not even the allow-list opens them.
+            assert!(judge(&builtin(f, v), Scope::Generated, &[f.to_string()]).is_err(), "{f}");
+        }
+    }
+
+    #[test]
+    fn a_user_function_named_like_a_builtin_is_judged_as_a_user_function() {
+        let e = judge(&user("public", "upper", 'i', false), Scope::Generated, &[]).expect_err("untrusted");
+        assert_eq!(e, GuardError::UntrustedFunction("public.upper".into()));
+    }
+
+    #[test]
+    fn volatile_builtins_need_the_allow_list() {
+        let f = builtin("txid_current_if_assigned", 'v');
+        assert!(matches!(judge(&f, Scope::Generated, &[]), Err(GuardError::VolatileFunction(_))));
+        assert_eq!(judge(&f, Scope::Generated, &["txid_current_if_assigned".into()]), Ok(()));
+    }
+
+    #[test]
+    fn user_functions_need_the_allow_list_whatever_they_declare() {
+        let f = user("app", "full_name", 'i', false);
+        assert!(matches!(judge(&f, Scope::Generated, &[]), Err(GuardError::UntrustedFunction(_))));
+        assert_eq!(judge(&f, Scope::Generated, &["app.full_name".into()]), Ok(()));
+        assert_eq!(judge(&f, Scope::Generated, &["full_name".into()]), Ok(()));
+        assert!(judge(&f, Scope::Generated, &["other.full_name".into()]).is_err());
+        // Even a superuser's own function outside an extension is not trusted by default.
+        assert!(judge(&user("app", "f", 'i', true), Scope::Generated, &[]).is_err());
+    }
+
+    #[test]
+    fn extension_functions_by_volatility_unless_the_extension_is_denied() {
+        assert_eq!(judge(&ext("pg_trgm", "similarity", 'i', true), Scope::Generated, &[]), Ok(()));
+        assert!(matches!(judge(&ext("pg_trgm", "set_limit", 'v', true), Scope::Generated, &[]), Err(GuardError::VolatileFunction(_))));
+        assert!(matches!(judge(&ext("dblink", "dblink_exec", 'v', true), Scope::Generated, &["dblink_exec".into()]), Err(GuardError::ForbiddenFunction { .. })));
+        assert!(matches!(judge(&ext("tablefunc", "crosstab", 's', true), Scope::Generated, &[]), Err(GuardError::ForbiddenFunction { .. })));
+        // A function the owner of a trusted extension added to it keeps that owner.
+        assert!(matches!(judge(&ext("hstore", "evil", 'i', false), Scope::Generated, &[]), Err(GuardError::UntrustedFunction(_))));
+    }
+
+    #[test]
+    fn nl2sql_itself_only_for_its_own_reads() {
+        let ask = FunctionFacts { schema: "public".into(), ..ext("nl2sql", "nl2sql", 'v', true) };
+        let helper = FunctionFacts { schema: "nl2sql".into(), ..ext("nl2sql", "column_stats", 's', true) };
+        assert!(judge(&ask, Scope::Generated, &["nl2sql".into()]).is_err());
+        assert!(judge(&helper, Scope::Generated, &[]).is_err());
+        assert_eq!(judge(&helper, Scope::Inspect, &[]), Ok(()));
+        assert!(judge(&ask, Scope::Inspect, &[]).is_err());
+    }
+
+    #[test]
+    fn elevated_runs_system_functions_only() {
+        assert_eq!(judge(&builtin("set_config", 'v'), Scope::Elevated, &[]), Ok(()));
+        assert_eq!(judge(&ext("nl2sql", "fold", 'i', true), Scope::Elevated, &[]), Ok(()));
+        assert!(judge(&user("mallory", "check_it", 'i', false), Scope::Elevated, &["check_it".into()]).is_err());
+        assert!(judge(&user("dba", "helper", 'i', true), Scope::Elevated, &[]).is_err());
+    }
+}

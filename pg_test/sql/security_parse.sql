@@ -1,0 +1,74 @@
+-- Hostile model output, class 1: texts that sqlparser and PostgreSQL read differently
+-- (Unicode escapes, dollar quotes with non-ASCII tags, backslashes under
+-- standard_conforming_strings = off, nested comments). The decision is made on PostgreSQL's own
+-- parse tree, and that tree is what runs: each is refused or harmless, and nothing changed.
+CREATE EXTENSION IF NOT EXISTS dblink;
+CREATE TABLE sec_canary (note text);
+SELECT pg_backend_pid() AS my_pid \gset
+
+SELECT nl2sql('[u-escape-lock] lock something');
+\echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[u-escape-uescape] lock something else');
+\echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[u-escape-terminate] end every session');
+\echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[u-escape-read-file] show the host name');
+\echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[dollar-tag] a note and a lock');
+\echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[dollar-hide] strings around a lock');
+\echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[e-string] escaped quotes around a lock');
+\echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[quoted-name] lock by its quoted name');
+\echo :LAST_ERROR_SQLSTATE
+-- A nested comment: PostgreSQL reads the call as part of the comment, so the query is harmless.
+SELECT * FROM nl2sql_run('[nested-comment] one');
+SELECT nl2sql('[lo-import] import a server file');
+\echo :LAST_ERROR_SQLSTATE
+-- dblink would commit through another connection, outside the read-only subtransaction.
+SELECT nl2sql('[dblink-exec] write through another connection');
+\echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[dblink-query] count through another connection');
+\echo :LAST_ERROR_SQLSTATE
+
+-- Backslashes mean something else when standard_conforming_strings is off; the session's
+-- setting is the one PostgreSQL parses with. With it on, the text is one harmless string ...
+SELECT * FROM nl2sql_run('[backslash-quote] quotes and a lock');
+-- ... with it off, PostgreSQL reads a call (sqlparser still reads one string): refused.
+SET standard_conforming_strings = off;
+SET escape_string_warning = off;
+SELECT nl2sql('[backslash-quote] quotes and a lock');
+\echo :LAST_ERROR_SQLSTATE
+RESET standard_conforming_strings;
+RESET escape_string_warning;
+
+-- The text nl2sql() returns is the text checked: \gexec runs nothing when it is refused.
+SELECT nl2sql('[u-escape-lock] lock it, then run it') \gexec
+\echo :LAST_ERROR_SQLSTATE
+
+-- Nothing changed: no advisory lock outlives a call, this session lives, nothing was written.
+SELECT count(*) AS advisory_locks FROM pg_locks WHERE locktype = 'advisory';
+SELECT pg_backend_pid() = :my_pid AS same_session;
+SELECT count(*) AS canary_rows FROM sec_canary;
+
+-- Least privilege: a superuser's question runs as nl2sql.superuser_role (pg_read_all_data),
+-- never as a superuser; the model's SQL sees who it runs as.
+SELECT * FROM nl2sql_run('[who-am-i] who runs this?');
+SET nl2sql.superuser_role = 'postgres';
+SELECT nl2sql('[who-am-i] who runs this?');
+\echo :LAST_ERROR_SQLSTATE
+SET nl2sql.superuser_role = 'no_such_role';
+SELECT nl2sql('[who-am-i] who runs this?');
+\echo :LAST_ERROR_SQLSTATE
+RESET nl2sql.superuser_role;
+-- Any other role runs generated SQL with its own rights.
+CREATE ROLE sec_reader;
+GRANT SELECT ON singer TO sec_reader;
+SET ROLE sec_reader;
+SELECT * FROM nl2sql_run('[who-am-i] who runs this?');
+RESET ROLE;
+DROP OWNED BY sec_reader;
+DROP ROLE sec_reader;
+DROP TABLE sec_canary;
+DROP EXTENSION dblink;

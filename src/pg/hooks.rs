@@ -1,0 +1,161 @@
+//! Two hooks, installed when the library loads:
+//! - object_access_hook (the one sepgsql uses): while nl2sql runs generated SQL, reads user
+//!   relations, or acts as the extension's owner, every function the executor initialises —
+//!   built-in ones included — is judged again by the policy of that scope, so one more parser
+//!   trick than policy.rs foresaw is still not a breach;
+//! - ProcessUtility_hook: SET ROLE, RESET ROLE, SET SESSION AUTHORIZATION, RESET ALL and
+//!   DISCARD ALL forget the session's last trace and cached samples.
+
+use crate::pg::{errors, policy};
+use nl2sql_core::error::{Diagnostic, Report};
+use nl2sql_core::guard::GuardError;
+use nl2sql_core::policy::Scope;
+use pgrx::pg_sys::{self, Oid};
+use pgrx::prelude::*;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+struct Active {
+    scope: Scope,
+    allowed: Vec<String>,
+    verdicts: HashMap<u32, Result<(), GuardError>>,
+}
+
+thread_local! {
+    static ACTIVE: RefCell<Option<Active>> = const { RefCell::new(None) };
+    /// The last refusal this hook raised, so that the caller can tell it from other errors.
+    static REFUSED: RefCell<Option<GuardError>> = const { RefCell::new(None) };
+}
+
+/// The refusal the hook raised since the last call, if any.
+pub fn take_refusal() -> Option<GuardError> {
+    REFUSED.with_borrow_mut(|r| r.take())
+}
+
+static mut PREV_OBJECT_ACCESS: pg_sys::object_access_hook_type = None;
+static mut PREV_PROCESS_UTILITY: pg_sys::ProcessUtility_hook_type = None;
+
+/// Installs both hooks, keeping the ones installed before.
+pub fn install() {
+    // SAFETY: _PG_init runs once per backend, before any query of this library.
+    unsafe {
+        PREV_OBJECT_ACCESS = pg_sys::object_access_hook;
+        pg_sys::object_access_hook = Some(object_access);
+        PREV_PROCESS_UTILITY = pg_sys::ProcessUtility_hook;
+        pg_sys::ProcessUtility_hook = Some(process_utility);
+    }
+}
+
+/// Restores the scope that was active before, also when the code inside raised an error.
+struct Restore(Option<Active>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let prev = self.0.take();
+        ACTIVE.with_borrow_mut(|a| *a = prev);
+    }
+}
+
+/// Runs `f` with every function the executor starts judged in `scope`; `verdicts` are the
+/// decisions already taken (by policy.rs, on the parse tree) and are reused.
+pub fn with_scope<T>(scope: Scope, allowed: &[String], verdicts: HashMap<u32, Result<(), GuardError>>, f: impl FnOnce() -> T) -> T {
+    let next = Active { scope, allowed: allowed.to_vec(), verdicts };
+    let prev = ACTIVE.with_borrow_mut(|a| a.replace(next));
+    let _restore = Restore(prev);
+    f()
+}
+
+/// Runs `f` with no scope: code that runs with the rights of the role that wrote it.
+pub fn suspended<T>(f: impl FnOnce() -> T) -> T {
+    let prev = ACTIVE.with_borrow_mut(|a| a.take());
+    let _restore = Restore(prev);
+    f()
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn object_access(access: pg_sys::ObjectAccessType::Type, class: Oid, object: Oid, sub: c_int, arg: *mut c_void) {
+    if let Some(prev) = PREV_OBJECT_ACCESS {
+        prev(access, class, object, sub, arg);
+    }
+    if access != pg_sys::ObjectAccessType::OAT_FUNCTION_EXECUTE {
+        return;
+    }
+    // Judged outside the borrow: the catalog lookups must not find ACTIVE borrowed.
+    let Some((scope, allowed, known)) =
+        ACTIVE.with_borrow(|a| a.as_ref().map(|a| (a.scope, a.allowed.clone(), a.verdicts.get(&u32::from(object)).cloned())))
+    else {
+        return;
+    };
+    let verdict = match known {
+        Some(v) => v,
+        None => {
+            let mut cache = HashMap::new();
+            let v = policy::judge_oid(object, scope, &allowed, &mut cache);
+            ACTIVE.with_borrow_mut(|a| {
+                if let Some(a) = a.as_mut() {
+                    a.verdicts.insert(object.into(), v.clone());
+                }
+            });
+            v
+        }
+    };
+    if let Err(e) = verdict {
+        REFUSED.with_borrow_mut(|r| *r = Some(e.clone()));
+        let why = match scope {
+            Scope::Generated => "nl2sql refused this function while running generated SQL.",
+            Scope::Inspect => "nl2sql refused this function while reading a relation for the caller.",
+            Scope::Elevated => "nl2sql runs no function another role wrote with its owner's rights.",
+        };
+        let mut r = Report::new(e.sqlstate(), e.message()).detail(why.to_string());
+        if let Some(h) = e.hint() {
+            r = r.hint(h);
+        }
+        errors::raise(&r);
+    }
+}
+
+/// Forgets what belongs to the role a session acted as, when the role changes.
+#[pg_guard]
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C-unwind" fn process_utility(
+    pstmt: *mut pg_sys::PlannedStmt,
+    query: *const c_char,
+    read_only_tree: bool,
+    context: pg_sys::ProcessUtilityContext::Type,
+    params: pg_sys::ParamListInfo,
+    env: *mut pg_sys::QueryEnvironment,
+    dest: *mut pg_sys::DestReceiver,
+    qc: *mut pg_sys::QueryCompletion,
+) {
+    let forget = changes_role((*pstmt).utilityStmt);
+    match PREV_PROCESS_UTILITY {
+        Some(prev) => prev(pstmt, query, read_only_tree, context, params, env, dest, qc),
+        None => pg_sys::standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc),
+    }
+    if forget {
+        crate::api::ask::forget_trace();
+        crate::pg::catalog::reset_cache();
+    }
+}
+
+/// SET/RESET ROLE, SET/RESET SESSION AUTHORIZATION, RESET ALL, DISCARD ALL.
+unsafe fn changes_role(stmt: *mut pg_sys::Node) -> bool {
+    if stmt.is_null() {
+        return false;
+    }
+    if pgrx::is_a(stmt, pg_sys::NodeTag::T_DiscardStmt) {
+        return (*(stmt as *mut pg_sys::DiscardStmt)).target == pg_sys::DiscardMode::DISCARD_ALL;
+    }
+    if pgrx::is_a(stmt, pg_sys::NodeTag::T_VariableSetStmt) {
+        let v = stmt as *mut pg_sys::VariableSetStmt;
+        if (*v).kind == pg_sys::VariableSetKind::VAR_RESET_ALL {
+            return true;
+        }
+        if !(*v).name.is_null() {
+            let name = CStr::from_ptr((*v).name).to_bytes();
+            return name.eq_ignore_ascii_case(b"role") || name.eq_ignore_ascii_case(b"session_authorization");
+        }
+    }
+    false
+}

@@ -1,0 +1,280 @@
+//! The security decision on generated SQL, made on PostgreSQL's own parse tree: the text is
+//! parsed, analysed and rewritten once, by PostgreSQL, as the role that will run it; the policy
+//! walks that tree; and that very tree is planned and executed (see sandbox.rs), so nothing can
+//! read the text differently in between.
+//!
+//! Refused: anything but exactly one plain SELECT; data-modifying CTEs, SELECT INTO, row locks
+//! at any depth; every function the tree reaches — called, through operators, casts and
+//! attribute notation, in views and row-level security policies (after the rewrite), in the
+//! CHECK constraints of domains it coerces to, an aggregate's support functions, the output
+//! functions of the result's types — that nl2sql_core::policy::judge refuses.
+
+use nl2sql_core::guard::GuardError;
+use nl2sql_core::policy::{self, FunctionFacts, Scope};
+use pgrx::pg_sys::{self, Oid};
+use pgrx::prelude::*;
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_void, CStr};
+
+/// What a function is, read from its catalog row; None when no such function exists.
+pub fn facts(oid: Oid) -> Option<(FunctionFacts, bool)> {
+    // SAFETY: syscache lookups by OID; the tuple is released before returning, and names are
+    // copied out first.
+    unsafe {
+        let tup = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::PROCOID as i32, pg_sys::Datum::from(oid));
+        if tup.is_null() {
+            return None;
+        }
+        let form = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_proc>(tup);
+        let name = CStr::from_ptr((*form).proname.data.as_ptr()).to_string_lossy().into_owned();
+        let namespace = (*form).pronamespace;
+        let owner = (*form).proowner;
+        let volatility = (*form).provolatile as u8 as char;
+        let aggregate = (*form).prokind as u8 == b'a';
+        pg_sys::ReleaseSysCache(tup);
+        let nsp = pg_sys::get_namespace_name(namespace);
+        let schema = if nsp.is_null() { String::new() } else { CStr::from_ptr(nsp).to_string_lossy().into_owned() };
+        let ext = pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, oid);
+        let extension = if ext == pg_sys::InvalidOid {
+            None
+        } else {
+            let n = pg_sys::get_extension_name(ext);
+            (!n.is_null()).then(|| CStr::from_ptr(n).to_string_lossy().into_owned())
+        };
+        let facts = FunctionFacts {
+            oid: oid.into(),
+            schema,
+            name,
+            volatility,
+            builtin: u32::from(oid) < pg_sys::FirstNormalObjectId,
+            extension,
+            owner_is_superuser: pg_sys::superuser_arg(owner),
+        };
+        Some((facts, aggregate))
+    }
+}
+
+/// Judges one function by OID in `scope`, remembering the verdict in `cache`.
+pub fn judge_oid(oid: Oid, scope: Scope, allowed: &[String], cache: &mut HashMap<u32, Result<(), GuardError>>) -> Result<(), GuardError> {
+    if let Some(v) = cache.get(&u32::from(oid)) {
+        return v.clone();
+    }
+    let verdict = match facts(oid) {
+        Some((f, _)) => policy::judge(&f, scope, allowed),
+        None => Err(GuardError::UntrustedFunction(format!("with OID {}", u32::from(oid)))),
+    };
+    cache.insert(oid.into(), verdict.clone());
+    verdict
+}
+
+/// What a walk over a query tree collects.
+#[derive(Default)]
+struct Walk {
+    functions: Vec<Oid>,
+    domains: Vec<Oid>,
+    refusal: Option<GuardError>,
+}
+
+/// Parses, analyses and rewrites `sql` (as the current role, with the session's settings) and
+/// applies the policy. Returns the rewritten query, ready for the planner.
+///
+/// # Safety
+/// Must run inside a transaction; the returned tree lives in the current memory context.
+pub unsafe fn check(sql: &CStr, allowed: &[String], cache: &mut HashMap<u32, Result<(), GuardError>>) -> Result<*mut pg_sys::Query, GuardError> {
+    let raw = pg_sys::pg_parse_query(sql.as_ptr());
+    let n = list_len(raw);
+    if n == 0 {
+        return Err(GuardError::NoStatement);
+    }
+    if n > 1 {
+        return Err(GuardError::MultipleStatements(n));
+    }
+    let rawstmt = list_ptr(raw, 0) as *mut pg_sys::RawStmt;
+    let stmt = (*rawstmt).stmt;
+    if !pgrx::is_a(stmt, pg_sys::NodeTag::T_SelectStmt) {
+        let tag = pg_sys::CreateCommandTag(stmt);
+        let name = CStr::from_ptr(pg_sys::GetCommandTagName(tag)).to_string_lossy().into_owned();
+        return Err(GuardError::NotAQuery(name));
+    }
+    if !(*(stmt as *mut pg_sys::SelectStmt)).intoClause.is_null() {
+        return Err(GuardError::SelectInto);
+    }
+    let query = pg_sys::parse_analyze_fixedparams(rawstmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
+    plain_select(query)?;
+    let rewritten = pg_sys::pg_rewrite_query(query);
+    if list_len(rewritten) != 1 {
+        return Err(GuardError::NotPlainQuery(format!("the rewriter made {} queries of it", list_len(rewritten))));
+    }
+    let query = list_ptr(rewritten, 0) as *mut pg_sys::Query;
+    let mut walk = Walk::default();
+    walker(query.cast(), (&mut walk as *mut Walk).cast());
+    if let Some(e) = walk.refusal.take() {
+        return Err(e);
+    }
+    // The output function of every result column's type, and of the types inside it.
+    let mut seen_types = HashSet::new();
+    for i in 0..list_len((*query).targetList) {
+        let te = list_ptr((*query).targetList, i) as *mut pg_sys::TargetEntry;
+        if !(*te).resjunk {
+            output_functions(pg_sys::exprType((*te).expr.cast()), &mut walk.functions, &mut seen_types);
+        }
+    }
+    // Domain constraints the query coerces to, until no new domain turns up.
+    let mut seen_domains = HashSet::new();
+    while let Some(d) = walk.domains.pop() {
+        if seen_domains.insert(d) {
+            for expr in domain_checks(d) {
+                walker(expr.cast(), (&mut walk as *mut Walk).cast());
+            }
+        }
+    }
+    if let Some(e) = walk.refusal.take() {
+        return Err(e);
+    }
+    // Every function, and every support function of the aggregates among them.
+    let mut todo = walk.functions;
+    let mut judged = HashSet::new();
+    while let Some(oid) = todo.pop() {
+        if !judged.insert(oid) {
+            continue;
+        }
+        judge_oid(oid, Scope::Generated, allowed, cache)?;
+        if facts(oid).is_some_and(|(_, aggregate)| aggregate) {
+            todo.extend(aggregate_support(oid));
+        }
+    }
+    Ok(query)
+}
+
+/// One plain SELECT: no utility statement, no data-modifying CTE, no row locks.
+unsafe fn plain_select(q: *mut pg_sys::Query) -> Result<(), GuardError> {
+    if !(*q).utilityStmt.is_null() {
+        return Err(GuardError::NotPlainQuery("a utility statement".into()));
+    }
+    let kind = match (*q).commandType {
+        pg_sys::CmdType::CMD_SELECT => None,
+        pg_sys::CmdType::CMD_INSERT => Some("INSERT"),
+        pg_sys::CmdType::CMD_UPDATE => Some("UPDATE"),
+        pg_sys::CmdType::CMD_DELETE => Some("DELETE"),
+        pg_sys::CmdType::CMD_MERGE => Some("MERGE"),
+        _ => Some("a statement that is not a query"),
+    };
+    if let Some(k) = kind {
+        return Err(GuardError::DataModifying(k.into()));
+    }
+    if (*q).hasModifyingCTE {
+        return Err(GuardError::DataModifying("a data-modifying WITH".into()));
+    }
+    if (*q).hasForUpdate || list_len((*q).rowMarks) > 0 {
+        return Err(GuardError::Locking);
+    }
+    Ok(())
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn collect_function(func: Oid, context: *mut c_void) -> bool {
+    let walk = &mut *(context as *mut Walk);
+    walk.functions.push(func);
+    false
+}
+
+/// Visits every node: functions of each, plain-SELECT checks of each (sub)query, domains.
+#[pg_guard]
+unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+    if node.is_null() {
+        return false;
+    }
+    let walk = &mut *(context as *mut Walk);
+    if walk.refusal.is_some() {
+        return true;
+    }
+    if pgrx::is_a(node, pg_sys::NodeTag::T_Query) {
+        let q = node as *mut pg_sys::Query;
+        if let Err(e) = plain_select(q) {
+            walk.refusal = Some(e);
+            return true;
+        }
+        return pg_sys::query_tree_walker(q, Some(walker), context, 0);
+    }
+    if pgrx::is_a(node, pg_sys::NodeTag::T_CoerceToDomain) {
+        walk.domains.push((*(node as *mut pg_sys::CoerceToDomain)).resulttype);
+    }
+    pg_sys::check_functions_in_node(node, Some(collect_function), context);
+    pg_sys::expression_tree_walker(node, Some(walker), context)
+}
+
+/// The CHECK expressions of a domain, its base domains' included, as the executor will run them.
+unsafe fn domain_checks(domain: Oid) -> Vec<*mut pg_sys::Expr> {
+    // The reference must live as long as its memory context: the typcache registers a callback
+    // on that context that releases it.
+    let r = pg_sys::palloc0(std::mem::size_of::<pg_sys::DomainConstraintRef>()) as *mut pg_sys::DomainConstraintRef;
+    pg_sys::InitDomainConstraintRef(domain, r, pg_sys::CurrentMemoryContext, false);
+    let mut out = Vec::new();
+    for i in 0..list_len((*r).constraints) {
+        let c = list_ptr((*r).constraints, i) as *mut pg_sys::DomainConstraintState;
+        if !(*c).check_expr.is_null() {
+            out.push((*c).check_expr);
+        }
+    }
+    out
+}
+
+/// The support functions an aggregate runs (transition, final, combine, (de)serialise, moving).
+fn aggregate_support(agg: Oid) -> Vec<Oid> {
+    Spi::get_one_with_args::<Vec<Option<Oid>>>(AGGREGATE_SUPPORT_SQL, &[agg.into()])
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .filter(|o| *o != pg_sys::InvalidOid)
+        .collect()
+}
+
+const AGGREGATE_SUPPORT_SQL: &str = "SELECT ARRAY[aggtransfn, aggfinalfn, aggcombinefn, aggserialfn, aggdeserialfn,
+              aggmtransfn, aggminvtransfn, aggmfinalfn]::pg_catalog.oid[]
+       FROM pg_catalog.pg_aggregate WHERE aggfnoid = $1";
+
+/// The output functions that printing a value of `typ` runs: its own, and those of the types
+/// inside it (array elements, a domain's base, a range's subtype, a composite's columns).
+unsafe fn output_functions(typ: Oid, out: &mut Vec<Oid>, seen: &mut HashSet<Oid>) {
+    if typ == pg_sys::InvalidOid || !seen.insert(typ) {
+        return;
+    }
+    let tup = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::TYPEOID as i32, pg_sys::Datum::from(typ));
+    if tup.is_null() {
+        return;
+    }
+    let t = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_type>(tup);
+    let (output, elem, base, relid, kind) = ((*t).typoutput, (*t).typelem, (*t).typbasetype, (*t).typrelid, (*t).typtype as u8);
+    pg_sys::ReleaseSysCache(tup);
+    out.push(output);
+    output_functions(elem, out, seen);
+    output_functions(base, out, seen);
+    match kind {
+        b'r' => output_functions(pg_sys::get_range_subtype(typ), out, seen),
+        b'm' => output_functions(pg_sys::get_multirange_range(typ), out, seen),
+        b'c' if relid != pg_sys::InvalidOid => {
+            let desc = pg_sys::lookup_rowtype_tupdesc_copy(typ, -1);
+            for i in 0..(*desc).natts as usize {
+                let att = (*desc).attrs.as_ptr().add(i);
+                if !(*att).attisdropped {
+                    output_functions((*att).atttypid, out, seen);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+unsafe fn list_len(l: *mut pg_sys::List) -> usize {
+    if l.is_null() {
+        0
+    } else {
+        (*l).length as usize
+    }
+}
+
+unsafe fn list_ptr(l: *mut pg_sys::List, i: usize) -> *mut c_void {
+    (*(*l).elements.add(i)).ptr_value
+}

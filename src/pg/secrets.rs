@@ -1,0 +1,86 @@
+//! Where API keys come from, and warnings about keys left where other roles can read them.
+
+use nl2sql_core::error::{Report, SqlState};
+use pgrx::prelude::*;
+use std::cell::Cell;
+
+/// Keys stored in catalogs every role can read: ALTER DATABASE/ROLE … SET, function SET clauses.
+const EXPOSED_SQL: &str = "SELECT (SELECT pg_catalog.count(*) FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) c
+                  WHERE c LIKE 'nl2sql.%api\\_key=%')::int4,
+       (SELECT pg_catalog.count(*) FROM pg_catalog.pg_proc p, pg_catalog.unnest(p.proconfig) c
+                  WHERE c LIKE 'nl2sql.%api\\_key=%')::int4";
+
+thread_local! {
+    static WARNED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The key to send: this session's SET, else the key file, else the first environment variable set.
+pub fn key(session: Option<String>, file: Option<String>, file_setting: &str, env: &[&str]) -> Result<Option<String>, Report> {
+    warn_exposed();
+    if let Some(k) = session {
+        return Ok(Some(k));
+    }
+    if let Some(path) = file {
+        return read_key_file(&path, file_setting).map(Some);
+    }
+    Ok(env.iter().find_map(|v| std::env::var(v).ok().map(|k| k.trim().to_string()).filter(|k| !k.is_empty())))
+}
+
+/// Reads a key file: an absolute path, a regular file no one but the server's OS user can read.
+/// Errors never quote the file's content.
+fn read_key_file(path: &str, setting: &str) -> Result<String, Report> {
+    let bad = |why: String| {
+        Report::new(SqlState::from_code("F0000"), format!("cannot use the key file named by {setting}"))
+            .detail(why)
+            .hint(format!("Point {setting} at a file owned by the server's OS user with mode 0600."))
+    };
+    if !path.starts_with('/') {
+        return Err(bad(format!("\"{path}\" is not an absolute path.")));
+    }
+    let meta = std::fs::metadata(path).map_err(|e| bad(format!("\"{path}\": {}.", e.kind())))?;
+    if !meta.is_file() {
+        return Err(bad(format!("\"{path}\" is not a regular file.")));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o077 != 0 {
+            return Err(bad(format!("\"{path}\" can be read or written by users other than its owner.")));
+        }
+    }
+    if meta.len() > 16 * 1024 {
+        return Err(bad(format!("\"{path}\" is larger than 16 kB.")));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("\"{path}\": {}.", e.kind())))?;
+    let key = text.trim();
+    if key.is_empty() || key.contains(['\n', '\r']) {
+        return Err(bad(format!("\"{path}\" must hold the key alone, on one line.")));
+    }
+    Ok(key.to_string())
+}
+
+/// Once per session: a WARNING when an API key sits in a catalog every role can read (set
+/// before the library was loaded, when no check hook could refuse it).
+fn warn_exposed() {
+    if WARNED.get() {
+        return;
+    }
+    WARNED.set(true);
+    let Ok((Some(settings), Some(functions))) = Spi::get_two::<i32, i32>(EXPOSED_SQL) else { return };
+    if settings + functions == 0 {
+        return;
+    }
+    let place = match (settings > 0, functions > 0) {
+        (true, true) => "pg_db_role_setting (ALTER DATABASE/ROLE ... SET) and pg_proc (a function's SET clause) hold",
+        (true, false) => "pg_db_role_setting (ALTER DATABASE/ROLE ... SET) holds",
+        _ => "pg_proc (a function's SET clause) holds",
+    };
+    pgrx::pg_sys::panic::ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_WARNING,
+        "an nl2sql API key is stored where every role can read it",
+        "nl2sql",
+    )
+    .set_detail(format!("{place} a value of nl2sql.llm_api_key or nl2sql.embedding_api_key; nl2sql does not use it."))
+    .set_hint("Remove it (ALTER DATABASE ... RESET / ALTER ROLE ... RESET / ALTER FUNCTION ... RESET), rotate the key, and keep it in the server's environment or a key file.")
+    .report(PgLogLevel::WARNING);
+}
