@@ -110,7 +110,7 @@ pub fn init() {
             GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL,
             Some(check_key),
             None,
-            None,
+            Some(show_llm_key),
         )
     };
     GucRegistry::define_string_guc(
@@ -242,7 +242,7 @@ pub fn init() {
             GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL,
             Some(check_key),
             None,
-            None,
+            Some(show_embedding_key),
         )
     };
     GucRegistry::define_string_guc(
@@ -709,6 +709,22 @@ unsafe extern "C-unwind" fn check_key(newval: *mut *mut c_char, _extra: *mut *mu
             c"Put the key in the server's environment (NL2SQL_LLM_API_KEY) or in nl2sql.llm_api_key_file, remove this setting, and rotate the key.",
         ),
     }
+}
+
+/// A key is never shown back, not even to the session that set it (a role it SET ROLE to
+/// later, or a member of pg_read_all_settings, would see it).
+fn masked(key: &GucSetting<Option<CString>>) -> *const c_char {
+    if string(key).is_some() { c"********".as_ptr() } else { c"".as_ptr() }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn show_llm_key() -> *const c_char {
+    masked(&LLM_API_KEY)
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn show_embedding_key() -> *const c_char {
+    masked(&EMBEDDING_API_KEY)
 }
 
 /// An endpoint URL is set only by superusers, even where GRANT SET ON PARAMETER would let
