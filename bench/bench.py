@@ -15,6 +15,9 @@
    gin_trgm_ops index on the same column in the same run, and lookup p50/p95 for exact,
    misspelled and partial mentions.
 5. Value recall@5 on the dev slice's gold string literals (the harness metric).
+6. Cancel latency while nl2sql reads and parses a hostile 60 MB answer (many <think> blocks):
+   pg_cancel_backend sent right after the answer arrives and at 40 % and 70 % of the time the
+   answer takes to process, the time until the call ends with 57014 (goal < 200 ms).
 """
 import argparse
 import json
@@ -206,7 +209,7 @@ def main():
     ap.add_argument("--columns", type=int, default=20)
     ap.add_argument("--values", type=int, default=1_000_000, help="distinct values for the value index bench")
     ap.add_argument("--lookups", type=int, default=200)
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: overhead,wide,tokens,values,recall")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: overhead,wide,tokens,values,recall,cancel")
     ap.add_argument("--port", type=int, default=55460)
     ap.add_argument("--pgdir", default="/tmp/nl2sql-bench")
     args = ap.parse_args()
@@ -233,6 +236,9 @@ def main():
         if "recall" not in skip:
             print("\n5. Value recall@5 on the spider-pg gold string literals")
             harness.run_value_recall(kw, items, 5)
+        if "cancel" not in skip:
+            print("\n6. Cancel latency while parsing a 60 MB answer")
+            cancel_bench(kw, url)
     finally:
         mock.kill()
 
@@ -260,6 +266,8 @@ def mock_rules(kw, items, delay_ms):
                 rules.append({"match": ["### Question: [disagree] " + q["question"] + "\n"], "delay_ms": delay_ms,
                               "sequence": ["#SQL: " + q["gold"], "#SQL: SELECT 'something else' AS x"]})
                 rules.append({"match": [asked], "content": "#SQL: " + q["gold"], "delay_ms": delay_ms})
+    rules.append({"match": ["[parse-flood]"], "content": "#SQL: SELECT 1\n",
+                  "repeat": {"text": "<think>x</think>\n", "times": 3_500_000}})
     rules.append({"match": ["### Question: bench question", EXTRACTION], "content": "#columns: t0001.c01\n#values: none\n#select: count",
                   "delay_ms": delay_ms})
     rules.append({"match": ["### Question: bench question"], "content": "#SQL: SELECT count(*) FROM t0001",
@@ -338,6 +346,55 @@ def tokens_bench(kw, items, url):
         print(line)
     if not qwen_tokens(["x"]):
         print("  Qwen2.5 tokenizer: not installed (scripts/local-llm.sh install), estimates only")
+
+
+def cancel_bench(kw, url, rounds=5):
+    """Times pg_cancel_backend against a call busy with a huge answer."""
+    import threading
+
+    conn = connect(kw, "concert_singer", url, (("nl2sql.mode", "zero_shot"), ("nl2sql.max_answer_bytes", "64MB")))
+    other = psycopg.connect(dbname="concert_singer", autocommit=True, **kw)
+    pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+
+    def answered():
+        while True:
+            with urllib.request.urlopen(url + "/requests") as r:
+                done = [x["answered"] for x in json.load(r) if "answered" in x]
+            if done:
+                return done[-1]
+            time.sleep(0.01)
+
+    urllib.request.urlopen(urllib.request.Request(url + "/reset", data=b"{}", method="POST"))
+    conn.execute("SELECT nl2sql('[parse-flood] count')")
+    work = time.time() - answered()
+    latencies = {}
+    for share in (0.0, 0.4, 0.7):
+        for _ in range(rounds):
+            urllib.request.urlopen(urllib.request.Request(url + "/reset", data=b"{}", method="POST"))
+            ended = {}
+
+            def run():
+                try:
+                    conn.execute("SELECT nl2sql('[parse-flood] count')")
+                    ended["how"] = "finished"
+                except psycopg.errors.QueryCanceled:
+                    ended["how"] = "cancelled"
+                ended["at"] = time.time()
+
+            t = threading.Thread(target=run)
+            t.start()
+            at = answered()
+            time.sleep(max(0.0, at + share * work - time.time()))
+            sent = time.time()
+            other.execute("SELECT pg_cancel_backend(%s)", (pid,))
+            t.join()
+            if ended["how"] == "cancelled":
+                latencies.setdefault(share, []).append((ended["at"] - sent) * 1000)
+    print(f"  answer read and parsed in {work * 1000:.0f} ms undisturbed")
+    for share, xs in latencies.items():
+        print(f"  cancel at {share * 100:3.0f} % of it: n={len(xs)}, p50 {statistics.median(xs):6.1f} ms, max {max(xs):6.1f} ms")
+    conn.close()
+    other.close()
 
 
 if __name__ == "__main__":

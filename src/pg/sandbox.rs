@@ -163,11 +163,16 @@ pub fn inspect<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failure
     })
 }
 
-/// Read-only, and dates printed in ISO style (the output part of DateStyle only, so the way
-/// literals are read does not change). Both revert with the subtransaction.
+/// Read-only, dates printed in ISO style (the output part of DateStyle only, so the way
+/// literals are read does not change), and no parallel workers: the object-access hook must
+/// see every function a query runs, and workers do not run it. All revert with the subtransaction.
 fn prepare_sandbox() {
     Spi::connect(|_| {
-        for stmt in [c"SET LOCAL transaction_read_only = on", c"SET LOCAL datestyle = 'ISO'"] {
+        for stmt in [
+            c"SET LOCAL transaction_read_only = on",
+            c"SET LOCAL datestyle = 'ISO'",
+            c"SET LOCAL max_parallel_workers_per_gather = 0",
+        ] {
             // SAFETY: constant utility statements on the connection Spi::connect opened.
             let rc = unsafe { pg_sys::SPI_execute(stmt.as_ptr(), false, 0) };
             if rc < 0 {

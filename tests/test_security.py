@@ -1,0 +1,157 @@
+"""Security behaviour that needs more than one session, the files of the server, or a look at
+what crossed the wire (the pg_regress suites security_* cover the rest)."""
+import os
+import pwd
+import tempfile
+import threading
+import time
+
+import pytest
+from psycopg import errors
+
+ENV_KEY = os.environ.get("NL2SQL_LLM_API_KEY", "")
+
+
+def wait_answered(mock, marker, timeout=60):
+    """Waits until the mock has sent its answer to the request whose prompt holds `marker`."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for r in mock.requests():
+            text = "\n".join(str(m.get("content", "")) for m in r["body"].get("messages", []))
+            if marker in text and "answered" in r:
+                return r["answered"]
+        time.sleep(0.02)
+    raise AssertionError("the mock never answered %s" % marker)
+
+
+def test_terminate_attempts_leave_other_sessions_alive(connect, mock):
+    victim, attacker = connect(), connect()
+    pid = victim.execute("SELECT pg_backend_pid()").fetchone()[0]
+    for marker in ("[u-escape-terminate] end every session", "[u-escape-lock] lock something"):
+        with pytest.raises(errors.InsufficientPrivilege):
+            attacker.execute("SELECT nl2sql(%s)", (marker,))
+    assert victim.execute("SELECT pg_backend_pid()").fetchone()[0] == pid
+    assert attacker.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").fetchone()[0] == 0
+
+
+def _ask_in_thread(conn, question, outcome):
+    def run():
+        try:
+            conn.execute("SELECT nl2sql(%s)", (question,))
+            outcome["result"] = "finished"
+        except Exception as e:  # noqa: BLE001 - the test inspects what was raised
+            outcome["result"] = e
+        outcome["ended"] = time.time()
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
+def test_cancel_while_parsing_a_huge_answer(connect, mock):
+    """A 60 MB answer of think blocks: cancelled right after it arrives (while it is decoded),
+    and at 40 % and 70 % of the time it takes here to read and parse it (while nl2sql finds
+    the SQL in it), the call ends by the cancel, not by finishing its work. make bench prints
+    how long the cancel took."""
+    conn, other = connect(), connect()
+    conn.execute("SET nl2sql.mode = zero_shot")
+    conn.execute("SET nl2sql.max_answer_bytes = '64MB'")
+    pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    question = "[parse-flood] count the singers"
+    conn.execute("SELECT nl2sql(%s)", (question,))
+    work = time.time() - wait_answered(mock, "[parse-flood]")
+    for share in (0.0, 0.4, 0.7):
+        mock.reset()
+        outcome = {}
+        t = _ask_in_thread(conn, question, outcome)
+        answered = wait_answered(mock, "[parse-flood]")
+        time.sleep(max(0.0, answered + share * work - time.time()))
+        cancelled = time.time()
+        other.execute("SELECT pg_cancel_backend(%s)", (pid,))
+        t.join(120)
+        assert not t.is_alive()
+        assert isinstance(outcome["result"], errors.QueryCanceled), (share, outcome["result"])
+        print("cancel at %.0f %% of %.0f ms: ended %.0f ms later" % (share * 100, work * 1000, (outcome["ended"] - cancelled) * 1000))
+    assert conn.execute("SELECT 1").fetchone()[0] == 1
+
+
+def test_statement_timeout_while_parsing_a_huge_answer(connect, mock):
+    conn = connect()
+    conn.execute("SET nl2sql.mode = zero_shot")
+    conn.execute("SET nl2sql.max_answer_bytes = '64MB'")
+    conn.execute("SET statement_timeout = '1500ms'")
+    with pytest.raises(errors.QueryCanceled):
+        conn.execute("SELECT nl2sql('[parse-flood] count the singers')")
+    conn.execute("RESET statement_timeout")
+    assert conn.execute("SELECT 1").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("marker,state", [("[leaky-cast]", "22P02"), ("[leaky-regclass]", "42P01")])
+def test_correction_prompts_carry_no_data(connect, mock, marker, state):
+    """A candidate fails with an error that quotes a stored value; the correction prompt sent
+    to the endpoint carries the SQLSTATE and the names the model knows, never the value."""
+    conn = connect()
+    conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
+    conn.execute("TRUNCATE vault")
+    conn.execute("INSERT INTO vault VALUES ('zz-secret-7731')")
+    conn.execute("INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 50) g")
+    conn.execute("SET nl2sql.mode = zero_shot")
+    conn.execute("SET nl2sql.sample_rows = 0")
+    try:
+        rows = conn.execute("SELECT * FROM nl2sql_run(%s)", (marker + " how many secrets?",)).fetchall()
+        assert rows == [({"n": 51},)]
+        bodies = [str(r["body"]) for r in mock.requests()]
+        assert len(bodies) == 2
+        assert not any("zz-secret-7731" in b for b in bodies), bodies[1]
+        correction = mock.requests()[1]["body"]["messages"][-1]["content"]
+        assert state in correction and "PostgreSQL rejected" in correction
+        # The caller, who may read the table, still sees the real error in the trace.
+        trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+        assert "zz-secret-7731" in trace["candidates"][0]["error"]
+    finally:
+        conn.execute("DROP TABLE vault")
+
+
+def _postgres_owned(path):
+    if os.geteuid() == 0:
+        pw = pwd.getpwnam("postgres")
+        os.chown(path, pw.pw_uid, pw.pw_gid)
+
+
+def test_key_file(connect, mock):
+    conn = connect()
+    conn.execute("SET nl2sql.mode = zero_shot")
+    d = tempfile.mkdtemp(prefix="nl2sql-key-")
+    os.chmod(d, 0o755)
+    path = os.path.join(d, "llm.key")
+    with open(path, "w") as f:
+        f.write("sk-from-file-5d2e\n")
+    os.chmod(path, 0o600)
+    _postgres_owned(path)
+    try:
+        conn.execute(f"SET nl2sql.llm_api_key_file = '{path}'")
+        echo = conn.execute("SELECT nl2sql('[echo-key] what were you sent?')").fetchone()[0]
+        assert "sk-from-file" not in echo
+        assert mock.requests()[-1]["authorization"] == "Bearer sk-from-file-5d2e"
+        # Readable by others: refused, and the error never quotes the file.
+        os.chmod(path, 0o644)
+        with pytest.raises(errors.ConfigFileError) as e:
+            conn.execute("SELECT nl2sql('[echo-key] what were you sent?')")
+        assert "sk-from-file" not in str(e.value) and "other than its owner" in str(e.value.diag.message_detail)
+    finally:
+        os.remove(path)
+        os.rmdir(d)
+
+
+def test_a_key_stored_as_a_placeholder_is_never_sent(connect, mock):
+    # A fresh session has not loaded nl2sql: no check can refuse the setting there.
+    connect().execute("ALTER DATABASE concert_singer SET nl2sql.llm_api_key = 'sk-placeholder-91'")
+    try:
+        conn = connect()
+        conn.execute("SET nl2sql.mode = zero_shot")
+        conn.execute("SELECT nl2sql('[echo-key] what were you sent?')")
+        sent = mock.requests()[-1]["authorization"]
+        assert "sk-placeholder-91" not in (sent or "")
+        assert sent == "Bearer " + ENV_KEY
+    finally:
+        connect().execute("ALTER DATABASE concert_singer RESET nl2sql.llm_api_key")
