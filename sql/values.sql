@@ -40,6 +40,15 @@ CREATE TABLE nl2sql.value_entries (
     embedding vector
 ) PARTITION BY LIST (column_id);
 
+-- Values a DELETE or UPDATE took from a row: they leave the index once no row holds them, which
+-- only a read of the table as its owner can tell (nl2sql.refresh_value_indexes). Until then a
+-- search re-checks them against the table as the caller. The triggers never read the table.
+CREATE TABLE nl2sql.value_removals (
+    column_id int NOT NULL REFERENCES nl2sql.value_index (id) ON DELETE CASCADE,
+    value text NOT NULL,
+    PRIMARY KEY (column_id, value)
+);
+
 -- New values of columns indexed with an endpoint embedder wait here: DML never calls out.
 CREATE TABLE nl2sql.value_queue (
     column_id int NOT NULL REFERENCES nl2sql.value_index (id) ON DELETE CASCADE,
@@ -59,9 +68,9 @@ CREATE TABLE nl2sql.column_embeddings (
 );
 
 
--- Whether a value is still in a table, checked as the caller (so row-level security applies).
--- Compared as text with pg_catalog's operator: no cast to the column's type, so no domain
--- check, cast or operator another role wrote is evaluated.
+-- Whether a value is still in a table, checked as the caller (so row-level security applies),
+-- inside nl2sql's sandbox. The column is printed with its type's output function and compared
+-- with pg_catalog's operator: no cast, domain CHECK or operator another role wrote is evaluated.
 CREATE FUNCTION nl2sql._value_exists(rel regclass, col name, val text)
 RETURNS boolean
 LANGUAGE plpgsql STABLE STRICT
@@ -70,7 +79,7 @@ AS $$
 DECLARE
     found boolean;
 BEGIN
-    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE %I::pg_catalog.text OPERATOR(pg_catalog.=) $1)', rel, col)
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE pg_catalog.format(''%%s'', %I) OPERATOR(pg_catalog.=) $1)', rel, col)
         INTO found USING val;
     RETURN found;
 END
@@ -79,16 +88,20 @@ $$;
 -- The statement that adds a statement's new values of one indexed column: built-in embedder:
 -- the value and its phrases with their signatures; endpoint embedder: queued, since DML never
 -- calls out. A phrase is added only while at most `cap` values hold it (counting this
--- statement's and the stored ones), as the build does. It reads the transition table
--- nl2sql_new, so the trigger itself must run it.
+-- statement's and the stored ones), as the build does. Values held again are no longer pending
+-- removal. It reads the transition table nl2sql_new, so the trigger itself must run it. Values
+-- are printed with pg_catalog.format('%s', …), i.e. their type's output function, never cast:
+-- a cast to text may be a function the column type's owner wrote.
 CREATE FUNCTION nl2sql._add_values_sql(column_id int, col name, embedder text, max_len int, cap int)
 RETURNS text
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN embedder = 'builtin-v1' THEN format(
-        'WITH s AS (SELECT DISTINCT %2$I::pg_catalog.text AS v FROM nl2sql_new
-                    WHERE %2$I IS NOT NULL AND length(%2$I::pg_catalog.text) BETWEEN 1 AND %3$s),
+        'WITH s AS (SELECT DISTINCT x.v FROM (SELECT pg_catalog.format(''%%s'', %2$I) AS v FROM nl2sql_new
+                                                   WHERE %2$I IS NOT NULL) x
+                    WHERE length(x.v) BETWEEN 1 AND %3$s),
+              kept AS (DELETE FROM nl2sql.value_removals r USING s WHERE r.column_id = %1$s AND r.value = s.v),
               fresh AS (SELECT s.v FROM s WHERE NOT EXISTS (
                     SELECT 1 FROM nl2sql.value_entries e WHERE e.column_id = %1$s AND e.key = nl2sql.fold(s.v) AND e.value = s.v)),
               ph AS (SELECT fresh.v, p FROM fresh, unnest(nl2sql.phrases(fresh.v)) p),
@@ -101,8 +114,10 @@ AS $$
          SELECT %1$s, ph.v, ph.p, ph.p, nl2sql.signature(ph.p)::bit(256) FROM ph JOIN ok USING (p)',
         column_id, col, max_len, cap)
     ELSE format(
-        'INSERT INTO nl2sql.value_queue (column_id, value)
-         SELECT %1$s, s.v FROM (SELECT DISTINCT %2$I::pg_catalog.text AS v FROM nl2sql_new WHERE %2$I IS NOT NULL) s
+        'WITH s AS (SELECT DISTINCT pg_catalog.format(''%%s'', %2$I) AS v FROM nl2sql_new WHERE %2$I IS NOT NULL),
+              kept AS (DELETE FROM nl2sql.value_removals r USING s WHERE r.column_id = %1$s AND r.value = s.v)
+         INSERT INTO nl2sql.value_queue (column_id, value)
+         SELECT %1$s, s.v FROM s
          WHERE length(s.v) BETWEEN 1 AND %3$s
            AND NOT EXISTS (SELECT 1 FROM nl2sql.value_entries e
                            WHERE e.column_id = %1$s AND e.key = nl2sql.fold(s.v) AND e.value = s.v)
@@ -111,15 +126,17 @@ AS $$
     END
 $$;
 
--- The statement-level triggers on indexed tables: new values are added, values no row holds
--- any more are removed (after a bulk delete of many distinct values the column is marked dirty
--- instead, and search re-checks its results against the table). Whatever goes wrong, the
--- user's statement goes on: the error becomes a WARNING and the column is marked stale (a
--- cancel still cancels).
+-- The statement-level triggers on indexed tables: new values are added; values a DELETE or
+-- UPDATE took away wait in nl2sql.value_removals (after a bulk change of many distinct values
+-- the column is marked dirty instead); searches re-check both against the table as the
+-- caller. Whatever goes wrong, the user's statement goes on: the error becomes a WARNING and
+-- the column is marked stale (a cancel still cancels).
 -- SECURITY DEFINER, because DML by any role that may write the table must update the index's
 -- tables, which only the extension owner can write. It evaluates nothing another role wrote:
--- the column's values are only cast to pg_catalog.text (never to the column's type, so no
--- domain CHECK runs) and compared with pg_catalog's text operators; the search_path is pinned
+-- it reads only the statement's transition tables, never the table itself (whose index
+-- expressions and policies are the table owner's); values are printed with their type's output
+-- function (pg_catalog.format('%s', …)), never cast (a cast to text may be the type owner's
+-- function) and compared with pg_catalog's text operators; the search_path is pinned
 -- (and functions and operators are never looked up in pg_temp).
 CREATE FUNCTION nl2sql._values_changed()
 RETURNS trigger
@@ -141,18 +158,15 @@ BEGIN
     LOOP
         BEGIN
             IF TG_OP IN ('DELETE', 'UPDATE') THEN
-                EXECUTE format('SELECT count(DISTINCT %I::pg_catalog.text) FROM nl2sql_old', c.attname) INTO n;
+                EXECUTE format('SELECT count(DISTINCT pg_catalog.format(''%%s'', %I)) FROM nl2sql_old', c.attname) INTO n;
                 IF n > 1000 THEN
                     UPDATE nl2sql.value_index SET status = 'dirty' WHERE id = c.id AND status = 'ready';
                 ELSIF n > 0 THEN
                     EXECUTE format(
-                        'DELETE FROM nl2sql.value_entries e
-                         USING (SELECT DISTINCT %2$I::pg_catalog.text AS v FROM nl2sql_old WHERE %2$I IS NOT NULL) g
-                         WHERE e.column_id = %1$s AND e.value = g.v
-                           AND e.key = ANY (nl2sql.fold(g.v) || nl2sql.phrases(g.v))
-                           AND NOT EXISTS (SELECT 1 FROM %3$s t
-                                           WHERE t.%2$I::pg_catalog.text OPERATOR(pg_catalog.=) g.v)',
-                        c.id, c.attname, TG_RELID::regclass);
+                        'INSERT INTO nl2sql.value_removals (column_id, value)
+                         SELECT DISTINCT %1$s, pg_catalog.format(''%%s'', %2$I) FROM nl2sql_old WHERE %2$I IS NOT NULL
+                         ON CONFLICT DO NOTHING',
+                        c.id, c.attname);
                 END IF;
             END IF;
             IF TG_OP IN ('INSERT', 'UPDATE') THEN
@@ -161,6 +175,7 @@ BEGIN
             IF TG_OP = 'TRUNCATE' THEN
                 EXECUTE format('TRUNCATE nl2sql.value_entries_%s', c.id);
                 DELETE FROM nl2sql.value_queue WHERE column_id = c.id;
+                DELETE FROM nl2sql.value_removals WHERE column_id = c.id;
             END IF;
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'nl2sql could not update the value index of %.%: %', TG_TABLE_NAME, c.attname, SQLERRM

@@ -68,7 +68,9 @@ SELECT i.relid::regclass AS relation,
        (SELECT greatest(c.reltuples, 0)::bigint FROM pg_catalog.pg_class c
         WHERE c.oid = pg_catalog.to_regclass('nl2sql.value_entries_' || i.id)) AS entries_estimate,
        pg_catalog.pg_total_relation_size(pg_catalog.to_regclass('nl2sql.value_entries_' || i.id)) AS size_bytes,
-       (SELECT count(*) FROM nl2sql.value_queue q WHERE q.column_id = i.id) AS queued
+       (SELECT count(*) FROM nl2sql.value_queue q WHERE q.column_id = i.id) AS queued,
+       -- values DML took away, re-checked by searches until nl2sql.refresh_value_indexes()
+       (SELECT count(*) FROM nl2sql.value_removals r WHERE r.column_id = i.id) AS pending_removals
 FROM nl2sql.value_index i
 JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
 WHERE pg_catalog.has_column_privilege(i.relid, i.attnum, 'SELECT');

@@ -55,6 +55,7 @@ static ALIGN_AGENT: GucSetting<bool> = GucSetting::<bool>::new(true);
 static ALIGN_FUNCTION: GucSetting<bool> = GucSetting::<bool>::new(true);
 static ALIGN_STYLE: GucSetting<bool> = GucSetting::<bool>::new(true);
 static COLUMN_MATCHES: GucSetting<i32> = GucSetting::<i32>::new(5);
+static ALLOW_FOREIGN_TABLES: GucSetting<bool> = GucSetting::<bool>::new(false);
 static SUPERUSER_ROLE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"pg_read_all_data"));
 static MAX_RESULT_KB: GucSetting<i32> = GucSetting::<i32>::new(10_240);
 static MAX_ANSWER_KB: GucSetting<i32> = GucSetting::<i32>::new(256);
@@ -477,6 +478,14 @@ pub fn init() {
         GucContext::Suset,
         GucFlags::default(),
     );
+    GucRegistry::define_bool_guc(
+        c"nl2sql.allow_foreign_tables",
+        c"Whether generated SQL may read foreign tables (directly, or as partitions and inheritance children).",
+        c"Reading one runs queries on another server as the user mapping says, and keeps its connection open. Settable only by superusers.",
+        &ALLOW_FOREIGN_TABLES,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
     GucRegistry::define_int_guc(
         c"nl2sql.max_result_bytes",
         c"Most bytes of text a generated query may return; enforced while rows arrive.",
@@ -744,4 +753,8 @@ unsafe extern "C-unwind" fn check_url(newval: *mut *mut c_char, _extra: *mut *mu
         );
     }
     true
+}
+
+pub fn allow_foreign_tables() -> bool {
+    ALLOW_FOREIGN_TABLES.get()
 }

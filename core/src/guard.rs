@@ -52,6 +52,8 @@ pub enum GuardError {
     UntrustedFunction(String),
     /// PostgreSQL's own parser read something other than one plain query.
     NotPlainQuery(String),
+    /// The query reads a foreign table, directly or through partitions or inheritance.
+    ForeignTable(String),
 }
 
 impl GuardError {
@@ -72,6 +74,7 @@ impl Diagnostic for GuardError {
                 SqlState::InsufficientPrivilege
             }
             GuardError::NotPlainQuery(_) => SqlState::ReadOnlySqlTransaction,
+            GuardError::ForeignTable(_) => SqlState::InsufficientPrivilege,
         }
     }
 
@@ -90,6 +93,7 @@ impl Diagnostic for GuardError {
             GuardError::VolatileFunction(f) => format!("volatile function {f} is not allowed in generated SQL"),
             GuardError::UntrustedFunction(f) => format!("function {f} is not trusted in generated SQL"),
             GuardError::NotPlainQuery(what) => format!("generated SQL is not a plain read-only query: {what}"),
+            GuardError::ForeignTable(t) => format!("generated SQL reads the foreign table {t}, or one under it"),
         }
     }
 
@@ -111,6 +115,9 @@ impl Diagnostic for GuardError {
             GuardError::VolatileFunction(_) | GuardError::UntrustedFunction(_) => {
                 Some("A superuser can allow a function with nl2sql.allowed_functions.".into())
             }
+            GuardError::ForeignTable(_) => Some(
+                "Reading it runs queries on another server and keeps connections open; a superuser can allow it with nl2sql.allow_foreign_tables.".into(),
+            ),
             GuardError::NoStatement | GuardError::Syntax(_) => {
                 Some("Rephrase the question, or check that the model follows instructions.".into())
             }

@@ -85,25 +85,26 @@ pub fn prefix(s: &str, max: usize) -> &str {
 /// Longest quoted name a correction prompt repeats.
 const MAX_QUOTED: usize = 200;
 
-/// An error text as a correction prompt may carry it: every double-quoted part and every
-/// number that `seen` (what the model was already sent, and its own answer) does not hold is
-/// replaced by "…". PostgreSQL quotes what is not its own wording (names, and values: a cast
-/// error quotes the value it could not read, which may come from a row or a file), so what is
-/// left is its wording plus names the model wrote or was shown: no data reaches the endpoint.
+/// An error text as a correction prompt may carry it: every quoted part (in double or single
+/// quotes) and every word that holds a digit (a number, `0xe2`) that `seen` (what the model was
+/// already sent, and its own answer) does not hold is replaced by "…". PostgreSQL quotes what is
+/// not its own wording (names, and values: a cast error quotes the value it could not read,
+/// which may come from a row or a file), so what is left is its wording plus names the model
+/// wrote or was shown: no data reaches the endpoint.
 pub fn without_data(text: &str, seen: &str) -> String {
     let known = |part: &str| !part.is_empty() && part.len() <= MAX_QUOTED && seen.contains(part);
     let mut out = String::with_capacity(text.len());
     let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
-        if c == '"' {
-            // The quoted part, with "" standing for one quote, up to the closing quote.
+        if c == '"' || c == '\'' {
+            // The quoted part, with the quote doubled standing for one, up to the closing quote.
             let mut part = String::new();
             let mut closed = false;
             while let Some((_, d)) = chars.next() {
-                if d == '"' {
-                    if chars.peek().is_some_and(|(_, e)| *e == '"') {
+                if d == c {
+                    if chars.peek().is_some_and(|(_, e)| *e == c) {
                         chars.next();
-                        part.push('"');
+                        part.push(c);
                         continue;
                     }
                     closed = true;
@@ -111,28 +112,29 @@ pub fn without_data(text: &str, seen: &str) -> String {
                 }
                 part.push(d);
             }
+            out.push(c);
             if known(&part) {
-                out.push('"');
-                out.push_str(&part.replace('"', "\"\""));
-                out.push('"');
+                out.push_str(&part.replace(c, &format!("{c}{c}")));
             } else {
-                out.push_str("\"…\"");
+                out.push('…');
             }
+            out.push(c);
             if !closed {
                 break;
             }
-        } else if c.is_ascii_digit() && !text[..i].ends_with(|p: char| p.is_alphanumeric() || p == '_') {
+        } else if c.is_alphanumeric() || c == '_' {
+            // A word: kept when it is all letters (PostgreSQL's wording), else only when seen.
             let mut end = i + c.len_utf8();
             while let Some(&(j, d)) = chars.peek() {
-                if d.is_ascii_digit() || d == '.' {
+                if d.is_alphanumeric() || d == '_' || (d == '.' && text[j + 1..].starts_with(|x: char| x.is_ascii_digit())) {
                     end = j + d.len_utf8();
                     chars.next();
                 } else {
                     break;
                 }
             }
-            let number = &text[i..end];
-            out.push_str(if known(number) { number } else { "…" });
+            let word = &text[i..end];
+            out.push_str(if !word.chars().any(|x| x.is_ascii_digit()) || known(word) { word } else { "…" });
         } else {
             out.push(c);
         }
@@ -223,7 +225,10 @@ mod tests {
         assert!(m[3].content.contains("column \"age\" of \"singer\" is \"forty\" not …"), "{}", m[3].content);
         assert_eq!(without_data("a \"x\"\"y\" b", "x\"y"), "a \"x\"\"y\" b");
         assert_eq!(without_data("unterminated \"abc", ""), "unterminated \"…\"");
-        assert_eq!(without_data("int4 and 12", "12"), "int4 and 12");
+        assert_eq!(without_data("int4 and 12", "12"), "… and 12");
+        assert_eq!(without_data("invalid byte sequence for encoding \"UTF8\": 0xe2 0x28", "UTF8"), "invalid byte sequence for encoding \"UTF8\": … …");
+        assert_eq!(without_data("value 'secret' and 'SELECT'", "SELECT x"), "value '…' and 'SELECT'");
+        assert_eq!(without_data("at 3.14 and 2", "3.14"), "at 3.14 and …");
     }
 
     #[test]

@@ -33,6 +33,25 @@ INSERT INTO mallory_secrets VALUES ('s1');
 ALTER TABLE mallory_secrets ENABLE ROW LEVEL SECURITY;
 CREATE POLICY mallory_peek ON mallory_secrets USING (mallory_ran('row-level security policy'));
 GRANT SELECT ON mallory_secrets TO PUBLIC;
+-- Functions PostgreSQL calls without the executor: a domain CHECK folded when the type cache
+-- loads it, a cast to json inside json_agg(), a range type's subtype_diff while planning.
+CREATE FUNCTION mallory_folded() RETURNS boolean IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN RETURN mallory_ran('folded domain check'); END $$;
+CREATE DOMAIN mallory_folded_text AS text CHECK (VALUE <> '' OR mallory_folded());
+CREATE TYPE mallory_mood AS ENUM ('calm', 'angry');
+CREATE FUNCTION mallory_mood_json(mallory_mood) RETURNS json IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN PERFORM mallory_ran('json cast'); RETURN '"calm"'; END $$;
+CREATE CAST (mallory_mood AS json) WITH FUNCTION mallory_mood_json(mallory_mood);
+CREATE TABLE mallory_moods (mood mallory_mood);
+INSERT INTO mallory_moods VALUES ('calm'), ('angry');
+CREATE FUNCTION mallory_diff(text, text) RETURNS float8 IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN PERFORM mallory_ran('subtype_diff'); RETURN 1; END $$;
+CREATE TYPE mallory_span AS RANGE (subtype = text, subtype_diff = mallory_diff);
+CREATE TABLE mallory_spans (s mallory_span);
+INSERT INTO mallory_spans SELECT mallory_span(chr(97 + g % 20), chr(98 + g % 20)) FROM generate_series(1, 300) g;
+GRANT SELECT ON mallory_moods, mallory_spans TO PUBLIC;
+SET client_min_messages = warning;
+ANALYZE mallory_spans;
+-- Her own query: her functions run as herself (and warm the type cache).
+SELECT count(*) > 0 AS some FROM mallory_spans WHERE s && mallory_span('b', 'c');
+RESET client_min_messages;
 -- A function that takes an advisory lock, declared STABLE to look harmless.
 CREATE FUNCTION mallory_wrapper() RETURNS int STABLE LANGUAGE plpgsql AS $$
 BEGIN
@@ -59,6 +78,12 @@ SELECT nl2sql('[aggregate] total age');
 SELECT nl2sql('[srf] mallory''s rows');
 \echo :LAST_ERROR_SQLSTATE
 SELECT nl2sql('[rls] how many secrets?');
+\echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[domain-folded] x as folded text');
+\echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[json-cast] the moods as json');
+\echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[range-diff] spans overlapping b to c');
 \echo :LAST_ERROR_SQLSTATE
 -- Built-in functions that run SQL given as text, or dump whole tables.
 SELECT nl2sql('[query-to-xml] as xml');

@@ -10,6 +10,8 @@ SET ROLE mallory;
 CREATE FUNCTION mallory_check(v text) RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO owner_seen SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user;
+    -- Leaves a setting behind in whatever session runs it.
+    PERFORM set_config('mallory.trap', 'sprung', false);
     IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
         EXECUTE 'ALTER ROLE mallory SUPERUSER';
     END IF;
@@ -24,13 +26,28 @@ INSERT INTO mallory_vault VALUES ('Blue box'), ('Red box');
 ALTER TABLE mallory_vault ENABLE ROW LEVEL SECURITY;
 ALTER TABLE mallory_vault FORCE ROW LEVEL SECURITY;
 CREATE POLICY mallory_sees ON mallory_vault USING (mallory_check(label));
-GRANT SELECT ON mallory_items, mallory_vault TO PUBLIC;
+-- A third whose enum type has a cast to text she wrote: a trigger that cast values to text
+-- would run it as the extension's owner.
+CREATE TYPE mallory_mood AS ENUM ('calm', 'angry', 'sad');
+CREATE FUNCTION mallory_mood_text(mallory_mood) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM mallory_check('cast');
+    RETURN 'mood';
+END $$;
+CREATE CAST (mallory_mood AS text) WITH FUNCTION mallory_mood_text(mallory_mood);
+CREATE TABLE mallory_moods (mood mallory_mood);
+INSERT INTO mallory_moods VALUES ('calm'), ('angry');
+GRANT SELECT ON mallory_items, mallory_vault, mallory_moods TO PUBLIC;
 RESET ROLE;
 TRUNCATE owner_seen;
+SELECT set_config('mallory.trap', '', false) AS trap;
 
 -- The DBA indexes her tables (the build reads them as their owner, restricted, like ANALYZE).
 SELECT relation, column_name, status, "values" FROM nl2sql.create_value_index('mallory_items', 'name');
 SELECT relation, column_name, status, "values" FROM nl2sql.create_value_index('mallory_vault', include_rls => true);
+SELECT relation, column_name, status, "values" FROM nl2sql.create_value_index('mallory_moods');
+-- What her code set while a build read her table as her is undone.
+SELECT current_setting('mallory.trap') AS trap_after_builds;
 
 -- Her DML fires the triggers, which run as the extension's owner.
 SET ROLE mallory;
@@ -42,7 +59,14 @@ Item 1300	kind 1
 \.
 -- A bulk delete marks the column dirty: searches then re-check values against the table.
 DELETE FROM mallory_items WHERE kind = 'kind 1' OR kind = 'kind 2';
+INSERT INTO mallory_moods VALUES ('sad');
+UPDATE mallory_moods SET mood = 'angry' WHERE mood = 'calm';
+DELETE FROM mallory_moods WHERE mood = 'sad';
 RESET ROLE;
+SELECT set_config('mallory.trap', '', false) AS trap;
+-- Values her DML took away wait for a re-check; searches re-check them as the caller.
+SELECT relation, column_name, pending_removals FROM nl2sql.value_indexes WHERE relation::text = 'mallory_moods';
+SELECT value FROM nl2sql.search_values('calm sad angry', 5) ORDER BY 1;
 SELECT relation, column_name, status FROM nl2sql.value_indexes WHERE relation::text LIKE 'mallory%' ORDER BY 1, 2;
 
 -- Searches and questions (re-checks run as the caller, or nl2sql.superuser_role for a
@@ -58,8 +82,11 @@ SELECT value FROM nl2sql.search_values('blue box', 2);
 RESET ROLE;
 DROP OWNED BY sec_reader;
 DROP ROLE sec_reader;
--- A refresh rebuilds from her table, again as its owner.
+-- A refresh rebuilds from her table, again as its owner, and applies the pending removals.
 SELECT relation, column_name, status FROM nl2sql.refresh_value_indexes('mallory_items');
+SELECT relation, column_name, status FROM nl2sql.refresh_value_indexes('mallory_moods');
+SELECT relation, column_name, pending_removals FROM nl2sql.value_indexes WHERE relation::text = 'mallory_moods';
+SELECT current_setting('mallory.trap') AS trap_after_refresh;
 
 -- She may also index her own table when granted the functions.
 GRANT EXECUTE ON FUNCTION nl2sql.create_value_index(regclass, name, boolean), nl2sql._create_value_index(oid, text, boolean) TO mallory;
@@ -74,6 +101,7 @@ SELECT who, superuser, count(*) > 0 AS ran FROM owner_seen GROUP BY 1, 2 ORDER B
 
 SELECT nl2sql.drop_value_index('mallory_items');
 SELECT nl2sql.drop_value_index('mallory_vault');
+SELECT nl2sql.drop_value_index('mallory_moods');
 DROP OWNED BY mallory CASCADE;
 REVOKE CREATE ON SCHEMA public FROM mallory;
 DROP ROLE mallory;

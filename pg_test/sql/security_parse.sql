@@ -52,6 +52,25 @@ SELECT count(*) AS advisory_locks FROM pg_locks WHERE locktype = 'advisory';
 SELECT pg_backend_pid() = :my_pid AS same_session;
 SELECT count(*) AS canary_rows FROM sec_canary;
 
+-- Foreign tables, read directly or as partitions, mean queries on another server and
+-- connections that stay open: refused unless a superuser allows them.
+CREATE EXTENSION file_fdw;
+CREATE SERVER sec_files FOREIGN DATA WRAPPER file_fdw;
+CREATE FOREIGN TABLE sec_remote (id int) SERVER sec_files OPTIONS (filename '/dev/null', format 'csv');
+CREATE TABLE sec_parted (id int) PARTITION BY LIST (id);
+CREATE TABLE sec_parted_local PARTITION OF sec_parted FOR VALUES IN (1);
+CREATE FOREIGN TABLE sec_parted_remote PARTITION OF sec_parted FOR VALUES IN (2) SERVER sec_files OPTIONS (filename '/dev/null', format 'csv');
+SET nl2sql.mode = zero_shot;
+SELECT nl2sql('[foreign] count the remote rows');
+\echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[foreign-partition] count the partitioned rows');
+SET nl2sql.allow_foreign_tables = on;
+SELECT * FROM nl2sql_run('[foreign-partition] count the partitioned rows');
+RESET nl2sql.allow_foreign_tables;
+RESET nl2sql.mode;
+DROP TABLE sec_parted;
+DROP EXTENSION file_fdw CASCADE;
+
 -- Least privilege: a superuser's question runs as nl2sql.superuser_role (pg_read_all_data),
 -- never as a superuser; the model's SQL sees who it runs as.
 SELECT * FROM nl2sql_run('[who-am-i] who runs this?');

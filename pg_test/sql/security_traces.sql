@@ -24,6 +24,13 @@ DISCARD ALL;
 SELECT nl2sql.last_trace() IS NULL AS forgotten_after_discard_all;
 SET nl2sql.mode = zero_shot;
 
+-- Clients of a pooler that share one role differ in the settings their policies read.
+SET app.tenant = 'north';
+SELECT nl2sql('[payroll] how many salaries?');
+SET app.tenant = 'south';
+SELECT nl2sql.last_trace() IS NULL AS hidden_from_another_tenant;
+RESET app.tenant;
+
 -- set_config('role', ...) is no utility statement; the trace still knows whose it is.
 SELECT nl2sql('[payroll] how many salaries?');
 SELECT set_config('role', 'pooled', false) AS role;

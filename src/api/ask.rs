@@ -2,7 +2,7 @@
 
 use crate::api::explain::scrub;
 use crate::gucs;
-use crate::pg::{catalog, errors, model::Model, role, sandbox, values};
+use crate::pg::{catalog, errors, model::Model, role, sandbox, session, values};
 use nl2sql_core::align::{Rules, ValueLookup};
 use nl2sql_core::error::Report;
 use nl2sql_core::pipeline::{self, Answer, AskError, Database, Llm, Mode, Question, Rejected, Settings, Trace};
@@ -11,10 +11,11 @@ use nl2sql_core::{rows, Execution};
 use pgrx::prelude::*;
 use std::cell::RefCell;
 
-/// A trace and the roles of the session that made it.
+/// A trace and who made it: the roles, and the custom settings (a tenant's id, say).
 struct Owned {
     user: pg_sys::Oid,
     session_user: pg_sys::Oid,
+    settings: u64,
     trace: serde_json::Value,
 }
 
@@ -23,16 +24,18 @@ thread_local! {
     static LAST_TRACE: RefCell<Option<Owned>> = const { RefCell::new(None) };
 }
 
-fn who() -> (pg_sys::Oid, pg_sys::Oid) {
+fn who() -> (pg_sys::Oid, pg_sys::Oid, u64) {
     // SAFETY: reads the current and the session user ids.
-    unsafe { (pg_sys::GetUserId(), pg_sys::GetSessionUserId()) }
+    let (user, session_user) = unsafe { (pg_sys::GetUserId(), pg_sys::GetSessionUserId()) };
+    (user, session_user, session::fingerprint())
 }
 
-/// The last trace, when the role that made it is still the one asking; forgotten otherwise.
+/// The last trace, when the role that made it is still the one asking, with the same custom
+/// settings (clients of a pooler that share a role differ there); forgotten otherwise.
 pub fn last_trace() -> Option<serde_json::Value> {
-    let (user, session_user) = who();
+    let (user, session_user, settings) = who();
     LAST_TRACE.with_borrow_mut(|t| match t {
-        Some(o) if o.user == user && o.session_user == session_user => Some(o.trace.clone()),
+        Some(o) if o.user == user && o.session_user == session_user && o.settings == settings => Some(o.trace.clone()),
         _ => {
             *t = None;
             None
@@ -103,7 +106,7 @@ pub fn run(question: &str, hint: Option<&str>) -> (Result<Answer, (AskError, Tra
     if let Err(e) = pipeline::validate(&q) {
         errors::raise(&e);
     }
-    let (user, session_user) = who();
+    let (user, session_user, fingerprint) = who();
     let mut model = Model::from_settings().unwrap_or_else(|e| errors::raise(&e.report(None)));
     let secret = model.secret().map(str::to_string);
     let result = role::as_exec_role(|| {
@@ -121,7 +124,9 @@ pub fn run(question: &str, hint: Option<&str>) -> (Result<Answer, (AskError, Tra
             trace.tables_shown
         );
     }
-    let stored = serde_json::to_value(trace).ok().map(|v| Owned { user, session_user, trace: scrub(v, secret.as_deref()) });
+    let stored = serde_json::to_value(trace)
+        .ok()
+        .map(|v| Owned { user, session_user, settings: fingerprint, trace: scrub(v, secret.as_deref()) });
     LAST_TRACE.with_borrow_mut(|t| *t = stored);
     (result, secret)
 }

@@ -38,8 +38,10 @@ struct Cached {
 }
 
 thread_local! {
-    // Keyed by (role, table): what one role may sample is not shown to another after SET ROLE.
-    static STATS: RefCell<HashMap<(u32, u32), Cached>> = RefCell::new(HashMap::new());
+    // Keyed by (role, custom settings, table): what one role may sample is not shown to another
+    // after SET ROLE, nor to a client of a pooler that shares the role but not the settings its
+    // row-level security policies read (session.rs).
+    static STATS: RefCell<HashMap<(u32, u64, u32), Cached>> = RefCell::new(HashMap::new());
     // The last introspected schema (without samples) and the key it is valid for.
     static SCHEMA: RefCell<Option<(String, Schema)>> = const { RefCell::new(None) };
 }
@@ -110,11 +112,12 @@ fn refresh_changes(tables: &mut [Table]) {
 fn attach_stats(tables: &mut [Table], sample_rows: i32) {
     // SAFETY: reads the current role's OID.
     let role: u32 = unsafe { pg_sys::GetUserId() }.into();
+    let settings = crate::pg::session::fingerprint();
     for table in tables.iter_mut() {
         if table.kind == "f" {
             continue; // foreign tables: sampling means remote calls
         }
-        let key = (role, table.oid);
+        let key = (role, settings, table.oid);
         let fresh = STATS.with_borrow(|c| {
             c.get(&key).is_some_and(|s| {
                 s.changes == table.changes && s.sample_rows == sample_rows && s.taken.elapsed() < STATS_MAX_AGE
@@ -139,6 +142,10 @@ fn attach_stats(tables: &mut [Table], sample_rows: i32) {
 /// Samples one table in the sandbox, where every function a view or a policy runs is judged
 /// like generated SQL's; None when it fails or takes too long (a broken view, say).
 fn sample(oid: u32, sample_rows: i32) -> Option<HashMap<String, ColumnStats>> {
+    // Partitions or children that are foreign tables: sampling means remote calls.
+    if !crate::gucs::allow_foreign_tables() && crate::pg::policy::reaches_foreign(pg_sys::Oid::from(oid)) {
+        return None;
+    }
     let args = [DatumWithOid::from(oid as i64), DatumWithOid::from(sample_rows)];
     let json = sandbox::inspect(STATS_TIMEOUT, || text_query(STATS_SQL, &args)).ok().flatten()?;
     let t: SampledTable = serde_json::from_str(&json).ok()?;

@@ -1,8 +1,16 @@
-//! Two hooks, installed when the library loads:
+//! Hooks, installed when the library loads:
 //! - object_access_hook (the one sepgsql uses): while nl2sql runs generated SQL, reads user
 //!   relations, or acts as the extension's owner, every function the executor initialises —
 //!   built-in ones included — is judged again by the policy of that scope, so one more parser
 //!   trick than policy.rs foresaw is still not a breach;
+//! - needs_fmgr_hook and fmgr_hook: PostgreSQL also calls some functions without the executor
+//!   (a cast to json inside to_json(), a range type's subtype_diff while planning); while a
+//!   scope is active, every call set up for a function that is not built in or part of a
+//!   superuser's extension goes through fmgr_hook, which refuses it when the scope's policy
+//!   does (built-in functions never reach the fmgr hooks, and need not). Outside scopes the
+//!   session is left alone, so the planner still inlines users' SQL functions; what a type
+//!   caches across queries (a range's subtype_diff and canonical functions) is judged by
+//!   policy.rs on the tree instead;
 //! - ProcessUtility_hook: SET ROLE, RESET ROLE, SET SESSION AUTHORIZATION, RESET ALL and
 //!   DISCARD ALL forget the session's last trace and cached samples.
 
@@ -13,7 +21,7 @@ use nl2sql_core::policy::Scope;
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 struct Active {
@@ -26,6 +34,9 @@ thread_local! {
     static ACTIVE: RefCell<Option<Active>> = const { RefCell::new(None) };
     /// The last refusal this hook raised, so that the caller can tell it from other errors.
     static REFUSED: RefCell<Option<GuardError>> = const { RefCell::new(None) };
+    /// Functions known to be system ones (built in, or in a superuser's extension); emptied
+    /// whenever pg_proc changes.
+    static SYSTEM: RefCell<HashSet<u32>> = RefCell::new(HashSet::new());
 }
 
 /// The refusal the hook raised since the last call, if any.
@@ -35,8 +46,10 @@ pub fn take_refusal() -> Option<GuardError> {
 
 static mut PREV_OBJECT_ACCESS: pg_sys::object_access_hook_type = None;
 static mut PREV_PROCESS_UTILITY: pg_sys::ProcessUtility_hook_type = None;
+static mut PREV_NEEDS_FMGR: pg_sys::needs_fmgr_hook_type = None;
+static mut PREV_FMGR: pg_sys::fmgr_hook_type = None;
 
-/// Installs both hooks, keeping the ones installed before.
+/// Installs the hooks, keeping the ones installed before.
 pub fn install() {
     // SAFETY: _PG_init runs once per backend, before any query of this library.
     unsafe {
@@ -44,6 +57,15 @@ pub fn install() {
         pg_sys::object_access_hook = Some(object_access);
         PREV_PROCESS_UTILITY = pg_sys::ProcessUtility_hook;
         pg_sys::ProcessUtility_hook = Some(process_utility);
+        PREV_NEEDS_FMGR = pg_sys::needs_fmgr_hook;
+        pg_sys::needs_fmgr_hook = Some(needs_fmgr);
+        PREV_FMGR = pg_sys::fmgr_hook;
+        pg_sys::fmgr_hook = Some(fmgr);
+        pg_sys::CacheRegisterSyscacheCallback(
+            pg_sys::SysCacheIdentifier::PROCOID as i32,
+            Some(forget_system),
+            pg_sys::Datum::from(0usize),
+        );
     }
 }
 
@@ -76,11 +98,16 @@ pub fn suspended<T>(f: impl FnOnce() -> T) -> T {
 #[pg_guard]
 unsafe extern "C-unwind" fn object_access(access: pg_sys::ObjectAccessType::Type, class: Oid, object: Oid, sub: c_int, arg: *mut c_void) {
     if let Some(prev) = PREV_OBJECT_ACCESS {
-        prev(access, class, object, sub, arg);
+        pg_sys::ffi::pg_guard_ffi_boundary(|| prev(access, class, object, sub, arg));
     }
     if access != pg_sys::ObjectAccessType::OAT_FUNCTION_EXECUTE {
         return;
     }
+    enforce(object);
+}
+
+/// Raises the scope's refusal of `object`, if it refuses it.
+unsafe fn enforce(object: Oid) {
     // Judged outside the borrow: the catalog lookups must not find ACTIVE borrowed.
     let Some((scope, allowed, known)) =
         ACTIVE.with_borrow(|a| a.as_ref().map(|a| (a.scope, a.allowed.clone(), a.verdicts.get(&u32::from(object)).cloned())))
@@ -130,7 +157,7 @@ unsafe extern "C-unwind" fn process_utility(
 ) {
     let forget = changes_role((*pstmt).utilityStmt);
     match PREV_PROCESS_UTILITY {
-        Some(prev) => prev(pstmt, query, read_only_tree, context, params, env, dest, qc),
+        Some(prev) => pg_sys::ffi::pg_guard_ffi_boundary(|| prev(pstmt, query, read_only_tree, context, params, env, dest, qc)),
         None => pg_sys::standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc),
     }
     if forget {
@@ -158,4 +185,44 @@ unsafe fn changes_role(stmt: *mut pg_sys::Node) -> bool {
         }
     }
     false
+}
+
+/// Whether calls of `oid` must go through fmgr_hook: while a scope is active, every function
+/// that is not a system one. Built-in functions never get here.
+#[pg_guard]
+unsafe extern "C-unwind" fn needs_fmgr(oid: Oid) -> bool {
+    if let Some(prev) = PREV_NEEDS_FMGR {
+        if pg_sys::ffi::pg_guard_ffi_boundary(|| prev(oid)) {
+            return true;
+        }
+    }
+    if !pg_sys::IsTransactionState() || ACTIVE.with_borrow(|a| a.is_none()) {
+        return false;
+    }
+    if SYSTEM.with_borrow(|s| s.contains(&u32::from(oid))) {
+        return false;
+    }
+    match policy::facts(oid) {
+        Some((f, _)) if f.is_system() => {
+            SYSTEM.with_borrow_mut(|s| s.insert(oid.into()));
+            false
+        }
+        _ => true,
+    }
+}
+
+/// Refuses the start of a call the active scope's policy refuses.
+#[pg_guard]
+unsafe extern "C-unwind" fn fmgr(event: pg_sys::FmgrHookEventType::Type, flinfo: *mut pg_sys::FmgrInfo, arg: *mut pg_sys::Datum) {
+    if let Some(prev) = PREV_FMGR {
+        pg_sys::ffi::pg_guard_ffi_boundary(|| prev(event, flinfo, arg));
+    }
+    if event == pg_sys::FmgrHookEventType::FHET_START && !flinfo.is_null() {
+        enforce((*flinfo).fn_oid);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn forget_system(_arg: pg_sys::Datum, _cache: c_int, _hash: u32) {
+    SYSTEM.with_borrow_mut(|s| s.clear());
 }

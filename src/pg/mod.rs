@@ -11,5 +11,6 @@ pub mod receiver;
 pub mod role;
 pub mod sandbox;
 pub mod secrets;
+pub mod session;
 pub mod types;
 pub mod values;

@@ -13,26 +13,24 @@ use pgrx::prelude::*;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 
-/// What acting as the owner needs, read in one query: the owner, a safe search_path (PostgreSQL's
-/// catalog, pgvector's and pg_trgm's schemas, this session's temporary schema last), and the
-/// caller's path.
+/// What acting as the owner needs, read in one query: the owner, and a safe search_path
+/// (PostgreSQL's catalog, pgvector's and pg_trgm's schemas, this session's temporary schema last).
 struct Context {
     owner: pg_sys::Oid,
     safe_path: String,
-    caller_path: String,
 }
 
 fn context() -> Context {
-    let row = Spi::get_three::<pg_sys::Oid, String, String>(
+    let row = Spi::get_two::<pg_sys::Oid, String>(
         "SELECT e.extowner,
                 'pg_catalog, ' || coalesce((SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(n.nspname), ', ') || ', '
-                                            FROM pg_catalog.pg_extension v JOIN pg_catalog.pg_namespace n ON n.oid = v.extnamespace
-                                            WHERE v.extname IN ('vector', 'pg_trgm')), '') || 'pg_temp',
-                pg_catalog.current_setting('search_path')
-         FROM pg_catalog.pg_extension e WHERE e.extname = 'nl2sql'",
+                                            FROM pg_catalog.pg_extension v JOIN pg_catalog.pg_namespace n
+                                                 ON n.oid OPERATOR(pg_catalog.=) v.extnamespace
+                                            WHERE v.extname OPERATOR(pg_catalog.=) ANY ('{vector,pg_trgm}'::pg_catalog.name[])), '') || 'pg_temp'
+         FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'nl2sql'",
     );
     match row {
-        Ok((Some(owner), Some(safe_path), Some(caller_path))) => Context { owner, safe_path, caller_path },
+        Ok((Some(owner), Some(safe_path))) => Context { owner, safe_path },
         _ => error!("the nl2sql extension is not installed in this database"),
     }
 }
@@ -43,45 +41,70 @@ pub fn caller() -> pg_sys::Oid {
     unsafe { pg_sys::GetUserId() }
 }
 
+/// Runs `f` as `role` with `flags` added to the security context and `search_path` set at a
+/// new GUC nest level, the way fmgr_security_definer and ANALYZE switch: every setting `f`
+/// (or code it runs) changes is undone afterwards, without running a query. On an error only
+/// the user id is restored here; the (sub)transaction's abort undoes the settings.
+fn switched<T>(role: pg_sys::Oid, flags: u32, search_path: &str, f: impl FnOnce() -> T) -> T {
+    let mut old_user = pg_sys::InvalidOid;
+    let mut old_ctx: i32 = 0;
+    let path = std::ffi::CString::new(search_path).unwrap_or_default();
+    // SAFETY: the save/switch sequence of fmgr_security_definer; set_config_option at a new
+    // nest level as for a function's SET clause.
+    let nest = unsafe {
+        pg_sys::GetUserIdAndSecContext(&mut old_user, &mut old_ctx);
+        let nest = pg_sys::NewGUCNestLevel();
+        pg_sys::set_config_option(
+            c"search_path".as_ptr(),
+            path.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+        pg_sys::SetUserIdAndSecContext(role, old_ctx | flags as i32);
+        nest
+    };
+    let out = PgTryBuilder::new(AssertUnwindSafe(f))
+        .catch_others(|e| {
+            unsafe { pg_sys::SetUserIdAndSecContext(old_user, old_ctx) };
+            e.rethrow()
+        })
+        .execute();
+    // SAFETY: the restore half of the same sequence.
+    unsafe {
+        pg_sys::SetUserIdAndSecContext(old_user, old_ctx);
+        pg_sys::AtEOXact_GUC(false, nest);
+    }
+    out
+}
+
 /// Runs `f` with the extension owner as the current user and a safe search_path, the way a
 /// SECURITY DEFINER function with SET search_path would; restores both afterwards, also when
 /// `f` raises an error. Names `f` splices into SQL must be schema-qualified.
 pub fn as_owner<T>(f: impl FnOnce() -> T) -> T {
     let ctx = context();
-    let mut old_user = pg_sys::InvalidOid;
-    let mut old_ctx: i32 = 0;
-    // SAFETY: the save/switch/restore sequence of fmgr_security_definer.
-    unsafe {
-        pg_sys::GetUserIdAndSecContext(&mut old_user, &mut old_ctx);
-        pg_sys::SetUserIdAndSecContext(ctx.owner, old_ctx | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32);
-    }
-    set_search_path(&ctx.safe_path);
-    PgTryBuilder::new(AssertUnwindSafe(|| hooks::with_scope(Scope::Elevated, &[], HashMap::new(), f)))
-        .finally(|| {
-            unsafe { pg_sys::SetUserIdAndSecContext(old_user, old_ctx) };
-            set_search_path(&ctx.caller_path);
-        })
-        .execute()
+    switched(ctx.owner, pg_sys::SECURITY_LOCAL_USERID_CHANGE, &ctx.safe_path, || {
+        hooks::with_scope(Scope::Elevated, &[], HashMap::new(), f)
+    })
 }
 
 /// Runs `f` as the owner of `rel`, in a restricted security context (no SET ROLE, no temporary
 /// objects) and with a safe search_path: how nl2sql reads a user's table for the value index,
-/// so that whatever the table runs (row-level security policies, say) runs with the rights of
-/// the role that wrote it, never the extension owner's. The elevated scope is lifted meanwhile:
-/// the table owner's own code may run as the table owner.
+/// so that whatever the table runs (row-level security policies, casts of its types) runs with
+/// the rights of the role that wrote it, never the extension owner's, and what it changes in
+/// the session's settings is undone. The elevated scope is lifted meanwhile: the table owner's
+/// own code may run as the table owner.
 pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     let ctx = context();
-    let relowner = Spi::get_one_with_args::<pg_sys::Oid>("SELECT relowner FROM pg_catalog.pg_class WHERE oid = $1", &[rel.into()])
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| error!("relation with OID {} does not exist", u32::from(rel)));
-    let current = Spi::get_one::<String>("SELECT pg_catalog.current_setting('search_path')").ok().flatten().unwrap_or_default();
-    set_search_path(&ctx.safe_path);
-    PgTryBuilder::new(AssertUnwindSafe(|| hooks::suspended(|| role::as_role(relowner, role::RESTRICTED, f))))
-        .finally(|| set_search_path(&current))
-        .execute()
-}
-
-fn set_search_path(path: &str) {
-    let _ = Spi::run_with_args("SELECT pg_catalog.set_config('search_path', $1, true)", &[path.into()]);
+    let relowner = Spi::get_one_with_args::<pg_sys::Oid>(
+        "SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1",
+        &[rel.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| error!("relation with OID {} does not exist", u32::from(rel)));
+    hooks::suspended(|| switched(relowner, role::RESTRICTED, &ctx.safe_path, f))
 }

@@ -72,6 +72,10 @@ pub fn judge_oid(oid: Oid, scope: Scope, allowed: &[String], cache: &mut HashMap
 struct Walk {
     functions: Vec<Oid>,
     domains: Vec<Oid>,
+    /// Relations read: (OID, relkind, whether inheritance children or partitions are read too).
+    relations: Vec<(Oid, u8, bool)>,
+    /// Types of values the query handles (to find range types).
+    types: HashSet<Oid>,
     refusal: Option<GuardError>,
 }
 
@@ -79,8 +83,16 @@ struct Walk {
 /// applies the policy. Returns the rewritten query, ready for the planner.
 ///
 /// # Safety
-/// Must run inside a transaction; the returned tree lives in the current memory context.
-pub unsafe fn check(sql: &CStr, allowed: &[String], cache: &mut HashMap<u32, Result<(), GuardError>>) -> Result<*mut pg_sys::Query, GuardError> {
+/// Must run inside a transaction and inside the Generated scope of hooks.rs: analysis and the
+/// typcache may already evaluate immutable functions (a domain's CHECK constraint is planned
+/// when first loaded), and the hooks judge those before anything here could.
+/// The returned tree lives in the current memory context.
+pub unsafe fn check(
+    sql: &CStr,
+    allowed: &[String],
+    foreign_tables: bool,
+    cache: &mut HashMap<u32, Result<(), GuardError>>,
+) -> Result<*mut pg_sys::Query, GuardError> {
     let raw = pg_sys::pg_parse_query(sql.as_ptr());
     let n = list_len(raw);
     if n == 0 {
@@ -130,6 +142,22 @@ pub unsafe fn check(sql: &CStr, allowed: &[String], cache: &mut HashMap<u32, Res
     }
     if let Some(e) = walk.refusal.take() {
         return Err(e);
+    }
+    // Foreign tables, read directly or as partitions and inheritance children: remote queries
+    // and connections that outlive the call.
+    if !foreign_tables {
+        for &(rel, kind, inh) in &walk.relations {
+            if kind == b'f' || (inh && reaches_foreign(rel)) {
+                return Err(GuardError::ForeignTable(relation_name(rel)));
+            }
+        }
+    }
+    // Range types cache their subtype_diff (the planner's estimates call it) and canonical
+    // functions, and call them without the executor.
+    for &t in &walk.types {
+        if matches!(pg_sys::get_typtype(t) as u8, b'r' | b'm') {
+            walk.functions.extend(range_support(t));
+        }
     }
     // Every function, and every support function of the aggregates among them.
     let mut todo = walk.functions;
@@ -194,10 +222,34 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
             walk.refusal = Some(e);
             return true;
         }
-        return pg_sys::query_tree_walker(q, Some(walker), context, 0);
+        return pg_sys::query_tree_walker(q, Some(walker), context, pg_sys::QTW_EXAMINE_RTES_BEFORE as i32);
+    }
+    if pgrx::is_a(node, pg_sys::NodeTag::T_RangeTblEntry) {
+        let rte = node as *mut pg_sys::RangeTblEntry;
+        if (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION {
+            walk.relations.push(((*rte).relid, (*rte).relkind as u8, (*rte).inh));
+        }
+        // The walker visits what the entry holds (functions, subqueries, TABLESAMPLE, security
+        // quals) itself.
+        return false;
     }
     if pgrx::is_a(node, pg_sys::NodeTag::T_CoerceToDomain) {
         walk.domains.push((*(node as *mut pg_sys::CoerceToDomain)).resulttype);
+    }
+    // Types of values: a range type's support functions are called outside the executor.
+    let typ = if pgrx::is_a(node, pg_sys::NodeTag::T_Var) {
+        (*(node as *mut pg_sys::Var)).vartype
+    } else if pgrx::is_a(node, pg_sys::NodeTag::T_Const) {
+        (*(node as *mut pg_sys::Const)).consttype
+    } else if pgrx::is_a(node, pg_sys::NodeTag::T_FuncExpr) {
+        (*(node as *mut pg_sys::FuncExpr)).funcresulttype
+    } else if pgrx::is_a(node, pg_sys::NodeTag::T_OpExpr) {
+        (*(node as *mut pg_sys::OpExpr)).opresulttype
+    } else {
+        pg_sys::InvalidOid
+    };
+    if typ != pg_sys::InvalidOid {
+        walk.types.insert(typ);
     }
     pg_sys::check_functions_in_node(node, Some(collect_function), context);
     pg_sys::expression_tree_walker(node, Some(walker), context)
@@ -220,6 +272,39 @@ unsafe fn domain_checks(domain: Oid) -> Vec<*mut pg_sys::Expr> {
 }
 
 /// The support functions an aggregate runs (transition, final, combine, (de)serialise, moving).
+/// Whether reading `rel` with its inheritance children or partitions reaches a foreign table.
+pub fn reaches_foreign(rel: Oid) -> bool {
+    Spi::get_one_with_args::<bool>(REACHES_FOREIGN_SQL, &[rel.into()]).ok().flatten().unwrap_or(true)
+}
+
+const REACHES_FOREIGN_SQL: &str = "WITH RECURSIVE t(oid) AS (
+           SELECT $1::pg_catalog.oid
+           UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN t ON i.inhparent OPERATOR(pg_catalog.=) t.oid)
+       SELECT EXISTS (SELECT 1 FROM t JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.oid
+                      WHERE c.relkind OPERATOR(pg_catalog.=) 'f')";
+
+fn relation_name(rel: Oid) -> String {
+    Spi::get_one_with_args::<String>("SELECT $1::pg_catalog.regclass::pg_catalog.text", &[rel.into()])
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| format!("with OID {}", u32::from(rel)))
+}
+
+/// A range (or multirange) type's subtype_diff and canonical functions.
+fn range_support(typ: Oid) -> Vec<Oid> {
+    Spi::get_one_with_args::<Vec<Option<Oid>>>(RANGE_SUPPORT_SQL, &[typ.into()])
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .filter(|o| *o != pg_sys::InvalidOid)
+        .collect()
+}
+
+const RANGE_SUPPORT_SQL: &str = "SELECT ARRAY[rngsubdiff, rngcanonical]::pg_catalog.oid[] FROM pg_catalog.pg_range
+       WHERE rngtypid OPERATOR(pg_catalog.=) $1 OR rngmultitypid OPERATOR(pg_catalog.=) $1";
+
 fn aggregate_support(agg: Oid) -> Vec<Oid> {
     Spi::get_one_with_args::<Vec<Option<Oid>>>(AGGREGATE_SUPPORT_SQL, &[agg.into()])
         .ok()
@@ -233,7 +318,7 @@ fn aggregate_support(agg: Oid) -> Vec<Oid> {
 
 const AGGREGATE_SUPPORT_SQL: &str = "SELECT ARRAY[aggtransfn, aggfinalfn, aggcombinefn, aggserialfn, aggdeserialfn,
               aggmtransfn, aggminvtransfn, aggmfinalfn]::pg_catalog.oid[]
-       FROM pg_catalog.pg_aggregate WHERE aggfnoid = $1";
+       FROM pg_catalog.pg_aggregate WHERE aggfnoid OPERATOR(pg_catalog.=) $1";
 
 /// The output functions that printing a value of `typ` runs: its own, and those of the types
 /// inside it (array elements, a domain's base, a range's subtype, a composite's columns).
@@ -241,6 +326,8 @@ unsafe fn output_functions(typ: Oid, out: &mut Vec<Oid>, seen: &mut HashSet<Oid>
     if typ == pg_sys::InvalidOid || !seen.insert(typ) {
         return;
     }
+    // A chain of a hundred thousand domains ends in an error, not a crash.
+    pg_sys::check_stack_depth();
     let tup = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::TYPEOID as i32, pg_sys::Datum::from(typ));
     if tup.is_null() {
         return;

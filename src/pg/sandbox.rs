@@ -50,7 +50,9 @@ pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failur
         let oldcxt = pg_sys::CurrentMemoryContext;
         let oldowner = pg_sys::CurrentResourceOwner;
         pg_sys::BeginInternalSubTransaction(std::ptr::null());
-        pg_sys::MemoryContextSwitchTo(oldcxt);
+        // Everything `f` allocates (parse trees, plans, the executor's state) goes with the
+        // subtransaction, also when it fails: results come back as Rust values.
+        pg_sys::MemoryContextSwitchTo(pg_sys::CurTransactionContext);
         let r = PgTryBuilder::new(AssertUnwindSafe(|| {
             prepare_sandbox();
             Ok(f())
@@ -95,13 +97,18 @@ pub fn execute(sql: &str, limits: Limits) -> Result<Execution, Rejected> {
     };
     let run_as = role::exec_role();
     let allowed = gucs::allowed_functions();
+    let foreign = gucs::allow_foreign_tables();
     hooks::take_refusal();
     let outcome = isolated(limits.timeout, || {
         role::as_role(run_as, role::RESTRICTED, || {
-            let mut verdicts = HashMap::new();
-            // SAFETY: inside the subtransaction; the tree lives in its memory context.
-            let query = unsafe { policy::check(&csql, &allowed, &mut verdicts) }?;
-            Ok(hooks::with_scope(Scope::Generated, &allowed, verdicts, || unsafe { run(query, &csql, limits) }))
+            // The hooks judge from the first parse on: analysis and the typcache may evaluate
+            // immutable functions before the tree is complete.
+            hooks::with_scope(Scope::Generated, &allowed, HashMap::new(), || {
+                let mut verdicts = HashMap::new();
+                // SAFETY: inside the subtransaction; the tree lives in its memory context.
+                let query = unsafe { policy::check(&csql, &allowed, foreign, &mut verdicts) }?;
+                Ok(unsafe { run(query, &csql, limits) })
+            })
         })
     });
     match outcome {

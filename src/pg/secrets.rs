@@ -6,9 +6,9 @@ use std::cell::Cell;
 
 /// Keys stored in catalogs every role can read: ALTER DATABASE/ROLE … SET, function SET clauses.
 const EXPOSED_SQL: &str = "SELECT (SELECT pg_catalog.count(*) FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) c
-                  WHERE c LIKE 'nl2sql.%api\\_key=%')::int4,
+                  WHERE c OPERATOR(pg_catalog.~~) 'nl2sql.%api\\_key=%')::int4,
        (SELECT pg_catalog.count(*) FROM pg_catalog.pg_proc p, pg_catalog.unnest(p.proconfig) c
-                  WHERE c LIKE 'nl2sql.%api\\_key=%')::int4";
+                  WHERE c OPERATOR(pg_catalog.~~) 'nl2sql.%api\\_key=%')::int4";
 
 thread_local! {
     static WARNED: Cell<bool> = const { Cell::new(false) };

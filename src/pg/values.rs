@@ -175,9 +175,10 @@ fn build_column(rel: pg_sys::Oid, relname: &str, col: &Column, include_rls: bool
     // The user's table is read as its owner, in a restricted context (owner.rs).
     let (distinct, avg_len, too_long) = owner::as_table_owner(rel, || {
         Spi::get_three::<i64, f64, i64>(&format!(
-            "SELECT count(DISTINCT {qcol}::pg_catalog.text)::int8, coalesce(avg(length({qcol}::pg_catalog.text)), 0)::float8,
-                    count(DISTINCT {qcol}::pg_catalog.text) FILTER (WHERE length({qcol}::pg_catalog.text) > {max_len})::int8
-             FROM {relname}"
+            "SELECT count(DISTINCT v)::int8, coalesce(avg(length(v)), 0)::float8,
+                    count(DISTINCT v) FILTER (WHERE length(v) > {max_len})::int8
+             FROM (SELECT {} AS v FROM {relname}) s",
+            printed(&qcol)
         ))
     })
     .ok()
@@ -211,12 +212,14 @@ fn build_column(rel: pg_sys::Oid, relname: &str, col: &Column, include_rls: bool
     let part = format!("nl2sql.value_entries_{id}");
     drop_partition(id);
     run("DELETE FROM nl2sql.value_queue WHERE column_id = $1", &[id.into()]);
+    run("DELETE FROM nl2sql.value_removals WHERE column_id = $1", &[id.into()]);
     run(&format!("CREATE TABLE {part} PARTITION OF nl2sql.value_entries FOR VALUES IN ({id})"), &[]);
     notice!("nl2sql: indexing {relname}.{qcol}: {distinct} distinct values");
 
     let source = format!(
-        "SELECT DISTINCT {qcol}::pg_catalog.text AS v FROM {relname}
-         WHERE {qcol} IS NOT NULL AND length({qcol}::pg_catalog.text) BETWEEN 1 AND {max_len}"
+        "SELECT DISTINCT v FROM (SELECT {} AS v FROM {relname} WHERE {qcol} IS NOT NULL) s
+         WHERE length(v) BETWEEN 1 AND {max_len}",
+        printed(&qcol)
     );
     let (values, phrases, dims) = match &emb {
         Embedder::Builtin => load_builtin(id, &part, rel, &source),
@@ -248,6 +251,12 @@ fn build_column(rel: pg_sys::Oid, relname: &str, col: &Column, include_rls: bool
         &[id.into(), dims.into(), values.into(), phrases.into(), too_long.into(), (seconds * 1000.0).into()],
     );
     Some(Built { relid: rel, column: col.name.clone(), status: "ready".into(), values, phrases, skipped: too_long, seconds })
+}
+
+/// A column's values as the index stores them: printed by their type's output function, as the
+/// triggers print them (never cast: a cast to text may be a function the type's owner wrote).
+fn printed(qcol: &str) -> String {
+    format!("pg_catalog.format('%s', {qcol})")
 }
 
 /// Reads the values `source` selects from `rel` as the table's owner, a chunk at a time, and
@@ -446,6 +455,7 @@ pub fn drop(rel: pg_sys::Oid, column: Option<&str>) -> Vec<String> {
 /// Rebuilds the value indexes that are stale or dirty (all of `rel`'s when given), and embeds
 /// queued values of endpoint-embedded columns.
 pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
+    apply_removals(rel);
     let todo: Vec<(pg_sys::Oid, String, bool)> = owner::as_owner(|| {
         Spi::connect(|c| {
             c.select(
@@ -469,6 +479,75 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
         owner::as_owner(|| drain_queue(&ep, None));
     }
     out
+}
+
+/// Removes from the index the values DML took away that no row holds any more (all columns, or
+/// those of `rel`): each table is read as its owner (restricted), the index written as the
+/// extension's owner.
+fn apply_removals(rel: Option<pg_sys::Oid>) {
+    let pending: Vec<(i32, pg_sys::Oid, String, Vec<String>)> = owner::as_owner(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT r.column_id, i.relid, a.attname::text, array_agg(r.value)
+                 FROM nl2sql.value_removals r
+                 JOIN nl2sql.value_index i ON i.id = r.column_id
+                 JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+                 WHERE $1::oid IS NULL OR i.relid = $1
+                 GROUP BY 1, 2, 3",
+                None,
+                &[rel.into()],
+            )
+            .map(|t| {
+                t.filter_map(|r| {
+                    Some((r.get::<i32>(1).ok()??, r.get::<pg_sys::Oid>(2).ok()??, r.get::<String>(3).ok()??, r.get::<Vec<String>>(4).ok()??))
+                })
+                .collect()
+            })
+            .unwrap_or_default()
+        })
+    });
+    for (id, relid, column, values) in pending {
+        check_for_interrupts!();
+        let relname = relation_text(relid);
+        let sql = format!(
+            "SELECT coalesce(pg_catalog.array_agg(g.v), '{{}}') FROM pg_catalog.unnest($1::pg_catalog.text[]) AS g(v)
+             WHERE NOT EXISTS (SELECT 1 FROM {relname} t WHERE {} OPERATOR(pg_catalog.=) g.v)",
+            printed(&format!("t.{}", quote_identifier(&column)))
+        );
+        let gone: Vec<String> = owner::as_table_owner(relid, || {
+            Spi::get_one_with_args::<Vec<String>>(&sql, &[values.clone().into()]).ok().flatten().unwrap_or_default()
+        });
+        owner::as_owner(|| {
+            run(
+                "DELETE FROM nl2sql.value_entries e USING unnest($2::text[]) AS g(v)
+                 WHERE e.column_id = $1 AND e.value = g.v AND e.key = ANY (nl2sql.fold(g.v) || nl2sql.phrases(g.v))",
+                &[id.into(), gone.into()],
+            );
+            run("DELETE FROM nl2sql.value_removals WHERE column_id = $1 AND value = ANY ($2)", &[id.into(), values.into()]);
+        });
+    }
+}
+
+/// The (column, value) pairs among `hits` that DML took away from some row and that wait for
+/// their re-check: a search shows them only after checking the table as the caller.
+fn pending_removals(hits: &[(i32, String)]) -> std::collections::HashSet<(i32, String)> {
+    if hits.is_empty() {
+        return Default::default();
+    }
+    let ids: Vec<i32> = hits.iter().map(|h| h.0).collect();
+    let values: Vec<String> = hits.iter().map(|h| h.1.clone()).collect();
+    owner::as_owner(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT r.column_id, r.value FROM nl2sql.value_removals r
+                 JOIN unnest($1::int4[], $2::text[]) AS h(id, v) ON r.column_id = h.id AND r.value = h.v",
+                None,
+                &[ids.into(), values.into()],
+            )
+            .map(|t| t.filter_map(|r| Some((r.get::<i32>(1).ok()??, r.get::<String>(2).ok()??))).collect())
+            .unwrap_or_default()
+        })
+    })
 }
 
 /// Embeds values that DML queued for endpoint-embedded columns (all, or those of `columns`).
@@ -586,10 +665,13 @@ pub fn search_values(query: &str, skip: &[String], k: usize, threshold: f32, dra
         }
     };
     let by_id: HashMap<i32, &Searchable> = columns.iter().map(|c| (c.id, c)).collect();
+    let ranked = retrieve::rank(&phrases, &candidates, threshold, usize::MAX);
+    let pending = pending_removals(&ranked.iter().map(|h| (h.column as i32, h.value.clone())).collect::<Vec<_>>());
     let mut out = Vec::new();
-    for hit in retrieve::rank(&phrases, &candidates, threshold, usize::MAX) {
+    for hit in ranked {
         let Some(col) = by_id.get(&(hit.column as i32)) else { continue };
-        if col.recheck && !exists_as_caller(col.relid, &col.column, &hit.value) {
+        let doubtful = col.recheck || pending.contains(&(col.id, hit.value.clone()));
+        if doubtful && !exists_as_caller(col.relid, &col.column, &hit.value) {
             continue;
         }
         out.push(Found { relid: col.relid, column: col.column.clone(), value: hit.value, score: hit.score });
@@ -735,7 +817,8 @@ pub fn closest_stored(relid: pg_sys::Oid, column: &str, literal: &str) -> Option
         Some((col, best))
     })?;
     let value = found?;
-    if col.recheck && !exists_as_caller(col.relid, &col.column, &value) {
+    let doubtful = col.recheck || pending_removals(&[(col.id, value.clone())]).contains(&(col.id, value.clone()));
+    if doubtful && !exists_as_caller(col.relid, &col.column, &value) {
         return None;
     }
     Some(value)

@@ -1,0 +1,38 @@
+//! What a session's state says about who is asking, beyond its roles: the values of custom
+//! settings (`app.tenant`, `request.jwt.claims`), which row-level security policies often read.
+//! Traces and cached samples are valid only while they are unchanged, so that clients of a
+//! connection pooler that share one role never see each other's.
+
+use pgrx::pg_sys;
+use std::collections::hash_map::DefaultHasher;
+use std::ffi::CStr;
+use std::hash::{Hash, Hasher};
+
+/// A hash of every custom setting's name and value (placeholders: `x.y` names no loaded
+/// library defines), other than nl2sql's own.
+pub fn fingerprint() -> u64 {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    // SAFETY: reads the GUC array as SHOW ALL does, on the backend's thread; placeholders are
+    // string variables, so the cast to config_string is the one guc.c makes.
+    unsafe {
+        let vars = pg_sys::get_guc_variables();
+        let n = pg_sys::GetNumConfigOptions();
+        for i in 0..n.max(0) as usize {
+            let g = *vars.add(i);
+            if g.is_null() || (*g).flags & pg_sys::GUC_CUSTOM_PLACEHOLDER as i32 == 0 {
+                continue;
+            }
+            let name = CStr::from_ptr((*g).name).to_string_lossy();
+            if name.starts_with("nl2sql.") {
+                continue;
+            }
+            let var = (*(g as *mut pg_sys::config_string)).variable;
+            let value = if var.is_null() || (*var).is_null() { String::new() } else { CStr::from_ptr(*var).to_string_lossy().into_owned() };
+            pairs.push((name.into_owned(), value));
+        }
+    }
+    pairs.sort();
+    let mut h = DefaultHasher::new();
+    pairs.hash(&mut h);
+    h.finish()
+}
