@@ -50,6 +50,9 @@ pub enum Scope {
     /// nl2sql acting as the extension's owner: system functions only, so nothing another role
     /// wrote runs with the owner's rights.
     Elevated,
+    /// nl2sql's own catalog queries, as the caller and under the caller's search_path: system
+    /// functions only, whatever operator or function that path would resolve to.
+    Catalog,
 }
 
 /// Volatile system functions without side effects that questions legitimately need.
@@ -168,7 +171,7 @@ fn allow_listed(f: &FunctionFacts, allowed: &[String]) -> bool {
 /// Whether `f` may run in `scope`; the error says why not.
 pub fn judge(f: &FunctionFacts, scope: Scope, allowed: &[String]) -> Result<(), GuardError> {
     let ours = f.extension.as_deref() == Some("nl2sql");
-    if scope == Scope::Elevated {
+    if matches!(scope, Scope::Elevated | Scope::Catalog) {
         return if f.is_system() { Ok(()) } else { Err(GuardError::UntrustedFunction(f.qualified())) };
     }
     if ours {

@@ -111,6 +111,19 @@ RESET nl2sql.allowed_functions;
 -- that calls mallory's function is shown without samples, and the function did not run.
 SELECT position('mallory_view' IN nl2sql.schema_prompt()) > 0 AS view_shown;
 
+-- A caller whose search_path puts a schema mallory writes before pg_catalog would resolve
+-- nl2sql's own catalog queries to her operator: they run under the same policy, so the call
+-- fails instead of running her code.
+SET ROLE mallory;
+CREATE FUNCTION mallory_oideq(oid, oid) RETURNS boolean IMMUTABLE LANGUAGE sql AS $$ SELECT $1 OPERATOR(pg_catalog.=) $2 AND mallory_ran('oid equality') $$;
+CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = oid, FUNCTION = mallory_oideq);
+RESET ROLE;
+SET search_path = public, pg_catalog;
+SELECT nl2sql('[upper-lower] names in capitals');
+\echo :LAST_ERROR_SQLSTATE
+RESET search_path;
+DROP OPERATOR public.= (oid, oid);
+
 -- Nothing ran: no NOTICE above, no advisory lock.
 SELECT count(*) AS advisory_locks FROM pg_locks WHERE locktype = 'advisory';
 

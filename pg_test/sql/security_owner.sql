@@ -71,7 +71,7 @@ SELECT relation, column_name, status FROM nl2sql.value_indexes WHERE relation::t
 
 -- Searches and questions (re-checks run as the caller, or nl2sql.superuser_role for a
 -- superuser, with every function judged like generated SQL's).
-SELECT value FROM nl2sql.search_values('Item 3', 2);
+SELECT value FROM nl2sql.search_values('Item 3', 1);
 SELECT * FROM nl2sql_run('[mallory-item] what kind is item 3?');
 -- Another role's search re-checks the vault's values through its policy, which would run
 -- mallory's function as that role: refused, so the values stay hidden.

@@ -133,9 +133,15 @@ unsafe fn enforce(object: Oid) {
             Scope::Generated => "nl2sql refused this function while running generated SQL.",
             Scope::Inspect => "nl2sql refused this function while reading a relation for the caller.",
             Scope::Elevated => "nl2sql runs no function another role wrote with its owner's rights.",
+            Scope::Catalog => "nl2sql's catalog queries run only built-in functions and those of extensions a superuser installed; check the search_path.",
         };
-        let mut r = Report::new(e.sqlstate(), e.message()).detail(why.to_string());
-        if let Some(h) = e.hint() {
+        let message = match scope {
+            Scope::Generated => e.message(),
+            _ => e.message().replace(" in generated SQL", ""),
+        };
+        let mut r = Report::new(e.sqlstate(), message).detail(why.to_string());
+        // The allow-list opens functions to generated SQL and nl2sql's reads, nothing else.
+        if let Some(h) = e.hint().filter(|_| matches!(scope, Scope::Generated | Scope::Inspect)) {
             r = r.hint(h);
         }
         errors::raise(&r);

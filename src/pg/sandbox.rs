@@ -162,11 +162,20 @@ unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Execu
 /// read-only, rolled back, within `timeout`, in the restricted security context, with every
 /// function the executor starts judged by the Inspect policy.
 pub fn inspect<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failure> {
+    restricted(Scope::Inspect, timeout, f)
+}
+
+/// Runs nl2sql's own catalog queries for the caller the same way, with the Catalog policy.
+pub fn catalog<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failure> {
+    restricted(Scope::Catalog, timeout, f)
+}
+
+fn restricted<T>(scope: Scope, timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failure> {
     let allowed = gucs::allowed_functions();
     isolated(timeout, || {
         // SAFETY: reads the current user id.
         let me = unsafe { pg_sys::GetUserId() };
-        role::as_role(me, role::RESTRICTED, || hooks::with_scope(Scope::Inspect, &allowed, HashMap::new(), f))
+        role::as_role(me, role::RESTRICTED, || hooks::with_scope(scope, &allowed, HashMap::new(), f))
     })
 }
 
