@@ -22,7 +22,7 @@ pub fn check() {
 
 /// Calls [`check`] every `every` steps of a loop.
 pub fn every(step: usize, every: usize) {
-    if every > 0 && step % every == 0 {
+    if every > 0 && step.is_multiple_of(every) {
         check();
     }
 }

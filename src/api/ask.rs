@@ -101,6 +101,8 @@ fn scrub_text(text: String, secret: Option<&str>) -> String {
 /// comes back as the error. The second value is the API key, for scrubbing.
 /// Everything runs as the role generated SQL runs as (role.rs): a superuser's question is
 /// answered as nl2sql.superuser_role, from the schema that role may read.
+// One call a question: the size of the error (it carries the trace) does not matter.
+#[allow(clippy::result_large_err)]
 pub fn run(question: &str, hint: Option<&str>) -> (Result<Answer, (AskError, Trace)>, Option<String>) {
     let q = Question { text: question.to_string(), hint: hint.map(str::to_string) };
     if let Err(e) = pipeline::validate(&q) {
