@@ -231,4 +231,5 @@ unsafe extern "C-unwind" fn fmgr(event: pg_sys::FmgrHookEventType::Type, flinfo:
 #[pg_guard]
 unsafe extern "C-unwind" fn forget_system(_arg: pg_sys::Datum, _cache: c_int, _hash: u32) {
     SYSTEM.with_borrow_mut(|s| s.clear());
+    policy::forget_facts();
 }

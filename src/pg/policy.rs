@@ -16,8 +16,29 @@ use pgrx::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_void, CStr};
 
-/// What a function is, read from its catalog row; None when no such function exists.
+thread_local! {
+    /// What the catalog said about functions, by OID; emptied whenever pg_proc changes
+    /// (hooks.rs registers the invalidation callback).
+    static FACTS: std::cell::RefCell<HashMap<u32, Option<(FunctionFacts, bool)>>> = std::cell::RefCell::new(HashMap::new());
+}
+
+/// Forgets what the catalog said (pg_proc changed).
+pub fn forget_facts() {
+    FACTS.with_borrow_mut(|f| f.clear());
+}
+
+/// What a function is, read from its catalog row, and whether it is an aggregate; None when no
+/// such function exists. Remembered until pg_proc changes.
 pub fn facts(oid: Oid) -> Option<(FunctionFacts, bool)> {
+    if let Some(known) = FACTS.with_borrow(|f| f.get(&u32::from(oid)).cloned()) {
+        return known;
+    }
+    let read = read_facts(oid);
+    FACTS.with_borrow_mut(|f| f.insert(oid.into(), read.clone()));
+    read
+}
+
+fn read_facts(oid: Oid) -> Option<(FunctionFacts, bool)> {
     // SAFETY: syscache lookups by OID; the tuple is released before returning, and names are
     // copied out first.
     unsafe {
@@ -147,7 +168,7 @@ pub unsafe fn check(
     // and connections that outlive the call.
     if !foreign_tables {
         for &(rel, kind, inh) in &walk.relations {
-            if kind == b'f' || (inh && reaches_foreign(rel)) {
+            if kind == b'f' || (inh && has_children(rel) && reaches_foreign(rel)) {
                 return Err(GuardError::ForeignTable(relation_name(rel)));
             }
         }
@@ -272,6 +293,21 @@ unsafe fn domain_checks(domain: Oid) -> Vec<*mut pg_sys::Expr> {
 }
 
 /// The support functions an aggregate runs (transition, final, combine, (de)serialise, moving).
+/// Whether `rel` is partitioned or has inheritance children (pg_class.relhassubclass).
+fn has_children(rel: Oid) -> bool {
+    // SAFETY: a syscache lookup by OID, released before returning.
+    unsafe {
+        let tup = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::RELOID as i32, pg_sys::Datum::from(rel));
+        if tup.is_null() {
+            return true;
+        }
+        let form = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_class>(tup);
+        let children = (*form).relhassubclass || (*form).relkind as u8 == b'p';
+        pg_sys::ReleaseSysCache(tup);
+        children
+    }
+}
+
 /// Whether reading `rel` with its inheritance children or partitions reaches a foreign table.
 pub fn reaches_foreign(rel: Oid) -> bool {
     Spi::get_one_with_args::<bool>(REACHES_FOREIGN_SQL, &[rel.into()]).ok().flatten().unwrap_or(true)
