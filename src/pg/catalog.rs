@@ -3,7 +3,6 @@
 
 use crate::pg::sandbox;
 use nl2sql_core::error::{Report, SqlState};
-use nl2sql_core::refine::Failure;
 use nl2sql_core::schema::{ColumnStats, Schema, Table};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
@@ -71,18 +70,12 @@ fn text_query(sql: &str, args: &[DatumWithOid]) -> Option<String> {
     })
 }
 
-/// Runs an introspection query in the sandbox with the Catalog policy: it runs under the
-/// caller's search_path, and whatever operator or function that path might resolve to that is
-/// not a system one is refused rather than run.
+/// Runs an introspection query with the Catalog policy: it runs under the caller's
+/// search_path, and whatever operator or function that path might resolve to that is not a
+/// system one is refused rather than run.
 fn introspect(sql: &str, args: &[DatumWithOid]) -> Result<Option<String>, Report> {
-    sandbox::catalog(INTROSPECTION_TIMEOUT, || text_query(sql, args)).map_err(|f| match f {
-        Failure::Execution(r) => Report { message: format!("catalog introspection failed: {}", r.message), ..r },
-        other => Report::new(SqlState::InternalError, format!("catalog introspection failed: {}", other.summary())),
-    })
+    Ok(sandbox::catalog(|| text_query(sql, args)))
 }
-
-/// Time allowed for reading the catalog (a thousand tables take about half a second).
-const INTROSPECTION_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Tables, columns, keys and comments the current role may SELECT, with sampled statistics for
 /// the tables that can fit in `max_tokens`. The introspection is reused until DDL, the
@@ -114,14 +107,13 @@ pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report
 fn refresh_changes(tables: &mut [Table]) {
     let oids: Vec<pg_sys::Oid> = tables.iter().map(|t| pg_sys::Oid::from(t.oid)).collect();
     let args = [DatumWithOid::from(oids)];
-    let changes: HashMap<i64, i64> = sandbox::catalog(INTROSPECTION_TIMEOUT, || {
+    let changes: HashMap<i64, i64> = sandbox::catalog(|| {
         Spi::connect(|c| {
             c.select(CHANGES_SQL, None, &args)
                 .map(|t| t.filter_map(|r| Some((r.get::<i64>(1).ok()??, r.get::<i64>(2).ok()??))).collect())
                 .unwrap_or_default()
         })
-    })
-    .unwrap_or_default();
+    });
     for t in tables.iter_mut() {
         t.changes = changes.get(&(t.oid as i64)).copied();
     }

@@ -165,9 +165,10 @@ pub fn inspect<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failure
     restricted(Scope::Inspect, timeout, f)
 }
 
-/// Runs nl2sql's own catalog queries for the caller the same way, with the Catalog policy.
-pub fn catalog<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failure> {
-    restricted(Scope::Catalog, timeout, f)
+/// Runs nl2sql's own catalog queries for the caller with the Catalog policy (system functions
+/// only, whatever the caller's search_path resolves to); they need no subtransaction.
+pub fn catalog<T>(f: impl FnOnce() -> T) -> T {
+    hooks::with_scope(Scope::Catalog, &[], HashMap::new(), f)
 }
 
 fn restricted<T>(scope: Scope, timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failure> {
@@ -183,19 +184,25 @@ fn restricted<T>(scope: Scope, timeout: Duration, f: impl FnOnce() -> T) -> Resu
 /// literals are read does not change), and no parallel workers: the object-access hook must
 /// see every function a query runs, and workers do not run it. All revert with the subtransaction.
 fn prepare_sandbox() {
-    Spi::connect(|_| {
-        for stmt in [
-            c"SET LOCAL transaction_read_only = on",
-            c"SET LOCAL datestyle = 'ISO'",
-            c"SET LOCAL max_parallel_workers_per_gather = 0",
-        ] {
-            // SAFETY: constant utility statements on the connection Spi::connect opened.
-            let rc = unsafe { pg_sys::SPI_execute(stmt.as_ptr(), false, 0) };
-            if rc < 0 {
-                error!("could not prepare the sandbox (SPI code {rc})");
-            }
-        }
-    })
+    for (name, value) in [
+        (c"transaction_read_only", c"on"),
+        (c"datestyle", c"ISO"),
+        (c"max_parallel_workers_per_gather", c"0"),
+    ] {
+        // SAFETY: SET LOCAL, without parsing a statement; an invalid value raises an ERROR.
+        unsafe {
+            pg_sys::set_config_option(
+                name.as_ptr(),
+                value.as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_LOCAL,
+                true,
+                pg_sys::PGERROR as i32,
+                false,
+            )
+        };
+    }
 }
 
 #[derive(Default)]
