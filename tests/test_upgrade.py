@@ -1,0 +1,82 @@
+"""ALTER EXTENSION nl2sql UPDATE from the previous release gives the same objects as a fresh
+install, and the value index works after it."""
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_CONFIG = os.environ.get("PG_CONFIG", "/usr/lib/postgresql/15/bin/pg_config")
+OLD = "0.1.0"
+
+# What defines the extension's objects: functions, relations with their columns, views, triggers.
+OBJECTS = """
+SELECT 'function ' || p.oid::regprocedure || ' ' || md5(pg_get_functiondef(p.oid)) || ' ' || p.proacl::text
+FROM pg_proc p WHERE p.pronamespace = 'nl2sql'::regnamespace AND p.prokind <> 'a'
+UNION ALL
+SELECT 'relation ' || c.relname || ' ' || c.relkind::text || ' ' || coalesce(c.relacl::text, '')
+       || ' ' || coalesce((SELECT string_agg(a.attname || ':' || format_type(a.atttypid, a.atttypmod), ',' ORDER BY a.attnum)
+                           FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), '')
+FROM pg_class c WHERE c.relnamespace = 'nl2sql'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'S') AND NOT c.relispartition
+UNION ALL
+SELECT 'view ' || c.relname || ' ' || md5(pg_get_viewdef(c.oid))
+FROM pg_class c WHERE c.relnamespace = 'nl2sql'::regnamespace AND c.relkind = 'v'
+UNION ALL
+SELECT 'function ' || p.oid::regprocedure || ' ' || md5(pg_get_functiondef(p.oid))
+FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
+JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'nl2sql'
+WHERE p.pronamespace <> 'nl2sql'::regnamespace
+ORDER BY 1
+"""
+
+
+def _current_version():
+    for line in (ROOT / "Cargo.toml").read_text().splitlines():
+        if line.startswith("version"):
+            return line.split('"')[1]
+    raise AssertionError("no version in Cargo.toml")
+
+
+@pytest.fixture(scope="module")
+def old_script():
+    """Puts the previous release's install script beside the installed extension."""
+    extdir = Path(subprocess.check_output([PG_CONFIG, "--sharedir"], text=True).strip()) / "extension"
+    target = extdir / f"nl2sql--{OLD}.sql"
+    if not target.exists():
+        if not os.access(extdir, os.W_OK):
+            pytest.skip(f"cannot write {extdir} to install the {OLD} script")
+        shutil.copy(ROOT / "pg_test" / "fixtures" / f"nl2sql--{OLD}.sql", target)
+    return target
+
+
+def test_update_matches_a_fresh_install(connect, old_script):
+    admin = connect(dbname="postgres")
+    for db in ("nl2sql_upgraded", "nl2sql_fresh"):
+        admin.execute(f"DROP DATABASE IF EXISTS {db}")
+        admin.execute(f"CREATE DATABASE {db}")
+    try:
+        old = connect(dbname="nl2sql_upgraded")
+        old.execute("SET client_min_messages = warning")
+        old.execute(f"CREATE EXTENSION nl2sql VERSION '{OLD}' CASCADE")
+        old.execute("CREATE TABLE towns (name text)")
+        old.execute("INSERT INTO towns VALUES ('Aberdeen'), ('Inverness'), ('Perth')")
+        # New binaries come with ALTER EXTENSION UPDATE; then the value index works as in a
+        # fresh install.
+        old.execute("ALTER EXTENSION nl2sql UPDATE")
+        old.execute("SELECT * FROM nl2sql.create_value_index('towns')")
+        assert old.execute("SELECT extversion FROM pg_extension WHERE extname = 'nl2sql'").fetchone()[0] == _current_version()
+        old.execute("DELETE FROM towns WHERE name = 'Perth'")
+        assert old.execute("SELECT pending_removals FROM nl2sql.value_indexes").fetchone()[0] == 1
+        assert old.execute("SELECT count(*) FROM nl2sql.search_values('perth')").fetchone()[0] == 0
+        assert old.execute("SELECT value FROM nl2sql.search_values('aberdeen', 1)").fetchone()[0] == "Aberdeen"
+        fresh = connect(dbname="nl2sql_fresh")
+        fresh.execute("SET client_min_messages = warning")
+        fresh.execute("CREATE EXTENSION nl2sql CASCADE")
+        upgraded = [r[0] for r in old.execute(OBJECTS).fetchall()]
+        made = [r[0] for r in fresh.execute(OBJECTS).fetchall()]
+        assert upgraded == made
+    finally:
+        for c in ("nl2sql_upgraded", "nl2sql_fresh"):
+            admin.execute(f"DROP DATABASE IF EXISTS {c} WITH (FORCE)")
