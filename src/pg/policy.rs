@@ -177,7 +177,7 @@ pub unsafe fn check(
     // functions, and call them without the executor.
     for &t in &walk.types {
         if matches!(pg_sys::get_typtype(t) as u8, b'r' | b'm') {
-            walk.functions.extend(range_support(t));
+            walk.functions.extend(support_functions(RANGE_SUPPORT_SQL, t));
         }
     }
     // Every function, and every support function of the aggregates among them.
@@ -189,7 +189,7 @@ pub unsafe fn check(
         }
         judge_oid(oid, Scope::Generated, allowed, cache)?;
         if facts(oid).is_some_and(|(_, aggregate)| aggregate) {
-            todo.extend(aggregate_support(oid));
+            todo.extend(support_functions(AGGREGATE_SUPPORT_SQL, oid));
         }
     }
     Ok(query)
@@ -326,9 +326,9 @@ fn relation_name(rel: Oid) -> String {
         .unwrap_or_else(|| format!("with OID {}", u32::from(rel)))
 }
 
-/// A range (or multirange) type's subtype_diff and canonical functions.
-fn range_support(typ: Oid) -> Vec<Oid> {
-    Spi::get_one_with_args::<Vec<Option<Oid>>>(RANGE_SUPPORT_SQL, &[typ.into()])
+/// The support functions `sql` lists (as one oid[]) for the catalog row of `oid`.
+fn support_functions(sql: &str, oid: Oid) -> Vec<Oid> {
+    Spi::get_one_with_args::<Vec<Option<Oid>>>(sql, &[oid.into()])
         .ok()
         .flatten()
         .unwrap_or_default()
@@ -338,20 +338,11 @@ fn range_support(typ: Oid) -> Vec<Oid> {
         .collect()
 }
 
+/// A range (or multirange) type's subtype_diff and canonical functions.
 const RANGE_SUPPORT_SQL: &str = "SELECT ARRAY[rngsubdiff, rngcanonical]::pg_catalog.oid[] FROM pg_catalog.pg_range
        WHERE rngtypid OPERATOR(pg_catalog.=) $1 OR rngmultitypid OPERATOR(pg_catalog.=) $1";
 
-fn aggregate_support(agg: Oid) -> Vec<Oid> {
-    Spi::get_one_with_args::<Vec<Option<Oid>>>(AGGREGATE_SUPPORT_SQL, &[agg.into()])
-        .ok()
-        .flatten()
-        .unwrap_or_default()
-        .into_iter()
-        .flatten()
-        .filter(|o| *o != pg_sys::InvalidOid)
-        .collect()
-}
-
+/// An aggregate's transition, final, combine, (de)serialise and moving-aggregate functions.
 const AGGREGATE_SUPPORT_SQL: &str = "SELECT ARRAY[aggtransfn, aggfinalfn, aggcombinefn, aggserialfn, aggdeserialfn,
               aggmtransfn, aggminvtransfn, aggmfinalfn]::pg_catalog.oid[]
        FROM pg_catalog.pg_aggregate WHERE aggfnoid OPERATOR(pg_catalog.=) $1";
