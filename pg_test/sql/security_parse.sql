@@ -32,6 +32,14 @@ SELECT nl2sql('[dblink-exec] write through another connection');
 SELECT nl2sql('[dblink-query] count through another connection');
 \echo :LAST_ERROR_SQLSTATE
 
+-- Writes the read-only transaction would stop, and side effects it would not: a sequence, a file.
+CREATE SEQUENCE sec_seq;
+SELECT nl2sql('[u-escape-nextval] the next number');
+\echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[lo-export] write a server file');
+\echo :LAST_ERROR_SQLSTATE
+\! test -e /tmp/nl2sql-security-canary && echo "file written" || echo "no file written"
+
 -- Backslashes mean something else when standard_conforming_strings is off; the session's
 -- setting is the one PostgreSQL parses with. With it on, the text is one harmless string ...
 SELECT * FROM nl2sql_run('[backslash-quote] quotes and a lock');
@@ -51,6 +59,7 @@ SELECT nl2sql('[u-escape-lock] lock it, then run it') \gexec
 SELECT count(*) AS advisory_locks FROM pg_locks WHERE locktype = 'advisory';
 SELECT pg_backend_pid() = :my_pid AS same_session;
 SELECT count(*) AS canary_rows FROM sec_canary;
+SELECT last_value, is_called FROM sec_seq;
 
 -- Foreign tables, read directly or as partitions, mean queries on another server and
 -- connections that stay open: refused unless a superuser allows them.
@@ -90,4 +99,5 @@ RESET ROLE;
 DROP OWNED BY sec_reader;
 DROP ROLE sec_reader;
 DROP TABLE sec_canary;
+DROP SEQUENCE sec_seq;
 DROP EXTENSION dblink;
