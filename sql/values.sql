@@ -25,7 +25,10 @@ CREATE TABLE nl2sql.value_index (
     built_at timestamptz,
     refreshed_at timestamptz,
     build_ms double precision,
-    UNIQUE (relid, attnum)
+    UNIQUE (relid, attnum),
+    -- longest value indexed (nl2sql.index_max_value_length at the build; the triggers use this,
+    -- never the setting of the session that writes the table)
+    max_length int NOT NULL DEFAULT 200
 );
 
 CREATE TABLE nl2sql.value_entries (
@@ -147,10 +150,22 @@ AS $$
 DECLARE
     c record;
     n bigint;
-    max_len int := coalesce(nullif(current_setting('nl2sql.index_max_value_length', true), '')::int, 200);
 BEGIN
+    -- Only as one of the triggers nl2sql made, with its transition tables: a trigger someone
+    -- else made on their own table (EXECUTE is revoked from PUBLIC, so only a superuser could)
+    -- would let nl2sql_old and nl2sql_new name their temporary relations instead.
+    IF TG_LEVEL <> 'STATEMENT' OR TG_WHEN <> 'AFTER' OR NOT EXISTS (
+        SELECT 1 FROM pg_trigger t
+        WHERE t.tgrelid = TG_RELID AND t.tgname = TG_NAME
+          AND t.tgfoid = 'nl2sql._values_changed()'::regprocedure
+          AND t.tgname IN ('nl2sql_values_insert', 'nl2sql_values_update', 'nl2sql_values_delete', 'nl2sql_values_truncate')
+          AND (TG_OP NOT IN ('INSERT', 'UPDATE') OR t.tgnewtable = 'nl2sql_new')
+          AND (TG_OP NOT IN ('DELETE', 'UPDATE') OR t.tgoldtable = 'nl2sql_old')) THEN
+        RAISE WARNING 'nl2sql._values_changed() runs only as the triggers nl2sql.create_value_index() makes';
+        RETURN NULL;
+    END IF;
     FOR c IN
-        SELECT i.id, a.attname, i.embedder,
+        SELECT i.id, a.attname, i.embedder, i.max_length,
                greatest(2, least(50, i.value_count / 10))::int AS cap
         FROM nl2sql.value_index i
         JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
@@ -159,18 +174,22 @@ BEGIN
         BEGIN
             IF TG_OP IN ('DELETE', 'UPDATE') THEN
                 EXECUTE format('SELECT count(DISTINCT pg_catalog.format(''%%s'', %I)) FROM nl2sql_old', c.attname) INTO n;
-                IF n > 1000 THEN
+                -- Many values at once, or a long queue: re-check every result instead.
+                IF n > 1000 OR (n > 0 AND (SELECT count(*) FROM (SELECT 1 FROM nl2sql.value_removals r
+                                                                WHERE r.column_id = c.id LIMIT 10001) z) > 10000) THEN
                     UPDATE nl2sql.value_index SET status = 'dirty' WHERE id = c.id AND status = 'ready';
                 ELSIF n > 0 THEN
                     EXECUTE format(
                         'INSERT INTO nl2sql.value_removals (column_id, value)
-                         SELECT DISTINCT %1$s, pg_catalog.format(''%%s'', %2$I) FROM nl2sql_old WHERE %2$I IS NOT NULL
+                         SELECT DISTINCT %1$s, v FROM (SELECT pg_catalog.format(''%%s'', %2$I) AS v FROM nl2sql_old
+                                                       WHERE %2$I IS NOT NULL) x
+                         WHERE length(v) BETWEEN 1 AND %3$s
                          ON CONFLICT DO NOTHING',
-                        c.id, c.attname);
+                        c.id, c.attname, c.max_length);
                 END IF;
             END IF;
             IF TG_OP IN ('INSERT', 'UPDATE') THEN
-                EXECUTE nl2sql._add_values_sql(c.id, c.attname, c.embedder, max_len, c.cap);
+                EXECUTE nl2sql._add_values_sql(c.id, c.attname, c.embedder, c.max_length, c.cap);
             END IF;
             IF TG_OP = 'TRUNCATE' THEN
                 EXECUTE format('TRUNCATE nl2sql.value_entries_%s', c.id);
@@ -314,3 +333,4 @@ CREATE EVENT TRIGGER nl2sql_ddl_end ON ddl_command_end EXECUTE FUNCTION nl2sql._
 CREATE EVENT TRIGGER nl2sql_sql_drop ON sql_drop EXECUTE FUNCTION nl2sql._on_sql_drop();
 
 REVOKE ALL ON FUNCTION nl2sql._refresh_column_embeddings(oid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION nl2sql._values_changed() FROM PUBLIC;

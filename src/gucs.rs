@@ -4,12 +4,13 @@
 //! - the endpoint URLs are SUSET, and a check hook refuses them from any role that is not a
 //!   superuser even where PostgreSQL would allow it (GRANT SET ON PARAMETER), so no other role can
 //!   point the configured key at a host of its own choosing;
-//! - the API key settings are SUSET, SUPERUSER_ONLY and NO_SHOW_ALL, and a check hook refuses
-//!   them from every place another role can read: pg_db_role_setting (ALTER DATABASE/ROLE … SET),
-//!   function SET clauses (pg_proc), postgresql.conf and ALTER SYSTEM (members of
-//!   pg_read_all_settings can SHOW those). A key comes from the server's environment, from a key
-//!   file only the server's OS user can read (nl2sql.llm_api_key_file), or from SET in a
-//!   superuser's own session.
+//!   A URL stored before the library was loaded (by a role granted SET on it) is refused when
+//!   used unless a superuser set it (secrets.rs);
+//! - an API key is never taken from a setting: every place a setting can be made is readable by
+//!   another role (world-readable catalogs, pg_settings for pg_read_all_settings, the statement
+//!   text in pg_stat_activity, pg_stat_statements and the log). The key settings exist only to
+//!   refuse a key with a clear error. A key comes from a key file only the server's OS user can
+//!   read (nl2sql.llm_api_key_file) or from the server's environment.
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -104,8 +105,8 @@ pub fn init() {
     unsafe {
         GucRegistry::define_string_guc_with_hooks(
             c"nl2sql.llm_api_key",
-            c"Bearer token for the LLM endpoint, for this session only; else nl2sql.llm_api_key_file, NL2SQL_LLM_API_KEY, OPENAI_API_KEY.",
-            c"Accepted only from SET in a superuser's session: never from postgresql.conf, ALTER SYSTEM, ALTER DATABASE/ROLE or a function's SET clause, which other roles can read.",
+            c"Refused: the LLM endpoint's key comes from nl2sql.llm_api_key_file, NL2SQL_LLM_API_KEY or OPENAI_API_KEY.",
+            c"A key is never taken from a setting: other roles can read settings and the statements that make them.",
             &LLM_API_KEY,
             GucContext::Suset,
             GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL,
@@ -236,8 +237,8 @@ pub fn init() {
     unsafe {
         GucRegistry::define_string_guc_with_hooks(
             c"nl2sql.embedding_api_key",
-            c"Bearer token for the embeddings endpoint, for this session only; else nl2sql.embedding_api_key_file, NL2SQL_EMBEDDING_API_KEY, OPENAI_API_KEY.",
-            c"Accepted only from SET in a superuser's session, like nl2sql.llm_api_key.",
+            c"Refused: the embeddings endpoint's key comes from nl2sql.embedding_api_key_file, NL2SQL_EMBEDDING_API_KEY or OPENAI_API_KEY.",
+            c"A key is never taken from a setting: other roles can read settings and the statements that make them.",
             &EMBEDDING_API_KEY,
             GucContext::Suset,
             GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL,
@@ -531,9 +532,9 @@ pub fn llm_model() -> Option<String> {
     string(&LLM_MODEL)
 }
 
-/// The API key: this session's SET, else the key file, else the server's environment.
+/// The API key: from the key file, else from the server's environment.
 pub fn llm_api_key() -> Result<Option<String>, nl2sql_core::error::Report> {
-    crate::pg::secrets::key(string(&LLM_API_KEY), string(&LLM_API_KEY_FILE), "nl2sql.llm_api_key_file", &API_KEY_ENV)
+    crate::pg::secrets::key(string(&LLM_API_KEY_FILE), "nl2sql.llm_api_key_file", &API_KEY_ENV)
 }
 
 fn ms(s: &GucSetting<i32>) -> Duration {
@@ -586,14 +587,9 @@ pub fn embedding_model() -> Option<String> {
     string(&EMBEDDING_MODEL)
 }
 
-/// The embeddings endpoint's key: this session's SET, else the key file, else the environment.
+/// The embeddings endpoint's key: from the key file, else from the server's environment.
 pub fn embedding_api_key() -> Result<Option<String>, nl2sql_core::error::Report> {
-    crate::pg::secrets::key(
-        string(&EMBEDDING_API_KEY),
-        string(&EMBEDDING_API_KEY_FILE),
-        "nl2sql.embedding_api_key_file",
-        &EMBEDDING_KEY_ENV,
-    )
+    crate::pg::secrets::key(string(&EMBEDDING_API_KEY_FILE), "nl2sql.embedding_api_key_file", &EMBEDDING_KEY_ENV)
 }
 
 pub fn embedding_timeout() -> Duration {
@@ -701,23 +697,21 @@ unsafe fn refuse(message: &CStr, detail: &CStr, hint: &CStr) -> bool {
     false
 }
 
-/// An API key is accepted only where no other role can read it: SET in a session (or the
-/// connection's own options). Never from postgresql.conf, ALTER SYSTEM, the command line,
-/// ALTER DATABASE/ROLE … SET, or a function's SET clause (checked as PGC_S_TEST).
+/// An API key is never taken from a setting: wherever a setting can be made, another role can
+/// read it — ALTER DATABASE/ROLE … SET and function SET clauses in world-readable catalogs,
+/// postgresql.conf and ALTER SYSTEM through pg_settings (pg_read_all_settings), and a SET
+/// statement's text through pg_stat_activity and pg_stat_statements (pg_read_all_stats) and the
+/// server log. The settings remain only to refuse a key with a clear error.
 #[pg_guard]
-unsafe extern "C-unwind" fn check_key(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
+unsafe extern "C-unwind" fn check_key(newval: *mut *mut c_char, _extra: *mut *mut c_void, _source: pg_sys::GucSource::Type) -> bool {
     if newval.is_null() || (*newval).is_null() || *(*newval) == 0 {
         return true;
     }
-    use pg_sys::GucSource::*;
-    match source {
-        PGC_S_DEFAULT | PGC_S_DYNAMIC_DEFAULT | PGC_S_CLIENT | PGC_S_OVERRIDE | PGC_S_SESSION => true,
-        _ => refuse(
-            c"an API key cannot be stored where other roles can read it",
-            c"ALTER DATABASE/ROLE ... SET and function SET clauses are stored in catalogs every role can read; postgresql.conf and ALTER SYSTEM values can be read by members of pg_read_all_settings.",
-            c"Put the key in the server's environment (NL2SQL_LLM_API_KEY) or in nl2sql.llm_api_key_file, remove this setting, and rotate the key.",
-        ),
-    }
+    refuse(
+        c"an API key cannot be set where other roles can read it",
+        c"Settings are stored in catalogs every role can read (ALTER DATABASE/ROLE ... SET, a function's SET clause), shown to members of pg_read_all_settings (postgresql.conf, ALTER SYSTEM), or kept as statement text in pg_stat_activity, pg_stat_statements and the server log (SET).",
+        c"Put the key in a file only the server's OS user can read and name it in nl2sql.llm_api_key_file (nl2sql.embedding_api_key_file), or in the server's environment (NL2SQL_LLM_API_KEY); remove this setting, and rotate the key.",
+    )
 }
 
 /// A key is never shown back, not even to the session that set it (a role it SET ROLE to

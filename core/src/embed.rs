@@ -285,6 +285,41 @@ pub fn edit_similarity(a: &str, b: &str) -> f32 {
     1.0 - prev[b.len()] as f32 / n as f32
 }
 
+/// The trigrams of a text as pg_trgm makes them: lowercase words (runs of letters and digits),
+/// each padded with two spaces before and one after, every run of three characters, once each.
+fn trigrams(text: &str) -> Vec<[char; 3]> {
+    let lower = text.to_lowercase();
+    let mut out: Vec<[char; 3]> = Vec::new();
+    for word in lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let padded: Vec<char> = "  ".chars().chain(word.chars()).chain(std::iter::once(' ')).collect();
+        out.extend(padded.windows(3).map(|w| [w[0], w[1], w[2]]));
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// pg_trgm's similarity(): shared trigrams over all trigrams of the two texts.
+pub fn trigram_similarity(a: &str, b: &str) -> f32 {
+    let (x, y) = (trigrams(a), trigrams(b));
+    if x.is_empty() || y.is_empty() {
+        return 0.0;
+    }
+    let (mut i, mut j, mut shared) = (0, 0, 0usize);
+    while i < x.len() && j < y.len() {
+        match x[i].cmp(&y[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                shared += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    shared as f32 / (x.len() + y.len() - shared) as f32
+}
+
 /// The retrieval score of a stored text for a query text, given their embedding cosine:
 /// the better of the two similarities.
 pub fn score(query: &str, stored: &str, cosine: f32) -> f32 {
@@ -454,4 +489,14 @@ mod tests {
         assert!(phrases("Aberdeen", 8).is_empty());
         assert_eq!(phrases("a b c d e f g h i j", 3).len(), 3);
     }
+    #[test]
+    fn trigram_similarity_as_pg_trgm() {
+        // SELECT similarity('word', 'two words') = 0.36363637 (4 shared of 11)
+        assert!((trigram_similarity("word", "two words") - 4.0 / 11.0).abs() < 1e-6);
+        assert_eq!(trigram_similarity("Aberdeen", "aberdeen"), 1.0);
+        // SELECT similarity('abredeen', 'aberdeen') = 0.3846154
+        assert!((trigram_similarity("abredeen", "aberdeen") - 0.3846154).abs() < 1e-5, "{}", trigram_similarity("abredeen", "aberdeen"));
+        assert_eq!(trigram_similarity("", "x"), 0.0);
+    }
+
 }

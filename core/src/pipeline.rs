@@ -237,7 +237,7 @@ impl Diagnostic for AskError {
             AskError::Refused { error, .. } => error.sqlstate(),
             AskError::Failed { failure, .. } => match failure {
                 Failure::Syntax(e) => e.sqlstate(),
-                Failure::Execution(r) => r.sqlstate,
+                Failure::Execution(r) | Failure::Analysis(r) => r.sqlstate,
                 Failure::Timeout { .. } => SqlState::QueryCanceled,
                 Failure::Empty => SqlState::InternalError,
             },
@@ -256,7 +256,7 @@ impl Diagnostic for AskError {
             AskError::Refused { error, .. } => error.message(),
             AskError::Failed { failure, .. } => match failure {
                 Failure::Syntax(e) => e.message(),
-                Failure::Execution(r) => format!("generated query failed: {}", r.message),
+                Failure::Execution(r) | Failure::Analysis(r) => format!("generated query failed: {}", r.message),
                 Failure::Timeout { ms } => format!("generated query exceeded nl2sql.statement_timeout ({ms} ms)"),
                 Failure::Empty => "no generated query could be run".into(),
             },
@@ -270,7 +270,7 @@ impl Diagnostic for AskError {
             AskError::Refused { sql, error } => Some(join_detail(error.detail(), sql)),
             AskError::Failed { sql: Some(sql), failure } => {
                 let inner = match failure {
-                    Failure::Execution(r) => r.detail.clone(),
+                    Failure::Execution(r) | Failure::Analysis(r) => r.detail.clone(),
                     _ => None,
                 };
                 Some(join_detail(inner, sql))
@@ -871,7 +871,7 @@ fn consider(
         Err(Outcome_::Failed(failure)) => {
             cand.error = Some(failure.summary());
             cand.error_kind = Some(failure.kind());
-            if let Failure::Execution(r) = &failure {
+            if let Failure::Execution(r) | Failure::Analysis(r) = &failure {
                 cand.sqlstate = Some(r.sqlstate.code().to_string());
             }
             let failed_sql = cand_sql(Some(&cand));

@@ -45,7 +45,7 @@ pub enum Scope {
     /// a short list, and what a superuser allow-listed; nothing of nl2sql's own.
     Generated,
     /// nl2sql's own reads of user relations as the caller (sampling, value re-checks): the same,
-    /// except nl2sql's internal helpers in schema nl2sql, which these reads call.
+    /// except the two helpers these reads call (nl2sql.column_stats, nl2sql._value_exists).
     Inspect,
     /// nl2sql acting as the extension's owner: system functions only, so nothing another role
     /// wrote runs with the owner's rights.
@@ -54,6 +54,9 @@ pub enum Scope {
     /// functions only, whatever operator or function that path would resolve to.
     Catalog,
 }
+
+/// nl2sql's own functions its reads of user relations call.
+const INSPECT_HELPERS: &[&str] = &["column_stats", "_value_exists"];
 
 /// Volatile system functions without side effects that questions legitimately need.
 pub const VOLATILE_ALLOWED: &[&str] =
@@ -175,7 +178,7 @@ pub fn judge(f: &FunctionFacts, scope: Scope, allowed: &[String]) -> Result<(), 
         return if f.is_system() { Ok(()) } else { Err(GuardError::UntrustedFunction(f.qualified())) };
     }
     if ours {
-        if scope == Scope::Inspect && f.schema == "nl2sql" {
+        if scope == Scope::Inspect && f.schema == "nl2sql" && INSPECT_HELPERS.contains(&f.name.as_str()) {
             return Ok(());
         }
         return Err(GuardError::ForbiddenFunction { function: f.qualified(), reason: "calls nl2sql itself" });

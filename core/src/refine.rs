@@ -18,8 +18,11 @@ const CORRECT_EMPTY: &str = include_str!("prompts/correct_empty.txt");
 pub enum Failure {
     /// The answer had no SQL, or SQL that does not parse.
     Syntax(GuardError),
-    /// PostgreSQL raised an error while executing it.
+    /// PostgreSQL raised an error while executing it: the error may quote data.
     Execution(Report),
+    /// PostgreSQL refused it while reading it (parse, analysis, rewrite, planning): the error
+    /// quotes only the query's own text and the catalog, never a row.
+    Analysis(Report),
     /// It ran past nl2sql.statement_timeout.
     Timeout { ms: u64 },
     /// It ran and returned no rows (a failure only when no candidate returned any).
@@ -46,7 +49,7 @@ impl Failure {
             Failure::Syntax(_) => FailureKind::Syntax,
             Failure::Timeout { .. } => FailureKind::Timeout,
             Failure::Empty => FailureKind::Empty,
-            Failure::Execution(r) => match r.sqlstate.code() {
+            Failure::Execution(r) | Failure::Analysis(r) => match r.sqlstate.code() {
                 "42601" => FailureKind::Syntax,
                 "42703" => FailureKind::UndefinedColumn,
                 "42P01" => FailureKind::UndefinedTable,
@@ -63,7 +66,7 @@ impl Failure {
     pub fn summary(&self) -> String {
         match self {
             Failure::Syntax(e) => crate::error::Diagnostic::message(e),
-            Failure::Execution(r) => r.message.clone(),
+            Failure::Execution(r) | Failure::Analysis(r) => r.message.clone(),
             Failure::Timeout { ms } => format!("ran longer than {ms} ms"),
             Failure::Empty => "returned no rows".into(),
         }
@@ -87,7 +90,8 @@ const MAX_QUOTED: usize = 200;
 
 /// An error text as a correction prompt may carry it: every quoted part (in double or single
 /// quotes) and every word that holds a digit (a number, `0xe2`) that `seen` (what the model was
-/// already sent, and its own answer) does not hold is replaced by "…". PostgreSQL quotes what is
+/// already sent — never its own answers, or it could list guesses and learn which one a row
+/// holds) does not hold is replaced by "…". PostgreSQL quotes what is
 /// not its own wording (names, and values: a cast error quotes the value it could not read,
 /// which may come from a row or a file), so what is left is its wording plus names the model
 /// wrote or was shown: no data reaches the endpoint.
@@ -147,14 +151,22 @@ pub fn without_data(text: &str, seen: &str) -> String {
 /// described by its SQLSTATE and PostgreSQL's wording with the names the model already knows,
 /// never with values quoted from rows or files (see [`without_data`]).
 pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure) -> Vec<Message> {
-    let mut seen: String = messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
-    seen.push('\n');
-    seen.push_str(answer);
+    let seen: String =
+        messages.iter().filter(|m| m.role != "assistant").map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
     let ask = match failure {
         Failure::Syntax(e) => CORRECT_SYNTAX.replace("{error}", &crate::error::Diagnostic::message(e)),
         Failure::Timeout { ms } => CORRECT_TIMEOUT.replace("{timeout_ms}", &ms.to_string()),
         Failure::Empty => CORRECT_EMPTY.to_string(),
-        Failure::Execution(r) => {
+        Failure::Execution(r) | Failure::Analysis(r) => {
+            // An error raised while PostgreSQL read the query quotes only its text: the names the
+            // model wrote may be repeated. One raised while it ran may quote a row: then only
+            // what the model was sent may, or the model could list guesses and learn which
+            // one a row holds.
+            let mut seen = seen.clone();
+            if matches!(failure, Failure::Analysis(_)) {
+                seen.push('\n');
+                seen.push_str(answer);
+            }
             let code = r.sqlstate.code();
             let mut error = format!("ERROR ({code}): {}", without_data(&r.message, &seen));
             // Details outside class 42 (names and syntax) describe data ("Failing row contains …").
@@ -186,13 +198,13 @@ mod tests {
     #[test]
     fn correction_appends_answer_and_error() {
         let base = vec![Message::system("s"), Message::user("u")];
-        let f = Failure::Execution(
+        let f = Failure::Analysis(
             Report::new(SqlState::from_code("42703"), "column \"nme\" does not exist").hint("Perhaps you meant \"name\"."),
         );
         let m = correction(base, "SELECT nme FROM singer", &f);
         assert_eq!(m.len(), 4);
         assert_eq!(m[2], Message::assistant("SELECT nme FROM singer"));
-        // The names the model wrote and was shown stay; the SQLSTATE is given.
+        // An error from reading the query repeats the names the model wrote; the SQLSTATE is given.
         assert!(m[3].content.contains("ERROR (42703): column \"nme\" does not exist\nHINT: Perhaps you meant \"…\"."), "{}", m[3].content);
         assert!(m[3].content.contains("Use only tables and columns listed above"));
         assert_eq!(f.kind(), FailureKind::UndefinedColumn);
@@ -219,10 +231,14 @@ mod tests {
             }
             assert!(prompt.contains(r.sqlstate.code()), "{prompt}");
         }
-        // What the model wrote or was shown is repeated: it helps, and it is not new to the endpoint.
+        // What the model was shown is repeated: it helps, and it is not new to the endpoint.
+        // What it only wrote is not: listing guesses in its answer must not tell which is stored.
         let r = Report::new(SqlState::from_code("42703"), "column \"age\" of \"singer\" is \"forty\" not 40");
-        let m = correction(base, sql, &Failure::Execution(r));
-        assert!(m[3].content.contains("column \"age\" of \"singer\" is \"forty\" not …"), "{}", m[3].content);
+        let m = correction(base.clone(), sql, &Failure::Execution(r));
+        assert!(m[3].content.contains("column \"age\" of \"singer\" is \"…\" not …"), "{}", m[3].content);
+        let guess = Report::new(SqlState::from_code("22P02"), "invalid input syntax for type integer: \"1234x\"");
+        let m = correction(base, "SELECT CAST(pin || 'x' AS int) FROM t -- 1233x 1234x 1235x", &Failure::Execution(guess));
+        assert!(!m[3].content.contains("1234x\""), "{}", m[3].content);
         assert_eq!(without_data("a \"x\"\"y\" b", "x\"y"), "a \"x\"\"y\" b");
         assert_eq!(without_data("unterminated \"abc", ""), "unterminated \"…\"");
         assert_eq!(without_data("int4 and 12", "12"), "… and 12");

@@ -46,9 +46,14 @@ CREATE FUNCTION mallory_diff(text, text) RETURNS float8 IMMUTABLE LANGUAGE plpgs
 CREATE TYPE mallory_span AS RANGE (subtype = text, subtype_diff = mallory_diff);
 CREATE TABLE mallory_spans (s mallory_span);
 INSERT INTO mallory_spans SELECT mallory_span(chr(97 + g % 20), chr(98 + g % 20)) FROM generate_series(1, 300) g;
-GRANT SELECT ON mallory_moods, mallory_spans TO PUBLIC;
+-- The same range behind a domain, compared with a value cast through text.
+CREATE DOMAIN mallory_span_d AS mallory_span;
+CREATE TABLE mallory_dspans (s mallory_span_d);
+INSERT INTO mallory_dspans SELECT s FROM mallory_spans;
+GRANT SELECT ON mallory_moods, mallory_spans, mallory_dspans TO PUBLIC;
 SET client_min_messages = warning;
 ANALYZE mallory_spans;
+ANALYZE mallory_dspans;
 -- Her own query: her functions run as herself (and warm the type cache).
 SELECT count(*) > 0 AS some FROM mallory_spans WHERE s && mallory_span('b', 'c');
 RESET client_min_messages;
@@ -85,6 +90,8 @@ SELECT nl2sql('[json-cast] the moods as json');
 \echo :LAST_ERROR_SQLSTATE
 SELECT nl2sql('[range-diff] spans overlapping b to c');
 \echo :LAST_ERROR_SQLSTATE
+SELECT nl2sql('[range-domain] domain spans overlapping b to c');
+\echo :LAST_ERROR_SQLSTATE
 -- Built-in functions that run SQL given as text, or dump whole tables.
 SELECT nl2sql('[query-to-xml] as xml');
 \echo :LAST_ERROR_SQLSTATE
@@ -111,9 +118,9 @@ RESET nl2sql.allowed_functions;
 -- that calls mallory's function is shown without samples, and the function did not run.
 SELECT position('mallory_view' IN nl2sql.schema_prompt()) > 0 AS view_shown;
 
--- A caller whose search_path puts a schema mallory writes before pg_catalog would resolve
--- nl2sql's own catalog queries to her operator: they run under the same policy, so the call
--- fails instead of running her code.
+-- A caller whose search_path puts a schema mallory writes before pg_catalog: nl2sql's own
+-- catalog queries name pg_catalog's operators, and run only system functions, so her
+-- operator never runs.
 SET ROLE mallory;
 CREATE FUNCTION mallory_oideq(oid, oid) RETURNS boolean IMMUTABLE LANGUAGE sql AS $$ SELECT $1 OPERATOR(pg_catalog.=) $2 AND mallory_ran('oid equality') $$;
 CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = oid, FUNCTION = mallory_oideq);

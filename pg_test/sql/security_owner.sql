@@ -9,7 +9,7 @@ GRANT INSERT ON owner_seen TO PUBLIC;
 SET ROLE mallory;
 CREATE FUNCTION mallory_check(v text) RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO owner_seen SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user;
+    INSERT INTO public.owner_seen SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user;
     -- Leaves a setting behind in whatever session runs it.
     PERFORM set_config('mallory.trap', 'sprung', false);
     IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
@@ -87,6 +87,21 @@ SELECT relation, column_name, status FROM nl2sql.refresh_value_indexes('mallory_
 SELECT relation, column_name, status FROM nl2sql.refresh_value_indexes('mallory_moods');
 SELECT relation, column_name, pending_removals FROM nl2sql.value_indexes WHERE relation::text = 'mallory_moods';
 SELECT current_setting('mallory.trap') AS trap_after_refresh;
+
+-- The index's trigger function runs as the extension's owner: she may not attach it to a
+-- trigger of her own, where nl2sql_new would name a temporary view of hers ...
+SET ROLE mallory;
+CREATE TEMP VIEW nl2sql_new AS SELECT 'Item 1'::text AS name WHERE mallory_check('temp view');
+CREATE TRIGGER mallory_reuse AFTER INSERT ON mallory_items FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._values_changed();
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+-- ... and a trigger not made by nl2sql (only a superuser could make one) finds it refusing.
+CREATE TRIGGER rogue AFTER INSERT ON mallory_items FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._values_changed();
+SET ROLE mallory;
+INSERT INTO mallory_items VALUES ('Item 1400', 'kind 0');
+DROP VIEW nl2sql_new;
+RESET ROLE;
+DROP TRIGGER rogue ON mallory_items;
 
 -- She may also index her own table when granted the functions.
 GRANT EXECUTE ON FUNCTION nl2sql.create_value_index(regclass, name, boolean), nl2sql._create_value_index(oid, text, boolean) TO mallory;

@@ -1,26 +1,27 @@
 -- The tables, views and columns the current role may SELECT, with keys and comments, as one jsonb document.
--- Run through SPI with the caller's privileges; nothing here reads table data.
+-- Run through SPI with the caller's privileges and search_path (which decides how names are
+-- qualified); every operator is pg_catalog's, whatever that path holds. Nothing reads table data.
 WITH rels AS (
     SELECT c.oid, n.nspname, c.relname, c.relkind, c.reltuples,
            CASE WHEN pg_catalog.pg_table_is_visible(c.oid) THEN pg_catalog.quote_ident(c.relname)
-                ELSE pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) END AS ident,
+                ELSE pg_catalog.concat(pg_catalog.quote_ident(n.nspname), '.', pg_catalog.quote_ident(c.relname)) END AS ident,
            td.description AS comment,
-           pg_catalog.pg_stat_get_tuples_inserted(c.oid) + pg_catalog.pg_stat_get_tuples_updated(c.oid)
-             + pg_catalog.pg_stat_get_tuples_deleted(c.oid) AS changes
+           pg_catalog.pg_stat_get_tuples_inserted(c.oid) OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_updated(c.oid)
+             OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_deleted(c.oid) AS changes
     FROM pg_catalog.pg_class c
-    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+    JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
     LEFT JOIN pg_catalog.pg_description td
-           ON td.objoid = c.oid AND td.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass AND td.objsubid = 0
-    WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+           ON td.objoid OPERATOR(pg_catalog.=) c.oid AND td.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass AND td.objsubid OPERATOR(pg_catalog.=) 0
+    WHERE c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog."char"[])
       AND NOT c.relispartition
-      AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'nl2sql')
-      AND n.nspname !~ '^pg_(toast|temp_)'
+      AND NOT n.nspname OPERATOR(pg_catalog.=) ANY ('{pg_catalog,information_schema,nl2sql}'::pg_catalog.name[])
+      AND n.nspname::pg_catalog.text OPERATOR(pg_catalog.!~) '^pg_(toast|temp_)'::pg_catalog.text
       AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')
       AND pg_catalog.has_any_column_privilege(c.oid, 'SELECT')
       -- objects that belong to an extension (pgvector's, ours) are not user data
       AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
-                      WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
-                        AND d.objid = c.oid AND d.deptype = 'e')
+                      WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                        AND d.objid OPERATOR(pg_catalog.=) c.oid AND d.deptype OPERATOR(pg_catalog.=) 'e')
 ), cols AS (
     SELECT a.attrelid, a.attnum, a.attname,
            pg_catalog.quote_ident(a.attname) AS ident,
@@ -28,21 +29,21 @@ WITH rels AS (
            t.typcategory AS category,
            a.attnotnull AS not_null,
            cd.description AS comment,
-           CASE WHEN t.typtype = 'e' THEN
+           CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'e' THEN
                 (SELECT pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)
-                 FROM pg_catalog.pg_enum e WHERE e.enumtypid = t.oid) END AS enum_values
+                 FROM pg_catalog.pg_enum e WHERE e.enumtypid OPERATOR(pg_catalog.=) t.oid) END AS enum_values
     FROM pg_catalog.pg_attribute a
-    JOIN rels r ON r.oid = a.attrelid
-    JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+    JOIN rels r ON r.oid OPERATOR(pg_catalog.=) a.attrelid
+    JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid
     LEFT JOIN pg_catalog.pg_description cd
-           ON cd.objoid = a.attrelid AND cd.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass AND cd.objsubid = a.attnum
-    WHERE a.attnum > 0 AND NOT a.attisdropped
+           ON cd.objoid OPERATOR(pg_catalog.=) a.attrelid AND cd.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass AND cd.objsubid OPERATOR(pg_catalog.=) a.attnum
+    WHERE a.attnum OPERATOR(pg_catalog.>) 0::pg_catalog.int2 AND NOT a.attisdropped
       AND pg_catalog.has_column_privilege(a.attrelid, a.attnum, 'SELECT')
 ), keys AS (
     SELECT con.conrelid, con.contype, con.conkey, con.confrelid, con.confkey, con.conname
     FROM pg_catalog.pg_constraint con
-    JOIN rels r ON r.oid = con.conrelid
-    WHERE con.contype IN ('p', 'f')
+    JOIN rels r ON r.oid OPERATOR(pg_catalog.=) con.conrelid
+    WHERE con.contype OPERATOR(pg_catalog.=) ANY ('{p,f}'::pg_catalog."char"[])
 ), table_columns AS (
     -- one pass over the columns, grouped by table (no per-table rescans of cols)
     SELECT c.attrelid,
@@ -57,8 +58,8 @@ WITH rels AS (
     SELECT p.conrelid, pg_catalog.jsonb_agg(a.attname ORDER BY k.ord) AS columns
     FROM keys p
     CROSS JOIN LATERAL pg_catalog.unnest(p.conkey) WITH ORDINALITY AS k(attnum, ord)
-    JOIN pg_catalog.pg_attribute a ON a.attrelid = p.conrelid AND a.attnum = k.attnum
-    WHERE p.contype = 'p'
+    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) p.conrelid AND a.attnum OPERATOR(pg_catalog.=) k.attnum
+    WHERE p.contype OPERATOR(pg_catalog.=) 'p'
     GROUP BY p.conrelid
 )
 SELECT pg_catalog.jsonb_build_object(
@@ -70,14 +71,14 @@ SELECT pg_catalog.jsonb_build_object(
             'ident', r.ident,
             'kind', r.relkind,
             'comment', r.comment,
-            'row_estimate', CASE WHEN r.reltuples >= 0 THEN r.reltuples END,
+            'row_estimate', CASE WHEN r.reltuples OPERATOR(pg_catalog.>=) 0::pg_catalog.float4 THEN r.reltuples END,
             'changes', r.changes,
             'columns', tc.columns,
             'primary_key', COALESCE(pk.columns, '[]'::jsonb))
           ORDER BY r.nspname, r.relname)
         FROM rels r
-        JOIN table_columns tc ON tc.attrelid = r.oid
-        LEFT JOIN primary_keys pk ON pk.conrelid = r.oid), '[]'::jsonb),
+        JOIN table_columns tc ON tc.attrelid OPERATOR(pg_catalog.=) r.oid
+        LEFT JOIN primary_keys pk ON pk.conrelid OPERATOR(pg_catalog.=) r.oid), '[]'::jsonb),
     'foreign_keys', COALESCE((
         SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
             'table', src.ident, 'columns', fk.cols, 'ref_table', dst.ident, 'ref_columns', fk.ref_cols)
@@ -86,15 +87,15 @@ SELECT pg_catalog.jsonb_build_object(
             SELECT f.conrelid, f.confrelid, f.conname,
                    pg_catalog.array_agg(sc.ident ORDER BY k.ord) AS cols,
                    pg_catalog.array_agg(dc.ident ORDER BY k.ord) AS ref_cols,
-                   pg_catalog.count(sc.ident) = pg_catalog.count(*) AND pg_catalog.count(dc.ident) = pg_catalog.count(*) AS all_visible
+                   pg_catalog.count(sc.ident) OPERATOR(pg_catalog.=) pg_catalog.count(*) AND pg_catalog.count(dc.ident) OPERATOR(pg_catalog.=) pg_catalog.count(*) AS all_visible
             FROM keys f
             CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(f.conkey), pg_catalog.unnest(f.confkey)) WITH ORDINALITY AS k(src_att, dst_att, ord)
-            LEFT JOIN cols sc ON sc.attrelid = f.conrelid AND sc.attnum = k.src_att
-            LEFT JOIN cols dc ON dc.attrelid = f.confrelid AND dc.attnum = k.dst_att
-            WHERE f.contype = 'f'
+            LEFT JOIN cols sc ON sc.attrelid OPERATOR(pg_catalog.=) f.conrelid AND sc.attnum OPERATOR(pg_catalog.=) k.src_att
+            LEFT JOIN cols dc ON dc.attrelid OPERATOR(pg_catalog.=) f.confrelid AND dc.attnum OPERATOR(pg_catalog.=) k.dst_att
+            WHERE f.contype OPERATOR(pg_catalog.=) 'f'
             GROUP BY f.conrelid, f.confrelid, f.conname
         ) fk
-        JOIN rels src ON src.oid = fk.conrelid
-        JOIN rels dst ON dst.oid = fk.confrelid
+        JOIN rels src ON src.oid OPERATOR(pg_catalog.=) fk.conrelid
+        JOIN rels dst ON dst.oid OPERATOR(pg_catalog.=) fk.confrelid
         WHERE fk.all_visible), '[]'::jsonb)
 )::text

@@ -56,7 +56,9 @@ mod nl2sql {
                 Err(rejected) => {
                     let (state, msg) = match &rejected {
                         Rejected::Refused(e) => (e.sqlstate().code().to_string(), e.message()),
-                        Rejected::Failed(Failure::Execution(r)) => (r.sqlstate.code().to_string(), r.message.clone()),
+                        Rejected::Failed(Failure::Execution(r) | Failure::Analysis(r)) => {
+                            (r.sqlstate.code().to_string(), r.message.clone())
+                        }
                         Rejected::Failed(Failure::Timeout { ms }) => ("57014".into(), format!("ran longer than {ms} ms")),
                         Rejected::Failed(Failure::Syntax(e)) => (e.sqlstate().code().to_string(), e.message()),
                         // sandbox::execute never reports an empty result as a failure.

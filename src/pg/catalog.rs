@@ -22,8 +22,8 @@ const SCHEMA_KEY_SQL: &str = "SELECT pg_catalog.format('%s|%s|%s',
          WHERE pg_catalog.pg_has_role(current_user, oid, 'USAGE')),
         pg_catalog.current_setting('search_path'))";
 /// Rows inserted, updated and deleted per table, read fresh: they tell when samples are stale.
-const CHANGES_SQL: &str = "SELECT o::int8, pg_catalog.pg_stat_get_tuples_inserted(o) + pg_catalog.pg_stat_get_tuples_updated(o)
-        + pg_catalog.pg_stat_get_tuples_deleted(o) FROM pg_catalog.unnest($1::pg_catalog.oid[]) AS o";
+const CHANGES_SQL: &str = "SELECT o::int8, pg_catalog.pg_stat_get_tuples_inserted(o) OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_updated(o)
+        OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_deleted(o) FROM pg_catalog.unnest($1::pg_catalog.oid[]) AS o";
 
 /// Cached samples older than this are taken again even if the table shows no changes.
 const STATS_MAX_AGE: Duration = Duration::from_secs(600);

@@ -12,8 +12,11 @@ pub fn current() -> Embedder {
     match gucs::embedding_url() {
         None => Embedder::Builtin,
         Some(base_url) => Embedder::Remote(Endpoint {
+            base_url: {
+                crate::pg::secrets::check_url_origin("nl2sql.embedding_url").unwrap_or_else(|r| errors::raise(&r));
+                base_url
+            },
             service: Service::Embeddings,
-            base_url,
             model: gucs::embedding_model(),
             api_key: gucs::embedding_api_key().unwrap_or_else(|r| errors::raise(&r)).map(Secret::new),
             timeout: gucs::embedding_timeout(),

@@ -16,6 +16,7 @@ impl Model {
     pub fn from_settings() -> Result<Model, LlmError> {
         let base_url =
             gucs::llm_url().ok_or(EndpointError { service: Service::Llm, kind: ErrorKind::NotConfigured })?;
+        crate::pg::secrets::check_url_origin("nl2sql.llm_url").unwrap_or_else(|r| crate::pg::errors::raise(&r));
         Ok(Model {
             endpoint: Endpoint {
                 service: Service::Llm,

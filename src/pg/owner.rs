@@ -98,7 +98,6 @@ pub fn as_owner<T>(f: impl FnOnce() -> T) -> T {
 /// the session's settings is undone. The elevated scope is lifted meanwhile: the table owner's
 /// own code may run as the table owner.
 pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
-    let ctx = context();
     let relowner = Spi::get_one_with_args::<pg_sys::Oid>(
         "SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1",
         &[rel.into()],
@@ -106,5 +105,7 @@ pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     .ok()
     .flatten()
     .unwrap_or_else(|| error!("relation with OID {} does not exist", u32::from(rel)));
-    hooks::suspended(|| switched(relowner, role::RESTRICTED, &ctx.safe_path, f))
+    // Only pg_catalog: nothing in the table owner's code path is resolved in a schema others
+    // may write.
+    hooks::suspended(|| switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", f))
 }

@@ -257,23 +257,30 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
     if pgrx::is_a(node, pg_sys::NodeTag::T_CoerceToDomain) {
         walk.domains.push((*(node as *mut pg_sys::CoerceToDomain)).resulttype);
     }
-    // Types of values: a range type's support functions are called outside the executor.
-    let typ = if pgrx::is_a(node, pg_sys::NodeTag::T_Var) {
-        (*(node as *mut pg_sys::Var)).vartype
-    } else if pgrx::is_a(node, pg_sys::NodeTag::T_Const) {
-        (*(node as *mut pg_sys::Const)).consttype
-    } else if pgrx::is_a(node, pg_sys::NodeTag::T_FuncExpr) {
-        (*(node as *mut pg_sys::FuncExpr)).funcresulttype
-    } else if pgrx::is_a(node, pg_sys::NodeTag::T_OpExpr) {
-        (*(node as *mut pg_sys::OpExpr)).opresulttype
-    } else {
-        pg_sys::InvalidOid
-    };
-    if typ != pg_sys::InvalidOid {
-        walk.types.insert(typ);
+    // Types of values (a domain's base type included): a range type's support functions are
+    // called outside the executor.
+    if is_typed_expression(node) {
+        let typ = pg_sys::getBaseType(pg_sys::exprType(node));
+        if typ != pg_sys::InvalidOid {
+            walk.types.insert(typ);
+        }
     }
     pg_sys::check_functions_in_node(node, Some(collect_function), context);
     pg_sys::expression_tree_walker(node, Some(walker), context)
+}
+
+/// Expression nodes exprType() knows (it raises an error on any other node).
+unsafe fn is_typed_expression(node: *mut pg_sys::Node) -> bool {
+    use pg_sys::NodeTag::*;
+    matches!(
+        (*node).type_,
+        T_Var | T_Const | T_Param | T_Aggref | T_WindowFunc | T_SubscriptingRef | T_FuncExpr | T_NamedArgExpr
+            | T_OpExpr | T_DistinctExpr | T_NullIfExpr | T_ScalarArrayOpExpr | T_BoolExpr | T_FieldSelect
+            | T_FieldStore | T_RelabelType | T_CoerceViaIO | T_ArrayCoerceExpr | T_ConvertRowtypeExpr
+            | T_CollateExpr | T_CaseExpr | T_CaseTestExpr | T_ArrayExpr | T_RowExpr | T_RowCompareExpr
+            | T_CoalesceExpr | T_MinMaxExpr | T_SQLValueFunction | T_XmlExpr | T_NullTest | T_BooleanTest
+            | T_CoerceToDomain | T_CoerceToDomainValue | T_SetToDefault | T_NextValueExpr
+    )
 }
 
 /// The CHECK expressions of a domain, its base domains' included, as the executor will run them.
@@ -308,14 +315,24 @@ fn has_children(rel: Oid) -> bool {
     }
 }
 
-/// Whether reading `rel` with its inheritance children or partitions reaches a foreign table.
+/// Whether reading `rel` reaches a foreign table: through its inheritance children or
+/// partitions, or, for a view, through the relations its definition reads.
 pub fn reaches_foreign(rel: Oid) -> bool {
     Spi::get_one_with_args::<bool>(REACHES_FOREIGN_SQL, &[rel.into()]).ok().flatten().unwrap_or(true)
 }
 
 const REACHES_FOREIGN_SQL: &str = "WITH RECURSIVE t(oid) AS (
            SELECT $1::pg_catalog.oid
-           UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN t ON i.inhparent OPERATOR(pg_catalog.=) t.oid)
+           UNION
+           SELECT n.oid FROM t, LATERAL (
+               SELECT i.inhrelid AS oid FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) t.oid
+               UNION ALL
+               SELECT d.refobjid FROM pg_catalog.pg_rewrite w
+               JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+                    AND d.objid OPERATOR(pg_catalog.=) w.oid
+                    AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                    AND d.refobjid OPERATOR(pg_catalog.<>) t.oid
+               WHERE w.ev_class OPERATOR(pg_catalog.=) t.oid) n)
        SELECT EXISTS (SELECT 1 FROM t JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.oid
                       WHERE c.relkind OPERATOR(pg_catalog.=) 'f')";
 

@@ -25,6 +25,11 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+thread_local! {
+    /// Whether the query being run is still being read (parsed, analysed, planned), not executed.
+    static READING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// The caps of one execution.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -105,6 +110,7 @@ pub fn execute(sql: &str, limits: Limits) -> Result<Execution, Rejected> {
             // immutable functions before the tree is complete.
             hooks::with_scope(Scope::Generated, &allowed, HashMap::new(), || {
                 let mut verdicts = HashMap::new();
+                READING.set(true);
                 // SAFETY: inside the subtransaction; the tree lives in its memory context.
                 let query = unsafe { policy::check(&csql, &allowed, foreign, &mut verdicts) }?;
                 Ok(unsafe { run(query, &csql, limits) })
@@ -117,7 +123,11 @@ pub fn execute(sql: &str, limits: Limits) -> Result<Execution, Rejected> {
         // The object-access hook stopped a function the tree check did not see coming.
         Err(failure) => match hooks::take_refusal() {
             Some(refusal) => Err(Rejected::Refused(refusal)),
-            None => Err(Rejected::Failed(failure)),
+            // Raised before the executor started: it quotes only the query's text.
+            None => Err(Rejected::Failed(match failure {
+                Failure::Execution(r) if READING.get() => Failure::Analysis(r),
+                other => other,
+            })),
         },
     }
 }
@@ -129,6 +139,7 @@ pub fn execute(sql: &str, limits: Limits) -> Result<Execution, Rejected> {
 /// `query` must come from policy::check in this subtransaction.
 unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Execution {
     let plan = pg_sys::pg_plan_query(query, sql.as_ptr(), 0, std::ptr::null_mut());
+    READING.set(false);
     let mut receiver = Receiver::new(limits.max_rows, limits.max_bytes);
     let started = Instant::now();
     pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
@@ -155,6 +166,43 @@ unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Execu
         truncated: got.row_cap || got.byte_cap,
         byte_limited: got.byte_cap,
         elapsed: started.elapsed(),
+    }
+}
+
+/// Runs `f` in an internal subtransaction that is kept when it succeeds and rolled back when it
+/// raises an error (Some and None); a real cancel is passed on.
+pub fn savepoint<T>(f: impl FnOnce() -> T) -> Option<T> {
+    // SAFETY: the exception-block sequence of isolated(), releasing instead of rolling back on
+    // success.
+    unsafe {
+        let oldcxt = pg_sys::CurrentMemoryContext;
+        let oldowner = pg_sys::CurrentResourceOwner;
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(oldcxt);
+        let r = PgTryBuilder::new(AssertUnwindSafe(|| Ok(f()))).catch_others(Err).execute();
+        pg_sys::MemoryContextSwitchTo(oldcxt);
+        match r {
+            Ok(v) => {
+                pg_sys::ReleaseCurrentSubTransaction();
+                pg_sys::MemoryContextSwitchTo(oldcxt);
+                pg_sys::CurrentResourceOwner = oldowner;
+                Some(v)
+            }
+            Err(e) => {
+                pg_sys::RollbackAndReleaseCurrentSubTransaction();
+                pg_sys::MemoryContextSwitchTo(oldcxt);
+                pg_sys::CurrentResourceOwner = oldowner;
+                match e {
+                    CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r)
+                        if report_of(r).sqlstate == SqlState::QueryCanceled =>
+                    {
+                        e.rethrow()
+                    }
+                    CaughtError::RustPanic { .. } => e.rethrow(),
+                    _ => None,
+                }
+            }
+        }
     }
 }
 

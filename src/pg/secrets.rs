@@ -14,12 +14,40 @@ thread_local! {
     static WARNED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// The key to send: this session's SET, else the key file, else the first environment variable set.
-pub fn key(session: Option<String>, file: Option<String>, file_setting: &str, env: &[&str]) -> Result<Option<String>, Report> {
-    warn_exposed();
-    if let Some(k) = session {
-        return Ok(Some(k));
+/// Refuses an endpoint URL stored with ALTER ROLE/DATABASE … SET while a role that is not a
+/// superuser may set it (GRANT SET ON PARAMETER): with the library not loaded, PostgreSQL
+/// stores such a value without any check nl2sql could make, and records no setter — and
+/// whoever sets the URL receives the key.
+pub fn check_url_origin(setting: &str) -> Result<(), Report> {
+    use pgrx::pg_sys::GucSource::*;
+    let Some((source, _)) = crate::pg::session::setting_origin(setting) else { return Ok(()) };
+    if !matches!(source, PGC_S_DATABASE | PGC_S_USER | PGC_S_DATABASE_USER) {
+        return Ok(());
     }
+    let delegated = Spi::connect(|c| {
+        c.select(DELEGATED_SQL, Some(1), &[setting.into()])
+            .ok()
+            .and_then(|t| t.first().get::<bool>(1).ok().flatten())
+            .unwrap_or(true)
+    });
+    if delegated {
+        return Err(Report::new(SqlState::InsufficientPrivilege, format!("{setting} is stored where a role that is not a superuser may have set it"))
+            .detail(format!("It comes from ALTER ROLE/DATABASE ... SET, and a role that is not a superuser holds SET on {setting}; the configured API key is sent to this URL."))
+            .hint(format!("Have a superuser set it in postgresql.conf or with ALTER SYSTEM, or REVOKE SET ON PARAMETER {setting} from the roles that hold it.")));
+    }
+    Ok(())
+}
+
+/// Whether a role that is not a superuser (PUBLIC included) holds SET on the parameter $1.
+const DELEGATED_SQL: &str = "SELECT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_parameter_acl p, pg_catalog.aclexplode(p.paracl) a
+    LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+    WHERE p.parname OPERATOR(pg_catalog.=) $1::pg_catalog.text AND a.privilege_type OPERATOR(pg_catalog.=) 'SET'
+      AND r.rolsuper IS NOT TRUE)";
+
+/// The key to send: from the key file, else from the first environment variable set.
+pub fn key(file: Option<String>, file_setting: &str, env: &[&str]) -> Result<Option<String>, Report> {
+    warn_exposed();
     if let Some(path) = file {
         return read_key_file(&path, file_setting).map(Some);
     }

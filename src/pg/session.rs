@@ -8,8 +8,23 @@ use std::collections::hash_map::DefaultHasher;
 use std::ffi::CStr;
 use std::hash::{Hash, Hasher};
 
+/// The source of a setting's current value and the role that set it.
+pub fn setting_origin(name: &str) -> Option<(pg_sys::GucSource::Type, pg_sys::Oid)> {
+    // SAFETY: reads the GUC array as SHOW ALL does, on the backend's thread.
+    unsafe {
+        let vars = pg_sys::get_guc_variables();
+        for i in 0..pg_sys::GetNumConfigOptions().max(0) as usize {
+            let g = *vars.add(i);
+            if !g.is_null() && CStr::from_ptr((*g).name).to_bytes() == name.as_bytes() {
+                return Some(((*g).source, (*g).srole));
+            }
+        }
+    }
+    None
+}
+
 /// A hash of every custom setting's name and value (placeholders: `x.y` names no loaded
-/// library defines), other than nl2sql's own.
+/// library defines) other than nl2sql's own, and of application_name.
 pub fn fingerprint() -> u64 {
     let mut pairs: Vec<(String, String)> = Vec::new();
     // SAFETY: reads the GUC array as SHOW ALL does, on the backend's thread; placeholders are
@@ -19,10 +34,14 @@ pub fn fingerprint() -> u64 {
         let n = pg_sys::GetNumConfigOptions();
         for i in 0..n.max(0) as usize {
             let g = *vars.add(i);
-            if g.is_null() || (*g).flags & pg_sys::GUC_CUSTOM_PLACEHOLDER as i32 == 0 {
+            if g.is_null() {
                 continue;
             }
             let name = CStr::from_ptr((*g).name).to_string_lossy();
+            let custom = (*g).flags & pg_sys::GUC_CUSTOM_PLACEHOLDER as i32 != 0;
+            if !custom && name != "application_name" {
+                continue;
+            }
             if name.starts_with("nl2sql.") {
                 continue;
             }

@@ -175,8 +175,8 @@ fn build_column(rel: pg_sys::Oid, relname: &str, col: &Column, include_rls: bool
     // The user's table is read as its owner, in a restricted context (owner.rs).
     let (distinct, avg_len, too_long) = owner::as_table_owner(rel, || {
         Spi::get_three::<i64, f64, i64>(&format!(
-            "SELECT count(DISTINCT v)::int8, coalesce(avg(length(v)), 0)::float8,
-                    count(DISTINCT v) FILTER (WHERE length(v) > {max_len})::int8
+            "SELECT pg_catalog.count(DISTINCT v)::int8, coalesce(pg_catalog.avg(pg_catalog.length(v)), 0)::float8,
+                    pg_catalog.count(DISTINCT v) FILTER (WHERE pg_catalog.length(v) > {max_len})::int8
              FROM (SELECT {} AS v FROM {relname}) s",
             printed(&qcol)
         ))
@@ -201,12 +201,13 @@ fn build_column(rel: pg_sys::Oid, relname: &str, col: &Column, include_rls: bool
     let emb = embedder::current();
     let emb_id = emb.id();
     let id = one::<i32>(
-        "INSERT INTO nl2sql.value_index (relid, attnum, embedder, dims, status, include_rls)
-         VALUES ($1, $2, $3, 256, 'building', $4)
+        "INSERT INTO nl2sql.value_index (relid, attnum, embedder, dims, status, include_rls, max_length)
+         VALUES ($1, $2, $3, 256, 'building', $4, $5)
          ON CONFLICT (relid, attnum) DO UPDATE
-            SET embedder = excluded.embedder, status = 'building', include_rls = excluded.include_rls
+            SET embedder = excluded.embedder, status = 'building', include_rls = excluded.include_rls,
+                max_length = excluded.max_length
          RETURNING id",
-        &[rel.into(), col.attnum.into(), emb_id.as_str().into(), include_rls.into()],
+        &[rel.into(), col.attnum.into(), emb_id.as_str().into(), include_rls.into(), max_len.into()],
     )
     .unwrap_or_else(|| fail(SqlState::InternalError, "could not register the value index".into(), None));
     let part = format!("nl2sql.value_entries_{id}");
@@ -218,7 +219,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, col: &Column, include_rls: bool
 
     let source = format!(
         "SELECT DISTINCT v FROM (SELECT {} AS v FROM {relname} WHERE {qcol} IS NOT NULL) s
-         WHERE length(v) BETWEEN 1 AND {max_len}",
+         WHERE pg_catalog.length(v) BETWEEN 1 AND {max_len}",
         printed(&qcol)
     );
     let (values, phrases, dims) = match &emb {
@@ -301,11 +302,11 @@ fn load_builtin(id: i32, part: &str, rel: pg_sys::Oid, source: &str) -> (i64, i6
     });
     let cap = phrase_cap(values as usize);
     let phrases = Spi::get_one::<i64>(&format!(
-        "WITH ph AS (SELECT e.value AS v, p FROM {part} e, unnest(nl2sql.phrases(e.value)) p),
-              ok AS (SELECT p FROM ph GROUP BY p HAVING count(*) <= {cap}),
+        "WITH ph AS (SELECT e.value AS v, p FROM {part} e, pg_catalog.unnest(nl2sql.phrases(e.value)) p),
+              ok AS (SELECT p FROM ph GROUP BY p HAVING pg_catalog.count(*) <= {cap}),
               ins AS (INSERT INTO {part} (column_id, value, term, key, sig)
                       SELECT {id}, ph.v, ph.p, ph.p, nl2sql.signature(ph.p)::bit(256) FROM ph JOIN ok USING (p) RETURNING 1)
-         SELECT count(*) FROM ins"
+         SELECT pg_catalog.count(*) FROM ins"
     ))
     .ok()
     .flatten()
@@ -356,7 +357,7 @@ fn insert_remote(id: i32, part: &str, ep: &nl2sql_core::http::Endpoint, rows: &[
             &format!(
                 "INSERT INTO {part} (column_id, value, term, key, sig, embedding)
                  SELECT {id}, x.v, x.t, nl2sql.fold(x.t), binary_quantize(x.e::vector)::bit({dims}), x.e::vector
-                 FROM unnest($1::text[], $2::text[], $3::text[]) AS x(v, t, e)"
+                 FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]), pg_catalog.unnest($3::text[])) AS x(v, t, e)"
             ),
             &[vals.into(), terms.into(), lits.into()],
         );
@@ -488,7 +489,7 @@ fn apply_removals(rel: Option<pg_sys::Oid>) {
     let pending: Vec<(i32, pg_sys::Oid, String, Vec<String>)> = owner::as_owner(|| {
         Spi::connect(|c| {
             c.select(
-                "SELECT r.column_id, i.relid, a.attname::text, array_agg(r.value)
+                "SELECT r.column_id, i.relid, a.attname::text, pg_catalog.array_agg(r.value)
                  FROM nl2sql.value_removals r
                  JOIN nl2sql.value_index i ON i.id = r.column_id
                  JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
@@ -506,20 +507,44 @@ fn apply_removals(rel: Option<pg_sys::Oid>) {
             .unwrap_or_default()
         })
     });
+    let caller = owner::caller();
     for (id, relid, column, values) in pending {
         check_for_interrupts!();
+        // Only tables the caller may maintain (superuser, or the table's owner).
+        let may = Spi::connect(|c| {
+            c.select(
+                "SELECT pg_catalog.pg_has_role($2, c.relowner, 'USAGE') OR r.rolsuper
+                 FROM pg_catalog.pg_class c, pg_catalog.pg_roles r
+                 WHERE c.oid OPERATOR(pg_catalog.=) $1 AND r.oid OPERATOR(pg_catalog.=) $2",
+                Some(1),
+                &[relid.into(), caller.into()],
+            )
+            .ok()
+            .and_then(|t| t.first().get::<bool>(1).ok().flatten())
+            .unwrap_or(false)
+        });
+        if !may {
+            continue;
+        }
         let relname = relation_text(relid);
         let sql = format!(
             "SELECT coalesce(pg_catalog.array_agg(g.v), '{{}}') FROM pg_catalog.unnest($1::pg_catalog.text[]) AS g(v)
              WHERE NOT EXISTS (SELECT 1 FROM {relname} t WHERE {} OPERATOR(pg_catalog.=) g.v)",
             printed(&format!("t.{}", quote_identifier(&column)))
         );
-        let gone: Vec<String> = owner::as_table_owner(relid, || {
-            Spi::get_one_with_args::<Vec<String>>(&sql, &[values.clone().into()]).ok().flatten().unwrap_or_default()
+        // One table's trouble (its policy fails, say) skips that column, not the refresh.
+        let gone: Option<Vec<String>> = crate::pg::sandbox::savepoint(|| {
+            owner::as_table_owner(relid, || {
+                Spi::get_one_with_args::<Vec<String>>(&sql, &[values.clone().into()]).ok().flatten().unwrap_or_default()
+            })
         });
+        let Some(gone) = gone else {
+            pgrx::warning!("nl2sql could not re-check the removed values of {relname}.{}", quote_identifier(&column));
+            continue;
+        };
         owner::as_owner(|| {
             run(
-                "DELETE FROM nl2sql.value_entries e USING unnest($2::text[]) AS g(v)
+                "DELETE FROM nl2sql.value_entries e USING pg_catalog.unnest($2::text[]) AS g(v)
                  WHERE e.column_id = $1 AND e.value = g.v AND e.key = ANY (nl2sql.fold(g.v) || nl2sql.phrases(g.v))",
                 &[id.into(), gone.into()],
             );
@@ -540,7 +565,7 @@ fn pending_removals(hits: &[(i32, String)]) -> std::collections::HashSet<(i32, S
         Spi::connect(|c| {
             c.select(
                 "SELECT r.column_id, r.value FROM nl2sql.value_removals r
-                 JOIN unnest($1::int4[], $2::text[]) AS h(id, v) ON r.column_id = h.id AND r.value = h.v",
+                 JOIN ROWS FROM (pg_catalog.unnest($1::int4[]), pg_catalog.unnest($2::text[])) AS h(id, v) ON r.column_id = h.id AND r.value = h.v",
                 None,
                 &[ids.into(), values.into()],
             )
@@ -594,7 +619,9 @@ pub struct Found {
 fn searchable(caller: pg_sys::Oid, embedder_id: &str) -> Vec<Searchable> {
     Spi::connect(|c| {
         c.select(
-            "SELECT i.id, i.relid, a.attname::text, i.status = 'dirty' OR c.relrowsecurity
+            "SELECT i.id, i.relid, a.attname::text,
+                    -- DML on a partition or child fires its own triggers, not the parent's
+                    i.status = 'dirty' OR c.relrowsecurity OR c.relhassubclass OR c.relkind = 'p'
              FROM nl2sql.value_index i
              JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
              JOIN pg_catalog.pg_class c ON c.oid = i.relid
@@ -668,11 +695,16 @@ pub fn search_values(query: &str, skip: &[String], k: usize, threshold: f32, dra
     let ranked = retrieve::rank(&phrases, &candidates, threshold, usize::MAX);
     let pending = pending_removals(&ranked.iter().map(|h| (h.column as i32, h.value.clone())).collect::<Vec<_>>());
     let mut out = Vec::new();
+    let mut rechecks = 0usize;
     for hit in ranked {
         let Some(col) = by_id.get(&(hit.column as i32)) else { continue };
         let doubtful = col.recheck || pending.contains(&(col.id, hit.value.clone()));
-        if doubtful && !exists_as_caller(col.relid, &col.column, &hit.value) {
-            continue;
+        if doubtful {
+            // Each re-check reads the table: a bounded number per search.
+            rechecks += 1;
+            if rechecks > MAX_RECHECKS || !exists_as_caller(col.relid, &col.column, &hit.value) {
+                continue;
+            }
         }
         out.push(Found { relid: col.relid, column: col.column.clone(), value: hit.value, score: hit.score });
         if out.len() >= k {
@@ -687,8 +719,7 @@ pub fn search_values(query: &str, skip: &[String], k: usize, threshold: f32, dra
 /// which the approximate search may miss among many near-identical values.
 fn candidates(phrases: &[String], sigs: &[String], vectors: Option<Vec<String>>, ids: &[i32], dims: usize, limit: i64) -> Vec<Candidate> {
     let remote = vectors.is_some();
-    // Runs under as_owner's search_path, where pgvector's operators and types and pg_trgm's
-    // similarity() resolve.
+    // Runs under as_owner's search_path, where pgvector's operators and types resolve.
     let cosine = if remote { "(1 - (e.embedding <=> ($3::text[])[p.i]::vector))::float4" } else { "NULL::float4" };
     let types = [pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID].map(PgOid::from);
     let args = [
@@ -704,15 +735,15 @@ fn candidates(phrases: &[String], sigs: &[String], vectors: Option<Vec<String>>,
                     let key = (id, dims, remote, limit);
                     if !plans.contains_key(&key) {
                         let sql = format!(
-                            "SELECT (p.i - 1)::int4, e.value, e.term, {cosine}, similarity(($2::text[])[p.i], e.term)::float4
-                             FROM unnest($1::text[]) WITH ORDINALITY AS p(sig, i)
+                            "SELECT (p.i - 1)::int4, e.value, e.term, {cosine}, NULL::float4
+                             FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY AS p(sig, i)
                              CROSS JOIN LATERAL (
                                  SELECT x.value, x.term, x.embedding FROM nl2sql.value_entries_{id} x
                                  ORDER BY x.sig::bit({dims}) <~> p.sig::bit({dims})
                                  LIMIT {limit}) e
                              UNION ALL
-                             SELECT (p.i - 1)::int4, e.value, e.term, {cosine}, similarity(($2::text[])[p.i], e.term)::float4
-                             FROM unnest($2::text[]) WITH ORDINALITY AS p(key, i)
+                             SELECT (p.i - 1)::int4, e.value, e.term, {cosine}, NULL::float4
+                             FROM pg_catalog.unnest($2::text[]) WITH ORDINALITY AS p(key, i)
                              JOIN nl2sql.value_entries_{id} e ON e.key = p.key"
                         );
                         let plan = c
@@ -722,6 +753,13 @@ fn candidates(phrases: &[String], sigs: &[String], vectors: Option<Vec<String>>,
                         plans.insert(key, plan);
                     }
                     out.extend(read_candidates(id, c.select(&plans[&key], None, &args)));
+                }
+                // pg_trgm's similarity, computed here rather than by a function the search_path
+                // resolves.
+                for cand in out.iter_mut() {
+                    if let Some(p) = phrases.get(cand.phrase) {
+                        cand.trigram = Some(embed::trigram_similarity(p, &cand.term));
+                    }
                 }
                 out
             })
@@ -771,6 +809,9 @@ fn exists_as_caller(relid: pg_sys::Oid, column: &str, value: &str) -> bool {
     .flatten()
     .unwrap_or(false)
 }
+
+/// Most values one search re-checks against their tables.
+const MAX_RECHECKS: usize = 20;
 
 /// Time allowed for re-checking one value against its table.
 const RECHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -852,7 +893,7 @@ pub fn search_columns(query: &str, k: usize, embed_pending: bool) -> Vec<FoundCo
         // index on signatures serves it (rows of an endpoint embedder have no signature).
         let (source, qvec) = match &emb {
             Embedder::Builtin => (
-                "FROM unnest($3::text[]) AS p(sig)
+                "FROM pg_catalog.unnest($3::text[]) AS p(sig)
                  CROSS JOIN LATERAL (SELECT * FROM nl2sql.column_embeddings x
                                      ORDER BY x.sig <~> p.sig::bit(256) LIMIT 50) ce",
                 None,
@@ -937,7 +978,7 @@ fn embed_pending_columns(ep: &nl2sql_core::http::Endpoint) {
     let lits: Vec<String> = vectors.iter().map(|v| embedder::vector_literal(v)).collect();
     run(
         "UPDATE nl2sql.column_embeddings ce SET embedding = x.e::vector, embedder = $4, sig = NULL
-         FROM unnest($1::oid[], $2::int2[], $3::text[]) AS x(relid, attnum, e)
+         FROM ROWS FROM (pg_catalog.unnest($1::oid[]), pg_catalog.unnest($2::int2[]), pg_catalog.unnest($3::text[])) AS x(relid, attnum, e)
          WHERE ce.relid = x.relid AND ce.attnum = x.attnum",
         &[relids.into(), attnums.into(), lits.into(), id.as_str().into()],
     );

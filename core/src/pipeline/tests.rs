@@ -74,7 +74,8 @@ impl Database for FakeDb {
         for bad in ["nme", "nickname"] {
             if sql.contains(bad) {
                 let msg = format!("column \"{bad}\" does not exist");
-                return Err(Rejected::Failed(Failure::Execution(Report::new(SqlState::from_code("42703"), msg))));
+                // PostgreSQL finds an undefined column while it reads the query.
+                return Err(Rejected::Failed(Failure::Analysis(Report::new(SqlState::from_code("42703"), msg))));
             }
         }
         if sql.contains("slow") {
