@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Starts and stops a throwaway PostgreSQL cluster for the demo and the tests.
 #   scripts/pg.sh start DIR PORT [postgresql.conf line ...]   init (if needed) and start (if not running); socket in DIR
+#   scripts/pg.sh standby DIR PORT PRIMARY_SOCKET_DIR PRIMARY_PORT
+#                                    a hot standby streaming from the primary (pg_basebackup -R), started
 #   scripts/pg.sh stop DIR
 # PostgreSQL refuses to run as root, so as root the server runs as the postgres user. The server's
 # environment is clean (no RUST_BACKTRACE, which would put Rust backtraces into error details)
@@ -43,10 +45,30 @@ case "$cmd" in
     fi
     as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
     ;;
+  standby)
+    port=${3:?port required}
+    primary=${4:?primary socket directory required}
+    primary_port=${5:?primary port required}
+    mkdir -p "$dir"
+    [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
+    if [ ! -f "$dir/data/PG_VERSION" ]; then
+      # -R writes primary_conninfo and standby.signal; the primary's settings come along.
+      as_pg "$BIN/pg_basebackup" -h "$primary" -p "$primary_port" -U postgres -D "$dir/data" -R -X stream -c fast
+      {
+        echo "port = $port"
+        echo "unix_socket_directories = '$dir'"
+        echo "hot_standby = on"
+      } | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
+    fi
+    if as_pg "$BIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+      exit 0
+    fi
+    as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+    ;;
   stop)
     if [ -f "$dir/data/postmaster.pid" ]; then
       as_pg "$BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true
     fi
     ;;
-  *) echo "usage: $0 start|stop DIR [PORT conf...]" >&2; exit 2 ;;
+  *) echo "usage: $0 start|standby|stop DIR [PORT ...]" >&2; exit 2 ;;
 esac

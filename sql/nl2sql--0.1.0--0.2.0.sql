@@ -1,13 +1,81 @@
--- nl2sql 0.1.0 -> 0.2.0 (security, issue 9): the value index's triggers no longer cast values
+-- nl2sql 0.1.0 -> 0.2.0. Security (issue 9): the value index's triggers no longer cast values
 -- (a cast may be the type owner's function; a cast to a domain runs its CHECK), nor read the
 -- indexed table, nor run as any trigger but nl2sql's own; values DML took away wait in
--- nl2sql.value_removals. The definitions below are those of sql/values.sql and
--- sql/values_api.sql; tests/test_upgrade.py checks that an upgraded database matches a fresh one.
+-- nl2sql.value_removals. Live traffic (issue 10): each column's entries live in a table per
+-- generation (nl2sql.value_entries_<id>_<generation>), built beside the one serving and switched
+-- to; DML leaves marks in nl2sql.value_flags instead of waiting for a build. The 0.1.0 partitions
+-- become generation 0. The definitions below are those of sql/values.sql and sql/values_api.sql;
+-- tests/test_upgrade.py checks that an upgraded database matches a fresh one.
 \echo Use "ALTER EXTENSION nl2sql UPDATE TO '0.2.0'" to load this file. \quit
 
 -- longest value indexed (nl2sql.index_max_value_length at the build; the triggers use this,
 -- never the setting of the session that writes the table)
 ALTER TABLE nl2sql.value_index ADD COLUMN max_length int NOT NULL DEFAULT 200;
+-- the generation serving searches: its entries are in nl2sql.value_entries_<id>_<generation>,
+-- a table like nl2sql.value_entries
+ALTER TABLE nl2sql.value_index ADD COLUMN generation int NOT NULL DEFAULT 0;
+
+CREATE FUNCTION nl2sql."builtin_embedder"() RETURNS TEXT
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'builtin_embedder_wrapper';
+
+-- Each column's partition becomes its generation 0, a table of its own and a member of the
+-- extension; the partitioned parent gives way to the template every generation is made like.
+DO $$
+DECLARE
+    i record;
+BEGIN
+    FOR i IN SELECT id FROM nl2sql.value_index ORDER BY id LOOP
+        IF to_regclass(format('nl2sql.%I', 'value_entries_' || i.id)) IS NOT NULL THEN
+            EXECUTE format('ALTER TABLE nl2sql.value_entries DETACH PARTITION nl2sql.%I', 'value_entries_' || i.id);
+            EXECUTE format('ALTER TABLE nl2sql.%I RENAME TO %I', 'value_entries_' || i.id, 'value_entries_' || i.id || '_0');
+            EXECUTE format('ALTER TABLE nl2sql.%I DROP COLUMN column_id', 'value_entries_' || i.id || '_0');
+            EXECUTE format('ALTER EXTENSION nl2sql ADD TABLE nl2sql.%I', 'value_entries_' || i.id || '_0');
+        ELSE
+            UPDATE nl2sql.value_index SET status = 'stale' WHERE id = i.id;
+        END IF;
+    END LOOP;
+END
+$$;
+DROP TABLE nl2sql.value_entries;
+
+-- The shape of every generation's table (CREATE TABLE ... (LIKE nl2sql.value_entries)); it
+-- holds no rows itself.
+CREATE TABLE nl2sql.value_entries (
+    value text NOT NULL,
+    -- the value itself, or one of its phrases
+    term text NOT NULL,
+    -- nl2sql.fold(term): exact matches up to case and accents, through a btree index
+    key text NOT NULL,
+    sig bit varying NOT NULL,
+    -- the endpoint's vector, for exact reranking (NULL with the built-in embedder)
+    embedding vector
+);
+
+-- Generations a build replaced (or a drop retired), dropped once every snapshot sees them
+-- retired (the transaction that retired them is older than any snapshot's xmin), after the
+-- values DML added to them late are copied to the generation serving.
+CREATE TABLE nl2sql.value_generations (
+    column_id int NOT NULL,
+    generation int NOT NULL,
+    -- the transaction that retired it (pg_current_xact_id())
+    retired_xid bigint NOT NULL,
+    retired_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (column_id, generation)
+);
+
+-- Marks DML leaves on a column without waiting for a rebuild that holds its value_index row:
+-- dirty (many values removed at once: searches re-check every result) and stale (a trigger
+-- failed: rebuild it). A rebuild clears the marks its snapshot covers.
+CREATE TABLE nl2sql.value_flags (
+    id bigserial PRIMARY KEY,
+    column_id int NOT NULL REFERENCES nl2sql.value_index (id) ON DELETE CASCADE,
+    flag text NOT NULL CHECK (flag IN ('dirty', 'stale')),
+    flagged_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+
+CREATE INDEX value_flags_column ON nl2sql.value_flags (column_id);
 
 -- Values a DELETE or UPDATE took from a row: they leave the index once no row holds them, which
 -- only a read of the table as its owner can tell (nl2sql.refresh_value_indexes). Until then a
@@ -35,6 +103,8 @@ BEGIN
 END
 $$;
 
+DROP FUNCTION nl2sql._add_values_sql(int, name, text, int, int);
+
 -- The statement that adds a statement's new values of one indexed column: built-in embedder:
 -- the value and its phrases with their signatures; endpoint embedder: queued, since DML never
 -- calls out. A phrase is added only while at most `cap` values hold it (counting this
@@ -42,38 +112,39 @@ $$;
 -- removal. It reads the transition table nl2sql_new, so the trigger itself must run it. Values
 -- are printed with pg_catalog.format('%s', …), i.e. their type's output function, never cast:
 -- a cast to text may be a function the column type's owner wrote.
-CREATE OR REPLACE FUNCTION nl2sql._add_values_sql(column_id int, col name, embedder text, max_len int, cap int)
+CREATE FUNCTION nl2sql._add_values_sql(column_id int, generation int, col name, embedder text, max_len int, cap int)
 RETURNS text
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT CASE WHEN embedder = 'builtin-v1' THEN format(
+BEGIN
+    RETURN CASE WHEN embedder = nl2sql.builtin_embedder() THEN format(
         'WITH s AS (SELECT DISTINCT x.v FROM (SELECT pg_catalog.format(''%%s'', %2$I) AS v FROM nl2sql_new
                                                    WHERE %2$I IS NOT NULL) x
                     WHERE length(x.v) BETWEEN 1 AND %3$s),
               kept AS (DELETE FROM nl2sql.value_removals r USING s WHERE r.column_id = %1$s AND r.value = s.v),
               fresh AS (SELECT s.v FROM s WHERE NOT EXISTS (
-                    SELECT 1 FROM nl2sql.value_entries e WHERE e.column_id = %1$s AND e.key = nl2sql.fold(s.v) AND e.value = s.v)),
+                    SELECT 1 FROM nl2sql.%5$I e WHERE e.key = nl2sql.fold(s.v) AND e.value = s.v)),
               ph AS (SELECT fresh.v, p FROM fresh, unnest(nl2sql.phrases(fresh.v)) p),
               ok AS (SELECT ph.p FROM ph GROUP BY ph.p
-                     HAVING count(*) + (SELECT count(*) FROM (SELECT 1 FROM nl2sql.value_entries e
-                                        WHERE e.column_id = %1$s AND e.key = ph.p LIMIT %4$s + 1) z) <= %4$s)
-         INSERT INTO nl2sql.value_entries (column_id, value, term, key, sig)
-         SELECT %1$s, v, v, nl2sql.fold(v), nl2sql.signature(v)::bit(256) FROM fresh
+                     HAVING count(*) + (SELECT count(*) FROM (SELECT 1 FROM nl2sql.%5$I e
+                                        WHERE e.key = ph.p LIMIT %4$s + 1) z) <= %4$s)
+         INSERT INTO nl2sql.%5$I (value, term, key, sig)
+         SELECT v, v, nl2sql.fold(v), nl2sql.signature(v)::bit(256) FROM fresh
          UNION ALL
-         SELECT %1$s, ph.v, ph.p, ph.p, nl2sql.signature(ph.p)::bit(256) FROM ph JOIN ok USING (p)',
-        column_id, col, max_len, cap)
+         SELECT ph.v, ph.p, ph.p, nl2sql.signature(ph.p)::bit(256) FROM ph JOIN ok USING (p)',
+        column_id, col, max_len, cap, 'value_entries_' || column_id || '_' || generation)
     ELSE format(
         'WITH s AS (SELECT DISTINCT pg_catalog.format(''%%s'', %2$I) AS v FROM nl2sql_new WHERE %2$I IS NOT NULL),
               kept AS (DELETE FROM nl2sql.value_removals r USING s WHERE r.column_id = %1$s AND r.value = s.v)
          INSERT INTO nl2sql.value_queue (column_id, value)
          SELECT %1$s, s.v FROM s
          WHERE length(s.v) BETWEEN 1 AND %3$s
-           AND NOT EXISTS (SELECT 1 FROM nl2sql.value_entries e
-                           WHERE e.column_id = %1$s AND e.key = nl2sql.fold(s.v) AND e.value = s.v)
+           AND NOT EXISTS (SELECT 1 FROM nl2sql.%4$I e WHERE e.key = nl2sql.fold(s.v) AND e.value = s.v)
          ON CONFLICT DO NOTHING',
-        column_id, col, max_len)
-    END
+        column_id, col, max_len, 'value_entries_' || column_id || '_' || generation)
+    END;
+END
 $$;
 
 -- The statement-level triggers on indexed tables: new values are added; values a DELETE or
@@ -111,8 +182,11 @@ BEGIN
         RAISE WARNING 'nl2sql._values_changed() runs only as the triggers nl2sql.create_value_index() makes';
         RETURN NULL;
     END IF;
+    -- The generation serving now: read without locking the row, which a rebuild may hold (it
+    -- copies what this statement adds to the old generation before it switches, or, committed
+    -- later, before the old one is dropped).
     FOR c IN
-        SELECT i.id, a.attname, i.embedder, i.max_length,
+        SELECT i.id, i.generation, a.attname, i.embedder, i.max_length,
                greatest(2, least(50, i.value_count / 10))::int AS cap
         FROM nl2sql.value_index i
         JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
@@ -124,7 +198,7 @@ BEGIN
                 -- Many values at once, or a long queue: re-check every result instead.
                 IF n > 1000 OR (n > 0 AND (SELECT count(*) FROM (SELECT 1 FROM nl2sql.value_removals r
                                                                 WHERE r.column_id = c.id LIMIT 10001) z) > 10000) THEN
-                    UPDATE nl2sql.value_index SET status = 'dirty' WHERE id = c.id AND status = 'ready';
+                    INSERT INTO nl2sql.value_flags (column_id, flag) VALUES (c.id, 'dirty');
                 ELSIF n > 0 THEN
                     EXECUTE format(
                         'INSERT INTO nl2sql.value_removals (column_id, value)
@@ -136,22 +210,26 @@ BEGIN
                 END IF;
             END IF;
             IF TG_OP IN ('INSERT', 'UPDATE') THEN
-                EXECUTE nl2sql._add_values_sql(c.id, c.attname, c.embedder, c.max_length, c.cap);
+                EXECUTE nl2sql._add_values_sql(c.id, c.generation, c.attname, c.embedder, c.max_length, c.cap);
             END IF;
             IF TG_OP = 'TRUNCATE' THEN
-                EXECUTE format('TRUNCATE nl2sql.value_entries_%s', c.id);
+                -- DELETE, not TRUNCATE: no lock that would wait for readers of the generation.
+                EXECUTE format('DELETE FROM nl2sql.%I', 'value_entries_' || c.id || '_' || c.generation);
                 DELETE FROM nl2sql.value_queue WHERE column_id = c.id;
                 DELETE FROM nl2sql.value_removals WHERE column_id = c.id;
             END IF;
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'nl2sql could not update the value index of %.%: %', TG_TABLE_NAME, c.attname, SQLERRM
                 USING HINT = 'Rebuild it with SELECT nl2sql.refresh_value_indexes().';
-            UPDATE nl2sql.value_index SET status = 'stale' WHERE id = c.id;
+            INSERT INTO nl2sql.value_flags (column_id, flag) VALUES (c.id, 'stale');
         END;
     END LOOP;
+    -- At most once a second, and never waiting for a rebuild that holds the row.
     UPDATE nl2sql.value_index SET refreshed_at = now()
-    WHERE relid = TG_RELID AND status IN ('ready', 'dirty')
-      AND (refreshed_at IS NULL OR refreshed_at < now() - interval '1 second');
+    WHERE id IN (SELECT id FROM nl2sql.value_index
+                 WHERE relid = TG_RELID AND status IN ('ready', 'dirty')
+                   AND (refreshed_at IS NULL OR refreshed_at < now() - interval '1 second')
+                 FOR NO KEY UPDATE SKIP LOCKED);
     RETURN NULL;
 EXCEPTION WHEN OTHERS THEN
     RAISE WARNING 'nl2sql could not update the value indexes of %: %', TG_TABLE_NAME, SQLERRM;
@@ -159,13 +237,106 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
+-- Recomputes the schema embeddings of one relation (all user relations when NULL) with the
+-- built-in embedder; with an endpoint embedder the rows are marked for lazy re-embedding.
+CREATE OR REPLACE FUNCTION nl2sql._refresh_column_embeddings(rel oid DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n bigint;
+    builtin boolean := coalesce(current_setting('nl2sql.embedding_url', true), '') = '';
+BEGIN
+    DELETE FROM nl2sql.column_embeddings e
+    WHERE (rel IS NULL OR e.relid = rel)
+      AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = e.relid AND a.attnum = e.attnum
+                      AND NOT a.attisdropped);
+    INSERT INTO nl2sql.column_embeddings AS e (relid, attnum, description, embedder, sig)
+    SELECT c.oid, a.attnum, d.description,
+           CASE WHEN builtin THEN nl2sql.builtin_embedder() ELSE 'pending' END,
+           CASE WHEN builtin THEN nl2sql.signature(c.relname || ' ' || a.attname)::bit(256) END
+    FROM pg_class c
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+    CROSS JOIN LATERAL (SELECT nl2sql._column_description(c.oid, a.attnum) AS description) d
+    WHERE (rel IS NULL OR c.oid = rel)
+      AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+      AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'nl2sql') AND n.nspname !~ '^pg_(toast|temp_)'
+      AND NOT EXISTS (SELECT 1 FROM pg_depend dep WHERE dep.classid = 'pg_class'::regclass
+                      AND dep.objid = c.oid AND dep.deptype = 'e')
+    ON CONFLICT (relid, attnum) DO UPDATE
+        SET description = excluded.description, embedder = excluded.embedder, sig = excluded.sig,
+            embedding = NULL
+        WHERE e.description IS DISTINCT FROM excluded.description OR e.embedder IS DISTINCT FROM excluded.embedder;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION nl2sql._on_sql_drop()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    obj record;
+    dropped record;
+    retired record;
+BEGIN
+    PERFORM nextval('nl2sql.ddl_version');
+    FOR obj IN
+        SELECT * FROM pg_event_trigger_dropped_objects()
+        WHERE classid = 'pg_class'::regclass AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
+          AND coalesce(schema_name, '') <> 'nl2sql'
+    LOOP
+        FOR dropped IN
+            DELETE FROM nl2sql.value_index
+            WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid)
+            RETURNING id, generation
+        LOOP
+            PERFORM nl2sql._drop_entries(dropped.id, dropped.generation);
+            FOR retired IN DELETE FROM nl2sql.value_generations g WHERE g.column_id = dropped.id RETURNING g.column_id, g.generation
+            LOOP
+                PERFORM nl2sql._drop_entries(retired.column_id, retired.generation);
+            END LOOP;
+        END LOOP;
+        DELETE FROM nl2sql.column_embeddings
+        WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid);
+    END LOOP;
+EXCEPTION WHEN OTHERS THEN
+    RAISE WARNING 'nl2sql could not follow this DROP: %', SQLERRM;
+END
+$$;
+
+-- Drops a generation's table (a member of the extension, so it leaves the extension first).
+CREATE FUNCTION nl2sql._drop_entries(column_id int, generation int)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t regclass := to_regclass(format('nl2sql.%I', 'value_entries_' || column_id || '_' || generation));
+BEGIN
+    IF t IS NOT NULL THEN
+        EXECUTE format('ALTER EXTENSION nl2sql DROP TABLE %s', t);
+        EXECUTE format('DROP TABLE %s', t);
+    END IF;
+END
+$$;
+
 REVOKE ALL ON FUNCTION nl2sql._values_changed() FROM PUBLIC;
+REVOKE ALL ON FUNCTION nl2sql._drop_entries(int, int) FROM PUBLIC;
 
 -- One row per indexed column the caller may SELECT.
 CREATE OR REPLACE VIEW nl2sql.value_indexes AS
 SELECT i.relid::regclass AS relation,
        a.attname AS column_name,
        CASE WHEN i.status IN ('ready', 'dirty') AND i.embedder <> nl2sql.current_embedder() THEN 'stale'
+            WHEN i.status IN ('ready', 'dirty') AND f.stale THEN 'stale'
+            WHEN i.status = 'ready' AND f.dirty THEN 'dirty'
             ELSE i.status END AS status,
        i.embedder,
        -- at the last build; the triggers add and remove values since
@@ -177,11 +348,14 @@ SELECT i.relid::regclass AS relation,
        i.refreshed_at,
        round(i.build_ms::numeric / 1000, 2) AS build_seconds,
        (SELECT greatest(c.reltuples, 0)::bigint FROM pg_catalog.pg_class c
-        WHERE c.oid = pg_catalog.to_regclass('nl2sql.value_entries_' || i.id)) AS entries_estimate,
-       pg_catalog.pg_total_relation_size(pg_catalog.to_regclass('nl2sql.value_entries_' || i.id)) AS size_bytes,
+        WHERE c.oid = pg_catalog.to_regclass(pg_catalog.format('nl2sql.%I', 'value_entries_' || i.id || '_' || i.generation))) AS entries_estimate,
+       pg_catalog.pg_total_relation_size(pg_catalog.to_regclass(pg_catalog.format('nl2sql.%I', 'value_entries_' || i.id || '_' || i.generation))) AS size_bytes,
        (SELECT count(*) FROM nl2sql.value_queue q WHERE q.column_id = i.id) AS queued,
        -- values DML took away, re-checked by searches until nl2sql.refresh_value_indexes()
-       (SELECT count(*) FROM nl2sql.value_removals r WHERE r.column_id = i.id) AS pending_removals
+       (SELECT count(*) FROM nl2sql.value_removals r WHERE r.column_id = i.id) AS pending_removals,
+       i.generation
 FROM nl2sql.value_index i
 JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+CROSS JOIN LATERAL (SELECT coalesce(bool_or(x.flag = 'dirty'), false) AS dirty, coalesce(bool_or(x.flag = 'stale'), false) AS stale
+                    FROM nl2sql.value_flags x WHERE x.column_id = i.id) f
 WHERE pg_catalog.has_column_privilege(i.relid, i.attnum, 'SELECT');

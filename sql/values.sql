@@ -3,6 +3,14 @@
 -- HNSW index per column. Also the schema embeddings: one per column, for column retrieval.
 -- These tables belong to the extension owner; no other role can read them. nl2sql's
 -- functions read them for a caller and return only what the caller may SELECT.
+--
+-- Each column's entries live in a table of their own, one per generation:
+-- nl2sql.value_entries_<id>_<generation>. A rebuild loads a new generation beside the one
+-- serving searches and switches value_index.generation to it; the old one is dropped later,
+-- once no transaction that could still use it is left (value_generations). Locks are taken in
+-- this order everywhere: value_index rows (builds, refreshes and drops only; triggers skip a
+-- locked row), then a generation's table (readers with a lock timeout), then the rows of
+-- value_removals, value_queue and value_flags (appended to, never waited on by DML).
 
 -- Bumped by every DDL command; caches of the catalog are keyed by it.
 CREATE SEQUENCE nl2sql.ddl_version;
@@ -15,8 +23,8 @@ CREATE TABLE nl2sql.value_index (
     embedder text NOT NULL,
     -- bits of the signatures in the HNSW index
     dims int NOT NULL,
-    -- building: being loaded; ready; dirty: rows were deleted in bulk, results are re-checked
-    -- against the table; stale: built by another embedder, or the column changed: rebuild it
+    -- building: the first generation is being loaded; ready; stale: built by another embedder,
+    -- or the column changed: rebuild it (DML marks columns dirty or stale in value_flags)
     status text NOT NULL DEFAULT 'building' CHECK (status IN ('building', 'ready', 'dirty', 'stale')),
     include_rls boolean NOT NULL DEFAULT false,
     value_count bigint NOT NULL DEFAULT 0,
@@ -28,11 +36,15 @@ CREATE TABLE nl2sql.value_index (
     UNIQUE (relid, attnum),
     -- longest value indexed (nl2sql.index_max_value_length at the build; the triggers use this,
     -- never the setting of the session that writes the table)
-    max_length int NOT NULL DEFAULT 200
+    max_length int NOT NULL DEFAULT 200,
+    -- the generation serving searches: its entries are in nl2sql.value_entries_<id>_<generation>,
+    -- a table like nl2sql.value_entries
+    generation int NOT NULL DEFAULT 0
 );
 
+-- The shape of every generation's table (CREATE TABLE ... (LIKE nl2sql.value_entries)); it
+-- holds no rows itself.
 CREATE TABLE nl2sql.value_entries (
-    column_id int NOT NULL,
     value text NOT NULL,
     -- the value itself, or one of its phrases
     term text NOT NULL,
@@ -41,7 +53,30 @@ CREATE TABLE nl2sql.value_entries (
     sig bit varying NOT NULL,
     -- the endpoint's vector, for exact reranking (NULL with the built-in embedder)
     embedding vector
-) PARTITION BY LIST (column_id);
+);
+
+-- Generations a build replaced (or a drop retired), dropped once every snapshot sees them
+-- retired (the transaction that retired them is older than any snapshot's xmin), after the
+-- values DML added to them late are copied to the generation serving.
+CREATE TABLE nl2sql.value_generations (
+    column_id int NOT NULL,
+    generation int NOT NULL,
+    -- the transaction that retired it (pg_current_xact_id())
+    retired_xid bigint NOT NULL,
+    retired_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (column_id, generation)
+);
+
+-- Marks DML leaves on a column without waiting for a rebuild that holds its value_index row:
+-- dirty (many values removed at once: searches re-check every result) and stale (a trigger
+-- failed: rebuild it). A rebuild clears the marks its snapshot covers.
+CREATE TABLE nl2sql.value_flags (
+    id bigserial PRIMARY KEY,
+    column_id int NOT NULL REFERENCES nl2sql.value_index (id) ON DELETE CASCADE,
+    flag text NOT NULL CHECK (flag IN ('dirty', 'stale')),
+    flagged_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+CREATE INDEX value_flags_column ON nl2sql.value_flags (column_id);
 
 -- Values a DELETE or UPDATE took from a row: they leave the index once no row holds them, which
 -- only a read of the table as its owner can tell (nl2sql.refresh_value_indexes). Until then a
@@ -95,38 +130,39 @@ $$;
 -- removal. It reads the transition table nl2sql_new, so the trigger itself must run it. Values
 -- are printed with pg_catalog.format('%s', …), i.e. their type's output function, never cast:
 -- a cast to text may be a function the column type's owner wrote.
-CREATE FUNCTION nl2sql._add_values_sql(column_id int, col name, embedder text, max_len int, cap int)
+CREATE FUNCTION nl2sql._add_values_sql(column_id int, generation int, col name, embedder text, max_len int, cap int)
 RETURNS text
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT CASE WHEN embedder = 'builtin-v1' THEN format(
+BEGIN
+    RETURN CASE WHEN embedder = nl2sql.builtin_embedder() THEN format(
         'WITH s AS (SELECT DISTINCT x.v FROM (SELECT pg_catalog.format(''%%s'', %2$I) AS v FROM nl2sql_new
                                                    WHERE %2$I IS NOT NULL) x
                     WHERE length(x.v) BETWEEN 1 AND %3$s),
               kept AS (DELETE FROM nl2sql.value_removals r USING s WHERE r.column_id = %1$s AND r.value = s.v),
               fresh AS (SELECT s.v FROM s WHERE NOT EXISTS (
-                    SELECT 1 FROM nl2sql.value_entries e WHERE e.column_id = %1$s AND e.key = nl2sql.fold(s.v) AND e.value = s.v)),
+                    SELECT 1 FROM nl2sql.%5$I e WHERE e.key = nl2sql.fold(s.v) AND e.value = s.v)),
               ph AS (SELECT fresh.v, p FROM fresh, unnest(nl2sql.phrases(fresh.v)) p),
               ok AS (SELECT ph.p FROM ph GROUP BY ph.p
-                     HAVING count(*) + (SELECT count(*) FROM (SELECT 1 FROM nl2sql.value_entries e
-                                        WHERE e.column_id = %1$s AND e.key = ph.p LIMIT %4$s + 1) z) <= %4$s)
-         INSERT INTO nl2sql.value_entries (column_id, value, term, key, sig)
-         SELECT %1$s, v, v, nl2sql.fold(v), nl2sql.signature(v)::bit(256) FROM fresh
+                     HAVING count(*) + (SELECT count(*) FROM (SELECT 1 FROM nl2sql.%5$I e
+                                        WHERE e.key = ph.p LIMIT %4$s + 1) z) <= %4$s)
+         INSERT INTO nl2sql.%5$I (value, term, key, sig)
+         SELECT v, v, nl2sql.fold(v), nl2sql.signature(v)::bit(256) FROM fresh
          UNION ALL
-         SELECT %1$s, ph.v, ph.p, ph.p, nl2sql.signature(ph.p)::bit(256) FROM ph JOIN ok USING (p)',
-        column_id, col, max_len, cap)
+         SELECT ph.v, ph.p, ph.p, nl2sql.signature(ph.p)::bit(256) FROM ph JOIN ok USING (p)',
+        column_id, col, max_len, cap, 'value_entries_' || column_id || '_' || generation)
     ELSE format(
         'WITH s AS (SELECT DISTINCT pg_catalog.format(''%%s'', %2$I) AS v FROM nl2sql_new WHERE %2$I IS NOT NULL),
               kept AS (DELETE FROM nl2sql.value_removals r USING s WHERE r.column_id = %1$s AND r.value = s.v)
          INSERT INTO nl2sql.value_queue (column_id, value)
          SELECT %1$s, s.v FROM s
          WHERE length(s.v) BETWEEN 1 AND %3$s
-           AND NOT EXISTS (SELECT 1 FROM nl2sql.value_entries e
-                           WHERE e.column_id = %1$s AND e.key = nl2sql.fold(s.v) AND e.value = s.v)
+           AND NOT EXISTS (SELECT 1 FROM nl2sql.%4$I e WHERE e.key = nl2sql.fold(s.v) AND e.value = s.v)
          ON CONFLICT DO NOTHING',
-        column_id, col, max_len)
-    END
+        column_id, col, max_len, 'value_entries_' || column_id || '_' || generation)
+    END;
+END
 $$;
 
 -- The statement-level triggers on indexed tables: new values are added; values a DELETE or
@@ -164,8 +200,11 @@ BEGIN
         RAISE WARNING 'nl2sql._values_changed() runs only as the triggers nl2sql.create_value_index() makes';
         RETURN NULL;
     END IF;
+    -- The generation serving now: read without locking the row, which a rebuild may hold (it
+    -- copies what this statement adds to the old generation before it switches, or, committed
+    -- later, before the old one is dropped).
     FOR c IN
-        SELECT i.id, a.attname, i.embedder, i.max_length,
+        SELECT i.id, i.generation, a.attname, i.embedder, i.max_length,
                greatest(2, least(50, i.value_count / 10))::int AS cap
         FROM nl2sql.value_index i
         JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
@@ -177,7 +216,7 @@ BEGIN
                 -- Many values at once, or a long queue: re-check every result instead.
                 IF n > 1000 OR (n > 0 AND (SELECT count(*) FROM (SELECT 1 FROM nl2sql.value_removals r
                                                                 WHERE r.column_id = c.id LIMIT 10001) z) > 10000) THEN
-                    UPDATE nl2sql.value_index SET status = 'dirty' WHERE id = c.id AND status = 'ready';
+                    INSERT INTO nl2sql.value_flags (column_id, flag) VALUES (c.id, 'dirty');
                 ELSIF n > 0 THEN
                     EXECUTE format(
                         'INSERT INTO nl2sql.value_removals (column_id, value)
@@ -189,22 +228,26 @@ BEGIN
                 END IF;
             END IF;
             IF TG_OP IN ('INSERT', 'UPDATE') THEN
-                EXECUTE nl2sql._add_values_sql(c.id, c.attname, c.embedder, c.max_length, c.cap);
+                EXECUTE nl2sql._add_values_sql(c.id, c.generation, c.attname, c.embedder, c.max_length, c.cap);
             END IF;
             IF TG_OP = 'TRUNCATE' THEN
-                EXECUTE format('TRUNCATE nl2sql.value_entries_%s', c.id);
+                -- DELETE, not TRUNCATE: no lock that would wait for readers of the generation.
+                EXECUTE format('DELETE FROM nl2sql.%I', 'value_entries_' || c.id || '_' || c.generation);
                 DELETE FROM nl2sql.value_queue WHERE column_id = c.id;
                 DELETE FROM nl2sql.value_removals WHERE column_id = c.id;
             END IF;
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'nl2sql could not update the value index of %.%: %', TG_TABLE_NAME, c.attname, SQLERRM
                 USING HINT = 'Rebuild it with SELECT nl2sql.refresh_value_indexes().';
-            UPDATE nl2sql.value_index SET status = 'stale' WHERE id = c.id;
+            INSERT INTO nl2sql.value_flags (column_id, flag) VALUES (c.id, 'stale');
         END;
     END LOOP;
+    -- At most once a second, and never waiting for a rebuild that holds the row.
     UPDATE nl2sql.value_index SET refreshed_at = now()
-    WHERE relid = TG_RELID AND status IN ('ready', 'dirty')
-      AND (refreshed_at IS NULL OR refreshed_at < now() - interval '1 second');
+    WHERE id IN (SELECT id FROM nl2sql.value_index
+                 WHERE relid = TG_RELID AND status IN ('ready', 'dirty')
+                   AND (refreshed_at IS NULL OR refreshed_at < now() - interval '1 second')
+                 FOR NO KEY UPDATE SKIP LOCKED);
     RETURN NULL;
 EXCEPTION WHEN OTHERS THEN
     RAISE WARNING 'nl2sql could not update the value indexes of %: %', TG_TABLE_NAME, SQLERRM;
@@ -244,7 +287,7 @@ BEGIN
                       AND NOT a.attisdropped);
     INSERT INTO nl2sql.column_embeddings AS e (relid, attnum, description, embedder, sig)
     SELECT c.oid, a.attnum, d.description,
-           CASE WHEN builtin THEN 'builtin-v1' ELSE 'pending' END,
+           CASE WHEN builtin THEN nl2sql.builtin_embedder() ELSE 'pending' END,
            CASE WHEN builtin THEN nl2sql.signature(c.relname || ' ' || a.attname)::bit(256) END
     FROM pg_class c
     JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -296,6 +339,22 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
+-- Drops a generation's table (a member of the extension, so it leaves the extension first).
+CREATE FUNCTION nl2sql._drop_entries(column_id int, generation int)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t regclass := to_regclass(format('nl2sql.%I', 'value_entries_' || column_id || '_' || generation));
+BEGIN
+    IF t IS NOT NULL THEN
+        EXECUTE format('ALTER EXTENSION nl2sql DROP TABLE %s', t);
+        EXECUTE format('DROP TABLE %s', t);
+    END IF;
+END
+$$;
+
 CREATE FUNCTION nl2sql._on_sql_drop()
 RETURNS event_trigger
 LANGUAGE plpgsql
@@ -304,7 +363,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     obj record;
-    dropped int;
+    dropped record;
+    retired record;
 BEGIN
     PERFORM nextval('nl2sql.ddl_version');
     FOR obj IN
@@ -315,9 +375,13 @@ BEGIN
         FOR dropped IN
             DELETE FROM nl2sql.value_index
             WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid)
-            RETURNING id
+            RETURNING id, generation
         LOOP
-            EXECUTE format('DROP TABLE IF EXISTS nl2sql.value_entries_%s', dropped);
+            PERFORM nl2sql._drop_entries(dropped.id, dropped.generation);
+            FOR retired IN DELETE FROM nl2sql.value_generations g WHERE g.column_id = dropped.id RETURNING g.column_id, g.generation
+            LOOP
+                PERFORM nl2sql._drop_entries(retired.column_id, retired.generation);
+            END LOOP;
         END LOOP;
         DELETE FROM nl2sql.column_embeddings
         WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid);
@@ -334,3 +398,4 @@ CREATE EVENT TRIGGER nl2sql_sql_drop ON sql_drop EXECUTE FUNCTION nl2sql._on_sql
 
 REVOKE ALL ON FUNCTION nl2sql._refresh_column_embeddings(oid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._values_changed() FROM PUBLIC;
+REVOKE ALL ON FUNCTION nl2sql._drop_entries(int, int) FROM PUBLIC;

@@ -55,6 +55,8 @@ CREATE VIEW nl2sql.value_indexes AS
 SELECT i.relid::regclass AS relation,
        a.attname AS column_name,
        CASE WHEN i.status IN ('ready', 'dirty') AND i.embedder <> nl2sql.current_embedder() THEN 'stale'
+            WHEN i.status IN ('ready', 'dirty') AND f.stale THEN 'stale'
+            WHEN i.status = 'ready' AND f.dirty THEN 'dirty'
             ELSE i.status END AS status,
        i.embedder,
        -- at the last build; the triggers add and remove values since
@@ -66,13 +68,16 @@ SELECT i.relid::regclass AS relation,
        i.refreshed_at,
        round(i.build_ms::numeric / 1000, 2) AS build_seconds,
        (SELECT greatest(c.reltuples, 0)::bigint FROM pg_catalog.pg_class c
-        WHERE c.oid = pg_catalog.to_regclass('nl2sql.value_entries_' || i.id)) AS entries_estimate,
-       pg_catalog.pg_total_relation_size(pg_catalog.to_regclass('nl2sql.value_entries_' || i.id)) AS size_bytes,
+        WHERE c.oid = pg_catalog.to_regclass(pg_catalog.format('nl2sql.%I', 'value_entries_' || i.id || '_' || i.generation))) AS entries_estimate,
+       pg_catalog.pg_total_relation_size(pg_catalog.to_regclass(pg_catalog.format('nl2sql.%I', 'value_entries_' || i.id || '_' || i.generation))) AS size_bytes,
        (SELECT count(*) FROM nl2sql.value_queue q WHERE q.column_id = i.id) AS queued,
        -- values DML took away, re-checked by searches until nl2sql.refresh_value_indexes()
-       (SELECT count(*) FROM nl2sql.value_removals r WHERE r.column_id = i.id) AS pending_removals
+       (SELECT count(*) FROM nl2sql.value_removals r WHERE r.column_id = i.id) AS pending_removals,
+       i.generation
 FROM nl2sql.value_index i
 JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+CROSS JOIN LATERAL (SELECT coalesce(bool_or(x.flag = 'dirty'), false) AS dirty, coalesce(bool_or(x.flag = 'stale'), false) AS stale
+                    FROM nl2sql.value_flags x WHERE x.column_id = i.id) f
 WHERE pg_catalog.has_column_privilege(i.relid, i.attnum, 'SELECT');
 GRANT SELECT ON nl2sql.value_indexes TO PUBLIC;
 

@@ -20,6 +20,7 @@ SELECT 'relation ' || c.relname || ' ' || c.relkind::text || ' ' || coalesce(c.r
        || ' ' || coalesce((SELECT string_agg(a.attname || ':' || format_type(a.atttypid, a.atttypmod), ',' ORDER BY a.attnum)
                            FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), '')
 FROM pg_class c WHERE c.relnamespace = 'nl2sql'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'S') AND NOT c.relispartition
+  AND c.relname !~ '^value_entries_[0-9]'  -- a column's entries, made by its build
 UNION ALL
 SELECT 'view ' || c.relname || ' ' || md5(pg_get_viewdef(c.oid))
 FROM pg_class c WHERE c.relnamespace = 'nl2sql'::regnamespace AND c.relkind = 'v'
@@ -62,10 +63,26 @@ def test_update_matches_a_fresh_install(connect, old_script):
         old.execute(f"CREATE EXTENSION nl2sql VERSION '{OLD}' CASCADE")
         old.execute("CREATE TABLE towns (name text)")
         old.execute("INSERT INTO towns VALUES ('Aberdeen'), ('Inverness'), ('Perth')")
-        # New binaries come with ALTER EXTENSION UPDATE; then the value index works as in a
-        # fresh install.
+        # An index as 0.1.0 built it: a partition of nl2sql.value_entries, and its triggers.
+        cid = old.execute("INSERT INTO nl2sql.value_index (relid, attnum, embedder, dims, status) "
+                          "VALUES ('towns'::regclass, 1, 'builtin-v1', 256, 'ready') RETURNING id").fetchone()[0]
+        part = f"nl2sql.value_entries_{cid}"
+        old.execute(f"CREATE TABLE {part} PARTITION OF nl2sql.value_entries FOR VALUES IN ({cid})")
+        old.execute(f"INSERT INTO {part} SELECT {cid}, name, name, nl2sql.fold(name), nl2sql.signature(name)::bit(256) FROM towns")
+        old.execute(f"CREATE INDEX ON {part} (key)")
+        old.execute(f"CREATE INDEX ON {part} USING hnsw ((sig::bit(256)) bit_hamming_ops)")
+        old.execute("CREATE TRIGGER nl2sql_values_insert AFTER INSERT ON towns REFERENCING NEW TABLE AS nl2sql_new "
+                    "FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._values_changed()")
+        # New binaries come with ALTER EXTENSION UPDATE; the 0.1.0 entries serve as generation 0
+        # at once, DML adds to them, and a rebuild makes generation 1.
         old.execute("ALTER EXTENSION nl2sql UPDATE")
+        assert old.execute("SELECT value FROM nl2sql.search_values('inverness', 1)").fetchone()[0] == "Inverness"
+        old.execute("INSERT INTO towns VALUES ('Dundee')")
+        assert old.execute("SELECT value FROM nl2sql.search_values('dundee', 1)").fetchone()[0] == "Dundee"
         old.execute("SELECT * FROM nl2sql.create_value_index('towns')")
+        assert old.execute("SELECT generation FROM nl2sql.value_indexes").fetchone()[0] == 1
+        old.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+        assert old.execute(f"SELECT to_regclass('{part}_0')").fetchone()[0] is None
         assert old.execute("SELECT extversion FROM pg_extension WHERE extname = 'nl2sql'").fetchone()[0] == _current_version()
         old.execute("DELETE FROM towns WHERE name = 'Perth'")
         assert old.execute("SELECT pending_removals FROM nl2sql.value_indexes").fetchone()[0] == 1

@@ -23,7 +23,9 @@ def index_state(conn):
         """SELECT (SELECT count(*) FROM nl2sql.value_index i WHERE i.relid = 'big_names'::regclass),
                   (SELECT count(*) FROM pg_class WHERE relname LIKE 'value_entries_%'
                    AND relnamespace = 'nl2sql'::regnamespace AND NOT EXISTS (
-                       SELECT 1 FROM nl2sql.value_index i WHERE relname = 'value_entries_' || i.id)),
+                       SELECT 1 FROM nl2sql.value_index i WHERE relname = 'value_entries_' || i.id || '_' || i.generation)
+                   AND NOT EXISTS (
+                       SELECT 1 FROM nl2sql.value_generations g WHERE relname = 'value_entries_' || g.column_id || '_' || g.generation)),
                   (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'big_names'::regclass)""").fetchone()
 
 
@@ -107,9 +109,10 @@ def test_bulk_load_and_concurrent_inserts_stay_indexed(connect):
         found = admin.execute("SELECT value FROM nl2sql.search_values('Town 19999', 1)").fetchall()
         assert found == [("Town 19999",)]
         assert admin.execute("SELECT value FROM nl2sql.search_values('village 3-24', 1)").fetchall() == [("Village 3-24",)]
-        entries = admin.execute(
-            "SELECT count(*) FROM nl2sql.value_entries e JOIN nl2sql.value_index i ON i.id = e.column_id "
-            "WHERE i.relid = 'cities'::regclass AND e.term = e.value").fetchone()[0]
+        table = admin.execute(
+            "SELECT format('nl2sql.value_entries_%s_%s', id, generation) FROM nl2sql.value_index "
+            "WHERE relid = 'cities'::regclass").fetchone()[0]
+        entries = admin.execute(f"SELECT count(*) FROM {table} e WHERE e.term = e.value").fetchone()[0]
         assert entries == 1 + 20000 + 100
     finally:
         admin.execute("DROP TABLE cities")

@@ -43,6 +43,11 @@ pub trait Database: ValueLookup {
     fn similar_values(&mut self, _text: &str, _skip: &[String]) -> Vec<ValueHint> {
         Vec::new()
     }
+    /// Indexed columns the value searches so far could not read in time (a lock not granted,
+    /// an index being replaced), as `table.column`; the list is emptied. None by default.
+    fn skipped_value_columns(&mut self) -> Vec<String> {
+        Vec::new()
+    }
     /// Columns whose names are similar to words of `text` (the schema embeddings), as
     /// (table OID, column name); none by default.
     fn similar_columns(&mut self, _text: &str) -> Vec<(u32, String)> {
@@ -147,6 +152,9 @@ pub struct Trace {
     pub schema_columns: Vec<String>,
     /// Stored values similar to words of the question, shown to the model.
     pub values: Vec<ValueHint>,
+    /// Indexed columns the value search left out (their index could not be read in time).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub values_skipped: Vec<String>,
     pub extraction: Option<ExtractionTrace>,
     pub llm_calls: Vec<LlmCall>,
     /// LLM round trips one after another (concurrent requests count once).
@@ -406,6 +414,7 @@ fn zero_shot(
     let rendered = show_schema(trace, schema, settings);
     let secret = llm.secret().map(str::to_string);
     trace.values = similar_values(q, &[], schema, db);
+    trace.values_skipped = db.skipped_value_columns();
     let values = retrieve::render_values(&trace.values);
     let mut messages = generate::zero_shot(&rendered.text, &values, &q.text, q.hint.as_deref());
     let mut round = 0u32;
@@ -605,6 +614,7 @@ fn full(
     }
     // Value retrieval for the question and the entities (split retrieval), column retrieval.
     trace.values = similar_values(q, &ex.entities, schema, db);
+    trace.values_skipped = db.skipped_value_columns();
     let mut chosen = extract::resolve(schema, &ex.columns);
     for c in extract::resolve(schema, &ex.value_columns) {
         if !chosen.contains(&c) {

@@ -3,6 +3,7 @@
 //! candidate, merging candidates into the best few, and the prompt section they become.
 
 use crate::embed::{self, edit_similarity, feature_cosine, features};
+use crate::lookup::Lookup;
 use serde::Serialize;
 
 /// Words that never name a value on their own.
@@ -146,14 +147,17 @@ pub struct Hit {
 }
 
 /// Scores candidates — the best of embedding cosine, edit similarity and trigram similarity,
-/// a little less through a phrase — keeps each value's best score, drops those under
-/// `threshold`, and returns the best `k`, best first (ties: shorter value, then alphabetical).
-pub fn rank(phrases: &[String], candidates: &[Candidate], threshold: f32, k: usize) -> Vec<Hit> {
-    let phrase_features: Vec<Vec<(u64, f32)>> = phrases.iter().map(|p| features(p)).collect();
+/// a little less through a phrase of the value or another form of the query's phrase — keeps
+/// each value's best score, drops those under `threshold`, and returns the best `k`, best first
+/// (ties: shorter value, then alphabetical). [`Candidate::phrase`] indexes `lookups`.
+pub fn rank(lookups: &[Lookup], candidates: &[Candidate], threshold: f32, k: usize) -> Vec<Hit> {
+    let lookup_features: Vec<Vec<(u64, f32)>> = lookups.iter().map(|l| features(&l.text)).collect();
     let mut best: std::collections::HashMap<(u32, &str), Hit> = std::collections::HashMap::new();
-    for c in candidates {
-        let Some(phrase) = phrases.get(c.phrase) else { continue };
-        let cosine = c.cosine.unwrap_or_else(|| feature_cosine(&phrase_features[c.phrase], &features(&c.term)));
+    for (n, c) in candidates.iter().enumerate() {
+        crate::interrupt::every(n, 1024);
+        let Some(lookup) = lookups.get(c.phrase) else { continue };
+        let phrase = &lookup.text;
+        let cosine = c.cosine.unwrap_or_else(|| feature_cosine(&lookup_features[c.phrase], &features(&c.term)));
         let mut score = cosine.max(edit_similarity(phrase, &c.term)).max(c.trigram.unwrap_or(0.0)).min(1.0);
         // 1.0 means identical up to case and accents: trigram sets can tie "1999" with "19999".
         if score >= 1.0 && embed::fold(&c.term) != *phrase {
@@ -162,6 +166,7 @@ pub fn rank(phrases: &[String], candidates: &[Candidate], threshold: f32, k: usi
         if c.term != c.value {
             score *= PHRASE_MATCH;
         }
+        score *= lookup.weight;
         if score < threshold {
             continue;
         }
@@ -169,11 +174,11 @@ pub fn rank(phrases: &[String], candidates: &[Candidate], threshold: f32, k: usi
             column: c.column,
             value: c.value.clone(),
             score,
-            matched: phrase.clone(),
+            matched: lookup.query.clone(),
         });
         if score > entry.score {
             entry.score = score;
-            entry.matched = phrase.clone();
+            entry.matched = lookup.query.clone();
         }
     }
     let mut hits: Vec<Hit> = best.into_values().collect();
@@ -258,13 +263,17 @@ mod tests {
         assert_eq!(&p[..2], &["love me do".to_string(), "the cavern".to_string()]);
     }
 
+    fn plain(phrases: &[&str]) -> Vec<Lookup> {
+        phrases.iter().map(|p| Lookup::plain(p)).collect()
+    }
+
     fn cand(column: u32, value: &str, term: &str, phrase: usize) -> Candidate {
         Candidate { column, value: value.into(), term: term.into(), cosine: None, trigram: None, phrase }
     }
 
     #[test]
     fn ranks_typos_and_phrases_above_threshold() {
-        let phrases = vec!["abredeen".to_string()];
+        let phrases = plain(&["abredeen"]);
         let cands = vec![
             cand(1, "ABERDEEN", "ABERDEEN", 0),
             cand(1, "Aberdeen Airport", "aberdeen", 0),
@@ -279,7 +288,7 @@ mod tests {
 
     #[test]
     fn whole_value_matches_beat_phrase_matches() {
-        let phrases = vec!["town 7".to_string(), "town".to_string()];
+        let phrases = plain(&["town 7", "town"]);
         let cands = vec![cand(1, "Town 1", "town", 1), cand(1, "Town 7", "Town 7", 0), cand(1, "Town 7", "town", 1)];
         let hits = rank(&phrases, &cands, 0.65, 1);
         assert_eq!(hits[0].value, "Town 7");
@@ -288,7 +297,7 @@ mod tests {
 
     #[test]
     fn keeps_the_best_phrase_per_value_and_top_k() {
-        let phrases = vec!["france".to_string(), "singers".to_string()];
+        let phrases = plain(&["france", "singers"]);
         let cands = vec![cand(7, "France", "France", 1), cand(7, "France", "France", 0), cand(7, "Francia", "Francia", 0)];
         let hits = rank(&phrases, &cands, 0.65, 1);
         assert_eq!(hits.len(), 1);
@@ -297,7 +306,7 @@ mod tests {
 
     #[test]
     fn trigram_similarity_counts() {
-        let phrases = vec!["charles de gaulle".to_string()];
+        let phrases = plain(&["charles de gaulle"]);
         let mut c = cand(1, "Charles de Gaulle Airport (Paris)", "Charles de Gaulle Airport (Paris)", 0);
         c.trigram = Some(0.98);
         assert_eq!(rank(&phrases, &[c], 0.65, 5)[0].score, 0.98);
@@ -305,7 +314,7 @@ mod tests {
 
     #[test]
     fn only_identical_texts_score_one() {
-        let phrases = vec!["town 19999".to_string()];
+        let phrases = plain(&["town 19999"]);
         let mut near = cand(1, "Town 1999", "Town 1999", 0);
         near.trigram = Some(1.0);
         let exact = cand(1, "Town 19999", "Town 19999", 0);
@@ -316,7 +325,7 @@ mod tests {
 
     #[test]
     fn endpoint_cosine_is_used_when_given() {
-        let phrases = vec!["nyc".to_string()];
+        let phrases = plain(&["nyc"]);
         let mut c = cand(1, "New York", "New York", 0);
         c.cosine = Some(0.9);
         assert_eq!(rank(&phrases, &[c], 0.65, 5)[0].score, 0.9);

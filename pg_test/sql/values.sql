@@ -87,17 +87,22 @@ SET nl2sql.embedding_url = 'http://127.0.0.1:57411/v1';
 SELECT relation, column_name, status, "values" FROM nl2sql.create_value_index('travel.airports', 'town');
 SELECT relation, column_name, status, embedder FROM nl2sql.value_indexes ORDER BY 2;
 SELECT * FROM nl2sql.search_values('Abredeen', 3);
--- New values wait in a queue (DML never calls out) and are embedded at the next search.
+-- New values wait in a queue (DML never calls out); searches find them by their text until
+-- a refresh embeds them (searches never write: they work on a standby).
 INSERT INTO travel.airports VALUES ('LHR', 'LONDON', 'Heathrow Airport');
 SELECT column_name, queued FROM nl2sql.value_indexes WHERE column_name = 'town';
 SELECT value, score FROM nl2sql.search_values('londn');
+SELECT count(*) AS rebuilt FROM nl2sql.refresh_value_indexes();
 SELECT column_name, queued FROM nl2sql.value_indexes WHERE column_name = 'town';
+SELECT value FROM nl2sql.search_values('london');
 RESET nl2sql.embedding_url;
 SELECT relation, column_name, status, "values" FROM nl2sql.refresh_value_indexes() ORDER BY 2;
 
 -- DML never fails because of nl2sql: break an index on purpose, the INSERT still succeeds,
 -- with a WARNING, and the index is marked stale until it is rebuilt.
-SELECT format('DROP TABLE nl2sql.value_entries_%s', i.id) FROM nl2sql.value_index i
+SELECT format('ALTER EXTENSION nl2sql DROP TABLE nl2sql.value_entries_%s_%s', i.id, i.generation) FROM nl2sql.value_index i
+JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum WHERE a.attname = 'name' \gexec
+SELECT format('DROP TABLE nl2sql.value_entries_%s_%s', i.id, i.generation) FROM nl2sql.value_index i
 JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum WHERE a.attname = 'name' \gexec
 INSERT INTO travel.airports VALUES ('MAN', 'MANCHESTER', 'Manchester Airport');
 SELECT column_name, status FROM nl2sql.value_indexes WHERE column_name = 'name';

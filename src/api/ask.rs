@@ -199,7 +199,7 @@ impl Database for Sandboxed {
         if !gucs::use_values() || gucs::value_top_k() == 0 {
             return Vec::new();
         }
-        values::search_values(text, skip, gucs::value_top_k(), gucs::value_threshold(), false)
+        values::search_values(text, skip, gucs::value_top_k(), gucs::value_threshold())
             .into_iter()
             .map(|f| ValueHint {
                 // The table as the schema prompt writes it (qualified only when not on the path).
@@ -210,9 +210,13 @@ impl Database for Sandboxed {
             .collect()
     }
 
+    fn skipped_value_columns(&mut self) -> Vec<String> {
+        values::take_skipped()
+    }
+
     fn similar_columns(&mut self, text: &str) -> Vec<(u32, String)> {
         let k = gucs::column_matches();
-        values::search_columns(text, k, false)
+        values::search_columns(text, k)
             .into_iter()
             .filter(|c| c.score >= COLUMN_MATCH_MIN_SCORE)
             .map(|c| (u32::from(c.relid), c.column))

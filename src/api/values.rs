@@ -38,6 +38,12 @@ mod nl2sql {
         crate::pg::embedder::current().id()
     }
 
+    /// The built-in embedder's id ('builtin-v1'): the one definition SQL and Rust share.
+    #[pg_extern(immutable, parallel_safe)]
+    fn builtin_embedder() -> &'static str {
+        embed::BUILTIN_ID
+    }
+
     /// The built-in embedder's dense vector of a text (256 dimensions, L2-normalised).
     #[pg_extern(immutable, strict, parallel_safe)]
     fn embedding(text: &str) -> Vec<f32> {
@@ -119,7 +125,7 @@ mod nl2sql {
         query: &str,
         k: i32,
     ) -> TableIterator<'static, (name!(relation, pg_sys::Oid), name!(column_name, String), name!(value, String), name!(score, f32))> {
-        let found = values::search_values(query, &[], k.max(0) as usize, crate::gucs::value_threshold(), true);
+        let found = values::search_values(query, &[], k.max(0) as usize, crate::gucs::value_threshold());
         TableIterator::new(found.into_iter().map(|f| (f.relid, f.column, f.value, f.score)))
     }
 
@@ -128,7 +134,7 @@ mod nl2sql {
         query: &str,
         k: i32,
     ) -> TableIterator<'static, (name!(relation, pg_sys::Oid), name!(column_name, String), name!(score, f32))> {
-        let found = values::search_columns(query, k.max(0) as usize, true);
+        let found = values::search_columns(query, k.max(0) as usize);
         TableIterator::new(found.into_iter().map(|f| (f.relid, f.column, f.score)))
     }
 }

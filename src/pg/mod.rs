@@ -12,5 +12,6 @@ pub mod role;
 pub mod sandbox;
 pub mod secrets;
 pub mod session;
+pub mod spi;
 pub mod types;
 pub mod values;

@@ -21,16 +21,18 @@ struct Context {
 }
 
 fn context() -> Context {
-    let row = Spi::get_two::<pg_sys::Oid, String>(
+    let row = crate::pg::spi::read_row(
         "SELECT e.extowner,
                 'pg_catalog, ' || coalesce((SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(n.nspname), ', ') || ', '
                                             FROM pg_catalog.pg_extension v JOIN pg_catalog.pg_namespace n
                                                  ON n.oid OPERATOR(pg_catalog.=) v.extnamespace
                                             WHERE v.extname OPERATOR(pg_catalog.=) ANY ('{vector,pg_trgm}'::pg_catalog.name[])), '') || 'pg_temp'
          FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'nl2sql'",
+        &[],
+        |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??)),
     );
     match row {
-        Ok((Some(owner), Some(safe_path))) => Context { owner, safe_path },
+        Some((owner, safe_path)) => Context { owner, safe_path },
         _ => error!("the nl2sql extension is not installed in this database"),
     }
 }
@@ -98,12 +100,10 @@ pub fn as_owner<T>(f: impl FnOnce() -> T) -> T {
 /// the session's settings is undone. The elevated scope is lifted meanwhile: the table owner's
 /// own code may run as the table owner.
 pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
-    let relowner = Spi::get_one_with_args::<pg_sys::Oid>(
+    let relowner = crate::pg::spi::read::<pg_sys::Oid>(
         "SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1",
         &[rel.into()],
     )
-    .ok()
-    .flatten()
     .unwrap_or_else(|| error!("relation with OID {} does not exist", u32::from(rel)));
     // Only pg_catalog: nothing in the table owner's code path is resolved in a schema others
     // may write.

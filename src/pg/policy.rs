@@ -318,7 +318,7 @@ fn has_children(rel: Oid) -> bool {
 /// Whether reading `rel` reaches a foreign table: through its inheritance children or
 /// partitions, or, for a view, through the relations its definition reads.
 pub fn reaches_foreign(rel: Oid) -> bool {
-    Spi::get_one_with_args::<bool>(REACHES_FOREIGN_SQL, &[rel.into()]).ok().flatten().unwrap_or(true)
+    crate::pg::spi::read::<bool>(REACHES_FOREIGN_SQL, &[rel.into()]).unwrap_or(true)
 }
 
 const REACHES_FOREIGN_SQL: &str = "WITH RECURSIVE t(oid) AS (
@@ -337,17 +337,13 @@ const REACHES_FOREIGN_SQL: &str = "WITH RECURSIVE t(oid) AS (
                       WHERE c.relkind OPERATOR(pg_catalog.=) 'f')";
 
 fn relation_name(rel: Oid) -> String {
-    Spi::get_one_with_args::<String>("SELECT $1::pg_catalog.regclass::pg_catalog.text", &[rel.into()])
-        .ok()
-        .flatten()
+    crate::pg::spi::read::<String>("SELECT $1::pg_catalog.regclass::pg_catalog.text", &[rel.into()])
         .unwrap_or_else(|| format!("with OID {}", u32::from(rel)))
 }
 
 /// The support functions `sql` lists (as one oid[]) for the catalog row of `oid`.
 fn support_functions(sql: &str, oid: Oid) -> Vec<Oid> {
-    Spi::get_one_with_args::<Vec<Option<Oid>>>(sql, &[oid.into()])
-        .ok()
-        .flatten()
+    crate::pg::spi::read::<Vec<Option<Oid>>>(sql, &[oid.into()])
         .unwrap_or_default()
         .into_iter()
         .flatten()

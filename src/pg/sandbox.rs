@@ -206,6 +206,35 @@ pub fn savepoint<T>(f: impl FnOnce() -> T) -> Option<T> {
     }
 }
 
+/// Runs `f` in a subtransaction that is always rolled back, so that the locks it took are
+/// released at once (a search must not hold a lock that a build's cleanup, or a standby's
+/// replay of it, would wait for). `f` returns Rust values. An error becomes its report; a
+/// cancel and a panic go on.
+pub fn discarded<T>(f: impl FnOnce() -> T) -> Result<T, Report> {
+    // SAFETY: the sequence of isolated(), without the sandbox's settings.
+    let r = unsafe {
+        let oldcxt = pg_sys::CurrentMemoryContext;
+        let oldowner = pg_sys::CurrentResourceOwner;
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(oldcxt);
+        let r = PgTryBuilder::new(AssertUnwindSafe(|| Ok(f()))).catch_others(Err).execute();
+        pg_sys::MemoryContextSwitchTo(oldcxt);
+        pg_sys::RollbackAndReleaseCurrentSubTransaction();
+        pg_sys::MemoryContextSwitchTo(oldcxt);
+        pg_sys::CurrentResourceOwner = oldowner;
+        r
+    };
+    match r {
+        Ok(v) => Ok(v),
+        Err(e) => match e {
+            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if report_of(r).sqlstate != SqlState::QueryCanceled => {
+                Err(report_of(r))
+            }
+            _ => e.rethrow(),
+        },
+    }
+}
+
 /// Runs trusted SQL text that reads user relations for the caller (sampling, value re-checks):
 /// read-only, rolled back, within `timeout`, in the restricted security context, with every
 /// function the executor starts judged by the Inspect policy.

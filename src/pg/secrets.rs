@@ -94,7 +94,7 @@ fn warn_exposed() {
         return;
     }
     WARNED.set(true);
-    let Ok((Some(settings), Some(functions))) = Spi::get_two::<i32, i32>(EXPOSED_SQL) else { return };
+    let Some((settings, functions)) = crate::pg::spi::read_row(EXPOSED_SQL, &[], |r| Some((r.get::<i32>(1).ok()??, r.get::<i32>(2).ok()??))) else { return };
     if settings + functions == 0 {
         return;
     }

@@ -1,0 +1,459 @@
+//! Building a column's value index: a new generation of entries loaded beside the one serving
+//! searches, its btree and HNSW indexes, the values DML added meanwhile, then the switch of
+//! value_index.generation. The generation replaced stays until no snapshot can use it
+//! (refresh.rs drops it). Also the triggers, and dropping an index.
+
+use super::{entries_table, fail, may_maintain, printed, relation_text, still_held, Built};
+use crate::gucs;
+use crate::pg::{embedder, owner, spi};
+use nl2sql_core::embed;
+use nl2sql_core::embedder::Embedder;
+use nl2sql_core::error::SqlState;
+use nl2sql_core::lookup;
+use pgrx::prelude::*;
+use pgrx::spi::quote_identifier;
+use std::time::Instant;
+
+/// Rows a batch when loading vectors from an endpoint.
+const LOAD_CHUNK: usize = 5000;
+/// Values read from a user's table at a time (as the table's owner) before they are stored
+/// (as the extension's owner).
+const READ_CHUNK: i64 = 20_000;
+
+struct Column {
+    attnum: i16,
+    name: String,
+}
+
+/// Indexes the text columns of `rel` (or the one named). `explicit`: the caller named this
+/// table, so refusals are errors; otherwise they are NOTICEs and the column is skipped.
+pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explicit: bool) -> Vec<Built> {
+    let relname = relation_text(rel);
+    let (relkind, rls) = spi::read_row(
+        "SELECT c.relkind::text, c.relrowsecurity FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        &[rel.into()],
+        |r| Some((r.get::<String>(1).ok()??, r.get::<bool>(2).ok()??)),
+    )
+    .unwrap_or_else(|| fail(SqlState::UndefinedTable, format!("relation {relname} does not exist"), None));
+    if !may_maintain(rel, owner::caller()) {
+        fail(SqlState::InsufficientPrivilege, format!("must be owner of table {relname} to index its values"), None);
+    }
+    if !matches!(relkind.as_str(), "r" | "p" | "m") {
+        fail(SqlState::from_code("42809"), format!("\"{relname}\" is not a table or materialized view"), None);
+    }
+    if rls && !include_rls {
+        let msg = format!("table {relname} has row-level security; its values are not indexed");
+        if explicit {
+            fail(
+                SqlState::ObjectNotInPrerequisiteState,
+                msg,
+                Some("An index of values ignores row policies. nl2sql re-checks every value it returns against the table as the caller when you opt in with include_rls => true."),
+            );
+        }
+        notice!("{msg}");
+        return vec![];
+    }
+    let columns = text_columns(rel, column);
+    if let Some(c) = column {
+        if columns.is_empty() {
+            let exists = spi::read::<bool>(
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) $1
+                 AND attname OPERATOR(pg_catalog.=) $2 AND attnum > 0 AND NOT attisdropped)",
+                &[rel.into(), c.into()],
+            )
+            .unwrap_or(false);
+            if exists {
+                fail(SqlState::from_code("42804"), format!("column \"{c}\" of {relname} is not a text column"), Some("Only text, varchar, char, citext, enum and other string types are indexed."));
+            }
+            fail(SqlState::from_code("42703"), format!("column \"{c}\" of relation {relname} does not exist"), None);
+        }
+    }
+    super::refresh::collect_garbage();
+    let mut out = Vec::new();
+    for col in &columns {
+        check_for_interrupts!();
+        if let Some(b) = owner::as_owner(|| build_column(rel, &relname, &relkind, col, include_rls, explicit && column.is_some())) {
+            out.push(b);
+        }
+    }
+    out
+}
+
+fn text_columns(rel: pg_sys::Oid, only: Option<&str>) -> Vec<Column> {
+    spi::rows(
+        "SELECT a.attnum, a.attname::text
+         FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid
+         WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum > 0 AND NOT a.attisdropped
+           AND t.typcategory OPERATOR(pg_catalog.=) ANY ('{S,E}'::\"char\"[])
+           AND ($2::text IS NULL OR a.attname OPERATOR(pg_catalog.=) $2)
+         ORDER BY a.attnum",
+        &[rel.into(), only.into()],
+        |r| Some(Column { attnum: r.get::<i16>(1).ok()??, name: r.get::<String>(2).ok()?? }),
+    )
+}
+
+/// The column's value_index row, locked for this build: (id, generation serving, whether the
+/// row is new). None when another session is building or refreshing it.
+fn claim(rel: pg_sys::Oid, attnum: i16) -> Option<(i32, i32, bool)> {
+    let emb = embedder::current().id();
+    let max_len = gucs::index_max_value_length();
+    if let Some(id) = spi::write_one::<i32>(
+        "INSERT INTO nl2sql.value_index (relid, attnum, embedder, dims, status, max_length)
+         VALUES ($1, $2, $3, 256, 'building', $4) ON CONFLICT (relid, attnum) DO NOTHING RETURNING id",
+        &[rel.into(), attnum.into(), emb.as_str().into(), max_len.into()],
+    ) {
+        return Some((id, 0, true));
+    }
+    // Never waits: a build beside another build of the same column has nothing to add.
+    spi::write_row(
+        "SELECT id, generation FROM nl2sql.value_index WHERE relid = $1 AND attnum = $2 FOR UPDATE SKIP LOCKED",
+        &[rel.into(), attnum.into()],
+        |r| Some((r.get::<i32>(1).ok()??, r.get::<i32>(2).ok()??, false)),
+    )
+}
+
+/// Builds one column's index as a new generation. None when it is skipped (NOTICE).
+fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, include_rls: bool, explicit: bool) -> Option<Built> {
+    let started = Instant::now();
+    let qcol = quote_identifier(&col.name);
+    let Some((id, old_gen, first)) = claim(rel, col.attnum) else {
+        let msg = format!("the value index of {relname}.{qcol} is being built by another session");
+        if explicit {
+            fail(SqlState::from_code("55P03"), msg, Some("Try again when that build has finished."));
+        }
+        notice!("{msg}; skipped");
+        return None;
+    };
+    if relkind != "m" {
+        if first {
+            // The first build of a column: DML must wait for it, as for CREATE INDEX, or the
+            // values it adds between the read below and this transaction's end would be lost
+            // (there is no generation yet for the triggers to write to). Rebuilds never block DML.
+            spi::write(&format!("LOCK TABLE {relname} IN SHARE ROW EXCLUSIVE MODE"), &[]);
+        }
+        // Made by the first build (or again, when someone dropped them).
+        ensure_triggers(rel, relname);
+    }
+    let max_len = gucs::index_max_value_length();
+    // The user's table is read as its owner, in a restricted context (owner.rs).
+    let (distinct, avg_len, too_long) = owner::as_table_owner(rel, || {
+        spi::read_row(
+            &format!(
+                "SELECT pg_catalog.count(DISTINCT v)::int8, coalesce(pg_catalog.avg(pg_catalog.length(v)), 0)::float8,
+                        pg_catalog.count(DISTINCT v) FILTER (WHERE pg_catalog.length(v) > {max_len})::int8
+                 FROM (SELECT {} AS v FROM {relname}) s",
+                printed(&qcol)
+            ),
+            &[],
+            |r| Some((r.get::<i64>(1).ok()?.unwrap_or(0), r.get::<f64>(2).ok()?.unwrap_or(0.0), r.get::<i64>(3).ok()?.unwrap_or(0))),
+        )
+    })
+    .unwrap_or((0, 0.0, 0));
+    let skip = |why: String| -> Option<Built> {
+        if first {
+            spi::write("DELETE FROM nl2sql.value_index WHERE id = $1", &[id.into()]);
+        }
+        let msg = format!("column {relname}.{qcol} is not indexed: {why}");
+        if explicit {
+            fail(SqlState::ProgramLimitExceeded, msg, Some("Raise nl2sql.index_max_distinct or nl2sql.index_max_avg_length to index it."));
+        }
+        notice!("{msg}");
+        None
+    };
+    if distinct > gucs::index_max_distinct() {
+        return skip(format!("{distinct} distinct values, more than nl2sql.index_max_distinct"));
+    }
+    if avg_len > gucs::index_max_avg_length() as f64 {
+        return skip(format!("free text (average length {avg_len:.0}, more than nl2sql.index_max_avg_length)"));
+    }
+    let emb = embedder::current();
+    let generation = if first { 0 } else { old_gen + 1 };
+    let table = entries_table(id, generation);
+    // The marks this build answers: those set before it reads the table.
+    let flags: Vec<i64> = spi::rows("SELECT id FROM nl2sql.value_flags WHERE column_id = $1", &[id.into()], |r| r.get::<i64>(1).ok()?);
+    spi::write(&format!("CREATE TABLE {table} (LIKE nl2sql.value_entries INCLUDING ALL)"), &[]);
+    // A member of the extension: DROP EXTENSION drops it; pg_dump leaves it out (a restore rebuilds).
+    spi::write(&format!("ALTER EXTENSION nl2sql ADD TABLE {table}"), &[]);
+    notice!("nl2sql: indexing {relname}.{qcol}: {distinct} distinct values");
+
+    let source = format!(
+        "SELECT DISTINCT v FROM (SELECT {} AS v FROM {relname} WHERE {qcol} IS NOT NULL) s
+         WHERE pg_catalog.length(v) BETWEEN 1 AND {max_len}",
+        printed(&qcol)
+    );
+    let (mut values, phrases, dims) = match &emb {
+        Embedder::Builtin => load_builtin(&table, rel, &source),
+        Embedder::Remote(ep) => load_remote(&table, rel, &source, ep),
+    };
+    let loaded = started.elapsed().as_secs_f64();
+    let big = values + phrases > 100_000;
+    if big {
+        notice!("nl2sql: {relname}.{qcol}: {values} values and {phrases} phrases loaded in {loaded:.1} s; building its indexes");
+    }
+    spi::write(&format!("CREATE INDEX ON {table} (key)"), &[]);
+    let keyed = started.elapsed().as_secs_f64();
+    build_hnsw(&table, dims);
+    let hnsw = started.elapsed().as_secs_f64();
+    if !first {
+        // What DML added to the generation serving while this one was loaded.
+        values += catch_up(id, rel, &col.name, &entries_table(id, old_gen), &table, &emb);
+    }
+    spi::write(&format!("ANALYZE {table}"), &[]);
+    let seconds = started.elapsed().as_secs_f64();
+    if big {
+        notice!(
+            "nl2sql: {relname}.{qcol} indexed in {seconds:.1} s (load {loaded:.1} s, key btree {:.1} s, HNSW {:.1} s)",
+            keyed - loaded,
+            hnsw - keyed
+        );
+    }
+    // The switch: searches whose snapshot sees this commit use the new generation.
+    spi::write(
+        "UPDATE nl2sql.value_index
+         SET status = 'ready', generation = $2, embedder = $3, dims = $4, value_count = $5, phrase_count = $6,
+             skipped_values = $7, include_rls = $8, max_length = $9, built_at = now(), refreshed_at = now(), build_ms = $10
+         WHERE id = $1",
+        &[
+            id.into(),
+            generation.into(),
+            emb.id().as_str().into(),
+            dims.into(),
+            values.into(),
+            phrases.into(),
+            too_long.into(),
+            include_rls.into(),
+            max_len.into(),
+            (seconds * 1000.0).into(),
+        ],
+    );
+    if !first {
+        spi::write(
+            "INSERT INTO nl2sql.value_generations (column_id, generation, retired_xid)
+             VALUES ($1, $2, pg_catalog.pg_current_xact_id()::text::int8) ON CONFLICT DO NOTHING",
+            &[id.into(), old_gen.into()],
+        );
+    }
+    spi::write("DELETE FROM nl2sql.value_flags WHERE id = ANY ($1)", &[flags.into()]);
+    // Queued values the new generation holds are embedded; with the built-in embedder none wait.
+    spi::write(
+        &format!(
+            "DELETE FROM nl2sql.value_queue q WHERE q.column_id = $1
+               AND ($2 OR EXISTS (SELECT 1 FROM {table} e WHERE e.key = nl2sql.fold(q.value) AND e.value = q.value))"
+        ),
+        &[id.into(), matches!(emb, Embedder::Builtin).into()],
+    );
+    Some(Built { relid: rel, column: col.name.clone(), status: "ready".into(), values, phrases, skipped: too_long, seconds })
+}
+
+/// Reads the values `source` selects from `rel` as the table's owner, a chunk at a time, and
+/// hands each chunk to `store`, which runs as the extension's owner. Returns how many were read.
+fn stream_values(rel: pg_sys::Oid, source: &str, mut store: impl FnMut(&mut pgrx::spi::SpiClient<'_>, Vec<String>)) -> i64 {
+    Spi::connect_mut(|client| {
+        let name = owner::as_table_owner(rel, || client.open_cursor(source, &[]).detach_into_name());
+        let mut total = 0i64;
+        loop {
+            check_for_interrupts!();
+            let chunk: Vec<String> = owner::as_table_owner(rel, || {
+                let mut cursor = client.find_cursor(&name).unwrap_or_else(|e| fail(SqlState::InternalError, format!("{e}"), None));
+                let rows = cursor
+                    .fetch(READ_CHUNK)
+                    .map(|t| t.filter_map(|r| r.get::<String>(1).ok().flatten()).collect())
+                    .unwrap_or_default();
+                cursor.detach_into_name();
+                rows
+            });
+            if chunk.is_empty() {
+                break;
+            }
+            total += chunk.len() as i64;
+            store(client, chunk);
+        }
+        if let Ok(cursor) = client.find_cursor(&name) {
+            std::mem::drop(cursor); // closes it
+        }
+        total
+    })
+}
+
+/// The built-in embedder: each value with its signature, then the phrases few enough values
+/// share ([`lookup::phrase_cap`]), counted over the whole column in one statement.
+fn load_builtin(table: &str, rel: pg_sys::Oid, source: &str) -> (i64, i64, i32) {
+    let insert = format!(
+        "INSERT INTO {table} (value, term, key, sig)
+         SELECT v, v, nl2sql.fold(v), nl2sql.signature(v)::bit(256) FROM pg_catalog.unnest($1::pg_catalog.text[]) AS v"
+    );
+    let values = stream_values(rel, source, |client, chunk| {
+        if let Err(e) = client.update(insert.as_str(), None, &[chunk.into()]) {
+            fail(SqlState::InternalError, format!("nl2sql internal query failed: {e}"), None);
+        }
+    });
+    let cap = lookup::phrase_cap(values as usize);
+    let phrases = spi::write_one::<i64>(
+        &format!(
+            "WITH ph AS (SELECT e.value AS v, p FROM {table} e, pg_catalog.unnest(nl2sql.phrases(e.value)) p),
+                  ok AS (SELECT p FROM ph GROUP BY p HAVING pg_catalog.count(*) <= {cap}),
+                  ins AS (INSERT INTO {table} (value, term, key, sig)
+                          SELECT ph.v, ph.p, ph.p, nl2sql.signature(ph.p)::bit(256) FROM ph JOIN ok USING (p) RETURNING 1)
+             SELECT pg_catalog.count(*) FROM ins"
+        ),
+        &[],
+    )
+    .unwrap_or(0);
+    (values, phrases, embed::SIGNATURE_BITS as i32)
+}
+
+fn load_remote(table: &str, rel: pg_sys::Oid, source: &str, ep: &nl2sql_core::http::Endpoint) -> (i64, i64, i32) {
+    let mut values: Vec<String> = Vec::new();
+    stream_values(rel, source, |_, chunk| values.extend(chunk));
+    let rows = lookup::entries(&values);
+    let phrases = rows.iter().filter(|(v, t)| v != t).count() as i64;
+    let dims = insert_remote(table, ep, &rows);
+    (values.len() as i64, phrases, dims)
+}
+
+/// Embeds the terms of `rows` with the endpoint and stores them; returns the dimension.
+pub(super) fn insert_remote(table: &str, ep: &nl2sql_core::http::Endpoint, rows: &[(String, String)]) -> i32 {
+    let mut dims = 0i32;
+    for (n, chunk) in rows.chunks(LOAD_CHUNK).enumerate() {
+        check_for_interrupts!();
+        let terms: Vec<String> = chunk.iter().map(|(_, t)| t.clone()).collect();
+        let vectors = embedder::embed(ep, &terms);
+        dims = vectors.first().map(|v| v.len() as i32).unwrap_or(dims);
+        if dims > 64_000 {
+            fail(SqlState::ProgramLimitExceeded, format!("the embedding endpoint returns {dims} dimensions; at most 64000 are supported"), None);
+        }
+        let vals: Vec<String> = chunk.iter().map(|(v, _)| v.clone()).collect();
+        let lits: Vec<String> = vectors.iter().map(|v| embedder::vector_literal(v)).collect();
+        spi::write(
+            &format!(
+                "INSERT INTO {table} (value, term, key, sig, embedding)
+                 SELECT x.v, x.t, nl2sql.fold(x.t), binary_quantize(x.e::vector)::bit({dims}), x.e::vector
+                 FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]), pg_catalog.unnest($3::text[])) AS x(v, t, e)"
+            ),
+            &[vals.into(), terms.into(), lits.into()],
+        );
+        if (n + 1) % 20 == 0 {
+            notice!("nl2sql: {} of {} entries embedded", ((n + 1) * LOAD_CHUNK).min(rows.len()), rows.len());
+        }
+    }
+    dims.max(1)
+}
+
+/// Adds `values` (and their phrases) to a generation outside a full build: the values DML
+/// added while a build ran. The phrase cap is not recounted.
+pub(super) fn insert_values(table: &str, emb: &Embedder, values: Vec<String>) {
+    if values.is_empty() {
+        return;
+    }
+    match emb {
+        Embedder::Builtin => spi::write(
+            &format!(
+                "INSERT INTO {table} (value, term, key, sig)
+                 SELECT v, v, nl2sql.fold(v), nl2sql.signature(v)::bit(256) FROM pg_catalog.unnest($1::text[]) AS v
+                 UNION ALL
+                 SELECT v, p, p, nl2sql.signature(p)::bit(256) FROM pg_catalog.unnest($1::text[]) AS v, pg_catalog.unnest(nl2sql.phrases(v)) AS p"
+            ),
+            &[values.into()],
+        ),
+        Embedder::Remote(ep) => {
+            insert_remote(table, ep, &lookup::entries(&values));
+        }
+    }
+}
+
+/// Copies to the generation `new` the values that `old` holds, `new` lacks and the table still
+/// holds (DML added them after the build read the table); returns how many.
+pub(super) fn catch_up(id: i32, rel: pg_sys::Oid, column: &str, old: &str, new: &str, emb: &Embedder) -> i64 {
+    let exists = spi::read::<bool>("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[old.into()]).unwrap_or(false);
+    if !exists {
+        return 0;
+    }
+    let missing: Vec<String> = spi::rows(
+        &format!(
+            "SELECT o.value FROM {old} o WHERE o.term = o.value
+             AND NOT EXISTS (SELECT 1 FROM {new} n WHERE n.key = o.key AND n.value = o.value)"
+        ),
+        &[],
+        |r| r.get::<String>(1).ok()?,
+    );
+    if missing.is_empty() {
+        return 0;
+    }
+    let Some(held) = still_held(rel, column, &missing) else {
+        pgrx::warning!("nl2sql could not re-read the values added to {} while its value index was built", relation_text(rel));
+        spi::write("INSERT INTO nl2sql.value_flags (column_id, flag) VALUES ($1, 'stale')", &[id.into()]);
+        return 0;
+    };
+    let n = held.len() as i64;
+    insert_values(new, emb, held);
+    n
+}
+
+fn build_hnsw(table: &str, dims: i32) {
+    let old_mb = spi::read::<i64>("SELECT pg_catalog.pg_size_bytes(pg_catalog.current_setting('maintenance_work_mem')) / 1048576", &[]).unwrap_or(0);
+    let want = gucs::index_build_memory_mb() as i64;
+    // Undone with as_owner's GUC nest level.
+    if want > old_mb {
+        spi::set_local(c"maintenance_work_mem", &format!("{want}MB"));
+    }
+    let (m, efc) = (gucs::index_hnsw_m(), gucs::index_hnsw_ef_construction());
+    spi::write(
+        &format!("CREATE INDEX ON {table} USING hnsw ((sig::bit({dims})) bit_hamming_ops) WITH (m = {m}, ef_construction = {efc})"),
+        &[],
+    );
+}
+
+const TRIGGERS: [(&str, &str); 4] = [
+    ("nl2sql_values_insert", "AFTER INSERT ON {rel} REFERENCING NEW TABLE AS nl2sql_new"),
+    ("nl2sql_values_update", "AFTER UPDATE ON {rel} REFERENCING OLD TABLE AS nl2sql_old NEW TABLE AS nl2sql_new"),
+    ("nl2sql_values_delete", "AFTER DELETE ON {rel} REFERENCING OLD TABLE AS nl2sql_old"),
+    ("nl2sql_values_truncate", "AFTER TRUNCATE ON {rel}"),
+];
+
+fn ensure_triggers(rel: pg_sys::Oid, relname: &str) {
+    for (name, when) in TRIGGERS {
+        let exists = spi::read::<bool>(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid OPERATOR(pg_catalog.=) $1 AND tgname OPERATOR(pg_catalog.=) $2)",
+            &[rel.into(), name.into()],
+        )
+        .unwrap_or(false);
+        if !exists {
+            let when = when.replace("{rel}", relname);
+            spi::write(&format!("CREATE TRIGGER {name} {when} FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._values_changed()"), &[]);
+        }
+    }
+}
+
+fn drop_triggers(relname: &str) {
+    for (name, _) in TRIGGERS {
+        spi::write(&format!("DROP TRIGGER IF EXISTS {name} ON {relname}"), &[]);
+    }
+}
+
+/// Drops the value indexes of `rel` (or of one column); returns the columns dropped. Their
+/// entries are retired like a replaced generation: searches running now finish with them.
+pub fn drop(rel: pg_sys::Oid, column: Option<&str>) -> Vec<String> {
+    let relname = relation_text(rel);
+    if !may_maintain(rel, owner::caller()) {
+        fail(SqlState::InsufficientPrivilege, format!("must be owner of table {relname} to drop its value index"), None);
+    }
+    owner::as_owner(|| {
+        let dropped: Vec<String> = spi::write_rows(
+            "WITH d AS (DELETE FROM nl2sql.value_index i USING pg_catalog.pg_attribute a
+                        WHERE i.relid = $1 AND a.attrelid = i.relid AND a.attnum = i.attnum
+                          AND ($2::text IS NULL OR a.attname = $2)
+                        RETURNING i.id, i.generation, a.attname::text AS name),
+                  r AS (INSERT INTO nl2sql.value_generations (column_id, generation, retired_xid)
+                        SELECT id, generation, pg_catalog.pg_current_xact_id()::text::int8 FROM d
+                        ON CONFLICT DO NOTHING)
+             SELECT name FROM d ORDER BY name",
+            &[rel.into(), column.into()],
+            |r| r.get::<String>(1).ok()?,
+        );
+        let left = spi::read::<bool>("SELECT EXISTS (SELECT 1 FROM nl2sql.value_index WHERE relid = $1)", &[rel.into()]).unwrap_or(false);
+        if !left {
+            drop_triggers(&relname);
+        }
+        dropped
+    })
+}

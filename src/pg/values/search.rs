@@ -1,0 +1,405 @@
+//! The read path: the store the core's lookups (nl2sql_core::lookup) run over, and the schema
+//! embeddings' search. It never writes (it works on a hot standby) and never waits long: each
+//! column's entries are read in a subtransaction with a short lock timeout, rolled back at
+//! once so no lock outlives the read; a column that cannot be read in time is left out and
+//! named in the trace.
+
+use super::entries_table;
+use crate::gucs;
+use crate::pg::{embedder, owner, sandbox, spi};
+use nl2sql_core::embed;
+use nl2sql_core::embedder::Embedder;
+use nl2sql_core::lookup::{self, Lookup, ValueStore};
+use nl2sql_core::retrieve::{self, Candidate};
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+use pgrx::spi::OwnedPreparedStatement;
+use pgrx::PgOid;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+
+/// How long a search waits for the lock on one column's entries (a generation being dropped).
+const READ_LOCK_TIMEOUT: &str = "100ms";
+/// Values waiting to be embedded that one search looks at, per search.
+const QUEUE_LOOKS: i64 = 2000;
+/// Time allowed for re-checking one value against its table.
+const RECHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+thread_local! {
+    /// The candidate query of each column's generation, prepared once per session: planning
+    /// it costs more than running it. Keyed by (column, generation, signature bits, endpoint
+    /// embedder, limit).
+    static CANDIDATE_PLANS: RefCell<HashMap<(i32, i32, usize, bool, i64), OwnedPreparedStatement>> = RefCell::new(HashMap::new());
+    /// Columns the searches of the current statement left out, for the trace.
+    static SKIPPED: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The relation's name as the schema prompt writes it: qualified only when not on the search_path.
+pub fn visible_name(rel: pg_sys::Oid) -> String {
+    spi::read::<String>("SELECT $1::pg_catalog.regclass::pg_catalog.text", &[rel.into()]).unwrap_or_default()
+}
+
+/// One indexed column the caller may read.
+struct Searchable {
+    id: i32,
+    generation: i32,
+    relid: pg_sys::Oid,
+    column: String,
+    /// Results must be re-checked against the table, as the caller (dirty index, or RLS).
+    recheck: bool,
+}
+
+/// A value found for a query.
+pub struct Found {
+    pub relid: pg_sys::Oid,
+    pub column: String,
+    pub value: String,
+    pub score: f32,
+}
+
+/// The indexed columns `caller` may read, built by the embedder in use. Read as the owner.
+fn searchable(caller: pg_sys::Oid, embedder_id: &str) -> Vec<Searchable> {
+    spi::rows(
+        "SELECT i.id, i.generation, i.relid, a.attname::text,
+                -- DML on a partition or child fires its own triggers, not the parent's
+                EXISTS (SELECT 1 FROM nl2sql.value_flags f WHERE f.column_id = i.id AND f.flag = 'dirty')
+                OR i.status = 'dirty' OR c.relrowsecurity OR c.relhassubclass OR c.relkind = 'p'
+         FROM nl2sql.value_index i
+         JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+         JOIN pg_catalog.pg_class c ON c.oid = i.relid
+         WHERE i.status IN ('ready', 'dirty') AND i.embedder = $2
+           AND pg_catalog.has_column_privilege($1, i.relid, i.attnum, 'SELECT')
+           AND (NOT c.relrowsecurity OR i.include_rls)
+         ORDER BY i.id",
+        &[caller.into(), embedder_id.into()],
+        |r| {
+            Some(Searchable {
+                id: r.get::<i32>(1).ok()??,
+                generation: r.get::<i32>(2).ok()??,
+                relid: r.get::<pg_sys::Oid>(3).ok()??,
+                column: r.get::<String>(4).ok()??,
+                recheck: r.get::<bool>(5).ok()??,
+            })
+        },
+    )
+}
+
+/// The value index as the core's lookups see it.
+struct Store {
+    columns: HashMap<u32, Searchable>,
+    embedder: Embedder,
+}
+
+impl Store {
+    fn new(caller: pg_sys::Oid) -> Store {
+        let embedder = embedder::current();
+        let id = embedder.id();
+        let columns = owner::as_owner(|| searchable(caller, &id)).into_iter().map(|c| (c.id as u32, c)).collect();
+        Store { columns, embedder }
+    }
+
+    fn columns(&self) -> Vec<lookup::Column> {
+        let mut out: Vec<lookup::Column> = self.columns.values().map(|c| lookup::Column { id: c.id as u32, recheck: c.recheck }).collect();
+        out.sort_by_key(|c| c.id);
+        out
+    }
+
+    /// Reads one column's entries as the owner, in a discarded subtransaction with a short
+    /// lock timeout; None (and the column noted) when it could not.
+    fn read<T>(&self, column: u32, f: impl FnOnce(&str) -> T) -> Option<T> {
+        let col = self.columns.get(&column)?;
+        let table = entries_table(col.id, col.generation);
+        let r = owner::as_owner(|| {
+            sandbox::discarded(|| {
+                spi::set_local(c"lock_timeout", READ_LOCK_TIMEOUT);
+                spi::set_local(c"hnsw.ef_search", &gucs::search_ef().to_string());
+                f(&table)
+            })
+        });
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let name = format!("{}.{}", visible_name(col.relid), pgrx::spi::quote_identifier(&col.column));
+                debug1!("nl2sql: value index of {name} skipped: {}", e.message);
+                SKIPPED.with_borrow_mut(|s| {
+                    if !s.contains(&name) {
+                        s.push(name)
+                    }
+                });
+                None
+            }
+        }
+    }
+}
+
+impl ValueStore for Store {
+    fn candidates(&mut self, lookups: &[Lookup], columns: &[u32], limit: usize) -> Vec<Candidate> {
+        if lookups.is_empty() || columns.is_empty() {
+            return vec![];
+        }
+        let texts: Vec<String> = lookups.iter().map(|l| l.text.clone()).collect();
+        // The lookups' signatures (and the endpoint's vectors): the endpoint is called only
+        // because some column was indexed with it.
+        let (sigs, vectors, dims) = match &self.embedder {
+            Embedder::Builtin => (texts.iter().map(|t| embed::signature_text(t)).collect::<Vec<_>>(), None, embed::SIGNATURE_BITS),
+            Embedder::Remote(ep) => {
+                let v = embedder::embed(ep, &texts);
+                let sigs: Vec<String> = v.iter().map(|x| x.iter().map(|f| if *f > 0.0 { '1' } else { '0' }).collect()).collect();
+                let dims = sigs.first().map(|s| s.len()).unwrap_or(embed::SIGNATURE_BITS);
+                (sigs, Some(v.iter().map(|x| embedder::vector_literal(x)).collect::<Vec<_>>()), dims)
+            }
+        };
+        let remote = vectors.is_some();
+        let args = [DatumWithOid::from(sigs), DatumWithOid::from(texts.clone()), DatumWithOid::from(vectors.unwrap_or_default())];
+        let mut out: Vec<Candidate> = Vec::new();
+        for &column in columns {
+            check_for_interrupts!();
+            let Some(col) = self.columns.get(&column) else { continue };
+            let key = (col.id, col.generation, dims, remote, limit as i64);
+            let found = self.read(column, |table| {
+                CANDIDATE_PLANS.with_borrow_mut(|plans| {
+                    Spi::connect(|c| {
+                        if !plans.contains_key(&key) {
+                            plans.retain(|k, _| k.0 != key.0);
+                            let plan = c
+                                .prepare(candidate_sql(table, dims, remote, limit).as_str(), &[pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID].map(PgOid::from))
+                                .unwrap_or_else(|e| super::fail(nl2sql_core::error::SqlState::InternalError, format!("could not prepare the value search: {e}"), None))
+                                .keep();
+                            plans.insert(key, plan);
+                        }
+                        match c.select(&plans[&key], None, &args) {
+                            Ok(t) => t.filter_map(|r| candidate(column, &r)).collect::<Vec<_>>(),
+                            Err(_) => vec![],
+                        }
+                    })
+                })
+            });
+            out.extend(found.unwrap_or_default());
+        }
+        if remote {
+            // Values DML queued for the endpoint, found by their text until they are embedded.
+            let ids: Vec<i32> = columns.iter().map(|c| *c as i32).collect();
+            let queued: Vec<(u32, String)> = owner::as_owner(|| {
+                spi::rows(
+                    "SELECT column_id, value FROM nl2sql.value_queue WHERE column_id = ANY ($1) LIMIT $2",
+                    &[ids.into(), QUEUE_LOOKS.into()],
+                    |r| Some((r.get::<i32>(1).ok()?? as u32, r.get::<String>(2).ok()??)),
+                )
+            });
+            out.extend(lookup::queued_candidates(lookups, &queued, 0.3));
+        }
+        // pg_trgm's similarity, computed here rather than by a function the search_path resolves.
+        for (n, cand) in out.iter_mut().enumerate() {
+            nl2sql_core::interrupt::every(n, 1024);
+            if let (Some(l), None) = (lookups.get(cand.phrase), cand.trigram) {
+                cand.trigram = Some(embed::trigram_similarity(&l.text, &cand.term));
+            }
+        }
+        out
+    }
+
+    fn same_key(&mut self, column: u32, text: &str) -> Vec<String> {
+        let key = embed::fold(text);
+        self.read(column, |table| {
+            spi::rows(
+                &format!("SELECT DISTINCT value FROM {table} WHERE key = $1 AND term = value ORDER BY 1 LIMIT 10"),
+                &[key.as_str().into()],
+                |r| r.get::<String>(1).ok()?,
+            )
+        })
+        .unwrap_or_default()
+    }
+
+    fn pending(&mut self, hits: &[(u32, String)]) -> HashSet<(u32, String)> {
+        if hits.is_empty() {
+            return HashSet::new();
+        }
+        let ids: Vec<i32> = hits.iter().map(|h| h.0 as i32).collect();
+        let values: Vec<String> = hits.iter().map(|h| h.1.clone()).collect();
+        owner::as_owner(|| {
+            spi::rows(
+                "SELECT r.column_id, r.value FROM nl2sql.value_removals r
+                 JOIN ROWS FROM (pg_catalog.unnest($1::int4[]), pg_catalog.unnest($2::text[])) AS h(id, v) ON r.column_id = h.id AND r.value = h.v",
+                &[ids.into(), values.into()],
+                |r| Some((r.get::<i32>(1).ok()?? as u32, r.get::<String>(2).ok()??)),
+            )
+        })
+        .into_iter()
+        .collect()
+    }
+
+    fn still_held(&mut self, column: u32, value: &str) -> bool {
+        let Some(col) = self.columns.get(&column) else { return false };
+        exists_as_caller(col.relid, &col.column, value)
+    }
+}
+
+/// The candidates of one column's generation for every looked-up text: the nearest signatures
+/// through its HNSW index, and the exact matches (up to case and accents) through its btree on
+/// the folded key, which the approximate search may miss among many near-identical values.
+/// Runs under as_owner's search_path, where pgvector's operators and types resolve.
+fn candidate_sql(table: &str, dims: usize, remote: bool, limit: usize) -> String {
+    let cosine = if remote { "(1 - (e.embedding <=> ($3::text[])[p.i]::vector))::float4" } else { "NULL::float4" };
+    format!(
+        "SELECT (p.i - 1)::int4, e.value, e.term, {cosine}
+         FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY AS p(sig, i)
+         CROSS JOIN LATERAL (
+             SELECT x.value, x.term, x.embedding FROM {table} x
+             ORDER BY x.sig::bit({dims}) <~> p.sig::bit({dims})
+             LIMIT {limit}) e
+         UNION ALL
+         SELECT (p.i - 1)::int4, e.value, e.term, {cosine}
+         FROM pg_catalog.unnest($2::text[]) WITH ORDINALITY AS p(key, i)
+         JOIN {table} e ON e.key = p.key"
+    )
+}
+
+fn candidate(column: u32, r: &pgrx::spi::SpiHeapTupleData) -> Option<Candidate> {
+    Some(Candidate {
+        phrase: r.get::<i32>(1).ok()?? as usize,
+        column,
+        value: r.get::<String>(2).ok()??,
+        term: r.get::<String>(3).ok()??,
+        cosine: r.get::<f32>(4).ok().flatten(),
+        trigram: None,
+    })
+}
+
+/// Whether a row the caller may see still holds `value`: read as the caller, in the sandbox,
+/// with every function the read runs judged like generated SQL's.
+fn exists_as_caller(relid: pg_sys::Oid, column: &str, value: &str) -> bool {
+    let args = [DatumWithOid::from(relid), DatumWithOid::from(column), DatumWithOid::from(value)];
+    sandbox::inspect(RECHECK_TIMEOUT, || spi::read::<bool>("SELECT nl2sql._value_exists($1, $2, $3)", &args))
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+}
+
+/// Values similar to the words of `query` in the columns the caller may read (the core's
+/// lookup: phrases and their other forms, HNSW and exact candidates, ranking, re-checks).
+/// `skip`: sorted words whose phrases are not looked up (the names of tables and columns).
+pub fn search_values(query: &str, skip: &[String], k: usize, threshold: f32) -> Vec<Found> {
+    let phrases = retrieve::query_phrases_skipping(query, skip);
+    if phrases.is_empty() || k == 0 {
+        return vec![];
+    }
+    let mut store = Store::new(owner::caller());
+    let columns = store.columns();
+    let hits = lookup::search(&mut store, &phrases, &columns, k, threshold);
+    hits.into_iter()
+        .filter_map(|h| {
+            let col = store.columns.get(&h.column)?;
+            Some(Found { relid: col.relid, column: col.column.clone(), value: h.value, score: h.score })
+        })
+        .collect()
+}
+
+/// The columns whose index the searches since the last call left out (a lock not granted in
+/// time, a generation being dropped), as `table.column`; the list is emptied.
+pub fn take_skipped() -> Vec<String> {
+    SKIPPED.with_borrow_mut(std::mem::take)
+}
+
+/// The stored value of an indexed column closest to `literal`, for the agent alignment
+/// (nl2sql_core::lookup::closest decides); None when the column has no index the caller may use.
+pub fn closest_stored(relid: pg_sys::Oid, column: &str, literal: &str) -> Option<String> {
+    let mut store = Store::new(owner::caller());
+    let col = store.columns.values().find(|c| c.relid == relid && c.column == column).map(|c| lookup::Column { id: c.id as u32, recheck: c.recheck })?;
+    let fuzzy = matches!(store.embedder, Embedder::Builtin);
+    lookup::closest(&mut store, &col, literal, fuzzy)
+}
+
+/// A column found for a query.
+pub struct FoundColumn {
+    pub relid: pg_sys::Oid,
+    pub column: String,
+    pub score: f32,
+}
+
+/// Columns whose table and column names (and comments) are similar to the words of `query`,
+/// among those the caller may read. With an endpoint embedder, descriptions it has not
+/// embedded yet (nl2sql.refresh_value_indexes() does) are matched by name only.
+pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
+    let phrases = retrieve::query_phrases(query);
+    if phrases.is_empty() || k == 0 {
+        return vec![];
+    }
+    let caller = owner::caller();
+    let emb = embedder::current();
+    let qvec = match &emb {
+        Embedder::Builtin => None,
+        Embedder::Remote(ep) => embedder::embed(ep, &[query.to_string()]).first().map(|x| embedder::vector_literal(x)),
+    };
+    let remote = qvec.is_some();
+    let sql = column_sql(remote);
+    let sigs: Vec<String> = phrases.iter().map(|p| embed::signature_text(p)).collect();
+    let args = [
+        DatumWithOid::from(caller),
+        DatumWithOid::from(emb.id().as_str()),
+        DatumWithOid::from(sigs),
+        DatumWithOid::from(qvec.unwrap_or_default().as_str()),
+    ];
+    let rows: Vec<(pg_sys::Oid, String, String, String, Option<f32>)> = owner::as_owner(|| {
+        sandbox::discarded(|| {
+            spi::set_local(c"lock_timeout", READ_LOCK_TIMEOUT);
+            spi::set_local(c"hnsw.ef_search", &gucs::search_ef().to_string());
+            spi::rows(&sql, &args, |r| {
+                Some((
+                    r.get::<pg_sys::Oid>(1).ok()??,
+                    r.get::<String>(2).ok()??,
+                    r.get::<String>(3).ok()??,
+                    r.get::<String>(4).ok()??,
+                    r.get::<f32>(5).ok().flatten(),
+                ))
+            })
+        })
+        .unwrap_or_default()
+    });
+    let phrase_features: Vec<_> = phrases.iter().map(|p| embed::features(p)).collect();
+    let mut scored: Vec<FoundColumn> = rows
+        .into_iter()
+        .map(|(relid, column, table, description, cosine)| {
+            let names = embed::features(&format!("{table} {column}"));
+            let own = embed::features(&column);
+            let lexical = phrase_features
+                .iter()
+                .map(|p| embed::feature_cosine(p, &own).max(0.9 * embed::feature_cosine(p, &names)))
+                .fold(0f32, f32::max);
+            let about = embed::feature_cosine(&embed::features(query), &embed::features(&description));
+            let score = lexical.max(about).max(cosine.unwrap_or(0.0)).min(1.0);
+            FoundColumn { relid, column, score }
+        })
+        .collect();
+    scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.column.cmp(&b.column)));
+    scored.truncate(k);
+    scored
+}
+
+/// Candidate columns: per query phrase, the columns whose names' signatures are nearest
+/// (built-in), or the nearest descriptions by the endpoint's vectors. For the built-in
+/// embedder the embedder is checked outside the nearest-neighbour scan so that the HNSW index
+/// on signatures serves it (rows of an endpoint embedder have no signature).
+fn column_sql(remote: bool) -> String {
+    let (source, cosine) = if remote {
+        (
+            // Filtered inside: another endpoint's vectors may have other dimensions.
+            "FROM (SELECT * FROM nl2sql.column_embeddings x WHERE x.embedder = $2
+                   ORDER BY x.embedding <=> $4::vector LIMIT 200) ce",
+            "(1 - (ce.embedding <=> $4::vector))::float4",
+        )
+    } else {
+        (
+            "FROM pg_catalog.unnest($3::text[]) AS p(sig)
+             CROSS JOIN LATERAL (SELECT * FROM nl2sql.column_embeddings x
+                                 ORDER BY x.sig <~> p.sig::bit(256) LIMIT 50) ce",
+            "NULL::float4",
+        )
+    };
+    format!(
+        "SELECT DISTINCT ce.relid, a.attname::text, c.relname::text, ce.description, {cosine}
+         {source}
+         JOIN pg_catalog.pg_attribute a ON a.attrelid = ce.relid AND a.attnum = ce.attnum
+         JOIN pg_catalog.pg_class c ON c.oid = ce.relid
+         WHERE ce.embedder = $2 AND pg_catalog.has_column_privilege($1, ce.relid, ce.attnum, 'SELECT')"
+    )
+}

@@ -1,0 +1,101 @@
+"""nl2sql on a hot standby: the read path never writes. A real streaming replica of the test
+cluster (scripts/pg.sh standby: pg_basebackup -R, a second cluster on another port) answers
+questions with the value index built on the primary, and sees values added there."""
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+STANDBY_PORT = int(os.environ.get("NL2SQL_TEST_STANDBY_PORT", "57412"))
+
+
+@pytest.fixture(scope="module")
+def standby(conninfo):
+    """A hot standby of the test cluster; yields its connection parameters."""
+    primary = psycopg.connect(autocommit=True, **conninfo)
+    # What the standby must already hold when it is copied: a table and its value index.
+    primary.execute("SET client_min_messages = warning")
+    primary.execute("DROP TABLE IF EXISTS harbours")
+    primary.execute("CREATE TABLE harbours (id int PRIMARY KEY, name text, country text)")
+    primary.execute("INSERT INTO harbours VALUES (1, 'Aberdeen Harbour', 'Scotland'), (2, 'Port of Rotterdam', 'Netherlands'),"
+                    " (3, 'Port of Antwerp', 'Belgium'), (4, 'Le Havre', 'France')")
+    primary.execute("SELECT * FROM nl2sql.create_value_index('harbours')")
+    tmp = Path(tempfile.mkdtemp(prefix="nl2sql-standby."))
+    os.chmod(tmp, 0o755)
+    pg = [str(ROOT / "scripts" / "pg.sh")]
+    subprocess.run(pg + ["standby", str(tmp / "sb"), str(STANDBY_PORT), conninfo["host"], str(conninfo["port"])],
+                   check=True, capture_output=True, timeout=300)
+    info = {**conninfo, "host": str(tmp / "sb"), "port": str(STANDBY_PORT)}
+    try:
+        yield primary, info
+    finally:
+        subprocess.run(pg + ["stop", str(tmp / "sb")], capture_output=True, timeout=120)
+        shutil.rmtree(tmp, ignore_errors=True)
+        primary.execute("DROP TABLE IF EXISTS harbours")
+        primary.close()
+
+
+def caught_up(primary, replica, timeout=30):
+    """Waits until the standby has replayed everything the primary has written so far."""
+    lsn = primary.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if replica.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the standby did not catch up")
+
+
+def test_the_read_path_works_on_a_standby(standby):
+    primary, info = standby
+    replica = psycopg.connect(autocommit=True, **info)
+    try:
+        assert replica.execute("SELECT pg_is_in_recovery()").fetchone()[0]
+        caught_up(primary, replica)
+        found = replica.execute("SELECT value FROM nl2sql.search_values('aberden harbor', 3)").fetchall()
+        assert ("Aberdeen Harbour",) in found
+        # Another form of the word: the adjective finds the country.
+        assert ("France",) in replica.execute("SELECT value FROM nl2sql.search_values('french', 3)").fetchall()
+        columns = replica.execute("SELECT column_name FROM nl2sql.search_columns('harbour names', 5)").fetchall()
+        assert ("name",) in columns
+        # nl2sql() in both modes, nl2sql_run() and nl2sql_explain(): the scripted model answers.
+        replica.execute("SET nl2sql.mode = zero_shot")
+        assert replica.execute("SELECT nl2sql('How many singers do we have?')").fetchone()[0].startswith("SELECT count(*) FROM singer")
+        assert replica.execute("SELECT * FROM nl2sql_run('How many singers do we have?')").fetchall() == [({"count": 6},)]
+        replica.execute("SET nl2sql.mode = full")
+        sql = replica.execute("SELECT nl2sql('How many concerts took place in 2014?')").fetchone()[0]
+        assert "2014" in sql
+        explain = replica.execute("SELECT nl2sql_explain('How many concerts took place in 2014?')").fetchone()[0]
+        assert explain["vote"] is not None and "values_skipped" not in explain
+        # Nothing on the read path asked for a transaction ID.
+        assert replica.execute("SELECT pg_current_xact_id_if_assigned() IS NULL").fetchone()[0]
+    finally:
+        replica.close()
+
+
+def test_values_added_on_the_primary_are_found_on_the_standby(standby):
+    primary, info = standby
+    replica = psycopg.connect(autocommit=True, **info)
+    try:
+        primary.execute("INSERT INTO harbours VALUES (5, 'Port of Hamburg', 'Germany')")
+        caught_up(primary, replica)
+        assert ("Port of Hamburg",) in replica.execute("SELECT value FROM nl2sql.search_values('hamburg', 3)").fetchall()
+        # A rebuild on the primary (a new generation, the old one dropped later) while the
+        # standby searches: the standby keeps answering, then sees the new generation.
+        primary.execute("SELECT * FROM nl2sql.create_value_index('harbours', 'name')")
+        primary.execute("DELETE FROM harbours WHERE id = 1")
+        primary.execute("SELECT * FROM nl2sql.refresh_value_indexes('harbours')")
+        caught_up(primary, replica)
+        found = replica.execute("SELECT value FROM nl2sql.search_values('rotterdam', 3)").fetchall()
+        assert ("Port of Rotterdam",) in found
+        assert ("Aberdeen Harbour",) not in replica.execute("SELECT value FROM nl2sql.search_values('aberdeen harbour', 3)").fetchall()
+        gens = replica.execute("SELECT generation FROM nl2sql.value_indexes WHERE column_name = 'name'").fetchone()[0]
+        assert gens >= 1
+    finally:
+        replica.close()
