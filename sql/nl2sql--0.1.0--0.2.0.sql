@@ -182,9 +182,10 @@ BEGIN
         RAISE WARNING 'nl2sql._values_changed() runs only as the triggers nl2sql.create_value_index() makes';
         RETURN NULL;
     END IF;
-    -- The generation serving now: read without locking the row, which a rebuild may hold (it
-    -- copies what this statement adds to the old generation before it switches, or, committed
-    -- later, before the old one is dropped).
+    -- The generation serving now: read without locking the row (DML never writes or locks
+    -- value_index rows), which a build may hold; what this statement adds to a generation a
+    -- build is replacing is copied to the new one before the switch, or, committed later,
+    -- before the old one is dropped.
     FOR c IN
         SELECT i.id, i.generation, a.attname, i.embedder, i.max_length,
                greatest(2, least(50, i.value_count / 10))::int AS cap
@@ -224,12 +225,6 @@ BEGIN
             INSERT INTO nl2sql.value_flags (column_id, flag) VALUES (c.id, 'stale');
         END;
     END LOOP;
-    -- At most once a second, and never waiting for a rebuild that holds the row.
-    UPDATE nl2sql.value_index SET refreshed_at = now()
-    WHERE id IN (SELECT id FROM nl2sql.value_index
-                 WHERE relid = TG_RELID AND status IN ('ready', 'dirty')
-                   AND (refreshed_at IS NULL OR refreshed_at < now() - interval '1 second')
-                 FOR NO KEY UPDATE SKIP LOCKED);
     RETURN NULL;
 EXCEPTION WHEN OTHERS THEN
     RAISE WARNING 'nl2sql could not update the value indexes of %: %', TG_TABLE_NAME, SQLERRM;

@@ -104,9 +104,11 @@ fn claim(rel: pg_sys::Oid, attnum: i16) -> Option<(i32, i32, bool)> {
     ) {
         return Some((id, 0, true));
     }
-    // Never waits: a build beside another build of the same column has nothing to add.
+    // Never waits: a build beside another build of the same column has nothing to add. (DML
+    // holds FOR KEY SHARE locks on the row through the foreign keys of the queues; this lock
+    // does not conflict with them.)
     spi::write_row(
-        "SELECT id, generation FROM nl2sql.value_index WHERE relid = $1 AND attnum = $2 FOR UPDATE SKIP LOCKED",
+        "SELECT id, generation FROM nl2sql.value_index WHERE relid = $1 AND attnum = $2 FOR NO KEY UPDATE SKIP LOCKED",
         &[rel.into(), attnum.into()],
         |r| Some((r.get::<i32>(1).ok()??, r.get::<i32>(2).ok()??, false)),
     )

@@ -103,6 +103,7 @@ fn apply_removals(rel: Option<pg_sys::Oid>) {
                 &[gone.into()],
             );
             spi::write("DELETE FROM nl2sql.value_removals WHERE column_id = $1 AND value = ANY ($2)", &[id.into(), values.into()]);
+            spi::write("UPDATE nl2sql.value_index SET refreshed_at = now() WHERE id = $1", &[id.into()]);
         });
     }
 }
@@ -128,6 +129,7 @@ fn drain_queue(ep: &nl2sql_core::http::Endpoint) {
         }
         super::build::insert_remote(&entries_table(id, generation), ep, &lookup::entries(&values));
         spi::write("DELETE FROM nl2sql.value_queue WHERE column_id = $1 AND value = ANY ($2)", &[id.into(), values.into()]);
+        spi::write("UPDATE nl2sql.value_index SET refreshed_at = now() WHERE id = $1", &[id.into()]);
     }
 }
 
