@@ -140,3 +140,30 @@ def test_search_reveals_nothing_to_a_role_without_privileges(connect):
     finally:
         admin.execute("DROP TABLE secret_codes")
         admin.execute("DROP ROLE eve")
+
+
+def test_a_locked_index_is_skipped_and_named_in_the_trace(connect):
+    """A search never waits long: a column whose entries it cannot lock in time is left out,
+    and nl2sql_explain() says which."""
+    admin, holder = connect(), connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS locked_towns")
+    admin.execute("CREATE TABLE locked_towns (name text)")
+    admin.execute("INSERT INTO locked_towns VALUES ('Aberdeen'), ('Inverness')")
+    admin.execute("SELECT * FROM nl2sql.create_value_index('locked_towns')")
+    try:
+        table = admin.execute("SELECT format('nl2sql.value_entries_%s_%s', id, generation) FROM nl2sql.value_index "
+                              "WHERE relid = 'locked_towns'::regclass").fetchone()[0]
+        with holder.transaction():
+            holder.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            t0 = time.monotonic()
+            assert admin.execute("SELECT count(*) FROM nl2sql.search_values('aberdeen')").fetchone()[0] == 0
+            admin.execute("SET nl2sql.mode = zero_shot")
+            trace = admin.execute("SELECT nl2sql_explain('How many singers do we have?')").fetchone()[0]
+            assert time.monotonic() - t0 < 5
+            # Named as the value hints name columns.
+            assert [c.split(".", 1)[-1] for c in trace["values_skipped"]] == ["locked_towns.name"]
+        # The lock released, the column is searched again.
+        assert admin.execute("SELECT value FROM nl2sql.search_values('aberdeen', 1)").fetchone()[0] == "Aberdeen"
+    finally:
+        admin.execute("DROP TABLE IF EXISTS locked_towns")
