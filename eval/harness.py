@@ -202,60 +202,79 @@ def evaluate(conn, item, repeat):
 
 # --- value recall (no LLM) -------------------------------------------------------------------
 
-STORED_SQL = """
-SELECT EXISTS (SELECT 1 FROM nl2sql.value_entries e
-               JOIN nl2sql.value_index i ON i.id = e.column_id
-               JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
-               WHERE a.attname = %s AND e.key = nl2sql.fold(%s) AND e.value = %s)
+# The tables holding the entries of the indexed columns of a name (each column's generation serving).
+ENTRY_TABLES_SQL = """
+SELECT format('nl2sql.value_entries_%%s_%%s', i.id, i.generation)
+FROM nl2sql.value_index i JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+WHERE a.attname = %s
 """
+
+
+def stored(conn, column, literal):
+    """Whether `literal` is a stored value of an indexed column named `column`."""
+    for (table,) in conn.execute(ENTRY_TABLES_SQL, (column,)).fetchall():
+        if conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table} WHERE key = nl2sql.fold(%s) AND value = %s)",
+                        (literal, literal)).fetchone()[0]:
+            return True
+    return False
 
 
 def value_recall(conn, item, k):
     """For each string literal the gold query compares a column with, and that is a stored value
-    of that column, whether search_values(question, k) returns it: (found, total, misses)."""
-    found, total, misses = 0, 0, []
+    of that column, whether search_values(question, k) returns it: (found, total, misses), each
+    a pair (all literals, literals longer than two characters)."""
+    found, total, misses = [0, 0], [0, 0], []
     pairs = conn.execute("SELECT column_name, literal FROM nl2sql.sql_literals(%s)", (item["gold"],)).fetchall()
     for col, lit in pairs:
-        if not conn.execute(STORED_SQL, (col, lit, lit)).fetchone()[0]:
+        if not stored(conn, col, lit):
             continue
-        total += 1
+        long = len(lit) > 2
+        total[0] += 1
+        total[1] += long
         got = conn.execute("SELECT value, column_name::text FROM nl2sql.search_values(%s, %s)",
                            (item["question"], k)).fetchall()
         if any(v == lit and c == col for v, c in got):
-            found += 1
+            found[0] += 1
+            found[1] += long
         else:
             misses.append({"column": col, "literal": lit, "retrieved": [v for v, _ in got]})
     return found, total, misses
 
 
 def run_value_recall(conn_kw, items, k):
-    """Value recall@k over the selected questions, per database and overall; returns the total."""
+    """Value recall@k over the selected questions, per database and overall, for all literals and
+    for those longer than two characters; returns (found, total) of the latter."""
     by_db = {}
     conns = {}
     for item in items:
         conn = conns.get(item["db"]) or psycopg.connect(dbname=item["db"], autocommit=True, **conn_kw)
         conns[item["db"]] = conn
         f, t, misses = value_recall(conn, item, k)
-        agg = by_db.setdefault(item["db"], [0, 0, []])
-        agg[0] += f
-        agg[1] += t
+        agg = by_db.setdefault(item["db"], [[0, 0], [0, 0], []])
+        for i in range(2):
+            agg[0][i] += f[i]
+            agg[1][i] += t[i]
         agg[2].extend({"id": item["id"], **m} for m in misses)
     for c in conns.values():
         c.close()
     print(f"\nValue recall@{k}: gold string literals that are stored values, found by nl2sql.search_values(question, {k})")
-    print(f"{'database':<26}{'literals':>9}{'found':>7}{'recall':>8}")
-    found = total = 0
+    print(f"{'database':<26}{'literals':>9}{'found':>7}{'recall':>8}{'  >2 chars':>11}{'found':>7}{'recall':>8}")
+    found, total = [0, 0], [0, 0]
     for db in sorted(by_db):
         f, t, _ = by_db[db]
-        found, total = found + f, total + t
-        if t:
-            print(f"{db:<26}{t:>9}{f:>7}{f / t:>8.3f}")
-    print("-" * 50)
-    print(f"{'all':<26}{total:>9}{found:>7}{(found / total if total else 0):>8.3f}")
+        for i in range(2):
+            found[i] += f[i]
+            total[i] += t[i]
+        if t[0]:
+            long = f"{t[1]:>11}{f[1]:>7}{(f[1] / t[1] if t[1] else 0):>8.3f}"
+            print(f"{db:<26}{t[0]:>9}{f[0]:>7}{f[0] / t[0]:>8.3f}{long}")
+    print("-" * 76)
+    ratio = [(found[i] / total[i] if total[i] else 0) for i in range(2)]
+    print(f"{'all':<26}{total[0]:>9}{found[0]:>7}{ratio[0]:>8.3f}{total[1]:>11}{found[1]:>7}{ratio[1]:>8.3f}")
     misses = [m for v in by_db.values() for m in v[2]]
     for m in misses[:10]:
         print(f"  missed #{m['id']}: {m['column']} = {m['literal']!r}; got {m['retrieved']}")
-    return found, total
+    return found[1], total[1]
 
 
 # --- reporting ---------------------------------------------------------------------------------

@@ -47,6 +47,12 @@ const PLACES: &[(&str, &str)] = &[
     ("texas", "texan"), ("new york", "new yorker"), ("paris", "parisian"), ("london", "londoner"),
     ("rome", "roman"), ("berlin", "berliner"), ("tokyo", "tokyoite"), ("bavaria", "bavarian"),
     ("catalonia", "catalan"), ("flanders", "flemish"), ("quebec", "quebecois"), ("sicily", "sicilian"),
+    // Demonyms that are nouns of their own (their plurals come from plural()).
+    ("denmark", "dane"), ("finland", "finn"), ("sweden", "swede"), ("poland", "pole"), ("scotland", "scot"),
+    ("britain", "brit"), ("britain", "briton"), ("turkey", "turk"), ("spain", "spaniard"), ("iceland", "icelander"),
+    ("wales", "welshman"), ("england", "englishman"), ("ireland", "irishman"), ("netherlands", "dutchman"),
+    ("france", "frenchman"), ("new zealand", "kiwi"), ("philippines", "filipina"), ("latvia", "latvian"),
+    ("thailand", "thai"), ("arabia", "arab"), ("uzbekistan", "uzbek"), ("kazakhstan", "kazakh"),
 ];
 
 /// Words whose plural is not made by a rule.
@@ -113,7 +119,9 @@ pub fn singular(word: &str) -> Option<String> {
 
 /// The plural of a folded word.
 pub fn plural(word: &str) -> Option<String> {
-    if word.len() < 3 || INVARIANT.contains(&word) || word.chars().any(|c| c.is_ascii_digit()) {
+    // "united" and "flying" are not nouns: no "uniteds".
+    let participle = word.len() > 4 && (word.ends_with("ed") || word.ends_with("ing"));
+    if word.len() < 3 || participle || INVARIANT.contains(&word) || word.chars().any(|c| c.is_ascii_digit()) {
         return None;
     }
     if let Some((_, p)) = IRREGULAR.iter().find(|(s, _)| *s == word) {
@@ -156,8 +164,13 @@ pub fn variants(phrase: &str, max: usize) -> Vec<String> {
             out.push(v);
         }
     };
+    // The whole phrase as a place or an adjective, or written out or abbreviated, first: they
+    // name a value outright ("united states" -> "usa").
     for p in places(phrase) {
         push(p.to_string());
+    }
+    for a in abbreviations(phrase) {
+        push(a.to_string());
     }
     let words: Vec<&str> = phrase.split(' ').collect();
     if let Some((last, head)) = words.split_last() {
@@ -177,22 +190,18 @@ pub fn variants(phrase: &str, max: usize) -> Vec<String> {
             }
         }
     }
-    // The first word in the other number too ("airlines flights" -> "airline flights").
-    if words.len() > 1 {
-        for w in [singular(words[0]), plural(words[0])].into_iter().flatten() {
-            push(std::iter::once(w.as_str()).chain(words[1..].iter().copied()).collect::<Vec<_>>().join(" "));
-        }
-    }
-    // Abbreviations written out, and words abbreviated ("st louis" <-> "saint louis"), one word
-    // at a time; a whole phrase too ("united states" -> "us").
-    for a in abbreviations(phrase) {
-        push(a.to_string());
-    }
+    // Words abbreviated or written out one at a time ("st louis" <-> "saint louis").
     for (i, w) in words.iter().enumerate().filter(|_| words.len() > 1) {
         for a in abbreviations(w) {
             let mut v: Vec<&str> = words.clone();
             v[i] = a;
             push(v.join(" "));
+        }
+    }
+    // The first word in the other number too ("airlines flights" -> "airline flights").
+    if words.len() > 1 {
+        for w in [singular(words[0]), plural(words[0])].into_iter().flatten() {
+            push(std::iter::once(w.as_str()).chain(words[1..].iter().copied()).collect::<Vec<_>>().join(" "));
         }
     }
     out
@@ -224,11 +233,12 @@ mod tests {
     #[test]
     fn places_and_adjectives() {
         assert_eq!(places("french"), vec!["france"]);
-        assert_eq!(places("france"), vec!["french"]);
+        assert_eq!(places("france"), vec!["french", "frenchman"]);
         assert!(places("dutch").contains(&"netherlands"));
         assert!(places("american").contains(&"united states"));
         assert!(places("scotland").contains(&"scottish"));
         assert!(places("aberdeen").is_empty());
+        assert!(variants("danes", 8).contains(&"denmark".to_string()), "{:?}", variants("danes", 8));
     }
 
     #[test]
@@ -245,5 +255,7 @@ mod tests {
         assert!(variants("saint louis", 8).contains(&"st louis".to_string()));
         assert!(variants("intl airport", 8).contains(&"international airport".to_string()));
         assert!(variants("usa", 8).contains(&"united states".to_string()));
+        assert_eq!(&variants("united states", 4)[..3], &["american", "us", "usa"]);
+        assert_eq!(plural("united"), None);
     }
 }

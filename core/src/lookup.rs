@@ -83,7 +83,8 @@ pub trait ValueStore {
 /// The best `k` values for a query's phrases in `columns`, at least `threshold`: looked up with
 /// their other forms, ranked, and the doubtful ones re-checked (at most [`MAX_RECHECKS`]; a
 /// value past that budget is left out rather than shown unchecked).
-pub fn search(store: &mut impl ValueStore, phrases: &[String], columns: &[Column], k: usize, threshold: f32) -> Vec<Hit> {
+/// `words`: the question's words that may name a value ([`retrieve::query_words`]).
+pub fn search(store: &mut impl ValueStore, phrases: &[String], words: &[String], columns: &[Column], k: usize, threshold: f32) -> Vec<Hit> {
     if phrases.is_empty() || columns.is_empty() || k == 0 {
         return vec![];
     }
@@ -91,7 +92,7 @@ pub fn search(store: &mut impl ValueStore, phrases: &[String], columns: &[Column
     let ids: Vec<u32> = columns.iter().map(|c| c.id).collect();
     let limit = (k * 4).max(20);
     let candidates = store.candidates(&lookups, &ids, limit);
-    let ranked = retrieve::rank(&lookups, &candidates, threshold, usize::MAX);
+    let ranked = retrieve::rank_in(words, &lookups, &candidates, threshold, usize::MAX);
     let by_id: HashMap<u32, &Column> = columns.iter().map(|c| (c.id, c)).collect();
     // Only the hits that could be shown are asked about.
     let shown: Vec<(u32, String)> = ranked.iter().take(k + MAX_RECHECKS).map(|h| (h.column, h.value.clone())).collect();
@@ -244,20 +245,20 @@ mod tests {
     fn forms_find_values_stored_otherwise() {
         let mut store = Memory::new(&[(1, "France"), (1, "Germany"), (2, "Airline"), (3, "Saint Louis")]);
         let cols = [col(1), col(2), col(3)];
-        let hits = search(&mut store, &["french".to_string()], &cols, 3, 0.65);
+        let hits = search(&mut store, &["french".to_string()], &[], &cols, 3, 0.65);
         assert_eq!(hits[0].value, "France");
         assert_eq!(hits[0].matched, "french");
         assert!((hits[0].score - FORM_MATCH).abs() < 1e-6);
-        let hits = search(&mut store, &["airlines".to_string()], &cols, 3, 0.65);
+        let hits = search(&mut store, &["airlines".to_string()], &[], &cols, 3, 0.65);
         assert_eq!(hits[0].value, "Airline");
-        let hits = search(&mut store, &["st louis".to_string()], &cols, 3, 0.65);
+        let hits = search(&mut store, &["st louis".to_string()], &[], &cols, 3, 0.65);
         assert_eq!(hits[0].value, "Saint Louis");
     }
 
     #[test]
     fn a_phrase_as_written_beats_its_forms() {
         let mut store = Memory::new(&[(1, "Airline"), (1, "Airlines")]);
-        let hits = search(&mut store, &["airlines".to_string()], &[col(1)], 2, 0.65);
+        let hits = search(&mut store, &["airlines".to_string()], &[], &[col(1)], 2, 0.65);
         assert_eq!(hits[0].value, "Airlines");
         assert_eq!(hits[0].score, 1.0);
     }
@@ -267,13 +268,13 @@ mod tests {
         let mut store = Memory::new(&[(1, "Aberdeen"), (1, "Abredeen")]);
         store.pending.insert((1, "Aberdeen".into()));
         store.gone.insert((1, "Aberdeen".into()));
-        let hits = search(&mut store, &["aberdeen".to_string()], &[col(1)], 2, 0.65);
+        let hits = search(&mut store, &["aberdeen".to_string()], &[], &[col(1)], 2, 0.65);
         assert_eq!(hits.iter().map(|h| h.value.as_str()).collect::<Vec<_>>(), vec!["Abredeen"]);
         assert_eq!(store.rechecked, 1);
         // Every value of a column that must be re-checked; never more than the budget.
         let many: Vec<(u32, String)> = (0..100).map(|i| (1, format!("Town {i}"))).collect();
         let mut store = Memory { values: many, pending: HashSet::new(), gone: HashSet::new(), rechecked: 0 };
-        let hits = search(&mut store, &["town".to_string()], &[Column { id: 1, recheck: true }], 50, 0.1);
+        let hits = search(&mut store, &["town".to_string()], &[], &[Column { id: 1, recheck: true }], 50, 0.1);
         assert_eq!(store.rechecked, MAX_RECHECKS);
         assert_eq!(hits.len(), MAX_RECHECKS);
     }

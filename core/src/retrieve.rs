@@ -95,6 +95,14 @@ pub fn query_phrases_skipping(query: &str, skip: &[String]) -> Vec<String> {
             rest = &after[end + close.len_utf8()..];
         }
     }
+    // Codes ("AN-1557", "B52"): letters and digits in one token are looked up whole, whatever
+    // their letters spell ("an" alone is a stopword).
+    for token in query.split_whitespace() {
+        let token = token.trim_matches(|c: char| !c.is_alphanumeric());
+        if token.chars().any(|c| c.is_ascii_digit()) && token.chars().any(char::is_alphabetic) {
+            push(embed::fold(token), &mut out);
+        }
+    }
     let folded = embed::fold(query);
     let all: Vec<&str> = embed::words(&folded).collect();
     if all.len() <= 2 && !all.iter().all(|w| skipped(w)) {
@@ -151,7 +159,57 @@ pub struct Hit {
 /// each value's best score, drops those under `threshold`, and returns the best `k`, best first
 /// (ties: shorter value, then alphabetical). [`Candidate::phrase`] indexes `lookups`.
 pub fn rank(lookups: &[Lookup], candidates: &[Candidate], threshold: f32, k: usize) -> Vec<Hit> {
+    rank_in(&[], lookups, candidates, threshold, k)
+}
+
+/// A value all of whose words the question names, in any order or with a typo, scores this
+/// much: a little less than the value written as stored.
+pub const COVERAGE_MATCH: f32 = 0.97;
+/// Least spelling similarity for a word of the question to count as a word of a value.
+const WORD_MATCH: f32 = 0.75;
+
+/// The question's words that may name a value: folded, without stopwords and `skip` words
+/// (sorted, as [`schema_words`] returns them).
+pub fn query_words(query: &str, skip: &[String]) -> Vec<String> {
+    let folded = embed::fold(query);
+    let mut out: Vec<String> = Vec::new();
+    for w in embed::words(&folded) {
+        if !is_stopword(w) && skip.binary_search_by(|s| s.as_str().cmp(w)).is_err() && !out.iter().any(|o| o == w) {
+            out.push(w.to_string());
+        }
+    }
+    out
+}
+
+/// How much of a value the question's words name: each word of the value (stopwords aside)
+/// scores its best spelling similarity to a word of the question (nothing under 0.75), and the
+/// scores are averaged. "Distant Orchard of the River" is covered 0.95 by "river orchard
+/// distnat"; "The Last Golden" 0.5 by "harbour last valley".
+pub fn coverage(value: &str, words: &[String]) -> f32 {
+    let folded = embed::fold(value);
+    let mut n = 0usize;
+    let mut sum = 0f32;
+    for vw in embed::words(&folded).filter(|w| !is_stopword(w)) {
+        n += 1;
+        sum += words
+            .iter()
+            .map(|qw| if qw == vw { 1.0 } else { edit_similarity(qw, vw) })
+            .filter(|s| *s >= WORD_MATCH)
+            .fold(0f32, f32::max);
+    }
+    if n == 0 {
+        0.0
+    } else {
+        sum / n as f32
+    }
+}
+
+/// [`rank`] knowing the question's words ([`query_words`]): a match through one phrase of a
+/// value counts for more the more of the value's words the question names, and a value whose
+/// words the question names all (in any order) scores [`COVERAGE_MATCH`] times that coverage.
+pub fn rank_in(words: &[String], lookups: &[Lookup], candidates: &[Candidate], threshold: f32, k: usize) -> Vec<Hit> {
     let lookup_features: Vec<Vec<(u64, f32)>> = lookups.iter().map(|l| features(&l.text)).collect();
+    let mut covered: std::collections::HashMap<&str, f32> = std::collections::HashMap::new();
     let mut best: std::collections::HashMap<(u32, &str), Hit> = std::collections::HashMap::new();
     for (n, c) in candidates.iter().enumerate() {
         crate::interrupt::every(n, 1024);
@@ -163,10 +221,17 @@ pub fn rank(lookups: &[Lookup], candidates: &[Candidate], threshold: f32, k: usi
         if score >= 1.0 && embed::fold(&c.term) != *phrase {
             score = 0.99;
         }
+        let cov = if words.is_empty() { None } else { Some(*covered.entry(c.value.as_str()).or_insert_with(|| coverage(&c.value, words))) };
         if c.term != c.value {
-            score *= PHRASE_MATCH;
+            score *= match cov {
+                Some(cov) => PHRASE_MATCH * (0.85 + 0.15 * cov),
+                None => PHRASE_MATCH,
+            };
         }
         score *= lookup.weight;
+        if let Some(cov) = cov {
+            score = score.max(COVERAGE_MATCH * cov);
+        }
         if score < threshold {
             continue;
         }
@@ -237,6 +302,8 @@ mod tests {
         let p = query_phrases("Which flights leave from Terminal 5 in 2024?");
         assert!(p.contains(&"terminal 5".to_string()) && !p.contains(&"5".to_string()) && !p.iter().any(|x| x.contains("2024")));
         assert_eq!(query_phrases("village 3-24"), vec!["village", "village 3", "village 3 24"]);
+        assert_eq!(query_phrases("What do we know about an-1557?"), vec!["an 1557", "know"]);
+        assert!(query_phrases("Which B52 flights?").contains(&"b52".to_string()));
     }
 
     #[test]
@@ -329,6 +396,28 @@ mod tests {
         let mut c = cand(1, "New York", "New York", 0);
         c.cosine = Some(0.9);
         assert_eq!(rank(&phrases, &[c], 0.65, 5)[0].score, 0.9);
+    }
+
+    #[test]
+    fn values_the_question_names_word_by_word() {
+        let words = query_words("Which entries are linked to Harbour Last of the Vlley?", &[]);
+        assert_eq!(words, vec!["entries", "linked", "harbour", "last", "vlley"]);
+        assert!((coverage("Harbour Last of the Valley", &words) - (2.0 + 5.0 / 6.0) / 3.0).abs() < 1e-5);
+        assert_eq!(coverage("The Last Golden", &words), 0.5);
+        assert_eq!(coverage("of the", &words), 0.0);
+        // A phrase match of a value the question names only in part counts less.
+        let lookups = plain(&["last", "harbour last", "vlley"]);
+        let cands = vec![cand(1, "The Last Golden", "last", 0), cand(1, "Harbour Last of the Valley", "harbour last", 1)];
+        let hits = rank_in(&words, &lookups, &cands, 0.65, 2);
+        assert_eq!(hits[0].value, "Harbour Last of the Valley");
+        assert!(hits[1].score < 0.9 && hits[1].score < hits[0].score, "{:?}", hits);
+        // Word order does not matter.
+        let words = query_words("river orchard distant", &[]);
+        let hits = rank_in(&words, &plain(&["river"]), &[cand(1, "Distant Orchard of the River", "river", 0)], 0.65, 1);
+        assert_eq!(hits[0].score, COVERAGE_MATCH);
+        // Schema words do not count.
+        let skip = schema_words(["stadium"]);
+        assert_eq!(query_words("Which stadiums are in Bayview?", &skip), vec!["bayview"]);
     }
 
     #[test]

@@ -283,9 +283,10 @@ pub fn search_values(query: &str, skip: &[String], k: usize, threshold: f32) -> 
     if phrases.is_empty() || k == 0 {
         return vec![];
     }
+    let words = retrieve::query_words(query, skip);
     let mut store = Store::new(owner::caller());
     let columns = store.columns();
-    let hits = lookup::search(&mut store, &phrases, &columns, k, threshold);
+    let hits = lookup::search(&mut store, &phrases, &words, &columns, k, threshold);
     hits.into_iter()
         .filter_map(|h| {
             let col = store.columns.get(&h.column)?;
