@@ -21,7 +21,7 @@ def big_table(connect):
 def index_state(conn):
     return conn.execute(
         """SELECT (SELECT count(*) FROM nl2sql.value_index i WHERE i.relid = 'big_names'::regclass),
-                  (SELECT count(*) FROM pg_class WHERE relname LIKE 'value_entries_%'
+                  (SELECT count(*) FROM pg_class WHERE relname LIKE 'value_entries_%' AND relkind = 'r'
                    AND relnamespace = 'nl2sql'::regnamespace AND NOT EXISTS (
                        SELECT 1 FROM nl2sql.value_index i WHERE relname = 'value_entries_' || i.id || '_' || i.generation)
                    AND NOT EXISTS (

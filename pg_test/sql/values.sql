@@ -16,23 +16,23 @@ SELECT relation, column_name, status, embedder, "values", phrases, queued FROM n
 
 -- Misspelled, differently cased, partial, accents: search splits the query into phrases and
 -- keeps values scoring at least nl2sql.value_threshold (0.65).
-SELECT * FROM nl2sql.search_values('Abredeen');
-SELECT * FROM nl2sql.search_values('aberdeen', 3);
-SELECT * FROM nl2sql.search_values('flights from Zurich to Charles de Gaulle', 4);
+SELECT relation, column_name, value, round(score::numeric, 3) AS score FROM nl2sql.search_values('Abredeen');
+SELECT relation, column_name, value, round(score::numeric, 3) AS score FROM nl2sql.search_values('aberdeen', 3);
+SELECT relation, column_name, value, round(score::numeric, 3) AS score FROM nl2sql.search_values('flights from Zurich to Charles de Gaulle', 4);
 -- Columns by their names.
 SELECT * FROM nl2sql.search_columns('in which country is the airport', 3);
 
 -- Fresh after INSERT, UPDATE, DELETE and COPY (statement-level triggers on the table).
 INSERT INTO travel.airports VALUES ('INV', 'INVERNESS', 'Inverness Airport', 'United Kingdom');
-SELECT value, score FROM nl2sql.search_values('inverness') WHERE column_name = 'city';
+SELECT value, round(score::numeric, 3) AS score FROM nl2sql.search_values('inverness') WHERE column_name = 'city';
 UPDATE travel.airports SET city = 'INVERNESS-SHIRE' WHERE code = 'INV';
-SELECT value, score FROM nl2sql.search_values('inverness') WHERE column_name = 'city';
+SELECT value, round(score::numeric, 3) AS score FROM nl2sql.search_values('inverness') WHERE column_name = 'city';
 DELETE FROM travel.airports WHERE code = 'INV';
 SELECT count(*) AS inverness_left FROM nl2sql.search_values('inverness');
 COPY travel.airports FROM stdin;
 BHD	BELFAST	George Best Belfast City Airport	United Kingdom
 \.
-SELECT value, score FROM nl2sql.search_values('belfast') ORDER BY column_name;
+SELECT value, round(score::numeric, 3) AS score FROM nl2sql.search_values('belfast') ORDER BY column_name;
 
 -- The index follows renamed columns, and goes with dropped ones.
 ALTER TABLE travel.airports RENAME COLUMN city TO town;
@@ -91,7 +91,7 @@ SELECT * FROM nl2sql.search_values('Abredeen', 3);
 -- a refresh embeds them (searches never write: they work on a standby).
 INSERT INTO travel.airports VALUES ('LHR', 'LONDON', 'Heathrow Airport');
 SELECT column_name, queued FROM nl2sql.value_indexes WHERE column_name = 'town';
-SELECT value, score FROM nl2sql.search_values('londn');
+SELECT value, round(score::numeric, 3) AS score FROM nl2sql.search_values('londn');
 SELECT count(*) AS rebuilt FROM nl2sql.refresh_value_indexes();
 SELECT column_name, queued FROM nl2sql.value_indexes WHERE column_name = 'town';
 SELECT value FROM nl2sql.search_values('london');
