@@ -144,9 +144,13 @@ def value_index_bench(kw, n_values, lookups):
         c.execute("VACUUM ANALYZE people")
         distinct = c.execute("SELECT count(DISTINCT name) FROM people").fetchone()[0]
         c.execute("SET max_parallel_maintenance_workers = 1")
+        split = []
+        c.add_notice_handler(lambda d: split.append(d.message_primary) if " indexed in " in d.message_primary else None)
+        c.execute("SET client_min_messages = notice")
         t0 = time.perf_counter()
         c.execute("SELECT * FROM nl2sql.create_value_index('people', 'name')")
         build = time.perf_counter() - t0
+        c.execute("SET client_min_messages = warning")
         t0 = time.perf_counter()
         c.execute("SET maintenance_work_mem = '1GB'")
         c.execute("CREATE INDEX people_name_trgm ON people USING gin (name gin_trgm_ops)")
@@ -155,6 +159,8 @@ def value_index_bench(kw, n_values, lookups):
         gin_size = c.execute("SELECT pg_size_pretty(pg_relation_size('people_name_trgm'))").fetchone()[0]
         print(f"  {distinct} distinct values: nl2sql.create_value_index {build:6.1f} s ({size}); "
               f"gin_trgm_ops index {gin:6.1f} s ({gin_size})")
+        for line in split:
+            print(f"  {line.removeprefix('nl2sql: ')}")
         names = [r[0] for r in c.execute(f"SELECT name FROM people ORDER BY random() LIMIT {lookups}").fetchall()]
         rnd = random.Random(1)
 

@@ -32,6 +32,9 @@ BEGIN
             EXECUTE format('ALTER TABLE nl2sql.%I RENAME TO %I', 'value_entries_' || i.id, 'value_entries_' || i.id || '_0');
             EXECUTE format('ALTER TABLE nl2sql.%I DROP COLUMN column_id', 'value_entries_' || i.id || '_0');
             EXECUTE format('ALTER EXTENSION nl2sql ADD TABLE nl2sql.%I', 'value_entries_' || i.id || '_0');
+            -- The byte-ordered keys and reversed keys 0.2.0 builds read a typo's neighbours through.
+            EXECUTE format('CREATE INDEX ON nl2sql.%I (key COLLATE "C")', 'value_entries_' || i.id || '_0');
+            EXECUTE format('CREATE INDEX ON nl2sql.%I ((pg_catalog.reverse(key)) COLLATE "C")', 'value_entries_' || i.id || '_0');
         ELSE
             UPDATE nl2sql.value_index SET status = 'stale' WHERE id = i.id;
         END IF;

@@ -22,6 +22,7 @@ pub mod retrieve;
 pub mod rows;
 pub mod schema;
 pub mod sqlinfo;
+pub mod typos;
 pub mod vote;
 
 use std::time::Duration;

@@ -22,6 +22,12 @@ use std::collections::{HashMap, HashSet};
 const READ_LOCK_TIMEOUT: &str = "100ms";
 /// Values waiting to be embedded that one search looks at, per search.
 const QUEUE_LOOKS: i64 = 2000;
+/// Keys read either side of a lookup's key in byte order, forwards and reversed: a key with one
+/// typo sorts next to its value's key by the part before the typo or by the part after it,
+/// which the HNSW graph's approximate search can miss among a million values.
+const NEIGHBOURS: usize = 8;
+/// Shorter keys have too many neighbours to tell a typo from another value.
+const NEIGHBOUR_MIN_CHARS: usize = 4;
 /// Time allowed for re-checking one value against its table.
 const RECHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -36,7 +42,11 @@ thread_local! {
 
 /// The relation's name as the schema prompt writes it: qualified only when not on the search_path.
 pub fn visible_name(rel: pg_sys::Oid) -> String {
-    spi::read::<String>("SELECT $1::pg_catalog.regclass::pg_catalog.text", &[rel.into()]).unwrap_or_default()
+    spi::read::<String>(
+        "SELECT $1::pg_catalog.regclass::pg_catalog.text",
+        &[rel.into()],
+    )
+    .unwrap_or_default()
 }
 
 /// One indexed column the caller may read.
@@ -94,12 +104,22 @@ impl Store {
     fn new(caller: pg_sys::Oid) -> Store {
         let embedder = embedder::current();
         let id = embedder.id();
-        let columns = owner::as_owner(|| searchable(caller, &id)).into_iter().map(|c| (c.id as u32, c)).collect();
+        let columns = owner::as_owner(|| searchable(caller, &id))
+            .into_iter()
+            .map(|c| (c.id as u32, c))
+            .collect();
         Store { columns, embedder }
     }
 
     fn columns(&self) -> Vec<lookup::Column> {
-        let mut out: Vec<lookup::Column> = self.columns.values().map(|c| lookup::Column { id: c.id as u32, recheck: c.recheck }).collect();
+        let mut out: Vec<lookup::Column> = self
+            .columns
+            .values()
+            .map(|c| lookup::Column {
+                id: c.id as u32,
+                recheck: c.recheck,
+            })
+            .collect();
         out.sort_by_key(|c| c.id);
         out
     }
@@ -119,7 +139,11 @@ impl Store {
         match r {
             Ok(v) => Some(v),
             Err(e) => {
-                let name = format!("{}.{}", visible_name(col.relid), pgrx::spi::quote_identifier(&col.column));
+                let name = format!(
+                    "{}.{}",
+                    visible_name(col.relid),
+                    pgrx::spi::quote_identifier(&col.column)
+                );
                 debug1!("nl2sql: value index of {name} skipped: {}", e.message);
                 SKIPPED.with_borrow_mut(|s| {
                     if !s.contains(&name) {
@@ -141,20 +165,47 @@ impl ValueStore for Store {
         // The lookups' signatures (and the endpoint's vectors): the endpoint is called only
         // because some column was indexed with it.
         let (sigs, vectors, dims) = match &self.embedder {
-            Embedder::Builtin => (texts.iter().map(|t| embed::signature_text(t)).collect::<Vec<_>>(), None, embed::SIGNATURE_BITS),
+            Embedder::Builtin => (
+                texts
+                    .iter()
+                    .map(|t| embed::signature_text(t))
+                    .collect::<Vec<_>>(),
+                None,
+                embed::SIGNATURE_BITS,
+            ),
             Embedder::Remote(ep) => {
                 let v = embedder::embed(ep, &texts);
-                let sigs: Vec<String> = v.iter().map(|x| x.iter().map(|f| if *f > 0.0 { '1' } else { '0' }).collect()).collect();
-                let dims = sigs.first().map(|s| s.len()).unwrap_or(embed::SIGNATURE_BITS);
-                (sigs, Some(v.iter().map(|x| embedder::vector_literal(x)).collect::<Vec<_>>()), dims)
+                let sigs: Vec<String> = v
+                    .iter()
+                    .map(|x| x.iter().map(|f| if *f > 0.0 { '1' } else { '0' }).collect())
+                    .collect();
+                let dims = sigs
+                    .first()
+                    .map(|s| s.len())
+                    .unwrap_or(embed::SIGNATURE_BITS);
+                (
+                    sigs,
+                    Some(
+                        v.iter()
+                            .map(|x| embedder::vector_literal(x))
+                            .collect::<Vec<_>>(),
+                    ),
+                    dims,
+                )
             }
         };
         let remote = vectors.is_some();
-        let args = [DatumWithOid::from(sigs), DatumWithOid::from(texts.clone()), DatumWithOid::from(vectors.unwrap_or_default())];
+        let args = [
+            DatumWithOid::from(sigs),
+            DatumWithOid::from(texts.clone()),
+            DatumWithOid::from(vectors.unwrap_or_default()),
+        ];
         let mut out: Vec<Candidate> = Vec::new();
         for &column in columns {
             check_for_interrupts!();
-            let Some(col) = self.columns.get(&column) else { continue };
+            let Some(col) = self.columns.get(&column) else {
+                continue;
+            };
             let key = (col.id, col.generation, dims, remote, limit as i64);
             let found = self.read(column, |table| {
                 CANDIDATE_PLANS.with_borrow_mut(|plans| {
@@ -162,8 +213,22 @@ impl ValueStore for Store {
                         if !plans.contains_key(&key) {
                             plans.retain(|k, _| k.0 != key.0);
                             let plan = c
-                                .prepare(candidate_sql(table, dims, remote, limit).as_str(), &[pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID].map(PgOid::from))
-                                .unwrap_or_else(|e| super::fail(nl2sql_core::error::SqlState::InternalError, format!("could not prepare the value search: {e}"), None))
+                                .prepare(
+                                    candidate_sql(table, dims, remote, limit).as_str(),
+                                    &[
+                                        pg_sys::TEXTARRAYOID,
+                                        pg_sys::TEXTARRAYOID,
+                                        pg_sys::TEXTARRAYOID,
+                                    ]
+                                    .map(PgOid::from),
+                                )
+                                .unwrap_or_else(|e| {
+                                    super::fail(
+                                        nl2sql_core::error::SqlState::InternalError,
+                                        format!("could not prepare the value search: {e}"),
+                                        None,
+                                    )
+                                })
                                 .keep();
                             plans.insert(key, plan);
                         }
@@ -194,6 +259,26 @@ impl ValueStore for Store {
             if let (Some(l), None) = (lookups.get(cand.phrase), cand.trigram) {
                 cand.trigram = Some(embed::trigram_similarity(&l.text, &cand.term));
             }
+        }
+        out
+    }
+
+    fn exact(&mut self, keys: &[String], columns: &[u32]) -> Vec<Candidate> {
+        let mut out = Vec::new();
+        for &column in columns {
+            check_for_interrupts!();
+            let found = self.read(column, |table| {
+                spi::rows(
+                    &format!(
+                        "SELECT (p.i - 1)::int4, e.value, e.term, NULL::float4
+                         FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY AS p(key, i)
+                         JOIN {table} e ON e.key = p.key"
+                    ),
+                    &[keys.to_vec().into()],
+                    |r| candidate(column, r),
+                )
+            });
+            out.extend(found.unwrap_or_default());
         }
         out
     }
@@ -229,17 +314,24 @@ impl ValueStore for Store {
     }
 
     fn still_held(&mut self, column: u32, value: &str) -> bool {
-        let Some(col) = self.columns.get(&column) else { return false };
+        let Some(col) = self.columns.get(&column) else {
+            return false;
+        };
         exists_as_caller(col.relid, &col.column, value)
     }
 }
 
 /// The candidates of one column's generation for every looked-up text: the nearest signatures
 /// through its HNSW index, and the exact matches (up to case and accents) through its btree on
-/// the folded key, which the approximate search may miss among many near-identical values.
+/// the folded key, which the approximate search may miss among many near-identical values, and
+/// the keys next to each lookup's in byte order, forwards and reversed (one typo away).
 /// Runs under as_owner's search_path, where pgvector's operators and types resolve.
 fn candidate_sql(table: &str, dims: usize, remote: bool, limit: usize) -> String {
-    let cosine = if remote { "(1 - (e.embedding <=> ($3::text[])[p.i]::vector))::float4" } else { "NULL::float4" };
+    let cosine = if remote {
+        "(1 - (e.embedding <=> ($3::text[])[p.i]::vector))::float4"
+    } else {
+        "NULL::float4"
+    };
     format!(
         "SELECT (p.i - 1)::int4, e.value, e.term, {cosine}
          FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY AS p(sig, i)
@@ -250,7 +342,27 @@ fn candidate_sql(table: &str, dims: usize, remote: bool, limit: usize) -> String
          UNION ALL
          SELECT (p.i - 1)::int4, e.value, e.term, {cosine}
          FROM pg_catalog.unnest($2::text[]) WITH ORDINALITY AS p(key, i)
-         JOIN {table} e ON e.key = p.key"
+         JOIN {table} e ON e.key = p.key
+         UNION ALL
+         SELECT (p.i - 1)::int4, e.value, e.term, {cosine}
+         FROM pg_catalog.unnest($2::text[]) WITH ORDINALITY AS p(key, i)
+         CROSS JOIN LATERAL (
+             (SELECT x.value, x.term, x.embedding FROM {table} x WHERE x.key COLLATE \"C\" > p.key
+              ORDER BY x.key COLLATE \"C\" LIMIT {n})
+             UNION ALL
+             (SELECT x.value, x.term, x.embedding FROM {table} x WHERE x.key COLLATE \"C\" < p.key
+              ORDER BY x.key COLLATE \"C\" DESC LIMIT {n})
+             UNION ALL
+             (SELECT x.value, x.term, x.embedding FROM {table} x
+              WHERE pg_catalog.reverse(x.key) COLLATE \"C\" > pg_catalog.reverse(p.key)
+              ORDER BY pg_catalog.reverse(x.key) COLLATE \"C\" LIMIT {n})
+             UNION ALL
+             (SELECT x.value, x.term, x.embedding FROM {table} x
+              WHERE pg_catalog.reverse(x.key) COLLATE \"C\" < pg_catalog.reverse(p.key)
+              ORDER BY pg_catalog.reverse(x.key) COLLATE \"C\" DESC LIMIT {n})) e
+         WHERE pg_catalog.length(p.key) >= {min}",
+        n = NEIGHBOURS,
+        min = NEIGHBOUR_MIN_CHARS
     )
 }
 
@@ -268,11 +380,17 @@ fn candidate(column: u32, r: &pgrx::spi::SpiHeapTupleData) -> Option<Candidate> 
 /// Whether a row the caller may see still holds `value`: read as the caller, in the sandbox,
 /// with every function the read runs judged like generated SQL's.
 fn exists_as_caller(relid: pg_sys::Oid, column: &str, value: &str) -> bool {
-    let args = [DatumWithOid::from(relid), DatumWithOid::from(column), DatumWithOid::from(value)];
-    sandbox::inspect(RECHECK_TIMEOUT, || spi::read::<bool>("SELECT nl2sql._value_exists($1, $2, $3)", &args))
-        .ok()
-        .flatten()
-        .unwrap_or(false)
+    let args = [
+        DatumWithOid::from(relid),
+        DatumWithOid::from(column),
+        DatumWithOid::from(value),
+    ];
+    sandbox::inspect(RECHECK_TIMEOUT, || {
+        spi::read::<bool>("SELECT nl2sql._value_exists($1, $2, $3)", &args)
+    })
+    .ok()
+    .flatten()
+    .unwrap_or(false)
 }
 
 /// Values similar to the words of `query` in the columns the caller may read (the core's
@@ -290,7 +408,12 @@ pub fn search_values(query: &str, skip: &[String], k: usize, threshold: f32) -> 
     hits.into_iter()
         .filter_map(|h| {
             let col = store.columns.get(&h.column)?;
-            Some(Found { relid: col.relid, column: col.column.clone(), value: h.value, score: h.score })
+            Some(Found {
+                relid: col.relid,
+                column: col.column.clone(),
+                value: h.value,
+                score: h.score,
+            })
         })
         .collect()
 }
@@ -305,7 +428,14 @@ pub fn take_skipped() -> Vec<String> {
 /// (nl2sql_core::lookup::closest decides); None when the column has no index the caller may use.
 pub fn closest_stored(relid: pg_sys::Oid, column: &str, literal: &str) -> Option<String> {
     let mut store = Store::new(owner::caller());
-    let col = store.columns.values().find(|c| c.relid == relid && c.column == column).map(|c| lookup::Column { id: c.id as u32, recheck: c.recheck })?;
+    let col = store
+        .columns
+        .values()
+        .find(|c| c.relid == relid && c.column == column)
+        .map(|c| lookup::Column {
+            id: c.id as u32,
+            recheck: c.recheck,
+        })?;
     let fuzzy = matches!(store.embedder, Embedder::Builtin);
     lookup::closest(&mut store, &col, literal, fuzzy)
 }
@@ -329,7 +459,9 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
     let emb = embedder::current();
     let qvec = match &emb {
         Embedder::Builtin => None,
-        Embedder::Remote(ep) => embedder::embed(ep, &[query.to_string()]).first().map(|x| embedder::vector_literal(x)),
+        Embedder::Remote(ep) => embedder::embed(ep, &[query.to_string()])
+            .first()
+            .map(|x| embedder::vector_literal(x)),
     };
     let remote = qvec.is_some();
     let sql = column_sql(remote);
@@ -366,9 +498,14 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
                 .iter()
                 .map(|p| embed::feature_cosine(p, &own).max(0.9 * embed::feature_cosine(p, &names)))
                 .fold(0f32, f32::max);
-            let about = embed::feature_cosine(&embed::features(query), &embed::features(&description));
+            let about =
+                embed::feature_cosine(&embed::features(query), &embed::features(&description));
             let score = lexical.max(about).max(cosine.unwrap_or(0.0)).min(1.0);
-            FoundColumn { relid, column, score }
+            FoundColumn {
+                relid,
+                column,
+                score,
+            }
         })
         .collect();
     scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.column.cmp(&b.column)));

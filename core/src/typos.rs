@@ -1,0 +1,377 @@
+//! Typo corrections from the index's own words. A lookup's first candidates (nearest by the
+//! index, and the keys next to it in byte order, forwards and reversed) bring words of stored
+//! values that sort next to the lookup's words; a word one edit away from a word of the lookup
+//! (a letter changed, added, dropped, or two swapped), or two stored words the lookup ran
+//! together, make a corrected key that is then looked up exactly. This finds a mistyped value
+//! among a million others that share each of its words, where an approximate nearest-neighbour
+//! search gives up first.
+
+use crate::embed;
+use crate::lookup::Lookup;
+use crate::retrieve::Candidate;
+use std::collections::{HashMap, HashSet};
+
+/// Words shorter than this are not corrected: too many stored words are one edit away.
+pub const MIN_WORD_CHARS: usize = 4;
+/// Run-together words are split only when each half has at least this many characters.
+const MIN_SPLIT_CHARS: usize = 3;
+/// Stored words one edit away kept per word of a lookup.
+const PER_WORD: usize = 3;
+/// Corrected keys looked up per search.
+pub const MAX_CORRECTIONS: usize = 24;
+/// Candidates whose words are read: the first ones, in the store's order.
+const MAX_CANDIDATES_READ: usize = 4000;
+
+/// A key to look up exactly, standing for `lookup` (an index into the lookups) with one word
+/// corrected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Correction {
+    pub lookup: usize,
+    pub key: String,
+}
+
+/// Whether `a` and `b` are exactly one edit apart: one character substituted, inserted or
+/// deleted, or two adjacent characters swapped. Linear.
+pub fn one_edit_apart(a: &[char], b: &[char]) -> bool {
+    if a == b || a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    match a.len().cmp(&b.len()) {
+        std::cmp::Ordering::Greater => a[p + 1..] == b[p..],
+        std::cmp::Ordering::Less => a[p..] == b[p + 1..],
+        std::cmp::Ordering::Equal => {
+            a[p + 1..] == b[p + 1..]
+                || (p + 1 < a.len()
+                    && a[p] == b[p + 1]
+                    && a[p + 1] == b[p]
+                    && a[p + 2..] == b[p + 2..])
+        }
+    }
+}
+
+/// The word itself and the word less each one of its characters: two words one edit apart
+/// share at least one of these.
+fn deletions(word: &[char]) -> Vec<String> {
+    let mut out = vec![word.iter().collect::<String>()];
+    for i in 0..word.len() {
+        out.push(word[..i].iter().chain(&word[i + 1..]).collect());
+    }
+    out
+}
+
+/// Corrected keys for `lookups` from the words of `candidates` (at most [`MAX_CORRECTIONS`]).
+/// A word of a lookup that is itself a stored word is left alone. Linear in the candidates'
+/// words and the lookups' characters.
+pub fn corrections(lookups: &[Lookup], candidates: &[Candidate]) -> Vec<Correction> {
+    // The stored words the first candidates hold.
+    let mut stored: HashSet<String> = HashSet::new();
+    let mut order: Vec<String> = Vec::new();
+    for (n, c) in candidates.iter().take(MAX_CANDIDATES_READ).enumerate() {
+        crate::interrupt::every(n, 256);
+        for w in embed::words(&embed::fold(&c.term)) {
+            if stored.insert(w.to_string()) {
+                order.push(w.to_string());
+            }
+        }
+    }
+    if stored.is_empty() {
+        return vec![];
+    }
+    // The lookups' words that are not stored words, by their deletions.
+    let mut unknown: Vec<Vec<char>> = Vec::new();
+    let mut by_deletion: HashMap<String, Vec<usize>> = HashMap::new();
+    for l in lookups {
+        for w in embed::words(&l.text) {
+            let chars: Vec<char> = w.chars().collect();
+            if chars.len() < MIN_WORD_CHARS || stored.contains(w) || unknown.contains(&chars) {
+                continue;
+            }
+            for d in deletions(&chars) {
+                by_deletion.entry(d).or_default().push(unknown.len());
+            }
+            unknown.push(chars);
+        }
+    }
+    // Stored words one edit away from each unknown word, in the candidates' order.
+    let mut fixes: Vec<Vec<String>> = vec![Vec::new(); unknown.len()];
+    for (n, s) in order.iter().enumerate() {
+        crate::interrupt::every(n, 256);
+        let chars: Vec<char> = s.chars().collect();
+        if chars.len() + 1 < MIN_WORD_CHARS {
+            continue;
+        }
+        let mut seen: Vec<usize> = Vec::new();
+        for d in deletions(&chars) {
+            for &u in by_deletion.get(&d).map(Vec::as_slice).unwrap_or(&[]) {
+                if seen.contains(&u) {
+                    continue;
+                }
+                seen.push(u);
+                if fixes[u].len() < PER_WORD && one_edit_apart(&unknown[u], &chars) {
+                    fixes[u].push(s.clone());
+                }
+            }
+        }
+    }
+    let fixes_of = |w: &str| -> Vec<String> {
+        let chars: Vec<char> = w.chars().collect();
+        let mut out: Vec<String> = unknown
+            .iter()
+            .position(|u| *u == chars)
+            .map(|u| fixes[u].clone())
+            .unwrap_or_default();
+        // Two stored words run together.
+        if chars.len() >= 2 * MIN_SPLIT_CHARS && !stored.contains(w) {
+            for k in MIN_SPLIT_CHARS..=chars.len() - MIN_SPLIT_CHARS {
+                let (a, b): (String, String) =
+                    (chars[..k].iter().collect(), chars[k..].iter().collect());
+                if stored.contains(&a) && stored.contains(&b) {
+                    out.push(format!("{a} {b}"));
+                }
+            }
+        }
+        out
+    };
+    let known: HashSet<&str> = lookups.iter().map(|l| l.text.as_str()).collect();
+    let mut out: Vec<Correction> = Vec::new();
+    let mut keys: HashSet<String> = HashSet::new();
+    for (i, l) in lookups.iter().enumerate() {
+        let words: Vec<&str> = embed::words(&l.text).collect();
+        for (j, w) in words.iter().enumerate() {
+            for fix in fixes_of(w) {
+                if out.len() >= MAX_CORRECTIONS {
+                    return out;
+                }
+                let mut fixed: Vec<&str> = words.clone();
+                fixed[j] = fix.as_str();
+                let key = fixed.join(" ");
+                if !known.contains(key.as_str()) && keys.insert(key.clone()) {
+                    out.push(Correction { lookup: i, key });
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lookup::ValueStore;
+
+    fn chars(s: &str) -> Vec<char> {
+        s.chars().collect()
+    }
+
+    fn cand(term: &str) -> Candidate {
+        Candidate {
+            column: 1,
+            value: term.to_string(),
+            term: term.to_string(),
+            cosine: None,
+            trigram: None,
+            phrase: 0,
+        }
+    }
+
+    #[test]
+    fn one_edit() {
+        for (a, b) in [
+            ("paris", "parus"),
+            ("paris", "pars"),
+            ("paris", "parise"),
+            ("paris", "pairs"),
+            ("paris", "aparis"),
+            ("ab", "ba"),
+        ] {
+            assert!(one_edit_apart(&chars(a), &chars(b)), "{a} {b}");
+            assert!(one_edit_apart(&chars(b), &chars(a)), "{b} {a}");
+        }
+        for (a, b) in [
+            ("paris", "paris"),
+            ("paris", "prias"),
+            ("paris", "pa"),
+            ("paris", "sirap"),
+            ("abc", "cab"),
+        ] {
+            assert!(!one_edit_apart(&chars(a), &chars(b)), "{a} {b}");
+        }
+    }
+
+    #[test]
+    fn a_mistyped_word_is_replaced_by_a_stored_one() {
+        let lookups = [Lookup::plain("eceedre dtayicce")];
+        let got = corrections(
+            &lookups,
+            &[cand("Eceerde Aabbcc"), cand("Ecbecre Dtayicce")],
+        );
+        let keys: Vec<&str> = got.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(keys, ["eceerde dtayicce"]);
+        assert_eq!(got[0].lookup, 0);
+    }
+
+    #[test]
+    fn words_run_together_are_split() {
+        let lookups = [Lookup::plain("losangeles")];
+        let got = corrections(&lookups, &[cand("Los Gatos"), cand("Angeles Crest")]);
+        assert_eq!(
+            got,
+            [Correction {
+                lookup: 0,
+                key: "los angeles".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn stored_and_short_words_are_left_alone() {
+        let lookups = [Lookup::plain("paris")];
+        assert!(corrections(&lookups, &[cand("Paris"), cand("Parus")]).is_empty());
+        // Short words: "rom" is not corrected to "rome".
+        assert!(corrections(&[Lookup::plain("rom")], &[cand("Rome")]).is_empty());
+    }
+
+    /// A store that finds what the extension's SQL finds without its HNSW graph: the keys
+    /// equal to a lookup's, and the 8 keys either side of it in byte order, forwards and reversed.
+    struct Sorted {
+        keys: Vec<(String, String)>,
+        reversed: Vec<(String, String)>,
+    }
+
+    impl Sorted {
+        fn new(values: &[String]) -> Sorted {
+            let mut keys: Vec<(String, String)> =
+                values.iter().map(|v| (embed::fold(v), v.clone())).collect();
+            let mut reversed: Vec<(String, String)> = keys
+                .iter()
+                .map(|(k, v)| (k.chars().rev().collect(), v.clone()))
+                .collect();
+            keys.sort();
+            reversed.sort();
+            Sorted { keys, reversed }
+        }
+    }
+
+    fn around(sorted: &[(String, String)], key: &str, n: usize) -> Vec<String> {
+        let at = sorted.partition_point(|(k, _)| k.as_str() < key);
+        let from = at.saturating_sub(n);
+        sorted[from..(at + n + 1).min(sorted.len())]
+            .iter()
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    impl ValueStore for Sorted {
+        fn candidates(
+            &mut self,
+            lookups: &[Lookup],
+            _columns: &[u32],
+            _limit: usize,
+        ) -> Vec<Candidate> {
+            let mut out = Vec::new();
+            for (i, l) in lookups.iter().enumerate() {
+                let rev: String = l.text.chars().rev().collect();
+                for v in around(&self.keys, &l.text, 8).into_iter().chain(around(
+                    &self.reversed,
+                    &rev,
+                    8,
+                )) {
+                    out.push(Candidate {
+                        column: 1,
+                        term: v.clone(),
+                        value: v,
+                        cosine: None,
+                        trigram: None,
+                        phrase: i,
+                    });
+                }
+            }
+            out
+        }
+        fn exact(&mut self, keys: &[String], _columns: &[u32]) -> Vec<Candidate> {
+            let mut out = Vec::new();
+            for (i, k) in keys.iter().enumerate() {
+                for (_, v) in self.keys.iter().filter(|(x, _)| x == k) {
+                    out.push(Candidate {
+                        column: 1,
+                        value: v.clone(),
+                        term: v.clone(),
+                        cosine: None,
+                        trigram: None,
+                        phrase: i,
+                    });
+                }
+            }
+            out
+        }
+        fn same_key(&mut self, _column: u32, _text: &str) -> Vec<String> {
+            vec![]
+        }
+        fn pending(&mut self, _hits: &[(u32, String)]) -> HashSet<(u32, String)> {
+            HashSet::new()
+        }
+        fn still_held(&mut self, _column: u32, _value: &str) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_typo_is_found_among_values_sharing_each_of_its_words() {
+        // 40 first names x 40 last names: every word is shared by 40 values, and every value's
+        // byte-order neighbours share one of its words.
+        let first: Vec<String> = (0..40)
+            .map(|i| {
+                format!(
+                    "Fa{}rn{}ld",
+                    (b'a' + i % 26) as char,
+                    (b'a' + i / 26) as char
+                )
+            })
+            .collect();
+        let last: Vec<String> = (0..40)
+            .map(|i| {
+                format!(
+                    "Lo{}mb{}rd",
+                    (b'a' + i % 26) as char,
+                    (b'a' + i / 26) as char
+                )
+            })
+            .collect();
+        let values: Vec<String> = first
+            .iter()
+            .flat_map(|f| last.iter().map(move |l| format!("{f} {l}")))
+            .collect();
+        let mut store = Sorted::new(&values);
+        let col = [crate::lookup::Column {
+            id: 1,
+            recheck: false,
+        }];
+        let target = "Fakrnbld Lohmbard";
+        assert!(values.iter().any(|v| v == target));
+        for typo in [
+            "fakrbnld lohmbard",
+            "fakrnbld lohmbadr",
+            "fakrnbldlohmbard",
+            "fakrnbld ohmbard",
+            "fakrnbld lohmxard",
+        ] {
+            let hits = crate::lookup::search(&mut store, &[typo.to_string()], &[], &col, 5, 0.65);
+            assert_eq!(
+                hits.first().map(|h| h.value.as_str()),
+                Some(target),
+                "{typo}: {hits:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn corrections_are_bounded() {
+        let terms: Vec<Candidate> = (0..500).map(|i| cand(&format!("wordx{i:03}"))).collect();
+        let lookups: Vec<Lookup> = (0..100)
+            .map(|i| Lookup::plain(&format!("wordy{i:03}")))
+            .collect();
+        let got = corrections(&lookups, &terms);
+        assert_eq!(got.len(), MAX_CORRECTIONS);
+    }
+}
