@@ -108,6 +108,25 @@ INSERT INTO travel.airports VALUES ('MAN', 'MANCHESTER', 'Manchester Airport');
 SELECT column_name, status FROM nl2sql.value_indexes WHERE column_name = 'name';
 SELECT column_name, status, "values" FROM nl2sql.refresh_value_indexes('travel.airports') ORDER BY 1;
 
+-- One typo among values that share every word with many others: 40 first names x 40 last names.
+-- With the HNSW search held to its single nearest entry (nl2sql.search_ef = 1), the value is
+-- still found: through the keys next to the mistyped one in byte order, forwards and reversed,
+-- and the corrections their words suggest (a swap, a dropped letter, words run together).
+CREATE TABLE travel.crew (name text);
+INSERT INTO travel.crew
+SELECT initcap(translate(substr(md5('f' || f), 1, 7), '0123456789', 'aeiouybrst')) || ' ' ||
+       initcap(translate(substr(md5('l' || l), 1, 8), '0123456789', 'aeiouybrst'))
+FROM generate_series(1, 40) f, generate_series(1, 40) l;
+SELECT "values" FROM nl2sql.create_value_index('travel.crew', 'name');
+SET nl2sql.search_ef = 1;
+SELECT n.name AS stored, t.typo, (SELECT s.value FROM nl2sql.search_values(t.typo, 1) s) AS found
+FROM (SELECT name FROM travel.crew ORDER BY md5(name) LIMIT 3) n,
+     LATERAL (VALUES (substr(n.name, 1, 1) || substr(n.name, 3, 1) || substr(n.name, 2, 1) || substr(n.name, 4)),
+                     (substr(n.name, 1, 12) || substr(n.name, 14)),
+                     (replace(n.name, ' ', ''))) t(typo)
+ORDER BY 1, 2;
+RESET nl2sql.search_ef;
+
 SELECT nl2sql.drop_value_index('travel.airports', 'code');
 DROP SCHEMA travel CASCADE;
 SELECT count(*) AS indexes_left FROM nl2sql.value_index;
