@@ -57,13 +57,11 @@ static ALIGN_FUNCTION: GucSetting<bool> = GucSetting::<bool>::new(true);
 static ALIGN_STYLE: GucSetting<bool> = GucSetting::<bool>::new(true);
 static COLUMN_MATCHES: GucSetting<i32> = GucSetting::<i32>::new(5);
 static ALLOW_FOREIGN_TABLES: GucSetting<bool> = GucSetting::<bool>::new(false);
-static SUPERUSER_ROLE: GucSetting<Option<CString>> =
-    GucSetting::<Option<CString>>::new(Some(c"pg_read_all_data"));
+static SUPERUSER_ROLE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"pg_read_all_data"));
 static MAX_RESULT_KB: GucSetting<i32> = GucSetting::<i32>::new(10_240);
 static MAX_ANSWER_KB: GucSetting<i32> = GucSetting::<i32>::new(256);
 static LLM_API_KEY_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
-static EMBEDDING_API_KEY_FILE: GucSetting<Option<CString>> =
-    GucSetting::<Option<CString>>::new(None);
+static EMBEDDING_API_KEY_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 
 /// Values of nl2sql.mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
@@ -536,11 +534,7 @@ pub fn llm_model() -> Option<String> {
 
 /// The API key: from the key file, else from the server's environment.
 pub fn llm_api_key() -> Result<Option<String>, nl2sql_core::error::Report> {
-    crate::pg::secrets::key(
-        string(&LLM_API_KEY_FILE),
-        "nl2sql.llm_api_key_file",
-        &API_KEY_ENV,
-    )
+    crate::pg::secrets::key(string(&LLM_API_KEY_FILE), "nl2sql.llm_api_key_file", &API_KEY_ENV)
 }
 
 fn ms(s: &GucSetting<i32>) -> Duration {
@@ -581,12 +575,7 @@ pub fn sample_rows() -> i32 {
 
 pub fn allowed_functions() -> Vec<String> {
     string(&ALLOWED_FUNCTIONS)
-        .map(|s| {
-            s.split(',')
-                .map(|f| f.trim().to_string())
-                .filter(|f| !f.is_empty())
-                .collect()
-        })
+        .map(|s| s.split(',').map(|f| f.trim().to_string()).filter(|f| !f.is_empty()).collect())
         .unwrap_or_default()
 }
 
@@ -600,11 +589,7 @@ pub fn embedding_model() -> Option<String> {
 
 /// The embeddings endpoint's key: from the key file, else from the server's environment.
 pub fn embedding_api_key() -> Result<Option<String>, nl2sql_core::error::Report> {
-    crate::pg::secrets::key(
-        string(&EMBEDDING_API_KEY_FILE),
-        "nl2sql.embedding_api_key_file",
-        &EMBEDDING_KEY_ENV,
-    )
+    crate::pg::secrets::key(string(&EMBEDDING_API_KEY_FILE), "nl2sql.embedding_api_key_file", &EMBEDDING_KEY_ENV)
 }
 
 pub fn embedding_timeout() -> Duration {
@@ -718,11 +703,7 @@ unsafe fn refuse(message: &CStr, detail: &CStr, hint: &CStr) -> bool {
 /// statement's text through pg_stat_activity and pg_stat_statements (pg_read_all_stats) and the
 /// server log. The settings remain only to refuse a key with a clear error.
 #[pg_guard]
-unsafe extern "C-unwind" fn check_key(
-    newval: *mut *mut c_char,
-    _extra: *mut *mut c_void,
-    _source: pg_sys::GucSource::Type,
-) -> bool {
+unsafe extern "C-unwind" fn check_key(newval: *mut *mut c_char, _extra: *mut *mut c_void, _source: pg_sys::GucSource::Type) -> bool {
     if newval.is_null() || (*newval).is_null() || *(*newval) == 0 {
         return true;
     }
@@ -736,11 +717,7 @@ unsafe extern "C-unwind" fn check_key(
 /// A key is never shown back, not even to the session that set it (a role it SET ROLE to
 /// later, or a member of pg_read_all_settings, would see it).
 fn masked(key: &GucSetting<Option<CString>>) -> *const c_char {
-    if string(key).is_some() {
-        c"********".as_ptr()
-    } else {
-        c"".as_ptr()
-    }
+    if string(key).is_some() { c"********".as_ptr() } else { c"".as_ptr() }
 }
 
 #[pg_guard]
@@ -756,11 +733,7 @@ unsafe extern "C-unwind" fn show_embedding_key() -> *const c_char {
 /// An endpoint URL is set only by superusers, even where GRANT SET ON PARAMETER would let
 /// another role: whoever sets the URL receives the key.
 #[pg_guard]
-unsafe extern "C-unwind" fn check_url(
-    newval: *mut *mut c_char,
-    _extra: *mut *mut c_void,
-    source: pg_sys::GucSource::Type,
-) -> bool {
+unsafe extern "C-unwind" fn check_url(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
     if newval.is_null() || (*newval).is_null() || *(*newval) == 0 {
         return true;
     }

@@ -12,16 +12,8 @@ mod pg;
 ::pgrx::pg_module_magic!(name, version);
 
 extension_sql_file!("../sql/bootstrap.sql", name = "bootstrap", bootstrap);
-extension_sql_file!(
-    "../sql/introspect/column_stats.sql",
-    name = "column_stats",
-    requires = ["bootstrap"]
-);
-extension_sql_file!(
-    "../sql/values.sql",
-    name = "values",
-    requires = ["bootstrap"]
-);
+extension_sql_file!("../sql/introspect/column_stats.sql", name = "column_stats", requires = ["bootstrap"]);
+extension_sql_file!("../sql/values.sql", name = "values", requires = ["bootstrap"]);
 extension_sql_file!("../sql/values_api.sql", name = "values_api", finalize);
 
 #[pg_guard]

@@ -18,10 +18,9 @@ use crate::embed::edit_similarity;
 use crate::schema::Schema;
 use serde::Serialize;
 use sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident,
-    JoinConstraint, JoinOperator, LimitClause, ObjectName, ObjectNamePart, OrderByKind,
-    OrderBySort, Query, SelectItem, SetExpr, Statement, TableFactor, Value, Visit, VisitMut,
-    Visitor, VisitorMut,
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, JoinConstraint,
+    JoinOperator, LimitClause, ObjectName, ObjectNamePart, OrderByKind, OrderBySort, Query, SelectItem, SetExpr, Statement,
+    TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -44,11 +43,7 @@ pub struct Rules {
 }
 
 impl Rules {
-    pub const ALL: Rules = Rules {
-        agent: true,
-        function: true,
-        style: true,
-    };
+    pub const ALL: Rules = Rules { agent: true, function: true, style: true };
 }
 
 /// An aligned candidate and the rules that changed it.
@@ -62,20 +57,8 @@ pub struct Aligned {
 const NAME_SIMILARITY: f32 = 0.75;
 /// Names that are SQL functions or keywords spelled as identifiers, never columns.
 const NOT_COLUMNS: &[&str] = &[
-    "current_date",
-    "current_time",
-    "current_timestamp",
-    "localtime",
-    "localtimestamp",
-    "current_user",
-    "session_user",
-    "user",
-    "current_role",
-    "current_schema",
-    "current_catalog",
-    "true",
-    "false",
-    "null",
+    "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp", "current_user",
+    "session_user", "user", "current_role", "current_schema", "current_catalog", "true", "false", "null",
 ];
 const AGGREGATES: &[&str] = &["count", "sum", "avg", "min", "max"];
 
@@ -89,13 +72,8 @@ fn fold(i: &Ident) -> String {
 
 /// An identifier as PostgreSQL needs it written: quoted unless it is plain lowercase.
 fn ident(name: &str) -> Ident {
-    let plain = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     if plain {
         Ident::new(name)
     } else {
@@ -104,11 +82,7 @@ fn ident(name: &str) -> Ident {
 }
 
 fn object_name(ident_text: &str) -> Option<ObjectName> {
-    Parser::new(&PostgreSqlDialect {})
-        .try_with_sql(ident_text)
-        .ok()?
-        .parse_object_name(false)
-        .ok()
+    Parser::new(&PostgreSqlDialect {}).try_with_sql(ident_text).ok()?.parse_object_name(false).ok()
 }
 
 /// The unique name closest to `want` among `names` (case-insensitive, then a typo or a plural
@@ -116,11 +90,7 @@ fn object_name(ident_text: &str) -> Option<ObjectName> {
 fn closest<'a>(want: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let mut scored: Vec<(f32, &str)> = names
         .map(|n| {
-            let s = if n.eq_ignore_ascii_case(want) {
-                1.0
-            } else {
-                edit_similarity(want, n)
-            };
+            let s = if n.eq_ignore_ascii_case(want) { 1.0 } else { edit_similarity(want, n) };
             (s, n)
         })
         .filter(|(s, _)| *s >= NAME_SIMILARITY)
@@ -144,12 +114,7 @@ struct Scope {
 }
 
 fn relation_name(name: &ObjectName) -> Option<(Option<String>, String)> {
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .filter_map(ObjectNamePart::as_ident)
-        .map(fold)
-        .collect();
+    let parts: Vec<String> = name.0.iter().filter_map(ObjectNamePart::as_ident).map(fold).collect();
     match parts.as_slice() {
         [t] => Some((None, t.clone())),
         [.., s, t] => Some((Some(s.clone()), t.clone())),
@@ -159,10 +124,7 @@ fn relation_name(name: &ObjectName) -> Option<(Option<String>, String)> {
 
 fn find_table(schema: &Schema, name: &ObjectName) -> Option<usize> {
     let (s, t) = relation_name(name)?;
-    schema
-        .tables
-        .iter()
-        .position(|x| x.name == t && s.as_ref().is_none_or(|s| *s == x.schema))
+    schema.tables.iter().position(|x| x.name == t && s.as_ref().is_none_or(|s| *s == x.schema))
 }
 
 struct ScopeCollector<'a> {
@@ -177,9 +139,7 @@ impl Visitor for ScopeCollector<'_> {
         if let Some(w) = &q.with {
             for cte in &w.cte_tables {
                 self.scope.other.push(fold(&cte.alias.name));
-                self.scope
-                    .other
-                    .extend(cte.alias.columns.iter().map(|c| fold(&c.name)));
+                self.scope.other.extend(cte.alias.columns.iter().map(|c| fold(&c.name)));
             }
         }
         ControlFlow::Continue(())
@@ -196,12 +156,7 @@ impl Visitor for ScopeCollector<'_> {
 
     fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
         match t {
-            TableFactor::Table {
-                name,
-                alias,
-                args: None,
-                ..
-            } => {
+            TableFactor::Table { name, alias, args: None, .. } => {
                 if let Some(ti) = find_table(self.schema, name) {
                     self.scope.tables.push(ti);
                     if let Some((_, n)) = relation_name(name) {
@@ -219,9 +174,7 @@ impl Visitor for ScopeCollector<'_> {
             | TableFactor::Table { alias: Some(a), .. }
             | TableFactor::UNNEST { alias: Some(a), .. } => {
                 self.scope.other.push(fold(&a.name));
-                self.scope
-                    .other
-                    .extend(a.columns.iter().map(|c| fold(&c.name)));
+                self.scope.other.extend(a.columns.iter().map(|c| fold(&c.name)));
             }
             _ => {}
         }
@@ -230,14 +183,7 @@ impl Visitor for ScopeCollector<'_> {
 }
 
 fn scope(schema: &Schema, stmt: &Statement) -> Scope {
-    let mut c = ScopeCollector {
-        schema,
-        scope: Scope {
-            names: HashMap::new(),
-            tables: vec![],
-            other: vec![],
-        },
-    };
+    let mut c = ScopeCollector { schema, scope: Scope { names: HashMap::new(), tables: vec![], other: vec![] } };
     let _ = stmt.visit(&mut c);
     c.scope.tables.sort_unstable();
     c.scope.tables.dedup();
@@ -248,10 +194,9 @@ fn scope(schema: &Schema, stmt: &Statement) -> Scope {
 fn resolve(schema: &Schema, scope: &Scope, e: &Expr) -> Option<(usize, usize)> {
     let (table, column) = match e {
         Expr::Identifier(i) => (None, fold(i)),
-        Expr::CompoundIdentifier(parts) if parts.len() >= 2 => (
-            Some(fold(&parts[parts.len() - 2])),
-            fold(&parts[parts.len() - 1]),
-        ),
+        Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+            (Some(fold(&parts[parts.len() - 2])), fold(&parts[parts.len() - 1]))
+        }
         Expr::Nested(inner) => return resolve(schema, scope, inner),
         _ => return None,
     };
@@ -261,13 +206,7 @@ fn resolve(schema: &Schema, scope: &Scope, e: &Expr) -> Option<(usize, usize)> {
     };
     let hits: Vec<(usize, usize)> = candidates
         .iter()
-        .filter_map(|&t| {
-            schema.tables[t]
-                .columns
-                .iter()
-                .position(|c| c.name == column)
-                .map(|c| (t, c))
-        })
+        .filter_map(|&t| schema.tables[t].columns.iter().position(|c| c.name == column).map(|c| (t, c)))
         .collect();
     match hits.as_slice() {
         [one] => Some(*one),
@@ -276,23 +215,10 @@ fn resolve(schema: &Schema, scope: &Scope, e: &Expr) -> Option<(usize, usize)> {
 }
 
 /// Aligns one candidate; returns it unchanged (and no rule) when it does not parse.
-pub fn align(
-    sql: &str,
-    schema: &Schema,
-    select: &[String],
-    values: &mut dyn ValueLookup,
-    rules: Rules,
-) -> Aligned {
-    let unchanged = || Aligned {
-        sql: sql.to_string(),
-        fired: vec![],
-    };
-    let Ok(mut stmts) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else {
-        return unchanged();
-    };
-    let [stmt] = stmts.as_mut_slice() else {
-        return unchanged();
-    };
+pub fn align(sql: &str, schema: &Schema, select: &[String], values: &mut dyn ValueLookup, rules: Rules) -> Aligned {
+    let unchanged = || Aligned { sql: sql.to_string(), fired: vec![] };
+    let Ok(mut stmts) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else { return unchanged() };
+    let [stmt] = stmts.as_mut_slice() else { return unchanged() };
     let mut fired = Vec::new();
     if rules.agent {
         fix_tables(schema, stmt, &mut fired);
@@ -316,10 +242,7 @@ pub fn align(
     if fired.is_empty() {
         return unchanged();
     }
-    Aligned {
-        sql: stmt.to_string(),
-        fired,
-    }
+    Aligned { sql: stmt.to_string(), fired }
 }
 
 fn fix_tables(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
@@ -333,13 +256,8 @@ fn fix_tables(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
     impl VisitorMut for Fix<'_> {
         type Break = ();
         fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
-            if let TableFactor::Table {
-                name, args: None, ..
-            } = t
-            {
-                let Some((_, want)) = relation_name(name) else {
-                    return ControlFlow::Continue(());
-                };
+            if let TableFactor::Table { name, args: None, .. } = t {
+                let Some((_, want)) = relation_name(name) else { return ControlFlow::Continue(()) };
                 if find_table(self.schema, name).is_some() || self.ctes.contains(&want) {
                     return ControlFlow::Continue(());
                 }
@@ -347,8 +265,7 @@ fn fix_tables(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
                 if let Some(best) = closest(&want, names) {
                     if let Some(t) = self.schema.tables.iter().find(|t| t.name == best) {
                         if let Some(fixed) = object_name(&t.ident) {
-                            self.fired
-                                .push(format!("agent: table {name} -> {}", t.ident));
+                            self.fired.push(format!("agent: table {name} -> {}", t.ident));
                             *name = fixed;
                         }
                     }
@@ -357,11 +274,7 @@ fn fix_tables(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
             ControlFlow::Continue(())
         }
     }
-    let _ = stmt.visit(&mut Fix {
-        schema,
-        ctes: &ctes,
-        fired,
-    });
+    let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, fired });
 }
 
 struct CteNames<'a>(&'a mut Vec<String>);
@@ -370,8 +283,7 @@ impl Visitor for CteNames<'_> {
     type Break = ();
     fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
         if let Some(w) = &q.with {
-            self.0
-                .extend(w.cte_tables.iter().map(|c| fold(&c.alias.name)));
+            self.0.extend(w.cte_tables.iter().map(|c| fold(&c.alias.name)));
         }
         ControlFlow::Continue(())
     }
@@ -381,17 +293,13 @@ fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fired: &mut Ve
     let _ = sqlparser::ast::visit_expressions_mut(stmt, |e| {
         let (qualifier, name) = match e {
             Expr::Identifier(i) => (None, i.clone()),
-            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => (
-                Some(fold(&parts[parts.len() - 2])),
-                parts[parts.len() - 1].clone(),
-            ),
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                (Some(fold(&parts[parts.len() - 2])), parts[parts.len() - 1].clone())
+            }
             _ => return ControlFlow::<()>::Continue(()),
         };
         let want = fold(&name);
-        if resolve(schema, sc, e).is_some()
-            || sc.other.contains(&want)
-            || NOT_COLUMNS.contains(&want.as_str())
-        {
+        if resolve(schema, sc, e).is_some() || sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) {
             return ControlFlow::Continue(());
         }
         let tables: Vec<usize> = match &qualifier {
@@ -402,19 +310,10 @@ fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fired: &mut Ve
             None => sc.tables.clone(),
         };
         // The column exists somewhere in scope under this exact name: ambiguous, not wrong.
-        if qualifier.is_none()
-            && tables
-                .iter()
-                .filter(|&&t| schema.tables[t].columns.iter().any(|c| c.name == want))
-                .count()
-                > 1
-        {
+        if qualifier.is_none() && tables.iter().filter(|&&t| schema.tables[t].columns.iter().any(|c| c.name == want)).count() > 1 {
             return ControlFlow::Continue(());
         }
-        let names: Vec<&str> = tables
-            .iter()
-            .flat_map(|&t| schema.tables[t].columns.iter().map(|c| c.name.as_str()))
-            .collect();
+        let names: Vec<&str> = tables.iter().flat_map(|&t| schema.tables[t].columns.iter().map(|c| c.name.as_str())).collect();
         let mut unique = names.clone();
         unique.sort_unstable();
         unique.dedup();
@@ -453,66 +352,37 @@ fn set_literal(e: &mut Expr, s: &str) {
     *e = Expr::Value(Value::SingleQuotedString(s.to_string()).with_empty_span());
 }
 
-fn fix_values(
-    schema: &Schema,
-    sc: &Scope,
-    stmt: &mut Statement,
-    values: &mut dyn ValueLookup,
-    fired: &mut Vec<String>,
-) {
+fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, values: &mut dyn ValueLookup, fired: &mut Vec<String>) {
     let mut lookup = |col: &Expr, lit: &mut Expr, fired: &mut Vec<String>| {
-        let (Some((t, c)), Some(old)) = (
-            resolve(schema, sc, col),
-            string_literal(lit).map(str::to_string),
-        ) else {
-            return;
-        };
+        let (Some((t, c)), Some(old)) = (resolve(schema, sc, col), string_literal(lit).map(str::to_string)) else { return };
         let table = &schema.tables[t];
         let column = &table.columns[c];
         if !matches!(column.category.as_str(), "S" | "E" | "") {
             return;
         }
         // Every value of the column is known from the statistics: no index needed.
-        if let Some(st) = column
-            .stats
-            .as_ref()
-            .filter(|s| s.complete && s.distinct as usize == s.values.len() && s.distinct > 0)
-        {
+        if let Some(st) = column.stats.as_ref().filter(|s| s.complete && s.distinct as usize == s.values.len() && s.distinct > 0) {
             if st.values.contains(&old) {
                 return;
             }
             let folded = crate::embed::fold(&old);
-            let same: Vec<&String> = st
-                .values
-                .iter()
-                .filter(|v| crate::embed::fold(v) == folded)
-                .collect();
+            let same: Vec<&String> = st.values.iter().filter(|v| crate::embed::fold(v) == folded).collect();
             if let [stored] = same.as_slice() {
-                fired.push(format!(
-                    "agent: value {}.{} '{old}' -> '{stored}'",
-                    table.ident, column.ident
-                ));
+                fired.push(format!("agent: value {}.{} '{old}' -> '{stored}'", table.ident, column.ident));
                 set_literal(lit, stored);
                 return;
             }
         }
         if let Some(stored) = values.closest_value(table.oid, &column.name, &old) {
             if stored != old {
-                fired.push(format!(
-                    "agent: value {}.{} '{old}' -> '{stored}'",
-                    table.ident, column.ident
-                ));
+                fired.push(format!("agent: value {}.{} '{old}' -> '{stored}'", table.ident, column.ident));
                 set_literal(lit, &stored);
             }
         }
     };
     let _ = sqlparser::ast::visit_expressions_mut(stmt, |e| {
         match e {
-            Expr::BinaryOp {
-                left,
-                op: BinaryOperator::Eq | BinaryOperator::NotEq,
-                right,
-            } => {
+            Expr::BinaryOp { left, op: BinaryOperator::Eq | BinaryOperator::NotEq, right } => {
                 if string_literal(right).is_some() {
                     lookup(left, right, fired);
                 } else if string_literal(left).is_some() {
@@ -533,12 +403,7 @@ fn fix_values(
 fn aggregate_name(e: &Expr) -> Option<String> {
     match e {
         Expr::Function(f) if f.over.is_none() => {
-            let name = f
-                .name
-                .0
-                .last()
-                .and_then(ObjectNamePart::as_ident)
-                .map(fold)?;
+            let name = f.name.0.last().and_then(ObjectNamePart::as_ident).map(fold)?;
             AGGREGATES.contains(&name.as_str()).then_some(name)
         }
         _ => None,
@@ -560,10 +425,7 @@ fn has_aggregate(e: &Expr) -> bool {
     }
     let mut f = Find(false);
     let _ = e.visit(&mut f);
-    f.0 && !matches!(
-        e,
-        Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. }
-    )
+    f.0 && !matches!(e, Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. })
 }
 
 fn no_group_by(s: &sqlparser::ast::Select) -> bool {
@@ -584,9 +446,7 @@ fn aggregate_in_where(q: &mut Query, fired: &mut Vec<String>) {
     }
     let from: Vec<String> = s.from.iter().map(|f| f.to_string()).collect();
     let from = from.join(", ");
-    let Some(selection) = s.selection.as_mut() else {
-        return;
-    };
+    let Some(selection) = s.selection.as_mut() else { return };
     // Aggregates of this WHERE only: one inside a subquery belongs to that subquery's FROM.
     struct TopLevel<'a> {
         depth: usize,
@@ -608,9 +468,7 @@ fn aggregate_in_where(q: &mut Query, fired: &mut Vec<String>) {
                 let sub = format!("SELECT {e} FROM {}", self.from);
                 if let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &sub) {
                     if let Some(Statement::Query(q)) = parsed.pop() {
-                        self.fired.push(format!(
-                            "function: aggregate {e} in WHERE -> scalar subquery"
-                        ));
+                        self.fired.push(format!("function: aggregate {e} in WHERE -> scalar subquery"));
                         *e = Expr::Subquery(q);
                     }
                 }
@@ -618,11 +476,7 @@ fn aggregate_in_where(q: &mut Query, fired: &mut Vec<String>) {
             ControlFlow::Continue(())
         }
     }
-    let _ = selection.visit(&mut TopLevel {
-        depth: 0,
-        from,
-        fired,
-    });
+    let _ = selection.visit(&mut TopLevel { depth: 0, from, fired });
 }
 
 fn aggregate_in_order_by(q: &mut Query, fired: &mut Vec<String>) {
@@ -630,9 +484,7 @@ fn aggregate_in_order_by(q: &mut Query, fired: &mut Vec<String>) {
         SetExpr::Select(s) => {
             !no_group_by(s)
                 || s.projection.iter().any(|p| match p {
-                    SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                        has_aggregate(e)
-                    }
+                    SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e),
                     _ => false,
                 })
         }
@@ -641,18 +493,12 @@ fn aggregate_in_order_by(q: &mut Query, fired: &mut Vec<String>) {
     if grouped_or_aggregated {
         return;
     }
-    let Some(order) = q.order_by.as_mut() else {
-        return;
-    };
-    let OrderByKind::Expressions(exprs) = &mut order.kind else {
-        return;
-    };
+    let Some(order) = q.order_by.as_mut() else { return };
+    let OrderByKind::Expressions(exprs) = &mut order.kind else { return };
     for o in exprs.iter_mut() {
         if let Some(name) = aggregate_name(&o.expr).filter(|n| n != "count") {
             if let Some(arg) = single_arg(&o.expr) {
-                fired.push(format!(
-                    "function: {name}() in ORDER BY without GROUP BY -> {arg}"
-                ));
+                fired.push(format!("function: {name}() in ORDER BY without GROUP BY -> {arg}"));
                 o.expr = arg;
             }
         }
@@ -661,9 +507,7 @@ fn aggregate_in_order_by(q: &mut Query, fired: &mut Vec<String>) {
 
 fn single_arg(e: &Expr) -> Option<Expr> {
     let Expr::Function(f) = e else { return None };
-    let FunctionArguments::List(list) = &f.args else {
-        return None;
-    };
+    let FunctionArguments::List(list) = &f.args else { return None };
     match list.args.as_slice() {
         [FunctionArg::Unnamed(FunctionArgExpr::Expr(a))] => Some(a.clone()),
         _ => None,
@@ -694,26 +538,15 @@ fn nested_aggregates(q: &mut Query, fired: &mut Vec<String>) {
     }
     let mut order: Option<(Expr, bool)> = None;
     for p in s.projection.iter_mut() {
-        let (SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }) = p else {
-            continue;
-        };
-        let Some(outer) = aggregate_name(e).filter(|n| n == "max" || n == "min") else {
-            continue;
-        };
-        let Some(inner) = single_arg(e).filter(|a| aggregate_name(a).is_some()) else {
-            continue;
-        };
-        fired.push(format!(
-            "function: nested {outer}({inner}) -> {inner} ORDER BY ... LIMIT 1"
-        ));
+        let (SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }) = p else { continue };
+        let Some(outer) = aggregate_name(e).filter(|n| n == "max" || n == "min") else { continue };
+        let Some(inner) = single_arg(e).filter(|a| aggregate_name(a).is_some()) else { continue };
+        fired.push(format!("function: nested {outer}({inner}) -> {inner} ORDER BY ... LIMIT 1"));
         order = Some((inner.clone(), outer == "max"));
         *e = inner;
     }
     if let Some((expr, desc)) = order {
-        let sql = format!(
-            "SELECT 1 ORDER BY {expr} {} LIMIT 1",
-            if desc { "DESC" } else { "ASC" }
-        );
+        let sql = format!("SELECT 1 ORDER BY {expr} {} LIMIT 1", if desc { "DESC" } else { "ASC" });
         if let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &sql) {
             if let Some(Statement::Query(p)) = parsed.pop() {
                 q.order_by = p.order_by;
@@ -768,20 +601,13 @@ fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<S
     while i < s.from[0].joins.len() {
         let join = &s.from[0].joins[i];
         let constraint = match &join.join_operator {
-            JoinOperator::Join(JoinConstraint::On(c))
-            | JoinOperator::Inner(JoinConstraint::On(c)) => c.clone(),
+            JoinOperator::Join(JoinConstraint::On(c)) | JoinOperator::Inner(JoinConstraint::On(c)) => c.clone(),
             _ => {
                 i += 1;
                 continue;
             }
         };
-        let TableFactor::Table {
-            name,
-            alias,
-            args: None,
-            ..
-        } = &join.relation
-        else {
+        let TableFactor::Table { name, alias, args: None, .. } = &join.relation else {
             i += 1;
             continue;
         };
@@ -789,11 +615,7 @@ fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<S
             i += 1;
             continue;
         };
-        let me = alias
-            .as_ref()
-            .map(|a| fold(&a.name))
-            .or_else(|| relation_name(name).map(|(_, n)| n))
-            .unwrap_or_default();
+        let me = alias.as_ref().map(|a| fold(&a.name)).or_else(|| relation_name(name).map(|(_, n)| n)).unwrap_or_default();
         // Is the joined table used anywhere but in its own ON condition?
         let mut others = s.clone();
         others.from[0].joins[i].join_operator = JoinOperator::CrossJoin(JoinConstraint::None);
@@ -805,36 +627,20 @@ fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<S
         }
         let bare_in_t = bare.iter().any(|b| {
             schema.tables[t].columns.iter().any(|c| &c.name == b)
-                && !sc
-                    .tables
-                    .iter()
-                    .any(|&o| o != t && schema.tables[o].columns.iter().any(|c| &c.name == b))
+                && !sc.tables.iter().any(|&o| o != t && schema.tables[o].columns.iter().any(|c| &c.name == b))
         });
-        if quals.contains(&me)
-            || quals.contains(&"*".to_string())
-            || bare.contains(&"*".to_string())
-            || bare_in_t
-        {
+        if quals.contains(&me) || quals.contains(&"*".to_string()) || bare.contains(&"*".to_string()) || bare_in_t {
             i += 1;
             continue;
         }
         // ON other.fk = t.pk, with a NOT NULL foreign key to t's single-column primary key.
-        let Expr::BinaryOp {
-            left,
-            op: BinaryOperator::Eq,
-            right,
-        } = &constraint
-        else {
+        let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = &constraint else {
             i += 1;
             continue;
         };
         let sides = [(left, right), (right, left)];
         let redundant = sides.iter().any(|(mine, theirs)| {
-            let (Some((ta, ca)), Some((tb, cb))) =
-                (resolve(schema, sc, mine), resolve(schema, sc, theirs))
-            else {
-                return false;
-            };
+            let (Some((ta, ca)), Some((tb, cb))) = (resolve(schema, sc, mine), resolve(schema, sc, theirs)) else { return false };
             let pk = &schema.tables[t].primary_key;
             ta == t
                 && tb != t
@@ -858,16 +664,9 @@ fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<S
 }
 
 fn nulls_under_limit(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
-    let limited = matches!(
-        &q.limit_clause,
-        Some(LimitClause::LimitOffset { limit: Some(_), .. })
-    );
-    let Some(order) = q.order_by.clone() else {
-        return;
-    };
-    let OrderByKind::Expressions(exprs) = &order.kind else {
-        return;
-    };
+    let limited = matches!(&q.limit_clause, Some(LimitClause::LimitOffset { limit: Some(_), .. }));
+    let Some(order) = q.order_by.clone() else { return };
+    let OrderByKind::Expressions(exprs) = &order.kind else { return };
     if !limited {
         return;
     }
@@ -878,42 +677,24 @@ fn nulls_under_limit(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec
         if !o.options.nulls_first.unwrap_or(desc) {
             continue;
         }
-        let Some((t, c)) = resolve(schema, sc, &o.expr) else {
-            continue;
-        };
+        let Some((t, c)) = resolve(schema, sc, &o.expr) else { continue };
         if schema.tables[t].columns[c].not_null {
             continue;
         }
         let test = Expr::IsNotNull(Box::new(o.expr.clone()));
-        let already = s
-            .selection
-            .as_ref()
-            .is_some_and(|w| w.to_string().contains(&test.to_string()));
+        let already = s.selection.as_ref().is_some_and(|w| w.to_string().contains(&test.to_string()));
         if already {
             continue;
         }
-        fired.push(format!(
-            "style: {} IS NOT NULL under ORDER BY ... LIMIT",
-            o.expr
-        ));
+        fired.push(format!("style: {} IS NOT NULL under ORDER BY ... LIMIT", o.expr));
         s.selection = Some(match s.selection.take() {
-            Some(w) => Expr::BinaryOp {
-                left: Box::new(Expr::Nested(Box::new(w))),
-                op: BinaryOperator::And,
-                right: Box::new(test),
-            },
+            Some(w) => Expr::BinaryOp { left: Box::new(Expr::Nested(Box::new(w))), op: BinaryOperator::And, right: Box::new(test) },
             None => test,
         });
     }
 }
 
-fn select_list(
-    schema: &Schema,
-    sc: &Scope,
-    q: &mut Query,
-    select: &[String],
-    fired: &mut Vec<String>,
-) {
+fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, select: &[String], fired: &mut Vec<String>) {
     if select.is_empty() {
         return;
     }
@@ -924,10 +705,7 @@ fn select_list(
     // "student id", "stuid" and "stu_id" all name the same thing.
     let wanted: String = select.join(" ").to_lowercase().replace('_', " ");
     let words: Vec<&str> = wanted.split(|c: char| !c.is_alphanumeric()).collect();
-    if words
-        .iter()
-        .any(|w| matches!(*w, "id" | "ids" | "identifier" | "identifiers"))
-    {
+    if words.iter().any(|w| matches!(*w, "id" | "ids" | "identifier" | "identifiers")) {
         return;
     }
     // An id column: a key (primary or foreign) of its table, or named id / *_id.
@@ -936,37 +714,20 @@ fn select_list(
         let table = &schema.tables[t];
         let column = &table.columns[c];
         let key = table.primary_key.contains(&column.name)
-            || schema
-                .foreign_keys
-                .iter()
-                .any(|fk| fk.table == table.ident && fk.columns.contains(&column.ident))
+            || schema.foreign_keys.iter().any(|fk| fk.table == table.ident && fk.columns.contains(&column.ident))
             || column.name.eq_ignore_ascii_case("id")
             || column.name.to_lowercase().ends_with("_id");
         key.then(|| column.name.to_lowercase())
     };
     let unasked = |p: &SelectItem| -> bool {
-        let SelectItem::UnnamedExpr(e @ (Expr::Identifier(_) | Expr::CompoundIdentifier(_))) = p
-        else {
-            return false;
-        };
-        is_key(e).is_some_and(|name| {
-            !wanted.contains(&name.replace('_', " "))
-                && !wanted.replace(' ', "").contains(&name.replace('_', ""))
-        })
+        let SelectItem::UnnamedExpr(e @ (Expr::Identifier(_) | Expr::CompoundIdentifier(_))) = p else { return false };
+        is_key(e).is_some_and(|name| !wanted.contains(&name.replace('_', " ")) && !wanted.replace(' ', "").contains(&name.replace('_', "")))
     };
     let extra = s.projection.iter().filter(|p| unasked(p)).count();
     if extra > 0 && s.projection.len() - extra == select.len() {
-        let dropped: Vec<String> = s
-            .projection
-            .iter()
-            .filter(|p| unasked(p))
-            .map(|p| p.to_string())
-            .collect();
+        let dropped: Vec<String> = s.projection.iter().filter(|p| unasked(p)).map(|p| p.to_string()).collect();
         s.projection.retain(|p| !unasked(p));
-        fired.push(format!(
-            "style: SELECT list trimmed to what was asked (dropped {})",
-            dropped.join(", ")
-        ));
+        fired.push(format!("style: SELECT list trimmed to what was asked (dropped {})", dropped.join(", ")));
     }
 }
 
@@ -983,10 +744,7 @@ mod tests {
             if table != 2 || column != "country" || stored.contains(&literal) {
                 return None;
             }
-            stored
-                .iter()
-                .find(|s| s.eq_ignore_ascii_case(literal))
-                .map(|s| s.to_string())
+            stored.iter().find(|s| s.eq_ignore_ascii_case(literal)).map(|s| s.to_string())
         }
     }
 
@@ -1001,13 +759,7 @@ mod tests {
     #[test]
     fn unchanged_when_nothing_is_wrong() {
         let a = run("SELECT name FROM singer WHERE country = 'France'");
-        assert_eq!(
-            a,
-            Aligned {
-                sql: "SELECT name FROM singer WHERE country = 'France'".into(),
-                fired: vec![]
-            }
-        );
+        assert_eq!(a, Aligned { sql: "SELECT name FROM singer WHERE country = 'France'".into(), fired: vec![] });
     }
 
     #[test]
@@ -1032,38 +784,18 @@ mod tests {
             }
         }
         let s = crate::schema::tests::sample_schema();
-        let a = align(
-            "SELECT name FROM singer WHERE country = 'FRANCE' AND name = 'rose white'",
-            &s,
-            &[],
-            &mut Nothing,
-            Rules::ALL,
-        );
+        let a = align("SELECT name FROM singer WHERE country = 'FRANCE' AND name = 'rose white'", &s, &[], &mut Nothing, Rules::ALL);
         // country's three values are all known; name's six are too.
-        assert_eq!(
-            a.sql,
-            "SELECT name FROM singer WHERE country = 'France' AND name = 'Rose White'"
-        );
-        let b = align(
-            "SELECT name FROM singer WHERE country = 'Spain'",
-            &s,
-            &[],
-            &mut Nothing,
-            Rules::ALL,
-        );
-        assert!(
-            b.fired.is_empty(),
-            "absent values stay: the answer may be no rows"
-        );
+        assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'France' AND name = 'Rose White'");
+        let b = align("SELECT name FROM singer WHERE country = 'Spain'", &s, &[], &mut Nothing, Rules::ALL);
+        assert!(b.fired.is_empty(), "absent values stay: the answer may be no rows");
     }
 
     #[test]
     fn aggregates_inside_subqueries_are_left_alone() {
         let sql = "SELECT name FROM singer WHERE age = (SELECT max(age) FROM singer)";
         assert!(run(sql).fired.is_empty(), "{:?}", run(sql).fired);
-        let a = run(
-            "SELECT name FROM singer WHERE age > avg(age) AND age IN (SELECT min(age) FROM singer)",
-        );
+        let a = run("SELECT name FROM singer WHERE age > avg(age) AND age IN (SELECT min(age) FROM singer)");
         assert_eq!(a.sql, "SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer) AND age IN (SELECT min(age) FROM singer)");
     }
 
@@ -1077,45 +809,24 @@ mod tests {
     #[test]
     fn function_aggregate_in_where() {
         let a = run("SELECT name FROM singer WHERE age = max(age)");
-        assert_eq!(
-            a.sql,
-            "SELECT name FROM singer WHERE age = (SELECT max(age) FROM singer)"
-        );
+        assert_eq!(a.sql, "SELECT name FROM singer WHERE age = (SELECT max(age) FROM singer)");
     }
 
     #[test]
     fn function_aggregate_in_order_by() {
         let a = run("SELECT name FROM singer ORDER BY max(age) DESC LIMIT 1");
         // age is nullable, so the style rule adds its IS NOT NULL too.
-        assert_eq!(
-            a.sql,
-            "SELECT name FROM singer WHERE age IS NOT NULL ORDER BY age DESC LIMIT 1"
-        );
-        assert!(
-            a.fired[0].starts_with("function: max() in ORDER BY"),
-            "{:?}",
-            a.fired
-        );
+        assert_eq!(a.sql, "SELECT name FROM singer WHERE age IS NOT NULL ORDER BY age DESC LIMIT 1");
+        assert!(a.fired[0].starts_with("function: max() in ORDER BY"), "{:?}", a.fired);
     }
 
     #[test]
     fn function_nested_aggregates() {
         let a = run("SELECT country, max(count(*)) FROM singer GROUP BY country");
-        assert_eq!(
-            a.sql,
-            "SELECT country, count(*) FROM singer GROUP BY country ORDER BY count(*) DESC LIMIT 1"
-        );
+        assert_eq!(a.sql, "SELECT country, count(*) FROM singer GROUP BY country ORDER BY count(*) DESC LIMIT 1");
         // With a LIMIT of its own, or two nested aggregates, no rewrite says the same.
-        assert!(
-            run("SELECT max(count(*)) FROM singer GROUP BY country LIMIT 5")
-                .fired
-                .is_empty()
-        );
-        assert!(
-            run("SELECT max(count(*)), min(count(*)) FROM singer GROUP BY country")
-                .fired
-                .is_empty()
-        );
+        assert!(run("SELECT max(count(*)) FROM singer GROUP BY country LIMIT 5").fired.is_empty());
+        assert!(run("SELECT max(count(*)), min(count(*)) FROM singer GROUP BY country").fired.is_empty());
     }
 
     #[test]
@@ -1132,106 +843,42 @@ mod tests {
         let a = run("SELECT name FROM singer WHERE country = 'France' ORDER BY age DESC LIMIT 1");
         assert_eq!(a.sql, "SELECT name FROM singer WHERE (country = 'France') AND age IS NOT NULL ORDER BY age DESC LIMIT 1");
         // A NOT NULL column, or no LIMIT: nothing to do.
-        assert!(
-            run("SELECT concert_id FROM singer_in_concert ORDER BY singer_id LIMIT 1")
-                .fired
-                .is_empty()
-        );
-        assert!(run("SELECT name FROM singer ORDER BY age DESC")
-            .fired
-            .is_empty());
+        assert!(run("SELECT concert_id FROM singer_in_concert ORDER BY singer_id LIMIT 1").fired.is_empty());
+        assert!(run("SELECT name FROM singer ORDER BY age DESC").fired.is_empty());
         // NULLs already come last: ascending order, or DESC NULLS LAST.
-        assert!(run("SELECT name FROM singer ORDER BY age LIMIT 1")
-            .fired
-            .is_empty());
-        assert!(
-            run("SELECT name FROM singer ORDER BY age DESC NULLS LAST LIMIT 1")
-                .fired
-                .is_empty()
-        );
-        assert_eq!(
-            run("SELECT name FROM singer ORDER BY age NULLS FIRST LIMIT 1")
-                .fired
-                .len(),
-            1
-        );
+        assert!(run("SELECT name FROM singer ORDER BY age LIMIT 1").fired.is_empty());
+        assert!(run("SELECT name FROM singer ORDER BY age DESC NULLS LAST LIMIT 1").fired.is_empty());
+        assert_eq!(run("SELECT name FROM singer ORDER BY age NULLS FIRST LIMIT 1").fired.len(), 1);
     }
 
     #[test]
     fn style_select_list() {
         let mut s = star_schema();
-        let a = align(
-            "SELECT singer_id, name FROM singer",
-            &s,
-            &["name of the singer".into()],
-            &mut Index,
-            Rules::ALL,
-        );
+        let a = align("SELECT singer_id, name FROM singer", &s, &["name of the singer".into()], &mut Index, Rules::ALL);
         assert_eq!(a.sql, "SELECT name FROM singer");
-        let b = align(
-            "SELECT singer_id, name FROM singer",
-            &s,
-            &["singer id".into(), "name".into()],
-            &mut Index,
-            Rules::ALL,
-        );
+        let b = align("SELECT singer_id, name FROM singer", &s, &["singer id".into(), "name".into()], &mut Index, Rules::ALL);
         assert!(b.fired.is_empty());
         // The rule runs (three columns, two asked for) and keeps the id that was asked for.
-        let c = align(
-            "SELECT singer_id, name, age FROM singer",
-            &s,
-            &["singer id".into(), "name".into()],
-            &mut Index,
-            Rules::ALL,
-        );
+        let c = align("SELECT singer_id, name, age FROM singer", &s, &["singer id".into(), "name".into()], &mut Index, Rules::ALL);
         assert!(c.fired.is_empty(), "{:?}", c.fired);
         // Only keys go: a column ending in "id" that is no key ("paid") stays.
         let mut paid = star_schema();
         paid.tables[1].columns.push(serde_json::from_value(serde_json::json!({"name": "paid", "ident": "paid", "data_type": "boolean", "comment": null})).expect("column"));
-        let d = align(
-            "SELECT paid, name FROM singer",
-            &paid,
-            &["name".into()],
-            &mut Index,
-            Rules::ALL,
-        );
+        let d = align("SELECT paid, name FROM singer", &paid, &["name".into()], &mut Index, Rules::ALL);
         assert!(d.fired.is_empty(), "{:?}", d.fired);
         // A foreign key nobody asked for goes.
-        let e = align(
-            "SELECT sic.singer_id, sic.concert_id FROM singer_in_concert AS sic",
-            &s,
-            &["concert".into()],
-            &mut Index,
-            Rules::ALL,
-        );
-        assert!(
-            e.fired.is_empty(),
-            "both are keys: trimming would leave nothing asked for"
-        );
-        let f = align(
-            "SELECT stadium_id, name FROM stadium",
-            &s,
-            &["stadium name".into()],
-            &mut Index,
-            Rules::ALL,
-        );
+        let e = align("SELECT sic.singer_id, sic.concert_id FROM singer_in_concert AS sic", &s, &["concert".into()], &mut Index, Rules::ALL);
+        assert!(e.fired.is_empty(), "both are keys: trimming would leave nothing asked for");
+        let f = align("SELECT stadium_id, name FROM stadium", &s, &["stadium name".into()], &mut Index, Rules::ALL);
         assert_eq!(f.sql, "SELECT name FROM stadium");
         s.tables.clear();
-        assert!(align("not sql", &s, &[], &mut Index, Rules::ALL)
-            .fired
-            .is_empty());
+        assert!(align("not sql", &s, &[], &mut Index, Rules::ALL).fired.is_empty());
     }
 
     #[test]
     fn rules_can_be_switched_off() {
         let s = star_schema();
-        let none = Rules {
-            agent: false,
-            function: false,
-            style: false,
-        };
-        assert!(align("SELECT nme FROM singers", &s, &[], &mut Index, none)
-            .fired
-            .is_empty());
+        let none = Rules { agent: false, function: false, style: false };
+        assert!(align("SELECT nme FROM singers", &s, &[], &mut Index, none).fired.is_empty());
     }
 }

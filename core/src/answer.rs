@@ -9,10 +9,10 @@ use sqlparser::parser::Parser;
 /// included so that an answer such as `DROP TABLE t` is found and refused by the guard rather
 /// than reported as "no SQL".
 const STATEMENT_STARTS: &[&str] = &[
-    "SELECT", "WITH", "VALUES", "TABLE", "INSERT", "UPDATE", "DELETE", "MERGE", "DROP", "CREATE",
-    "ALTER", "TRUNCATE", "GRANT", "REVOKE", "COPY", "SET", "RESET", "EXPLAIN", "CALL", "DO",
-    "BEGIN", "COMMIT", "VACUUM", "ANALYZE", "LOCK", "SHOW", "PREPARE", "EXECUTE", "DECLARE",
-    "LISTEN", "NOTIFY", "REINDEX", "CLUSTER", "DISCARD", "REFRESH", "SECURITY", "COMMENT",
+    "SELECT", "WITH", "VALUES", "TABLE", "INSERT", "UPDATE", "DELETE", "MERGE", "DROP", "CREATE", "ALTER",
+    "TRUNCATE", "GRANT", "REVOKE", "COPY", "SET", "RESET", "EXPLAIN", "CALL", "DO", "BEGIN", "COMMIT",
+    "VACUUM", "ANALYZE", "LOCK", "SHOW", "PREPARE", "EXECUTE", "DECLARE", "LISTEN", "NOTIFY", "REINDEX",
+    "CLUSTER", "DISCARD", "REFRESH", "SECURITY", "COMMENT",
 ];
 
 /// The window of lines (and bytes) after the first line that opens a statement within which
@@ -108,9 +108,7 @@ fn select_section(answer: &str) -> Option<String> {
     }
     let sql = format!("SELECT {}", rest[..end].trim());
     let reads_a_table = match Parser::parse_sql(&PostgreSqlDialect {}, &sql) {
-        Ok(v) => {
-            matches!(v.as_slice(), [Statement::Query(q)] if matches!(&*q.body, SetExpr::Select(s) if !s.from.is_empty()))
-        }
+        Ok(v) => matches!(v.as_slice(), [Statement::Query(q)] if matches!(&*q.body, SetExpr::Select(s) if !s.from.is_empty())),
         Err(_) => false,
     };
     reads_a_table.then(|| clean(&sql))
@@ -205,9 +203,7 @@ fn fenced_block(answer: &str) -> Option<String> {
             }
         }
     }
-    let sql = blocks
-        .iter()
-        .find(|(l, _)| SQL_FENCES.contains(&l.as_str()));
+    let sql = blocks.iter().find(|(l, _)| SQL_FENCES.contains(&l.as_str()));
     let plain = blocks.iter().find(|(l, _)| l.is_empty());
     sql.or(plain).map(|(_, b)| b.clone())
 }
@@ -232,15 +228,10 @@ fn strip_before_keyword(line: &str) -> &str {
 }
 
 fn keyword_at(text: &str) -> bool {
-    let word: String = text
-        .chars()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .collect();
+    let word: String = text.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
     let next = text[word.len()..].chars().next();
     !word.is_empty()
-        && STATEMENT_STARTS
-            .iter()
-            .any(|k| k.eq_ignore_ascii_case(&word))
+        && STATEMENT_STARTS.iter().any(|k| k.eq_ignore_ascii_case(&word))
         && next.is_none_or(|c| c.is_whitespace() || c == '(' || c == ';' || c == '*')
 }
 
@@ -250,29 +241,19 @@ mod tests {
 
     #[test]
     fn bare_sql() {
-        assert_eq!(
-            extract_sql("SELECT count(*) FROM singer;").as_deref(),
-            Some("SELECT count(*) FROM singer")
-        );
+        assert_eq!(extract_sql("SELECT count(*) FROM singer;").as_deref(), Some("SELECT count(*) FROM singer"));
     }
 
     #[test]
     fn fenced_with_prose() {
         let a = "Sure! Here is the query:\n\n```sql\nSELECT name\nFROM singer\nWHERE age > 30;\n```\n\nIt lists singers.";
-        assert_eq!(
-            extract_sql(a).as_deref(),
-            Some("SELECT name\nFROM singer\nWHERE age > 30")
-        );
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT name\nFROM singer\nWHERE age > 30"));
     }
 
     #[test]
     fn prose_without_fence() {
-        let a =
-            "The answer is:\nSELECT count(*) FROM singer;\n\nThis counts all singers in the table.";
-        assert_eq!(
-            extract_sql(a).as_deref(),
-            Some("SELECT count(*) FROM singer")
-        );
+        let a = "The answer is:\nSELECT count(*) FROM singer;\n\nThis counts all singers in the table.";
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT count(*) FROM singer"));
     }
 
     #[test]
@@ -283,10 +264,7 @@ mod tests {
     #[test]
     fn structured_answer_takes_last_sql_section() {
         let a = "#reason: count rows\n#SQL-like: Show COUNT(*)\n#SQL: SELECT count(*) FROM singer";
-        assert_eq!(
-            extract_sql(a).as_deref(),
-            Some("SELECT count(*) FROM singer")
-        );
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT count(*) FROM singer"));
     }
 
     #[test]
@@ -298,10 +276,7 @@ mod tests {
     #[test]
     fn structured_answer_that_stopped_at_select() {
         let a = "#reason: list\n#columns: singer.name\n#SELECT: singer.name, count(*) FROM singer GROUP BY singer.name";
-        assert_eq!(
-            extract_sql(a).as_deref(),
-            Some("SELECT singer.name, count(*) FROM singer GROUP BY singer.name")
-        );
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT singer.name, count(*) FROM singer GROUP BY singer.name"));
         // Without a FROM it is a description, not a query.
         assert_eq!(extract_sql("#reason: x\n#SELECT: name, age"), None);
     }
@@ -309,23 +284,11 @@ mod tests {
     #[test]
     fn structured_answer_run_together_on_one_line() {
         let a = "#columns: singer.*\n#SELECT: count(*) FROM singer; SQL-like: select count(*) from singer; SQL: SELECT count(*) FROM singer";
-        assert_eq!(
-            extract_sql(a).as_deref(),
-            Some("SELECT count(*) FROM singer")
-        );
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT count(*) FROM singer"));
         // "PostgreSQL:" is not a label, and a label followed by prose is not the query.
-        assert_eq!(
-            inline_section("Written for PostgreSQL: SELECT name FROM singer"),
-            None
-        );
-        assert_eq!(
-            inline_section("The SQL: see below\nSELECT name FROM singer"),
-            None
-        );
-        assert_eq!(
-            extract_sql("The SQL: see below\nSELECT name FROM singer").as_deref(),
-            Some("SELECT name FROM singer")
-        );
+        assert_eq!(inline_section("Written for PostgreSQL: SELECT name FROM singer"), None);
+        assert_eq!(inline_section("The SQL: see below\nSELECT name FROM singer"), None);
+        assert_eq!(extract_sql("The SQL: see below\nSELECT name FROM singer").as_deref(), Some("SELECT name FROM singer"));
     }
 
     #[test]
@@ -337,10 +300,7 @@ mod tests {
     #[test]
     fn quoted_query() {
         let a = "#SQL-like: x\n#SQL: \"SELECT name FROM singer ORDER BY age DESC LIMIT 1\"";
-        assert_eq!(
-            extract_sql(a).as_deref(),
-            Some("SELECT name FROM singer ORDER BY age DESC LIMIT 1")
-        );
+        assert_eq!(extract_sql(a).as_deref(), Some("SELECT name FROM singer ORDER BY age DESC LIMIT 1"));
         assert_eq!(extract_sql("`SELECT 1`").as_deref(), Some("SELECT 1"));
     }
 
@@ -358,26 +318,17 @@ mod tests {
 
     #[test]
     fn unterminated_fence() {
-        assert_eq!(
-            extract_sql("```sql\nSELECT 4 FROM t").as_deref(),
-            Some("SELECT 4 FROM t")
-        );
+        assert_eq!(extract_sql("```sql\nSELECT 4 FROM t").as_deref(), Some("SELECT 4 FROM t"));
     }
 
     #[test]
     fn two_statements_are_kept_for_the_guard() {
-        assert_eq!(
-            extract_sql("SELECT 1; DROP TABLE singer;").as_deref(),
-            Some("SELECT 1; DROP TABLE singer")
-        );
+        assert_eq!(extract_sql("SELECT 1; DROP TABLE singer;").as_deref(), Some("SELECT 1; DROP TABLE singer"));
     }
 
     #[test]
     fn destructive_answer_is_found() {
-        assert_eq!(
-            extract_sql("DROP TABLE singer").as_deref(),
-            Some("DROP TABLE singer")
-        );
+        assert_eq!(extract_sql("DROP TABLE singer").as_deref(), Some("DROP TABLE singer"));
     }
 
     #[test]
@@ -400,11 +351,7 @@ mod tests {
         for (i, a) in cases.iter().enumerate() {
             let t = Instant::now();
             let _ = extract_sql(a);
-            assert!(
-                t.elapsed() < Duration::from_secs(5),
-                "case {i} took {:?}",
-                t.elapsed()
-            );
+            assert!(t.elapsed() < Duration::from_secs(5), "case {i} took {:?}", t.elapsed());
         }
         assert_eq!(extract_sql(&cases[1]).as_deref(), Some("SELECT 2"));
     }
@@ -420,9 +367,6 @@ mod tests {
 
     #[test]
     fn unparsable_statement_is_returned_as_written() {
-        assert_eq!(
-            extract_sql("SELECT FROM WHERE").as_deref(),
-            Some("SELECT FROM WHERE")
-        );
+        assert_eq!(extract_sql("SELECT FROM WHERE").as_deref(), Some("SELECT FROM WHERE"));
     }
 }

@@ -188,10 +188,7 @@ struct SlicedCounts {
 
 impl SlicedCounts {
     fn new() -> SlicedCounts {
-        SlicedCounts {
-            planes: [[0; 4]; PLANES],
-            n: 0,
-        }
+        SlicedCounts { planes: [[0; 4]; PLANES], n: 0 }
     }
 
     fn add(&mut self, p: &[u64; 4]) {
@@ -212,9 +209,7 @@ impl SlicedCounts {
     /// The count at bit position i (0 = most significant of word 0).
     fn count(&self, i: usize) -> i32 {
         let (w, shift) = (i / 64, 63 - i % 64);
-        (0..PLANES)
-            .map(|p| (((self.planes[p][w] >> shift) & 1) as i32) << p)
-            .sum()
+        (0..PLANES).map(|p| (((self.planes[p][w] >> shift) & 1) as i32) << p).sum()
     }
 }
 
@@ -248,10 +243,7 @@ pub fn signature(text: &str) -> [u64; 4] {
 
 /// The signature as pgvector's bit literal text ('0101…').
 pub fn signature_text(text: &str) -> String {
-    signature(text)
-        .iter()
-        .map(|w| format!("{w:064b}"))
-        .collect()
+    signature(text).iter().map(|w| format!("{w:064b}")).collect()
 }
 
 /// Hamming distance of two signatures.
@@ -298,15 +290,8 @@ pub fn edit_similarity(a: &str, b: &str) -> f32 {
 fn trigrams(text: &str) -> Vec<[char; 3]> {
     let lower = text.to_lowercase();
     let mut out: Vec<[char; 3]> = Vec::new();
-    for word in lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
-        let padded: Vec<char> = "  "
-            .chars()
-            .chain(word.chars())
-            .chain(std::iter::once(' '))
-            .collect();
+    for word in lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let padded: Vec<char> = "  ".chars().chain(word.chars()).chain(std::iter::once(' ')).collect();
         out.extend(padded.windows(3).map(|w| [w[0], w[1], w[2]]));
     }
     out.sort_unstable();
@@ -382,14 +367,7 @@ mod tests {
         assert_eq!(fold("!!!"), "");
         // The ASCII path folds as the general one does (a trailing combining mark forces the
         // general path and folds to nothing).
-        for t in [
-            "  Singer_In_Concert--2014 (ZRH) ",
-            "A1b2",
-            "__x__",
-            "Route 66",
-            "",
-            "MiXeD.CaSe/Name",
-        ] {
+        for t in ["  Singer_In_Concert--2014 (ZRH) ", "A1b2", "__x__", "Route 66", "", "MiXeD.CaSe/Name"] {
             assert_eq!(fold(t), fold(&format!("{t}\u{301}")), "{t:?}");
         }
         let long = "Ab-".repeat(200);
@@ -405,49 +383,24 @@ mod tests {
         assert!(sim("Aberdeen", "ABERDEEN") > 0.999);
         assert!(sim("Aberdeen", "aberdeen") > 0.999);
         // A typo: near enough for the index to find it, and scored above the 0.65 threshold.
-        assert!(
-            sim("Aberdeen", "Abredeen") > 0.5,
-            "{}",
-            sim("Aberdeen", "Abredeen")
-        );
+        assert!(sim("Aberdeen", "Abredeen") > 0.5, "{}", sim("Aberdeen", "Abredeen"));
         assert!(final_score("Aberdeen", "Abredeen") >= 0.85);
         // A longer value holding the word, even before split retrieval.
-        assert!(
-            sim("Aberdeen", "aberdeen airport") >= 0.65,
-            "{}",
-            sim("Aberdeen", "aberdeen airport")
-        );
+        assert!(sim("Aberdeen", "aberdeen airport") >= 0.65, "{}", sim("Aberdeen", "aberdeen airport"));
     }
 
     #[test]
     fn typos_are_near_for_the_index() {
-        for (a, b) in [
-            ("Glasgow", "Glasow"),
-            ("Netherlands", "Netherland"),
-            ("Toyota", "Toyata"),
-            ("Johnson", "Jonson"),
-        ] {
+        for (a, b) in [("Glasgow", "Glasow"), ("Netherlands", "Netherland"), ("Toyota", "Toyata"), ("Johnson", "Jonson")] {
             assert!(sim(a, b) > 0.5, "{a} ~ {b}: {}", sim(a, b));
-            assert!(
-                final_score(a, b) >= 0.65,
-                "{a} ~ {b}: {}",
-                final_score(a, b)
-            );
+            assert!(final_score(a, b) >= 0.65, "{a} ~ {b}: {}", final_score(a, b));
         }
     }
 
     #[test]
     fn unrelated_values_stay_apart() {
-        for (a, b) in [
-            ("Aberdeen", "Glasgow"),
-            ("France", "Netherlands"),
-            ("cat", "dog"),
-            ("Ford", "Toyota"),
-            ("Aberdeen", "Airport"),
-            ("John", "Joan Smith"),
-            ("listen", "silent"),
-            ("Mercedes", "Dresden"),
-        ] {
+        for (a, b) in [("Aberdeen", "Glasgow"), ("France", "Netherlands"), ("cat", "dog"), ("Ford", "Toyota"),
+                       ("Aberdeen", "Airport"), ("John", "Joan Smith"), ("listen", "silent"), ("Mercedes", "Dresden")] {
             let s = sim(a, b);
             assert!(s < 0.6, "{a} ~ {b}: {s}");
             assert!(final_score(a, b) < 0.65, "{a} ~ {b}: {}", final_score(a, b));
@@ -456,17 +409,9 @@ mod tests {
 
     #[test]
     fn hashed_vectors_approximate_the_exact_cosine() {
-        for (a, b) in [
-            ("Aberdeen", "Abredeen"),
-            ("Aberdeen", "Glasgow"),
-            ("Aberdeen", "aberdeen airport"),
-        ] {
+        for (a, b) in [("Aberdeen", "Abredeen"), ("Aberdeen", "Glasgow"), ("Aberdeen", "aberdeen airport")] {
             let dense = cosine(&embed(a, BUILTIN_DIMS), &embed(b, BUILTIN_DIMS));
-            assert!(
-                (dense - sim(a, b)).abs() < 0.15,
-                "{a} ~ {b}: {dense} vs {}",
-                sim(a, b)
-            );
+            assert!((dense - sim(a, b)).abs() < 0.15, "{a} ~ {b}: {dense} vs {}", sim(a, b));
         }
     }
 
@@ -477,11 +422,7 @@ mod tests {
             let w = (w * 10.0).round() as i32;
             let p = pattern(h);
             for (i, a) in acc.iter_mut().enumerate() {
-                *a += if (p[i / 64] >> (63 - i % 64)) & 1 == 1 {
-                    w
-                } else {
-                    -w
-                };
+                *a += if (p[i / 64] >> (63 - i % 64)) & 1 == 1 { w } else { -w };
             }
         });
         let mut out = [0u64; 4];
@@ -496,15 +437,7 @@ mod tests {
     #[test]
     fn bit_sliced_signature_equals_the_plain_sum() {
         let long = "word ".repeat(60);
-        for t in [
-            "Aberdeen",
-            "Zürich Airport",
-            "Fbdjkgt Heiacnoe",
-            "a",
-            "",
-            "x y z 1 2 3",
-            long.as_str(),
-        ] {
+        for t in ["Aberdeen", "Zürich Airport", "Fbdjkgt Heiacnoe", "a", "", "x y z 1 2 3", long.as_str()] {
             assert_eq!(signature(t), signature_reference(t), "{t}");
         }
         for w in [W_WORD, W_TRIGRAM, W_BIGRAM, W_SKIP, W_LETTER] {
@@ -517,16 +450,8 @@ mod tests {
         let d = |a: &str, b: &str| hamming(&signature(a), &signature(b));
         assert_eq!(d("Aberdeen", "ABERDEEN"), 0);
         // Near pairs are much closer than far pairs (expected 256 * angle / pi).
-        assert!(
-            d("Aberdeen", "Abredeen") < 70,
-            "{}",
-            d("Aberdeen", "Abredeen")
-        );
-        assert!(
-            d("Aberdeen", "Glasgow") > 100,
-            "{}",
-            d("Aberdeen", "Glasgow")
-        );
+        assert!(d("Aberdeen", "Abredeen") < 70, "{}", d("Aberdeen", "Abredeen"));
+        assert!(d("Aberdeen", "Glasgow") > 100, "{}", d("Aberdeen", "Glasgow"));
         assert!(d("Aberdeen", "Abredeen") < d("Aberdeen", "Airport"));
         assert_eq!(signature_text("x").len(), 256);
     }
@@ -552,34 +477,15 @@ mod tests {
         assert!((cosine(&v, &v) - 1.0).abs() < 1e-5);
         assert_eq!(embed("", 8), vec![0.0; 8]);
         // Stored signatures must not change between releases without a new BUILTIN_ID: pin one.
-        assert_eq!(
-            signature("Aberdeen"),
-            PINNED,
-            "signature changed: {:x?}",
-            signature("Aberdeen")
-        );
+        assert_eq!(signature("Aberdeen"), PINNED, "signature changed: {:x?}", signature("Aberdeen"));
     }
-    const PINNED: [u64; 4] = [
-        0xa8e2_0ff9_9b8a_f824,
-        0x2962_1300_8157_2044,
-        0xa7c0_759a_8443_a890,
-        0x0b1c_6f8d_179a_8326,
-    ];
+    const PINNED: [u64; 4] = [0xa8e2_0ff9_9b8a_f824, 0x2962_1300_8157_2044, 0xa7c0_759a_8443_a890, 0x0b1c_6f8d_179a_8326];
 
     #[test]
     fn phrases_for_split_retrieval() {
         assert_eq!(phrases("Aberdeen Airport", 8), vec!["aberdeen", "airport"]);
-        assert_eq!(
-            phrases("Royal Bank of Scotland", 8),
-            vec![
-                "royal",
-                "bank",
-                "scotland",
-                "royal bank",
-                "bank of",
-                "of scotland"
-            ]
-        );
+        assert_eq!(phrases("Royal Bank of Scotland", 8),
+                   vec!["royal", "bank", "scotland", "royal bank", "bank of", "of scotland"]);
         assert!(phrases("Aberdeen", 8).is_empty());
         assert_eq!(phrases("a b c d e f g h i j", 3).len(), 3);
     }
@@ -589,11 +495,8 @@ mod tests {
         assert!((trigram_similarity("word", "two words") - 4.0 / 11.0).abs() < 1e-6);
         assert_eq!(trigram_similarity("Aberdeen", "aberdeen"), 1.0);
         // SELECT similarity('abredeen', 'aberdeen') = 0.3846154
-        assert!(
-            (trigram_similarity("abredeen", "aberdeen") - 0.3846154).abs() < 1e-5,
-            "{}",
-            trigram_similarity("abredeen", "aberdeen")
-        );
+        assert!((trigram_similarity("abredeen", "aberdeen") - 0.3846154).abs() < 1e-5, "{}", trigram_similarity("abredeen", "aberdeen"));
         assert_eq!(trigram_similarity("", "x"), 0.0);
     }
+
 }

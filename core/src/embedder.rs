@@ -45,21 +45,18 @@ pub fn embed_remote(
             .map(|inputs| {
                 let ep = ep.clone();
                 let inputs = inputs.clone();
-                let job: Box<dyn FnOnce() -> Result<Vec<Vec<f32>>, EndpointError> + Send> =
-                    Box::new(move || {
-                        let mut body = serde_json::json!({ "input": inputs });
-                        if let Some(m) = ep.model.as_deref().filter(|m| !m.is_empty()) {
-                            body["model"] = Value::String(m.to_string());
-                        }
-                        let reply = http::post_json(&ep, &body.to_string())?;
-                        parse_embeddings(&ep, &reply.text, inputs.len())
-                    });
+                let job: Box<dyn FnOnce() -> Result<Vec<Vec<f32>>, EndpointError> + Send> = Box::new(move || {
+                    let mut body = serde_json::json!({ "input": inputs });
+                    if let Some(m) = ep.model.as_deref().filter(|m| !m.is_empty()) {
+                        body["model"] = Value::String(m.to_string());
+                    }
+                    let reply = http::post_json(&ep, &body.to_string())?;
+                    parse_embeddings(&ep, &reply.text, inputs.len())
+                });
                 job
             })
             .collect();
-        for r in http::run_concurrently(jobs, poll, || {
-            Err(ep.bad_response("the worker thread could not run", ""))
-        }) {
+        for r in http::run_concurrently(jobs, poll, || Err(ep.bad_response("the worker thread could not run", ""))) {
             out.extend(r?);
         }
     }
@@ -72,11 +69,7 @@ pub fn embed_remote(
 }
 
 /// Reads `{"data": [{"embedding": [...], "index": i}, ...]}`, in input order.
-pub fn parse_embeddings(
-    ep: &Endpoint,
-    text: &str,
-    expected: usize,
-) -> Result<Vec<Vec<f32>>, EndpointError> {
+pub fn parse_embeddings(ep: &Endpoint, text: &str, expected: usize) -> Result<Vec<Vec<f32>>, EndpointError> {
     let v: Value = serde_json::from_str(text).map_err(|e| {
         if e.is_eof() {
             ep.bad_response("the JSON is truncated", text)
@@ -84,43 +77,23 @@ pub fn parse_embeddings(
             ep.bad_response(format!("the body is not JSON ({e})"), text)
         }
     })?;
-    let data = v
-        .get("data")
-        .and_then(Value::as_array)
-        .ok_or_else(|| ep.bad_response("no data in the response", text))?;
+    let data = v.get("data").and_then(Value::as_array).ok_or_else(|| ep.bad_response("no data in the response", text))?;
     if data.len() != expected {
-        return Err(ep.bad_response(
-            format!("{} vectors for {} inputs", data.len(), expected),
-            "",
-        ));
+        return Err(ep.bad_response(format!("{} vectors for {} inputs", data.len(), expected), ""));
     }
     let mut slots: Vec<Option<Vec<f32>>> = vec![None; expected];
     for (pos, item) in data.iter().enumerate() {
-        let i = item
-            .get("index")
-            .and_then(Value::as_u64)
-            .map(|i| i as usize)
-            .unwrap_or(pos);
+        let i = item.get("index").and_then(Value::as_u64).map(|i| i as usize).unwrap_or(pos);
         let vec: Option<Vec<f32>> = item
             .get("embedding")
             .and_then(Value::as_array)
             .and_then(|a| a.iter().map(|x| x.as_f64().map(|f| f as f32)).collect());
         match (vec, slots.get_mut(i)) {
-            (Some(vec), Some(slot)) if !vec.is_empty() && vec.iter().all(|x| x.is_finite()) => {
-                *slot = Some(vec)
-            }
-            _ => {
-                return Err(ep.bad_response(
-                    format!("embedding {i} is missing or not a list of numbers"),
-                    "",
-                ))
-            }
+            (Some(vec), Some(slot)) if !vec.is_empty() && vec.iter().all(|x| x.is_finite()) => *slot = Some(vec),
+            _ => return Err(ep.bad_response(format!("embedding {i} is missing or not a list of numbers"), "")),
         }
     }
-    slots
-        .into_iter()
-        .map(|s| s.ok_or_else(|| ep.bad_response("an index is missing", "")))
-        .collect()
+    slots.into_iter().map(|s| s.ok_or_else(|| ep.bad_response("an index is missing", ""))).collect()
 }
 
 #[cfg(test)]
@@ -130,10 +103,8 @@ mod tests {
     use crate::http::ErrorKind;
 
     fn body(vectors: &[(usize, Vec<f32>)]) -> String {
-        let data: Vec<Value> = vectors
-            .iter()
-            .map(|(i, v)| serde_json::json!({"object": "embedding", "index": i, "embedding": v}))
-            .collect();
+        let data: Vec<Value> =
+            vectors.iter().map(|(i, v)| serde_json::json!({"object": "embedding", "index": i, "embedding": v})).collect();
         serde_json::json!({"data": data}).to_string()
     }
 
@@ -145,23 +116,8 @@ mod tests {
             (200, body(&[(0, vec![0.5, 0.5]), (1, vec![0.2, 0.8])]), 0),
         ]);
         let texts: Vec<String> = ["a", "b", "c", "d"].iter().map(|s| s.to_string()).collect();
-        let v = embed_remote(
-            &endpoint(Service::Embeddings, url),
-            &texts,
-            2,
-            1,
-            &mut || {},
-        )
-        .expect("vectors");
-        assert_eq!(
-            v,
-            vec![
-                vec![1.0, 0.0],
-                vec![0.0, 1.0],
-                vec![0.5, 0.5],
-                vec![0.2, 0.8]
-            ]
-        );
+        let v = embed_remote(&endpoint(Service::Embeddings, url), &texts, 2, 1, &mut || {}).expect("vectors");
+        assert_eq!(v, vec![vec![1.0, 0.0], vec![0.0, 1.0], vec![0.5, 0.5], vec![0.2, 0.8]]);
         let seen = h.join().expect("server");
         assert!(seen[0].starts_with("POST /v1/embeddings"));
         assert!(seen[0].contains("\"input\":[\"a\",\"b\"]"));
@@ -171,24 +127,19 @@ mod tests {
     fn wrong_count_and_endpoint_down() {
         let (url, h) = serve(vec![(200, body(&[(0, vec![1.0])]), 0)]);
         let ep = endpoint(Service::Embeddings, url);
-        let e = embed_remote(&ep, &["a".into(), "b".into()], 8, 1, &mut || {})
-            .expect_err("one vector for two");
+        let e = embed_remote(&ep, &["a".into(), "b".into()], 8, 1, &mut || {}).expect_err("one vector for two");
         assert!(matches!(e.kind, ErrorKind::BadResponse { .. }));
         h.join().expect("server");
         let down = endpoint(Service::Embeddings, "http://127.0.0.1:9/v1".into());
         let e = embed_remote(&down, &["a".into()], 8, 1, &mut || {}).expect_err("down");
         assert!(matches!(e.kind, ErrorKind::Connect { .. }));
-        assert!(crate::error::Diagnostic::message(&e)
-            .starts_with("could not connect to the embedding endpoint"));
+        assert!(crate::error::Diagnostic::message(&e).starts_with("could not connect to the embedding endpoint"));
     }
 
     #[test]
     fn ids() {
         assert_eq!(Embedder::Builtin.id(), "builtin-v1");
         let ep = endpoint(Service::Embeddings, "http://k:s@127.0.0.1:8000/v1".into());
-        assert_eq!(
-            Embedder::Remote(ep).id(),
-            "m@http://127.0.0.1:8000/v1/embeddings"
-        );
+        assert_eq!(Embedder::Remote(ep).id(), "m@http://127.0.0.1:8000/v1/embeddings");
     }
 }

@@ -69,11 +69,7 @@ impl SqlState {
             return *k;
         }
         let bytes = code.as_bytes();
-        if bytes.len() == 5
-            && bytes
-                .iter()
-                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
-        {
+        if bytes.len() == 5 && bytes.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()) {
             let mut c = [0u8; 5];
             c.copy_from_slice(bytes);
             SqlState::Other(c)
@@ -85,18 +81,12 @@ impl SqlState {
 
 /// Packs a five-character SQLSTATE the way PostgreSQL's MAKE_SQLSTATE macro does.
 pub fn pack_sqlstate(code: &str) -> i32 {
-    code.bytes()
-        .take(5)
-        .enumerate()
-        .map(|(i, c)| ((c as i32 - b'0' as i32) & 0x3F) << (6 * i))
-        .sum()
+    code.bytes().take(5).enumerate().map(|(i, c)| ((c as i32 - b'0' as i32) & 0x3F) << (6 * i)).sum()
 }
 
 /// The five characters of a packed SQLSTATE.
 pub fn unpack_sqlstate(code: i32) -> String {
-    (0..5)
-        .map(|i| (((code >> (6 * i)) & 0x3F) as u8 + b'0') as char)
-        .collect()
+    (0..5).map(|i| (((code >> (6 * i)) & 0x3F) as u8 + b'0') as char).collect()
 }
 
 /// What every error of the pipeline can say about itself, in PostgreSQL's terms.
@@ -123,12 +113,7 @@ pub struct Report {
 
 impl Report {
     pub fn new(sqlstate: SqlState, message: impl Into<String>) -> Report {
-        Report {
-            sqlstate,
-            message: message.into(),
-            detail: None,
-            hint: None,
-        }
+        Report { sqlstate, message: message.into(), detail: None, hint: None }
     }
     pub fn detail(mut self, d: impl Into<String>) -> Report {
         self.detail = Some(d.into());
@@ -139,12 +124,7 @@ impl Report {
         self
     }
     pub fn from_diagnostic(d: &dyn Diagnostic) -> Report {
-        Report {
-            sqlstate: d.sqlstate(),
-            message: d.message(),
-            detail: d.detail(),
-            hint: d.hint(),
-        }
+        Report { sqlstate: d.sqlstate(), message: d.message(), detail: d.detail(), hint: d.hint() }
     }
     /// Replaces every occurrence of `secret` in all texts, so no message can leak it.
     pub fn redact(mut self, secret: Option<&str>) -> Report {
@@ -205,11 +185,7 @@ impl Secret {
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_empty() {
-            "Secret(<empty>)"
-        } else {
-            "Secret(***)"
-        })
+        f.write_str(if self.0.is_empty() { "Secret(<empty>)" } else { "Secret(***)" })
     }
 }
 
@@ -219,10 +195,7 @@ mod tests {
 
     #[test]
     fn codes_round_trip() {
-        assert_eq!(
-            SqlState::from_code("08001"),
-            SqlState::UnableToEstablishConnection
-        );
+        assert_eq!(SqlState::from_code("08001"), SqlState::UnableToEstablishConnection);
         assert_eq!(SqlState::from_code("42703").code(), "42703");
         assert_eq!(SqlState::from_code("bogus"), SqlState::InternalError);
     }
@@ -233,10 +206,7 @@ mod tests {
             assert_eq!(unpack_sqlstate(pack_sqlstate(code)), code);
         }
         // ERRCODE_SYNTAX_ERROR as PostgreSQL packs it.
-        assert_eq!(
-            pack_sqlstate("42601"),
-            4 + (2 << 6) + (6 << 12) + (0 << 18) + (1 << 24)
-        );
+        assert_eq!(pack_sqlstate("42601"), 4 + (2 << 6) + (6 << 12) + (0 << 18) + (1 << 24));
     }
 
     #[test]

@@ -11,9 +11,7 @@ const USER: &str = include_str!("prompts/extract_user.txt");
 
 /// The messages of the extraction request.
 pub fn messages(schema: &str, question: &str, hint: Option<&str>) -> Vec<Message> {
-    let mut user = USER
-        .replace("{schema}", schema.trim_end())
-        .replace("{question}", question.trim());
+    let mut user = USER.replace("{schema}", schema.trim_end()).replace("{question}", question.trim());
     if let Some(h) = hint.map(str::trim).filter(|h| !h.is_empty()) {
         user.push_str("### Note: ");
         user.push_str(h);
@@ -49,10 +47,7 @@ fn cap(s: String) -> String {
 }
 
 fn strip(s: &str) -> String {
-    s.trim()
-        .trim_matches(|c| matches!(c, '`' | '*' | '.' | ',' | ';' | ' '))
-        .trim()
-        .to_string()
+    s.trim().trim_matches(|c| matches!(c, '`' | '*' | '.' | ',' | ';' | ' ')).trim().to_string()
 }
 
 fn unquote(s: &str) -> String {
@@ -79,13 +74,8 @@ fn field<'a>(answer: &'a str, name: &str) -> Option<&'a str> {
 pub fn parse(answer: &str) -> Extraction {
     let mut e = Extraction::default();
     if let Some(cols) = field(answer, "columns") {
-        e.columns = cols
-            .split(',')
-            .map(strip)
-            .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("none"))
-            .take(MAX_ITEMS)
-            .map(cap)
-            .collect();
+        e.columns =
+            cols.split(',').map(strip).filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("none")).take(MAX_ITEMS).map(cap).collect();
     }
     let values = field(answer, "values").or_else(|| field(answer, "entities"));
     if let Some(values) = values {
@@ -110,13 +100,7 @@ pub fn parse(answer: &str) -> Extraction {
         }
     }
     if let Some(select) = field(answer, "select") {
-        e.select = select
-            .split(';')
-            .map(strip)
-            .filter(|s| !s.is_empty())
-            .take(MAX_ITEMS)
-            .map(cap)
-            .collect();
+        e.select = select.split(';').map(strip).filter(|s| !s.is_empty()).take(MAX_ITEMS).map(cap).collect();
     }
     e
 }
@@ -132,8 +116,7 @@ fn norm(ident: &str) -> String {
 /// refer to; a bare column name refers to every table that has it.
 /// Linear in the names and the schema: one index of column names, built once.
 pub fn resolve(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
-    let mut by_column: std::collections::HashMap<String, Vec<ColumnRef>> =
-        std::collections::HashMap::new();
+    let mut by_column: std::collections::HashMap<String, Vec<ColumnRef>> = std::collections::HashMap::new();
     for (ti, t) in schema.tables.iter().enumerate() {
         for (ci, c) in t.columns.iter().enumerate() {
             by_column.entry(norm(&c.name)).or_default().push((ti, ci));
@@ -189,15 +172,7 @@ mod tests {
     #[test]
     fn resolves_names_against_the_schema() {
         let s = sample_schema();
-        let r = resolve(
-            &s,
-            &[
-                "SINGER.Name".into(),
-                "\"Order Items\".\"select\"".into(),
-                "singer_id".into(),
-                "nope".into(),
-            ],
-        );
+        let r = resolve(&s, &["SINGER.Name".into(), "\"Order Items\".\"select\"".into(), "singer_id".into(), "nope".into()]);
         assert_eq!(r, vec![(0, 1), (1, 1), (0, 0), (1, 0)]);
     }
 
@@ -205,8 +180,6 @@ mod tests {
     fn prompt_has_schema_question_and_hint() {
         let m = messages("# t (\n# )", "How many?", Some("hint"));
         assert!(m[0].content.starts_with("You read a question"));
-        assert!(m[1]
-            .content
-            .contains("### Question: How many?\n### Note: hint\n"));
+        assert!(m[1].content.contains("### Question: How many?\n### Note: hint\n"));
     }
 }

@@ -25,18 +25,8 @@ pub fn zero_shot(schema: &str, values: &str, question: &str, hint: Option<&str>)
 /// The messages of a generation request with the structured chain of thought (#reason,
 /// #columns, #values, #SELECT, #SQL-like, #SQL): the per-question schema, the similar values,
 /// what the answer returns (the extraction's SELECT phrases), the question and its hint.
-pub fn structured(
-    schema: &str,
-    values: &str,
-    returns: &[String],
-    question: &str,
-    hint: Option<&str>,
-) -> Vec<Message> {
-    let returns = if returns.is_empty() {
-        String::new()
-    } else {
-        format!("### The answer returns: {}\n", returns.join("; "))
-    };
+pub fn structured(schema: &str, values: &str, returns: &[String], question: &str, hint: Option<&str>) -> Vec<Message> {
+    let returns = if returns.is_empty() { String::new() } else { format!("### The answer returns: {}\n", returns.join("; ")) };
     let mut user = COT_USER
         .replace("{schema}", schema.trim_end())
         .replace("{values}", values)
@@ -56,12 +46,7 @@ mod tests {
 
     #[test]
     fn prompt_holds_schema_question_and_hint() {
-        let m = zero_shot(
-            "# singer (\n#   name: text\n# )\n",
-            "",
-            "How many singers?",
-            Some("singer = person"),
-        );
+        let m = zero_shot("# singer (\n#   name: text\n# )\n", "", "How many singers?", Some("singer = person"));
         assert_eq!(m.len(), 2);
         assert_eq!(m[0].role, "system");
         assert!(m[0].content.contains("PostgreSQL"));
@@ -71,21 +56,9 @@ mod tests {
 
     #[test]
     fn structured_prompt() {
-        let m = structured(
-            "# t (\n# )",
-            "### Stored values ...\n",
-            &["name".into(), "age".into()],
-            "Who?",
-            None,
-        );
+        let m = structured("# t (\n# )", "### Stored values ...\n", &["name".into(), "age".into()], "Who?", None);
         assert!(m[0].content.contains("#SQL-like:") && m[0].content.contains("NULLs first"));
-        assert!(
-            m[1].content.ends_with(
-                "### Stored values ...\n### The answer returns: name; age\n### Question: Who?\n"
-            ),
-            "{}",
-            m[1].content
-        );
+        assert!(m[1].content.ends_with("### Stored values ...\n### The answer returns: name; age\n### Question: Who?\n"), "{}", m[1].content);
     }
 
     #[test]

@@ -5,9 +5,7 @@
 //! PostgreSQL's own parse tree, in the extension (src/pg/policy.rs), with [`crate::policy`].
 
 use crate::error::{Diagnostic, SqlState};
-use sqlparser::ast::{
-    Expr, ObjectName, Query, Select, SetExpr, Statement, TableFactor, Visit, Visitor,
-};
+use sqlparser::ast::{Expr, ObjectName, Query, Select, SetExpr, Statement, TableFactor, Visit, Visitor};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use std::ops::ControlFlow;
@@ -48,10 +46,7 @@ pub enum GuardError {
     DataModifying(String),
     SelectInto,
     Locking,
-    ForbiddenFunction {
-        function: String,
-        reason: &'static str,
-    },
+    ForbiddenFunction { function: String, reason: &'static str },
     VolatileFunction(String),
     /// A function that is neither built in nor part of an extension a superuser installed.
     UntrustedFunction(String),
@@ -71,16 +66,13 @@ impl GuardError {
 impl Diagnostic for GuardError {
     fn sqlstate(&self) -> SqlState {
         match self {
-            GuardError::NoStatement | GuardError::Syntax(_) | GuardError::MultipleStatements(_) => {
-                SqlState::SyntaxError
+            GuardError::NoStatement | GuardError::Syntax(_) | GuardError::MultipleStatements(_) => SqlState::SyntaxError,
+            GuardError::NotAQuery(_) | GuardError::DataModifying(_) | GuardError::SelectInto | GuardError::Locking => {
+                SqlState::ReadOnlySqlTransaction
             }
-            GuardError::NotAQuery(_)
-            | GuardError::DataModifying(_)
-            | GuardError::SelectInto
-            | GuardError::Locking => SqlState::ReadOnlySqlTransaction,
-            GuardError::ForbiddenFunction { .. }
-            | GuardError::VolatileFunction(_)
-            | GuardError::UntrustedFunction(_) => SqlState::InsufficientPrivilege,
+            GuardError::ForbiddenFunction { .. } | GuardError::VolatileFunction(_) | GuardError::UntrustedFunction(_) => {
+                SqlState::InsufficientPrivilege
+            }
             GuardError::NotPlainQuery(_) => SqlState::ReadOnlySqlTransaction,
             GuardError::ForeignTable(_) => SqlState::InsufficientPrivilege,
         }
@@ -90,32 +82,18 @@ impl Diagnostic for GuardError {
         match self {
             GuardError::NoStatement => "the model's answer contains no SQL query".into(),
             GuardError::Syntax(e) => format!("generated SQL does not parse: {e}"),
-            GuardError::MultipleStatements(n) => {
-                format!("generated SQL has {n} statements, only one query is allowed")
-            }
-            GuardError::NotAQuery(kind) => {
-                format!("generated statement is not a read-only query: {kind}")
-            }
+            GuardError::MultipleStatements(n) => format!("generated SQL has {n} statements, only one query is allowed"),
+            GuardError::NotAQuery(kind) => format!("generated statement is not a read-only query: {kind}"),
             GuardError::DataModifying(kind) => format!("generated query modifies data: {kind}"),
-            GuardError::SelectInto => {
-                "generated query uses SELECT INTO, which creates a table".into()
-            }
+            GuardError::SelectInto => "generated query uses SELECT INTO, which creates a table".into(),
             GuardError::Locking => "generated query locks rows with FOR UPDATE or FOR SHARE".into(),
             GuardError::ForbiddenFunction { function, .. } => {
                 format!("function {function} is not allowed in generated SQL")
             }
-            GuardError::VolatileFunction(f) => {
-                format!("volatile function {f} is not allowed in generated SQL")
-            }
-            GuardError::UntrustedFunction(f) => {
-                format!("function {f} is not trusted in generated SQL")
-            }
-            GuardError::NotPlainQuery(what) => {
-                format!("generated SQL is not a plain read-only query: {what}")
-            }
-            GuardError::ForeignTable(t) => {
-                format!("generated SQL reads the foreign table {t}, or one under it")
-            }
+            GuardError::VolatileFunction(f) => format!("volatile function {f} is not allowed in generated SQL"),
+            GuardError::UntrustedFunction(f) => format!("function {f} is not trusted in generated SQL"),
+            GuardError::NotPlainQuery(what) => format!("generated SQL is not a plain read-only query: {what}"),
+            GuardError::ForeignTable(t) => format!("generated SQL reads the foreign table {t}, or one under it"),
         }
     }
 
@@ -152,26 +130,17 @@ impl Diagnostic for GuardError {
 pub fn check(sql: &str) -> Result<Guarded, GuardError> {
     let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| {
         let msg = e.to_string();
-        GuardError::Syntax(
-            msg.strip_prefix("sql parser error: ")
-                .unwrap_or(&msg)
-                .to_string(),
-        )
+        GuardError::Syntax(msg.strip_prefix("sql parser error: ").unwrap_or(&msg).to_string())
     })?;
     let statement = match statements.len() {
         0 => return Err(GuardError::NoStatement),
-        1 => statements
-            .into_iter()
-            .next()
-            .ok_or(GuardError::NoStatement)?,
+        1 => statements.into_iter().next().ok_or(GuardError::NoStatement)?,
         n => return Err(GuardError::MultipleStatements(n)),
     };
     if !matches!(statement, Statement::Query(_)) {
         return Err(GuardError::NotAQuery(statement_kind(&statement)));
     }
-    let mut walker = Walker {
-        functions: Vec::new(),
-    };
+    let mut walker = Walker { functions: Vec::new() };
     if let ControlFlow::Break(e) = statement.visit(&mut walker) {
         return Err(e);
     }
@@ -180,21 +149,14 @@ pub fn check(sql: &str) -> Result<Guarded, GuardError> {
     functions.dedup();
     for f in &functions {
         if let Some(reason) = forbidden(&f.name) {
-            return Err(GuardError::ForbiddenFunction {
-                function: f.to_string(),
-                reason,
-            });
+            return Err(GuardError::ForbiddenFunction { function: f.to_string(), reason });
         }
     }
     let mut text = sql.trim();
     while let Some(t) = text.strip_suffix(';') {
         text = t.trim_end();
     }
-    Ok(Guarded {
-        sql: text.to_string(),
-        statement,
-        functions,
-    })
+    Ok(Guarded { sql: text.to_string(), statement, functions })
 }
 
 /// Why a function of this name is refused before anything runs: PostgreSQL's own tree decides
@@ -229,25 +191,11 @@ fn fold(ident: &sqlparser::ast::Ident) -> String {
 }
 
 fn function_ref(name: &ObjectName) -> FunctionRef {
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .filter_map(|p| p.as_ident())
-        .map(fold)
-        .collect();
+    let parts: Vec<String> = name.0.iter().filter_map(|p| p.as_ident()).map(fold).collect();
     match parts.as_slice() {
-        [.., schema, name] => FunctionRef {
-            schema: Some(schema.clone()),
-            name: name.clone(),
-        },
-        [name] => FunctionRef {
-            schema: None,
-            name: name.clone(),
-        },
-        [] => FunctionRef {
-            schema: None,
-            name: name.to_string().to_lowercase(),
-        },
+        [.., schema, name] => FunctionRef { schema: Some(schema.clone()), name: name.clone() },
+        [name] => FunctionRef { schema: None, name: name.clone() },
+        [] => FunctionRef { schema: None, name: name.to_string().to_lowercase() },
     }
 }
 
@@ -261,10 +209,7 @@ impl Visitor for Walker {
     fn pre_visit_statement(&mut self, s: &Statement) -> ControlFlow<GuardError> {
         match s {
             Statement::Query(_) => ControlFlow::Continue(()),
-            other => ControlFlow::Break(GuardError::DataModifying(format!(
-                "{} in a subquery",
-                statement_kind(other)
-            ))),
+            other => ControlFlow::Break(GuardError::DataModifying(format!("{} in a subquery", statement_kind(other)))),
         }
     }
 
@@ -290,12 +235,7 @@ impl Visitor for Walker {
 
     fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<GuardError> {
         match t {
-            TableFactor::Table {
-                name,
-                args: Some(_),
-                ..
-            }
-            | TableFactor::Function { name, .. } => {
+            TableFactor::Table { name, args: Some(_), .. } | TableFactor::Function { name, .. } => {
                 self.functions.push(function_ref(name));
             }
             _ => {}
@@ -341,36 +281,21 @@ mod tests {
 
     #[test]
     fn strips_trailing_semicolons_only() {
-        assert_eq!(
-            check("  SELECT 1 ;; ").map(|g| g.sql).ok().as_deref(),
-            Some("SELECT 1")
-        );
+        assert_eq!(check("  SELECT 1 ;; ").map(|g| g.sql).ok().as_deref(), Some("SELECT 1"));
     }
 
     #[test]
     fn refuses_non_queries() {
         assert!(matches!(err("DROP TABLE singer"), GuardError::NotAQuery(k) if k == "DROP TABLE"));
-        assert!(matches!(
-            err("DELETE FROM singer"),
-            GuardError::NotAQuery(_)
-        ));
+        assert!(matches!(err("DELETE FROM singer"), GuardError::NotAQuery(_)));
         assert!(matches!(err("EXPLAIN SELECT 1"), GuardError::NotAQuery(_)));
-        assert!(matches!(
-            err("COPY (SELECT 1) TO STDOUT"),
-            GuardError::NotAQuery(_)
-        ));
-        assert!(matches!(
-            err("SET search_path = evil"),
-            GuardError::NotAQuery(_)
-        ));
+        assert!(matches!(err("COPY (SELECT 1) TO STDOUT"), GuardError::NotAQuery(_)));
+        assert!(matches!(err("SET search_path = evil"), GuardError::NotAQuery(_)));
     }
 
     #[test]
     fn refuses_data_modifying_ctes_at_any_depth() {
-        assert!(matches!(
-            err("WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d"),
-            GuardError::DataModifying(_)
-        ));
+        assert!(matches!(err("WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d"), GuardError::DataModifying(_)));
         assert!(matches!(
             err("SELECT * FROM (WITH u AS (UPDATE t SET a = 1 RETURNING a) SELECT a FROM u) s"),
             GuardError::DataModifying(_)
@@ -383,32 +308,17 @@ mod tests {
 
     #[test]
     fn refuses_select_into_and_locks() {
-        assert_eq!(
-            err("SELECT * INTO copy FROM singer"),
-            GuardError::SelectInto
-        );
+        assert_eq!(err("SELECT * INTO copy FROM singer"), GuardError::SelectInto);
         assert_eq!(err("SELECT * FROM singer FOR UPDATE"), GuardError::Locking);
-        assert_eq!(
-            err("SELECT * FROM singer FOR SHARE NOWAIT"),
-            GuardError::Locking
-        );
-        assert_eq!(
-            err("SELECT * FROM (SELECT * FROM singer FOR UPDATE) s"),
-            GuardError::Locking
-        );
+        assert_eq!(err("SELECT * FROM singer FOR SHARE NOWAIT"), GuardError::Locking);
+        assert_eq!(err("SELECT * FROM (SELECT * FROM singer FOR UPDATE) s"), GuardError::Locking);
         // Forms the parser does not know are refused as syntax errors, never executed.
-        assert!(matches!(
-            err("SELECT * FROM singer FOR NO KEY UPDATE"),
-            GuardError::Syntax(_)
-        ));
+        assert!(matches!(err("SELECT * FROM singer FOR NO KEY UPDATE"), GuardError::Syntax(_)));
     }
 
     #[test]
     fn refuses_multiple_statements() {
-        assert_eq!(
-            err("SELECT 1; DROP TABLE singer"),
-            GuardError::MultipleStatements(2)
-        );
+        assert_eq!(err("SELECT 1; DROP TABLE singer"), GuardError::MultipleStatements(2));
         assert_eq!(err("SELECT 1; SELECT 2"), GuardError::MultipleStatements(2));
         assert_eq!(err("-- nothing"), GuardError::NoStatement);
     }
@@ -431,10 +341,7 @@ mod tests {
             "SELECT query_to_xml('DELETE FROM t', true, true, '')",
             "SELECT nl2sql('again')",
         ] {
-            assert!(
-                matches!(err(sql), GuardError::ForbiddenFunction { .. }),
-                "{sql}"
-            );
+            assert!(matches!(err(sql), GuardError::ForbiddenFunction { .. }), "{sql}");
         }
     }
 
@@ -442,13 +349,7 @@ mod tests {
     fn quoted_names_are_not_folded() {
         // "PG_SLEEP" quoted is a different (user) function than pg_sleep.
         let g = check("SELECT \"PG_SLEEP\"(1)").expect("quoted upper-case name is not pg_sleep");
-        assert_eq!(
-            g.functions,
-            vec![FunctionRef {
-                schema: None,
-                name: "PG_SLEEP".into()
-            }]
-        );
+        assert_eq!(g.functions, vec![FunctionRef { schema: None, name: "PG_SLEEP".into() }]);
     }
 
     #[test]

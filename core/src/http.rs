@@ -79,10 +79,7 @@ impl Endpoint {
     }
 
     pub fn error(&self, kind: ErrorKind) -> EndpointError {
-        EndpointError {
-            service: self.service,
-            kind,
-        }
+        EndpointError { service: self.service, kind }
     }
 
     /// An answer that could not be used, with an excerpt of its body (scrubbed).
@@ -111,50 +108,16 @@ pub struct EndpointError {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ErrorKind {
     NotConfigured,
-    BadUrl {
-        url: String,
-        reason: String,
-    },
-    Connect {
-        url: String,
-        reason: String,
-    },
-    Timeout {
-        url: String,
-        ms: u128,
-    },
-    Auth {
-        url: String,
-        status: u16,
-        body: String,
-    },
-    RateLimited {
-        url: String,
-        attempts: u32,
-    },
-    Server {
-        url: String,
-        status: u16,
-        attempts: u32,
-        body: String,
-    },
-    Http {
-        url: String,
-        status: u16,
-        body: String,
-    },
-    BadResponse {
-        url: String,
-        reason: String,
-        body: String,
-    },
-    EmptyAnswer {
-        finish_reason: Option<String>,
-    },
-    TooLarge {
-        url: String,
-        limit: usize,
-    },
+    BadUrl { url: String, reason: String },
+    Connect { url: String, reason: String },
+    Timeout { url: String, ms: u128 },
+    Auth { url: String, status: u16, body: String },
+    RateLimited { url: String, attempts: u32 },
+    Server { url: String, status: u16, attempts: u32, body: String },
+    Http { url: String, status: u16, body: String },
+    BadResponse { url: String, reason: String, body: String },
+    EmptyAnswer { finish_reason: Option<String> },
+    TooLarge { url: String, limit: usize },
 }
 
 impl Diagnostic for EndpointError {
@@ -167,9 +130,9 @@ impl Diagnostic for EndpointError {
             ErrorKind::Auth { .. } => SqlState::InvalidAuthorization,
             ErrorKind::RateLimited { .. } => SqlState::ConfigurationLimitExceeded,
             ErrorKind::Server { .. } => SqlState::ConnectionFailure,
-            ErrorKind::Http { .. }
-            | ErrorKind::BadResponse { .. }
-            | ErrorKind::EmptyAnswer { .. } => SqlState::ProtocolViolation,
+            ErrorKind::Http { .. } | ErrorKind::BadResponse { .. } | ErrorKind::EmptyAnswer { .. } => {
+                SqlState::ProtocolViolation
+            }
             ErrorKind::TooLarge { .. } => SqlState::ProgramLimitExceeded,
         }
     }
@@ -179,50 +142,25 @@ impl Diagnostic for EndpointError {
         match &self.kind {
             ErrorKind::NotConfigured => format!("{} is not set", self.service.setting("url")),
             ErrorKind::BadUrl { url, .. } => format!("invalid {svc} endpoint URL \"{url}\""),
-            ErrorKind::Connect { url, .. } => {
-                format!("could not connect to the {svc} endpoint {url}")
-            }
-            ErrorKind::Timeout { url, ms } => {
-                format!("{svc} request to {url} timed out after {ms} ms")
-            }
-            ErrorKind::Auth { url, status, .. } => {
-                format!("{svc} endpoint {url} refused the credentials (HTTP {status})")
-            }
+            ErrorKind::Connect { url, .. } => format!("could not connect to the {svc} endpoint {url}"),
+            ErrorKind::Timeout { url, ms } => format!("{svc} request to {url} timed out after {ms} ms"),
+            ErrorKind::Auth { url, status, .. } => format!("{svc} endpoint {url} refused the credentials (HTTP {status})"),
             ErrorKind::RateLimited { url, attempts } => {
-                format!(
-                    "{svc} endpoint {url} is rate limiting (HTTP 429 after {})",
-                    attempts_text(*attempts)
-                )
+                format!("{svc} endpoint {url} is rate limiting (HTTP 429 after {})", attempts_text(*attempts))
             }
-            ErrorKind::Server {
-                url,
-                status,
-                attempts,
-                ..
-            } => {
-                format!(
-                    "{svc} endpoint {url} failed with HTTP {status} after {}",
-                    attempts_text(*attempts)
-                )
+            ErrorKind::Server { url, status, attempts, .. } => {
+                format!("{svc} endpoint {url} failed with HTTP {status} after {}", attempts_text(*attempts))
             }
-            ErrorKind::Http { url, status, .. } => {
-                format!("{svc} endpoint {url} answered HTTP {status}")
-            }
-            ErrorKind::BadResponse { url, reason, .. } => {
-                format!("{svc} endpoint {url} sent an unusable answer: {reason}")
-            }
+            ErrorKind::Http { url, status, .. } => format!("{svc} endpoint {url} answered HTTP {status}"),
+            ErrorKind::BadResponse { url, reason, .. } => format!("{svc} endpoint {url} sent an unusable answer: {reason}"),
             ErrorKind::EmptyAnswer { .. } => "the model returned an empty answer".into(),
-            ErrorKind::TooLarge { url, limit } => {
-                format!("{svc} endpoint {url} sent an answer larger than {limit} bytes")
-            }
+            ErrorKind::TooLarge { url, limit } => format!("{svc} endpoint {url} sent an answer larger than {limit} bytes"),
         }
     }
 
     fn detail(&self) -> Option<String> {
         match &self.kind {
-            ErrorKind::BadUrl { reason, .. } | ErrorKind::Connect { reason, .. } => {
-                Some(sentence(reason))
-            }
+            ErrorKind::BadUrl { reason, .. } | ErrorKind::Connect { reason, .. } => Some(sentence(reason)),
             ErrorKind::Auth { body, .. }
             | ErrorKind::Server { body, .. }
             | ErrorKind::Http { body, .. }
@@ -231,9 +169,7 @@ impl Diagnostic for EndpointError {
             {
                 Some(format!("Response body: {body}"))
             }
-            ErrorKind::EmptyAnswer {
-                finish_reason: Some(r),
-            } => Some(format!("The model stopped with finish_reason \"{r}\".")),
+            ErrorKind::EmptyAnswer { finish_reason: Some(r) } => Some(format!("The model stopped with finish_reason \"{r}\".")),
             _ => None,
         }
     }
@@ -324,19 +260,11 @@ pub fn post_json(ep: &Endpoint, body: &str) -> Result<Reply, EndpointError> {
     let url = ep.url();
     let shown = ep.display_url();
     if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(ep.error(ErrorKind::BadUrl {
-            url: shown,
-            reason: "the URL must start with http:// or https://".into(),
-        }));
+        return Err(ep.error(ErrorKind::BadUrl { url: shown, reason: "the URL must start with http:// or https://".into() }));
     }
     let start = Instant::now();
     let deadline = start + ep.timeout;
-    let timed_out = || {
-        ep.error(ErrorKind::Timeout {
-            url: shown.clone(),
-            ms: ep.timeout.as_millis(),
-        })
-    };
+    let timed_out = || ep.error(ErrorKind::Timeout { url: shown.clone(), ms: ep.timeout.as_millis() });
     let mut attempts = 0u32;
     loop {
         attempts += 1;
@@ -370,27 +298,17 @@ pub fn post_json(ep: &Endpoint, body: &str) -> Result<Reply, EndpointError> {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let text = match resp
-            .body_mut()
-            .with_config()
-            .limit(ep.max_body as u64)
-            .read_to_string()
-        {
+        let text = match resp.body_mut().with_config().limit(ep.max_body as u64).read_to_string() {
             Ok(t) => t,
             Err(ureq::Error::Timeout(_)) => return Err(timed_out()),
             Err(ureq::Error::BodyExceedsLimit(_)) => {
-                return Err(ep.error(ErrorKind::TooLarge {
-                    url: shown,
-                    limit: ep.max_body,
-                }));
+                return Err(ep.error(ErrorKind::TooLarge { url: shown, limit: ep.max_body }));
             }
             Err(e) => return Err(ep.bad_response(format!("reading the body failed: {e}"), "")),
         };
         let retryable = status == 429 || matches!(status, 500 | 502 | 503 | 504);
         if retryable && attempts <= ep.max_retries {
-            let backoff = retry_after
-                .unwrap_or(BACKOFF * 2u32.pow(attempts - 1))
-                .min(MAX_BACKOFF);
+            let backoff = retry_after.unwrap_or(BACKOFF * 2u32.pow(attempts - 1)).min(MAX_BACKOFF);
             if backoff >= deadline.saturating_duration_since(Instant::now()) {
                 return Err(timed_out());
             }
@@ -399,31 +317,11 @@ pub fn post_json(ep: &Endpoint, body: &str) -> Result<Reply, EndpointError> {
         }
         let body = || ep.redact(excerpt(&text));
         return match status {
-            200..=299 => Ok(Reply {
-                text,
-                attempts,
-                latency: start.elapsed(),
-            }),
-            401 | 403 => Err(ep.error(ErrorKind::Auth {
-                url: shown,
-                status,
-                body: body(),
-            })),
-            429 => Err(ep.error(ErrorKind::RateLimited {
-                url: shown,
-                attempts,
-            })),
-            500..=599 => Err(ep.error(ErrorKind::Server {
-                url: shown,
-                status,
-                attempts,
-                body: body(),
-            })),
-            _ => Err(ep.error(ErrorKind::Http {
-                url: shown,
-                status,
-                body: body(),
-            })),
+            200..=299 => Ok(Reply { text, attempts, latency: start.elapsed() }),
+            401 | 403 => Err(ep.error(ErrorKind::Auth { url: shown, status, body: body() })),
+            429 => Err(ep.error(ErrorKind::RateLimited { url: shown, attempts })),
+            500..=599 => Err(ep.error(ErrorKind::Server { url: shown, status, attempts, body: body() })),
+            _ => Err(ep.error(ErrorKind::Http { url: shown, status, body: body() })),
         };
     }
 }
@@ -431,22 +329,14 @@ pub fn post_json(ep: &Endpoint, body: &str) -> Result<Reply, EndpointError> {
 fn classify_transport(ep: &Endpoint, e: ureq::Error) -> EndpointError {
     let url = ep.display_url();
     let reason = match &e {
-        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            "connection refused".to_string()
-        }
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
         ureq::Error::HostNotFound => "host not found".to_string(),
         ureq::Error::BadUri(u) => {
-            return ep.error(ErrorKind::BadUrl {
-                url,
-                reason: ep.redact(format!("bad URI: {u}")),
-            });
+            return ep.error(ErrorKind::BadUrl { url, reason: ep.redact(format!("bad URI: {u}")) });
         }
         other => other.to_string(),
     };
-    ep.error(ErrorKind::Connect {
-        url,
-        reason: ep.redact(reason),
-    })
+    ep.error(ErrorKind::Connect { url, reason: ep.redact(reason) })
 }
 
 /// Runs the jobs on helper threads and waits for all, calling `poll` every few milliseconds.
@@ -463,12 +353,10 @@ pub fn run_concurrently<T: Send + 'static>(
     let mut pending = 0;
     for (i, job) in jobs.into_iter().enumerate() {
         let tx = tx.clone();
-        let spawned = thread::Builder::new()
-            .name(format!("nl2sql-http-{i}"))
-            .spawn(move || {
-                block_signals();
-                let _ = tx.send((i, job()));
-            });
+        let spawned = thread::Builder::new().name(format!("nl2sql-http-{i}")).spawn(move || {
+            block_signals();
+            let _ = tx.send((i, job()));
+        });
         if spawned.is_ok() {
             pending += 1;
         }
@@ -485,10 +373,7 @@ pub fn run_concurrently<T: Send + 'static>(
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    results
-        .into_iter()
-        .map(|r| r.unwrap_or_else(&lost))
-        .collect()
+    results.into_iter().map(|r| r.unwrap_or_else(&lost)).collect()
 }
 
 /// Blocks every signal in the calling thread, so that signals meant for the PostgreSQL backend
@@ -556,16 +441,11 @@ pub(crate) mod tests {
     /// (status, body, delay ms), each connection on its own thread; returns the requests it saw.
     pub fn serve(replies: Vec<(u16, String, u64)>) -> (String, thread::JoinHandle<Vec<String>>) {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url = format!(
-            "http://127.0.0.1:{}/v1",
-            listener.local_addr().expect("addr").port()
-        );
+        let url = format!("http://127.0.0.1:{}/v1", listener.local_addr().expect("addr").port());
         let h = thread::spawn(move || {
             let mut workers = Vec::new();
             for (status, body, delay_ms) in replies {
-                let Ok((mut s, _)) = listener.accept() else {
-                    break;
-                };
+                let Ok((mut s, _)) = listener.accept() else { break };
                 workers.push(thread::spawn(move || {
                     let mut buf = vec![0u8; 65536];
                     let mut req = String::new();
@@ -592,16 +472,10 @@ pub(crate) mod tests {
 
     /// Whether a request has its headers and as many body bytes as Content-Length says.
     fn complete(req: &str) -> bool {
-        let Some((head, body)) = req.split_once("\r\n\r\n") else {
-            return false;
-        };
+        let Some((head, body)) = req.split_once("\r\n\r\n") else { return false };
         let len = head
             .lines()
-            .find_map(|l| {
-                l.to_ascii_lowercase()
-                    .strip_prefix("content-length:")
-                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-            })
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
             .unwrap_or(0);
         body.len() >= len
     }
@@ -628,64 +502,31 @@ pub(crate) mod tests {
 
     #[test]
     fn gives_up_after_retries() {
-        let (url, h) = serve(vec![
-            (500, "boom".into(), 0),
-            (500, "boom".into(), 0),
-            (500, "boom".into(), 0),
-        ]);
+        let (url, h) = serve(vec![(500, "boom".into(), 0), (500, "boom".into(), 0), (500, "boom".into(), 0)]);
         let e = post_json(&endpoint(Service::Llm, url), "{}").expect_err("must fail");
-        assert!(
-            matches!(
-                e.kind,
-                ErrorKind::Server {
-                    status: 500,
-                    attempts: 3,
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
+        assert!(matches!(e.kind, ErrorKind::Server { status: 500, attempts: 3, .. }), "{e:?}");
         assert_eq!(e.sqlstate(), SqlState::ConnectionFailure);
         h.join().expect("server");
     }
 
     #[test]
     fn auth_error_never_shows_key() {
-        let (url, h) = serve(vec![(
-            401,
-            "{\"error\":\"bad key sk-test-secret\"}".into(),
-            0,
-        )]);
+        let (url, h) = serve(vec![(401, "{\"error\":\"bad key sk-test-secret\"}".into(), 0)]);
         let ep = endpoint(Service::Embeddings, url);
         let e = post_json(&ep, "{}").expect_err("must fail");
         let r = e.report(ep.api_key.as_ref());
         assert_eq!(r.sqlstate, SqlState::InvalidAuthorization);
         assert!(r.message.starts_with("embedding endpoint"));
-        assert!(r
-            .hint
-            .as_deref()
-            .unwrap_or("")
-            .contains("nl2sql.embedding_api_key"));
+        assert!(r.hint.as_deref().unwrap_or("").contains("nl2sql.embedding_api_key"));
         assert!(!format!("{r:?}").contains("sk-test-secret"), "{r:?}");
         h.join().expect("server");
     }
 
     #[test]
     fn refused_connection() {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .expect("bind")
-            .local_addr()
-            .expect("addr")
-            .port();
-        let e = post_json(
-            &endpoint(Service::Llm, format!("http://127.0.0.1:{port}/v1")),
-            "{}",
-        )
-        .expect_err("refused");
-        assert!(
-            matches!(&e.kind, ErrorKind::Connect { reason, .. } if reason == "connection refused"),
-            "{e:?}"
-        );
+        let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let e = post_json(&endpoint(Service::Llm, format!("http://127.0.0.1:{port}/v1")), "{}").expect_err("refused");
+        assert!(matches!(&e.kind, ErrorKind::Connect { reason, .. } if reason == "connection refused"), "{e:?}");
         assert_eq!(e.sqlstate().code(), "08001");
         assert_eq!(e.detail().as_deref(), Some("Connection refused."));
     }
@@ -697,10 +538,7 @@ pub(crate) mod tests {
         ep.timeout = Duration::from_millis(300);
         let t = Instant::now();
         let e = post_json(&ep, "{}").expect_err("timeout");
-        assert!(
-            matches!(e.kind, ErrorKind::Timeout { ms: 300, .. }),
-            "{e:?}"
-        );
+        assert!(matches!(e.kind, ErrorKind::Timeout { ms: 300, .. }), "{e:?}");
         assert!(t.elapsed() < Duration::from_secs(2));
     }
 
@@ -708,10 +546,7 @@ pub(crate) mod tests {
     fn redirects_are_not_followed() {
         let (url, h) = serve(vec![(307, "".into(), 0)]);
         let e = post_json(&endpoint(Service::Llm, url), "{}").expect_err("redirect");
-        assert!(
-            matches!(e.kind, ErrorKind::Http { status: 307, .. }),
-            "{e:?}"
-        );
+        assert!(matches!(e.kind, ErrorKind::Http { status: 307, .. }), "{e:?}");
         assert_eq!(h.join().expect("server").len(), 1);
     }
 
@@ -730,16 +565,12 @@ pub(crate) mod tests {
                 thread::sleep(Duration::from_secs(3));
                 1
             });
-            run_concurrently(
-                vec![job],
-                &mut || {
-                    polls += 1;
-                    if polls == 20 {
-                        panic!("cancel");
-                    }
-                },
-                || 0,
-            )
+            run_concurrently(vec![job], &mut || {
+                polls += 1;
+                if polls == 20 {
+                    panic!("cancel");
+                }
+            }, || 0)
         }));
         assert!(r.is_err());
         assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
@@ -757,29 +588,19 @@ pub(crate) mod tests {
             })
             .collect();
         assert_eq!(run_concurrently(jobs, &mut || {}, || 99), vec![0, 1, 2]);
-        assert!(
-            t.elapsed() < Duration::from_millis(1000),
-            "{:?}",
-            t.elapsed()
-        );
+        assert!(t.elapsed() < Duration::from_millis(1000), "{:?}", t.elapsed());
     }
 
     #[test]
     fn urls() {
         let ep = endpoint(Service::Llm, "http://u:p@127.0.0.1:8080/v1/".into());
         assert_eq!(ep.url(), "http://u:p@127.0.0.1:8080/v1/chat/completions");
-        assert_eq!(
-            ep.display_url(),
-            "http://127.0.0.1:8080/v1/chat/completions"
-        );
+        assert_eq!(ep.display_url(), "http://127.0.0.1:8080/v1/chat/completions");
         assert!(is_loopback(&ep.url()));
         assert!(!is_loopback("https://api.openai.com/v1"));
         assert!(is_loopback("http://[::1]:8080/v1"));
         let full = endpoint(Service::Llm, "http://h/v1/chat/completions".into());
         assert_eq!(full.url(), "http://h/v1/chat/completions");
-        assert_eq!(
-            endpoint(Service::Embeddings, "http://h/v1".into()).url(),
-            "http://h/v1/embeddings"
-        );
+        assert_eq!(endpoint(Service::Embeddings, "http://h/v1".into()).url(), "http://h/v1/embeddings");
     }
 }

@@ -18,22 +18,13 @@ pub struct Message {
 
 impl Message {
     pub fn system(c: impl Into<String>) -> Message {
-        Message {
-            role: "system".into(),
-            content: c.into(),
-        }
+        Message { role: "system".into(), content: c.into() }
     }
     pub fn user(c: impl Into<String>) -> Message {
-        Message {
-            role: "user".into(),
-            content: c.into(),
-        }
+        Message { role: "user".into(), content: c.into() }
     }
     pub fn assistant(c: impl Into<String>) -> Message {
-        Message {
-            role: "assistant".into(),
-            content: c.into(),
-        }
+        Message { role: "assistant".into(), content: c.into() }
     }
 }
 
@@ -56,35 +47,24 @@ pub struct Completion {
 }
 
 /// Sends one request and waits for it, calling `poll` every few milliseconds.
-pub fn chat(
-    ep: &Endpoint,
-    req: ChatRequest,
-    poll: &mut dyn FnMut(),
-) -> Result<Completion, LlmError> {
-    chat_many(ep, vec![req], poll).pop().unwrap_or_else(|| {
-        Err(ep.error(ErrorKind::EmptyAnswer {
-            finish_reason: None,
-        }))
-    })
+pub fn chat(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> Result<Completion, LlmError> {
+    chat_many(ep, vec![req], poll)
+        .pop()
+        .unwrap_or_else(|| Err(ep.error(ErrorKind::EmptyAnswer { finish_reason: None })))
 }
 
 /// Sends all requests concurrently and waits for all, calling `poll` every few milliseconds.
 /// `poll` may unwind (a PostgreSQL error on cancel); the helper threads then finish on their own.
-pub fn chat_many(
-    ep: &Endpoint,
-    reqs: Vec<ChatRequest>,
-    poll: &mut dyn FnMut(),
-) -> Vec<Result<Completion, LlmError>> {
+pub fn chat_many(ep: &Endpoint, reqs: Vec<ChatRequest>, poll: &mut dyn FnMut()) -> Vec<Result<Completion, LlmError>> {
     debug_assert_eq!(ep.service, Service::Llm);
     let jobs: Vec<Box<dyn FnOnce() -> Result<Completion, LlmError> + Send>> = reqs
         .into_iter()
         .map(|req| {
             let ep = ep.clone();
-            let job: Box<dyn FnOnce() -> Result<Completion, LlmError> + Send> =
-                Box::new(move || {
-                    let reply = http::post_json(&ep, &request_body(&ep, &req))?;
-                    parse_completion(&ep, &reply.text, reply.latency, reply.attempts)
-                });
+            let job: Box<dyn FnOnce() -> Result<Completion, LlmError> + Send> = Box::new(move || {
+                let reply = http::post_json(&ep, &request_body(&ep, &req))?;
+                parse_completion(&ep, &reply.text, reply.latency, reply.attempts)
+            });
             job
         })
         .collect();
@@ -106,12 +86,7 @@ fn request_body(ep: &Endpoint, req: &ChatRequest) -> String {
 }
 
 /// Reads an OpenAI chat completion response.
-pub fn parse_completion(
-    ep: &Endpoint,
-    text: &str,
-    latency: Duration,
-    attempts: u32,
-) -> Result<Completion, LlmError> {
+pub fn parse_completion(ep: &Endpoint, text: &str, latency: Duration, attempts: u32) -> Result<Completion, LlmError> {
     let v: Value = serde_json::from_str(text).map_err(|e| {
         if e.is_eof() {
             ep.bad_response("the JSON is truncated", text)
@@ -124,10 +99,7 @@ pub fn parse_completion(
         .and_then(Value::as_array)
         .and_then(|c| c.first())
         .ok_or_else(|| ep.bad_response("no choices in the response", text))?;
-    let finish_reason = choice
-        .get("finish_reason")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
     let content = choice
         .get("message")
         .and_then(|m| m.get("content"))
@@ -157,11 +129,7 @@ mod tests {
     use crate::http::tests::{endpoint, serve};
 
     fn request() -> ChatRequest {
-        ChatRequest {
-            messages: vec![Message::user("hi")],
-            temperature: 0.0,
-            max_tokens: 16,
-        }
+        ChatRequest { messages: vec![Message::user("hi")], temperature: 0.0, max_tokens: 16 }
     }
 
     fn ok_body(content: &str) -> String {
@@ -175,39 +143,22 @@ mod tests {
         let (url, h) = serve(vec![(200, ok_body("SELECT 1"), 0)]);
         let c = chat(&endpoint(Service::Llm, url), request(), &mut || {}).expect("completion");
         assert_eq!(c.content, "SELECT 1");
-        assert_eq!(
-            (c.prompt_tokens, c.completion_tokens, c.attempts),
-            (Some(12), Some(3), 1)
-        );
+        assert_eq!((c.prompt_tokens, c.completion_tokens, c.attempts), (Some(12), Some(3), 1));
         let seen = h.join().expect("server");
         assert!(seen[0].starts_with("POST /v1/chat/completions"));
-        assert!(seen[0]
-            .to_ascii_lowercase()
-            .contains("authorization: bearer sk-test-secret"));
+        assert!(seen[0].to_ascii_lowercase().contains("authorization: bearer sk-test-secret"));
         assert!(seen[0].contains("\"model\":\"m\""));
     }
 
     #[test]
     fn garbage_and_truncated_json() {
-        let (url, h) = serve(vec![
-            (200, "<html>oops</html>".into(), 0),
-            (200, "{\"choices\": [".into(), 0),
-        ]);
+        let (url, h) = serve(vec![(200, "<html>oops</html>".into(), 0), (200, "{\"choices\": [".into(), 0)]);
         let ep = endpoint(Service::Llm, url);
         let e1 = chat(&ep, request(), &mut || {}).expect_err("garbage");
         let e2 = chat(&ep, request(), &mut || {}).expect_err("truncated");
-        assert!(
-            matches!(&e1.kind, ErrorKind::BadResponse { reason, .. } if reason.contains("not JSON")),
-            "{e1:?}"
-        );
-        assert_eq!(
-            e1.detail().as_deref(),
-            Some("Response body: <html>oops</html>")
-        );
-        assert!(
-            matches!(&e2.kind, ErrorKind::BadResponse { reason, .. } if reason.contains("truncated")),
-            "{e2:?}"
-        );
+        assert!(matches!(&e1.kind, ErrorKind::BadResponse { reason, .. } if reason.contains("not JSON")), "{e1:?}");
+        assert_eq!(e1.detail().as_deref(), Some("Response body: <html>oops</html>"));
+        assert!(matches!(&e2.kind, ErrorKind::BadResponse { reason, .. } if reason.contains("truncated")), "{e2:?}");
         assert_eq!(e2.sqlstate(), SqlState::ProtocolViolation);
         h.join().expect("server");
     }
@@ -217,12 +168,7 @@ mod tests {
         let body = serde_json::json!({"choices": [{"message": {"content": "  "}, "finish_reason": "length"}]}).to_string();
         let (url, h) = serve(vec![(200, body, 0)]);
         let e = chat(&endpoint(Service::Llm, url), request(), &mut || {}).expect_err("empty");
-        assert_eq!(
-            e.kind,
-            ErrorKind::EmptyAnswer {
-                finish_reason: Some("length".into())
-            }
-        );
+        assert_eq!(e.kind, ErrorKind::EmptyAnswer { finish_reason: Some("length".into()) });
         assert!(e.hint().unwrap_or_default().contains("llm_max_tokens"));
         h.join().expect("server");
     }
@@ -231,18 +177,10 @@ mod tests {
     fn many_requests_run_concurrently() {
         let (url, h) = serve((0..3).map(|_| (200, ok_body("SELECT 1"), 500)).collect());
         let t = std::time::Instant::now();
-        let rs = chat_many(
-            &endpoint(Service::Llm, url),
-            vec![request(), request(), request()],
-            &mut || {},
-        );
+        let rs = chat_many(&endpoint(Service::Llm, url), vec![request(), request(), request()], &mut || {});
         assert!(rs.iter().all(|r| r.is_ok()));
         // Three answers that each take 500 ms arrive together, not one after another.
-        assert!(
-            t.elapsed() < Duration::from_millis(1200),
-            "{:?}",
-            t.elapsed()
-        );
+        assert!(t.elapsed() < Duration::from_millis(1200), "{:?}", t.elapsed());
         h.join().expect("server");
     }
 }

@@ -21,11 +21,7 @@ pub struct Lookup {
 
 impl Lookup {
     pub fn plain(text: &str) -> Lookup {
-        Lookup {
-            text: text.to_string(),
-            query: text.to_string(),
-            weight: 1.0,
-        }
+        Lookup { text: text.to_string(), query: text.to_string(), weight: 1.0 }
     }
 }
 
@@ -55,11 +51,7 @@ pub fn lookups(phrases: &[String]) -> Vec<Lookup> {
                 return out;
             }
             if seen.insert(v.clone()) {
-                out.push(Lookup {
-                    text: v,
-                    query: p.clone(),
-                    weight: FORM_MATCH,
-                });
+                out.push(Lookup { text: v, query: p.clone(), weight: FORM_MATCH });
             }
         }
     }
@@ -96,14 +88,7 @@ pub trait ValueStore {
 /// their other forms, ranked, and the doubtful ones re-checked (at most [`MAX_RECHECKS`]; a
 /// value past that budget is left out rather than shown unchecked).
 /// `words`: the question's words that may name a value ([`retrieve::query_words`]).
-pub fn search(
-    store: &mut impl ValueStore,
-    phrases: &[String],
-    words: &[String],
-    columns: &[Column],
-    k: usize,
-    threshold: f32,
-) -> Vec<Hit> {
+pub fn search(store: &mut impl ValueStore, phrases: &[String], words: &[String], columns: &[Column], k: usize, threshold: f32) -> Vec<Hit> {
     if phrases.is_empty() || columns.is_empty() || k == 0 {
         return vec![];
     }
@@ -114,18 +99,12 @@ pub fn search(
     let ranked = retrieve::rank_in(words, &lookups, &candidates, threshold, usize::MAX);
     let by_id: HashMap<u32, &Column> = columns.iter().map(|c| (c.id, c)).collect();
     // Only the hits that could be shown are asked about.
-    let shown: Vec<(u32, String)> = ranked
-        .iter()
-        .take(k + MAX_RECHECKS)
-        .map(|h| (h.column, h.value.clone()))
-        .collect();
+    let shown: Vec<(u32, String)> = ranked.iter().take(k + MAX_RECHECKS).map(|h| (h.column, h.value.clone())).collect();
     let pending = store.pending(&shown);
     let mut out = Vec::new();
     let mut rechecks = 0usize;
     for hit in ranked.into_iter().take(k + MAX_RECHECKS) {
-        let Some(col) = by_id.get(&hit.column) else {
-            continue;
-        };
+        let Some(col) = by_id.get(&hit.column) else { continue };
         if col.recheck || pending.contains(&(hit.column, hit.value.clone())) {
             rechecks += 1;
             if rechecks > MAX_RECHECKS || !store.still_held(hit.column, &hit.value) {
@@ -142,12 +121,7 @@ pub fn search(
 
 /// The store's candidates for `lookups`, and those of the keys that correct a typo in them
 /// ([`typos::corrections`]), attributed to the lookup they correct and scored against it.
-fn candidates(
-    store: &mut impl ValueStore,
-    lookups: &[Lookup],
-    columns: &[u32],
-    limit: usize,
-) -> Vec<Candidate> {
+fn candidates(store: &mut impl ValueStore, lookups: &[Lookup], columns: &[u32], limit: usize) -> Vec<Candidate> {
     let mut found = store.candidates(lookups, columns, limit);
     let fixes = typos::corrections(lookups, &found);
     if fixes.is_empty() {
@@ -155,12 +129,7 @@ fn candidates(
     }
     let keys: Vec<String> = fixes.iter().map(|f| f.key.clone()).collect();
     for mut c in store.exact(&keys, columns) {
-        let Some(l) = fixes
-            .get(c.phrase)
-            .and_then(|f| lookups.get(f.lookup).map(|l| (f.lookup, l)))
-        else {
-            continue;
-        };
+        let Some(l) = fixes.get(c.phrase).and_then(|f| lookups.get(f.lookup).map(|l| (f.lookup, l))) else { continue };
         c.phrase = l.0;
         c.trigram = Some(embed::trigram_similarity(&l.1.text, &c.term));
         c.cosine = None;
@@ -174,12 +143,7 @@ fn candidates(
 /// accents and spacing wins when it is the only one; else (`fuzzy`: the index's scores are the
 /// built-in embedder's) a whole value scoring at least [`CLOSEST_MIN_SCORE`] by the index and
 /// by edit similarity (a typo). A doubtful value is re-checked.
-pub fn closest(
-    store: &mut impl ValueStore,
-    column: &Column,
-    literal: &str,
-    fuzzy: bool,
-) -> Option<String> {
+pub fn closest(store: &mut impl ValueStore, column: &Column, literal: &str, fuzzy: bool) -> Option<String> {
     let same = store.same_key(column.id, literal);
     if same.iter().any(|v| v == literal) {
         return None;
@@ -191,17 +155,12 @@ pub fn closest(
             let candidates = candidates(store, &lookups, &[column.id], CLOSEST_CANDIDATES);
             retrieve::rank(&lookups, &candidates, CLOSEST_MIN_SCORE, usize::MAX)
                 .into_iter()
-                .find(|h| {
-                    h.value != literal && edit_similarity(&h.value, literal) >= CLOSEST_MIN_SCORE
-                })?
+                .find(|h| h.value != literal && edit_similarity(&h.value, literal) >= CLOSEST_MIN_SCORE)?
                 .value
         }
         _ => return None,
     };
-    let doubtful = column.recheck
-        || store
-            .pending(&[(column.id, found.clone())])
-            .contains(&(column.id, found.clone()));
+    let doubtful = column.recheck || store.pending(&[(column.id, found.clone())]).contains(&(column.id, found.clone()));
     if doubtful && !store.still_held(column.id, &found) {
         return None;
     }
@@ -210,21 +169,14 @@ pub fn closest(
 
 /// Values waiting to be embedded (an endpoint embedder's queue) as candidates: those whose text
 /// is close to a lookup by trigrams or spelling. Linear in lookups × values; callers bound both.
-pub fn queued_candidates(
-    lookups: &[Lookup],
-    queued: &[(u32, String)],
-    threshold: f32,
-) -> Vec<Candidate> {
+pub fn queued_candidates(lookups: &[Lookup], queued: &[(u32, String)], threshold: f32) -> Vec<Candidate> {
     let mut out = Vec::new();
     for (column, value) in queued {
         crate::interrupt::check();
         let folded = embed::fold(value);
         for (i, l) in lookups.iter().enumerate() {
             let trigram = embed::trigram_similarity(&l.text, &folded);
-            if folded == l.text
-                || trigram >= threshold
-                || edit_similarity(&l.text, &folded) >= threshold
-            {
+            if folded == l.text || trigram >= threshold || edit_similarity(&l.text, &folded) >= threshold {
                 out.push(Candidate {
                     column: *column,
                     value: value.clone(),
@@ -259,10 +211,7 @@ pub fn entries(values: &[String]) -> Vec<(String, String)> {
     }
     let mut rows: Vec<(String, String)> = values.iter().map(|v| (v.clone(), v.clone())).collect();
     let cap = phrase_cap(values.len());
-    let mut shared: Vec<(String, Vec<usize>)> = by_phrase
-        .into_iter()
-        .filter(|(_, owners)| owners.len() <= cap)
-        .collect();
+    let mut shared: Vec<(String, Vec<usize>)> = by_phrase.into_iter().filter(|(_, owners)| owners.len() <= cap).collect();
     shared.sort_unstable();
     for (p, owners) in shared {
         rows.extend(owners.into_iter().map(|i| (values[i].clone(), p.clone())));
@@ -285,33 +234,16 @@ mod tests {
 
     impl Memory {
         fn new(values: &[(u32, &str)]) -> Memory {
-            Memory {
-                values: values.iter().map(|(c, v)| (*c, v.to_string())).collect(),
-                pending: HashSet::new(),
-                gone: HashSet::new(),
-                rechecked: 0,
-            }
+            Memory { values: values.iter().map(|(c, v)| (*c, v.to_string())).collect(), pending: HashSet::new(), gone: HashSet::new(), rechecked: 0 }
         }
     }
 
     impl ValueStore for Memory {
-        fn candidates(
-            &mut self,
-            lookups: &[Lookup],
-            columns: &[u32],
-            _limit: usize,
-        ) -> Vec<Candidate> {
+        fn candidates(&mut self, lookups: &[Lookup], columns: &[u32], _limit: usize) -> Vec<Candidate> {
             let mut out = Vec::new();
             for (i, _) in lookups.iter().enumerate() {
                 for (c, v) in self.values.iter().filter(|(c, _)| columns.contains(c)) {
-                    out.push(Candidate {
-                        column: *c,
-                        value: v.clone(),
-                        term: v.clone(),
-                        cosine: None,
-                        trigram: None,
-                        phrase: i,
-                    });
+                    out.push(Candidate { column: *c, value: v.clone(), term: v.clone(), cosine: None, trigram: None, phrase: i });
                 }
             }
             out
@@ -319,35 +251,17 @@ mod tests {
         fn exact(&mut self, keys: &[String], columns: &[u32]) -> Vec<Candidate> {
             let mut out = Vec::new();
             for (i, k) in keys.iter().enumerate() {
-                for (c, v) in self
-                    .values
-                    .iter()
-                    .filter(|(c, v)| columns.contains(c) && embed::fold(v) == *k)
-                {
-                    out.push(Candidate {
-                        column: *c,
-                        value: v.clone(),
-                        term: v.clone(),
-                        cosine: None,
-                        trigram: None,
-                        phrase: i,
-                    });
+                for (c, v) in self.values.iter().filter(|(c, v)| columns.contains(c) && embed::fold(v) == *k) {
+                    out.push(Candidate { column: *c, value: v.clone(), term: v.clone(), cosine: None, trigram: None, phrase: i });
                 }
             }
             out
         }
         fn same_key(&mut self, column: u32, text: &str) -> Vec<String> {
-            self.values
-                .iter()
-                .filter(|(c, v)| *c == column && embed::fold(v) == embed::fold(text))
-                .map(|(_, v)| v.clone())
-                .collect()
+            self.values.iter().filter(|(c, v)| *c == column && embed::fold(v) == embed::fold(text)).map(|(_, v)| v.clone()).collect()
         }
         fn pending(&mut self, hits: &[(u32, String)]) -> HashSet<(u32, String)> {
-            hits.iter()
-                .filter(|h| self.pending.contains(h))
-                .cloned()
-                .collect()
+            hits.iter().filter(|h| self.pending.contains(h)).cloned().collect()
         }
         fn still_held(&mut self, column: u32, value: &str) -> bool {
             self.rechecked += 1;
@@ -361,12 +275,7 @@ mod tests {
 
     #[test]
     fn forms_find_values_stored_otherwise() {
-        let mut store = Memory::new(&[
-            (1, "France"),
-            (1, "Germany"),
-            (2, "Airline"),
-            (3, "Saint Louis"),
-        ]);
+        let mut store = Memory::new(&[(1, "France"), (1, "Germany"), (2, "Airline"), (3, "Saint Louis")]);
         let cols = [col(1), col(2), col(3)];
         let hits = search(&mut store, &["french".to_string()], &[], &cols, 3, 0.65);
         assert_eq!(hits[0].value, "France");
@@ -381,14 +290,7 @@ mod tests {
     #[test]
     fn a_phrase_as_written_beats_its_forms() {
         let mut store = Memory::new(&[(1, "Airline"), (1, "Airlines")]);
-        let hits = search(
-            &mut store,
-            &["airlines".to_string()],
-            &[],
-            &[col(1)],
-            2,
-            0.65,
-        );
+        let hits = search(&mut store, &["airlines".to_string()], &[], &[col(1)], 2, 0.65);
         assert_eq!(hits[0].value, "Airlines");
         assert_eq!(hits[0].score, 1.0);
     }
@@ -398,62 +300,26 @@ mod tests {
         let mut store = Memory::new(&[(1, "Aberdeen"), (1, "Abredeen")]);
         store.pending.insert((1, "Aberdeen".into()));
         store.gone.insert((1, "Aberdeen".into()));
-        let hits = search(
-            &mut store,
-            &["aberdeen".to_string()],
-            &[],
-            &[col(1)],
-            2,
-            0.65,
-        );
-        assert_eq!(
-            hits.iter().map(|h| h.value.as_str()).collect::<Vec<_>>(),
-            vec!["Abredeen"]
-        );
+        let hits = search(&mut store, &["aberdeen".to_string()], &[], &[col(1)], 2, 0.65);
+        assert_eq!(hits.iter().map(|h| h.value.as_str()).collect::<Vec<_>>(), vec!["Abredeen"]);
         assert_eq!(store.rechecked, 1);
         // Every value of a column that must be re-checked; never more than the budget.
         let many: Vec<(u32, String)> = (0..100).map(|i| (1, format!("Town {i}"))).collect();
-        let mut store = Memory {
-            values: many,
-            pending: HashSet::new(),
-            gone: HashSet::new(),
-            rechecked: 0,
-        };
-        let hits = search(
-            &mut store,
-            &["town".to_string()],
-            &[],
-            &[Column {
-                id: 1,
-                recheck: true,
-            }],
-            50,
-            0.1,
-        );
+        let mut store = Memory { values: many, pending: HashSet::new(), gone: HashSet::new(), rechecked: 0 };
+        let hits = search(&mut store, &["town".to_string()], &[], &[Column { id: 1, recheck: true }], 50, 0.1);
         assert_eq!(store.rechecked, MAX_RECHECKS);
         assert_eq!(hits.len(), MAX_RECHECKS);
     }
 
     #[test]
     fn closest_stored_value() {
-        let mut store = Memory::new(&[
-            (1, "ABERDEEN"),
-            (1, "Glasgow Central"),
-            (2, "Paris"),
-            (2, "PARIS"),
-        ]);
+        let mut store = Memory::new(&[(1, "ABERDEEN"), (1, "Glasgow Central"), (2, "Paris"), (2, "PARIS")]);
         // Stored as written: nothing to change.
         assert_eq!(closest(&mut store, &col(1), "Glasgow Central", true), None);
         // The only value equal up to case.
-        assert_eq!(
-            closest(&mut store, &col(1), "aberdeen", true).as_deref(),
-            Some("ABERDEEN")
-        );
+        assert_eq!(closest(&mut store, &col(1), "aberdeen", true).as_deref(), Some("ABERDEEN"));
         // A typo, only with the built-in embedder's scores.
-        assert_eq!(
-            closest(&mut store, &col(1), "Glasgow Cnetral", true).as_deref(),
-            Some("Glasgow Central")
-        );
+        assert_eq!(closest(&mut store, &col(1), "Glasgow Cnetral", true).as_deref(), Some("Glasgow Central"));
         assert_eq!(closest(&mut store, &col(1), "Glasgow Cnetral", false), None);
         // Two values equal up to case: no way to choose.
         assert_eq!(closest(&mut store, &col(2), "paris", true), None);
@@ -467,27 +333,18 @@ mod tests {
 
     #[test]
     fn lookups_are_bounded_and_keep_phrases_first() {
-        let phrases: Vec<String> = (0..30)
-            .map(|i| format!("cities {i}x"))
-            .chain(["french".to_string()])
-            .collect();
+        let phrases: Vec<String> = (0..30).map(|i| format!("cities {i}x")).chain(["french".to_string()]).collect();
         let l = lookups(&phrases);
         assert!(l.len() <= MAX_LOOKUPS);
         assert_eq!(l[0], Lookup::plain("cities 0x"));
         let l = lookups(&["french".to_string()]);
-        assert!(l
-            .iter()
-            .any(|x| x.text == "france" && x.query == "french" && x.weight == FORM_MATCH));
+        assert!(l.iter().any(|x| x.text == "france" && x.query == "french" && x.weight == FORM_MATCH));
     }
 
     #[test]
     fn queued_values_match_by_text() {
         let l = [Lookup::plain("aberdeen")];
-        let q = vec![
-            (1, "Aberdeen".to_string()),
-            (1, "Zurich".to_string()),
-            (2, "Abredeen".to_string()),
-        ];
+        let q = vec![(1, "Aberdeen".to_string()), (1, "Zurich".to_string()), (2, "Abredeen".to_string())];
         let c = queued_candidates(&l, &q, 0.3);
         let values: Vec<&str> = c.iter().map(|c| c.value.as_str()).collect();
         assert_eq!(values, vec!["Aberdeen", "Abredeen"]);
@@ -502,9 +359,7 @@ mod tests {
         let rows = entries(&values);
         // "airport" is shared by every value: not indexed; "aberdeen" is.
         assert!(!rows.iter().any(|(_, t)| t == "airport"));
-        assert!(rows
-            .iter()
-            .any(|(v, t)| v == "Aberdeen Airport" && t == "aberdeen"));
+        assert!(rows.iter().any(|(v, t)| v == "Aberdeen Airport" && t == "aberdeen"));
         assert_eq!(rows.iter().filter(|(v, t)| v == t).count(), values.len());
         assert_eq!(phrase_cap(5), 2);
         assert_eq!(phrase_cap(10_000), 50);

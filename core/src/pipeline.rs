@@ -119,11 +119,7 @@ impl Settings {
             temperature: 0.0,
             extraction: false,
             chain_of_thought: false,
-            alignment: Rules {
-                agent: false,
-                function: false,
-                style: false,
-            },
+            alignment: Rules { agent: false, function: false, style: false },
             column_matches: 0,
         }
     }
@@ -228,34 +224,22 @@ pub struct CandidateTrace {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AskError {
     EmptyQuestion,
-    QuestionTooLong {
-        chars: usize,
-    },
-    HintTooLong {
-        chars: usize,
-    },
+    QuestionTooLong { chars: usize },
+    HintTooLong { chars: usize },
     NoTables,
     /// The model could not be asked; already scrubbed of secrets.
     Llm(Report),
     /// The model wrote something unsafe; never executed.
-    Refused {
-        sql: String,
-        error: GuardError,
-    },
+    Refused { sql: String, error: GuardError },
     /// No candidate survived the correction rounds.
-    Failed {
-        sql: Option<String>,
-        failure: Failure,
-    },
+    Failed { sql: Option<String>, failure: Failure },
 }
 
 impl Diagnostic for AskError {
     fn sqlstate(&self) -> SqlState {
         match self {
             AskError::EmptyQuestion => SqlState::InvalidParameterValue,
-            AskError::QuestionTooLong { .. } | AskError::HintTooLong { .. } => {
-                SqlState::ProgramLimitExceeded
-            }
+            AskError::QuestionTooLong { .. } | AskError::HintTooLong { .. } => SqlState::ProgramLimitExceeded,
             AskError::NoTables => SqlState::UndefinedTable,
             AskError::Llm(r) => r.sqlstate,
             AskError::Refused { error, .. } => error.sqlstate(),
@@ -274,20 +258,14 @@ impl Diagnostic for AskError {
             AskError::QuestionTooLong { chars } => {
                 format!("question is too long ({chars} characters, at most {MAX_QUESTION_CHARS})")
             }
-            AskError::HintTooLong { chars } => {
-                format!("hint is too long ({chars} characters, at most {MAX_HINT_CHARS})")
-            }
+            AskError::HintTooLong { chars } => format!("hint is too long ({chars} characters, at most {MAX_HINT_CHARS})"),
             AskError::NoTables => "no tables to query".into(),
             AskError::Llm(r) => r.message.clone(),
             AskError::Refused { error, .. } => error.message(),
             AskError::Failed { failure, .. } => match failure {
                 Failure::Syntax(e) => e.message(),
-                Failure::Execution(r) | Failure::Analysis(r) => {
-                    format!("generated query failed: {}", r.message)
-                }
-                Failure::Timeout { ms } => {
-                    format!("generated query exceeded nl2sql.statement_timeout ({ms} ms)")
-                }
+                Failure::Execution(r) | Failure::Analysis(r) => format!("generated query failed: {}", r.message),
+                Failure::Timeout { ms } => format!("generated query exceeded nl2sql.statement_timeout ({ms} ms)"),
                 Failure::Empty => "no generated query could be run".into(),
             },
         }
@@ -295,15 +273,10 @@ impl Diagnostic for AskError {
 
     fn detail(&self) -> Option<String> {
         match self {
-            AskError::NoTables => Some(
-                "The current role can SELECT from no table or view outside system schemas.".into(),
-            ),
+            AskError::NoTables => Some("The current role can SELECT from no table or view outside system schemas.".into()),
             AskError::Llm(r) => r.detail.clone(),
             AskError::Refused { sql, error } => Some(join_detail(error.detail(), sql)),
-            AskError::Failed {
-                sql: Some(sql),
-                failure,
-            } => {
+            AskError::Failed { sql: Some(sql), failure } => {
                 let inner = match failure {
                     Failure::Execution(r) | Failure::Analysis(r) => r.detail.clone(),
                     _ => None,
@@ -346,15 +319,11 @@ pub fn validate(q: &Question) -> Result<(), AskError> {
     // Count characters only up to just past the limit: a 1 GB question costs nothing more.
     let chars = q.text.chars().take(MAX_QUESTION_CHARS + 1).count();
     if chars > MAX_QUESTION_CHARS {
-        return Err(AskError::QuestionTooLong {
-            chars: q.text.chars().count(),
-        });
+        return Err(AskError::QuestionTooLong { chars: q.text.chars().count() });
     }
     if let Some(h) = &q.hint {
         if h.chars().take(MAX_HINT_CHARS + 1).count() > MAX_HINT_CHARS {
-            return Err(AskError::HintTooLong {
-                chars: h.chars().count(),
-            });
+            return Err(AskError::HintTooLong { chars: h.chars().count() });
         }
     }
     Ok(())
@@ -376,25 +345,12 @@ fn detail_name(d: Detail) -> String {
 fn shown_columns(schema: &Schema, rendered: &Rendered) -> Vec<String> {
     schema.tables[..rendered.tables_shown]
         .iter()
-        .flat_map(|t| {
-            t.columns
-                .iter()
-                .map(move |c| format!("{}.{}", t.ident, c.ident))
-        })
+        .flat_map(|t| t.columns.iter().map(move |c| format!("{}.{}", t.ident, c.ident)))
         .collect()
 }
 
-fn record(
-    trace: &mut Trace,
-    stage: &'static str,
-    messages: &[Message],
-    r: &Result<Completion, LlmError>,
-    secret: Option<&str>,
-) {
-    let prompt_tokens_estimate = messages
-        .iter()
-        .map(|m| crate::schema::estimate_tokens(&m.content))
-        .sum();
+fn record(trace: &mut Trace, stage: &'static str, messages: &[Message], r: &Result<Completion, LlmError>, secret: Option<&str>) {
+    let prompt_tokens_estimate = messages.iter().map(|m| crate::schema::estimate_tokens(&m.content)).sum();
     trace.llm_calls.push(match r {
         Ok(c) => LlmCall {
             stage,
@@ -428,10 +384,7 @@ pub fn ask(
     db: &mut dyn Database,
 ) -> Result<Answer, (AskError, Trace)> {
     let started = Instant::now();
-    let mut trace = Trace {
-        mode: Some(settings.mode),
-        ..Default::default()
-    };
+    let mut trace = Trace { mode: Some(settings.mode), ..Default::default() };
     if let Err(e) = validate(q) {
         return Err((e, trace));
     }
@@ -444,11 +397,7 @@ pub fn ask(
     };
     trace.wall_ms = ms(started.elapsed());
     match result {
-        Ok((sql, execution)) => Ok(Answer {
-            sql,
-            execution,
-            trace,
-        }),
+        Ok((sql, execution)) => Ok(Answer { sql, execution, trace }),
         Err(e) => Err((e, trace)),
     }
 }
@@ -471,34 +420,17 @@ fn zero_shot(
     let mut round = 0u32;
     loop {
         let stage = if round == 0 { "generate" } else { "correct" };
-        let req = ChatRequest {
-            messages: messages.clone(),
-            temperature: 0.0,
-            max_tokens: settings.max_tokens,
-        };
+        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: settings.max_tokens };
         let waited = Instant::now();
         let reply = llm.chat(req);
         trace.round_trips += 1;
         trace.llm_wait_ms += ms(waited.elapsed());
         record(trace, stage, &messages, &reply, secret.as_deref());
-        let completion = reply
-            .map_err(|e| AskError::Llm(Report::from_diagnostic(&e).redact(secret.as_deref())))?;
+        let completion = reply.map_err(|e| AskError::Llm(Report::from_diagnostic(&e).redact(secret.as_deref())))?;
         let corrects = (round > 0).then(|| trace.candidates.len().saturating_sub(1));
-        let mut cand = CandidateTrace {
-            round,
-            corrects,
-            raw: traced(&completion.content),
-            ..Default::default()
-        };
+        let mut cand = CandidateTrace { round, corrects, raw: traced(&completion.content), ..Default::default() };
         // The foundation's path: no alignment rules.
-        let plain = Settings {
-            alignment: Rules {
-                agent: false,
-                function: false,
-                style: false,
-            },
-            ..settings.clone()
-        };
+        let plain = Settings { alignment: Rules { agent: false, function: false, style: false }, ..settings.clone() };
         let (sql, outcome) = evaluate(&completion.content, &plain, db, schema, &[], &mut cand);
         cand.sql = sql.clone();
         match outcome {
@@ -513,10 +445,7 @@ fn zero_shot(
             Err(Outcome_::Refused(error)) => {
                 cand.error = Some(error.message());
                 trace.candidates.push(cand);
-                return Err(AskError::Refused {
-                    sql: sql.unwrap_or_default(),
-                    error,
-                });
+                return Err(AskError::Refused { sql: sql.unwrap_or_default(), error });
             }
             Err(Outcome_::Failed(failure)) => {
                 cand.error = Some(failure.summary());
@@ -547,20 +476,13 @@ fn show_schema(trace: &mut Trace, schema: &Schema, settings: &Settings) -> Rende
 
 /// Stored values similar to the question, its hint and `extra` texts, leaving out the words
 /// that name the schema's tables and columns.
-fn similar_values(
-    q: &Question,
-    extra: &[String],
-    schema: &Schema,
-    db: &mut dyn Database,
-) -> Vec<ValueHint> {
+fn similar_values(q: &Question, extra: &[String], schema: &Schema, db: &mut dyn Database) -> Vec<ValueHint> {
     let mut lookup = q.text.clone();
     for text in q.hint.iter().chain(extra) {
         lookup.push(' ');
         lookup.push_str(text);
     }
-    let names = schema.tables.iter().flat_map(|t| {
-        std::iter::once(t.name.as_str()).chain(t.columns.iter().map(|c| c.name.as_str()))
-    });
+    let names = schema.tables.iter().flat_map(|t| std::iter::once(t.name.as_str()).chain(t.columns.iter().map(|c| c.name.as_str())));
     db.similar_values(&lookup, &retrieve::schema_words(names))
 }
 
@@ -593,16 +515,11 @@ fn evaluate(
     cand: &mut CandidateTrace,
 ) -> (Option<String>, Result<Execution, Outcome_>) {
     let Some(text) = extract_sql(content) else {
-        return (
-            None,
-            Err(Outcome_::Failed(Failure::Syntax(GuardError::NoStatement))),
-        );
+        return (None, Err(Outcome_::Failed(Failure::Syntax(GuardError::NoStatement))));
     };
     let guarded = match guard::check(&text) {
         Ok(g) => g,
-        Err(e) if e.is_correctable() => {
-            return (Some(text), Err(Outcome_::Failed(Failure::Syntax(e))))
-        }
+        Err(e) if e.is_correctable() => return (Some(text), Err(Outcome_::Failed(Failure::Syntax(e)))),
         Err(e) => return (Some(text), Err(Outcome_::Refused(e))),
     };
     let written = guarded.sql.clone();
@@ -618,9 +535,7 @@ fn evaluate(
                     cand.rules = aligned.fired;
                     run = g;
                 }
-                Err(_) => {
-                    cand.rules = vec!["alignment dropped: its result did not pass the guard".into()]
-                }
+                Err(_) => cand.rules = vec!["alignment dropped: its result did not pass the guard".into()],
             }
         }
     }
@@ -636,11 +551,7 @@ fn evaluate(
 /// which PostgreSQL folds) lowercased; string literals and quoted names kept as written.
 fn normal_form(sql: &str) -> String {
     let printed = match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
-        Ok(s) => s
-            .iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join("; "),
+        Ok(s) => s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("; "),
         Err(_) => sql.to_string(),
     };
     match Tokenizer::new(&PostgreSqlDialect {}, &printed).tokenize() {
@@ -686,19 +597,14 @@ fn full(
     trace: &mut Trace,
 ) -> Result<(String, Execution), AskError> {
     let secret = llm.secret().map(str::to_string);
-    let llm_error =
-        |e: &LlmError| AskError::Llm(Report::from_diagnostic(e).redact(secret.as_deref()));
+    let llm_error = |e: &LlmError| AskError::Llm(Report::from_diagnostic(e).redact(secret.as_deref()));
     let whole = schema.render(settings.schema_max_tokens);
 
     // Extraction: columns, entities, and what the answer returns.
     let mut ex = Extraction::default();
     if settings.extraction {
         let messages = extract::messages(&whole.text, &q.text, q.hint.as_deref());
-        let req = ChatRequest {
-            messages: messages.clone(),
-            temperature: 0.0,
-            max_tokens: EXTRACTION_MAX_TOKENS,
-        };
+        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: EXTRACTION_MAX_TOKENS };
         let waited = Instant::now();
         let reply = llm.chat(req);
         trace.round_trips += 1;
@@ -717,17 +623,9 @@ fn full(
     }
     let mut matched: Vec<(usize, usize)> = Vec::new();
     if settings.extraction && settings.column_matches > 0 {
-        for (oid, column) in db
-            .similar_columns(&q.text)
-            .into_iter()
-            .take(settings.column_matches)
-        {
+        for (oid, column) in db.similar_columns(&q.text).into_iter().take(settings.column_matches) {
             if let Some(t) = schema.tables.iter().position(|t| t.oid == oid) {
-                if let Some(c) = schema.tables[t]
-                    .columns
-                    .iter()
-                    .position(|c| c.name == column)
-                {
+                if let Some(c) = schema.tables[t].columns.iter().position(|c| c.name == column) {
                     matched.push((t, c));
                 }
             }
@@ -737,11 +635,7 @@ fn full(
     let mut from_values: Vec<(usize, usize)> = Vec::new();
     for v in &trace.values {
         for (t, table) in schema.tables.iter().enumerate() {
-            if let Some(c) = table
-                .columns
-                .iter()
-                .position(|c| v.column == format!("{}.{}", table.ident, c.ident))
-            {
+            if let Some(c) = table.columns.iter().position(|c| v.column == format!("{}.{}", table.ident, c.ident)) {
                 from_values.push((t, c));
             }
         }
@@ -754,18 +648,10 @@ fn full(
         all.dedup();
         schema.focus(&all)
     } else {
-        Focus {
-            schema: schema.clone(),
-            ..Default::default()
-        }
+        Focus { schema: schema.clone(), ..Default::default() }
     };
     if settings.extraction {
-        let name = |&(t, c): &(usize, usize)| {
-            format!(
-                "{}.{}",
-                schema.tables[t].ident, schema.tables[t].columns[c].ident
-            )
-        };
+        let name = |&(t, c): &(usize, usize)| format!("{}.{}", schema.tables[t].ident, schema.tables[t].columns[c].ident);
         trace.extraction = Some(ExtractionTrace {
             parsed: ex.clone(),
             columns: chosen.iter().map(name).collect(),
@@ -779,13 +665,7 @@ fn full(
     // Generation in waves, alignment, execution, vote.
     let values = retrieve::render_values(&trace.values);
     let messages = if settings.chain_of_thought {
-        generate::structured(
-            &rendered.text,
-            &values,
-            &ex.select,
-            &q.text,
-            q.hint.as_deref(),
-        )
+        generate::structured(&rendered.text, &values, &ex.select, &q.text, q.hint.as_deref())
     } else {
         generate::zero_shot(&rendered.text, &values, &q.text, q.hint.as_deref())
     };
@@ -800,10 +680,7 @@ fn full(
         conversations: HashMap::new(),
         corrected: HashSet::new(),
     };
-    let waves = [
-        settings.first_wave.clamp(1, n),
-        n - settings.first_wave.clamp(1, n),
-    ];
+    let waves = [settings.first_wave.clamp(1, n), n - settings.first_wave.clamp(1, n)];
     for (w, size) in waves.into_iter().enumerate() {
         if size == 0 {
             continue;
@@ -813,14 +690,7 @@ fn full(
             break;
         }
         trace.waves += 1;
-        let reqs = vec![
-            ChatRequest {
-                messages: messages.clone(),
-                temperature,
-                max_tokens: settings.max_tokens
-            };
-            size
-        ];
+        let reqs = vec![ChatRequest { messages: messages.clone(), temperature, max_tokens: settings.max_tokens }; size];
         let waited = Instant::now();
         let replies = llm.chat_many(reqs);
         trace.round_trips += 1;
@@ -829,18 +699,7 @@ fn full(
         for reply in replies {
             record(trace, "generate", &messages, &reply, secret.as_deref());
             match reply {
-                Ok(c) => consider(
-                    &c.content,
-                    0,
-                    None,
-                    messages.clone(),
-                    settings,
-                    db,
-                    schema,
-                    &ex.select,
-                    &mut pool,
-                    trace,
-                ),
+                Ok(c) => consider(&c.content, 0, None, messages.clone(), settings, db, schema, &ex.select, &mut pool, trace),
                 Err(e) => errors.push(e),
             }
         }
@@ -860,16 +719,8 @@ fn full(
         if !non_empty {
             for (i, _, e) in &pool.executed {
                 if e.rows.is_empty() && !pool.corrected.contains(i) {
-                    let conv = pool
-                        .conversations
-                        .get(i)
-                        .cloned()
-                        .unwrap_or_else(|| messages.clone());
-                    let raw = trace
-                        .candidates
-                        .get(*i)
-                        .map(|c| c.raw.clone())
-                        .unwrap_or_default();
+                    let conv = pool.conversations.get(i).cloned().unwrap_or_else(|| messages.clone());
+                    let raw = trace.candidates.get(*i).map(|c| c.raw.clone()).unwrap_or_default();
                     pool.failed.push((*i, conv, raw, Failure::Empty));
                 }
             }
@@ -879,17 +730,10 @@ fn full(
             break;
         }
         pool.corrected.extend(failed.iter().map(|(i, ..)| *i));
-        let convs: Vec<Vec<Message>> = failed
-            .iter()
-            .map(|(_, conv, raw, f)| refine::correction(conv.clone(), raw, f))
-            .collect();
+        let convs: Vec<Vec<Message>> = failed.iter().map(|(_, conv, raw, f)| refine::correction(conv.clone(), raw, f)).collect();
         let reqs = convs
             .iter()
-            .map(|m| ChatRequest {
-                messages: m.clone(),
-                temperature: 0.0,
-                max_tokens: settings.max_tokens,
-            })
+            .map(|m| ChatRequest { messages: m.clone(), temperature: 0.0, max_tokens: settings.max_tokens })
             .collect();
         let waited = Instant::now();
         let replies = llm.chat_many(reqs);
@@ -898,18 +742,7 @@ fn full(
         for ((reply, conv), (parent, ..)) in replies.into_iter().zip(convs).zip(failed) {
             record(trace, "correct", &conv, &reply, secret.as_deref());
             if let Ok(c) = reply {
-                consider(
-                    &c.content,
-                    round,
-                    Some(parent),
-                    conv,
-                    settings,
-                    db,
-                    schema,
-                    &ex.select,
-                    &mut pool,
-                    trace,
-                );
+                consider(&c.content, round, Some(parent), conv, settings, db, schema, &ex.select, &mut pool, trace);
             }
         }
     }
@@ -931,10 +764,7 @@ fn full(
     match (pool.last, pool.refused) {
         (Some((sql, failure)), _) => Err(AskError::Failed { sql, failure }),
         (None, Some((sql, error))) => Err(AskError::Refused { sql, error }),
-        (None, None) => Err(AskError::Failed {
-            sql: None,
-            failure: Failure::Syntax(GuardError::NoStatement),
-        }),
+        (None, None) => Err(AskError::Failed { sql: None, failure: Failure::Syntax(GuardError::NoStatement) }),
     }
 }
 
@@ -942,11 +772,7 @@ fn full(
 fn agreed(pool: &Pool, trace: &Trace, settings: &Settings) -> bool {
     let ballots = ballots(pool, trace);
     vote::vote(&ballots, samples(trace))
-        .and_then(|o| {
-            o.groups
-                .first()
-                .map(|g| g.votes >= settings.agreement && g.rows > 0)
-        })
+        .and_then(|o| o.groups.first().map(|g| g.votes >= settings.agreement && g.rows > 0))
         .unwrap_or(false)
 }
 
@@ -976,18 +802,14 @@ fn final_answer(trace: &Trace, start: usize) -> Option<usize> {
 
 /// One ballot an executed candidate; its weight is the samples whose answer it is.
 fn ballots(pool: &Pool, trace: &Trace) -> Vec<Ballot> {
-    let finals: Vec<Option<usize>> = (0..trace.candidates.len())
-        .filter(|&i| trace.candidates[i].round == 0)
-        .map(|i| final_answer(trace, i))
-        .collect();
+    let finals: Vec<Option<usize>> =
+        (0..trace.candidates.len()).filter(|&i| trace.candidates[i].round == 0).map(|i| final_answer(trace, i)).collect();
     pool.executed
         .iter()
         .map(|(i, _, e)| Ballot {
             candidate: *i,
             rows: e.rows.clone(),
-            ordered: cand_sql(trace.candidates.get(*i))
-                .and_then(|s| results::orders_rows(&s))
-                .unwrap_or(false),
+            ordered: cand_sql(trace.candidates.get(*i)).and_then(|s| results::orders_rows(&s)).unwrap_or(false),
             elapsed: e.elapsed,
             weight: finals.iter().filter(|f| **f == Some(*i)).count(),
         })
@@ -1010,23 +832,13 @@ fn consider(
     trace: &mut Trace,
 ) {
     let index = trace.candidates.len();
-    let mut cand = CandidateTrace {
-        round,
-        corrects,
-        raw: traced(content),
-        ..Default::default()
-    };
+    let mut cand = CandidateTrace { round, corrects, raw: traced(content), ..Default::default() };
     // Same query as an executed candidate: a vote for it, no second run.
     if let Some(text) = extract_sql(content) {
         if guard::check(&text).is_ok() {
             let form = normal_form(&text);
             if let Some((first, _, _)) = pool.executed.iter().find(|(i, f, _)| {
-                *f == form
-                    || trace
-                        .candidates
-                        .get(*i)
-                        .and_then(|c| c.sql.as_deref())
-                        .is_some_and(|s| normal_form(s) == form)
+                *f == form || trace.candidates.get(*i).and_then(|c| c.sql.as_deref()).is_some_and(|s| normal_form(s) == form)
             }) {
                 cand.sql = Some(text);
                 cand.duplicate_of = Some(*first);
@@ -1078,8 +890,7 @@ fn consider(
             }
             trace.candidates.push(cand);
             pool.last = Some((failed_sql, failure.clone()));
-            pool.failed
-                .push((index, conversation, content.to_string(), failure));
+            pool.failed.push((index, conversation, content.to_string(), failure));
         }
     }
 }

@@ -59,14 +59,8 @@ pub enum Scope {
 const INSPECT_HELPERS: &[&str] = &["column_stats", "_value_exists"];
 
 /// Volatile system functions without side effects that questions legitimately need.
-pub const VOLATILE_ALLOWED: &[&str] = &[
-    "random",
-    "random_normal",
-    "clock_timestamp",
-    "timeofday",
-    "gen_random_uuid",
-    "uuid_generate_v4",
-];
+pub const VOLATILE_ALLOWED: &[&str] =
+    &["random", "random_normal", "clock_timestamp", "timeofday", "gen_random_uuid", "uuid_generate_v4"];
 
 /// Built-in functions never allowed in generated SQL, whatever their volatility, and why.
 /// Names ending in '*' are prefixes. Matched only against functions of pg_catalog.
@@ -83,10 +77,7 @@ pub const DENIED_BUILTINS: &[(&str, &str)] = &[
     ("set_config", "changes settings"),
     ("current_setting", "reads settings, which may hold secrets"),
     ("pg_settings_get_flags", "reads settings"),
-    (
-        "pg_show_all_settings",
-        "reads settings, which may hold secrets",
-    ),
+    ("pg_show_all_settings", "reads settings, which may hold secrets"),
     ("pg_show_all_file_settings", "reads the configuration files"),
     ("pg_hba_file_rules", "reads the configuration files"),
     ("pg_ident_file_mappings", "reads the configuration files"),
@@ -110,10 +101,7 @@ pub const DENIED_BUILTINS: &[(&str, &str)] = &[
     ("pg_export_snapshot", "exports snapshots"),
     ("pg_import_system_collations", "changes the catalog"),
     ("pg_stat_reset*", "resets statistics"),
-    (
-        "pg_stat_clear_snapshot",
-        "changes the session's statistics snapshot",
-    ),
+    ("pg_stat_clear_snapshot", "changes the session's statistics snapshot"),
     ("pg_backup_*", "controls backups"),
     ("pg_start_backup", "controls backups"),
     ("pg_stop_backup", "controls backups"),
@@ -187,36 +175,20 @@ fn allow_listed(f: &FunctionFacts, allowed: &[String]) -> bool {
 pub fn judge(f: &FunctionFacts, scope: Scope, allowed: &[String]) -> Result<(), GuardError> {
     let ours = f.extension.as_deref() == Some("nl2sql");
     if matches!(scope, Scope::Elevated | Scope::Catalog) {
-        return if f.is_system() {
-            Ok(())
-        } else {
-            Err(GuardError::UntrustedFunction(f.qualified()))
-        };
+        return if f.is_system() { Ok(()) } else { Err(GuardError::UntrustedFunction(f.qualified())) };
     }
     if ours {
-        if scope == Scope::Inspect
-            && f.schema == "nl2sql"
-            && INSPECT_HELPERS.contains(&f.name.as_str())
-        {
+        if scope == Scope::Inspect && f.schema == "nl2sql" && INSPECT_HELPERS.contains(&f.name.as_str()) {
             return Ok(());
         }
-        return Err(GuardError::ForbiddenFunction {
-            function: f.qualified(),
-            reason: "calls nl2sql itself",
-        });
+        return Err(GuardError::ForbiddenFunction { function: f.qualified(), reason: "calls nl2sql itself" });
     }
     if f.builtin && f.schema == "pg_catalog" {
         if let Some(reason) = denied_builtin(&f.name) {
-            return Err(GuardError::ForbiddenFunction {
-                function: f.qualified(),
-                reason,
-            });
+            return Err(GuardError::ForbiddenFunction { function: f.qualified(), reason });
         }
     }
-    if f.extension
-        .as_deref()
-        .is_some_and(|e| DENIED_EXTENSIONS.contains(&e))
-    {
+    if f.extension.as_deref().is_some_and(|e| DENIED_EXTENSIONS.contains(&e)) {
         return Err(GuardError::ForbiddenFunction {
             function: f.qualified(),
             reason: "belongs to an extension that reaches outside this query (other connections, files, pages, or SQL given as text)",
@@ -263,81 +235,45 @@ mod tests {
     }
 
     fn ext(e: &str, name: &str, volatility: char, superuser: bool) -> FunctionFacts {
-        FunctionFacts {
-            extension: Some(e.into()),
-            ..user("public", name, volatility, superuser)
-        }
+        FunctionFacts { extension: Some(e.into()), ..user("public", name, volatility, superuser) }
     }
 
     #[test]
     fn immutable_and_stable_builtins_run() {
         for f in ["upper", "count", "date_trunc", "now", "textlen", "int4pl"] {
-            assert_eq!(
-                judge(&builtin(f, 's'), Scope::Generated, &[]),
-                Ok(()),
-                "{f}"
-            );
+            assert_eq!(judge(&builtin(f, 's'), Scope::Generated, &[]), Ok(()), "{f}");
         }
-        assert_eq!(
-            judge(&builtin("random", 'v'), Scope::Generated, &[]),
-            Ok(())
-        );
+        assert_eq!(judge(&builtin("random", 'v'), Scope::Generated, &[]), Ok(()));
     }
 
     #[test]
     fn denied_builtins_are_refused_whatever_they_declare() {
-        for (f, v) in [
-            ("pg_terminate_backend", 'v'),
-            ("current_setting", 's'),
-            ("query_to_xml", 's'),
-            ("pg_read_file", 'v'),
-            ("pg_advisory_lock", 'v'),
-            ("ts_stat", 'v'),
-        ] {
+        for (f, v) in [("pg_terminate_backend", 'v'), ("current_setting", 's'), ("query_to_xml", 's'), ("pg_read_file", 'v'), ("pg_advisory_lock", 'v'), ("ts_stat", 'v')] {
             let e = judge(&builtin(f, v), Scope::Generated, &[]).expect_err(f);
-            assert!(
-                matches!(e, GuardError::ForbiddenFunction { .. }),
-                "{f}: {e:?}"
-            );
+            assert!(matches!(e, GuardError::ForbiddenFunction { .. }), "{f}: {e:?}");
             // Not even the allow-list opens them.
-            assert!(
-                judge(&builtin(f, v), Scope::Generated, &[f.to_string()]).is_err(),
-                "{f}"
-            );
+            assert!(judge(&builtin(f, v), Scope::Generated, &[f.to_string()]).is_err(), "{f}");
         }
     }
 
     #[test]
     fn a_user_function_named_like_a_builtin_is_judged_as_a_user_function() {
-        let e = judge(&user("public", "upper", 'i', false), Scope::Generated, &[])
-            .expect_err("untrusted");
+        let e = judge(&user("public", "upper", 'i', false), Scope::Generated, &[]).expect_err("untrusted");
         assert_eq!(e, GuardError::UntrustedFunction("public.upper".into()));
     }
 
     #[test]
     fn volatile_builtins_need_the_allow_list() {
         let f = builtin("txid_current_if_assigned", 'v');
-        assert!(matches!(
-            judge(&f, Scope::Generated, &[]),
-            Err(GuardError::VolatileFunction(_))
-        ));
-        assert_eq!(
-            judge(&f, Scope::Generated, &["txid_current_if_assigned".into()]),
-            Ok(())
-        );
+        assert!(matches!(judge(&f, Scope::Generated, &[]), Err(GuardError::VolatileFunction(_))));
+        assert_eq!(judge(&f, Scope::Generated, &["txid_current_if_assigned".into()]), Ok(()));
     }
 
     #[test]
     fn user_functions_need_the_allow_list_whatever_they_declare() {
         let f = user("app", "full_name", 'i', false);
-        assert!(matches!(
-            judge(&f, Scope::Generated, &[]),
-            Err(GuardError::UntrustedFunction(_))
-        ));
-        assert_eq!(
-            judge(&f, Scope::Generated, &["app.full_name".into()]),
-            Ok(())
-        );
+        assert!(matches!(judge(&f, Scope::Generated, &[]), Err(GuardError::UntrustedFunction(_))));
+        assert_eq!(judge(&f, Scope::Generated, &["app.full_name".into()]), Ok(()));
         assert_eq!(judge(&f, Scope::Generated, &["full_name".into()]), Ok(()));
         assert!(judge(&f, Scope::Generated, &["other.full_name".into()]).is_err());
         // Even a superuser's own function outside an extension is not trusted by default.
@@ -346,55 +282,18 @@ mod tests {
 
     #[test]
     fn extension_functions_by_volatility_unless_the_extension_is_denied() {
-        assert_eq!(
-            judge(
-                &ext("pg_trgm", "similarity", 'i', true),
-                Scope::Generated,
-                &[]
-            ),
-            Ok(())
-        );
-        assert!(matches!(
-            judge(
-                &ext("pg_trgm", "set_limit", 'v', true),
-                Scope::Generated,
-                &[]
-            ),
-            Err(GuardError::VolatileFunction(_))
-        ));
-        assert!(matches!(
-            judge(
-                &ext("dblink", "dblink_exec", 'v', true),
-                Scope::Generated,
-                &["dblink_exec".into()]
-            ),
-            Err(GuardError::ForbiddenFunction { .. })
-        ));
-        assert!(matches!(
-            judge(
-                &ext("tablefunc", "crosstab", 's', true),
-                Scope::Generated,
-                &[]
-            ),
-            Err(GuardError::ForbiddenFunction { .. })
-        ));
+        assert_eq!(judge(&ext("pg_trgm", "similarity", 'i', true), Scope::Generated, &[]), Ok(()));
+        assert!(matches!(judge(&ext("pg_trgm", "set_limit", 'v', true), Scope::Generated, &[]), Err(GuardError::VolatileFunction(_))));
+        assert!(matches!(judge(&ext("dblink", "dblink_exec", 'v', true), Scope::Generated, &["dblink_exec".into()]), Err(GuardError::ForbiddenFunction { .. })));
+        assert!(matches!(judge(&ext("tablefunc", "crosstab", 's', true), Scope::Generated, &[]), Err(GuardError::ForbiddenFunction { .. })));
         // A function the owner of a trusted extension added to it keeps that owner.
-        assert!(matches!(
-            judge(&ext("hstore", "evil", 'i', false), Scope::Generated, &[]),
-            Err(GuardError::UntrustedFunction(_))
-        ));
+        assert!(matches!(judge(&ext("hstore", "evil", 'i', false), Scope::Generated, &[]), Err(GuardError::UntrustedFunction(_))));
     }
 
     #[test]
     fn nl2sql_itself_only_for_its_own_reads() {
-        let ask = FunctionFacts {
-            schema: "public".into(),
-            ..ext("nl2sql", "nl2sql", 'v', true)
-        };
-        let helper = FunctionFacts {
-            schema: "nl2sql".into(),
-            ..ext("nl2sql", "column_stats", 's', true)
-        };
+        let ask = FunctionFacts { schema: "public".into(), ..ext("nl2sql", "nl2sql", 'v', true) };
+        let helper = FunctionFacts { schema: "nl2sql".into(), ..ext("nl2sql", "column_stats", 's', true) };
         assert!(judge(&ask, Scope::Generated, &["nl2sql".into()]).is_err());
         assert!(judge(&helper, Scope::Generated, &[]).is_err());
         assert_eq!(judge(&helper, Scope::Inspect, &[]), Ok(()));
@@ -403,20 +302,9 @@ mod tests {
 
     #[test]
     fn elevated_runs_system_functions_only() {
-        assert_eq!(
-            judge(&builtin("set_config", 'v'), Scope::Elevated, &[]),
-            Ok(())
-        );
-        assert_eq!(
-            judge(&ext("nl2sql", "fold", 'i', true), Scope::Elevated, &[]),
-            Ok(())
-        );
-        assert!(judge(
-            &user("mallory", "check_it", 'i', false),
-            Scope::Elevated,
-            &["check_it".into()]
-        )
-        .is_err());
+        assert_eq!(judge(&builtin("set_config", 'v'), Scope::Elevated, &[]), Ok(()));
+        assert_eq!(judge(&ext("nl2sql", "fold", 'i', true), Scope::Elevated, &[]), Ok(()));
+        assert!(judge(&user("mallory", "check_it", 'i', false), Scope::Elevated, &["check_it".into()]).is_err());
         assert!(judge(&user("dba", "helper", 'i', true), Scope::Elevated, &[]).is_err());
     }
 }

@@ -54,13 +54,9 @@ impl Failure {
                 "42703" => FailureKind::UndefinedColumn,
                 "42P01" => FailureKind::UndefinedTable,
                 // "operator does not exist: text > integer" is a type mismatch, not a missing function.
-                "42883" if r.message.starts_with("operator does not exist") => {
-                    FailureKind::TypeMismatch
-                }
+                "42883" if r.message.starts_with("operator does not exist") => FailureKind::TypeMismatch,
                 "42883" => FailureKind::UndefinedFunction,
-                "42804" | "42846" | "22P02" | "22007" | "22008" | "42725" => {
-                    FailureKind::TypeMismatch
-                }
+                "42804" | "42846" | "22P02" | "22007" | "22008" | "42725" => FailureKind::TypeMismatch,
                 _ => FailureKind::Other,
             },
         }
@@ -134,10 +130,7 @@ pub fn without_data(text: &str, seen: &str) -> String {
             // A word: kept when it is all letters (PostgreSQL's wording), else only when seen.
             let mut end = i + c.len_utf8();
             while let Some(&(j, d)) = chars.peek() {
-                if d.is_alphanumeric()
-                    || d == '_'
-                    || (d == '.' && text[j + 1..].starts_with(|x: char| x.is_ascii_digit()))
-                {
+                if d.is_alphanumeric() || d == '_' || (d == '.' && text[j + 1..].starts_with(|x: char| x.is_ascii_digit())) {
                     end = j + d.len_utf8();
                     chars.next();
                 } else {
@@ -145,13 +138,7 @@ pub fn without_data(text: &str, seen: &str) -> String {
                 }
             }
             let word = &text[i..end];
-            out.push_str(
-                if !word.chars().any(|x| x.is_ascii_digit()) || known(word) {
-                    word
-                } else {
-                    "…"
-                },
-            );
+            out.push_str(if !word.chars().any(|x| x.is_ascii_digit()) || known(word) { word } else { "…" });
         } else {
             out.push(c);
         }
@@ -164,16 +151,10 @@ pub fn without_data(text: &str, seen: &str) -> String {
 /// described by its SQLSTATE and PostgreSQL's wording with the names the model already knows,
 /// never with values quoted from rows or files (see [`without_data`]).
 pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure) -> Vec<Message> {
-    let seen: String = messages
-        .iter()
-        .filter(|m| m.role != "assistant")
-        .map(|m| m.content.as_str())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let seen: String =
+        messages.iter().filter(|m| m.role != "assistant").map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
     let ask = match failure {
-        Failure::Syntax(e) => {
-            CORRECT_SYNTAX.replace("{error}", &crate::error::Diagnostic::message(e))
-        }
+        Failure::Syntax(e) => CORRECT_SYNTAX.replace("{error}", &crate::error::Diagnostic::message(e)),
         Failure::Timeout { ms } => CORRECT_TIMEOUT.replace("{timeout_ms}", &ms.to_string()),
         Failure::Empty => CORRECT_EMPTY.to_string(),
         Failure::Execution(r) | Failure::Analysis(r) => {
@@ -204,10 +185,7 @@ pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure) -
             template.replace("{error}", &error)
         }
     };
-    messages.push(Message::assistant(prefix(
-        answer.trim(),
-        crate::answer::MAX_SQL_BYTES,
-    )));
+    messages.push(Message::assistant(prefix(answer.trim(), crate::answer::MAX_SQL_BYTES)));
     messages.push(Message::user(ask.trim_end()));
     messages
 }
@@ -221,111 +199,51 @@ mod tests {
     fn correction_appends_answer_and_error() {
         let base = vec![Message::system("s"), Message::user("u")];
         let f = Failure::Analysis(
-            Report::new(
-                SqlState::from_code("42703"),
-                "column \"nme\" does not exist",
-            )
-            .hint("Perhaps you meant \"name\"."),
+            Report::new(SqlState::from_code("42703"), "column \"nme\" does not exist").hint("Perhaps you meant \"name\"."),
         );
         let m = correction(base, "SELECT nme FROM singer", &f);
         assert_eq!(m.len(), 4);
         assert_eq!(m[2], Message::assistant("SELECT nme FROM singer"));
         // An error from reading the query repeats the names the model wrote; the SQLSTATE is given.
-        assert!(
-            m[3].content.contains(
-                "ERROR (42703): column \"nme\" does not exist\nHINT: Perhaps you meant \"…\"."
-            ),
-            "{}",
-            m[3].content
-        );
-        assert!(m[3]
-            .content
-            .contains("Use only tables and columns listed above"));
+        assert!(m[3].content.contains("ERROR (42703): column \"nme\" does not exist\nHINT: Perhaps you meant \"…\"."), "{}", m[3].content);
+        assert!(m[3].content.contains("Use only tables and columns listed above"));
         assert_eq!(f.kind(), FailureKind::UndefinedColumn);
     }
 
     #[test]
     fn correction_prompts_carry_no_data() {
-        let base = vec![
-            Message::system("schema: singer(name, age), sample 'Joe Sharp'"),
-            Message::user("which singers?"),
-        ];
+        let base = vec![Message::system("schema: singer(name, age), sample 'Joe Sharp'"), Message::user("which singers?")];
         let sql = "SELECT name FROM singer WHERE age > 'forty'";
         let cases = [
             // A cast error quotes the value it could not read: from a file, or from a row.
-            Report::new(
-                SqlState::from_code("22P02"),
-                "invalid input syntax for type integer: \"root:x:0:0:root:/root:/bin/bash\"",
-            ),
-            Report::new(
-                SqlState::from_code("42P01"),
-                "relation \"s3cr3t-token-42\" does not exist",
-            ),
-            Report::new(
-                SqlState::from_code("22003"),
-                "value \"98765432109\" is out of range for type integer",
-            ),
-            Report::new(
-                SqlState::from_code("23505"),
-                "duplicate key value violates unique constraint \"u\"",
-            )
-            .detail("Key (email)=(alice@example.com) already exists."),
-            Report::new(
-                SqlState::from_code("22012"),
-                "division by zero at 31337 rows",
-            ),
+            Report::new(SqlState::from_code("22P02"), "invalid input syntax for type integer: \"root:x:0:0:root:/root:/bin/bash\""),
+            Report::new(SqlState::from_code("42P01"), "relation \"s3cr3t-token-42\" does not exist"),
+            Report::new(SqlState::from_code("22003"), "value \"98765432109\" is out of range for type integer"),
+            Report::new(SqlState::from_code("23505"), "duplicate key value violates unique constraint \"u\"")
+                .detail("Key (email)=(alice@example.com) already exists."),
+            Report::new(SqlState::from_code("22012"), "division by zero at 31337 rows"),
         ];
         for r in cases {
             let m = correction(base.clone(), sql, &Failure::Execution(r.clone()));
             let prompt = &m[3].content;
-            for secret in [
-                "root:x",
-                "s3cr3t",
-                "98765432109",
-                "alice@example.com",
-                "31337",
-            ] {
+            for secret in ["root:x", "s3cr3t", "98765432109", "alice@example.com", "31337"] {
                 assert!(!prompt.contains(secret), "{secret} leaked: {prompt}");
             }
             assert!(prompt.contains(r.sqlstate.code()), "{prompt}");
         }
         // What the model was shown is repeated: it helps, and it is not new to the endpoint.
         // What it only wrote is not: listing guesses in its answer must not tell which is stored.
-        let r = Report::new(
-            SqlState::from_code("42703"),
-            "column \"age\" of \"singer\" is \"forty\" not 40",
-        );
+        let r = Report::new(SqlState::from_code("42703"), "column \"age\" of \"singer\" is \"forty\" not 40");
         let m = correction(base.clone(), sql, &Failure::Execution(r));
-        assert!(
-            m[3].content
-                .contains("column \"age\" of \"singer\" is \"…\" not …"),
-            "{}",
-            m[3].content
-        );
-        let guess = Report::new(
-            SqlState::from_code("22P02"),
-            "invalid input syntax for type integer: \"1234x\"",
-        );
-        let m = correction(
-            base,
-            "SELECT CAST(pin || 'x' AS int) FROM t -- 1233x 1234x 1235x",
-            &Failure::Execution(guess),
-        );
+        assert!(m[3].content.contains("column \"age\" of \"singer\" is \"…\" not …"), "{}", m[3].content);
+        let guess = Report::new(SqlState::from_code("22P02"), "invalid input syntax for type integer: \"1234x\"");
+        let m = correction(base, "SELECT CAST(pin || 'x' AS int) FROM t -- 1233x 1234x 1235x", &Failure::Execution(guess));
         assert!(!m[3].content.contains("1234x\""), "{}", m[3].content);
         assert_eq!(without_data("a \"x\"\"y\" b", "x\"y"), "a \"x\"\"y\" b");
         assert_eq!(without_data("unterminated \"abc", ""), "unterminated \"…\"");
         assert_eq!(without_data("int4 and 12", "12"), "… and 12");
-        assert_eq!(
-            without_data(
-                "invalid byte sequence for encoding \"UTF8\": 0xe2 0x28",
-                "UTF8"
-            ),
-            "invalid byte sequence for encoding \"UTF8\": … …"
-        );
-        assert_eq!(
-            without_data("value 'secret' and 'SELECT'", "SELECT x"),
-            "value '…' and 'SELECT'"
-        );
+        assert_eq!(without_data("invalid byte sequence for encoding \"UTF8\": 0xe2 0x28", "UTF8"), "invalid byte sequence for encoding \"UTF8\": … …");
+        assert_eq!(without_data("value 'secret' and 'SELECT'", "SELECT x"), "value '…' and 'SELECT'");
         assert_eq!(without_data("at 3.14 and 2", "3.14"), "at 3.14 and …");
     }
 
@@ -333,29 +251,15 @@ mod tests {
     fn timeout_and_syntax_prompts() {
         let t = correction(vec![], "SELECT 1", &Failure::Timeout { ms: 5000 });
         assert!(t[1].content.contains("5000 ms"));
-        let s = correction(
-            vec![],
-            "SELEC 1",
-            &Failure::Syntax(GuardError::Syntax("Expected: an SQL statement".into())),
-        );
+        let s = correction(vec![], "SELEC 1", &Failure::Syntax(GuardError::Syntax("Expected: an SQL statement".into())));
         assert!(s[1].content.contains("Expected: an SQL statement"));
         assert_eq!(Failure::Timeout { ms: 1 }.kind(), FailureKind::Timeout);
         let e = correction(vec![], "SELECT 1", &Failure::Empty);
         assert!(e[1].content.starts_with("That query returned no rows"));
-        let t = Failure::Execution(Report::new(
-            SqlState::from_code("42883"),
-            "function strftime(unknown, date) does not exist",
-        ));
-        assert!(correction(vec![], "x", &t)[1]
-            .content
-            .contains("PostgreSQL has no such function"));
-        let o = Failure::Execution(Report::new(
-            SqlState::from_code("42883"),
-            "operator does not exist: text > integer",
-        ));
+        let t = Failure::Execution(Report::new(SqlState::from_code("42883"), "function strftime(unknown, date) does not exist"));
+        assert!(correction(vec![], "x", &t)[1].content.contains("PostgreSQL has no such function"));
+        let o = Failure::Execution(Report::new(SqlState::from_code("42883"), "operator does not exist: text > integer"));
         assert_eq!(o.kind(), FailureKind::TypeMismatch);
-        assert!(correction(vec![], "x", &o)[1]
-            .content
-            .contains("cast where the types differ"));
+        assert!(correction(vec![], "x", &o)[1].content.contains("cast where the types differ"));
     }
 }

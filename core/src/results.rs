@@ -45,33 +45,15 @@ mod tests {
     use super::*;
 
     fn rows(v: &[&[&str]]) -> Vec<Row> {
-        v.iter()
-            .map(|r| {
-                r.iter()
-                    .map(|c| {
-                        if *c == "NULL" {
-                            None
-                        } else {
-                            Some(c.to_string())
-                        }
-                    })
-                    .collect()
-            })
-            .collect()
+        v.iter().map(|r| r.iter().map(|c| if *c == "NULL" { None } else { Some(c.to_string()) }).collect()).collect()
     }
 
     #[test]
     fn detects_top_level_order_by_only() {
         assert_eq!(orders_rows("SELECT a FROM t ORDER BY a DESC"), Some(true));
         assert_eq!(orders_rows("SELECT a FROM t"), Some(false));
-        assert_eq!(
-            orders_rows("SELECT a FROM (SELECT a FROM t ORDER BY a) s"),
-            Some(false)
-        );
-        assert_eq!(
-            orders_rows("SELECT a FROM t UNION SELECT b FROM u ORDER BY 1"),
-            Some(true)
-        );
+        assert_eq!(orders_rows("SELECT a FROM (SELECT a FROM t ORDER BY a) s"), Some(false));
+        assert_eq!(orders_rows("SELECT a FROM t UNION SELECT b FROM u ORDER BY 1"), Some(true));
         assert_eq!(orders_rows("SELECT 1; SELECT 2"), None);
         assert_eq!(orders_rows("not sql"), None);
     }
@@ -88,11 +70,7 @@ mod tests {
 
     #[test]
     fn column_order_and_nulls_matter() {
-        assert!(!same_rows(
-            &rows(&[&["a", "1"]]),
-            &rows(&[&["1", "a"]]),
-            false
-        ));
+        assert!(!same_rows(&rows(&[&["a", "1"]]), &rows(&[&["1", "a"]]), false));
         assert!(!same_rows(&rows(&[&["NULL"]]), &rows(&[&[""]]), false));
         assert!(same_rows(&rows(&[&["NULL"]]), &rows(&[&["NULL"]]), true));
     }

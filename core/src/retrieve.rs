@@ -8,113 +8,14 @@ use serde::Serialize;
 
 /// Words that never name a value on their own.
 const STOPWORDS: &[&str] = &[
-    "a",
-    "about",
-    "above",
-    "after",
-    "all",
-    "also",
-    "among",
-    "an",
-    "and",
-    "any",
-    "are",
-    "as",
-    "at",
-    "average",
-    "be",
-    "been",
-    "before",
-    "below",
-    "between",
-    "both",
-    "but",
-    "by",
-    "can",
-    "count",
-    "did",
-    "different",
-    "distinct",
-    "do",
-    "does",
-    "each",
-    "either",
-    "every",
-    "find",
-    "for",
-    "from",
-    "give",
-    "had",
-    "has",
-    "have",
-    "how",
-    "i",
-    "in",
-    "into",
-    "is",
-    "it",
-    "its",
-    "least",
-    "less",
-    "list",
-    "many",
-    "max",
-    "maximum",
-    "me",
-    "min",
-    "minimum",
-    "more",
-    "most",
-    "much",
-    "my",
-    "name",
-    "names",
-    "not",
-    "number",
-    "of",
-    "on",
-    "one",
-    "only",
-    "or",
-    "order",
-    "our",
-    "per",
-    "return",
-    "show",
-    "so",
-    "sorted",
-    "than",
-    "that",
-    "the",
-    "their",
-    "them",
-    "then",
-    "there",
-    "these",
-    "they",
-    "this",
-    "those",
-    "to",
-    "total",
-    "two",
-    "under",
-    "up",
-    "was",
-    "we",
-    "were",
-    "what",
-    "when",
-    "where",
-    "which",
-    "while",
-    "who",
-    "whom",
-    "whose",
-    "why",
-    "with",
-    "without",
-    "you",
-    "your",
+    "a", "about", "above", "after", "all", "also", "among", "an", "and", "any", "are", "as", "at", "average", "be",
+    "been", "before", "below", "between", "both", "but", "by", "can", "count", "did", "different", "distinct", "do",
+    "does", "each", "either", "every", "find", "for", "from", "give", "had", "has", "have", "how", "i", "in", "into",
+    "is", "it", "its", "least", "less", "list", "many", "max", "maximum", "me", "min", "minimum", "more", "most",
+    "much", "my", "name", "names", "not", "number", "of", "on", "one", "only", "or", "order", "our", "per", "return",
+    "show", "so", "sorted", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
+    "to", "total", "two", "under", "up", "was", "we", "were", "what", "when", "where", "which", "while", "who",
+    "whom", "whose", "why", "with", "without", "you", "your",
 ];
 
 /// Most phrases looked up for one query.
@@ -143,9 +44,7 @@ pub fn schema_words<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String>
     let mut words: std::collections::HashSet<String> = std::collections::HashSet::new();
     for name in names {
         let folded = embed::fold(name);
-        for w in
-            embed::words(&folded).filter(|w| w.len() > 1 && !w.chars().all(|c| c.is_ascii_digit()))
-        {
+        for w in embed::words(&folded).filter(|w| w.len() > 1 && !w.chars().all(|c| c.is_ascii_digit())) {
             if !words.contains(w) {
                 words.insert(w.to_string());
             }
@@ -221,10 +120,7 @@ pub fn query_phrases_skipping(query: &str, skip: &[String]) -> Vec<String> {
     let number = |w: &&str| w.chars().all(|c| c.is_ascii_digit());
     for len in 1..=3 {
         for run in runs.iter().filter(|r| r.len() >= len) {
-            for win in run
-                .windows(len)
-                .filter(|win| !win.iter().all(number) && !win.iter().all(|w| skipped(w)))
-            {
+            for win in run.windows(len).filter(|win| !win.iter().all(number) && !win.iter().all(|w| skipped(w))) {
                 push(win.join(" "), &mut out);
             }
         }
@@ -278,10 +174,7 @@ pub fn query_words(query: &str, skip: &[String]) -> Vec<String> {
     let folded = embed::fold(query);
     let mut out: Vec<String> = Vec::new();
     for w in embed::words(&folded) {
-        if !is_stopword(w)
-            && skip.binary_search_by(|s| s.as_str().cmp(w)).is_err()
-            && !out.iter().any(|o| o == w)
-        {
+        if !is_stopword(w) && skip.binary_search_by(|s| s.as_str().cmp(w)).is_err() && !out.iter().any(|o| o == w) {
             out.push(w.to_string());
         }
     }
@@ -300,13 +193,7 @@ pub fn coverage(value: &str, words: &[String]) -> f32 {
         n += 1;
         sum += words
             .iter()
-            .map(|qw| {
-                if qw == vw {
-                    1.0
-                } else {
-                    edit_similarity(qw, vw)
-                }
-            })
+            .map(|qw| if qw == vw { 1.0 } else { edit_similarity(qw, vw) })
             .filter(|s| *s >= WORD_MATCH)
             .fold(0f32, f32::max);
     }
@@ -320,42 +207,21 @@ pub fn coverage(value: &str, words: &[String]) -> f32 {
 /// [`rank`] knowing the question's words ([`query_words`]): a match through one phrase of a
 /// value counts for more the more of the value's words the question names, and a value whose
 /// words the question names all (in any order) scores [`COVERAGE_MATCH`] times that coverage.
-pub fn rank_in(
-    words: &[String],
-    lookups: &[Lookup],
-    candidates: &[Candidate],
-    threshold: f32,
-    k: usize,
-) -> Vec<Hit> {
+pub fn rank_in(words: &[String], lookups: &[Lookup], candidates: &[Candidate], threshold: f32, k: usize) -> Vec<Hit> {
     let lookup_features: Vec<Vec<(u64, f32)>> = lookups.iter().map(|l| features(&l.text)).collect();
     let mut covered: std::collections::HashMap<&str, f32> = std::collections::HashMap::new();
     let mut best: std::collections::HashMap<(u32, &str), Hit> = std::collections::HashMap::new();
     for (n, c) in candidates.iter().enumerate() {
         crate::interrupt::every(n, 1024);
-        let Some(lookup) = lookups.get(c.phrase) else {
-            continue;
-        };
+        let Some(lookup) = lookups.get(c.phrase) else { continue };
         let phrase = &lookup.text;
-        let cosine = c
-            .cosine
-            .unwrap_or_else(|| feature_cosine(&lookup_features[c.phrase], &features(&c.term)));
-        let mut score = cosine
-            .max(edit_similarity(phrase, &c.term))
-            .max(c.trigram.unwrap_or(0.0))
-            .min(1.0);
+        let cosine = c.cosine.unwrap_or_else(|| feature_cosine(&lookup_features[c.phrase], &features(&c.term)));
+        let mut score = cosine.max(edit_similarity(phrase, &c.term)).max(c.trigram.unwrap_or(0.0)).min(1.0);
         // 1.0 means identical up to case and accents: trigram sets can tie "1999" with "19999".
         if score >= 1.0 && embed::fold(&c.term) != *phrase {
             score = 0.99;
         }
-        let cov = if words.is_empty() {
-            None
-        } else {
-            Some(
-                *covered
-                    .entry(c.value.as_str())
-                    .or_insert_with(|| coverage(&c.value, words)),
-            )
-        };
+        let cov = if words.is_empty() { None } else { Some(*covered.entry(c.value.as_str()).or_insert_with(|| coverage(&c.value, words))) };
         if c.term != c.value {
             score *= match cov {
                 Some(cov) => PHRASE_MATCH * (0.85 + 0.15 * cov),
@@ -369,14 +235,12 @@ pub fn rank_in(
         if score < threshold {
             continue;
         }
-        let entry = best
-            .entry((c.column, c.value.as_str()))
-            .or_insert_with(|| Hit {
-                column: c.column,
-                value: c.value.clone(),
-                score,
-                matched: lookup.query.clone(),
-            });
+        let entry = best.entry((c.column, c.value.as_str())).or_insert_with(|| Hit {
+            column: c.column,
+            value: c.value.clone(),
+            score,
+            matched: lookup.query.clone(),
+        });
         if score > entry.score {
             entry.score = score;
             entry.matched = lookup.query.clone();
@@ -407,14 +271,9 @@ pub fn render_values(hints: &[ValueHint]) -> String {
     if hints.is_empty() {
         return String::new();
     }
-    let mut out =
-        String::from("### Stored values similar to words of the question (column: value):\n");
+    let mut out = String::from("### Stored values similar to words of the question (column: value):\n");
     for h in hints {
-        out.push_str(&format!(
-            "# {}: '{}'\n",
-            h.column,
-            h.value.replace('\'', "''")
-        ));
+        out.push_str(&format!("# {}: '{}'\n", h.column, h.value.replace('\'', "''")));
     }
     out
 }
@@ -441,19 +300,9 @@ mod tests {
         assert_eq!(query_phrases("Abredeen"), vec!["abredeen"]);
         assert_eq!(query_phrases("aberdeen airport")[0], "aberdeen airport");
         let p = query_phrases("Which flights leave from Terminal 5 in 2024?");
-        assert!(
-            p.contains(&"terminal 5".to_string())
-                && !p.contains(&"5".to_string())
-                && !p.iter().any(|x| x.contains("2024"))
-        );
-        assert_eq!(
-            query_phrases("village 3-24"),
-            vec!["village", "village 3", "village 3 24"]
-        );
-        assert_eq!(
-            query_phrases("What do we know about an-1557?"),
-            vec!["an 1557", "know"]
-        );
+        assert!(p.contains(&"terminal 5".to_string()) && !p.contains(&"5".to_string()) && !p.iter().any(|x| x.contains("2024")));
+        assert_eq!(query_phrases("village 3-24"), vec!["village", "village 3", "village 3 24"]);
+        assert_eq!(query_phrases("What do we know about an-1557?"), vec!["an 1557", "know"]);
         assert!(query_phrases("Which B52 flights?").contains(&"b52".to_string()));
     }
 
@@ -461,46 +310,24 @@ mod tests {
     fn schema_words_leave_out_names_of_tables_and_columns() {
         let skip = schema_words(["stadium", "singer_in_concert", "Country", "city"]);
         assert!(skip.windows(2).all(|w| w[0] < w[1]));
-        for w in [
-            "stadium",
-            "stadiums",
-            "singer",
-            "singers",
-            "concert",
-            "country",
-            "countries",
-            "city",
-            "cities",
-        ] {
+        for w in ["stadium", "stadiums", "singer", "singers", "concert", "country", "countries", "city", "cities"] {
             assert!(skip.contains(&w.to_string()), "{w}");
         }
         let p = query_phrases_skipping("How many stadiums are in Bayview stadium?", &skip);
-        assert!(
-            !p.contains(&"stadiums".to_string()) && !p.contains(&"stadium".to_string()),
-            "{p:?}"
-        );
-        assert!(
-            p.contains(&"bayview stadium".to_string()) && p.contains(&"bayview".to_string()),
-            "{p:?}"
-        );
+        assert!(!p.contains(&"stadiums".to_string()) && !p.contains(&"stadium".to_string()), "{p:?}");
+        assert!(p.contains(&"bayview stadium".to_string()) && p.contains(&"bayview".to_string()), "{p:?}");
         let p = query_phrases_skipping("Count the singers from each country", &skip);
         assert!(p.is_empty(), "{p:?}");
         // Quoted strings are the user naming a value, whatever the words.
         let p = query_phrases_skipping("Which singers are from 'Country'?", &skip);
         assert_eq!(p, vec!["country"]);
-        assert_eq!(
-            query_phrases_skipping("stadiums", &skip),
-            Vec::<String>::new()
-        );
+        assert_eq!(query_phrases_skipping("stadiums", &skip), Vec::<String>::new());
     }
 
     #[test]
     fn quoted_strings_stay_whole() {
         let p = query_phrases("Who sang 'Love Me Do' in \"The Cavern\"?");
-        assert_eq!(
-            &p[..2],
-            &["love me do".to_string(), "the cavern".to_string()]
-        );
+        assert_eq!(&p[..2], &["love me do".to_string(), "the cavern".to_string()]);
     }
 
     fn plain(phrases: &[&str]) -> Vec<Lookup> {
@@ -508,14 +335,7 @@ mod tests {
     }
 
     fn cand(column: u32, value: &str, term: &str, phrase: usize) -> Candidate {
-        Candidate {
-            column,
-            value: value.into(),
-            term: term.into(),
-            cosine: None,
-            trigram: None,
-            phrase,
-        }
+        Candidate { column, value: value.into(), term: term.into(), cosine: None, trigram: None, phrase }
     }
 
     #[test]
@@ -536,11 +356,7 @@ mod tests {
     #[test]
     fn whole_value_matches_beat_phrase_matches() {
         let phrases = plain(&["town 7", "town"]);
-        let cands = vec![
-            cand(1, "Town 1", "town", 1),
-            cand(1, "Town 7", "Town 7", 0),
-            cand(1, "Town 7", "town", 1),
-        ];
+        let cands = vec![cand(1, "Town 1", "town", 1), cand(1, "Town 7", "Town 7", 0), cand(1, "Town 7", "town", 1)];
         let hits = rank(&phrases, &cands, 0.65, 1);
         assert_eq!(hits[0].value, "Town 7");
         assert_eq!(hits[0].score, 1.0);
@@ -549,28 +365,16 @@ mod tests {
     #[test]
     fn keeps_the_best_phrase_per_value_and_top_k() {
         let phrases = plain(&["france", "singers"]);
-        let cands = vec![
-            cand(7, "France", "France", 1),
-            cand(7, "France", "France", 0),
-            cand(7, "Francia", "Francia", 0),
-        ];
+        let cands = vec![cand(7, "France", "France", 1), cand(7, "France", "France", 0), cand(7, "Francia", "Francia", 0)];
         let hits = rank(&phrases, &cands, 0.65, 1);
         assert_eq!(hits.len(), 1);
-        assert_eq!(
-            (hits[0].value.as_str(), hits[0].matched.as_str()),
-            ("France", "france")
-        );
+        assert_eq!((hits[0].value.as_str(), hits[0].matched.as_str()), ("France", "france"));
     }
 
     #[test]
     fn trigram_similarity_counts() {
         let phrases = plain(&["charles de gaulle"]);
-        let mut c = cand(
-            1,
-            "Charles de Gaulle Airport (Paris)",
-            "Charles de Gaulle Airport (Paris)",
-            0,
-        );
+        let mut c = cand(1, "Charles de Gaulle Airport (Paris)", "Charles de Gaulle Airport (Paris)", 0);
         c.trigram = Some(0.98);
         assert_eq!(rank(&phrases, &[c], 0.65, 5)[0].score, 0.98);
     }
@@ -596,55 +400,30 @@ mod tests {
 
     #[test]
     fn values_the_question_names_word_by_word() {
-        let words = query_words(
-            "Which entries are linked to Harbour Last of the Vlley?",
-            &[],
-        );
+        let words = query_words("Which entries are linked to Harbour Last of the Vlley?", &[]);
         assert_eq!(words, vec!["entries", "linked", "harbour", "last", "vlley"]);
-        assert!(
-            (coverage("Harbour Last of the Valley", &words) - (2.0 + 5.0 / 6.0) / 3.0).abs() < 1e-5
-        );
+        assert!((coverage("Harbour Last of the Valley", &words) - (2.0 + 5.0 / 6.0) / 3.0).abs() < 1e-5);
         assert_eq!(coverage("The Last Golden", &words), 0.5);
         assert_eq!(coverage("of the", &words), 0.0);
         // A phrase match of a value the question names only in part counts less.
         let lookups = plain(&["last", "harbour last", "vlley"]);
-        let cands = vec![
-            cand(1, "The Last Golden", "last", 0),
-            cand(1, "Harbour Last of the Valley", "harbour last", 1),
-        ];
+        let cands = vec![cand(1, "The Last Golden", "last", 0), cand(1, "Harbour Last of the Valley", "harbour last", 1)];
         let hits = rank_in(&words, &lookups, &cands, 0.65, 2);
         assert_eq!(hits[0].value, "Harbour Last of the Valley");
-        assert!(
-            hits[1].score < 0.9 && hits[1].score < hits[0].score,
-            "{:?}",
-            hits
-        );
+        assert!(hits[1].score < 0.9 && hits[1].score < hits[0].score, "{:?}", hits);
         // Word order does not matter.
         let words = query_words("river orchard distant", &[]);
-        let hits = rank_in(
-            &words,
-            &plain(&["river"]),
-            &[cand(1, "Distant Orchard of the River", "river", 0)],
-            0.65,
-            1,
-        );
+        let hits = rank_in(&words, &plain(&["river"]), &[cand(1, "Distant Orchard of the River", "river", 0)], 0.65, 1);
         assert_eq!(hits[0].score, COVERAGE_MATCH);
         // Schema words do not count.
         let skip = schema_words(["stadium"]);
-        assert_eq!(
-            query_words("Which stadiums are in Bayview?", &skip),
-            vec!["bayview"]
-        );
+        assert_eq!(query_words("Which stadiums are in Bayview?", &skip), vec!["bayview"]);
     }
 
     #[test]
     fn prompt_section() {
         assert_eq!(render_values(&[]), "");
-        let s = render_values(&[ValueHint {
-            column: "singer.country".into(),
-            value: "Côte d'Ivoire".into(),
-            score: 0.9,
-        }]);
+        let s = render_values(&[ValueHint { column: "singer.country".into(), value: "Côte d'Ivoire".into(), score: 0.9 }]);
         assert_eq!(s, "### Stored values similar to words of the question (column: value):\n# singer.country: 'Côte d''Ivoire'\n");
     }
 }

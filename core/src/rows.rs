@@ -25,9 +25,9 @@ pub fn value(text: Option<&str>, type_oid: u32) -> Value {
             _ => Value::String(t.to_string()),
         },
         // NaN and Infinity have no JSON number; they stay strings, as in to_jsonb.
-        INT2 | INT4 | INT8 | OID | FLOAT4 | FLOAT8 | NUMERIC => serde_json::from_str::<Number>(t)
-            .map(Value::Number)
-            .unwrap_or_else(|_| Value::String(t.to_string())),
+        INT2 | INT4 | INT8 | OID | FLOAT4 | FLOAT8 | NUMERIC => {
+            serde_json::from_str::<Number>(t).map(Value::Number).unwrap_or_else(|_| Value::String(t.to_string()))
+        }
         JSON | JSONB => serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_string())),
         _ => Value::String(t.to_string()),
     }
@@ -62,10 +62,7 @@ mod tests {
     use super::*;
 
     fn col(name: &str, type_oid: u32) -> ColumnInfo {
-        ColumnInfo {
-            name: name.into(),
-            type_oid,
-        }
+        ColumnInfo { name: name.into(), type_oid }
     }
 
     #[test]
@@ -74,14 +71,8 @@ mod tests {
         assert_eq!(value(Some("t"), BOOL), Value::Bool(true));
         assert_eq!(value(None, INT4), Value::Null);
         assert_eq!(value(Some("NaN"), NUMERIC), Value::String("NaN".into()));
-        assert_eq!(
-            value(Some("{\"a\": [1]}"), JSONB),
-            serde_json::json!({"a": [1]})
-        );
-        assert_eq!(
-            value(Some("2024-01-01"), 1082),
-            Value::String("2024-01-01".into())
-        );
+        assert_eq!(value(Some("{\"a\": [1]}"), JSONB), serde_json::json!({"a": [1]}));
+        assert_eq!(value(Some("2024-01-01"), 1082), Value::String("2024-01-01".into()));
     }
 
     #[test]
@@ -96,9 +87,6 @@ mod tests {
         assert_eq!(keys(&cols), vec!["name", "name_2", "name_2_2"]);
         let row = vec![Some("a".into()), None, Some("c".into())];
         let o = row_object(&keys(&cols), &cols, &row);
-        assert_eq!(
-            o.to_string(),
-            r#"{"name":"a","name_2":null,"name_2_2":"c"}"#
-        );
+        assert_eq!(o.to_string(), r#"{"name":"a","name_2":null,"name_2_2":"c"}"#);
     }
 }

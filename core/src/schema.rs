@@ -136,33 +136,17 @@ impl Schema {
             let text = self.render_tables(&self.tables, detail, 0);
             let tokens = estimate_tokens(&text);
             if tokens <= max_tokens {
-                return Rendered {
-                    text,
-                    tokens,
-                    detail,
-                    tables_shown: self.tables.len(),
-                    tables_omitted: 0,
-                };
+                return Rendered { text, tokens, detail, tables_shown: self.tables.len(), tables_omitted: 0 };
             }
         }
         // Still too large: keep the longest prefix of tables that fits. Start from the prefix
         // whose tables alone fit, then shrink until the foreign keys and the note fit too.
         let mut shown = self.tables_within(max_tokens).clamp(1, self.tables.len());
         loop {
-            let text = self.render_tables(
-                &self.tables[..shown],
-                Detail::Bare,
-                self.tables.len() - shown,
-            );
+            let text = self.render_tables(&self.tables[..shown], Detail::Bare, self.tables.len() - shown);
             let tokens = estimate_tokens(&text);
             if tokens <= max_tokens || shown == 1 {
-                return Rendered {
-                    text,
-                    tokens,
-                    detail: Detail::Bare,
-                    tables_shown: shown,
-                    tables_omitted: self.tables.len() - shown,
-                };
+                return Rendered { text, tokens, detail: Detail::Bare, tables_shown: shown, tables_omitted: self.tables.len() - shown };
             }
             shown = (shown * 9 / 10).clamp(1, shown - 1);
         }
@@ -174,33 +158,19 @@ impl Schema {
             render_table(&mut out, t, detail);
         }
         if omitted > 0 {
-            let _ = writeln!(
-                out,
-                "# ... {omitted} more tables not shown (schema larger than the prompt budget)"
-            );
+            let _ = writeln!(out, "# ... {omitted} more tables not shown (schema larger than the prompt budget)");
         }
-        let shown: std::collections::HashSet<&str> =
-            tables.iter().map(|t| t.ident.as_str()).collect();
+        let shown: std::collections::HashSet<&str> = tables.iter().map(|t| t.ident.as_str()).collect();
         let fks: Vec<&ForeignKey> = self
             .foreign_keys
             .iter()
-            .filter(|fk| {
-                shown.contains(&fk.table.as_str()) && shown.contains(&fk.ref_table.as_str())
-            })
+            .filter(|fk| shown.contains(&fk.table.as_str()) && shown.contains(&fk.ref_table.as_str()))
             .collect();
         if !fks.is_empty() {
             out.push_str("# FOREIGN KEYS:\n");
             for fk in fks {
-                let lhs: Vec<String> = fk
-                    .columns
-                    .iter()
-                    .map(|c| format!("{}.{}", fk.table, c))
-                    .collect();
-                let rhs: Vec<String> = fk
-                    .ref_columns
-                    .iter()
-                    .map(|c| format!("{}.{}", fk.ref_table, c))
-                    .collect();
+                let lhs: Vec<String> = fk.columns.iter().map(|c| format!("{}.{}", fk.table, c)).collect();
+                let rhs: Vec<String> = fk.ref_columns.iter().map(|c| format!("{}.{}", fk.ref_table, c)).collect();
                 let _ = writeln!(out, "# {} = {}", lhs.join(", "), rhs.join(", "));
             }
         }
@@ -218,12 +188,7 @@ fn render_table(out: &mut String, t: &Table, detail: Detail) {
     let _ = write!(out, "# {} ({kind}", t.ident);
     if detail >= Detail::Core {
         if let Some(c) = t.comment.as_deref().filter(|c| !c.trim().is_empty()) {
-            let _ = write!(
-                out,
-                "{}{}",
-                if kind.is_empty() { " -- " } else { ": " },
-                one_line(c, 120)
-            );
+            let _ = write!(out, "{}{}", if kind.is_empty() { " -- " } else { ": " }, one_line(c, 120));
         }
     }
     out.push('\n');
@@ -267,10 +232,7 @@ impl Schema {
     /// that share a name with a chosen one. Nothing chosen: the whole schema.
     pub fn focus(&self, chosen: &[(usize, usize)]) -> Focus {
         if chosen.is_empty() {
-            return Focus {
-                schema: self.clone(),
-                ..Default::default()
-            };
+            return Focus { schema: self.clone(), ..Default::default() };
         }
         let n = self.tables.len();
         let index = |ident: &str| self.tables.iter().position(|t| t.ident == ident);
@@ -325,10 +287,7 @@ impl Schema {
                 at = u;
             }
         }
-        let chosen_names: Vec<&str> = chosen
-            .iter()
-            .map(|&(t, c)| self.tables[t].columns[c].name.as_str())
-            .collect();
+        let chosen_names: Vec<&str> = chosen.iter().map(|&(t, c)| self.tables[t].columns[c].name.as_str()).collect();
         let mut focus = Focus::default();
         let mut out = Schema::default();
         for (ti, t) in self.tables.iter().enumerate() {
@@ -373,10 +332,7 @@ impl Schema {
             out.tables.push(table);
         }
         let shown = |ident: &str, cols: &[String]| {
-            out.tables
-                .iter()
-                .find(|t| t.ident == ident)
-                .is_some_and(|t| cols.iter().all(|c| t.columns.iter().any(|x| &x.ident == c)))
+            out.tables.iter().find(|t| t.ident == ident).is_some_and(|t| cols.iter().all(|c| t.columns.iter().any(|x| &x.ident == c)))
         };
         out.foreign_keys = self
             .foreign_keys
@@ -413,20 +369,13 @@ fn sample_suffix(c: &Column) -> Option<String> {
     let s = c.stats.as_ref()?;
     match c.category.as_str() {
         "S" if !s.values.is_empty() => {
-            let ex: Vec<String> = s
-                .values
-                .iter()
-                .take(SAMPLE_TEXTS)
-                .map(|v| literal(v, "S"))
-                .collect();
+            let ex: Vec<String> = s.values.iter().take(SAMPLE_TEXTS).map(|v| literal(v, "S")).collect();
             Some(format!(", e.g. ({})", ex.join(", ")))
         }
         "N" | "D" => match (&s.min, &s.max) {
-            (Some(lo), Some(hi)) if lo != hi => Some(format!(
-                ", range [{}, {}]",
-                literal(lo, &c.category),
-                literal(hi, &c.category)
-            )),
+            (Some(lo), Some(hi)) if lo != hi => {
+                Some(format!(", range [{}, {}]", literal(lo, &c.category), literal(hi, &c.category)))
+            }
             _ => None,
         },
         _ => None,
@@ -563,14 +512,7 @@ pub(crate) mod tests {
     }
 
     fn cols(s: &Schema) -> Vec<String> {
-        s.tables
-            .iter()
-            .flat_map(|t| {
-                t.columns
-                    .iter()
-                    .map(move |c| format!("{}.{}", t.ident, c.ident))
-            })
-            .collect()
+        s.tables.iter().flat_map(|t| t.columns.iter().map(move |c| format!("{}.{}", t.ident, c.ident))).collect()
     }
 
     #[test]
@@ -582,15 +524,10 @@ pub(crate) mod tests {
         assert_eq!(
             cols(&f.schema),
             vec![
-                "concert.concert_id",
-                "concert.stadium_id",
-                "singer.singer_id",
-                "singer.name",
-                "singer_in_concert.concert_id",
-                "singer_in_concert.singer_id",
-                "stadium.stadium_id",
-                "stadium.name",
-                "stadium.capacity",
+                "concert.concert_id", "concert.stadium_id",
+                "singer.singer_id", "singer.name",
+                "singer_in_concert.concert_id", "singer_in_concert.singer_id",
+                "stadium.stadium_id", "stadium.name", "stadium.capacity",
             ]
         );
         // stadium.name shares its name with the chosen singer.name.
@@ -610,10 +547,7 @@ pub(crate) mod tests {
     fn numbers_are_rarely_categorical() {
         let s = sample_schema();
         assert!(categorical_values(&s.tables[0].columns[0]).is_none());
-        assert_eq!(
-            categorical_values(&s.tables[0].columns[3]).map(|v| v.len()),
-            Some(2)
-        );
+        assert_eq!(categorical_values(&s.tables[0].columns[3]).map(|v| v.len()), Some(2));
     }
 
     #[test]

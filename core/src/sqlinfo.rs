@@ -16,9 +16,7 @@ pub struct Comparison {
 
 /// Every column-to-string-literal comparison in `sql`; empty when it does not parse.
 pub fn string_comparisons(sql: &str) -> Vec<Comparison> {
-    let Ok(statements) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else {
-        return vec![];
-    };
+    let Ok(statements) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else { return vec![] };
     let mut v = Collect(Vec::new());
     let _ = statements.visit(&mut v);
     let mut out = v.0;
@@ -29,13 +27,7 @@ pub fn string_comparisons(sql: &str) -> Vec<Comparison> {
 struct Collect(Vec<Comparison>);
 
 fn column(e: &Expr) -> Option<String> {
-    let fold = |i: &Ident| {
-        if i.quote_style.is_some() {
-            i.value.clone()
-        } else {
-            i.value.to_lowercase()
-        }
-    };
+    let fold = |i: &Ident| if i.quote_style.is_some() { i.value.clone() } else { i.value.to_lowercase() };
     match e {
         Expr::Identifier(i) => Some(fold(i)),
         Expr::CompoundIdentifier(parts) => parts.last().map(fold),
@@ -65,11 +57,7 @@ impl Visitor for Collect {
             }
         };
         match e {
-            Expr::BinaryOp {
-                left,
-                op: BinaryOperator::Eq | BinaryOperator::NotEq,
-                right,
-            } => {
+            Expr::BinaryOp { left, op: BinaryOperator::Eq | BinaryOperator::NotEq, right } => {
                 push(column(left), literal(right));
                 push(column(right), literal(left));
             }
@@ -94,18 +82,12 @@ mod tests {
     use super::*;
 
     fn pairs(sql: &str) -> Vec<(String, String)> {
-        string_comparisons(sql)
-            .into_iter()
-            .map(|c| (c.column, c.literal))
-            .collect()
+        string_comparisons(sql).into_iter().map(|c| (c.column, c.literal)).collect()
     }
 
     #[test]
     fn finds_comparisons_everywhere() {
-        assert_eq!(
-            pairs("SELECT count(*) FROM singer WHERE country = 'France'"),
-            vec![("country".into(), "France".into())]
-        );
+        assert_eq!(pairs("SELECT count(*) FROM singer WHERE country = 'France'"), vec![("country".into(), "France".into())]);
         assert_eq!(
             pairs("SELECT T1.name FROM a AS T1 JOIN b AS T2 ON T1.id = T2.id WHERE 'Ford' = T2.\"Maker\" AND T1.x IN ('a', 'b')"),
             vec![("Maker".into(), "Ford".into()), ("x".into(), "a".into()), ("x".into(), "b".into())]

@@ -80,11 +80,7 @@ pub fn vote(ballots: &[Ballot], total: usize) -> Option<Outcome> {
     let first = out.first()?;
     let winner = first.candidates[0];
     let confidence = first.votes as f64 / total.max(first.votes) as f64;
-    Some(Outcome {
-        winner,
-        groups: out,
-        confidence,
-    })
+    Some(Outcome { winner, groups: out, confidence })
 }
 
 #[cfg(test)]
@@ -96,13 +92,7 @@ mod tests {
     }
 
     fn ballot(candidate: usize, r: &[&str], ms: u64) -> Ballot {
-        Ballot {
-            candidate,
-            rows: rows(r),
-            ordered: false,
-            elapsed: Duration::from_millis(ms),
-            weight: 1,
-        }
+        Ballot { candidate, rows: rows(r), ordered: false, elapsed: Duration::from_millis(ms), weight: 1 }
     }
 
     #[test]
@@ -138,13 +128,7 @@ mod tests {
     fn order_matters_only_when_the_sql_orders() {
         let mut a = ballot(0, &["1", "2"], 1);
         let mut b = ballot(1, &["2", "1"], 1);
-        assert_eq!(
-            vote(&[a.clone(), b.clone()], 2)
-                .expect("outcome")
-                .groups
-                .len(),
-            1
-        );
+        assert_eq!(vote(&[a.clone(), b.clone()], 2).expect("outcome").groups.len(), 1);
         a.ordered = true;
         b.ordered = true;
         assert_eq!(vote(&[a, b], 2).expect("outcome").groups.len(), 2);

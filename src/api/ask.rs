@@ -5,9 +5,7 @@ use crate::gucs;
 use crate::pg::{catalog, errors, model::Model, role, sandbox, session, values};
 use nl2sql_core::align::{Rules, ValueLookup};
 use nl2sql_core::error::Report;
-use nl2sql_core::pipeline::{
-    self, Answer, AskError, Database, Llm, Mode, Question, Rejected, Settings, Trace,
-};
+use nl2sql_core::pipeline::{self, Answer, AskError, Database, Llm, Mode, Question, Rejected, Settings, Trace};
 use nl2sql_core::retrieve::ValueHint;
 use nl2sql_core::{rows, Execution};
 use pgrx::prelude::*;
@@ -37,9 +35,7 @@ fn who() -> (pg_sys::Oid, pg_sys::Oid, u64) {
 pub fn last_trace() -> Option<serde_json::Value> {
     let (user, session_user, settings) = who();
     LAST_TRACE.with_borrow_mut(|t| match t {
-        Some(o) if o.user == user && o.session_user == session_user && o.settings == settings => {
-            Some(o.trace.clone())
-        }
+        Some(o) if o.user == user && o.session_user == session_user && o.settings == settings => Some(o.trace.clone()),
         _ => {
             *t = None;
             None
@@ -62,37 +58,21 @@ fn nl2sql(question: Option<&str>, hint: default!(Option<&str>, "NULL")) -> Optio
 
 /// Translates a question and returns the rows of the query, one jsonb object a row.
 #[pg_extern(volatile, parallel_unsafe)]
-fn nl2sql_run(
-    question: Option<&str>,
-    hint: default!(Option<&str>, "NULL"),
-) -> SetOfIterator<'static, pgrx::JsonB> {
+fn nl2sql_run(question: Option<&str>, hint: default!(Option<&str>, "NULL")) -> SetOfIterator<'static, pgrx::JsonB> {
     let Some(question) = question else {
         return SetOfIterator::empty();
     };
     let (a, secret) = answer(question, hint);
     if a.execution.byte_limited {
-        notice!(
-            "result truncated to {} rows (nl2sql.max_result_bytes)",
-            a.execution.rows.len()
-        );
+        notice!("result truncated to {} rows (nl2sql.max_result_bytes)", a.execution.rows.len());
     } else if a.execution.truncated {
-        notice!(
-            "result truncated to {} rows (nl2sql.max_rows)",
-            a.execution.rows.len()
-        );
+        notice!("result truncated to {} rows (nl2sql.max_rows)", a.execution.rows.len());
     }
-    let Execution {
-        columns,
-        rows: data,
-        ..
-    } = a.execution;
+    let Execution { columns, rows: data, .. } = a.execution;
     let keys = rows::keys(&columns);
-    SetOfIterator::new(data.into_iter().map(move |r| {
-        pgrx::JsonB(scrub(
-            rows::row_object(&keys, &columns, &r),
-            secret.as_deref(),
-        ))
-    }))
+    SetOfIterator::new(
+        data.into_iter().map(move |r| pgrx::JsonB(scrub(rows::row_object(&keys, &columns, &r), secret.as_deref()))),
+    )
 }
 
 /// Runs the pipeline, raising its errors as PostgreSQL errors.
@@ -123,14 +103,8 @@ fn scrub_text(text: String, secret: Option<&str>) -> String {
 /// answered as nl2sql.superuser_role, from the schema that role may read.
 // One call a question: the size of the error (it carries the trace) does not matter.
 #[allow(clippy::result_large_err)]
-pub fn run(
-    question: &str,
-    hint: Option<&str>,
-) -> (Result<Answer, (AskError, Trace)>, Option<String>) {
-    let q = Question {
-        text: question.to_string(),
-        hint: hint.map(str::to_string),
-    };
+pub fn run(question: &str, hint: Option<&str>) -> (Result<Answer, (AskError, Trace)>, Option<String>) {
+    let q = Question { text: question.to_string(), hint: hint.map(str::to_string) };
     if let Err(e) = pipeline::validate(&q) {
         errors::raise(&e);
     }
@@ -138,8 +112,7 @@ pub fn run(
     let mut model = Model::from_settings().unwrap_or_else(|e| errors::raise(&e.report(None)));
     let secret = model.secret().map(str::to_string);
     let result = role::as_exec_role(|| {
-        let schema = catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens())
-            .unwrap_or_else(|r| errors::raise(&r));
+        let schema = catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r));
         pipeline::ask(&q, &schema, &settings(), &mut model, &mut Sandboxed)
     });
     let trace = match &result {
@@ -153,12 +126,9 @@ pub fn run(
             trace.tables_shown
         );
     }
-    let stored = serde_json::to_value(trace).ok().map(|v| Owned {
-        user,
-        session_user,
-        settings: fingerprint,
-        trace: scrub(v, secret.as_deref()),
-    });
+    let stored = serde_json::to_value(trace)
+        .ok()
+        .map(|v| Owned { user, session_user, settings: fingerprint, trace: scrub(v, secret.as_deref()) });
     LAST_TRACE.with_borrow_mut(|t| *t = stored);
     (result, secret)
 }
@@ -179,28 +149,18 @@ pub fn settings() -> Settings {
         candidates: n,
         // No early stop: every candidate in the first wave.
         first_wave: if agreement == 0 { n } else { agreement.min(n) },
-        agreement: if agreement == 0 {
-            usize::MAX
-        } else {
-            agreement
-        },
+        agreement: if agreement == 0 { usize::MAX } else { agreement },
         temperature: gucs::temperature(),
         extraction: gucs::use_extraction(),
         chain_of_thought: gucs::use_chain_of_thought(),
-        alignment: Rules {
-            agent,
-            function,
-            style,
-        },
+        alignment: Rules { agent, function, style },
         column_matches: gucs::column_matches(),
     }
 }
 
 /// A NOTICE when the candidates agree less than nl2sql.min_confidence.
 fn unsure(trace: &Trace) {
-    let (Some(confidence), Some(vote)) = (trace.confidence, trace.vote.as_ref()) else {
-        return;
-    };
+    let (Some(confidence), Some(vote)) = (trace.confidence, trace.vote.as_ref()) else { return };
     let min = gucs::min_confidence();
     if confidence >= min {
         return;
@@ -243,11 +203,7 @@ impl Database for Sandboxed {
             .into_iter()
             .map(|f| ValueHint {
                 // The table as the schema prompt writes it (qualified only when not on the path).
-                column: format!(
-                    "{}.{}",
-                    values::visible_name(f.relid),
-                    pgrx::spi::quote_identifier(&f.column)
-                ),
+                column: format!("{}.{}", values::visible_name(f.relid), pgrx::spi::quote_identifier(&f.column)),
                 value: f.value,
                 score: f.score,
             })

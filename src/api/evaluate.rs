@@ -27,27 +27,17 @@ mod nl2sql {
         let (gold, gold_json) = timed(reference, repeat, max_rows);
         let (pred, pred_json) = timed(predicted, repeat, max_rows);
         let matched = match (&gold, &pred) {
-            (Some(g), Some(p)) => Value::Bool(
-                !g.truncated && !p.truncated && results::same_rows(&g.rows, &p.rows, ordered),
-            ),
+            (Some(g), Some(p)) => Value::Bool(!g.truncated && !p.truncated && results::same_rows(&g.rows, &p.rows, ordered)),
             (None, _) => Value::Null,
             (Some(_), None) => Value::Bool(false),
         };
-        pgrx::JsonB(
-            json!({"match": matched, "ordered": ordered, "reference": gold_json, "predicted": pred_json}),
-        )
+        pgrx::JsonB(json!({"match": matched, "ordered": ordered, "reference": gold_json, "predicted": pred_json}))
     }
 
     /// The columns `sql` compares with string literals, and the literals (for value recall).
     #[pg_extern(immutable, strict, parallel_safe)]
-    fn sql_literals(
-        sql: &str,
-    ) -> TableIterator<'static, (name!(column_name, String), name!(literal, String))> {
-        TableIterator::new(
-            nl2sql_core::sqlinfo::string_comparisons(sql)
-                .into_iter()
-                .map(|c| (c.column, c.literal)),
-        )
+    fn sql_literals(sql: &str) -> TableIterator<'static, (name!(column_name, String), name!(literal, String))> {
+        TableIterator::new(nl2sql_core::sqlinfo::string_comparisons(sql).into_iter().map(|c| (c.column, c.literal)))
     }
 
     /// Executes `sql` `repeat` times; the rows of the first run and the median time in ms.
@@ -55,10 +45,7 @@ mod nl2sql {
         let mut times = Vec::with_capacity(repeat);
         let mut first: Option<Execution> = None;
         for _ in 0..repeat {
-            let limits = sandbox::Limits {
-                max_rows,
-                ..sandbox::Limits::from_settings()
-            };
+            let limits = sandbox::Limits { max_rows, ..sandbox::Limits::from_settings() };
             match sandbox::execute(sql, limits) {
                 Ok(e) => {
                     times.push(e.elapsed.as_secs_f64() * 1000.0);
@@ -72,12 +59,8 @@ mod nl2sql {
                         Rejected::Failed(Failure::Execution(r) | Failure::Analysis(r)) => {
                             (r.sqlstate.code().to_string(), r.message.clone())
                         }
-                        Rejected::Failed(Failure::Timeout { ms }) => {
-                            ("57014".into(), format!("ran longer than {ms} ms"))
-                        }
-                        Rejected::Failed(Failure::Syntax(e)) => {
-                            (e.sqlstate().code().to_string(), e.message())
-                        }
+                        Rejected::Failed(Failure::Timeout { ms }) => ("57014".into(), format!("ran longer than {ms} ms")),
+                        Rejected::Failed(Failure::Syntax(e)) => (e.sqlstate().code().to_string(), e.message()),
                         // sandbox::execute never reports an empty result as a failure.
                         Rejected::Failed(f @ Failure::Empty) => ("00000".into(), f.summary()),
                     };
@@ -89,9 +72,6 @@ mod nl2sql {
         let median = times[times.len() / 2];
         let rows = first.as_ref().map(|e| e.rows.len()).unwrap_or(0);
         let truncated = first.as_ref().is_some_and(|e| e.truncated);
-        (
-            first,
-            json!({"rows": rows, "ms": median, "truncated": truncated}),
-        )
+        (first, json!({"rows": rows, "ms": median, "truncated": truncated}))
     }
 }

@@ -16,10 +16,7 @@ const PREVIEW_ROWS: usize = 5;
 /// the confidence and every LLM call. What goes wrong in the pipeline (the model, the
 /// candidates) is reported in "error"; bad input and a missing endpoint raise as in nl2sql().
 #[pg_extern(volatile, parallel_unsafe)]
-fn nl2sql_explain(
-    question: Option<&str>,
-    hint: default!(Option<&str>, "NULL"),
-) -> Option<pgrx::JsonB> {
+fn nl2sql_explain(question: Option<&str>, hint: default!(Option<&str>, "NULL")) -> Option<pgrx::JsonB> {
     let question = question?;
     let (result, secret) = ask::run(question, hint);
     let mut out = Map::new();
@@ -29,13 +26,8 @@ fn nl2sql_explain(
     let trace: Trace = match result {
         Ok(a) => {
             let keys = rows::keys(&a.execution.columns);
-            let preview: Vec<Value> = a
-                .execution
-                .rows
-                .iter()
-                .take(PREVIEW_ROWS)
-                .map(|r| rows::row_object(&keys, &a.execution.columns, r))
-                .collect();
+            let preview: Vec<Value> =
+                a.execution.rows.iter().take(PREVIEW_ROWS).map(|r| rows::row_object(&keys, &a.execution.columns, r)).collect();
             out.insert("sql".into(), json!(a.sql));
             out.insert(
                 "result".into(),
@@ -96,10 +88,7 @@ fn settings() -> Value {
 /// Sums over the LLM calls.
 fn totals(t: &Trace) -> Value {
     let sum = |f: &dyn Fn(&nl2sql_core::pipeline::LlmCall) -> Option<u64>| -> Option<u64> {
-        t.llm_calls
-            .iter()
-            .map(f)
-            .try_fold(0u64, |acc, x| x.map(|x| acc + x))
+        t.llm_calls.iter().map(f).try_fold(0u64, |acc, x| x.map(|x| acc + x))
     };
     json!({
         "llm_calls": t.llm_calls.len(),
@@ -117,24 +106,12 @@ fn totals(t: &Trace) -> Value {
 /// Replaces the API key wherever it appears, keys of objects included (a model could echo
 /// what it was never sent; an endpoint's error body could hold it).
 pub fn scrub(v: Value, secret: Option<&str>) -> Value {
-    let Some(secret) = secret.filter(|s| s.len() >= 4) else {
-        return v;
-    };
-    let text = |s: String| {
-        if s.contains(secret) {
-            s.replace(secret, "***")
-        } else {
-            s
-        }
-    };
+    let Some(secret) = secret.filter(|s| s.len() >= 4) else { return v };
+    let text = |s: String| if s.contains(secret) { s.replace(secret, "***") } else { s };
     match v {
         Value::String(s) => Value::String(text(s)),
         Value::Array(a) => Value::Array(a.into_iter().map(|x| scrub(x, Some(secret))).collect()),
-        Value::Object(o) => Value::Object(
-            o.into_iter()
-                .map(|(k, x)| (text(k), scrub(x, Some(secret))))
-                .collect(),
-        ),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (text(k), scrub(x, Some(secret)))).collect()),
         other => other,
     }
 }

@@ -11,8 +11,7 @@ mod nl2sql {
     #[pg_extern(volatile, parallel_unsafe)]
     fn schema_prompt() -> String {
         crate::pg::role::as_exec_role(|| {
-            let schema = catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens())
-                .unwrap_or_else(|r| errors::raise(&r));
+            let schema = catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r));
             schema.render(gucs::schema_max_tokens()).text
         })
     }

@@ -10,11 +10,7 @@ mod nl2sql {
     type BuiltRow = (pg_sys::Oid, String, String, i64, i64, i64, f64);
 
     fn rows(built: Vec<Built>) -> impl Iterator<Item = BuiltRow> {
-        built.into_iter().map(|b| {
-            (
-                b.relid, b.column, b.status, b.values, b.phrases, b.skipped, b.seconds,
-            )
-        })
+        built.into_iter().map(|b| (b.relid, b.column, b.status, b.values, b.phrases, b.skipped, b.seconds))
     }
 
     /// The built-in embedder's 256-bit signature of a text.
@@ -59,9 +55,7 @@ mod nl2sql {
         rel: pg_sys::Oid,
         col: Option<&str>,
         include_rls: bool,
-    ) -> TableIterator<
-        'static,
-        (
+    ) -> TableIterator<'static, (
             name!(relation, pg_sys::Oid),
             name!(column_name, String),
             name!(status, String),
@@ -69,8 +63,7 @@ mod nl2sql {
             name!(phrases, i64),
             name!(skipped, i64),
             name!(seconds, f64),
-        ),
-    > {
+        )> {
         TableIterator::new(rows(values::create(rel, col, include_rls, true)))
     }
 
@@ -78,9 +71,7 @@ mod nl2sql {
     fn _create_value_indexes(
         schemas: Vec<String>,
         include_rls: bool,
-    ) -> TableIterator<
-        'static,
-        (
+    ) -> TableIterator<'static, (
             name!(relation, pg_sys::Oid),
             name!(column_name, String),
             name!(status, String),
@@ -88,8 +79,7 @@ mod nl2sql {
             name!(phrases, i64),
             name!(skipped, i64),
             name!(seconds, f64),
-        ),
-    > {
+        )> {
         let tables: Vec<pg_sys::Oid> = Spi::connect(|c| {
             c.select(
                 "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -118,9 +108,7 @@ mod nl2sql {
     #[pg_extern(volatile, parallel_unsafe)]
     fn _refresh_value_indexes(
         rel: Option<pg_sys::Oid>,
-    ) -> TableIterator<
-        'static,
-        (
+    ) -> TableIterator<'static, (
             name!(relation, pg_sys::Oid),
             name!(column_name, String),
             name!(status, String),
@@ -128,8 +116,7 @@ mod nl2sql {
             name!(phrases, i64),
             name!(skipped, i64),
             name!(seconds, f64),
-        ),
-    > {
+        )> {
         TableIterator::new(rows(values::refresh(rel)))
     }
 
@@ -137,40 +124,16 @@ mod nl2sql {
     fn _search_values(
         query: &str,
         k: i32,
-    ) -> TableIterator<
-        'static,
-        (
-            name!(relation, pg_sys::Oid),
-            name!(column_name, String),
-            name!(value, String),
-            name!(score, f32),
-        ),
-    > {
-        let found = values::search_values(
-            query,
-            &[],
-            k.max(0) as usize,
-            crate::gucs::value_threshold(),
-        );
-        TableIterator::new(
-            found
-                .into_iter()
-                .map(|f| (f.relid, f.column, f.value, f.score)),
-        )
+    ) -> TableIterator<'static, (name!(relation, pg_sys::Oid), name!(column_name, String), name!(value, String), name!(score, f32))> {
+        let found = values::search_values(query, &[], k.max(0) as usize, crate::gucs::value_threshold());
+        TableIterator::new(found.into_iter().map(|f| (f.relid, f.column, f.value, f.score)))
     }
 
     #[pg_extern(volatile, parallel_unsafe)]
     fn _search_columns(
         query: &str,
         k: i32,
-    ) -> TableIterator<
-        'static,
-        (
-            name!(relation, pg_sys::Oid),
-            name!(column_name, String),
-            name!(score, f32),
-        ),
-    > {
+    ) -> TableIterator<'static, (name!(relation, pg_sys::Oid), name!(column_name, String), name!(score, f32))> {
         let found = values::search_columns(query, k.max(0) as usize);
         TableIterator::new(found.into_iter().map(|f| (f.relid, f.column, f.score)))
     }

@@ -12,8 +12,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 const SCHEMA_SQL: &str = include_str!("../../sql/introspect/schema.sql");
-const STATS_SQL: &str =
-    "SELECT nl2sql.column_stats($1::pg_catalog.oid::pg_catalog.regclass, $2)::text";
+const STATS_SQL: &str = "SELECT nl2sql.column_stats($1::pg_catalog.oid::pg_catalog.regclass, $2)::text";
 /// What the introspected schema depends on: DDL (nl2sql.ddl_version, bumped by the event
 /// triggers, GRANT and REVOKE included), the roles the caller acts with (memberships change
 /// without DDL in this database), and the search_path (which names need qualifying).
@@ -67,10 +66,7 @@ struct SampledColumn {
 
 fn text_query(sql: &str, args: &[DatumWithOid]) -> Option<String> {
     Spi::connect(|client| {
-        client
-            .select(sql, Some(1), args)
-            .ok()
-            .and_then(|t| t.first().get::<String>(1).ok().flatten())
+        client.select(sql, Some(1), args).ok().and_then(|t| t.first().get::<String>(1).ok().flatten())
     })
 }
 
@@ -86,25 +82,14 @@ fn introspect(sql: &str, args: &[DatumWithOid]) -> Result<Option<String>, Report
 /// caller's roles or the search_path change.
 pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report> {
     let key = introspect(SCHEMA_KEY_SQL, &[])?.unwrap_or_default();
-    let cached = SCHEMA.with_borrow(|c| {
-        c.as_ref()
-            .filter(|(k, _)| !key.is_empty() && *k == key)
-            .map(|(_, s)| s.clone())
-    });
+    let cached = SCHEMA.with_borrow(|c| c.as_ref().filter(|(k, _)| !key.is_empty() && *k == key).map(|(_, s)| s.clone()));
     let mut schema = match cached {
         Some(s) => s,
         None => {
-            let json = introspect(SCHEMA_SQL, &[])?.ok_or_else(|| {
-                Report::new(
-                    SqlState::InternalError,
-                    "catalog introspection returned nothing",
-                )
-            })?;
+            let json = introspect(SCHEMA_SQL, &[])?
+                .ok_or_else(|| Report::new(SqlState::InternalError, "catalog introspection returned nothing"))?;
             let s: Schema = serde_json::from_str(&json).map_err(|e| {
-                Report::new(
-                    SqlState::InternalError,
-                    format!("catalog introspection returned bad JSON: {e}"),
-                )
+                Report::new(SqlState::InternalError, format!("catalog introspection returned bad JSON: {e}"))
             })?;
             SCHEMA.with_borrow_mut(|c| *c = Some((key, s.clone())));
             s
@@ -125,10 +110,7 @@ fn refresh_changes(tables: &mut [Table]) {
     let changes: HashMap<i64, i64> = sandbox::catalog(|| {
         Spi::connect(|c| {
             c.select(CHANGES_SQL, None, &args)
-                .map(|t| {
-                    t.filter_map(|r| Some((r.get::<i64>(1).ok()??, r.get::<i64>(2).ok()??)))
-                        .collect()
-                })
+                .map(|t| t.filter_map(|r| Some((r.get::<i64>(1).ok()??, r.get::<i64>(2).ok()??))).collect())
                 .unwrap_or_default()
         })
     });
@@ -148,23 +130,13 @@ fn attach_stats(tables: &mut [Table], sample_rows: i32) {
         let key = (role, settings, table.oid);
         let fresh = STATS.with_borrow(|c| {
             c.get(&key).is_some_and(|s| {
-                s.changes == table.changes
-                    && s.sample_rows == sample_rows
-                    && s.taken.elapsed() < STATS_MAX_AGE
+                s.changes == table.changes && s.sample_rows == sample_rows && s.taken.elapsed() < STATS_MAX_AGE
             })
         });
         if !fresh {
             let columns = sample(table.oid, sample_rows).unwrap_or_default();
             STATS.with_borrow_mut(|c| {
-                c.insert(
-                    key,
-                    Cached {
-                        changes: table.changes,
-                        sample_rows,
-                        taken: Instant::now(),
-                        columns,
-                    },
-                )
+                c.insert(key, Cached { changes: table.changes, sample_rows, taken: Instant::now(), columns })
             });
         }
         STATS.with_borrow(|c| {
@@ -181,18 +153,11 @@ fn attach_stats(tables: &mut [Table], sample_rows: i32) {
 /// like generated SQL's; None when it fails or takes too long (a broken view, say).
 fn sample(oid: u32, sample_rows: i32) -> Option<HashMap<String, ColumnStats>> {
     // Partitions or children that are foreign tables: sampling means remote calls.
-    if !crate::gucs::allow_foreign_tables()
-        && crate::pg::policy::reaches_foreign(pg_sys::Oid::from(oid))
-    {
+    if !crate::gucs::allow_foreign_tables() && crate::pg::policy::reaches_foreign(pg_sys::Oid::from(oid)) {
         return None;
     }
-    let args = [
-        DatumWithOid::from(oid as i64),
-        DatumWithOid::from(sample_rows),
-    ];
-    let json = sandbox::inspect(STATS_TIMEOUT, || text_query(STATS_SQL, &args))
-        .ok()
-        .flatten()?;
+    let args = [DatumWithOid::from(oid as i64), DatumWithOid::from(sample_rows)];
+    let json = sandbox::inspect(STATS_TIMEOUT, || text_query(STATS_SQL, &args)).ok().flatten()?;
     let t: SampledTable = serde_json::from_str(&json).ok()?;
     Some(
         t.columns

@@ -13,15 +13,12 @@ pub fn current() -> Embedder {
         None => Embedder::Builtin,
         Some(base_url) => Embedder::Remote(Endpoint {
             base_url: {
-                crate::pg::secrets::check_url_origin("nl2sql.embedding_url")
-                    .unwrap_or_else(|r| errors::raise(&r));
+                crate::pg::secrets::check_url_origin("nl2sql.embedding_url").unwrap_or_else(|r| errors::raise(&r));
                 base_url
             },
             service: Service::Embeddings,
             model: gucs::embedding_model(),
-            api_key: gucs::embedding_api_key()
-                .unwrap_or_else(|r| errors::raise(&r))
-                .map(Secret::new),
+            api_key: gucs::embedding_api_key().unwrap_or_else(|r| errors::raise(&r)).map(Secret::new),
             timeout: gucs::embedding_timeout(),
             max_retries: gucs::llm_max_retries(),
             // Vectors are long: a batch of 2048 3072-dimensional ones is ~150 MB of JSON.

@@ -81,17 +81,8 @@ impl Drop for Restore {
 
 /// Runs `f` with every function the executor starts judged in `scope`; `verdicts` are the
 /// decisions already taken (by policy.rs, on the parse tree) and are reused.
-pub fn with_scope<T>(
-    scope: Scope,
-    allowed: &[String],
-    verdicts: HashMap<u32, Result<(), GuardError>>,
-    f: impl FnOnce() -> T,
-) -> T {
-    let next = Active {
-        scope,
-        allowed: allowed.to_vec(),
-        verdicts,
-    };
+pub fn with_scope<T>(scope: Scope, allowed: &[String], verdicts: HashMap<u32, Result<(), GuardError>>, f: impl FnOnce() -> T) -> T {
+    let next = Active { scope, allowed: allowed.to_vec(), verdicts };
     let prev = ACTIVE.with_borrow_mut(|a| a.replace(next));
     let _restore = Restore(prev);
     f()
@@ -105,13 +96,7 @@ pub fn suspended<T>(f: impl FnOnce() -> T) -> T {
 }
 
 #[pg_guard]
-unsafe extern "C-unwind" fn object_access(
-    access: pg_sys::ObjectAccessType::Type,
-    class: Oid,
-    object: Oid,
-    sub: c_int,
-    arg: *mut c_void,
-) {
+unsafe extern "C-unwind" fn object_access(access: pg_sys::ObjectAccessType::Type, class: Oid, object: Oid, sub: c_int, arg: *mut c_void) {
     if let Some(prev) = PREV_OBJECT_ACCESS {
         pg_sys::ffi::pg_guard_ffi_boundary(|| prev(access, class, object, sub, arg));
     }
@@ -124,15 +109,9 @@ unsafe extern "C-unwind" fn object_access(
 /// Raises the scope's refusal of `object`, if it refuses it.
 unsafe fn enforce(object: Oid) {
     // Judged outside the borrow: the catalog lookups must not find ACTIVE borrowed.
-    let Some((scope, allowed, known)) = ACTIVE.with_borrow(|a| {
-        a.as_ref().map(|a| {
-            (
-                a.scope,
-                a.allowed.clone(),
-                a.verdicts.get(&u32::from(object)).cloned(),
-            )
-        })
-    }) else {
+    let Some((scope, allowed, known)) =
+        ACTIVE.with_borrow(|a| a.as_ref().map(|a| (a.scope, a.allowed.clone(), a.verdicts.get(&u32::from(object)).cloned())))
+    else {
         return;
     };
     let verdict = match known {
@@ -162,10 +141,7 @@ unsafe fn enforce(object: Oid) {
         };
         let mut r = Report::new(e.sqlstate(), message).detail(why.to_string());
         // The allow-list opens functions to generated SQL and nl2sql's reads, nothing else.
-        if let Some(h) = e
-            .hint()
-            .filter(|_| matches!(scope, Scope::Generated | Scope::Inspect))
-        {
+        if let Some(h) = e.hint().filter(|_| matches!(scope, Scope::Generated | Scope::Inspect)) {
             r = r.hint(h);
         }
         errors::raise(&r);
@@ -187,19 +163,8 @@ unsafe extern "C-unwind" fn process_utility(
 ) {
     let forget = changes_role((*pstmt).utilityStmt);
     match PREV_PROCESS_UTILITY {
-        Some(prev) => pg_sys::ffi::pg_guard_ffi_boundary(|| {
-            prev(pstmt, query, read_only_tree, context, params, env, dest, qc)
-        }),
-        None => pg_sys::standard_ProcessUtility(
-            pstmt,
-            query,
-            read_only_tree,
-            context,
-            params,
-            env,
-            dest,
-            qc,
-        ),
+        Some(prev) => pg_sys::ffi::pg_guard_ffi_boundary(|| prev(pstmt, query, read_only_tree, context, params, env, dest, qc)),
+        None => pg_sys::standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc),
     }
     if forget {
         crate::api::ask::forget_trace();
@@ -222,8 +187,7 @@ unsafe fn changes_role(stmt: *mut pg_sys::Node) -> bool {
         }
         if !(*v).name.is_null() {
             let name = CStr::from_ptr((*v).name).to_bytes();
-            return name.eq_ignore_ascii_case(b"role")
-                || name.eq_ignore_ascii_case(b"session_authorization");
+            return name.eq_ignore_ascii_case(b"role") || name.eq_ignore_ascii_case(b"session_authorization");
         }
     }
     false
@@ -255,11 +219,7 @@ unsafe extern "C-unwind" fn needs_fmgr(oid: Oid) -> bool {
 
 /// Refuses the start of a call the active scope's policy refuses.
 #[pg_guard]
-unsafe extern "C-unwind" fn fmgr(
-    event: pg_sys::FmgrHookEventType::Type,
-    flinfo: *mut pg_sys::FmgrInfo,
-    arg: *mut pg_sys::Datum,
-) {
+unsafe extern "C-unwind" fn fmgr(event: pg_sys::FmgrHookEventType::Type, flinfo: *mut pg_sys::FmgrInfo, arg: *mut pg_sys::Datum) {
     if let Some(prev) = PREV_FMGR {
         pg_sys::ffi::pg_guard_ffi_boundary(|| prev(event, flinfo, arg));
     }

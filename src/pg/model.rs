@@ -14,20 +14,15 @@ pub struct Model {
 impl Model {
     /// Reads nl2sql.llm_* settings; errors when no endpoint is configured.
     pub fn from_settings() -> Result<Model, LlmError> {
-        let base_url = gucs::llm_url().ok_or(EndpointError {
-            service: Service::Llm,
-            kind: ErrorKind::NotConfigured,
-        })?;
-        crate::pg::secrets::check_url_origin("nl2sql.llm_url")
-            .unwrap_or_else(|r| crate::pg::errors::raise(&r));
+        let base_url =
+            gucs::llm_url().ok_or(EndpointError { service: Service::Llm, kind: ErrorKind::NotConfigured })?;
+        crate::pg::secrets::check_url_origin("nl2sql.llm_url").unwrap_or_else(|r| crate::pg::errors::raise(&r));
         Ok(Model {
             endpoint: Endpoint {
                 service: Service::Llm,
                 base_url,
                 model: gucs::llm_model(),
-                api_key: gucs::llm_api_key()
-                    .unwrap_or_else(|r| crate::pg::errors::raise(&r))
-                    .map(Secret::new),
+                api_key: gucs::llm_api_key().unwrap_or_else(|r| crate::pg::errors::raise(&r)).map(Secret::new),
                 timeout: gucs::llm_timeout(),
                 max_retries: gucs::llm_max_retries(),
                 max_body: gucs::max_answer_bytes(),

@@ -88,12 +88,9 @@ fn switched<T>(role: pg_sys::Oid, flags: u32, search_path: &str, f: impl FnOnce(
 /// `f` raises an error. Names `f` splices into SQL must be schema-qualified.
 pub fn as_owner<T>(f: impl FnOnce() -> T) -> T {
     let ctx = context();
-    switched(
-        ctx.owner,
-        pg_sys::SECURITY_LOCAL_USERID_CHANGE,
-        &ctx.safe_path,
-        || hooks::with_scope(Scope::Elevated, &[], HashMap::new(), f),
-    )
+    switched(ctx.owner, pg_sys::SECURITY_LOCAL_USERID_CHANGE, &ctx.safe_path, || {
+        hooks::with_scope(Scope::Elevated, &[], HashMap::new(), f)
+    })
 }
 
 /// Runs `f` as the owner of `rel`, in a restricted security context (no SET ROLE, no temporary

@@ -42,28 +42,19 @@ fn read_facts(oid: Oid) -> Option<(FunctionFacts, bool)> {
     // SAFETY: syscache lookups by OID; the tuple is released before returning, and names are
     // copied out first.
     unsafe {
-        let tup = pg_sys::SearchSysCache1(
-            pg_sys::SysCacheIdentifier::PROCOID as i32,
-            pg_sys::Datum::from(oid),
-        );
+        let tup = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::PROCOID as i32, pg_sys::Datum::from(oid));
         if tup.is_null() {
             return None;
         }
         let form = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_proc>(tup);
-        let name = CStr::from_ptr((*form).proname.data.as_ptr())
-            .to_string_lossy()
-            .into_owned();
+        let name = CStr::from_ptr((*form).proname.data.as_ptr()).to_string_lossy().into_owned();
         let namespace = (*form).pronamespace;
         let owner = (*form).proowner;
         let volatility = (*form).provolatile as u8 as char;
         let aggregate = (*form).prokind as u8 == b'a';
         pg_sys::ReleaseSysCache(tup);
         let nsp = pg_sys::get_namespace_name(namespace);
-        let schema = if nsp.is_null() {
-            String::new()
-        } else {
-            CStr::from_ptr(nsp).to_string_lossy().into_owned()
-        };
+        let schema = if nsp.is_null() { String::new() } else { CStr::from_ptr(nsp).to_string_lossy().into_owned() };
         let ext = pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, oid);
         let extension = if ext == pg_sys::InvalidOid {
             None
@@ -85,21 +76,13 @@ fn read_facts(oid: Oid) -> Option<(FunctionFacts, bool)> {
 }
 
 /// Judges one function by OID in `scope`, remembering the verdict in `cache`.
-pub fn judge_oid(
-    oid: Oid,
-    scope: Scope,
-    allowed: &[String],
-    cache: &mut HashMap<u32, Result<(), GuardError>>,
-) -> Result<(), GuardError> {
+pub fn judge_oid(oid: Oid, scope: Scope, allowed: &[String], cache: &mut HashMap<u32, Result<(), GuardError>>) -> Result<(), GuardError> {
     if let Some(v) = cache.get(&u32::from(oid)) {
         return v.clone();
     }
     let verdict = match facts(oid) {
         Some((f, _)) => policy::judge(&f, scope, allowed),
-        None => Err(GuardError::UntrustedFunction(format!(
-            "with OID {}",
-            u32::from(oid)
-        ))),
+        None => Err(GuardError::UntrustedFunction(format!("with OID {}", u32::from(oid)))),
     };
     cache.insert(oid.into(), verdict.clone());
     verdict
@@ -143,28 +126,17 @@ pub unsafe fn check(
     let stmt = (*rawstmt).stmt;
     if !pgrx::is_a(stmt, pg_sys::NodeTag::T_SelectStmt) {
         let tag = pg_sys::CreateCommandTag(stmt);
-        let name = CStr::from_ptr(pg_sys::GetCommandTagName(tag))
-            .to_string_lossy()
-            .into_owned();
+        let name = CStr::from_ptr(pg_sys::GetCommandTagName(tag)).to_string_lossy().into_owned();
         return Err(GuardError::NotAQuery(name));
     }
     if !(*(stmt as *mut pg_sys::SelectStmt)).intoClause.is_null() {
         return Err(GuardError::SelectInto);
     }
-    let query = pg_sys::parse_analyze_fixedparams(
-        rawstmt,
-        sql.as_ptr(),
-        std::ptr::null(),
-        0,
-        std::ptr::null_mut(),
-    );
+    let query = pg_sys::parse_analyze_fixedparams(rawstmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
     plain_select(query)?;
     let rewritten = pg_sys::pg_rewrite_query(query);
     if list_len(rewritten) != 1 {
-        return Err(GuardError::NotPlainQuery(format!(
-            "the rewriter made {} queries of it",
-            list_len(rewritten)
-        )));
+        return Err(GuardError::NotPlainQuery(format!("the rewriter made {} queries of it", list_len(rewritten))));
     }
     let query = list_ptr(rewritten, 0) as *mut pg_sys::Query;
     let mut walk = Walk::default();
@@ -177,11 +149,7 @@ pub unsafe fn check(
     for i in 0..list_len((*query).targetList) {
         let te = list_ptr((*query).targetList, i) as *mut pg_sys::TargetEntry;
         if !(*te).resjunk {
-            output_functions(
-                pg_sys::exprType((*te).expr.cast()),
-                &mut walk.functions,
-                &mut seen_types,
-            );
+            output_functions(pg_sys::exprType((*te).expr.cast()), &mut walk.functions, &mut seen_types);
         }
     }
     // Domain constraints the query coerces to, until no new domain turns up.
@@ -209,8 +177,7 @@ pub unsafe fn check(
     // functions, and call them without the executor.
     for &t in &walk.types {
         if matches!(pg_sys::get_typtype(t) as u8, b'r' | b'm') {
-            walk.functions
-                .extend(support_functions(RANGE_SUPPORT_SQL, t));
+            walk.functions.extend(support_functions(RANGE_SUPPORT_SQL, t));
         }
     }
     // Every function, and every support function of the aggregates among them.
@@ -276,26 +243,19 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
             walk.refusal = Some(e);
             return true;
         }
-        return pg_sys::query_tree_walker(
-            q,
-            Some(walker),
-            context,
-            pg_sys::QTW_EXAMINE_RTES_BEFORE as i32,
-        );
+        return pg_sys::query_tree_walker(q, Some(walker), context, pg_sys::QTW_EXAMINE_RTES_BEFORE as i32);
     }
     if pgrx::is_a(node, pg_sys::NodeTag::T_RangeTblEntry) {
         let rte = node as *mut pg_sys::RangeTblEntry;
         if (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION {
-            walk.relations
-                .push(((*rte).relid, (*rte).relkind as u8, (*rte).inh));
+            walk.relations.push(((*rte).relid, (*rte).relkind as u8, (*rte).inh));
         }
         // The walker visits what the entry holds (functions, subqueries, TABLESAMPLE, security
         // quals) itself.
         return false;
     }
     if pgrx::is_a(node, pg_sys::NodeTag::T_CoerceToDomain) {
-        walk.domains
-            .push((*(node as *mut pg_sys::CoerceToDomain)).resulttype);
+        walk.domains.push((*(node as *mut pg_sys::CoerceToDomain)).resulttype);
     }
     // Types of values (a domain's base type included): a range type's support functions are
     // called outside the executor.
@@ -314,41 +274,12 @@ unsafe fn is_typed_expression(node: *mut pg_sys::Node) -> bool {
     use pg_sys::NodeTag::*;
     matches!(
         (*node).type_,
-        T_Var
-            | T_Const
-            | T_Param
-            | T_Aggref
-            | T_WindowFunc
-            | T_SubscriptingRef
-            | T_FuncExpr
-            | T_NamedArgExpr
-            | T_OpExpr
-            | T_DistinctExpr
-            | T_NullIfExpr
-            | T_ScalarArrayOpExpr
-            | T_BoolExpr
-            | T_FieldSelect
-            | T_FieldStore
-            | T_RelabelType
-            | T_CoerceViaIO
-            | T_ArrayCoerceExpr
-            | T_ConvertRowtypeExpr
-            | T_CollateExpr
-            | T_CaseExpr
-            | T_CaseTestExpr
-            | T_ArrayExpr
-            | T_RowExpr
-            | T_RowCompareExpr
-            | T_CoalesceExpr
-            | T_MinMaxExpr
-            | T_SQLValueFunction
-            | T_XmlExpr
-            | T_NullTest
-            | T_BooleanTest
-            | T_CoerceToDomain
-            | T_CoerceToDomainValue
-            | T_SetToDefault
-            | T_NextValueExpr
+        T_Var | T_Const | T_Param | T_Aggref | T_WindowFunc | T_SubscriptingRef | T_FuncExpr | T_NamedArgExpr
+            | T_OpExpr | T_DistinctExpr | T_NullIfExpr | T_ScalarArrayOpExpr | T_BoolExpr | T_FieldSelect
+            | T_FieldStore | T_RelabelType | T_CoerceViaIO | T_ArrayCoerceExpr | T_ConvertRowtypeExpr
+            | T_CollateExpr | T_CaseExpr | T_CaseTestExpr | T_ArrayExpr | T_RowExpr | T_RowCompareExpr
+            | T_CoalesceExpr | T_MinMaxExpr | T_SQLValueFunction | T_XmlExpr | T_NullTest | T_BooleanTest
+            | T_CoerceToDomain | T_CoerceToDomainValue | T_SetToDefault | T_NextValueExpr
     )
 }
 
@@ -356,8 +287,7 @@ unsafe fn is_typed_expression(node: *mut pg_sys::Node) -> bool {
 unsafe fn domain_checks(domain: Oid) -> Vec<*mut pg_sys::Expr> {
     // The reference must live as long as its memory context: the typcache registers a callback
     // on that context that releases it.
-    let r = pg_sys::palloc0(std::mem::size_of::<pg_sys::DomainConstraintRef>())
-        as *mut pg_sys::DomainConstraintRef;
+    let r = pg_sys::palloc0(std::mem::size_of::<pg_sys::DomainConstraintRef>()) as *mut pg_sys::DomainConstraintRef;
     pg_sys::InitDomainConstraintRef(domain, r, pg_sys::CurrentMemoryContext, false);
     let mut out = Vec::new();
     for i in 0..list_len((*r).constraints) {
@@ -374,10 +304,7 @@ unsafe fn domain_checks(domain: Oid) -> Vec<*mut pg_sys::Expr> {
 fn has_children(rel: Oid) -> bool {
     // SAFETY: a syscache lookup by OID, released before returning.
     unsafe {
-        let tup = pg_sys::SearchSysCache1(
-            pg_sys::SysCacheIdentifier::RELOID as i32,
-            pg_sys::Datum::from(rel),
-        );
+        let tup = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::RELOID as i32, pg_sys::Datum::from(rel));
         if tup.is_null() {
             return true;
         }
@@ -410,11 +337,8 @@ const REACHES_FOREIGN_SQL: &str = "WITH RECURSIVE t(oid) AS (
                       WHERE c.relkind OPERATOR(pg_catalog.=) 'f')";
 
 fn relation_name(rel: Oid) -> String {
-    crate::pg::spi::read::<String>(
-        "SELECT $1::pg_catalog.regclass::pg_catalog.text",
-        &[rel.into()],
-    )
-    .unwrap_or_else(|| format!("with OID {}", u32::from(rel)))
+    crate::pg::spi::read::<String>("SELECT $1::pg_catalog.regclass::pg_catalog.text", &[rel.into()])
+        .unwrap_or_else(|| format!("with OID {}", u32::from(rel)))
 }
 
 /// The support functions `sql` lists (as one oid[]) for the catalog row of `oid`.
@@ -428,13 +352,11 @@ fn support_functions(sql: &str, oid: Oid) -> Vec<Oid> {
 }
 
 /// A range (or multirange) type's subtype_diff and canonical functions.
-const RANGE_SUPPORT_SQL: &str =
-    "SELECT ARRAY[rngsubdiff, rngcanonical]::pg_catalog.oid[] FROM pg_catalog.pg_range
+const RANGE_SUPPORT_SQL: &str = "SELECT ARRAY[rngsubdiff, rngcanonical]::pg_catalog.oid[] FROM pg_catalog.pg_range
        WHERE rngtypid OPERATOR(pg_catalog.=) $1 OR rngmultitypid OPERATOR(pg_catalog.=) $1";
 
 /// An aggregate's transition, final, combine, (de)serialise and moving-aggregate functions.
-const AGGREGATE_SUPPORT_SQL: &str =
-    "SELECT ARRAY[aggtransfn, aggfinalfn, aggcombinefn, aggserialfn, aggdeserialfn,
+const AGGREGATE_SUPPORT_SQL: &str = "SELECT ARRAY[aggtransfn, aggfinalfn, aggcombinefn, aggserialfn, aggdeserialfn,
               aggmtransfn, aggminvtransfn, aggmfinalfn]::pg_catalog.oid[]
        FROM pg_catalog.pg_aggregate WHERE aggfnoid OPERATOR(pg_catalog.=) $1";
 
@@ -446,21 +368,12 @@ unsafe fn output_functions(typ: Oid, out: &mut Vec<Oid>, seen: &mut HashSet<Oid>
     }
     // A chain of a hundred thousand domains ends in an error, not a crash.
     pg_sys::check_stack_depth();
-    let tup = pg_sys::SearchSysCache1(
-        pg_sys::SysCacheIdentifier::TYPEOID as i32,
-        pg_sys::Datum::from(typ),
-    );
+    let tup = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::TYPEOID as i32, pg_sys::Datum::from(typ));
     if tup.is_null() {
         return;
     }
     let t = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_type>(tup);
-    let (output, elem, base, relid, kind) = (
-        (*t).typoutput,
-        (*t).typelem,
-        (*t).typbasetype,
-        (*t).typrelid,
-        (*t).typtype as u8,
-    );
+    let (output, elem, base, relid, kind) = ((*t).typoutput, (*t).typelem, (*t).typbasetype, (*t).typrelid, (*t).typtype as u8);
     pg_sys::ReleaseSysCache(tup);
     out.push(output);
     output_functions(elem, out, seen);

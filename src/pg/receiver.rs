@@ -34,12 +34,7 @@ pub struct Receiver {
 impl Receiver {
     /// A receiver keeping at most `max_rows` rows and `max_bytes` bytes of text.
     pub fn new(max_rows: usize, max_bytes: usize) -> Box<Receiver> {
-        let state = Box::into_raw(Box::new(State {
-            max_rows,
-            max_bytes,
-            outputs: vec![],
-            out: Collected::default(),
-        }));
+        let state = Box::into_raw(Box::new(State { max_rows, max_bytes, outputs: vec![], out: Collected::default() }));
         Box::new(Receiver {
             base: pg_sys::DestReceiver {
                 receiveSlot: Some(receive),
@@ -75,19 +70,13 @@ unsafe fn state<'a>(dest: *mut pg_sys::DestReceiver) -> &'a mut State {
 }
 
 #[pg_guard]
-unsafe extern "C-unwind" fn startup(
-    dest: *mut pg_sys::DestReceiver,
-    _op: i32,
-    desc: pg_sys::TupleDesc,
-) {
+unsafe extern "C-unwind" fn startup(dest: *mut pg_sys::DestReceiver, _op: i32, desc: pg_sys::TupleDesc) {
     let st = state(dest);
     st.outputs.clear();
     st.out.columns.clear();
     for i in 0..(*desc).natts as usize {
         let att = (*desc).attrs.as_ptr().add(i);
-        let name = CStr::from_ptr((*att).attname.data.as_ptr())
-            .to_string_lossy()
-            .into_owned();
+        let name = CStr::from_ptr((*att).attname.data.as_ptr()).to_string_lossy().into_owned();
         let mut func = pg_sys::InvalidOid;
         let mut varlena = false;
         pg_sys::getTypeOutputInfo((*att).atttypid, &mut func, &mut varlena);
@@ -103,10 +92,7 @@ unsafe extern "C-unwind" fn noop(_dest: *mut pg_sys::DestReceiver) {}
 
 /// One row: its values as text, unless it would pass a cap (then the executor stops).
 #[pg_guard]
-unsafe extern "C-unwind" fn receive(
-    slot: *mut pg_sys::TupleTableSlot,
-    dest: *mut pg_sys::DestReceiver,
-) -> bool {
+unsafe extern "C-unwind" fn receive(slot: *mut pg_sys::TupleTableSlot, dest: *mut pg_sys::DestReceiver) -> bool {
     let st = state(dest);
     if st.out.rows.len() >= st.max_rows {
         st.out.row_cap = true;

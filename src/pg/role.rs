@@ -65,5 +65,4 @@ pub fn as_exec_role<T>(f: impl FnOnce() -> T) -> T {
 
 /// Security context bits for running what another role wrote: no SET ROLE, no temporary
 /// objects, no session state that outlives the call (as VACUUM and ANALYZE do).
-pub const RESTRICTED: u32 =
-    pg_sys::SECURITY_LOCAL_USERID_CHANGE | pg_sys::SECURITY_RESTRICTED_OPERATION;
+pub const RESTRICTED: u32 = pg_sys::SECURITY_LOCAL_USERID_CHANGE | pg_sys::SECURITY_RESTRICTED_OPERATION;

@@ -41,11 +41,7 @@ pub struct Limits {
 impl Limits {
     /// nl2sql.statement_timeout, nl2sql.max_rows, nl2sql.max_result_bytes.
     pub fn from_settings() -> Limits {
-        Limits {
-            timeout: gucs::statement_timeout(),
-            max_rows: gucs::max_rows(),
-            max_bytes: gucs::max_result_bytes(),
-        }
+        Limits { timeout: gucs::statement_timeout(), max_rows: gucs::max_rows(), max_bytes: gucs::max_result_bytes() }
     }
 }
 
@@ -87,9 +83,7 @@ pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failur
             let report = report_of(&e);
             if report.sqlstate == SqlState::QueryCanceled {
                 if fired {
-                    return Err(Failure::Timeout {
-                        ms: timeout.as_millis() as u64,
-                    });
+                    return Err(Failure::Timeout { ms: timeout.as_millis() as u64 });
                 }
                 // The user (or the outer statement_timeout) cancelled: not ours to swallow.
                 CaughtError::PostgresError(e).rethrow()
@@ -104,10 +98,7 @@ pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failur
 /// role generated SQL runs as (role.rs), keeping its rows as text within `limits`.
 pub fn execute(sql: &str, limits: Limits) -> Result<Execution, Rejected> {
     let Ok(csql) = CString::new(sql) else {
-        return Err(Rejected::Failed(Failure::Execution(Report::new(
-            SqlState::SyntaxError,
-            "generated SQL contains a NUL byte",
-        ))));
+        return Err(Rejected::Failed(Failure::Execution(Report::new(SqlState::SyntaxError, "generated SQL contains a NUL byte"))));
     };
     let run_as = role::exec_role();
     let allowed = gucs::allowed_functions();
@@ -170,11 +161,7 @@ unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Execu
     pg_sys::PopActiveSnapshot();
     let got = receiver.take();
     Execution {
-        columns: got
-            .columns
-            .into_iter()
-            .map(|(name, type_oid)| ColumnInfo { name, type_oid })
-            .collect(),
+        columns: got.columns.into_iter().map(|(name, type_oid)| ColumnInfo { name, type_oid }).collect(),
         rows: got.rows,
         truncated: got.row_cap || got.byte_cap,
         byte_limited: got.byte_cap,
@@ -192,9 +179,7 @@ pub fn savepoint<T>(f: impl FnOnce() -> T) -> Option<T> {
         let oldowner = pg_sys::CurrentResourceOwner;
         pg_sys::BeginInternalSubTransaction(std::ptr::null());
         pg_sys::MemoryContextSwitchTo(oldcxt);
-        let r = PgTryBuilder::new(AssertUnwindSafe(|| Ok(f())))
-            .catch_others(Err)
-            .execute();
+        let r = PgTryBuilder::new(AssertUnwindSafe(|| Ok(f()))).catch_others(Err).execute();
         pg_sys::MemoryContextSwitchTo(oldcxt);
         match r {
             Ok(v) => {
@@ -232,9 +217,7 @@ pub fn discarded<T>(f: impl FnOnce() -> T) -> Result<T, Report> {
         let oldowner = pg_sys::CurrentResourceOwner;
         pg_sys::BeginInternalSubTransaction(std::ptr::null());
         pg_sys::MemoryContextSwitchTo(oldcxt);
-        let r = PgTryBuilder::new(AssertUnwindSafe(|| Ok(f())))
-            .catch_others(Err)
-            .execute();
+        let r = PgTryBuilder::new(AssertUnwindSafe(|| Ok(f()))).catch_others(Err).execute();
         pg_sys::MemoryContextSwitchTo(oldcxt);
         pg_sys::RollbackAndReleaseCurrentSubTransaction();
         pg_sys::MemoryContextSwitchTo(oldcxt);
@@ -244,9 +227,7 @@ pub fn discarded<T>(f: impl FnOnce() -> T) -> Result<T, Report> {
     match r {
         Ok(v) => Ok(v),
         Err(e) => match e {
-            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r)
-                if report_of(r).sqlstate != SqlState::QueryCanceled =>
-            {
+            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if report_of(r).sqlstate != SqlState::QueryCanceled => {
                 Err(report_of(r))
             }
             _ => e.rethrow(),
@@ -272,9 +253,7 @@ fn restricted<T>(scope: Scope, timeout: Duration, f: impl FnOnce() -> T) -> Resu
     isolated(timeout, || {
         // SAFETY: reads the current user id.
         let me = unsafe { pg_sys::GetUserId() };
-        role::as_role(me, role::RESTRICTED, || {
-            hooks::with_scope(scope, &allowed, HashMap::new(), f)
-        })
+        role::as_role(me, role::RESTRICTED, || hooks::with_scope(scope, &allowed, HashMap::new(), f))
     })
 }
 

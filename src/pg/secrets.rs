@@ -20,9 +20,7 @@ thread_local! {
 /// whoever sets the URL receives the key.
 pub fn check_url_origin(setting: &str) -> Result<(), Report> {
     use pgrx::pg_sys::GucSource::*;
-    let Some((source, _)) = crate::pg::session::setting_origin(setting) else {
-        return Ok(());
-    };
+    let Some((source, _)) = crate::pg::session::setting_origin(setting) else { return Ok(()) };
     if !matches!(source, PGC_S_DATABASE | PGC_S_USER | PGC_S_DATABASE_USER) {
         return Ok(());
     }
@@ -48,35 +46,21 @@ const DELEGATED_SQL: &str = "SELECT EXISTS (
       AND r.rolsuper IS NOT TRUE)";
 
 /// The key to send: from the key file, else from the first environment variable set.
-pub fn key(
-    file: Option<String>,
-    file_setting: &str,
-    env: &[&str],
-) -> Result<Option<String>, Report> {
+pub fn key(file: Option<String>, file_setting: &str, env: &[&str]) -> Result<Option<String>, Report> {
     warn_exposed();
     if let Some(path) = file {
         return read_key_file(&path, file_setting).map(Some);
     }
-    Ok(env.iter().find_map(|v| {
-        std::env::var(v)
-            .ok()
-            .map(|k| k.trim().to_string())
-            .filter(|k| !k.is_empty())
-    }))
+    Ok(env.iter().find_map(|v| std::env::var(v).ok().map(|k| k.trim().to_string()).filter(|k| !k.is_empty())))
 }
 
 /// Reads a key file: an absolute path, a regular file no one but the server's OS user can read.
 /// Errors never quote the file's content.
 fn read_key_file(path: &str, setting: &str) -> Result<String, Report> {
     let bad = |why: String| {
-        Report::new(
-            SqlState::from_code("F0000"),
-            format!("cannot use the key file named by {setting}"),
-        )
-        .detail(why)
-        .hint(format!(
-            "Point {setting} at a file owned by the server's OS user with mode 0600."
-        ))
+        Report::new(SqlState::from_code("F0000"), format!("cannot use the key file named by {setting}"))
+            .detail(why)
+            .hint(format!("Point {setting} at a file owned by the server's OS user with mode 0600."))
     };
     if !path.starts_with('/') {
         return Err(bad(format!("\"{path}\" is not an absolute path.")));
@@ -89,21 +73,16 @@ fn read_key_file(path: &str, setting: &str) -> Result<String, Report> {
     {
         use std::os::unix::fs::PermissionsExt;
         if meta.permissions().mode() & 0o077 != 0 {
-            return Err(bad(format!(
-                "\"{path}\" can be read or written by users other than its owner."
-            )));
+            return Err(bad(format!("\"{path}\" can be read or written by users other than its owner.")));
         }
     }
     if meta.len() > 16 * 1024 {
         return Err(bad(format!("\"{path}\" is larger than 16 kB.")));
     }
-    let text =
-        std::fs::read_to_string(path).map_err(|e| bad(format!("\"{path}\": {}.", e.kind())))?;
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("\"{path}\": {}.", e.kind())))?;
     let key = text.trim();
     if key.is_empty() || key.contains(['\n', '\r']) {
-        return Err(bad(format!(
-            "\"{path}\" must hold the key alone, on one line."
-        )));
+        return Err(bad(format!("\"{path}\" must hold the key alone, on one line.")));
     }
     Ok(key.to_string())
 }
@@ -115,11 +94,7 @@ fn warn_exposed() {
         return;
     }
     WARNED.set(true);
-    let Some((settings, functions)) = crate::pg::spi::read_row(EXPOSED_SQL, &[], |r| {
-        Some((r.get::<i32>(1).ok()??, r.get::<i32>(2).ok()??))
-    }) else {
-        return;
-    };
+    let Some((settings, functions)) = crate::pg::spi::read_row(EXPOSED_SQL, &[], |r| Some((r.get::<i32>(1).ok()??, r.get::<i32>(2).ok()??))) else { return };
     if settings + functions == 0 {
         return;
     }

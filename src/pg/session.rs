@@ -46,11 +46,7 @@ pub fn fingerprint() -> u64 {
                 continue;
             }
             let var = (*(g as *mut pg_sys::config_string)).variable;
-            let value = if var.is_null() || (*var).is_null() {
-                String::new()
-            } else {
-                CStr::from_ptr(*var).to_string_lossy().into_owned()
-            };
+            let value = if var.is_null() || (*var).is_null() { String::new() } else { CStr::from_ptr(*var).to_string_lossy().into_owned() };
             pairs.push((name.into_owned(), value));
         }
     }

@@ -9,10 +9,7 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiHeapTupleData;
 
 fn failed(e: impl std::fmt::Display) -> ! {
-    crate::pg::errors::raise(&Report::new(
-        SqlState::InternalError,
-        format!("nl2sql internal query failed: {e}"),
-    ))
+    crate::pg::errors::raise(&Report::new(SqlState::InternalError, format!("nl2sql internal query failed: {e}")))
 }
 
 /// The first column of the first row, read-only; None when there is no row or it is NULL.
@@ -21,11 +18,7 @@ pub fn read<T: FromDatum + IntoDatum>(sql: &str, args: &[DatumWithOid]) -> Optio
 }
 
 /// The first row, read-only, turned into a value by `row`.
-pub fn read_row<T>(
-    sql: &str,
-    args: &[DatumWithOid],
-    row: impl Fn(&SpiHeapTupleData) -> Option<T>,
-) -> Option<T> {
+pub fn read_row<T>(sql: &str, args: &[DatumWithOid], row: impl Fn(&SpiHeapTupleData) -> Option<T>) -> Option<T> {
     Spi::connect(|c| match c.select(sql, Some(1), args) {
         Ok(t) => t.into_iter().next().and_then(|r| row(&r)),
         Err(e) => failed(e),
@@ -33,11 +26,7 @@ pub fn read_row<T>(
 }
 
 /// Every row, read-only, each turned into a value by `row` (rows it returns None for are left out).
-pub fn rows<T>(
-    sql: &str,
-    args: &[DatumWithOid],
-    row: impl Fn(&SpiHeapTupleData) -> Option<T>,
-) -> Vec<T> {
+pub fn rows<T>(sql: &str, args: &[DatumWithOid], row: impl Fn(&SpiHeapTupleData) -> Option<T>) -> Vec<T> {
     Spi::connect(|c| match c.select(sql, None, args) {
         Ok(t) => t.filter_map(|r| row(&r)).collect(),
         Err(e) => failed(e),
@@ -55,20 +44,12 @@ pub fn write_one<T: FromDatum + IntoDatum>(sql: &str, args: &[DatumWithOid]) -> 
 }
 
 /// Runs a statement that writes (or locks rows); its first row, turned into a value by `row`.
-pub fn write_row<T>(
-    sql: &str,
-    args: &[DatumWithOid],
-    row: impl Fn(&SpiHeapTupleData) -> Option<T>,
-) -> Option<T> {
+pub fn write_row<T>(sql: &str, args: &[DatumWithOid], row: impl Fn(&SpiHeapTupleData) -> Option<T>) -> Option<T> {
     write_rows(sql, args, row).into_iter().next()
 }
 
 /// Runs a statement that writes (or locks rows); every row it returns, turned into values.
-pub fn write_rows<T>(
-    sql: &str,
-    args: &[DatumWithOid],
-    row: impl Fn(&SpiHeapTupleData) -> Option<T>,
-) -> Vec<T> {
+pub fn write_rows<T>(sql: &str, args: &[DatumWithOid], row: impl Fn(&SpiHeapTupleData) -> Option<T>) -> Vec<T> {
     Spi::connect_mut(|c| match c.update(sql, None, args) {
         Ok(t) => t.filter_map(|r| row(&r)).collect(),
         Err(e) => failed(e),

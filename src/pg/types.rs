@@ -10,10 +10,7 @@ pub struct Bits {
 
 impl Bits {
     pub fn from_words(words: &[u64]) -> Bits {
-        Bits {
-            bytes: words.iter().flat_map(|w| w.to_be_bytes()).collect(),
-            len: (words.len() * 64) as i32,
-        }
+        Bits { bytes: words.iter().flat_map(|w| w.to_be_bytes()).collect(), len: (words.len() * 64) as i32 }
     }
 }
 
@@ -40,10 +37,7 @@ pgrx::impl_sql_translatable!(Bits, "bit");
 
 // SAFETY: returns the datum built by into_datum, or NULL.
 unsafe impl pgrx::callconv::BoxRet for Bits {
-    unsafe fn box_into<'fcx>(
-        self,
-        fcinfo: &mut pgrx::callconv::FcInfo<'fcx>,
-    ) -> pgrx::datum::Datum<'fcx> {
+    unsafe fn box_into<'fcx>(self, fcinfo: &mut pgrx::callconv::FcInfo<'fcx>) -> pgrx::datum::Datum<'fcx> {
         match self.into_datum() {
             Some(datum) => unsafe { fcinfo.return_raw_datum(datum) },
             None => fcinfo.return_null(),

@@ -14,11 +14,7 @@ struct Script {
 impl Llm for Script {
     fn chat(&mut self, req: ChatRequest) -> Result<Completion, LlmError> {
         self.seen.push(req);
-        let a = if self.answers.is_empty() {
-            Ok("no more answers scripted".to_string())
-        } else {
-            self.answers.remove(0)
-        }?;
+        let a = if self.answers.is_empty() { Ok("no more answers scripted".to_string()) } else { self.answers.remove(0) }?;
         Ok(Completion {
             content: a,
             finish_reason: Some("stop".into()),
@@ -42,11 +38,7 @@ impl Script {
 fn down() -> LlmError {
     crate::http::EndpointError {
         service: crate::http::Service::Llm,
-        kind: crate::http::ErrorKind::Auth {
-            url: "u".into(),
-            status: 401,
-            body: "key sk-secret-key".into(),
-        },
+        kind: crate::http::ErrorKind::Auth { url: "u".into(), status: 401, body: "key sk-secret-key".into() },
     }
 }
 
@@ -68,10 +60,7 @@ struct FakeDb {
 
 impl ValueLookup for FakeDb {
     fn closest_value(&mut self, _table: u32, _column: &str, literal: &str) -> Option<String> {
-        self.stored
-            .get(&literal.to_lowercase())
-            .filter(|s| s.as_str() != literal)
-            .cloned()
+        self.stored.get(&literal.to_lowercase()).filter(|s| s.as_str() != literal).cloned()
     }
 }
 
@@ -86,25 +75,15 @@ impl Database for FakeDb {
             if sql.contains(bad) {
                 let msg = format!("column \"{bad}\" does not exist");
                 // PostgreSQL finds an undefined column while it reads the query.
-                return Err(Rejected::Failed(Failure::Analysis(Report::new(
-                    SqlState::from_code("42703"),
-                    msg,
-                ))));
+                return Err(Rejected::Failed(Failure::Analysis(Report::new(SqlState::from_code("42703"), msg))));
             }
         }
         if sql.contains("slow") {
             return Err(Rejected::Failed(Failure::Timeout { ms: 5000 }));
         }
-        let (rows, ms) = self
-            .results
-            .get(sql)
-            .cloned()
-            .unwrap_or((vec![vec![Some("6".into())]], 1));
+        let (rows, ms) = self.results.get(sql).cloned().unwrap_or((vec![vec![Some("6".into())]], 1));
         Ok(Execution {
-            columns: vec![ColumnInfo {
-                name: "count".into(),
-                type_oid: 20,
-            }],
+            columns: vec![ColumnInfo { name: "count".into(), type_oid: 20 }],
             rows,
             truncated: false,
             byte_limited: false,
@@ -122,11 +101,7 @@ impl Database for FakeDb {
 }
 
 fn settings() -> Settings {
-    Settings {
-        max_tokens: 256,
-        schema_max_tokens: 4000,
-        ..Settings::zero_shot()
-    }
+    Settings { max_tokens: 256, schema_max_tokens: 4000, ..Settings::zero_shot() }
 }
 
 /// The full path: n = 5 in waves of 3 and 2, three agreeing votes stop early.
@@ -148,17 +123,11 @@ fn full() -> Settings {
 }
 
 fn q(text: &str) -> Question {
-    Question {
-        text: text.into(),
-        hint: None,
-    }
+    Question { text: text.into(), hint: None }
 }
 
 fn script(answers: &[&str]) -> Script {
-    Script {
-        answers: answers.iter().map(|a| Ok(a.to_string())).collect(),
-        seen: vec![],
-    }
+    Script { answers: answers.iter().map(|a| Ok(a.to_string())).collect(), seen: vec![] }
 }
 
 fn rows(v: &[&str]) -> Vec<Vec<Option<String>>> {
@@ -173,26 +142,14 @@ const EXTRACTED: &str = "#columns: singer.singer_id\n#values: none\n#select: num
 fn happy_path() {
     let mut llm = script(&["```sql\nSELECT count(*) FROM singer;\n```"]);
     let mut db = FakeDb::default();
-    let a = ask(
-        &q("How many singers?"),
-        &sample_schema(),
-        &settings(),
-        &mut llm,
-        &mut db,
-    )
-    .expect("answer");
+    let a = ask(&q("How many singers?"), &sample_schema(), &settings(), &mut llm, &mut db).expect("answer");
     assert_eq!(a.sql, "SELECT count(*) FROM singer");
     assert_eq!(a.execution.rows, rows(&["6"]));
     assert_eq!(a.trace.llm_calls.len(), 1);
     assert_eq!(a.trace.mode, Some(Mode::ZeroShot));
     assert!(a.trace.schema_columns.contains(&"singer.name".to_string()));
-    assert!(a
-        .trace
-        .schema_columns
-        .contains(&"\"Order Items\".\"select\"".to_string()));
-    assert!(llm.prompts()[0][1]
-        .content
-        .contains("### Question: How many singers?"));
+    assert!(a.trace.schema_columns.contains(&"\"Order Items\".\"select\"".to_string()));
+    assert!(llm.prompts()[0][1].content.contains("### Question: How many singers?"));
     assert_eq!(llm.seen[0].temperature, 0.0);
 }
 
@@ -200,28 +157,12 @@ fn happy_path() {
 fn similar_values_reach_the_prompt() {
     let mut llm = script(&["SELECT count(*) FROM singer WHERE country = 'France'"]);
     let mut db = FakeDb {
-        values: vec![ValueHint {
-            column: "singer.country".into(),
-            value: "France".into(),
-            score: 0.9,
-        }],
+        values: vec![ValueHint { column: "singer.country".into(), value: "France".into(), score: 0.9 }],
         ..Default::default()
     };
-    let a = ask(
-        &q("How many singers are from frnace?"),
-        &sample_schema(),
-        &settings(),
-        &mut llm,
-        &mut db,
-    )
-    .expect("answer");
+    let a = ask(&q("How many singers are from frnace?"), &sample_schema(), &settings(), &mut llm, &mut db).expect("answer");
     let prompt = &llm.prompts()[0][1].content;
-    assert!(
-        prompt.contains(
-            "# singer.country: 'France'\n### Question: How many singers are from frnace?"
-        ),
-        "{prompt}"
-    );
+    assert!(prompt.contains("# singer.country: 'France'\n### Question: How many singers are from frnace?"), "{prompt}");
     assert_eq!(a.trace.values.len(), 1);
     // Words that name tables and columns are not looked up as values.
     for w in ["singer", "singers", "country", "countries"] {
@@ -234,93 +175,48 @@ fn similar_values_reach_the_prompt() {
 fn correction_round_fixes_failed_candidate() {
     let mut llm = script(&["SELECT nme FROM singer", "SELECT name FROM singer"]);
     let mut db = FakeDb::default();
-    let a = ask(
-        &q("names"),
-        &sample_schema(),
-        &settings(),
-        &mut llm,
-        &mut db,
-    )
-    .expect("answer");
+    let a = ask(&q("names"), &sample_schema(), &settings(), &mut llm, &mut db).expect("answer");
     assert_eq!(a.sql, "SELECT name FROM singer");
-    assert_eq!(
-        db.executed,
-        vec!["SELECT nme FROM singer", "SELECT name FROM singer"]
-    );
+    assert_eq!(db.executed, vec!["SELECT nme FROM singer", "SELECT name FROM singer"]);
     let second = llm.prompts()[1];
     assert_eq!(second.len(), 4);
     assert!(second[3].content.contains("column \"nme\" does not exist"));
-    assert_eq!(
-        a.trace.candidates[0].error_kind,
-        Some(FailureKind::UndefinedColumn)
-    );
+    assert_eq!(a.trace.candidates[0].error_kind, Some(FailureKind::UndefinedColumn));
     assert_eq!(a.trace.llm_calls[1].stage, "correct");
 }
 
 #[test]
 fn gives_up_after_the_last_round() {
     let mut llm = script(&["SELECT nme FROM singer", "SELECT nme FROM singer"]);
-    let (e, t) = ask(
-        &q("names"),
-        &sample_schema(),
-        &settings(),
-        &mut llm,
-        &mut FakeDb::default(),
-    )
-    .expect_err("fails");
+    let (e, t) = ask(&q("names"), &sample_schema(), &settings(), &mut llm, &mut FakeDb::default()).expect_err("fails");
     assert_eq!(e.sqlstate().code(), "42703");
     assert!(e.message().starts_with("generated query failed: column"));
-    assert!(e
-        .detail()
-        .unwrap_or_default()
-        .contains("Generated SQL: SELECT nme FROM singer"));
+    assert!(e.detail().unwrap_or_default().contains("Generated SQL: SELECT nme FROM singer"));
     assert_eq!(t.candidates.len(), 2);
 }
 
 #[test]
 fn syntax_error_is_corrected() {
     let mut llm = script(&["I think you want the singers.", "SELECT name FROM singer"]);
-    let a = ask(
-        &q("names"),
-        &sample_schema(),
-        &settings(),
-        &mut llm,
-        &mut FakeDb::default(),
-    )
-    .expect("answer");
+    let a = ask(&q("names"), &sample_schema(), &settings(), &mut llm, &mut FakeDb::default()).expect("answer");
     assert_eq!(a.sql, "SELECT name FROM singer");
 }
 
 #[test]
 fn timeout_reported_as_query_canceled() {
-    let s = Settings {
-        max_corrections: 0,
-        ..settings()
-    };
+    let s = Settings { max_corrections: 0, ..settings() };
     let mut llm = script(&["SELECT slow FROM singer"]);
-    let (e, _) = ask(
-        &q("x"),
-        &sample_schema(),
-        &s,
-        &mut llm,
-        &mut FakeDb::default(),
-    )
-    .expect_err("timeout");
+    let (e, _) = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect_err("timeout");
     assert_eq!(e.sqlstate(), SqlState::QueryCanceled);
     assert!(e.message().contains("nl2sql.statement_timeout (5000 ms)"));
 }
 
 #[test]
 fn unsafe_answers_are_refused_without_execution_or_correction() {
-    for a in [
-        "DROP TABLE singer",
-        "WITH d AS (DELETE FROM singer RETURNING *) SELECT * FROM d",
-        "SELECT pg_sleep(60)",
-    ] {
+    for a in ["DROP TABLE singer", "WITH d AS (DELETE FROM singer RETURNING *) SELECT * FROM d", "SELECT pg_sleep(60)"] {
         let mut llm = script(&[a, "SELECT 1"]);
         let mut db = FakeDb::default();
-        let (e, _) =
-            ask(&q("x"), &sample_schema(), &settings(), &mut llm, &mut db).expect_err("refused");
+        let (e, _) = ask(&q("x"), &sample_schema(), &settings(), &mut llm, &mut db).expect_err("refused");
         assert!(matches!(e, AskError::Refused { .. }), "{a}: {e:?}");
         assert!(db.executed.is_empty());
         assert_eq!(llm.seen.len(), 1);
@@ -329,13 +225,9 @@ fn unsafe_answers_are_refused_without_execution_or_correction() {
 
 #[test]
 fn what_the_database_refuses_is_final() {
-    let mut db = FakeDb {
-        volatile: vec!["my_udf".into()],
-        ..Default::default()
-    };
+    let mut db = FakeDb { volatile: vec!["my_udf".into()], ..Default::default() };
     let mut llm = script(&["SELECT my_udf()", "SELECT 1"]);
-    let (e, _) =
-        ask(&q("x"), &sample_schema(), &settings(), &mut llm, &mut db).expect_err("refused");
+    let (e, _) = ask(&q("x"), &sample_schema(), &settings(), &mut llm, &mut db).expect_err("refused");
     assert_eq!(e.sqlstate().code(), "42501");
     // No correction round for a refusal.
     assert_eq!(llm.seen.len(), 1);
@@ -345,18 +237,8 @@ fn what_the_database_refuses_is_final() {
 #[test]
 fn llm_errors_are_scrubbed() {
     for s in [settings(), full()] {
-        let mut llm = Script {
-            answers: vec![Err(down()), Err(down()), Err(down()), Err(down())],
-            seen: vec![],
-        };
-        let (e, _) = ask(
-            &q("x"),
-            &sample_schema(),
-            &s,
-            &mut llm,
-            &mut FakeDb::default(),
-        )
-        .expect_err("auth");
+        let mut llm = Script { answers: vec![Err(down()), Err(down()), Err(down()), Err(down())], seen: vec![] };
+        let (e, _) = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect_err("auth");
         assert_eq!(e.sqlstate().code(), "28000");
         assert!(!format!("{e:?}").contains("sk-secret-key"));
     }
@@ -368,21 +250,11 @@ fn bad_input() {
     for settings in [settings(), full()] {
         let run = |text: &str, schema: &Schema| {
             let mut llm = script(&[]);
-            ask(
-                &q(text),
-                schema,
-                &settings,
-                &mut llm,
-                &mut FakeDb::default(),
-            )
-            .map(|_| ())
-            .map_err(|(e, _)| e)
+            ask(&q(text), schema, &settings, &mut llm, &mut FakeDb::default()).map(|_| ()).map_err(|(e, _)| e)
         };
         assert_eq!(run("  \n\t", &s), Err(AskError::EmptyQuestion));
         let big = "x".repeat(1 << 20);
-        assert!(
-            matches!(run(&big, &s), Err(AskError::QuestionTooLong { chars }) if chars == 1 << 20)
-        );
+        assert!(matches!(run(&big, &s), Err(AskError::QuestionTooLong { chars }) if chars == 1 << 20));
         assert_eq!(run("anything", &Schema::default()), Err(AskError::NoTables));
     }
 }
@@ -392,16 +264,9 @@ fn bad_input() {
 #[test]
 fn three_agreeing_candidates_beat_two() {
     let mut db = FakeDb::default();
-    db.results.insert(
-        "SELECT count(*) FROM singer WHERE is_male".into(),
-        (rows(&["3"]), 1),
-    );
-    db.results
-        .insert("SELECT count(*) FROM singer".into(), (rows(&["6"]), 4));
-    db.results.insert(
-        "SELECT count(singer_id) FROM singer".into(),
-        (rows(&["6"]), 2),
-    );
+    db.results.insert("SELECT count(*) FROM singer WHERE is_male".into(), (rows(&["3"]), 1));
+    db.results.insert("SELECT count(*) FROM singer".into(), (rows(&["6"]), 4));
+    db.results.insert("SELECT count(singer_id) FROM singer".into(), (rows(&["6"]), 2));
     let mut llm = script(&[
         EXTRACTED,
         "#reason: count\n#SQL: SELECT count(*) FROM singer",
@@ -410,27 +275,13 @@ fn three_agreeing_candidates_beat_two() {
         "#SQL: SELECT count(*) FROM singer WHERE is_male",
         "```sql\nSELECT count(*)\nFROM singer;\n```",
     ]);
-    let a = ask(
-        &q("How many singers?"),
-        &sample_schema(),
-        &full(),
-        &mut llm,
-        &mut db,
-    )
-    .expect("answer");
+    let a = ask(&q("How many singers?"), &sample_schema(), &full(), &mut llm, &mut db).expect("answer");
     assert_eq!(a.execution.rows, rows(&["6"]));
-    assert_eq!(
-        a.sql, "SELECT count(singer_id) FROM singer",
-        "the fastest of the winning group"
-    );
+    assert_eq!(a.sql, "SELECT count(singer_id) FROM singer", "the fastest of the winning group");
     let t = &a.trace;
     assert_eq!((t.waves, t.stopped_early, t.round_trips), (2, false, 3));
     assert_eq!(t.candidates.len(), 5);
-    assert_eq!(
-        t.candidates[3].duplicate_of,
-        Some(1),
-        "the same query is not run twice"
-    );
+    assert_eq!(t.candidates[3].duplicate_of, Some(1), "the same query is not run twice");
     assert_eq!(t.candidates[4].duplicate_of, Some(0));
     assert_eq!(db.executed.len(), 3);
     let v = t.vote.as_ref().expect("vote");
@@ -439,32 +290,14 @@ fn three_agreeing_candidates_beat_two() {
     // Sampled at the configured temperature, extraction at 0.
     assert_eq!(llm.seen[0].temperature, 0.0);
     assert!(llm.seen[1..].iter().all(|r| r.temperature == 0.7));
-    assert_eq!(
-        t.llm_calls.iter().map(|c| c.stage).collect::<Vec<_>>(),
-        ["extract", "generate", "generate", "generate", "generate", "generate"]
-    );
+    assert_eq!(t.llm_calls.iter().map(|c| c.stage).collect::<Vec<_>>(), ["extract", "generate", "generate", "generate", "generate", "generate"]);
 }
 
 #[test]
 fn agreeing_first_wave_stops_sampling() {
-    let mut llm = script(&[
-        EXTRACTED,
-        "#SQL: SELECT count(*) FROM singer",
-        "#SQL: SELECT count(*) FROM singer",
-        "#SQL: SELECT count(singer_id) FROM singer",
-    ]);
-    let a = ask(
-        &q("How many singers?"),
-        &sample_schema(),
-        &full(),
-        &mut llm,
-        &mut FakeDb::default(),
-    )
-    .expect("answer");
-    assert_eq!(
-        (a.trace.waves, a.trace.stopped_early, a.trace.round_trips),
-        (1, true, 2)
-    );
+    let mut llm = script(&[EXTRACTED, "#SQL: SELECT count(*) FROM singer", "#SQL: SELECT count(*) FROM singer", "#SQL: SELECT count(singer_id) FROM singer"]);
+    let a = ask(&q("How many singers?"), &sample_schema(), &full(), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!((a.trace.waves, a.trace.stopped_early, a.trace.round_trips), (1, true, 2));
     assert_eq!(llm.seen.len(), 4, "one extraction and one wave of three");
     assert_eq!(a.trace.confidence, Some(1.0));
 }
@@ -472,17 +305,8 @@ fn agreeing_first_wave_stops_sampling() {
 #[test]
 fn empty_results_lose_to_non_empty() {
     let mut db = FakeDb::default();
-    db.results.insert(
-        "SELECT name FROM singer WHERE country = 'Fr'".into(),
-        (vec![], 1),
-    );
-    let s = Settings {
-        alignment: Rules {
-            agent: false,
-            ..Rules::ALL
-        },
-        ..full()
-    };
+    db.results.insert("SELECT name FROM singer WHERE country = 'Fr'".into(), (vec![], 1));
+    let s = Settings { alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
     let mut llm = script(&[
         EXTRACTED,
         "#SQL: SELECT name FROM singer WHERE country = 'Fr'",
@@ -491,163 +315,57 @@ fn empty_results_lose_to_non_empty() {
         "#SQL: SELECT name FROM singer",
         "#SQL: SELECT name FROM singer",
     ]);
-    let a = ask(
-        &q("Singers from France?"),
-        &sample_schema(),
-        &s,
-        &mut llm,
-        &mut db,
-    )
-    .expect("answer");
+    let a = ask(&q("Singers from France?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
     assert_eq!(a.sql, "SELECT name FROM singer");
     let v = a.trace.vote.as_ref().expect("vote");
-    assert_eq!(
-        (v.groups[0].votes, v.groups[1].votes, v.groups[1].rows),
-        (2, 3, 0)
-    );
+    assert_eq!((v.groups[0].votes, v.groups[1].votes, v.groups[1].rows), (2, 3, 0));
     assert_eq!(a.trace.waves, 2, "three empty answers do not stop sampling");
 }
 
 #[test]
 fn only_empty_results_get_a_correction_round() {
     let mut db = FakeDb::default();
-    db.results.insert(
-        "SELECT name FROM singer WHERE country = 'Fr'".into(),
-        (vec![], 1),
-    );
-    let s = Settings {
-        candidates: 1,
-        first_wave: 1,
-        alignment: Rules {
-            agent: false,
-            ..Rules::ALL
-        },
-        ..full()
-    };
-    let mut llm = script(&[
-        EXTRACTED,
-        "#SQL: SELECT name FROM singer WHERE country = 'Fr'",
-        "#SQL: SELECT name FROM singer WHERE country = 'France'",
-    ]);
-    let a = ask(
-        &q("Singers from France?"),
-        &sample_schema(),
-        &s,
-        &mut llm,
-        &mut db,
-    )
-    .expect("answer");
+    db.results.insert("SELECT name FROM singer WHERE country = 'Fr'".into(), (vec![], 1));
+    let s = Settings { candidates: 1, first_wave: 1, alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
+    let mut llm = script(&[EXTRACTED, "#SQL: SELECT name FROM singer WHERE country = 'Fr'", "#SQL: SELECT name FROM singer WHERE country = 'France'"]);
+    let a = ask(&q("Singers from France?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
     assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'France'");
-    assert!(llm.prompts()[2][3]
-        .content
-        .starts_with("That query returned no rows"));
+    assert!(llm.prompts()[2][3].content.starts_with("That query returned no rows"));
     assert_eq!(a.trace.candidates[1].round, 1);
-    assert_eq!(
-        llm.seen[1].temperature, 0.0,
-        "one candidate is generated greedily"
-    );
+    assert_eq!(llm.seen[1].temperature, 0.0, "one candidate is generated greedily");
 }
 
 #[test]
 fn a_failing_call_does_not_lose_the_others() {
     let mut llm = Script {
-        answers: vec![
-            Ok(EXTRACTED.into()),
-            Ok("#SQL: SELECT count(*) FROM singer".into()),
-            Err(down()),
-            Ok("#SQL: SELECT count(*) FROM singer".into()),
-        ],
+        answers: vec![Ok(EXTRACTED.into()), Ok("#SQL: SELECT count(*) FROM singer".into()), Err(down()), Ok("#SQL: SELECT count(*) FROM singer".into())],
         seen: vec![],
     };
-    let s = Settings {
-        candidates: 3,
-        agreement: 2,
-        ..full()
-    };
-    let a = ask(
-        &q("How many singers?"),
-        &sample_schema(),
-        &s,
-        &mut llm,
-        &mut FakeDb::default(),
-    )
-    .expect("answer");
+    let s = Settings { candidates: 3, agreement: 2, ..full() };
+    let a = ask(&q("How many singers?"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
     assert_eq!(a.sql, "SELECT count(*) FROM singer");
-    assert_eq!(
-        a.trace
-            .llm_calls
-            .iter()
-            .filter(|c| c.error.is_some())
-            .count(),
-        1
-    );
-    assert!(
-        !format!("{:?}", a.trace).contains("sk-secret-key"),
-        "traces are scrubbed too"
-    );
-    assert_eq!(
-        a.trace.confidence,
-        Some(1.0),
-        "confidence counts candidates, not failed calls"
-    );
+    assert_eq!(a.trace.llm_calls.iter().filter(|c| c.error.is_some()).count(), 1);
+    assert!(!format!("{:?}", a.trace).contains("sk-secret-key"), "traces are scrubbed too");
+    assert_eq!(a.trace.confidence, Some(1.0), "confidence counts candidates, not failed calls");
 }
 
 #[test]
 fn undefined_column_is_corrected_by_error_type() {
-    let s = Settings {
-        candidates: 1,
-        first_wave: 1,
-        ..full()
-    };
-    let mut llm = script(&[
-        EXTRACTED,
-        "#SQL: SELECT nickname FROM singer",
-        "#reason: fixed\n#SQL: SELECT name FROM singer",
-    ]);
-    let a = ask(
-        &q("Singer nicknames?"),
-        &sample_schema(),
-        &s,
-        &mut llm,
-        &mut FakeDb::default(),
-    )
-    .expect("answer");
+    let s = Settings { candidates: 1, first_wave: 1, ..full() };
+    let mut llm = script(&[EXTRACTED, "#SQL: SELECT nickname FROM singer", "#reason: fixed\n#SQL: SELECT name FROM singer"]);
+    let a = ask(&q("Singer nicknames?"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
     assert_eq!(a.sql, "SELECT name FROM singer");
     let fix = &llm.prompts()[2][3].content;
-    assert!(
-        fix.contains("column \"nickname\" does not exist")
-            && fix.contains("Use only tables and columns listed above"),
-        "{fix}"
-    );
+    assert!(fix.contains("column \"nickname\" does not exist") && fix.contains("Use only tables and columns listed above"), "{fix}");
     let c = &a.trace.candidates;
-    assert_eq!(
-        (c[0].error_kind, c[0].sqlstate.as_deref(), c[1].round),
-        (Some(FailureKind::UndefinedColumn), Some("42703"), 1)
-    );
+    assert_eq!((c[0].error_kind, c[0].sqlstate.as_deref(), c[1].round), (Some(FailureKind::UndefinedColumn), Some("42703"), 1));
 }
 
 #[test]
 fn all_candidates_failing_reports_the_last_failure() {
-    let s = Settings {
-        candidates: 2,
-        first_wave: 2,
-        ..full()
-    };
-    let mut llm = script(&[
-        EXTRACTED,
-        "#SQL: SELECT nickname FROM singer",
-        "#SQL: SELECT nickname, name FROM singer",
-        "#SQL: SELECT nickname FROM singer",
-        "#SQL: SELECT nickname FROM singer",
-    ]);
-    let (e, t) = ask(
-        &q("x"),
-        &sample_schema(),
-        &s,
-        &mut llm,
-        &mut FakeDb::default(),
-    )
-    .expect_err("fails");
+    let s = Settings { candidates: 2, first_wave: 2, ..full() };
+    let mut llm = script(&[EXTRACTED, "#SQL: SELECT nickname FROM singer", "#SQL: SELECT nickname, name FROM singer", "#SQL: SELECT nickname FROM singer", "#SQL: SELECT nickname FROM singer"]);
+    let (e, t) = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect_err("fails");
     assert_eq!(e.sqlstate().code(), "42703");
     assert_eq!(t.candidates.len(), 4, "two candidates, each corrected once");
     assert_eq!(t.round_trips, 3);
@@ -655,55 +373,25 @@ fn all_candidates_failing_reports_the_last_failure() {
 
 #[test]
 fn a_failed_query_written_twice_is_run_and_corrected_once() {
-    let s = Settings {
-        candidates: 2,
-        first_wave: 2,
-        ..full()
-    };
-    let mut llm = script(&[
-        EXTRACTED,
-        "#SQL: SELECT nickname FROM singer",
-        "#SQL: SELECT  nickname  FROM singer;",
-        "#SQL: SELECT name FROM singer",
-    ]);
+    let s = Settings { candidates: 2, first_wave: 2, ..full() };
+    let mut llm = script(&[EXTRACTED, "#SQL: SELECT nickname FROM singer", "#SQL: SELECT  nickname  FROM singer;", "#SQL: SELECT name FROM singer"]);
     let mut db = FakeDb::default();
     let a = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
-    assert_eq!(
-        db.executed,
-        vec!["SELECT nickname FROM singer", "SELECT name FROM singer"]
-    );
+    assert_eq!(db.executed, vec!["SELECT nickname FROM singer", "SELECT name FROM singer"]);
     assert_eq!(a.trace.candidates[1].duplicate_of, Some(0));
-    assert_eq!(
-        a.trace.candidates[1].error_kind,
-        Some(FailureKind::UndefinedColumn)
-    );
+    assert_eq!(a.trace.candidates[1].error_kind, Some(FailureKind::UndefinedColumn));
     assert_eq!(llm.seen.len(), 4, "one correction request");
 }
 
 #[test]
 fn a_correction_carries_the_votes_of_the_samples_it_fixes() {
     // Five samples write the same failing query; one correction fixes it for all five.
-    let s = Settings {
-        agreement: 2,
-        first_wave: 2,
-        ..full()
-    };
+    let s = Settings { agreement: 2, first_wave: 2, ..full() };
     let bad = "#SQL: SELECT nickname FROM singer";
-    let mut llm = script(&[
-        EXTRACTED,
-        bad,
-        bad,
-        bad,
-        bad,
-        bad,
-        "#SQL: SELECT name FROM singer",
-    ]);
+    let mut llm = script(&[EXTRACTED, bad, bad, bad, bad, bad, "#SQL: SELECT name FROM singer"]);
     let mut db = FakeDb::default();
     let a = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
-    assert_eq!(
-        db.executed,
-        vec!["SELECT nickname FROM singer", "SELECT name FROM singer"]
-    );
+    assert_eq!(db.executed, vec!["SELECT nickname FROM singer", "SELECT name FROM singer"]);
     assert_eq!(a.trace.candidates[5].corrects, Some(0));
     assert_eq!(a.trace.confidence, Some(1.0));
     assert_eq!(a.trace.vote.as_ref().map(|v| v.groups[0].votes), Some(5));
@@ -713,209 +401,75 @@ fn a_correction_carries_the_votes_of_the_samples_it_fixes() {
 fn alignment_fixes_names_and_values_before_execution() {
     let mut db = FakeDb::default();
     db.stored.insert("france".into(), "France".into());
-    let s = Settings {
-        candidates: 1,
-        first_wave: 1,
-        ..full()
-    };
-    let mut llm = script(&[
-        EXTRACTED,
-        "#SQL: SELECT name FROM singers WHERE country = 'france'",
-    ]);
-    let a = ask(
-        &q("Singers from France?"),
-        &sample_schema(),
-        &s,
-        &mut llm,
-        &mut db,
-    )
-    .expect("answer");
-    assert_eq!(
-        db.executed,
-        vec!["SELECT name FROM singer WHERE country = 'France'"]
-    );
+    let s = Settings { candidates: 1, first_wave: 1, ..full() };
+    let mut llm = script(&[EXTRACTED, "#SQL: SELECT name FROM singers WHERE country = 'france'"]);
+    let a = ask(&q("Singers from France?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
+    assert_eq!(db.executed, vec!["SELECT name FROM singer WHERE country = 'France'"]);
     assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'France'");
     let c = &a.trace.candidates[0];
-    assert_eq!(
-        c.sql.as_deref(),
-        Some("SELECT name FROM singers WHERE country = 'france'")
-    );
-    assert!(
-        c.rules.iter().any(|r| r.starts_with("agent: table")),
-        "{:?}",
-        c.rules
-    );
-    assert!(
-        c.rules.iter().any(|r| r.starts_with("agent: value")),
-        "{:?}",
-        c.rules
-    );
+    assert_eq!(c.sql.as_deref(), Some("SELECT name FROM singers WHERE country = 'france'"));
+    assert!(c.rules.iter().any(|r| r.starts_with("agent: table")), "{:?}", c.rules);
+    assert!(c.rules.iter().any(|r| r.starts_with("agent: value")), "{:?}", c.rules);
     // Off, the candidate runs as written.
-    let s = Settings {
-        alignment: Rules {
-            agent: false,
-            function: false,
-            style: false,
-        },
-        ..s
-    };
+    let s = Settings { alignment: Rules { agent: false, function: false, style: false }, ..s };
     let mut db = FakeDb::default();
-    let mut llm = script(&[
-        EXTRACTED,
-        "#SQL: SELECT name FROM singers WHERE country = 'france'",
-    ]);
-    ask(
-        &q("Singers from France?"),
-        &sample_schema(),
-        &s,
-        &mut llm,
-        &mut db,
-    )
-    .expect("answer");
-    assert_eq!(
-        db.executed,
-        vec!["SELECT name FROM singers WHERE country = 'france'"]
-    );
+    let mut llm = script(&[EXTRACTED, "#SQL: SELECT name FROM singers WHERE country = 'france'"]);
+    ask(&q("Singers from France?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
+    assert_eq!(db.executed, vec!["SELECT name FROM singers WHERE country = 'france'"]);
 }
 
 #[test]
 fn extraction_narrows_the_schema_and_feeds_value_lookup() {
-    let mut db = FakeDb {
-        columns: vec![(4, "capacity".into()), (99, "gone".into())],
-        ..Default::default()
-    };
+    let mut db = FakeDb { columns: vec![(4, "capacity".into()), (99, "gone".into())], ..Default::default() };
     let mut llm = script(&[
         "#columns: singer.name, concert.concert_name\n#values: singer.country = 'France'\n#select: singer name; concert name",
         "#SQL: SELECT 1",
         "#SQL: SELECT 1",
         "#SQL: SELECT 1",
     ]);
-    let a = ask(
-        &q("Which French singers sang in which concerts?"),
-        &star_schema(),
-        &full(),
-        &mut llm,
-        &mut db,
-    )
-    .expect("answer");
+    let a = ask(&q("Which French singers sang in which concerts?"), &star_schema(), &full(), &mut llm, &mut db).expect("answer");
     let ex = a.trace.extraction.as_ref().expect("extraction");
-    assert_eq!(
-        ex.columns,
-        vec!["singer.name", "concert.concert_name", "singer.country"]
-    );
+    assert_eq!(ex.columns, vec!["singer.name", "concert.concert_name", "singer.country"]);
     assert_eq!(ex.column_matches, vec!["stadium.capacity"]);
     assert_eq!(ex.focus.path_tables, vec!["singer_in_concert"]);
-    assert!(a
-        .trace
-        .schema_columns
-        .contains(&"singer_in_concert.concert_id".to_string()));
-    assert!(
-        !a.trace.schema_columns.contains(&"singer.age".to_string()),
-        "{:?}",
-        a.trace.schema_columns
-    );
-    assert!(
-        db.lookups[0].ends_with(" France"),
-        "entities are looked up too: {:?}",
-        db.lookups
-    );
+    assert!(a.trace.schema_columns.contains(&"singer_in_concert.concert_id".to_string()));
+    assert!(!a.trace.schema_columns.contains(&"singer.age".to_string()), "{:?}", a.trace.schema_columns);
+    assert!(db.lookups[0].ends_with(" France"), "entities are looked up too: {:?}", db.lookups);
     let gen = &llm.prompts()[1][1].content;
-    assert!(
-        gen.contains("### The answer returns: singer name; concert name\n"),
-        "{gen}"
-    );
+    assert!(gen.contains("### The answer returns: singer name; concert name\n"), "{gen}");
     assert!(!gen.contains("age:"), "{gen}");
     assert!(a.trace.schema_tokens < ex.full_schema_tokens);
 }
 
 #[test]
 fn without_extraction_the_whole_schema_is_used() {
-    let s = Settings {
-        extraction: false,
-        chain_of_thought: false,
-        candidates: 1,
-        first_wave: 1,
-        ..full()
-    };
+    let s = Settings { extraction: false, chain_of_thought: false, candidates: 1, first_wave: 1, ..full() };
     let mut llm = script(&["SELECT count(*) FROM singer"]);
-    let a = ask(
-        &q("How many singers?"),
-        &star_schema(),
-        &s,
-        &mut llm,
-        &mut FakeDb::default(),
-    )
-    .expect("answer");
+    let a = ask(&q("How many singers?"), &star_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
     assert!(a.trace.extraction.is_none());
     assert_eq!(a.trace.llm_calls.len(), 1);
-    assert!(a
-        .trace
-        .schema_columns
-        .contains(&"stadium.capacity".to_string()));
+    assert!(a.trace.schema_columns.contains(&"stadium.capacity".to_string()));
     assert!(!llm.prompts()[0][0].content.contains("#SQL-like"));
 }
 
 #[test]
 fn unparseable_extraction_falls_back_to_the_whole_schema() {
-    let mut llm = script(&[
-        "I cannot help with that.",
-        "#SQL: SELECT 1",
-        "#SQL: SELECT 1",
-        "#SQL: SELECT 1",
-    ]);
-    let a = ask(
-        &q("How many singers?"),
-        &star_schema(),
-        &full(),
-        &mut llm,
-        &mut FakeDb::default(),
-    )
-    .expect("answer");
-    assert!(a
-        .trace
-        .schema_columns
-        .contains(&"stadium.capacity".to_string()));
+    let mut llm = script(&["I cannot help with that.", "#SQL: SELECT 1", "#SQL: SELECT 1", "#SQL: SELECT 1"]);
+    let a = ask(&q("How many singers?"), &star_schema(), &full(), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert!(a.trace.schema_columns.contains(&"stadium.capacity".to_string()));
 }
 
 #[test]
 fn one_unsafe_candidate_is_outvoted_not_run() {
     let mut db = FakeDb::default();
-    let mut llm = script(&[
-        EXTRACTED,
-        "DROP TABLE singer",
-        "#SQL: SELECT count(*) FROM singer",
-        "#SQL: SELECT count(*) FROM singer",
-        "#SQL: SELECT count(*) FROM singer",
-        "#SQL: SELECT count(*) FROM singer",
-    ]);
-    let a = ask(
-        &q("How many singers?"),
-        &sample_schema(),
-        &full(),
-        &mut llm,
-        &mut db,
-    )
-    .expect("answer");
+    let mut llm = script(&[EXTRACTED, "DROP TABLE singer", "#SQL: SELECT count(*) FROM singer", "#SQL: SELECT count(*) FROM singer", "#SQL: SELECT count(*) FROM singer", "#SQL: SELECT count(*) FROM singer"]);
+    let a = ask(&q("How many singers?"), &sample_schema(), &full(), &mut llm, &mut db).expect("answer");
     assert_eq!(a.sql, "SELECT count(*) FROM singer");
     assert!(db.executed.iter().all(|s| !s.contains("DROP")));
     assert!(a.trace.candidates[0].error.is_some());
     // Every candidate unsafe: refused.
-    let mut llm = script(&[
-        EXTRACTED,
-        "DROP TABLE singer",
-        "DROP TABLE singer",
-        "DROP TABLE singer",
-        "DROP TABLE singer",
-        "DROP TABLE singer",
-    ]);
-    let (e, _) = ask(
-        &q("x"),
-        &sample_schema(),
-        &full(),
-        &mut llm,
-        &mut FakeDb::default(),
-    )
-    .expect_err("refused");
+    let mut llm = script(&[EXTRACTED, "DROP TABLE singer", "DROP TABLE singer", "DROP TABLE singer", "DROP TABLE singer", "DROP TABLE singer"]);
+    let (e, _) = ask(&q("x"), &sample_schema(), &full(), &mut llm, &mut FakeDb::default()).expect_err("refused");
     assert!(matches!(e, AskError::Refused { .. }), "{e:?}");
 }
 
@@ -924,12 +478,7 @@ fn ties_go_to_the_faster_candidate() {
     let mut db = FakeDb::default();
     db.results.insert("SELECT 1".into(), (rows(&["1"]), 9));
     db.results.insert("SELECT 2".into(), (rows(&["2"]), 2));
-    let s = Settings {
-        candidates: 2,
-        first_wave: 2,
-        max_corrections: 0,
-        ..full()
-    };
+    let s = Settings { candidates: 2, first_wave: 2, max_corrections: 0, ..full() };
     let mut llm = script(&[EXTRACTED, "#SQL: SELECT 1", "#SQL: SELECT 2"]);
     let a = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
     assert_eq!(a.sql, "SELECT 2");
@@ -938,80 +487,37 @@ fn ties_go_to_the_faster_candidate() {
 
 #[test]
 fn literals_differing_in_case_are_different_queries() {
-    let s = Settings {
-        candidates: 2,
-        first_wave: 2,
-        alignment: Rules {
-            agent: false,
-            ..Rules::ALL
-        },
-        ..full()
-    };
+    let s = Settings { candidates: 2, first_wave: 2, alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
     let mut llm = script(&[
         EXTRACTED,
         "#SQL: SELECT name FROM singer WHERE country = 'france'",
         "#SQL: select NAME from SINGER where COUNTRY = 'France'",
     ]);
     let mut db = FakeDb::default();
-    db.results.insert(
-        "SELECT name FROM singer WHERE country = 'france'".into(),
-        (vec![], 1),
-    );
+    db.results.insert("SELECT name FROM singer WHERE country = 'france'".into(), (vec![], 1));
     let a = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
     assert_eq!(db.executed.len(), 2, "{:?}", db.executed);
     assert_eq!(a.sql, "select NAME from SINGER where COUNTRY = 'France'");
     // Keywords and unquoted names fold; quoted names and literals do not.
-    assert_eq!(
-        normal_form("SELECT \"Name\" FROM T WHERE x = 'A'"),
-        normal_form("select \"Name\"\nfrom t where X = 'A';")
-    );
-    assert_ne!(
-        normal_form("SELECT \"Name\" FROM t"),
-        normal_form("SELECT name FROM t")
-    );
+    assert_eq!(normal_form("SELECT \"Name\" FROM T WHERE x = 'A'"), normal_form("select \"Name\"\nfrom t where X = 'A';"));
+    assert_ne!(normal_form("SELECT \"Name\" FROM t"), normal_form("SELECT name FROM t"));
 }
 
 #[test]
 fn empty_results_are_corrected_once_each_with_their_own_conversation() {
-    let s = Settings {
-        candidates: 1,
-        first_wave: 1,
-        max_corrections: 3,
-        alignment: Rules {
-            agent: false,
-            ..Rules::ALL
-        },
-        ..full()
-    };
+    let s = Settings { candidates: 1, first_wave: 1, max_corrections: 3, alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
     let mut db = FakeDb::default();
-    db.results.insert(
-        "SELECT name FROM singer WHERE country = 'Fr'".into(),
-        (vec![], 1),
-    );
-    db.results.insert(
-        "SELECT name FROM singer WHERE country = 'FR'".into(),
-        (vec![], 1),
-    );
+    db.results.insert("SELECT name FROM singer WHERE country = 'Fr'".into(), (vec![], 1));
+    db.results.insert("SELECT name FROM singer WHERE country = 'FR'".into(), (vec![], 1));
     let mut llm = script(&[
         EXTRACTED,
         "#SQL: SELECT name FROM singer WHERE country = 'Fr'",
         "#SQL: SELECT name FROM singer WHERE country = 'FR'",
         "#SQL: SELECT name FROM singer WHERE country = 'France'",
     ]);
-    let a = ask(
-        &q("Singers from France?"),
-        &sample_schema(),
-        &s,
-        &mut llm,
-        &mut db,
-    )
-    .expect("answer");
+    let a = ask(&q("Singers from France?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
     assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'France'");
-    assert_eq!(
-        llm.seen.len(),
-        4,
-        "one extraction, one candidate, two corrections"
-    );
+    assert_eq!(llm.seen.len(), 4, "one extraction, one candidate, two corrections");
     // The second correction continues the first one's conversation.
     let second = llm.prompts()[3];
     assert_eq!(second.len(), 6);
@@ -1025,34 +531,15 @@ fn empty_results_are_corrected_once_each_with_their_own_conversation() {
 
 #[test]
 fn an_execution_failure_is_reported_over_a_refusal() {
-    let s = Settings {
-        candidates: 2,
-        first_wave: 2,
-        max_corrections: 0,
-        ..full()
-    };
-    let mut llm = script(&[
-        EXTRACTED,
-        "DROP TABLE singer",
-        "#SQL: SELECT nickname FROM singer",
-    ]);
-    let (e, _) = ask(
-        &q("x"),
-        &sample_schema(),
-        &s,
-        &mut llm,
-        &mut FakeDb::default(),
-    )
-    .expect_err("fails");
+    let s = Settings { candidates: 2, first_wave: 2, max_corrections: 0, ..full() };
+    let mut llm = script(&[EXTRACTED, "DROP TABLE singer", "#SQL: SELECT nickname FROM singer"]);
+    let (e, _) = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect_err("fails");
     assert_eq!(e.sqlstate().code(), "42703");
 }
 
 #[test]
 fn zero_shot_mode_runs_no_alignment() {
-    let s = Settings {
-        alignment: Rules::ALL,
-        ..settings()
-    };
+    let s = Settings { alignment: Rules::ALL, ..settings() };
     let mut llm = script(&["SELECT name FROM singers"]);
     let mut db = FakeDb::default();
     let _ = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut db);

@@ -27,12 +27,7 @@ struct Column {
 
 /// Indexes the text columns of `rel` (or the one named). `explicit`: the caller named this
 /// table, so refusals are errors; otherwise they are NOTICEs and the column is skipped.
-pub fn create(
-    rel: pg_sys::Oid,
-    column: Option<&str>,
-    include_rls: bool,
-    explicit: bool,
-) -> Vec<Built> {
+pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explicit: bool) -> Vec<Built> {
     let relname = relation_text(rel);
     let (relkind, rls) = spi::read_row(
         "SELECT c.relkind::text, c.relrowsecurity FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
@@ -41,18 +36,10 @@ pub fn create(
     )
     .unwrap_or_else(|| fail(SqlState::UndefinedTable, format!("relation {relname} does not exist"), None));
     if !may_maintain(rel, owner::caller()) {
-        fail(
-            SqlState::InsufficientPrivilege,
-            format!("must be owner of table {relname} to index its values"),
-            None,
-        );
+        fail(SqlState::InsufficientPrivilege, format!("must be owner of table {relname} to index its values"), None);
     }
     if !matches!(relkind.as_str(), "r" | "p" | "m") {
-        fail(
-            SqlState::from_code("42809"),
-            format!("\"{relname}\" is not a table or materialized view"),
-            None,
-        );
+        fail(SqlState::from_code("42809"), format!("\"{relname}\" is not a table or materialized view"), None);
     }
     if rls && !include_rls {
         let msg = format!("table {relname} has row-level security; its values are not indexed");
@@ -78,27 +65,14 @@ pub fn create(
             if exists {
                 fail(SqlState::from_code("42804"), format!("column \"{c}\" of {relname} is not a text column"), Some("Only text, varchar, char, citext, enum and other string types are indexed."));
             }
-            fail(
-                SqlState::from_code("42703"),
-                format!("column \"{c}\" of relation {relname} does not exist"),
-                None,
-            );
+            fail(SqlState::from_code("42703"), format!("column \"{c}\" of relation {relname} does not exist"), None);
         }
     }
     super::refresh::collect_garbage();
     let mut out = Vec::new();
     for col in &columns {
         check_for_interrupts!();
-        if let Some(b) = owner::as_owner(|| {
-            build_column(
-                rel,
-                &relname,
-                &relkind,
-                col,
-                include_rls,
-                explicit && column.is_some(),
-            )
-        }) {
+        if let Some(b) = owner::as_owner(|| build_column(rel, &relname, &relkind, col, include_rls, explicit && column.is_some())) {
             out.push(b);
         }
     }
@@ -141,24 +115,13 @@ fn claim(rel: pg_sys::Oid, attnum: i16) -> Option<(i32, i32, bool)> {
 }
 
 /// Builds one column's index as a new generation. None when it is skipped (NOTICE).
-fn build_column(
-    rel: pg_sys::Oid,
-    relname: &str,
-    relkind: &str,
-    col: &Column,
-    include_rls: bool,
-    explicit: bool,
-) -> Option<Built> {
+fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, include_rls: bool, explicit: bool) -> Option<Built> {
     let started = Instant::now();
     let qcol = quote_identifier(&col.name);
     let Some((id, old_gen, first)) = claim(rel, col.attnum) else {
         let msg = format!("the value index of {relname}.{qcol} is being built by another session");
         if explicit {
-            fail(
-                SqlState::from_code("55P03"),
-                msg,
-                Some("Try again when that build has finished."),
-            );
+            fail(SqlState::from_code("55P03"), msg, Some("Try again when that build has finished."));
         }
         notice!("{msg}; skipped");
         return None;
@@ -168,10 +131,7 @@ fn build_column(
             // The first build of a column: DML must wait for it, as for CREATE INDEX, or the
             // values it adds between the read below and this transaction's end would be lost
             // (there is no generation yet for the triggers to write to). Rebuilds never block DML.
-            spi::write(
-                &format!("LOCK TABLE {relname} IN SHARE ROW EXCLUSIVE MODE"),
-                &[],
-            );
+            spi::write(&format!("LOCK TABLE {relname} IN SHARE ROW EXCLUSIVE MODE"), &[]);
         }
         // Made by the first build (or again, when someone dropped them).
         ensure_triggers(rel, relname);
@@ -197,38 +157,23 @@ fn build_column(
         }
         let msg = format!("column {relname}.{qcol} is not indexed: {why}");
         if explicit {
-            fail(
-                SqlState::ProgramLimitExceeded,
-                msg,
-                Some("Raise nl2sql.index_max_distinct or nl2sql.index_max_avg_length to index it."),
-            );
+            fail(SqlState::ProgramLimitExceeded, msg, Some("Raise nl2sql.index_max_distinct or nl2sql.index_max_avg_length to index it."));
         }
         notice!("{msg}");
         None
     };
     if distinct > gucs::index_max_distinct() {
-        return skip(format!(
-            "{distinct} distinct values, more than nl2sql.index_max_distinct"
-        ));
+        return skip(format!("{distinct} distinct values, more than nl2sql.index_max_distinct"));
     }
     if avg_len > gucs::index_max_avg_length() as f64 {
-        return skip(format!(
-            "free text (average length {avg_len:.0}, more than nl2sql.index_max_avg_length)"
-        ));
+        return skip(format!("free text (average length {avg_len:.0}, more than nl2sql.index_max_avg_length)"));
     }
     let emb = embedder::current();
     let generation = if first { 0 } else { old_gen + 1 };
     let table = entries_table(id, generation);
     // The marks this build answers: those set before it reads the table.
-    let flags: Vec<i64> = spi::rows(
-        "SELECT id FROM nl2sql.value_flags WHERE column_id = $1",
-        &[id.into()],
-        |r| r.get::<i64>(1).ok()?,
-    );
-    spi::write(
-        &format!("CREATE TABLE {table} (LIKE nl2sql.value_entries INCLUDING ALL)"),
-        &[],
-    );
+    let flags: Vec<i64> = spi::rows("SELECT id FROM nl2sql.value_flags WHERE column_id = $1", &[id.into()], |r| r.get::<i64>(1).ok()?);
+    spi::write(&format!("CREATE TABLE {table} (LIKE nl2sql.value_entries INCLUDING ALL)"), &[]);
     // A member of the extension: DROP EXTENSION drops it; pg_dump leaves it out (a restore rebuilds).
     spi::write(&format!("ALTER EXTENSION nl2sql ADD TABLE {table}"), &[]);
     notice!("nl2sql: indexing {relname}.{qcol}: {distinct} distinct values");
@@ -251,23 +196,13 @@ fn build_column(
     // Byte order, forwards and backwards: a mistyped key's neighbours share the part before
     // the typo or the part after it (search reads a few either side).
     spi::write(&format!("CREATE INDEX ON {table} (key COLLATE \"C\")"), &[]);
-    spi::write(
-        &format!("CREATE INDEX ON {table} ((pg_catalog.reverse(key)) COLLATE \"C\")"),
-        &[],
-    );
+    spi::write(&format!("CREATE INDEX ON {table} ((pg_catalog.reverse(key)) COLLATE \"C\")"), &[]);
     let keyed = started.elapsed().as_secs_f64();
     build_hnsw(&table, dims);
     let hnsw = started.elapsed().as_secs_f64();
     if !first {
         // What DML added to the generation serving while this one was loaded.
-        values += catch_up(
-            id,
-            rel,
-            &col.name,
-            &entries_table(id, old_gen),
-            &table,
-            &emb,
-        );
+        values += catch_up(id, rel, &col.name, &entries_table(id, old_gen), &table, &emb);
     }
     spi::write(&format!("ANALYZE {table}"), &[]);
     let seconds = started.elapsed().as_secs_f64();
@@ -304,10 +239,7 @@ fn build_column(
             &[id.into(), old_gen.into()],
         );
     }
-    spi::write(
-        "DELETE FROM nl2sql.value_flags WHERE id = ANY ($1)",
-        &[flags.into()],
-    );
+    spi::write("DELETE FROM nl2sql.value_flags WHERE id = ANY ($1)", &[flags.into()]);
     // Queued values the new generation holds are embedded; with the built-in embedder none wait.
     spi::write(
         &format!(
@@ -316,40 +248,22 @@ fn build_column(
         ),
         &[id.into(), matches!(emb, Embedder::Builtin).into()],
     );
-    Some(Built {
-        relid: rel,
-        column: col.name.clone(),
-        status: "ready".into(),
-        values,
-        phrases,
-        skipped: too_long,
-        seconds,
-    })
+    Some(Built { relid: rel, column: col.name.clone(), status: "ready".into(), values, phrases, skipped: too_long, seconds })
 }
 
 /// Reads the values `source` selects from `rel` as the table's owner, a chunk at a time, and
 /// hands each chunk to `store`, which runs as the extension's owner. Returns how many were read.
-fn stream_values(
-    rel: pg_sys::Oid,
-    source: &str,
-    mut store: impl FnMut(&mut pgrx::spi::SpiClient<'_>, Vec<String>),
-) -> i64 {
+fn stream_values(rel: pg_sys::Oid, source: &str, mut store: impl FnMut(&mut pgrx::spi::SpiClient<'_>, Vec<String>)) -> i64 {
     Spi::connect_mut(|client| {
-        let name =
-            owner::as_table_owner(rel, || client.open_cursor(source, &[]).detach_into_name());
+        let name = owner::as_table_owner(rel, || client.open_cursor(source, &[]).detach_into_name());
         let mut total = 0i64;
         loop {
             check_for_interrupts!();
             let chunk: Vec<String> = owner::as_table_owner(rel, || {
-                let mut cursor = client
-                    .find_cursor(&name)
-                    .unwrap_or_else(|e| fail(SqlState::InternalError, format!("{e}"), None));
+                let mut cursor = client.find_cursor(&name).unwrap_or_else(|e| fail(SqlState::InternalError, format!("{e}"), None));
                 let rows = cursor
                     .fetch(READ_CHUNK)
-                    .map(|t| {
-                        t.filter_map(|r| r.get::<String>(1).ok().flatten())
-                            .collect()
-                    })
+                    .map(|t| t.filter_map(|r| r.get::<String>(1).ok().flatten()).collect())
                     .unwrap_or_default();
                 cursor.detach_into_name();
                 rows
@@ -376,11 +290,7 @@ fn load_builtin(table: &str, rel: pg_sys::Oid, source: &str) -> (i64, i64, i32) 
     );
     let values = stream_values(rel, source, |client, chunk| {
         if let Err(e) = client.update(insert.as_str(), None, &[chunk.into()]) {
-            fail(
-                SqlState::InternalError,
-                format!("nl2sql internal query failed: {e}"),
-                None,
-            );
+            fail(SqlState::InternalError, format!("nl2sql internal query failed: {e}"), None);
         }
     });
     let cap = lookup::phrase_cap(values as usize);
@@ -398,12 +308,7 @@ fn load_builtin(table: &str, rel: pg_sys::Oid, source: &str) -> (i64, i64, i32) 
     (values, phrases, embed::SIGNATURE_BITS as i32)
 }
 
-fn load_remote(
-    table: &str,
-    rel: pg_sys::Oid,
-    source: &str,
-    ep: &nl2sql_core::http::Endpoint,
-) -> (i64, i64, i32) {
+fn load_remote(table: &str, rel: pg_sys::Oid, source: &str, ep: &nl2sql_core::http::Endpoint) -> (i64, i64, i32) {
     let mut values: Vec<String> = Vec::new();
     stream_values(rel, source, |_, chunk| values.extend(chunk));
     let rows = lookup::entries(&values);
@@ -413,11 +318,7 @@ fn load_remote(
 }
 
 /// Embeds the terms of `rows` with the endpoint and stores them; returns the dimension.
-pub(super) fn insert_remote(
-    table: &str,
-    ep: &nl2sql_core::http::Endpoint,
-    rows: &[(String, String)],
-) -> i32 {
+pub(super) fn insert_remote(table: &str, ep: &nl2sql_core::http::Endpoint, rows: &[(String, String)]) -> i32 {
     let mut dims = 0i32;
     for (n, chunk) in rows.chunks(LOAD_CHUNK).enumerate() {
         check_for_interrupts!();
@@ -425,19 +326,10 @@ pub(super) fn insert_remote(
         let vectors = embedder::embed(ep, &terms);
         dims = vectors.first().map(|v| v.len() as i32).unwrap_or(dims);
         if dims > 64_000 {
-            fail(
-                SqlState::ProgramLimitExceeded,
-                format!(
-                    "the embedding endpoint returns {dims} dimensions; at most 64000 are supported"
-                ),
-                None,
-            );
+            fail(SqlState::ProgramLimitExceeded, format!("the embedding endpoint returns {dims} dimensions; at most 64000 are supported"), None);
         }
         let vals: Vec<String> = chunk.iter().map(|(v, _)| v.clone()).collect();
-        let lits: Vec<String> = vectors
-            .iter()
-            .map(|v| embedder::vector_literal(v))
-            .collect();
+        let lits: Vec<String> = vectors.iter().map(|v| embedder::vector_literal(v)).collect();
         spi::write(
             &format!(
                 "INSERT INTO {table} (value, term, key, sig, embedding)
@@ -447,11 +339,7 @@ pub(super) fn insert_remote(
             &[vals.into(), terms.into(), lits.into()],
         );
         if (n + 1) % 20 == 0 {
-            notice!(
-                "nl2sql: {} of {} entries embedded",
-                ((n + 1) * LOAD_CHUNK).min(rows.len()),
-                rows.len()
-            );
+            notice!("nl2sql: {} of {} entries embedded", ((n + 1) * LOAD_CHUNK).min(rows.len()), rows.len());
         }
     }
     dims.max(1)
@@ -481,19 +369,8 @@ pub(super) fn insert_values(table: &str, emb: &Embedder, values: Vec<String>) {
 
 /// Copies to the generation `new` the values that `old` holds, `new` lacks and the table still
 /// holds (DML added them after the build read the table); returns how many.
-pub(super) fn catch_up(
-    id: i32,
-    rel: pg_sys::Oid,
-    column: &str,
-    old: &str,
-    new: &str,
-    emb: &Embedder,
-) -> i64 {
-    let exists = spi::read::<bool>(
-        "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
-        &[old.into()],
-    )
-    .unwrap_or(false);
+pub(super) fn catch_up(id: i32, rel: pg_sys::Oid, column: &str, old: &str, new: &str, emb: &Embedder) -> i64 {
+    let exists = spi::read::<bool>("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[old.into()]).unwrap_or(false);
     if !exists {
         return 0;
     }
@@ -509,14 +386,8 @@ pub(super) fn catch_up(
         return 0;
     }
     let Some(held) = still_held(rel, column, &missing) else {
-        pgrx::warning!(
-            "nl2sql could not re-read the values added to {} while its value index was built",
-            relation_text(rel)
-        );
-        spi::write(
-            "INSERT INTO nl2sql.value_flags (column_id, flag) VALUES ($1, 'stale')",
-            &[id.into()],
-        );
+        pgrx::warning!("nl2sql could not re-read the values added to {} while its value index was built", relation_text(rel));
+        spi::write("INSERT INTO nl2sql.value_flags (column_id, flag) VALUES ($1, 'stale')", &[id.into()]);
         return 0;
     };
     let n = held.len() as i64;
@@ -539,18 +410,9 @@ fn build_hnsw(table: &str, dims: i32) {
 }
 
 const TRIGGERS: [(&str, &str); 4] = [
-    (
-        "nl2sql_values_insert",
-        "AFTER INSERT ON {rel} REFERENCING NEW TABLE AS nl2sql_new",
-    ),
-    (
-        "nl2sql_values_update",
-        "AFTER UPDATE ON {rel} REFERENCING OLD TABLE AS nl2sql_old NEW TABLE AS nl2sql_new",
-    ),
-    (
-        "nl2sql_values_delete",
-        "AFTER DELETE ON {rel} REFERENCING OLD TABLE AS nl2sql_old",
-    ),
+    ("nl2sql_values_insert", "AFTER INSERT ON {rel} REFERENCING NEW TABLE AS nl2sql_new"),
+    ("nl2sql_values_update", "AFTER UPDATE ON {rel} REFERENCING OLD TABLE AS nl2sql_old NEW TABLE AS nl2sql_new"),
+    ("nl2sql_values_delete", "AFTER DELETE ON {rel} REFERENCING OLD TABLE AS nl2sql_old"),
     ("nl2sql_values_truncate", "AFTER TRUNCATE ON {rel}"),
 ];
 
@@ -579,11 +441,7 @@ fn drop_triggers(relname: &str) {
 pub fn drop(rel: pg_sys::Oid, column: Option<&str>) -> Vec<String> {
     let relname = relation_text(rel);
     if !may_maintain(rel, owner::caller()) {
-        fail(
-            SqlState::InsufficientPrivilege,
-            format!("must be owner of table {relname} to drop its value index"),
-            None,
-        );
+        fail(SqlState::InsufficientPrivilege, format!("must be owner of table {relname} to drop its value index"), None);
     }
     owner::as_owner(|| {
         let dropped: Vec<String> = spi::write_rows(
@@ -598,11 +456,7 @@ pub fn drop(rel: pg_sys::Oid, column: Option<&str>) -> Vec<String> {
             &[rel.into(), column.into()],
             |r| r.get::<String>(1).ok()?,
         );
-        let left = spi::read::<bool>(
-            "SELECT EXISTS (SELECT 1 FROM nl2sql.value_index WHERE relid = $1)",
-            &[rel.into()],
-        )
-        .unwrap_or(false);
+        let left = spi::read::<bool>("SELECT EXISTS (SELECT 1 FROM nl2sql.value_index WHERE relid = $1)", &[rel.into()]).unwrap_or(false);
         if !left {
             drop_triggers(&relname);
         }

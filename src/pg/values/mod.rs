@@ -85,9 +85,5 @@ fn still_held(rel: pg_sys::Oid, column: &str, values: &[String]) -> Option<Vec<S
         printed(&format!("t.{}", pgrx::spi::quote_identifier(column)))
     );
     let args = [pgrx::datum::DatumWithOid::from(values.to_vec())];
-    crate::pg::sandbox::savepoint(|| {
-        owner::as_table_owner(rel, || {
-            spi::read::<Vec<String>>(&sql, &args).unwrap_or_default()
-        })
-    })
+    crate::pg::sandbox::savepoint(|| owner::as_table_owner(rel, || spi::read::<Vec<String>>(&sql, &args).unwrap_or_default()))
 }

@@ -84,18 +84,10 @@ fn apply_removals(rel: Option<pg_sys::Oid>) {
         }
         // One table's trouble (its policy fails, say) skips that column, not the refresh.
         let Some(held) = still_held(relid, &column, &values) else {
-            pgrx::warning!(
-                "nl2sql could not re-check the removed values of {}.{}",
-                relation_text(relid),
-                quote_identifier(&column)
-            );
+            pgrx::warning!("nl2sql could not re-check the removed values of {}.{}", relation_text(relid), quote_identifier(&column));
             continue;
         };
-        let gone: Vec<String> = values
-            .iter()
-            .filter(|v| !held.contains(v))
-            .cloned()
-            .collect();
+        let gone: Vec<String> = values.iter().filter(|v| !held.contains(v)).cloned().collect();
         owner::as_owner(|| {
             // A build holding the row switches generations: leave this column for later.
             let mine = spi::write_one::<bool>("SELECT true FROM nl2sql.value_index WHERE id = $1 AND generation = $2 FOR NO KEY UPDATE SKIP LOCKED", &[id.into(), generation.into()]);
@@ -110,14 +102,8 @@ fn apply_removals(rel: Option<pg_sys::Oid>) {
                 ),
                 &[gone.into()],
             );
-            spi::write(
-                "DELETE FROM nl2sql.value_removals WHERE column_id = $1 AND value = ANY ($2)",
-                &[id.into(), values.into()],
-            );
-            spi::write(
-                "UPDATE nl2sql.value_index SET refreshed_at = now() WHERE id = $1",
-                &[id.into()],
-            );
+            spi::write("DELETE FROM nl2sql.value_removals WHERE column_id = $1 AND value = ANY ($2)", &[id.into(), values.into()]);
+            spi::write("UPDATE nl2sql.value_index SET refreshed_at = now() WHERE id = $1", &[id.into()]);
         });
     }
 }
@@ -141,19 +127,9 @@ fn drain_queue(ep: &nl2sql_core::http::Endpoint) {
         if mine.is_none() {
             continue;
         }
-        super::build::insert_remote(
-            &entries_table(id, generation),
-            ep,
-            &lookup::entries(&values),
-        );
-        spi::write(
-            "DELETE FROM nl2sql.value_queue WHERE column_id = $1 AND value = ANY ($2)",
-            &[id.into(), values.into()],
-        );
-        spi::write(
-            "UPDATE nl2sql.value_index SET refreshed_at = now() WHERE id = $1",
-            &[id.into()],
-        );
+        super::build::insert_remote(&entries_table(id, generation), ep, &lookup::entries(&values));
+        spi::write("DELETE FROM nl2sql.value_queue WHERE column_id = $1 AND value = ANY ($2)", &[id.into(), values.into()]);
+        spi::write("UPDATE nl2sql.value_index SET refreshed_at = now() WHERE id = $1", &[id.into()]);
     }
 }
 
@@ -163,13 +139,7 @@ pub(super) fn embed_pending_columns(ep: &nl2sql_core::http::Endpoint) {
     let pending: Vec<(pg_sys::Oid, i16, String)> = spi::rows(
         "SELECT relid, attnum, description FROM nl2sql.column_embeddings WHERE embedder <> $1",
         &[id.as_str().into()],
-        |r| {
-            Some((
-                r.get::<pg_sys::Oid>(1).ok()??,
-                r.get::<i16>(2).ok()??,
-                r.get::<String>(3).ok()??,
-            ))
-        },
+        |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<i16>(2).ok()??, r.get::<String>(3).ok()??)),
     );
     if pending.is_empty() {
         return;
@@ -178,10 +148,7 @@ pub(super) fn embed_pending_columns(ep: &nl2sql_core::http::Endpoint) {
     let vectors = embedder::embed(ep, &texts);
     let relids: Vec<pg_sys::Oid> = pending.iter().map(|p| p.0).collect();
     let attnums: Vec<i16> = pending.iter().map(|p| p.1).collect();
-    let lits: Vec<String> = vectors
-        .iter()
-        .map(|v| embedder::vector_literal(v))
-        .collect();
+    let lits: Vec<String> = vectors.iter().map(|v| embedder::vector_literal(v)).collect();
     spi::write(
         "UPDATE nl2sql.column_embeddings ce SET embedding = x.e::vector, embedder = $4, sig = NULL
          FROM ROWS FROM (pg_catalog.unnest($1::oid[]), pg_catalog.unnest($2::int2[]), pg_catalog.unnest($3::text[])) AS x(relid, attnum, e)
@@ -196,20 +163,13 @@ pub(super) fn embed_pending_columns(ep: &nl2sql_core::http::Endpoint) {
 fn horizon() -> i64 {
     // SAFETY: reads the procarray's horizon and the next transaction ID.
     let (oldest, next) = unsafe {
-        (
-            pg_sys::GetOldestNonRemovableTransactionId(std::ptr::null_mut()),
-            pg_sys::ReadNextFullTransactionId(),
-        )
+        (pg_sys::GetOldestNonRemovableTransactionId(std::ptr::null_mut()), pg_sys::ReadNextFullTransactionId())
     };
     // The full ID of `oldest`: in the epoch of `next`, or the one before when it wrapped.
     let next = next.value;
     let epoch = next >> 32;
     let low = u32::from(oldest) as u64;
-    let full = if low <= (next & 0xffff_ffff) {
-        (epoch << 32) | low
-    } else {
-        (epoch.saturating_sub(1) << 32) | low
-    };
+    let full = if low <= (next & 0xffff_ffff) { (epoch << 32) | low } else { (epoch.saturating_sub(1) << 32) | low };
     full as i64
 }
 
@@ -225,13 +185,7 @@ pub fn collect_garbage() {
              LEFT JOIN nl2sql.value_index i ON i.id = g.column_id
              WHERE g.retired_xid < $1 ORDER BY 1, 2",
             &[horizon.into()],
-            |r| {
-                Some((
-                    r.get::<i32>(1).ok()??,
-                    r.get::<i32>(2).ok()??,
-                    r.get::<i32>(3).ok()?,
-                ))
-            },
+            |r| Some((r.get::<i32>(1).ok()??, r.get::<i32>(2).ok()??, r.get::<i32>(3).ok()?)),
         );
         for (id, generation, current) in retired {
             check_for_interrupts!();
@@ -240,10 +194,7 @@ pub fn collect_garbage() {
                 if let Some(current) = current {
                     // Copying what DML added reads the table as its owner: only for the tables
                     // the caller may maintain; the others wait for their owner's call.
-                    let relid = spi::read::<pg_sys::Oid>(
-                        "SELECT relid FROM nl2sql.value_index WHERE id = $1",
-                        &[id.into()],
-                    );
+                    let relid = spi::read::<pg_sys::Oid>("SELECT relid FROM nl2sql.value_index WHERE id = $1", &[id.into()]);
                     if !relid.is_some_and(|r| may_maintain(r, caller)) {
                         return false;
                     }
@@ -255,40 +206,20 @@ pub fn collect_garbage() {
                         &[id.into(), current.into()],
                         |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??)),
                     );
-                    let Some((relid, column)) = claimed else {
-                        return false;
-                    };
+                    let Some((relid, column)) = claimed else { return false };
                     let emb = embedder::current();
                     let same_embedder = spi::read::<bool>("SELECT embedder = nl2sql.current_embedder() FROM nl2sql.value_index WHERE id = $1", &[id.into()]).unwrap_or(false);
                     if same_embedder {
-                        super::build::catch_up(
-                            id,
-                            relid,
-                            &column,
-                            &old,
-                            &entries_table(id, current),
-                            &emb,
-                        );
+                        super::build::catch_up(id, relid, &column, &old, &entries_table(id, current), &emb);
                     }
                 }
-                if spi::read::<bool>(
-                    "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
-                    &[old.as_str().into()],
-                )
-                .unwrap_or(false)
-                {
+                if spi::read::<bool>("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[old.as_str().into()]).unwrap_or(false) {
                     // Never waits for a search that still reads it.
-                    spi::write(
-                        &format!("LOCK TABLE {old} IN ACCESS EXCLUSIVE MODE NOWAIT"),
-                        &[],
-                    );
+                    spi::write(&format!("LOCK TABLE {old} IN ACCESS EXCLUSIVE MODE NOWAIT"), &[]);
                     spi::write(&format!("ALTER EXTENSION nl2sql DROP TABLE {old}"), &[]);
                     spi::write(&format!("DROP TABLE {old}"), &[]);
                 }
-                spi::write(
-                    "DELETE FROM nl2sql.value_generations WHERE column_id = $1 AND generation = $2",
-                    &[id.into(), generation.into()],
-                );
+                spi::write("DELETE FROM nl2sql.value_generations WHERE column_id = $1 AND generation = $2", &[id.into(), generation.into()]);
                 true
             });
             if done != Some(true) {

@@ -42,11 +42,7 @@ thread_local! {
 
 /// The relation's name as the schema prompt writes it: qualified only when not on the search_path.
 pub fn visible_name(rel: pg_sys::Oid) -> String {
-    spi::read::<String>(
-        "SELECT $1::pg_catalog.regclass::pg_catalog.text",
-        &[rel.into()],
-    )
-    .unwrap_or_default()
+    spi::read::<String>("SELECT $1::pg_catalog.regclass::pg_catalog.text", &[rel.into()]).unwrap_or_default()
 }
 
 /// One indexed column the caller may read.
@@ -104,22 +100,12 @@ impl Store {
     fn new(caller: pg_sys::Oid) -> Store {
         let embedder = embedder::current();
         let id = embedder.id();
-        let columns = owner::as_owner(|| searchable(caller, &id))
-            .into_iter()
-            .map(|c| (c.id as u32, c))
-            .collect();
+        let columns = owner::as_owner(|| searchable(caller, &id)).into_iter().map(|c| (c.id as u32, c)).collect();
         Store { columns, embedder }
     }
 
     fn columns(&self) -> Vec<lookup::Column> {
-        let mut out: Vec<lookup::Column> = self
-            .columns
-            .values()
-            .map(|c| lookup::Column {
-                id: c.id as u32,
-                recheck: c.recheck,
-            })
-            .collect();
+        let mut out: Vec<lookup::Column> = self.columns.values().map(|c| lookup::Column { id: c.id as u32, recheck: c.recheck }).collect();
         out.sort_by_key(|c| c.id);
         out
     }
@@ -139,11 +125,7 @@ impl Store {
         match r {
             Ok(v) => Some(v),
             Err(e) => {
-                let name = format!(
-                    "{}.{}",
-                    visible_name(col.relid),
-                    pgrx::spi::quote_identifier(&col.column)
-                );
+                let name = format!("{}.{}", visible_name(col.relid), pgrx::spi::quote_identifier(&col.column));
                 debug1!("nl2sql: value index of {name} skipped: {}", e.message);
                 SKIPPED.with_borrow_mut(|s| {
                     if !s.contains(&name) {
@@ -165,47 +147,20 @@ impl ValueStore for Store {
         // The lookups' signatures (and the endpoint's vectors): the endpoint is called only
         // because some column was indexed with it.
         let (sigs, vectors, dims) = match &self.embedder {
-            Embedder::Builtin => (
-                texts
-                    .iter()
-                    .map(|t| embed::signature_text(t))
-                    .collect::<Vec<_>>(),
-                None,
-                embed::SIGNATURE_BITS,
-            ),
+            Embedder::Builtin => (texts.iter().map(|t| embed::signature_text(t)).collect::<Vec<_>>(), None, embed::SIGNATURE_BITS),
             Embedder::Remote(ep) => {
                 let v = embedder::embed(ep, &texts);
-                let sigs: Vec<String> = v
-                    .iter()
-                    .map(|x| x.iter().map(|f| if *f > 0.0 { '1' } else { '0' }).collect())
-                    .collect();
-                let dims = sigs
-                    .first()
-                    .map(|s| s.len())
-                    .unwrap_or(embed::SIGNATURE_BITS);
-                (
-                    sigs,
-                    Some(
-                        v.iter()
-                            .map(|x| embedder::vector_literal(x))
-                            .collect::<Vec<_>>(),
-                    ),
-                    dims,
-                )
+                let sigs: Vec<String> = v.iter().map(|x| x.iter().map(|f| if *f > 0.0 { '1' } else { '0' }).collect()).collect();
+                let dims = sigs.first().map(|s| s.len()).unwrap_or(embed::SIGNATURE_BITS);
+                (sigs, Some(v.iter().map(|x| embedder::vector_literal(x)).collect::<Vec<_>>()), dims)
             }
         };
         let remote = vectors.is_some();
-        let args = [
-            DatumWithOid::from(sigs),
-            DatumWithOid::from(texts.clone()),
-            DatumWithOid::from(vectors.unwrap_or_default()),
-        ];
+        let args = [DatumWithOid::from(sigs), DatumWithOid::from(texts.clone()), DatumWithOid::from(vectors.unwrap_or_default())];
         let mut out: Vec<Candidate> = Vec::new();
         for &column in columns {
             check_for_interrupts!();
-            let Some(col) = self.columns.get(&column) else {
-                continue;
-            };
+            let Some(col) = self.columns.get(&column) else { continue };
             let key = (col.id, col.generation, dims, remote, limit as i64);
             let found = self.read(column, |table| {
                 CANDIDATE_PLANS.with_borrow_mut(|plans| {
@@ -213,22 +168,8 @@ impl ValueStore for Store {
                         if !plans.contains_key(&key) {
                             plans.retain(|k, _| k.0 != key.0);
                             let plan = c
-                                .prepare(
-                                    candidate_sql(table, dims, remote, limit).as_str(),
-                                    &[
-                                        pg_sys::TEXTARRAYOID,
-                                        pg_sys::TEXTARRAYOID,
-                                        pg_sys::TEXTARRAYOID,
-                                    ]
-                                    .map(PgOid::from),
-                                )
-                                .unwrap_or_else(|e| {
-                                    super::fail(
-                                        nl2sql_core::error::SqlState::InternalError,
-                                        format!("could not prepare the value search: {e}"),
-                                        None,
-                                    )
-                                })
+                                .prepare(candidate_sql(table, dims, remote, limit).as_str(), &[pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID].map(PgOid::from))
+                                .unwrap_or_else(|e| super::fail(nl2sql_core::error::SqlState::InternalError, format!("could not prepare the value search: {e}"), None))
                                 .keep();
                             plans.insert(key, plan);
                         }
@@ -314,9 +255,7 @@ impl ValueStore for Store {
     }
 
     fn still_held(&mut self, column: u32, value: &str) -> bool {
-        let Some(col) = self.columns.get(&column) else {
-            return false;
-        };
+        let Some(col) = self.columns.get(&column) else { return false };
         exists_as_caller(col.relid, &col.column, value)
     }
 }
@@ -327,11 +266,7 @@ impl ValueStore for Store {
 /// the keys next to each lookup's in byte order, forwards and reversed (one typo away).
 /// Runs under as_owner's search_path, where pgvector's operators and types resolve.
 fn candidate_sql(table: &str, dims: usize, remote: bool, limit: usize) -> String {
-    let cosine = if remote {
-        "(1 - (e.embedding <=> ($3::text[])[p.i]::vector))::float4"
-    } else {
-        "NULL::float4"
-    };
+    let cosine = if remote { "(1 - (e.embedding <=> ($3::text[])[p.i]::vector))::float4" } else { "NULL::float4" };
     format!(
         "SELECT (p.i - 1)::int4, e.value, e.term, {cosine}
          FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY AS p(sig, i)
@@ -380,17 +315,11 @@ fn candidate(column: u32, r: &pgrx::spi::SpiHeapTupleData) -> Option<Candidate> 
 /// Whether a row the caller may see still holds `value`: read as the caller, in the sandbox,
 /// with every function the read runs judged like generated SQL's.
 fn exists_as_caller(relid: pg_sys::Oid, column: &str, value: &str) -> bool {
-    let args = [
-        DatumWithOid::from(relid),
-        DatumWithOid::from(column),
-        DatumWithOid::from(value),
-    ];
-    sandbox::inspect(RECHECK_TIMEOUT, || {
-        spi::read::<bool>("SELECT nl2sql._value_exists($1, $2, $3)", &args)
-    })
-    .ok()
-    .flatten()
-    .unwrap_or(false)
+    let args = [DatumWithOid::from(relid), DatumWithOid::from(column), DatumWithOid::from(value)];
+    sandbox::inspect(RECHECK_TIMEOUT, || spi::read::<bool>("SELECT nl2sql._value_exists($1, $2, $3)", &args))
+        .ok()
+        .flatten()
+        .unwrap_or(false)
 }
 
 /// Values similar to the words of `query` in the columns the caller may read (the core's
@@ -408,12 +337,7 @@ pub fn search_values(query: &str, skip: &[String], k: usize, threshold: f32) -> 
     hits.into_iter()
         .filter_map(|h| {
             let col = store.columns.get(&h.column)?;
-            Some(Found {
-                relid: col.relid,
-                column: col.column.clone(),
-                value: h.value,
-                score: h.score,
-            })
+            Some(Found { relid: col.relid, column: col.column.clone(), value: h.value, score: h.score })
         })
         .collect()
 }
@@ -428,14 +352,7 @@ pub fn take_skipped() -> Vec<String> {
 /// (nl2sql_core::lookup::closest decides); None when the column has no index the caller may use.
 pub fn closest_stored(relid: pg_sys::Oid, column: &str, literal: &str) -> Option<String> {
     let mut store = Store::new(owner::caller());
-    let col = store
-        .columns
-        .values()
-        .find(|c| c.relid == relid && c.column == column)
-        .map(|c| lookup::Column {
-            id: c.id as u32,
-            recheck: c.recheck,
-        })?;
+    let col = store.columns.values().find(|c| c.relid == relid && c.column == column).map(|c| lookup::Column { id: c.id as u32, recheck: c.recheck })?;
     let fuzzy = matches!(store.embedder, Embedder::Builtin);
     lookup::closest(&mut store, &col, literal, fuzzy)
 }
@@ -459,9 +376,7 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
     let emb = embedder::current();
     let qvec = match &emb {
         Embedder::Builtin => None,
-        Embedder::Remote(ep) => embedder::embed(ep, &[query.to_string()])
-            .first()
-            .map(|x| embedder::vector_literal(x)),
+        Embedder::Remote(ep) => embedder::embed(ep, &[query.to_string()]).first().map(|x| embedder::vector_literal(x)),
     };
     let remote = qvec.is_some();
     let sql = column_sql(remote);
@@ -498,14 +413,9 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
                 .iter()
                 .map(|p| embed::feature_cosine(p, &own).max(0.9 * embed::feature_cosine(p, &names)))
                 .fold(0f32, f32::max);
-            let about =
-                embed::feature_cosine(&embed::features(query), &embed::features(&description));
+            let about = embed::feature_cosine(&embed::features(query), &embed::features(&description));
             let score = lexical.max(about).max(cosine.unwrap_or(0.0)).min(1.0);
-            FoundColumn {
-                relid,
-                column,
-                score,
-            }
+            FoundColumn { relid, column, score }
         })
         .collect();
     scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.column.cmp(&b.column)));
