@@ -17,11 +17,14 @@ pub struct Lookup {
     pub query: String,
     /// 1 for the phrase itself; [`FORM_MATCH`] for another form of it.
     pub weight: f32,
+    /// Whether the store searches its nearest entries (HNSW) for this text besides the exact and
+    /// byte-order neighbour reads: see [`candidates`].
+    pub nearest: bool,
 }
 
 impl Lookup {
     pub fn plain(text: &str) -> Lookup {
-        Lookup { text: text.to_string(), query: text.to_string(), weight: 1.0 }
+        Lookup { text: text.to_string(), query: text.to_string(), weight: 1.0, nearest: true }
     }
 }
 
@@ -51,7 +54,7 @@ pub fn lookups(phrases: &[String]) -> Vec<Lookup> {
                 return out;
             }
             if seen.insert(v.clone()) {
-                out.push(Lookup { text: v, query: p.clone(), weight: FORM_MATCH });
+                out.push(Lookup { text: v, query: p.clone(), weight: FORM_MATCH, nearest: false });
             }
         }
     }
@@ -69,10 +72,13 @@ pub struct Column {
 
 /// What the extension fetches for a lookup; it decides nothing.
 pub trait ValueStore {
-    /// Candidates for `lookups` in `columns`: per (lookup, column) up to `limit` nearest
-    /// entries by the index, every entry whose folded text equals the lookup's, and values
-    /// still waiting to be embedded. [`Candidate::phrase`] indexes `lookups`.
+    /// Candidates for `lookups` in `columns`: every entry whose folded text equals a lookup's,
+    /// the entries next to it in byte order, values still waiting to be embedded, and, for the
+    /// lookups whose [`Lookup::nearest`] is set, up to `limit` nearest entries per column by the
+    /// index. [`Candidate::phrase`] indexes `lookups`.
     fn candidates(&mut self, lookups: &[Lookup], columns: &[u32], limit: usize) -> Vec<Candidate>;
+    /// Only the nearest entries by the index, for the lookups whose [`Lookup::nearest`] is set.
+    fn nearest(&mut self, lookups: &[Lookup], columns: &[u32], limit: usize) -> Vec<Candidate>;
     /// The entries of `columns` whose folded text equals one of `keys`; [`Candidate::phrase`]
     /// indexes `keys`.
     fn exact(&mut self, keys: &[String], columns: &[u32]) -> Vec<Candidate>;
@@ -119,23 +125,54 @@ pub fn search(store: &mut impl ValueStore, phrases: &[String], words: &[String],
     out
 }
 
-/// The store's candidates for `lookups`, and those of the keys that correct a typo in them
-/// ([`typos::corrections`]), attributed to the lookup they correct and scored against it.
+/// The store's candidates for `lookups`. First the exact entries and byte-order neighbours of
+/// every lookup, and the keys that correct a typo in a lookup from the words of those
+/// ([`typos::corrections`]), looked up exactly, attributed to the lookup they correct and scored
+/// against it. Then the nearest entries by the index (a graph search, the costly read) only for
+/// the phrases as the question writes them that nothing matched yet, exactly or corrected, in
+/// whole or as part of a longer phrase that did (its words' near misses are other values); and
+/// the corrections the words of those suggest.
 fn candidates(store: &mut impl ValueStore, lookups: &[Lookup], columns: &[u32], limit: usize) -> Vec<Candidate> {
-    let mut found = store.candidates(lookups, columns, limit);
-    let fixes = typos::corrections(lookups, &found);
-    if fixes.is_empty() {
-        return found;
-    }
-    let keys: Vec<String> = fixes.iter().map(|f| f.key.clone()).collect();
-    for mut c in store.exact(&keys, columns) {
-        let Some(l) = fixes.get(c.phrase).and_then(|f| lookups.get(f.lookup).map(|l| (f.lookup, l))) else { continue };
-        c.phrase = l.0;
-        c.trigram = Some(embed::trigram_similarity(&l.1.text, &c.term));
-        c.cosine = None;
-        found.push(c);
+    let plain: Vec<Lookup> = lookups.iter().map(|l| Lookup { nearest: false, ..l.clone() }).collect();
+    let mut found = store.candidates(&plain, columns, limit);
+    let mut tried: HashSet<String> = HashSet::new();
+    let mut named: HashSet<usize> = correct(store, lookups, columns, &mut found, &mut tried);
+    named.extend((0..lookups.len()).filter(|i| found.iter().any(|c| c.phrase == *i && embed::fold(&c.term) == lookups[*i].text)));
+    let named: Vec<String> = named.iter().map(|i| format!(" {} ", lookups[*i].text)).collect();
+    let fuzzy: Vec<Lookup> = lookups
+        .iter()
+        .map(|l| {
+            let padded = format!(" {} ", l.text);
+            Lookup { nearest: l.nearest && !named.iter().any(|n| n.contains(&padded)), ..l.clone() }
+        })
+        .collect();
+    if fuzzy.iter().any(|l| l.nearest) {
+        let more = store.nearest(&fuzzy, columns, limit);
+        found.extend(more);
+        correct(store, lookups, columns, &mut found, &mut tried);
     }
     found
+}
+
+/// Looks up the corrections the words of `found` suggest (other than `tried`), adds what they
+/// find to `found`, and returns the lookups a correction found a value for.
+fn correct(store: &mut impl ValueStore, lookups: &[Lookup], columns: &[u32], found: &mut Vec<Candidate>, tried: &mut HashSet<String>) -> HashSet<usize> {
+    let fixes = typos::corrections(lookups, found, tried);
+    let mut hit = HashSet::new();
+    if fixes.is_empty() {
+        return hit;
+    }
+    tried.extend(fixes.iter().map(|f| f.key.clone()));
+    let keys: Vec<String> = fixes.iter().map(|f| f.key.clone()).collect();
+    for mut c in store.exact(&keys, columns) {
+        let Some((i, l)) = fixes.get(c.phrase).and_then(|f| lookups.get(f.lookup).map(|l| (f.lookup, l))) else { continue };
+        c.phrase = i;
+        c.trigram = Some(embed::trigram_similarity(&l.text, &c.term));
+        c.cosine = None;
+        hit.insert(i);
+        found.push(c);
+    }
+    hit
 }
 
 /// The stored value of `column` that `literal` should become, for the agent alignment. None
@@ -248,6 +285,9 @@ mod tests {
             }
             out
         }
+        fn nearest(&mut self, lookups: &[Lookup], columns: &[u32], limit: usize) -> Vec<Candidate> {
+            self.candidates(lookups, columns, limit)
+        }
         fn exact(&mut self, keys: &[String], columns: &[u32]) -> Vec<Candidate> {
             let mut out = Vec::new();
             for (i, k) in keys.iter().enumerate() {
@@ -267,6 +307,52 @@ mod tests {
             self.rechecked += 1;
             !self.gone.contains(&(column, value.to_string()))
         }
+    }
+
+    /// Records which texts the graph search was asked for.
+    struct Counting {
+        inner: Memory,
+        graph: Vec<String>,
+    }
+
+    impl ValueStore for Counting {
+        fn candidates(&mut self, lookups: &[Lookup], columns: &[u32], limit: usize) -> Vec<Candidate> {
+            assert!(lookups.iter().all(|l| !l.nearest), "the first round reads no graph");
+            // Exact rows only, as the extension's first round returns them.
+            let keys: Vec<String> = lookups.iter().map(|l| l.text.clone()).collect();
+            let _ = limit;
+            self.inner.exact(&keys, columns)
+        }
+        fn nearest(&mut self, lookups: &[Lookup], columns: &[u32], limit: usize) -> Vec<Candidate> {
+            self.graph.extend(lookups.iter().filter(|l| l.nearest).map(|l| l.text.clone()));
+            self.inner.candidates(lookups, columns, limit)
+        }
+        fn exact(&mut self, keys: &[String], columns: &[u32]) -> Vec<Candidate> {
+            self.inner.exact(keys, columns)
+        }
+        fn same_key(&mut self, column: u32, text: &str) -> Vec<String> {
+            self.inner.same_key(column, text)
+        }
+        fn pending(&mut self, hits: &[(u32, String)]) -> HashSet<(u32, String)> {
+            self.inner.pending(hits)
+        }
+        fn still_held(&mut self, column: u32, value: &str) -> bool {
+            self.inner.still_held(column, value)
+        }
+    }
+
+    #[test]
+    fn the_graph_is_searched_only_for_phrases_nothing_named_exactly() {
+        let mut store = Counting { inner: Memory::new(&[(1, "Charles de Gaulle"), (1, "Zurich"), (1, "Lyon")]), graph: vec![] };
+        let phrases: Vec<String> = ["charles de gaulle", "charles", "gaulle", "zurik"].iter().map(|s| s.to_string()).collect();
+        let hits = search(&mut store, &phrases, &[], &[col(1)], 3, 0.65);
+        let values: Vec<&str> = hits.iter().map(|h| h.value.as_str()).collect();
+        assert!(values.contains(&"Charles de Gaulle") && values.contains(&"Zurich"), "{values:?}");
+        // The exact phrase and its words need no graph search; the typo and its forms' phrase do.
+        assert!(store.graph.iter().all(|t| !["charles de gaulle", "charles", "gaulle"].contains(&t.as_str())), "{:?}", store.graph);
+        assert!(store.graph.contains(&"zurik".to_string()), "{:?}", store.graph);
+        // Other forms are never graph-searched.
+        assert!(store.graph.iter().all(|t| phrases.contains(t)), "{:?}", store.graph);
     }
 
     fn col(id: u32) -> Column {

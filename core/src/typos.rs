@@ -60,10 +60,10 @@ fn deletions(word: &[char]) -> Vec<String> {
     out
 }
 
-/// Corrected keys for `lookups` from the words of `candidates` (at most [`MAX_CORRECTIONS`]).
-/// A word of a lookup that is itself a stored word is left alone. Linear in the candidates'
-/// words and the lookups' characters.
-pub fn corrections(lookups: &[Lookup], candidates: &[Candidate]) -> Vec<Correction> {
+/// Corrected keys for `lookups` from the words of `candidates` (at most [`MAX_CORRECTIONS`]),
+/// other than those in `tried`. A word of a lookup that is itself a stored word is left alone.
+/// Linear in the candidates' words and the lookups' characters.
+pub fn corrections(lookups: &[Lookup], candidates: &[Candidate], tried: &HashSet<String>) -> Vec<Correction> {
     // The stored words the first candidates hold.
     let mut stored: HashSet<String> = HashSet::new();
     let mut order: Vec<String> = Vec::new();
@@ -146,7 +146,7 @@ pub fn corrections(lookups: &[Lookup], candidates: &[Candidate]) -> Vec<Correcti
                 let mut fixed: Vec<&str> = words.clone();
                 fixed[j] = fix.as_str();
                 let key = fixed.join(" ");
-                if !known.contains(key.as_str()) && keys.insert(key.clone()) {
+                if !known.contains(key.as_str()) && !tried.contains(&key) && keys.insert(key.clone()) {
                     out.push(Correction { lookup: i, key });
                 }
             }
@@ -202,10 +202,7 @@ mod tests {
     #[test]
     fn a_mistyped_word_is_replaced_by_a_stored_one() {
         let lookups = [Lookup::plain("eceedre dtayicce")];
-        let got = corrections(
-            &lookups,
-            &[cand("Eceerde Aabbcc"), cand("Ecbecre Dtayicce")],
-        );
+        let got = corrections(&lookups, &[cand("Eceerde Aabbcc"), cand("Ecbecre Dtayicce")], &HashSet::new());
         let keys: Vec<&str> = got.iter().map(|c| c.key.as_str()).collect();
         assert_eq!(keys, ["eceerde dtayicce"]);
         assert_eq!(got[0].lookup, 0);
@@ -214,7 +211,7 @@ mod tests {
     #[test]
     fn words_run_together_are_split() {
         let lookups = [Lookup::plain("losangeles")];
-        let got = corrections(&lookups, &[cand("Los Gatos"), cand("Angeles Crest")]);
+        let got = corrections(&lookups, &[cand("Los Gatos"), cand("Angeles Crest")], &HashSet::new());
         assert_eq!(
             got,
             [Correction {
@@ -227,9 +224,9 @@ mod tests {
     #[test]
     fn stored_and_short_words_are_left_alone() {
         let lookups = [Lookup::plain("paris")];
-        assert!(corrections(&lookups, &[cand("Paris"), cand("Parus")]).is_empty());
+        assert!(corrections(&lookups, &[cand("Paris"), cand("Parus")], &HashSet::new()).is_empty());
         // Short words: "rom" is not corrected to "rome".
-        assert!(corrections(&[Lookup::plain("rom")], &[cand("Rome")]).is_empty());
+        assert!(corrections(&[Lookup::plain("rom")], &[cand("Rome")], &HashSet::new()).is_empty());
     }
 
     /// A store that finds what the extension's SQL finds without its HNSW graph: the keys
@@ -288,6 +285,9 @@ mod tests {
                 }
             }
             out
+        }
+        fn nearest(&mut self, _lookups: &[Lookup], _columns: &[u32], _limit: usize) -> Vec<Candidate> {
+            vec![]
         }
         fn exact(&mut self, keys: &[String], _columns: &[u32]) -> Vec<Candidate> {
             let mut out = Vec::new();
@@ -371,7 +371,12 @@ mod tests {
         let lookups: Vec<Lookup> = (0..100)
             .map(|i| Lookup::plain(&format!("wordy{i:03}")))
             .collect();
-        let got = corrections(&lookups, &terms);
+        let got = corrections(&lookups, &terms, &HashSet::new());
         assert_eq!(got.len(), MAX_CORRECTIONS);
+        // Keys already tried do not count: the next call brings the next ones.
+        let tried: HashSet<String> = got.iter().map(|c| c.key.clone()).collect();
+        let next = corrections(&lookups, &terms, &tried);
+        assert_eq!(next.len(), MAX_CORRECTIONS);
+        assert!(next.iter().all(|c| !tried.contains(&c.key)));
     }
 }

@@ -34,8 +34,8 @@ const RECHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 thread_local! {
     /// The candidate query of each column's generation, prepared once per session: planning
     /// it costs more than running it. Keyed by (column, generation, signature bits, endpoint
-    /// embedder, limit).
-    static CANDIDATE_PLANS: RefCell<HashMap<(i32, i32, usize, bool, i64), OwnedPreparedStatement>> = RefCell::new(HashMap::new());
+    /// embedder, limit, graph search only).
+    static CANDIDATE_PLANS: RefCell<HashMap<(i32, i32, usize, bool, i64, bool), OwnedPreparedStatement>> = RefCell::new(HashMap::new());
     /// Columns the searches of the current statement left out, for the trace.
     static SKIPPED: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
 }
@@ -94,6 +94,8 @@ fn searchable(caller: pg_sys::Oid, embedder_id: &str) -> Vec<Searchable> {
 struct Store {
     columns: HashMap<u32, Searchable>,
     embedder: Embedder,
+    /// The endpoint's vectors of the texts looked up so far (a search reads in two rounds).
+    vectors: HashMap<String, Vec<f32>>,
 }
 
 impl Store {
@@ -101,7 +103,7 @@ impl Store {
         let embedder = embedder::current();
         let id = embedder.id();
         let columns = owner::as_owner(|| searchable(caller, &id)).into_iter().map(|c| (c.id as u32, c)).collect();
-        Store { columns, embedder }
+        Store { columns, embedder, vectors: HashMap::new() }
     }
 
     fn columns(&self) -> Vec<lookup::Column> {
@@ -136,39 +138,50 @@ impl Store {
             }
         }
     }
-}
 
-impl ValueStore for Store {
-    fn candidates(&mut self, lookups: &[Lookup], columns: &[u32], limit: usize) -> Vec<Candidate> {
+    /// The rows behind [`ValueStore::candidates`] (`graph_only`: only the HNSW part, for
+    /// [`ValueStore::nearest`]).
+    fn fetch(&mut self, lookups: &[Lookup], columns: &[u32], limit: usize, graph_only: bool) -> Vec<Candidate> {
         if lookups.is_empty() || columns.is_empty() {
             return vec![];
         }
         let texts: Vec<String> = lookups.iter().map(|l| l.text.clone()).collect();
         // The lookups' signatures (and the endpoint's vectors): the endpoint is called only
         // because some column was indexed with it.
-        let (sigs, vectors, dims) = match &self.embedder {
+        let (mut sigs, vectors, dims) = match &self.embedder {
             Embedder::Builtin => (texts.iter().map(|t| embed::signature_text(t)).collect::<Vec<_>>(), None, embed::SIGNATURE_BITS),
             Embedder::Remote(ep) => {
-                let v = embedder::embed(ep, &texts);
+                let missing: Vec<String> = texts.iter().filter(|t| !self.vectors.contains_key(*t)).cloned().collect();
+                if !missing.is_empty() {
+                    let got = embedder::embed(ep, &missing);
+                    self.vectors.extend(missing.into_iter().zip(got));
+                }
+                let v: Vec<Vec<f32>> = texts.iter().map(|t| self.vectors.get(t).cloned().unwrap_or_default()).collect();
                 let sigs: Vec<String> = v.iter().map(|x| x.iter().map(|f| if *f > 0.0 { '1' } else { '0' }).collect()).collect();
                 let dims = sigs.first().map(|s| s.len()).unwrap_or(embed::SIGNATURE_BITS);
                 (sigs, Some(v.iter().map(|x| embedder::vector_literal(x)).collect::<Vec<_>>()), dims)
             }
         };
+        // No graph search for the lookups the core reads only exactly and by their neighbours.
+        for (sig, l) in sigs.iter_mut().zip(lookups) {
+            if !l.nearest {
+                sig.clear();
+            }
+        }
         let remote = vectors.is_some();
         let args = [DatumWithOid::from(sigs), DatumWithOid::from(texts.clone()), DatumWithOid::from(vectors.unwrap_or_default())];
         let mut out: Vec<Candidate> = Vec::new();
         for &column in columns {
             check_for_interrupts!();
             let Some(col) = self.columns.get(&column) else { continue };
-            let key = (col.id, col.generation, dims, remote, limit as i64);
+            let key = (col.id, col.generation, dims, remote, limit as i64, graph_only);
             let found = self.read(column, |table| {
                 CANDIDATE_PLANS.with_borrow_mut(|plans| {
                     Spi::connect(|c| {
                         if !plans.contains_key(&key) {
                             plans.retain(|k, _| k.0 != key.0);
                             let plan = c
-                                .prepare(candidate_sql(table, dims, remote, limit).as_str(), &[pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID].map(PgOid::from))
+                                .prepare(candidate_sql(table, dims, remote, limit, graph_only).as_str(), &[pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID, pg_sys::TEXTARRAYOID].map(PgOid::from))
                                 .unwrap_or_else(|e| super::fail(nl2sql_core::error::SqlState::InternalError, format!("could not prepare the value search: {e}"), None))
                                 .keep();
                             plans.insert(key, plan);
@@ -182,7 +195,7 @@ impl ValueStore for Store {
             });
             out.extend(found.unwrap_or_default());
         }
-        if remote {
+        if remote && !graph_only {
             // Values DML queued for the endpoint, found by their text until they are embedded.
             let ids: Vec<i32> = columns.iter().map(|c| *c as i32).collect();
             let queued: Vec<(u32, String)> = owner::as_owner(|| {
@@ -202,6 +215,16 @@ impl ValueStore for Store {
             }
         }
         out
+    }
+}
+
+impl ValueStore for Store {
+    fn candidates(&mut self, lookups: &[Lookup], columns: &[u32], limit: usize) -> Vec<Candidate> {
+        self.fetch(lookups, columns, limit, false)
+    }
+
+    fn nearest(&mut self, lookups: &[Lookup], columns: &[u32], limit: usize) -> Vec<Candidate> {
+        self.fetch(lookups, columns, limit, true)
     }
 
     fn exact(&mut self, keys: &[String], columns: &[u32]) -> Vec<Candidate> {
@@ -265,15 +288,21 @@ impl ValueStore for Store {
 /// the folded key, which the approximate search may miss among many near-identical values, and
 /// the keys next to each lookup's in byte order, forwards and reversed (one typo away).
 /// Runs under as_owner's search_path, where pgvector's operators and types resolve.
-fn candidate_sql(table: &str, dims: usize, remote: bool, limit: usize) -> String {
+fn candidate_sql(table: &str, dims: usize, remote: bool, limit: usize, graph_only: bool) -> String {
     let cosine = if remote { "(1 - (e.embedding <=> ($3::text[])[p.i]::vector))::float4" } else { "NULL::float4" };
-    format!(
+    let graph = format!(
         "SELECT (p.i - 1)::int4, e.value, e.term, {cosine}
-         FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY AS p(sig, i)
+         FROM (SELECT u.sig, u.i FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY AS u(sig, i) WHERE u.sig <> '') p
          CROSS JOIN LATERAL (
              SELECT x.value, x.term, x.embedding FROM {table} x
              ORDER BY x.sig::bit({dims}) <~> p.sig::bit({dims})
-             LIMIT {limit}) e
+             LIMIT {limit}) e"
+    );
+    if graph_only {
+        return graph;
+    }
+    format!(
+        "{graph}
          UNION ALL
          SELECT (p.i - 1)::int4, e.value, e.term, {cosine}
          FROM pg_catalog.unnest($2::text[]) WITH ORDINALITY AS p(key, i)
