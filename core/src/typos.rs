@@ -41,11 +41,7 @@ pub fn one_edit_apart(a: &[char], b: &[char]) -> bool {
         std::cmp::Ordering::Greater => a[p + 1..] == b[p..],
         std::cmp::Ordering::Less => a[p..] == b[p + 1..],
         std::cmp::Ordering::Equal => {
-            a[p + 1..] == b[p + 1..]
-                || (p + 1 < a.len()
-                    && a[p] == b[p + 1]
-                    && a[p + 1] == b[p]
-                    && a[p + 2..] == b[p + 2..])
+            a[p + 1..] == b[p + 1..] || (p + 1 < a.len() && a[p] == b[p + 1] && a[p + 1] == b[p] && a[p + 2..] == b[p + 2..])
         }
     }
 }
@@ -116,16 +112,11 @@ pub fn corrections(lookups: &[Lookup], candidates: &[Candidate], tried: &HashSet
     }
     let fixes_of = |w: &str| -> Vec<String> {
         let chars: Vec<char> = w.chars().collect();
-        let mut out: Vec<String> = unknown
-            .iter()
-            .position(|u| *u == chars)
-            .map(|u| fixes[u].clone())
-            .unwrap_or_default();
+        let mut out: Vec<String> = unknown.iter().position(|u| *u == chars).map(|u| fixes[u].clone()).unwrap_or_default();
         // Two stored words run together.
         if chars.len() >= 2 * MIN_SPLIT_CHARS && !stored.contains(w) {
             for k in MIN_SPLIT_CHARS..=chars.len() - MIN_SPLIT_CHARS {
-                let (a, b): (String, String) =
-                    (chars[..k].iter().collect(), chars[k..].iter().collect());
+                let (a, b): (String, String) = (chars[..k].iter().collect(), chars[k..].iter().collect());
                 if stored.contains(&a) && stored.contains(&b) {
                     out.push(format!("{a} {b}"));
                 }
@@ -165,36 +156,16 @@ mod tests {
     }
 
     fn cand(term: &str) -> Candidate {
-        Candidate {
-            column: 1,
-            value: term.to_string(),
-            term: term.to_string(),
-            cosine: None,
-            trigram: None,
-            phrase: 0,
-        }
+        Candidate { column: 1, value: term.to_string(), term: term.to_string(), cosine: None, trigram: None, phrase: 0 }
     }
 
     #[test]
     fn one_edit() {
-        for (a, b) in [
-            ("paris", "parus"),
-            ("paris", "pars"),
-            ("paris", "parise"),
-            ("paris", "pairs"),
-            ("paris", "aparis"),
-            ("ab", "ba"),
-        ] {
+        for (a, b) in [("paris", "parus"), ("paris", "pars"), ("paris", "parise"), ("paris", "pairs"), ("paris", "aparis"), ("ab", "ba")] {
             assert!(one_edit_apart(&chars(a), &chars(b)), "{a} {b}");
             assert!(one_edit_apart(&chars(b), &chars(a)), "{b} {a}");
         }
-        for (a, b) in [
-            ("paris", "paris"),
-            ("paris", "prias"),
-            ("paris", "pa"),
-            ("paris", "sirap"),
-            ("abc", "cab"),
-        ] {
+        for (a, b) in [("paris", "paris"), ("paris", "prias"), ("paris", "pa"), ("paris", "sirap"), ("abc", "cab")] {
             assert!(!one_edit_apart(&chars(a), &chars(b)), "{a} {b}");
         }
     }
@@ -212,13 +183,7 @@ mod tests {
     fn words_run_together_are_split() {
         let lookups = [Lookup::plain("losangeles")];
         let got = corrections(&lookups, &[cand("Los Gatos"), cand("Angeles Crest")], &HashSet::new());
-        assert_eq!(
-            got,
-            [Correction {
-                lookup: 0,
-                key: "los angeles".into()
-            }]
-        );
+        assert_eq!(got, [Correction { lookup: 0, key: "los angeles".into() }]);
     }
 
     #[test]
@@ -238,12 +203,8 @@ mod tests {
 
     impl Sorted {
         fn new(values: &[String]) -> Sorted {
-            let mut keys: Vec<(String, String)> =
-                values.iter().map(|v| (embed::fold(v), v.clone())).collect();
-            let mut reversed: Vec<(String, String)> = keys
-                .iter()
-                .map(|(k, v)| (k.chars().rev().collect(), v.clone()))
-                .collect();
+            let mut keys: Vec<(String, String)> = values.iter().map(|v| (embed::fold(v), v.clone())).collect();
+            let mut reversed: Vec<(String, String)> = keys.iter().map(|(k, v)| (k.chars().rev().collect(), v.clone())).collect();
             keys.sort();
             reversed.sort();
             Sorted { keys, reversed }
@@ -253,35 +214,16 @@ mod tests {
     fn around(sorted: &[(String, String)], key: &str, n: usize) -> Vec<String> {
         let at = sorted.partition_point(|(k, _)| k.as_str() < key);
         let from = at.saturating_sub(n);
-        sorted[from..(at + n + 1).min(sorted.len())]
-            .iter()
-            .map(|(_, v)| v.clone())
-            .collect()
+        sorted[from..(at + n + 1).min(sorted.len())].iter().map(|(_, v)| v.clone()).collect()
     }
 
     impl ValueStore for Sorted {
-        fn candidates(
-            &mut self,
-            lookups: &[Lookup],
-            _columns: &[u32],
-            _limit: usize,
-        ) -> Vec<Candidate> {
+        fn candidates(&mut self, lookups: &[Lookup], _columns: &[u32], _limit: usize) -> Vec<Candidate> {
             let mut out = Vec::new();
             for (i, l) in lookups.iter().enumerate() {
                 let rev: String = l.text.chars().rev().collect();
-                for v in around(&self.keys, &l.text, 8).into_iter().chain(around(
-                    &self.reversed,
-                    &rev,
-                    8,
-                )) {
-                    out.push(Candidate {
-                        column: 1,
-                        term: v.clone(),
-                        value: v,
-                        cosine: None,
-                        trigram: None,
-                        phrase: i,
-                    });
+                for v in around(&self.keys, &l.text, 8).into_iter().chain(around(&self.reversed, &rev, 8)) {
+                    out.push(Candidate { column: 1, term: v.clone(), value: v, cosine: None, trigram: None, phrase: i });
                 }
             }
             out
@@ -293,14 +235,7 @@ mod tests {
             let mut out = Vec::new();
             for (i, k) in keys.iter().enumerate() {
                 for (_, v) in self.keys.iter().filter(|(x, _)| x == k) {
-                    out.push(Candidate {
-                        column: 1,
-                        value: v.clone(),
-                        term: v.clone(),
-                        cosine: None,
-                        trigram: None,
-                        phrase: i,
-                    });
+                    out.push(Candidate { column: 1, value: v.clone(), term: v.clone(), cosine: None, trigram: None, phrase: i });
                 }
             }
             out
@@ -320,57 +255,25 @@ mod tests {
     fn a_typo_is_found_among_values_sharing_each_of_its_words() {
         // 40 first names x 40 last names: every word is shared by 40 values, and every value's
         // byte-order neighbours share one of its words.
-        let first: Vec<String> = (0..40)
-            .map(|i| {
-                format!(
-                    "Fa{}rn{}ld",
-                    (b'a' + i % 26) as char,
-                    (b'a' + i / 26) as char
-                )
-            })
-            .collect();
-        let last: Vec<String> = (0..40)
-            .map(|i| {
-                format!(
-                    "Lo{}mb{}rd",
-                    (b'a' + i % 26) as char,
-                    (b'a' + i / 26) as char
-                )
-            })
-            .collect();
-        let values: Vec<String> = first
-            .iter()
-            .flat_map(|f| last.iter().map(move |l| format!("{f} {l}")))
-            .collect();
+        let names = |head: &str, mid: &str, tail: &str| -> Vec<String> {
+            (0..40u8).map(|i| format!("{head}{}{mid}{}{tail}", (b'a' + i % 26) as char, (b'a' + i / 26) as char)).collect()
+        };
+        let (first, last) = (names("Fa", "rn", "ld"), names("Lo", "mb", "rd"));
+        let values: Vec<String> = first.iter().flat_map(|f| last.iter().map(move |l| format!("{f} {l}"))).collect();
         let mut store = Sorted::new(&values);
-        let col = [crate::lookup::Column {
-            id: 1,
-            recheck: false,
-        }];
+        let col = [crate::lookup::Column { id: 1, recheck: false }];
         let target = "Fakrnbld Lohmbard";
         assert!(values.iter().any(|v| v == target));
-        for typo in [
-            "fakrbnld lohmbard",
-            "fakrnbld lohmbadr",
-            "fakrnbldlohmbard",
-            "fakrnbld ohmbard",
-            "fakrnbld lohmxard",
-        ] {
+        for typo in ["fakrbnld lohmbard", "fakrnbld lohmbadr", "fakrnbldlohmbard", "fakrnbld ohmbard", "fakrnbld lohmxard"] {
             let hits = crate::lookup::search(&mut store, &[typo.to_string()], &[], &col, 5, 0.65);
-            assert_eq!(
-                hits.first().map(|h| h.value.as_str()),
-                Some(target),
-                "{typo}: {hits:?}"
-            );
+            assert_eq!(hits.first().map(|h| h.value.as_str()), Some(target), "{typo}: {hits:?}");
         }
     }
 
     #[test]
     fn corrections_are_bounded() {
         let terms: Vec<Candidate> = (0..500).map(|i| cand(&format!("wordx{i:03}"))).collect();
-        let lookups: Vec<Lookup> = (0..100)
-            .map(|i| Lookup::plain(&format!("wordy{i:03}")))
-            .collect();
+        let lookups: Vec<Lookup> = (0..100).map(|i| Lookup::plain(&format!("wordy{i:03}"))).collect();
         let got = corrections(&lookups, &terms, &HashSet::new());
         assert_eq!(got.len(), MAX_CORRECTIONS);
         // Keys already tried do not count: the next call brings the next ones.
