@@ -137,7 +137,12 @@ fn candidates(store: &mut impl ValueStore, lookups: &[Lookup], columns: &[u32], 
     let mut found = store.candidates(&plain, columns, limit);
     let mut tried: HashSet<String> = HashSet::new();
     let mut named: HashSet<usize> = correct(store, lookups, columns, &mut found, &mut tried);
-    named.extend((0..lookups.len()).filter(|i| found.iter().any(|c| c.phrase == *i && embed::fold(&c.term) == lookups[*i].text)));
+    for (n, c) in found.iter().enumerate() {
+        crate::interrupt::every(n, 256);
+        if !named.contains(&c.phrase) && lookups.get(c.phrase).is_some_and(|l| embed::fold(&c.term) == l.text) {
+            named.insert(c.phrase);
+        }
+    }
     let named: Vec<String> = named.iter().map(|i| format!(" {} ", lookups[*i].text)).collect();
     let fuzzy: Vec<Lookup> = lookups
         .iter()
