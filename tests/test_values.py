@@ -51,12 +51,17 @@ def test_cancel_while_waiting_for_a_slow_embedding_endpoint(connect, mock):
         conn, other = connect(), connect()
         conn.execute("SELECT set_config('nl2sql.embedding_url', %s, false)", (mock.url + "/v1",))
         pid = conn.info.backend_pid
+        # The time the cancel is sent: the build may end before pg_cancel_backend() returns to
+        # the thread that sent it.
         cancelled = []
-        threading.Timer(1.0, lambda: (other.execute("SELECT pg_cancel_backend(%s)", (pid,)),
-                                      cancelled.append(time.monotonic()))).start()
+        timer = threading.Timer(1.0, lambda: (cancelled.append(time.monotonic()),
+                                              other.execute("SELECT pg_cancel_backend(%s)", (pid,))))
+        timer.start()
         with pytest.raises(errors.QueryCanceled):
             conn.execute("SELECT * FROM nl2sql.create_value_index('slow_names')")
-        assert time.monotonic() - cancelled[0] < 1.0
+        ended = time.monotonic()
+        timer.join()
+        assert ended - cancelled[0] < 1.0
         assert conn.execute("SELECT count(*) FROM nl2sql.value_index WHERE relid = 'slow_names'::regclass").fetchone() == (0,)
     finally:
         admin.execute("DROP TABLE slow_names")
