@@ -49,27 +49,12 @@ impl Limits {
 /// when it runs longer than `timeout`.
 pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failure> {
     let dog = Watchdog::start(timeout);
-    // SAFETY: the same sequence PL/pgSQL uses for an exception block: remember the memory
-    // context and resource owner, run inside the subtransaction, roll it back, restore both.
-    let result = unsafe {
-        let oldcxt = pg_sys::CurrentMemoryContext;
-        let oldowner = pg_sys::CurrentResourceOwner;
-        pg_sys::BeginInternalSubTransaction(std::ptr::null());
-        // Everything `f` allocates (parse trees, plans, the executor's state) goes with the
-        // subtransaction, also when it fails: results come back as Rust values.
-        pg_sys::MemoryContextSwitchTo(pg_sys::CurTransactionContext);
-        let r = PgTryBuilder::new(AssertUnwindSafe(|| {
-            prepare_sandbox();
-            Ok(f())
-        }))
-        .catch_others(Err)
-        .execute();
-        pg_sys::MemoryContextSwitchTo(oldcxt);
-        pg_sys::RollbackAndReleaseCurrentSubTransaction();
-        pg_sys::MemoryContextSwitchTo(oldcxt);
-        pg_sys::CurrentResourceOwner = oldowner;
-        r
-    };
+    // Everything `f` allocates (parse trees, plans, the executor's state) goes with the
+    // subtransaction, also when it fails: results come back as Rust values.
+    let result = subtransaction(false, true, || {
+        prepare_sandbox();
+        f()
+    });
     let fired = dog.stop();
     let cancelled = matches!(&result, Err(CaughtError::PostgresError(e)) | Err(CaughtError::ErrorReport(e))
         if report_of(e).sqlstate == SqlState::QueryCanceled);
@@ -172,37 +157,38 @@ unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Execu
 /// Runs `f` in an internal subtransaction that is kept when it succeeds and rolled back when it
 /// raises an error (Some and None); a real cancel is passed on.
 pub fn savepoint<T>(f: impl FnOnce() -> T) -> Option<T> {
-    // SAFETY: the exception-block sequence of isolated(), releasing instead of rolling back on
-    // success.
+    match subtransaction(true, false, f) {
+        Ok(v) => Some(v),
+        Err(e) => match e {
+            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if report_of(r).sqlstate == SqlState::QueryCanceled => e.rethrow(),
+            CaughtError::RustPanic { .. } => e.rethrow(),
+            _ => None,
+        },
+    }
+}
+
+/// Runs `f` in an internal subtransaction, with the sequence PL/pgSQL uses for an exception
+/// block: remember the memory context and resource owner, run inside, then release the
+/// subtransaction (`keep` and `f` succeeded) or roll it back, and restore both. `own_memory`:
+/// `f` allocates in the subtransaction's context, freed with it.
+fn subtransaction<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> Result<T, CaughtError> {
+    // SAFETY: begin and end are paired on every path (errors are caught inside), and the
+    // memory context and resource owner are restored as PL/pgSQL restores them.
     unsafe {
         let oldcxt = pg_sys::CurrentMemoryContext;
         let oldowner = pg_sys::CurrentResourceOwner;
         pg_sys::BeginInternalSubTransaction(std::ptr::null());
-        pg_sys::MemoryContextSwitchTo(oldcxt);
+        pg_sys::MemoryContextSwitchTo(if own_memory { pg_sys::CurTransactionContext } else { oldcxt });
         let r = PgTryBuilder::new(AssertUnwindSafe(|| Ok(f()))).catch_others(Err).execute();
         pg_sys::MemoryContextSwitchTo(oldcxt);
-        match r {
-            Ok(v) => {
-                pg_sys::ReleaseCurrentSubTransaction();
-                pg_sys::MemoryContextSwitchTo(oldcxt);
-                pg_sys::CurrentResourceOwner = oldowner;
-                Some(v)
-            }
-            Err(e) => {
-                pg_sys::RollbackAndReleaseCurrentSubTransaction();
-                pg_sys::MemoryContextSwitchTo(oldcxt);
-                pg_sys::CurrentResourceOwner = oldowner;
-                match e {
-                    CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r)
-                        if report_of(r).sqlstate == SqlState::QueryCanceled =>
-                    {
-                        e.rethrow()
-                    }
-                    CaughtError::RustPanic { .. } => e.rethrow(),
-                    _ => None,
-                }
-            }
+        if keep && r.is_ok() {
+            pg_sys::ReleaseCurrentSubTransaction();
+        } else {
+            pg_sys::RollbackAndReleaseCurrentSubTransaction();
         }
+        pg_sys::MemoryContextSwitchTo(oldcxt);
+        pg_sys::CurrentResourceOwner = oldowner;
+        r
     }
 }
 
@@ -211,20 +197,7 @@ pub fn savepoint<T>(f: impl FnOnce() -> T) -> Option<T> {
 /// replay of it, would wait for). `f` returns Rust values. An error becomes its report; a
 /// cancel and a panic go on.
 pub fn discarded<T>(f: impl FnOnce() -> T) -> Result<T, Report> {
-    // SAFETY: the sequence of isolated(), without the sandbox's settings.
-    let r = unsafe {
-        let oldcxt = pg_sys::CurrentMemoryContext;
-        let oldowner = pg_sys::CurrentResourceOwner;
-        pg_sys::BeginInternalSubTransaction(std::ptr::null());
-        pg_sys::MemoryContextSwitchTo(oldcxt);
-        let r = PgTryBuilder::new(AssertUnwindSafe(|| Ok(f()))).catch_others(Err).execute();
-        pg_sys::MemoryContextSwitchTo(oldcxt);
-        pg_sys::RollbackAndReleaseCurrentSubTransaction();
-        pg_sys::MemoryContextSwitchTo(oldcxt);
-        pg_sys::CurrentResourceOwner = oldowner;
-        r
-    };
-    match r {
+    match subtransaction(false, false, f) {
         Ok(v) => Ok(v),
         Err(e) => match e {
             CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if report_of(r).sqlstate != SqlState::QueryCanceled => {
@@ -261,24 +234,8 @@ fn restricted<T>(scope: Scope, timeout: Duration, f: impl FnOnce() -> T) -> Resu
 /// literals are read does not change), and no parallel workers: the object-access hook must
 /// see every function a query runs, and workers do not run it. All revert with the subtransaction.
 fn prepare_sandbox() {
-    for (name, value) in [
-        (c"transaction_read_only", c"on"),
-        (c"datestyle", c"ISO"),
-        (c"max_parallel_workers_per_gather", c"0"),
-    ] {
-        // SAFETY: SET LOCAL, without parsing a statement; an invalid value raises an ERROR.
-        unsafe {
-            pg_sys::set_config_option(
-                name.as_ptr(),
-                value.as_ptr(),
-                pg_sys::GucContext::PGC_USERSET,
-                pg_sys::GucSource::PGC_S_SESSION,
-                pg_sys::GucAction::GUC_ACTION_LOCAL,
-                true,
-                pg_sys::PGERROR as i32,
-                false,
-            )
-        };
+    for (name, value) in [(c"transaction_read_only", "on"), (c"datestyle", "ISO"), (c"max_parallel_workers_per_gather", "0")] {
+        crate::pg::spi::set_local(name, value);
     }
 }
 
