@@ -221,6 +221,9 @@ BEGIN
                 EXECUTE format('DELETE FROM nl2sql.%I', 'value_entries_' || c.id || '_' || c.generation);
                 DELETE FROM nl2sql.value_queue WHERE column_id = c.id;
                 DELETE FROM nl2sql.value_removals WHERE column_id = c.id;
+                -- Under a snapshot older than a rebuild's switch, the generation emptied above
+                -- is a retired one: searches re-check the column until the next refresh.
+                INSERT INTO nl2sql.value_flags (column_id, flag) VALUES (c.id, 'dirty');
             END IF;
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'nl2sql could not update the value index of %.%: %', TG_TABLE_NAME, c.attname, SQLERRM

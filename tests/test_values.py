@@ -172,3 +172,24 @@ def test_a_locked_index_is_skipped_and_named_in_the_trace(connect):
         assert admin.execute("SELECT value FROM nl2sql.search_values('aberdeen', 1)").fetchone()[0] == "Aberdeen"
     finally:
         admin.execute("DROP TABLE IF EXISTS locked_towns")
+
+
+def test_truncate_under_an_older_snapshot_leaves_no_value_shown(connect):
+    """A TRUNCATE whose snapshot predates a rebuild's switch empties the retired generation;
+    the column is marked so that searches re-check what the new one still holds."""
+    admin, old = connect(), connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS trunc_towns")
+    admin.execute("CREATE TABLE trunc_towns (name text)")
+    admin.execute("INSERT INTO trunc_towns VALUES ('Aberdeen'), ('Inverness')")
+    admin.execute("SELECT * FROM nl2sql.create_value_index('trunc_towns')")
+    try:
+        old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        old.execute("SELECT count(*) FROM nl2sql.value_index")
+        admin.execute("SELECT * FROM nl2sql.create_value_index('trunc_towns')")
+        old.execute("TRUNCATE trunc_towns")
+        old.execute("COMMIT")
+        found = admin.execute("SELECT count(*) FROM nl2sql.search_values('aberdeen') WHERE relation::text = 'trunc_towns'").fetchone()[0]
+        assert found == 0
+    finally:
+        admin.execute("DROP TABLE IF EXISTS trunc_towns")
