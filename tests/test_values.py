@@ -193,3 +193,38 @@ def test_truncate_under_an_older_snapshot_leaves_no_value_shown(connect):
         assert found == 0
     finally:
         admin.execute("DROP TABLE IF EXISTS trunc_towns")
+
+
+def test_a_table_that_cannot_be_read_does_not_undo_the_refresh_of_others(connect):
+    """refresh_value_indexes() over every column: one table whose owner revoked their own SELECT
+    is skipped with a WARNING, the others are rebuilt."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS closed_towns, open_towns")
+    admin.execute("DROP ROLE IF EXISTS mallory")
+    admin.execute("CREATE ROLE mallory")
+    admin.execute("CREATE TABLE closed_towns (name text)")
+    admin.execute("CREATE TABLE open_towns (name text)")
+    admin.execute("INSERT INTO closed_towns VALUES ('Aberdeen')")
+    admin.execute("INSERT INTO open_towns VALUES ('Inverness')")
+    admin.execute("ALTER TABLE closed_towns OWNER TO mallory")
+    try:
+        admin.execute("SELECT * FROM nl2sql.create_value_index('closed_towns')")
+        admin.execute("SELECT * FROM nl2sql.create_value_index('open_towns')")
+        admin.execute("SET ROLE mallory")
+        admin.execute("REVOKE SELECT ON closed_towns FROM mallory")
+        admin.execute("RESET ROLE")
+        admin.execute("INSERT INTO nl2sql.value_flags (column_id, flag) SELECT id, 'stale' FROM nl2sql.value_index "
+                      "WHERE relid IN ('closed_towns'::regclass, 'open_towns'::regclass)")
+        warnings = []
+        admin.add_notice_handler(lambda d: warnings.append(d.message_primary))
+        rebuilt = admin.execute("SELECT relation::text FROM nl2sql.refresh_value_indexes()").fetchall()
+        assert ("open_towns",) in rebuilt and ("closed_towns",) not in rebuilt
+        assert any("closed_towns" in w and "previous generation" in w for w in warnings), warnings
+        # The one skipped keeps serving, the other was rebuilt.
+        assert admin.execute("SELECT value FROM nl2sql.search_values('aberdeen', 1)").fetchone()[0] == "Aberdeen"
+        assert admin.execute("SELECT count(*) FROM nl2sql.value_flags f JOIN nl2sql.value_index i ON i.id = f.column_id "
+                             "WHERE i.relid = 'open_towns'::regclass").fetchone()[0] == 0
+    finally:
+        admin.execute("DROP TABLE IF EXISTS closed_towns, open_towns")
+        admin.execute("DROP ROLE IF EXISTS mallory")

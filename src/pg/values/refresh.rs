@@ -5,7 +5,7 @@
 //! nl2sql.refresh_value_indexes() runs all of it; a scheduler (pg_cron, cron with psql) can call it.
 
 use super::{entries_table, may_maintain, relation_text, still_held, Built};
-use crate::pg::{embedder, owner, spi};
+use crate::pg::{embedder, owner, sandbox, spi};
 use nl2sql_core::embedder::Embedder;
 use nl2sql_core::lookup;
 use pgrx::prelude::*;
@@ -36,8 +36,22 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
     let mut out = Vec::new();
     for (relid, column, include_rls) in todo {
         check_for_interrupts!();
-        if may_maintain(relid, caller) {
+        if !may_maintain(relid, caller) {
+            continue;
+        }
+        if rel.is_some() {
             out.extend(super::create(relid, Some(&column), include_rls, false));
+            continue;
+        }
+        // One table that cannot be read (its owner revoked their own SELECT, a lock, a policy
+        // that raises) must not undo the refresh of every other one.
+        match sandbox::savepoint(|| super::create(relid, Some(&column), include_rls, false)) {
+            Some(built) => out.extend(built),
+            None => pgrx::warning!(
+                "nl2sql could not rebuild the value index of {}.{}; its previous generation goes on serving",
+                relation_text(relid),
+                quote_identifier(&column)
+            ),
         }
     }
     owner::as_owner(|| match embedder::current() {
