@@ -34,7 +34,8 @@ BENCH = Path(os.environ.get("NL2SQL_BENCH", ROOT.parent / "shared" / "bench" / "
 # extension's defaults; the "full-no-*" rows switch one stage off.
 DEFAULTS = {
     "nl2sql.mode": "full", "nl2sql.max_corrections": "1", "nl2sql.sample_rows": "1000",
-    "nl2sql.use_values": "on", "nl2sql.use_extraction": "on", "nl2sql.use_chain_of_thought": "on",
+    "nl2sql.use_values": "on", "nl2sql.use_extraction": "on", "nl2sql.extraction_min_tokens": "2000",
+    "nl2sql.use_chain_of_thought": "off", "nl2sql.llm_n": "on",
     "nl2sql.align_agent": "on", "nl2sql.align_function": "on", "nl2sql.align_style": "on",
     "nl2sql.candidates": "5", "nl2sql.agreement": "2", "nl2sql.temperature": "0.7",
 }
@@ -48,7 +49,13 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     "values": {**ZERO_SHOT, "nl2sql.use_values": "on"},
     "full": {},
     "full-no-extraction": {"nl2sql.use_extraction": "off"},
-    "full-no-cot": {"nl2sql.use_chain_of_thought": "off"},
+    # extraction whatever the schema's size (0.1.0 and the first 0.2.0 builds always extracted)
+    "full-extraction": {"nl2sql.extraction_min_tokens": "0"},
+    "full-cot": {"nl2sql.use_chain_of_thought": "on"},
+    # 0.1.0's defaults: extraction always, chain of thought, n = 5 (first wave of 2)
+    "full-0.1": {"nl2sql.extraction_min_tokens": "0", "nl2sql.use_chain_of_thought": "on", "nl2sql.candidates": "5"},
+    # every candidate in one wave: what smaller n would have chosen is read off its candidates
+    "full-n5-one-wave": {"nl2sql.candidates": "5", "nl2sql.agreement": "0"},
     "full-n1": {"nl2sql.candidates": "1"},
     "full-no-early-stop": {"nl2sql.agreement": "0"},
     "full-no-alignment": NO_ALIGNMENT,
@@ -56,7 +63,7 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     "full-no-correction": {"nl2sql.max_corrections": "0"},
 }.items()}
 # The ablation of the full pipeline: the zero-shot row, the full row, and each stage off.
-ABLATION = "zero-shot,full,full-no-extraction,full-no-cot,full-n1,full-no-alignment,full-no-values,full-no-correction"
+ABLATION = "zero-shot,full,full-extraction,full-cot,full-n1,full-no-alignment,full-no-values,full-no-correction"
 
 GOLD_COLUMNS_SQL = """
 SELECT DISTINCT d.refobjid::regclass::text AS tbl, quote_ident(a.attname) AS col
@@ -197,6 +204,7 @@ def evaluate(conn, item, repeat):
     rec["schema_recall_columns"] = (len(columns & shown) / len(columns)) if columns else None
     rec["schema_recall_tables"] = (len(tables & shown_tables) / len(tables)) if tables else None
     rec["candidates"] = trace.get("candidates", [])
+    rec["calls"] = calls
     return rec
 
 
@@ -302,6 +310,7 @@ def summarize(records):
         "rves": pct([r["rves"] or 0 for r in records]),
         "errors": sum(1 for r in records if r.get("predicted") is None),
         "latency_p50_s": lat[len(lat) // 2] / 1000,
+        "latency_p90_s": lat[min(len(lat) - 1, (9 * len(lat)) // 10)] / 1000,
         "llm_calls": statistics.mean(r["llm_calls"] for r in records),
         "prompt_tokens": statistics.mean(prompt),
         "completion_tokens": statistics.mean(completion) if completion else None,
@@ -329,7 +338,7 @@ def print_table(title, records):
 
 def print_ablation(results):
     print("\nAblation (same questions; Δ against the first row)")
-    print(f"{'config':<20}{'EX':>7}{'ΔEX':>7}{'VES':>7}{'R-VES':>7}{'p50 s':>7}{'mean s':>8}{'calls':>7}"
+    print(f"{'config':<20}{'EX':>7}{'ΔEX':>7}{'VES':>7}{'R-VES':>7}{'p50 s':>7}{'p90 s':>7}{'mean s':>8}{'calls':>7}"
           f"{'trips':>7}{'prompt tok':>11}{'gen prompt':>11}{'compl tok':>10}")
     base = None
     for name, recs in results:
@@ -339,6 +348,7 @@ def print_ablation(results):
         base = s["ex"] if base is None else base
         delta = "—" if name == results[0][0] else f"{s['ex'] - base:+.1f}"
         print(f"{name:<20}{s['ex']:>7.1f}{delta:>7}{s['ves']:>7.1f}{s['rves']:>7.1f}{s['latency_p50_s']:>7.2f}"
+              f"{s['latency_p90_s']:>7.2f}"
               f"{s['latency_mean_s']:>8.2f}{s['llm_calls']:>7.2f}{fmt(s['round_trips'], '7.2f'):>7}"
               f"{s['prompt_tokens']:>11.0f}{fmt(s['generation_prompt_tokens'], '11.0f'):>11}"
               f"{fmt(s['completion_tokens'], '10.1f'):>10}")

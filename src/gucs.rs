@@ -51,6 +51,8 @@ static TEMPERATURE: GucSetting<f64> = GucSetting::<f64>::new(0.7);
 static AGREEMENT: GucSetting<i32> = GucSetting::<i32>::new(2);
 static MIN_CONFIDENCE: GucSetting<f64> = GucSetting::<f64>::new(0.5);
 static USE_EXTRACTION: GucSetting<bool> = GucSetting::<bool>::new(true);
+static EXTRACTION_MIN_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(2_000);
+static LLM_N: GucSetting<bool> = GucSetting::<bool>::new(true);
 static USE_CHAIN_OF_THOUGHT: GucSetting<bool> = GucSetting::<bool>::new(true);
 static ALIGN_AGENT: GucSetting<bool> = GucSetting::<bool>::new(true);
 static ALIGN_FUNCTION: GucSetting<bool> = GucSetting::<bool>::new(true);
@@ -150,6 +152,14 @@ pub fn init() {
         &LLM_MAX_TOKENS,
         16,
         65_536,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"nl2sql.llm_n",
+        c"Whether the candidates of a wave are asked for in one request (OpenAI's n parameter).",
+        c"An endpoint that refuses n (llama.cpp's server) or ignores it is sent one request per candidate, and no n again in this session.",
+        &LLM_N,
         GucContext::Userset,
         GucFlags::default(),
     );
@@ -429,6 +439,16 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
+    GucRegistry::define_int_guc(
+        c"nl2sql.extraction_min_tokens",
+        c"Smallest whole schema (estimated tokens) the full pipeline runs its extraction on.",
+        c"A smaller schema goes whole to the candidates: one round trip less, and a prompt that starts as every other on the database.",
+        &EXTRACTION_MIN_TOKENS,
+        0,
+        1_000_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
     GucRegistry::define_bool_guc(
         c"nl2sql.use_chain_of_thought",
         c"Whether candidates are written with the structured chain of thought.",
@@ -662,6 +682,14 @@ pub fn min_confidence() -> f64 {
 
 pub fn use_extraction() -> bool {
     USE_EXTRACTION.get()
+}
+
+pub fn extraction_min_tokens() -> usize {
+    EXTRACTION_MIN_TOKENS.get().max(0) as usize
+}
+
+pub fn llm_n() -> bool {
+    LLM_N.get()
 }
 
 pub fn use_chain_of_thought() -> bool {

@@ -42,9 +42,17 @@ class Mock:
     def reset(self):
         urllib.request.urlopen(urllib.request.Request(self.url + "/reset", data=b"{}", method="POST"), timeout=5)
 
-    def requests(self):
+    def requests(self, probes=False):
+        """The requests received; without probes: the requests for several answers at once
+        (OpenAI's n) that the mock refused as llama.cpp's server does, after which nl2sql sends
+        one request per candidate."""
         with urllib.request.urlopen(self.url + "/requests", timeout=5) as r:
-            return json.load(r)
+            seen = json.load(r)
+        return seen if probes else [r for r in seen if not is_probe(r)]
+
+
+def is_probe(request):
+    return (request["body"].get("n") or 1) > 1 and request.get("status") == 400
 
 
 @pytest.fixture

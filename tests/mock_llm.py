@@ -18,13 +18,17 @@ Rule fields (besides "match"):
   fail_times   answer the first N matching requests with "status" (default 503), then normally
   repeat       {"text": ..., "times": N}: append text N times to the content (huge answers)
   suffix       appended after the repeated text
+  n            true: a request for several answers (OpenAI's "n") gets that many choices, each
+               the next item of "sequence" (or "content"), as OpenAI and vLLM answer; false:
+               only its first answer (a server that ignores n). Without it, such a request is
+               refused with HTTP 400 as llama.cpp's server refuses it.
 
 POST /v1/embeddings answers every input with a deterministic 64-dimensional vector (signed
 hashed character trigrams, normalised), so similar strings get similar vectors. An input
 containing "[embed-slow]" delays the answer 30 s; "[embed-500]" makes it fail with HTTP 500.
 
 GET /requests   every request seen so far (JSON list: path, authorization, body, received, and
-                answered: when the answer was sent)
+                answered and status: when the answer was sent, and its HTTP status)
 POST /reset     forget requests, fail counters and sequence positions
 GET /health     200
 """
@@ -37,7 +41,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOCK = threading.Lock()
+LOCK = threading.RLock()
 SEEN = []
 FAILS = {}
 SEQ = {}
@@ -51,6 +55,11 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status, body, content_type="application/json"):
+        with LOCK:
+            for seen in reversed(SEEN):
+                if seen.get("thread") == threading.get_ident() and "status" not in seen:
+                    seen["status"] = status
+                    break
         data = body.encode() if isinstance(body, str) else body
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -110,13 +119,23 @@ class Handler(BaseHTTPRequestHandler):
                                            "usage": {"prompt_tokens": len(joined) // 4, "total_tokens": len(joined) // 4}}))
 
     def _answer(self, idx, rule, body):
-        if "sequence" in rule:
-            with LOCK:
-                n = SEQ.get(idx, 0)
-                SEQ[idx] = n + 1
-            item = rule["sequence"][n % len(rule["sequence"])]
-            base = {k: v for k, v in rule.items() if k not in ("sequence", "match")}
-            rule = {**base, **(item if isinstance(item, dict) else {"content": item})}
+        wanted = int(body.get("n") or 1)
+        if wanted > 1 and "n" not in rule:
+            msg = "Field 'n': Value must be between 1 <= value <= 1, but got %d" % wanted
+            return self._send(400, json.dumps({"error": {"code": 400, "message": msg, "type": "invalid_request_error"}}))
+        choices = wanted if rule.get("n") else 1
+        contents = []
+        for _ in range(choices):
+            one = rule
+            if "sequence" in rule:
+                with LOCK:
+                    n = SEQ.get(idx, 0)
+                    SEQ[idx] = n + 1
+                item = rule["sequence"][n % len(rule["sequence"])]
+                base = {k: v for k, v in rule.items() if k not in ("sequence", "match")}
+                one = {**base, **(item if isinstance(item, dict) else {"content": item})}
+            contents.append(one)
+        rule = contents[0]
         if rule.get("delay_ms"):
             time.sleep(rule["delay_ms"] / 1000.0)
         if rule.get("fail_times"):
@@ -130,17 +149,22 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(rule["status"], body_text)
         if "raw" in rule:
             return self._send(200, rule["raw"])
-        content = rule.get("content", "").replace("{authorization}", self.headers.get("Authorization") or "")
-        if "repeat" in rule:
-            content += rule["repeat"]["text"] * int(rule["repeat"]["times"]) + rule.get("suffix", "")
+        texts = []
+        for one in contents:
+            content = one.get("content", "").replace("{authorization}", self.headers.get("Authorization") or "")
+            if "repeat" in one:
+                content += one["repeat"]["text"] * int(one["repeat"]["times"]) + one.get("suffix", "")
+            texts.append(content)
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
+        completion = sum(max(1, len(t) // 4) for t in texts)
         reply = {
             "id": "mock-%d" % idx,
             "object": "chat.completion",
             "model": body.get("model", "mock"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt_chars // 4, "completion_tokens": max(1, len(content) // 4),
-                      "total_tokens": prompt_chars // 4 + max(1, len(content) // 4)},
+            "choices": [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
+                        for i, t in enumerate(texts)],
+            "usage": {"prompt_tokens": prompt_chars // 4, "completion_tokens": completion,
+                      "total_tokens": prompt_chars // 4 + completion},
         }
         self._send(200, json.dumps(reply))
         with LOCK:

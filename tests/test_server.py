@@ -16,6 +16,7 @@ def ask(conn, question, hint=None):
 
 def test_happy_path_on_spider_database(connect, mock):
     conn = connect()
+    conn.execute("SET nl2sql.extraction_min_tokens = 0")  # extraction even on this small schema
     assert ask(conn, "How many singers do we have?") == "SELECT count(*) FROM singer"
     rows = conn.execute("SELECT * FROM nl2sql_run('How many singers do we have?')").fetchall()
     assert rows == [({"count": 6},)]
@@ -29,7 +30,13 @@ def test_happy_path_on_spider_database(connect, mock):
     assert "### Question: How many singers do we have?" in extraction["messages"][-1]["content"]
     assert first["temperature"] == second["temperature"] == 0.7
     assert first["messages"] == second["messages"]
-    assert "#SQL-like" in first["messages"][0]["content"]
+    assert "#SQL-like" in first["messages"][1]["content"]
+    # Extraction and candidates start alike: the same system text, then the same schema block.
+    assert extraction["messages"][0] == first["messages"][0]
+    # The mock refuses several answers per request as llama.cpp's server does: asked once
+    # (the first wave, n = 2), then one request per candidate for the rest of the session.
+    probes = [r for r in mock.requests(probes=True) if r not in reqs]
+    assert [(p["body"]["n"], p["status"]) for p in probes] == [(2, 400)]
 
 
 def test_zero_shot_mode_is_one_call(connect, mock):
@@ -47,13 +54,49 @@ def test_candidates_are_requested_concurrently(connect, mock):
     conn = connect()
     conn.execute("SET nl2sql.agreement = 0")  # all five candidates in one wave
     assert ask(conn, "[concurrent] names") == "SELECT name FROM singer ORDER BY name"
-    gen = [r for r in mock.requests() if "#SQL-like" in r["body"]["messages"][0]["content"]]
+    gen = [r for r in mock.requests() if "#SQL-like" in r["body"]["messages"][1]["content"]]
     assert len(gen) == 5
     # Each answer takes 600 ms: all five requests arrived before the first could be answered.
     arrivals = sorted(r["received"] for r in gen)
     assert arrivals[-1] - arrivals[0] < 0.5
     trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
-    assert trace["round_trips"] == 2 and trace["waves"] == 1
+    # A schema this small is not extracted: the one wave is the only round trip.
+    assert trace["round_trips"] == 1 and trace["waves"] == 1
+
+
+def test_small_schema_skips_extraction_and_shares_the_zero_shot_prefix(connect, mock):
+    conn = connect()
+    assert ask(conn, "How many singers do we have?") == "SELECT count(*) FROM singer"
+    trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+    assert trace.get("extraction") is None
+    assert "nl2sql.extraction_min_tokens (2000)" in trace["extraction_skipped"]
+    assert [c["stage"] for c in trace["llm_calls"]] == ["generate", "generate"]
+    assert trace["round_trips"] == 1
+    conn.execute("SET nl2sql.mode = zero_shot")
+    assert ask(conn, "How many singers do we have?") == "SELECT count(*) FROM singer"
+    cand, zero = mock.requests()[0]["body"]["messages"], mock.requests()[-1]["body"]["messages"]
+    # One system text, then the same whole-schema block: a prompt cache serves both up to the task.
+    assert cand[0] == zero[0]
+    head = cand[1]["content"].index("### Task:")
+    assert head > 100 and cand[1]["content"][:head] == zero[1]["content"][:head]
+    assert "#SQL-like" in cand[1]["content"] and "#SQL-like" not in zero[1]["content"]
+
+
+def test_candidates_in_one_request_where_the_endpoint_takes_n(connect, mock):
+    conn = connect()
+    assert ask(conn, "[n-choices] how many singers?") == "SELECT count(*) FROM singer"
+    reqs = mock.requests(probes=True)
+    assert len(reqs) == 1 and reqs[0]["body"]["n"] == 2 and reqs[0]["status"] == 200
+    trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+    first, second = trace["llm_calls"]
+    assert first["choices"] == 2 and second["same_request"] is True
+    assert second["prompt_tokens"] == 0 and first["prompt_tokens"] > 0
+    # Switched off: one request per candidate, never an n.
+    conn.execute("SET nl2sql.llm_n = off")
+    mock.reset()
+    assert ask(conn, "[n-choices] how many singers?") == "SELECT count(*) FROM singer"
+    reqs = mock.requests(probes=True)
+    assert len(reqs) == 2 and all("n" not in r["body"] for r in reqs)
 
 
 def test_cancel_while_candidates_are_generated(connect, mock):
@@ -69,13 +112,14 @@ def test_cancel_while_candidates_are_generated(connect, mock):
     t = threading.Thread(target=cancel)
     t.start()
     with pytest.raises(errors.QueryCanceled):
+        conn.execute("SET nl2sql.extraction_min_tokens = 0")
         ask(conn, "[cancel-candidates] who sings?")
     returned = time.monotonic()
     t.join()
     assert returned - cancelled_at[0] < 1.0
     # Extraction was done and the candidates were in flight when the cancel came.
     reqs = mock.requests()
-    assert len(reqs) == 3 and "#SQL-like" in reqs[2]["body"]["messages"][0]["content"]
+    assert len(reqs) == 3 and "#SQL-like" in reqs[2]["body"]["messages"][1]["content"]
     assert conn.execute("SELECT 1").fetchone() == (1,)
 
 

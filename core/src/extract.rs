@@ -6,18 +6,11 @@ use crate::llm::Message;
 use crate::schema::Schema;
 use serde::Serialize;
 
-const SYSTEM: &str = include_str!("prompts/extract_system.txt");
-const USER: &str = include_str!("prompts/extract_user.txt");
+const TASK: &str = include_str!("prompts/extract_task.txt");
 
-/// The messages of the extraction request.
+/// The messages of the extraction request: the whole schema, laid out as every other call.
 pub fn messages(schema: &str, question: &str, hint: Option<&str>) -> Vec<Message> {
-    let mut user = USER.replace("{schema}", schema.trim_end()).replace("{question}", question.trim());
-    if let Some(h) = hint.map(str::trim).filter(|h| !h.is_empty()) {
-        user.push_str("### Note: ");
-        user.push_str(h);
-        user.push('\n');
-    }
-    vec![Message::system(SYSTEM.trim_end()), Message::user(user)]
+    crate::prompt::messages(schema, TASK, "", question, hint)
 }
 
 /// What the model extracted, as it wrote it.
@@ -179,7 +172,8 @@ mod tests {
     #[test]
     fn prompt_has_schema_question_and_hint() {
         let m = messages("# t (\n# )", "How many?", Some("hint"));
-        assert!(m[0].content.starts_with("You read a question"));
-        assert!(m[1].content.contains("### Question: How many?\n### Note: hint\n"));
+        assert_eq!(m[0].content, crate::prompt::SYSTEM.trim_end());
+        assert!(m[1].content.contains("list what a query answering it needs"));
+        assert!(m[1].content.ends_with("### Question: How many?\n### Note: hint\n"));
     }
 }

@@ -1,43 +1,27 @@
-//! Generation: the zero-shot prompt that turns a question and a schema into one PostgreSQL query.
+//! Generation: the prompts that turn a question and a schema into a PostgreSQL query, laid out
+//! by [`crate::prompt`] so that they share their start with every other call on the database.
 
 use crate::llm::Message;
+use crate::prompt;
 
-const SYSTEM: &str = include_str!("prompts/generate_system.txt");
-const USER: &str = include_str!("prompts/generate_user.txt");
-const COT_SYSTEM: &str = include_str!("prompts/generate_cot_system.txt");
-const COT_USER: &str = include_str!("prompts/generate_cot_user.txt");
+const TASK: &str = include_str!("prompts/generate_task.txt");
+const COT_TASK: &str = include_str!("prompts/generate_cot_task.txt");
 
-/// The messages of a zero-shot generation request; `values` is the similar-values section
-/// (possibly empty), placed between the schema and the question.
+/// The messages of a generation request that answers with the query alone; `values` is the
+/// similar-values section (possibly empty), placed after the task.
 pub fn zero_shot(schema: &str, values: &str, question: &str, hint: Option<&str>) -> Vec<Message> {
-    let mut user = USER
-        .replace("{schema}", schema.trim_end())
-        .replace("{values}", values)
-        .replace("{question}", question.trim());
-    if let Some(h) = hint.map(str::trim).filter(|h| !h.is_empty()) {
-        user.push_str("### Note: ");
-        user.push_str(h);
-        user.push('\n');
-    }
-    vec![Message::system(SYSTEM.trim_end()), Message::user(user)]
+    prompt::messages(schema, TASK, values, question, hint)
 }
 
 /// The messages of a generation request with the structured chain of thought (#reason,
-/// #columns, #values, #SELECT, #SQL-like, #SQL): the per-question schema, the similar values,
-/// what the answer returns (the extraction's SELECT phrases), the question and its hint.
+/// #columns, #values, #SELECT, #SQL-like, #SQL): the schema, the similar values, what the answer
+/// returns (the extraction's SELECT phrases), the question and its hint.
 pub fn structured(schema: &str, values: &str, returns: &[String], question: &str, hint: Option<&str>) -> Vec<Message> {
-    let returns = if returns.is_empty() { String::new() } else { format!("### The answer returns: {}\n", returns.join("; ")) };
-    let mut user = COT_USER
-        .replace("{schema}", schema.trim_end())
-        .replace("{values}", values)
-        .replace("{returns}", &returns)
-        .replace("{question}", question.trim());
-    if let Some(h) = hint.map(str::trim).filter(|h| !h.is_empty()) {
-        user.push_str("### Note: ");
-        user.push_str(h);
-        user.push('\n');
+    let mut sections = values.to_string();
+    if !returns.is_empty() {
+        sections.push_str(&format!("### The answer returns: {}\n", returns.join("; ")));
     }
-    vec![Message::system(COT_SYSTEM.trim_end()), Message::user(user)]
+    prompt::messages(schema, COT_TASK, &sections, question, hint)
 }
 
 #[cfg(test)]
@@ -51,14 +35,24 @@ mod tests {
         assert_eq!(m[0].role, "system");
         assert!(m[0].content.contains("PostgreSQL"));
         let u = &m[1].content;
-        assert!(u.contains("# singer (\n#   name: text\n# )\n### Question: How many singers?\n### Note: singer = person\n"), "{u}");
+        assert!(u.contains("# singer (\n#   name: text\n# )\n### Task: "), "{u}");
+        assert!(u.ends_with("nothing else.\n### Question: How many singers?\n### Note: singer = person\n"), "{u}");
     }
 
     #[test]
     fn structured_prompt() {
         let m = structured("# t (\n# )", "### Stored values ...\n", &["name".into(), "age".into()], "Who?", None);
-        assert!(m[0].content.contains("#SQL-like:") && m[0].content.contains("NULLs first"));
+        assert!(m[1].content.contains("#SQL-like:") && m[0].content.contains("NULLs first"));
         assert!(m[1].content.ends_with("### Stored values ...\n### The answer returns: name; age\n### Question: Who?\n"), "{}", m[1].content);
+    }
+
+    #[test]
+    fn both_generations_share_the_system_text_and_schema() {
+        let a = zero_shot("# t (\n# )", "", "q", None);
+        let b = structured("# t (\n# )", "### Stored values ...\n", &[], "q", None);
+        assert_eq!(a[0], b[0]);
+        let schema_end = b[1].content.find("### Task:").unwrap_or(0);
+        assert!(schema_end > 0 && a[1].content[..schema_end] == b[1].content[..schema_end]);
     }
 
     #[test]

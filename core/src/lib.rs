@@ -16,6 +16,7 @@ pub mod llm;
 pub mod lookup;
 pub mod pipeline;
 pub mod policy;
+pub mod prompt;
 pub mod refine;
 pub mod results;
 pub mod retrieve;

@@ -2,7 +2,10 @@
 
 use crate::http::{self, Endpoint, EndpointError, ErrorKind, Service};
 use serde::Serialize;
+use once_cell::sync::Lazy;
 use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::Mutex;
 use std::time::Duration;
 
 pub use crate::http::block_signals;
@@ -42,6 +45,12 @@ pub struct Completion {
     pub finish_reason: Option<String>,
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
+    /// Prompt tokens the endpoint served from its cache (`prompt_tokens_details.cached_tokens`).
+    pub cached_tokens: Option<u64>,
+    /// Answers the request returned (OpenAI's `n`); 1 for most.
+    pub choices: u32,
+    /// A later answer of a request with several: the usage above is the first answer's.
+    pub same_request: bool,
     pub latency: Duration,
     pub attempts: u32,
 }
@@ -72,6 +81,68 @@ pub fn chat_many(ep: &Endpoint, reqs: Vec<ChatRequest>, poll: &mut dyn FnMut()) 
     http::run_concurrently(jobs, poll, lost)
 }
 
+/// The answers of one request for several, or why there are none.
+pub type Choices = Result<Vec<Result<Completion, LlmError>>, LlmError>;
+
+/// Endpoints (URL and model) of this process that refused or ignored the `n` parameter.
+static SINGLE_CHOICE: Lazy<Mutex<HashSet<String>>> = Lazy::new(|| Mutex::new(HashSet::new()));
+
+fn endpoint_key(ep: &Endpoint) -> String {
+    format!("{}\n{}", ep.url(), ep.model.as_deref().unwrap_or(""))
+}
+
+fn single_choice(ep: &Endpoint) -> bool {
+    SINGLE_CHOICE.lock().map(|s| s.contains(&endpoint_key(ep))).unwrap_or(true)
+}
+
+fn remember_single_choice(ep: &Endpoint) {
+    if let Ok(mut s) = SINGLE_CHOICE.lock() {
+        s.insert(endpoint_key(ep));
+    }
+}
+
+/// `n` answers to one request: one request with OpenAI's `n` parameter (vLLM and OpenAI take
+/// it: the prompt is read once), else `n` requests at once. An endpoint that refuses `n` with
+/// HTTP 400 or 422 (llama.cpp's server does) or returns fewer answers (it ignored `n`) gets the
+/// rest as separate requests, and no `n` again from this process. `use_n` false never sends it.
+pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut dyn FnMut()) -> Vec<Result<Completion, LlmError>> {
+    if n <= 1 || !use_n || single_choice(ep) {
+        return chat_many(ep, vec![req; n], poll);
+    }
+    let job: Box<dyn FnOnce() -> Choices + Send> = {
+        let ep = ep.clone();
+        let body = request_body_n(&ep, &req, n);
+        Box::new(move || {
+            let reply = http::post_json(&ep, &body)?;
+            parse_choices(&ep, &reply.text, reply.latency, reply.attempts)
+        })
+    };
+    let lost = || Err(ep.bad_response("the worker thread could not run", ""));
+    let answer = http::run_concurrently(vec![job], poll, lost).pop().unwrap_or_else(lost);
+    match answer {
+        Ok(mut answers) => {
+            answers.truncate(n);
+            if answers.len() < n {
+                remember_single_choice(ep);
+                let rest = n - answers.len();
+                answers.extend(chat_many(ep, vec![req; rest], poll));
+            }
+            answers
+        }
+        Err(e) if matches!(e.kind, ErrorKind::Http { status: 400 | 422, .. }) => {
+            remember_single_choice(ep);
+            chat_many(ep, vec![req; n], poll)
+        }
+        Err(e) => vec![Err(e); n],
+    }
+}
+
+fn request_body_n(ep: &Endpoint, req: &ChatRequest, n: usize) -> String {
+    let mut body: Value = serde_json::from_str(&request_body(ep, req)).unwrap_or_else(|_| serde_json::json!({}));
+    body["n"] = Value::from(n as u64);
+    body.to_string()
+}
+
 fn request_body(ep: &Endpoint, req: &ChatRequest) -> String {
     let mut body = serde_json::json!({
         "messages": req.messages,
@@ -85,8 +156,17 @@ fn request_body(ep: &Endpoint, req: &ChatRequest) -> String {
     body.to_string()
 }
 
-/// Reads an OpenAI chat completion response.
+/// Reads an OpenAI chat completion response: its first answer.
 pub fn parse_completion(ep: &Endpoint, text: &str, latency: Duration, attempts: u32) -> Result<Completion, LlmError> {
+    parse_choices(ep, text, latency, attempts)?
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| Err(ep.bad_response("no choices in the response", text)))
+}
+
+/// Reads an OpenAI chat completion response: one answer (or empty-answer error) per choice,
+/// in the order of their `index`; an error when the response itself is unreadable.
+pub fn parse_choices(ep: &Endpoint, text: &str, latency: Duration, attempts: u32) -> Choices {
     let v: Value = serde_json::from_str(text).map_err(|e| {
         if e.is_eof() {
             ep.bad_response("the JSON is truncated", text)
@@ -94,32 +174,44 @@ pub fn parse_completion(ep: &Endpoint, text: &str, latency: Duration, attempts: 
             ep.bad_response(format!("the body is not JSON ({e})"), text)
         }
     })?;
-    let choice = v
-        .get("choices")
-        .and_then(Value::as_array)
-        .and_then(|c| c.first())
-        .ok_or_else(|| ep.bad_response("no choices in the response", text))?;
-    let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
-    let content = choice
-        .get("message")
-        .and_then(|m| m.get("content"))
-        .and_then(Value::as_str)
-        .or_else(|| choice.get("text").and_then(Value::as_str))
-        .unwrap_or("")
-        .to_string();
-    if content.trim().is_empty() {
-        return Err(ep.error(ErrorKind::EmptyAnswer { finish_reason }));
+    let mut choices: Vec<&Value> = v.get("choices").and_then(Value::as_array).map(|c| c.iter().collect()).unwrap_or_default();
+    if choices.is_empty() {
+        return Err(ep.bad_response("no choices in the response", text));
     }
+    choices.sort_by_key(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0));
     let usage = v.get("usage");
     let tokens = |k: &str| usage.and_then(|u| u.get(k)).and_then(Value::as_u64);
-    Ok(Completion {
-        content,
-        finish_reason,
-        prompt_tokens: tokens("prompt_tokens"),
-        completion_tokens: tokens("completion_tokens"),
-        latency,
-        attempts,
-    })
+    let cached = usage.and_then(|u| u.get("prompt_tokens_details")).and_then(|d| d.get("cached_tokens")).and_then(Value::as_u64);
+    let count = choices.len() as u32;
+    Ok(choices
+        .into_iter()
+        .enumerate()
+        .map(|(i, choice)| {
+            let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
+            let content = choice
+                .get("message")
+                .and_then(|m| m.get("content"))
+                .and_then(Value::as_str)
+                .or_else(|| choice.get("text").and_then(Value::as_str))
+                .unwrap_or("")
+                .to_string();
+            if content.trim().is_empty() {
+                return Err(ep.error(ErrorKind::EmptyAnswer { finish_reason }));
+            }
+            let first = i == 0;
+            Ok(Completion {
+                content,
+                finish_reason,
+                prompt_tokens: if first { tokens("prompt_tokens") } else { Some(0) },
+                completion_tokens: if first { tokens("completion_tokens") } else { Some(0) },
+                cached_tokens: if first { cached } else { Some(0) },
+                choices: count,
+                same_request: !first,
+                latency,
+                attempts,
+            })
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -182,5 +274,72 @@ mod tests {
         // Three answers that each take 500 ms arrive together, not one after another.
         assert!(t.elapsed() < Duration::from_millis(1200), "{:?}", t.elapsed());
         h.join().expect("server");
+    }
+
+    fn choices_body(contents: &[&str]) -> String {
+        let choices: Vec<Value> = contents
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, c)| serde_json::json!({"index": i, "message": {"content": c}, "finish_reason": "stop"}))
+            .collect();
+        serde_json::json!({"choices": choices, "usage": {"prompt_tokens": 40, "completion_tokens": 9,
+                           "prompt_tokens_details": {"cached_tokens": 32}}})
+        .to_string()
+    }
+
+    #[test]
+    fn several_answers_in_one_request_where_n_is_taken() {
+        let (url, h) = serve(vec![(200, choices_body(&["SELECT 1", "SELECT 2", "SELECT 3"]), 0)]);
+        let rs = sample(&endpoint(Service::Llm, url), request(), 3, true, &mut || {});
+        let rs: Vec<Completion> = rs.into_iter().map(|r| r.expect("answer")).collect();
+        assert_eq!(rs.iter().map(|c| c.content.as_str()).collect::<Vec<_>>(), ["SELECT 1", "SELECT 2", "SELECT 3"]);
+        assert_eq!((rs[0].prompt_tokens, rs[0].completion_tokens, rs[0].cached_tokens), (Some(40), Some(9), Some(32)));
+        assert_eq!((rs[0].choices, rs[0].same_request, rs[1].same_request), (3, false, true));
+        assert_eq!((rs[2].prompt_tokens, rs[2].completion_tokens), (Some(0), Some(0)));
+        let seen = h.join().expect("server");
+        assert_eq!(seen.len(), 1);
+        assert!(seen[0].contains("\"n\":3"), "{}", seen[0]);
+    }
+
+    #[test]
+    fn an_endpoint_refusing_n_gets_separate_requests_from_then_on() {
+        let refusal = r#"{"error":{"code":400,"message":"Field 'n': Value must be between 1 <= value <= 1, but got 2"}}"#;
+        let mut replies = vec![(400, refusal.to_string(), 0), (200, ok_body("SELECT 1"), 0), (200, ok_body("SELECT 1"), 0)];
+        replies.extend([(200, ok_body("SELECT 2"), 0), (200, ok_body("SELECT 2"), 0)]);
+        let (url, h) = serve(replies);
+        let ep = endpoint(Service::Llm, url);
+        let first = sample(&ep, request(), 2, true, &mut || {});
+        assert!(first.iter().all(|r| r.as_ref().is_ok_and(|c| c.content == "SELECT 1" && c.choices == 1)), "{first:?}");
+        let second = sample(&ep, request(), 2, true, &mut || {});
+        assert!(second.iter().all(|r| r.as_ref().is_ok_and(|c| c.content == "SELECT 2")), "{second:?}");
+        let seen = h.join().expect("server");
+        assert_eq!(seen.iter().filter(|r| r.contains("\"n\":")).count(), 1, "{seen:?}");
+    }
+
+    #[test]
+    fn an_endpoint_ignoring_n_gets_the_rest_separately() {
+        let (url, h) = serve(vec![(200, choices_body(&["SELECT 1"]), 0), (200, ok_body("SELECT 2"), 0), (200, ok_body("SELECT 3"), 0)]);
+        let rs = sample(&endpoint(Service::Llm, url), request(), 3, true, &mut || {});
+        let mut got: Vec<String> = rs.into_iter().map(|r| r.expect("answer").content).collect();
+        got.sort();
+        assert_eq!(got, ["SELECT 1", "SELECT 2", "SELECT 3"]);
+        assert_eq!(h.join().expect("server").len(), 3);
+    }
+
+    #[test]
+    fn other_errors_of_an_n_request_fail_every_answer() {
+        let (url, h) = serve(vec![(401, "{}".into(), 0)]);
+        let rs = sample(&endpoint(Service::Llm, url), request(), 2, true, &mut || {});
+        assert!(rs.iter().all(|r| matches!(r, Err(e) if matches!(e.kind, ErrorKind::Auth { .. }))), "{rs:?}");
+        h.join().expect("server");
+    }
+
+    #[test]
+    fn n_is_never_sent_when_switched_off() {
+        let (url, h) = serve(vec![(200, ok_body("SELECT 1"), 0), (200, ok_body("SELECT 1"), 0)]);
+        let rs = sample(&endpoint(Service::Llm, url), request(), 2, false, &mut || {});
+        assert!(rs.iter().all(|r| r.is_ok()));
+        assert!(h.join().expect("server").iter().all(|r| !r.contains("\"n\":")));
     }
 }

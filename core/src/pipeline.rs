@@ -62,6 +62,11 @@ pub trait Llm {
     fn chat_many(&mut self, reqs: Vec<ChatRequest>) -> Vec<Result<Completion, LlmError>> {
         reqs.into_iter().map(|r| self.chat(r)).collect()
     }
+    /// `n` answers to one request (the candidates): by default `n` copies of it at once; an
+    /// endpoint that takes OpenAI's `n` parameter answers them in one request.
+    fn sample(&mut self, req: ChatRequest, n: usize) -> Vec<Result<Completion, LlmError>> {
+        self.chat_many(vec![req; n])
+    }
     /// The API key, so that errors can be scrubbed of it.
     fn secret(&self) -> Option<&str> {
         None
@@ -99,6 +104,9 @@ pub struct Settings {
     pub agreement: usize,
     pub temperature: f32,
     pub extraction: bool,
+    /// Extraction runs only when the whole schema is larger than this (estimated tokens):
+    /// a smaller one goes whole to the candidates, and their prompt starts as every other's.
+    pub extraction_min_tokens: usize,
     pub chain_of_thought: bool,
     pub alignment: Rules,
     /// Columns from the schema embeddings added to the per-question schema.
@@ -118,6 +126,7 @@ impl Settings {
             agreement: 1,
             temperature: 0.0,
             extraction: false,
+            extraction_min_tokens: 0,
             chain_of_thought: false,
             alignment: Rules { agent: false, function: false, style: false },
             column_matches: 0,
@@ -156,6 +165,9 @@ pub struct Trace {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub values_skipped: Vec<String>,
     pub extraction: Option<ExtractionTrace>,
+    /// Why the full path did without its extraction round.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extraction_skipped: Option<String>,
     pub llm_calls: Vec<LlmCall>,
     /// LLM round trips one after another (concurrent requests count once).
     pub round_trips: usize,
@@ -193,6 +205,15 @@ pub struct LlmCall {
     /// Our estimate of the whole prompt (schema::estimate_tokens), reported whatever the endpoint says.
     pub prompt_tokens_estimate: usize,
     pub completion_tokens: Option<u64>,
+    /// Prompt tokens the endpoint took from its cache (as reported; llama.cpp, vLLM, OpenAI).
+    pub cached_tokens: Option<u64>,
+    /// Answers this one request returned (OpenAI's `n`), on its first answer; the usage
+    /// above is the whole request's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub choices: Option<u32>,
+    /// This answer came in the same response as the call before it: its usage is counted there.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub same_request: bool,
     pub latency_ms: f64,
     pub attempts: u32,
     pub error: Option<String>,
@@ -357,6 +378,9 @@ fn record(trace: &mut Trace, stage: &'static str, messages: &[Message], r: &Resu
             prompt_tokens: c.prompt_tokens,
             prompt_tokens_estimate,
             completion_tokens: c.completion_tokens,
+            cached_tokens: c.cached_tokens,
+            choices: (c.choices > 1 && !c.same_request).then_some(c.choices),
+            same_request: c.same_request,
             latency_ms: ms(c.latency),
             attempts: c.attempts,
             error: None,
@@ -366,6 +390,9 @@ fn record(trace: &mut Trace, stage: &'static str, messages: &[Message], r: &Resu
             prompt_tokens: None,
             prompt_tokens_estimate,
             completion_tokens: None,
+            cached_tokens: None,
+            choices: None,
+            same_request: false,
             latency_ms: 0.0,
             attempts: 0,
             error: Some(Report::from_diagnostic(e).redact(secret).message),
@@ -568,332 +595,8 @@ fn normal_form(sql: &str) -> String {
     }
 }
 
-/// A candidate of the full path and its result.
-struct Pool {
-    /// Executed candidates, by trace index: (normal form, execution).
-    executed: Vec<(usize, String, Execution)>,
-    /// Failed candidates, by trace index, with their conversation for the correction round.
-    failed: Vec<(usize, Vec<Message>, String, Failure)>,
-    /// Normal forms of failed and refused candidates, by trace index: the same query again is
-    /// neither run nor corrected twice.
-    failed_forms: Vec<(usize, String)>,
-    refused: Option<(String, GuardError)>,
-    /// The last failure, with the SQL that failed, for the error when nothing succeeds.
-    last: Option<(Option<String>, Failure)>,
-    /// The conversation that produced each executed candidate, by trace index (for the
-    /// correction of an empty result).
-    conversations: HashMap<usize, Vec<Message>>,
-    /// Candidates already sent back for correction.
-    corrected: HashSet<usize>,
-}
-
-/// The OpenSearch-SQL path.
-fn full(
-    q: &Question,
-    schema: &Schema,
-    settings: &Settings,
-    llm: &mut dyn Llm,
-    db: &mut dyn Database,
-    trace: &mut Trace,
-) -> Result<(String, Execution), AskError> {
-    let secret = llm.secret().map(str::to_string);
-    let llm_error = |e: &LlmError| AskError::Llm(Report::from_diagnostic(e).redact(secret.as_deref()));
-    let whole = schema.render(settings.schema_max_tokens);
-
-    // Extraction: columns, entities, and what the answer returns.
-    let mut ex = Extraction::default();
-    if settings.extraction {
-        let messages = extract::messages(&whole.text, &q.text, q.hint.as_deref());
-        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: EXTRACTION_MAX_TOKENS };
-        let waited = Instant::now();
-        let reply = llm.chat(req);
-        trace.round_trips += 1;
-        trace.llm_wait_ms += ms(waited.elapsed());
-        record(trace, "extract", &messages, &reply, secret.as_deref());
-        ex = extract::parse(&reply.map_err(|e| llm_error(&e))?.content);
-    }
-    // Value retrieval for the question and the entities (split retrieval), column retrieval.
-    trace.values = similar_values(q, &ex.entities, schema, db);
-    trace.values_skipped = db.skipped_value_columns();
-    let mut chosen = extract::resolve(schema, &ex.columns);
-    for c in extract::resolve(schema, &ex.value_columns) {
-        if !chosen.contains(&c) {
-            chosen.push(c);
-        }
-    }
-    let mut matched: Vec<(usize, usize)> = Vec::new();
-    if settings.extraction && settings.column_matches > 0 {
-        for (oid, column) in db.similar_columns(&q.text).into_iter().take(settings.column_matches) {
-            if let Some(t) = schema.tables.iter().position(|t| t.oid == oid) {
-                if let Some(c) = schema.tables[t].columns.iter().position(|c| c.name == column) {
-                    matched.push((t, c));
-                }
-            }
-        }
-    }
-    // Columns the retrieved values live in belong to the question too.
-    let mut from_values: Vec<(usize, usize)> = Vec::new();
-    for v in &trace.values {
-        for (t, table) in schema.tables.iter().enumerate() {
-            if let Some(c) = table.columns.iter().position(|c| v.column == format!("{}.{}", table.ident, c.ident)) {
-                from_values.push((t, c));
-            }
-        }
-    }
-    let focus = if settings.extraction && !chosen.is_empty() {
-        let mut all = chosen.clone();
-        all.extend(matched.iter().copied());
-        all.extend(from_values.iter().copied());
-        all.sort_unstable();
-        all.dedup();
-        schema.focus(&all)
-    } else {
-        Focus { schema: schema.clone(), ..Default::default() }
-    };
-    if settings.extraction {
-        let name = |&(t, c): &(usize, usize)| format!("{}.{}", schema.tables[t].ident, schema.tables[t].columns[c].ident);
-        trace.extraction = Some(ExtractionTrace {
-            parsed: ex.clone(),
-            columns: chosen.iter().map(name).collect(),
-            column_matches: matched.iter().map(name).collect(),
-            focus: focus.clone(),
-            full_schema_tokens: whole.tokens,
-        });
-    }
-    let rendered = show_schema(trace, &focus.schema, settings);
-
-    // Generation in waves, alignment, execution, vote.
-    let values = retrieve::render_values(&trace.values);
-    let messages = if settings.chain_of_thought {
-        generate::structured(&rendered.text, &values, &ex.select, &q.text, q.hint.as_deref())
-    } else {
-        generate::zero_shot(&rendered.text, &values, &q.text, q.hint.as_deref())
-    };
-    let n = settings.candidates.max(1);
-    let temperature = if n == 1 { 0.0 } else { settings.temperature };
-    let mut pool = Pool {
-        executed: vec![],
-        failed: vec![],
-        failed_forms: vec![],
-        refused: None,
-        last: None,
-        conversations: HashMap::new(),
-        corrected: HashSet::new(),
-    };
-    let waves = [settings.first_wave.clamp(1, n), n - settings.first_wave.clamp(1, n)];
-    for (w, size) in waves.into_iter().enumerate() {
-        if size == 0 {
-            continue;
-        }
-        if w > 0 && agreed(&pool, trace, settings) {
-            trace.stopped_early = true;
-            break;
-        }
-        trace.waves += 1;
-        let reqs = vec![ChatRequest { messages: messages.clone(), temperature, max_tokens: settings.max_tokens }; size];
-        let waited = Instant::now();
-        let replies = llm.chat_many(reqs);
-        trace.round_trips += 1;
-        trace.llm_wait_ms += ms(waited.elapsed());
-        let mut errors = Vec::new();
-        for reply in replies {
-            record(trace, "generate", &messages, &reply, secret.as_deref());
-            match reply {
-                Ok(c) => consider(&c.content, 0, None, messages.clone(), settings, db, schema, &ex.select, &mut pool, trace),
-                Err(e) => errors.push(e),
-            }
-        }
-        // Every request of the first wave failed: the endpoint is down, say so.
-        if w == 0 && errors.len() == size {
-            return Err(llm_error(&errors[0]));
-        }
-    }
-
-    // Corrections by error type, concurrently, while no group of candidates agrees.
-    for round in 1..=settings.max_corrections {
-        let non_empty = pool.executed.iter().any(|(_, _, e)| !e.rows.is_empty());
-        if agreed(&pool, trace, settings) && non_empty {
-            break;
-        }
-        // Nothing returned rows: the empty ones are worth another look too, once each.
-        if !non_empty {
-            for (i, _, e) in &pool.executed {
-                if e.rows.is_empty() && !pool.corrected.contains(i) {
-                    let conv = pool.conversations.get(i).cloned().unwrap_or_else(|| messages.clone());
-                    let raw = trace.candidates.get(*i).map(|c| c.raw.clone()).unwrap_or_default();
-                    pool.failed.push((*i, conv, raw, Failure::Empty));
-                }
-            }
-        }
-        let failed = std::mem::take(&mut pool.failed);
-        if failed.is_empty() {
-            break;
-        }
-        pool.corrected.extend(failed.iter().map(|(i, ..)| *i));
-        let convs: Vec<Vec<Message>> = failed.iter().map(|(_, conv, raw, f)| refine::correction(conv.clone(), raw, f)).collect();
-        let reqs = convs
-            .iter()
-            .map(|m| ChatRequest { messages: m.clone(), temperature: 0.0, max_tokens: settings.max_tokens })
-            .collect();
-        let waited = Instant::now();
-        let replies = llm.chat_many(reqs);
-        trace.round_trips += 1;
-        trace.llm_wait_ms += ms(waited.elapsed());
-        for ((reply, conv), (parent, ..)) in replies.into_iter().zip(convs).zip(failed) {
-            record(trace, "correct", &conv, &reply, secret.as_deref());
-            if let Ok(c) = reply {
-                consider(&c.content, round, Some(parent), conv, settings, db, schema, &ex.select, &mut pool, trace);
-            }
-        }
-    }
-
-    // The vote.
-    let ballots: Vec<Ballot> = ballots(&pool, trace);
-    trace.samples = samples(trace);
-    if let Some(outcome) = vote::vote(&ballots, samples(trace)) {
-        let winner = outcome.winner;
-        trace.confidence = Some(outcome.confidence);
-        trace.vote = Some(outcome);
-        if let Some((_, _, exec)) = pool.executed.iter().find(|(i, _, _)| *i == winner) {
-            let sql = cand_sql(trace.candidates.get(winner)).unwrap_or_default();
-            return Ok((sql, exec.clone()));
-        }
-    }
-    // Nothing ran: the last failure (the most corrected attempt), a refusal only when every
-    // candidate was refused.
-    match (pool.last, pool.refused) {
-        (Some((sql, failure)), _) => Err(AskError::Failed { sql, failure }),
-        (None, Some((sql, error))) => Err(AskError::Refused { sql, error }),
-        (None, None) => Err(AskError::Failed { sql: None, failure: Failure::Syntax(GuardError::NoStatement) }),
-    }
-}
-
-/// Whether the executed candidates already agree enough to stop sampling.
-fn agreed(pool: &Pool, trace: &Trace, settings: &Settings) -> bool {
-    let ballots = ballots(pool, trace);
-    vote::vote(&ballots, samples(trace))
-        .and_then(|o| o.groups.first().map(|g| g.votes >= settings.agreement && g.rows > 0))
-        .unwrap_or(false)
-}
-
-/// Candidates sampled from the model (round 0): what confidence is a share of.
-fn samples(trace: &Trace) -> usize {
-    trace.candidates.iter().filter(|c| c.round == 0).count()
-}
-
-/// Where a sample's answer ended up: a duplicate goes to the candidate it duplicates, a
-/// failed or empty one to its correction, until an executed candidate (or a dead end).
-fn final_answer(trace: &Trace, start: usize) -> Option<usize> {
-    let mut at = start;
-    for _ in 0..=trace.candidates.len() {
-        let c = trace.candidates.get(at)?;
-        if let Some(d) = c.duplicate_of {
-            at = d;
-            continue;
-        }
-        let settled = c.ok && c.rows.is_some_and(|r| r > 0);
-        match trace.candidates.iter().position(|x| x.corrects == Some(at)) {
-            Some(fix) if !settled => at = fix,
-            _ => return c.rows.is_some().then_some(at),
-        }
-    }
-    None
-}
-
-/// One ballot an executed candidate; its weight is the samples whose answer it is.
-fn ballots(pool: &Pool, trace: &Trace) -> Vec<Ballot> {
-    let finals: Vec<Option<usize>> =
-        (0..trace.candidates.len()).filter(|&i| trace.candidates[i].round == 0).map(|i| final_answer(trace, i)).collect();
-    pool.executed
-        .iter()
-        .map(|(i, _, e)| Ballot {
-            candidate: *i,
-            rows: e.rows.clone(),
-            ordered: cand_sql(trace.candidates.get(*i)).and_then(|s| results::orders_rows(&s)).unwrap_or(false),
-            elapsed: e.elapsed,
-            weight: finals.iter().filter(|f| **f == Some(*i)).count(),
-        })
-        .collect()
-}
-
-/// Evaluates one answer into the pool: duplicates of an executed candidate add its weight
-/// without running again.
-#[allow(clippy::too_many_arguments)]
-fn consider(
-    content: &str,
-    round: u32,
-    corrects: Option<usize>,
-    conversation: Vec<Message>,
-    settings: &Settings,
-    db: &mut dyn Database,
-    schema: &Schema,
-    select: &[String],
-    pool: &mut Pool,
-    trace: &mut Trace,
-) {
-    let index = trace.candidates.len();
-    let mut cand = CandidateTrace { round, corrects, raw: traced(content), ..Default::default() };
-    // Same query as an executed candidate: a vote for it, no second run.
-    if let Some(text) = extract_sql(content) {
-        if guard::check(&text).is_ok() {
-            let form = normal_form(&text);
-            if let Some((first, _, _)) = pool.executed.iter().find(|(i, f, _)| {
-                *f == form || trace.candidates.get(*i).and_then(|c| c.sql.as_deref()).is_some_and(|s| normal_form(s) == form)
-            }) {
-                cand.sql = Some(text);
-                cand.duplicate_of = Some(*first);
-                cand.ok = true;
-                trace.candidates.push(cand);
-                return;
-            }
-            if let Some((first, _)) = pool.failed_forms.iter().find(|(_, f)| *f == form) {
-                cand.sql = Some(text);
-                cand.duplicate_of = Some(*first);
-                cand.error = trace.candidates.get(*first).and_then(|c| c.error.clone());
-                cand.error_kind = trace.candidates.get(*first).and_then(|c| c.error_kind);
-                trace.candidates.push(cand);
-                return;
-            }
-        }
-    }
-    let (sql, outcome) = evaluate(content, settings, db, schema, select, &mut cand);
-    cand.sql = sql.clone();
-    match outcome {
-        Ok(execution) => {
-            cand.ok = true;
-            cand.rows = Some(execution.rows.len());
-            cand.exec_ms = Some(ms(execution.elapsed));
-            let form = normal_form(&cand_sql(Some(&cand)).unwrap_or_default());
-            trace.candidates.push(cand);
-            pool.executed.push((index, form, execution));
-            pool.conversations.insert(index, conversation);
-        }
-        Err(Outcome_::Refused(error)) => {
-            cand.error = Some(error.message());
-            if let Some(s) = &sql {
-                pool.failed_forms.push((index, normal_form(s)));
-            }
-            trace.candidates.push(cand);
-            if pool.refused.is_none() {
-                pool.refused = Some((sql.unwrap_or_default(), error));
-            }
-        }
-        Err(Outcome_::Failed(failure)) => {
-            cand.error = Some(failure.summary());
-            cand.error_kind = Some(failure.kind());
-            if let Failure::Execution(r) | Failure::Analysis(r) = &failure {
-                cand.sqlstate = Some(r.sqlstate.code().to_string());
-            }
-            let failed_sql = cand_sql(Some(&cand));
-            if let Some(s) = &cand.sql {
-                pool.failed_forms.push((index, normal_form(s)));
-            }
-            trace.candidates.push(cand);
-            pool.last = Some((failed_sql, failure.clone()));
-            pool.failed.push((index, conversation, content.to_string(), failure));
-        }
-    }
-}
+mod full;
+use full::full;
 
 #[cfg(test)]
 mod tests;

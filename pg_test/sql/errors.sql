@@ -16,9 +16,12 @@ RESET nl2sql.llm_max_retries;
 SELECT nl2sql('[no-sql] anything');
 \echo :LAST_ERROR_SQLSTATE
 
--- HTTP 429 and 5xx are retried with backoff (nl2sql.llm_max_retries, default 2).
+-- HTTP 429 and 5xx are retried with backoff (nl2sql.llm_max_retries, default 2): one request
+-- (zero_shot), answered on its third attempt.
+SET nl2sql.mode = zero_shot;
 SELECT nl2sql('[flaky] how many stadiums are there?');
 SELECT (nl2sql.last_trace()->'llm_calls'->0->>'attempts')::int AS attempts;
+RESET nl2sql.mode;
 
 -- A model slower than nl2sql.llm_timeout.
 SET nl2sql.llm_timeout = '500ms';

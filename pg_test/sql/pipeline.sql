@@ -5,9 +5,17 @@ LOAD 'nl2sql';
 SHOW nl2sql.mode;
 SHOW nl2sql.candidates;
 SHOW nl2sql.agreement;
+SHOW nl2sql.extraction_min_tokens;
 
--- Extraction names the columns the question needs; the candidates see only those tables and
--- columns (plus keys). Two agreeing candidates stop sampling early: two round trips in all.
+-- A schema this small goes whole to the candidates: no extraction round trip (the trace says
+-- why), and the candidates' prompt starts as every other prompt on this database does.
+SELECT e->'extraction' AS extraction, e->>'extraction_skipped' AS skipped, e->'totals'->>'round_trips' AS round_trips
+FROM nl2sql_explain('How many concerts took place in 2014?') AS e;
+
+-- Above nl2sql.extraction_min_tokens (here: always), extraction names the columns the question
+-- needs; the candidates see only those tables and columns (plus keys). Two agreeing candidates
+-- stop sampling early: two round trips in all.
+SET nl2sql.extraction_min_tokens = 0;
 SELECT nl2sql('How many concerts took place in 2014?');
 SELECT e->'extraction'->'columns' AS columns, e->'extraction'->'parsed'->'select' AS returns,
        e->>'schema' AS schema_shown, (e->'extraction'->>'full_schema_tokens')::int > (e->>'schema_tokens')::int AS smaller

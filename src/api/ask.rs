@@ -152,6 +152,7 @@ pub fn settings() -> Settings {
         agreement: if agreement == 0 { usize::MAX } else { agreement },
         temperature: gucs::temperature(),
         extraction: gucs::use_extraction(),
+        extraction_min_tokens: gucs::extraction_min_tokens(),
         chain_of_thought: gucs::use_chain_of_thought(),
         alignment: Rules { agent, function, style },
         column_matches: gucs::column_matches(),

@@ -46,6 +46,12 @@ impl Llm for Model {
         })
     }
 
+    fn sample(&mut self, req: ChatRequest, n: usize) -> Vec<Result<Completion, LlmError>> {
+        llm::sample(&self.endpoint, req, n, gucs::llm_n(), &mut || {
+            check_for_interrupts!();
+        })
+    }
+
     fn secret(&self) -> Option<&str> {
         self.endpoint.api_key.as_ref().map(|k| k.expose())
     }

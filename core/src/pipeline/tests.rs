@@ -20,6 +20,9 @@ impl Llm for Script {
             finish_reason: Some("stop".into()),
             prompt_tokens: Some(100),
             completion_tokens: Some(10),
+            cached_tokens: None,
+            choices: 1,
+            same_request: false,
             latency: Duration::from_millis(5),
             attempts: 1,
         })
@@ -116,6 +119,7 @@ fn full() -> Settings {
         agreement: 3,
         temperature: 0.7,
         extraction: true,
+        extraction_min_tokens: 0,
         chain_of_thought: true,
         alignment: Rules::ALL,
         column_matches: 3,
@@ -449,7 +453,62 @@ fn without_extraction_the_whole_schema_is_used() {
     assert!(a.trace.extraction.is_none());
     assert_eq!(a.trace.llm_calls.len(), 1);
     assert!(a.trace.schema_columns.contains(&"stadium.capacity".to_string()));
-    assert!(!llm.prompts()[0][0].content.contains("#SQL-like"));
+    assert!(!llm.prompts()[0][1].content.contains("#SQL-like"));
+}
+
+#[test]
+fn a_small_schema_skips_extraction_and_shares_the_prefix_of_every_call() {
+    let s = Settings { extraction_min_tokens: 10_000, candidates: 2, first_wave: 2, agreement: 2, ..full() };
+    let mut llm = script(&["#SQL: SELECT count(*) FROM singer", "#SQL: SELECT count(*) FROM singer"]);
+    let a = ask(&q("How many singers?"), &star_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
+    assert!(a.trace.extraction.is_none());
+    assert!(a.trace.extraction_skipped.as_deref().unwrap_or("").contains("nl2sql.extraction_min_tokens (10000)"));
+    assert_eq!(a.trace.llm_calls.iter().filter(|c| c.stage == "extract").count(), 0);
+    assert_eq!(a.trace.round_trips, 1);
+    // The candidates' prompt starts as a zero-shot prompt on the same schema does, up to the task.
+    let zero = crate::generate::zero_shot(&star_schema().render(4000).text, "", "other question", None);
+    let gen = llm.prompts()[0];
+    let schema_block = gen[1].content.find("### Task:").expect("task");
+    // (the two tasks share their first sentence too)
+    assert!(crate::prompt::shared_prefix(gen, &zero) > gen[0].content.len() + schema_block + "### Task: ".len());
+    assert!(gen[1].content[schema_block..].contains("#SQL-like") && !zero[1].content.contains("#SQL-like"));
+}
+
+#[test]
+fn a_schema_above_the_threshold_is_extracted_with_the_prefix_of_zero_shot() {
+    let s = Settings { extraction_min_tokens: 1, ..full() };
+    let mut llm = script(&[EXTRACTED, "#SQL: SELECT count(*) FROM singer", "#SQL: SELECT count(*) FROM singer", "#SQL: SELECT count(*) FROM singer"]);
+    let a = ask(&q("How many singers?"), &star_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
+    assert!(a.trace.extraction.is_some() && a.trace.extraction_skipped.is_none());
+    let zero = crate::generate::zero_shot(&star_schema().render(4000).text, "", "How many singers?", None);
+    let extraction = llm.prompts()[0];
+    assert_eq!(extraction[0], zero[0]);
+    assert!(crate::prompt::shared_prefix(extraction, &zero) > zero[0].content.len() + star_schema().render(4000).text.trim_end().len());
+}
+
+#[test]
+fn candidates_are_asked_for_as_one_sample() {
+    struct Sampler {
+        inner: Script,
+        samples: Vec<usize>,
+    }
+    impl Llm for Sampler {
+        fn chat(&mut self, req: ChatRequest) -> Result<Completion, LlmError> {
+            self.inner.chat(req)
+        }
+        fn sample(&mut self, req: ChatRequest, n: usize) -> Vec<Result<Completion, LlmError>> {
+            self.samples.push(n);
+            (0..n).map(|_| self.inner.chat(req.clone())).collect()
+        }
+    }
+    let answers = [EXTRACTED, "#SQL: SELECT 1", "#SQL: SELECT 2", "#SQL: SELECT 3", "#SQL: SELECT 1", "#SQL: SELECT 1"];
+    let mut llm = Sampler { inner: script(&answers), samples: vec![] };
+    let mut db = FakeDb::default();
+    db.results.insert("SELECT 2".into(), (rows(&["2"]), 1));
+    db.results.insert("SELECT 3".into(), (rows(&["3"]), 1));
+    let a = ask(&q("How many singers?"), &sample_schema(), &full(), &mut llm, &mut db).expect("answer");
+    assert_eq!(llm.samples, vec![3, 2]);
+    assert_eq!(a.trace.waves, 2);
 }
 
 #[test]

@@ -1,0 +1,73 @@
+//! The layout every request shares, so that an endpoint's prompt cache serves them all: one
+//! system text, then the schema block, then the task, the call's own sections, the question and
+//! its hint. Within one question its calls share the longest prefix they can; across questions
+//! on one database the system text and the whole-schema block stay the same, byte for byte.
+
+use crate::llm::Message;
+
+/// The system text of every request (extraction, generation, correction).
+pub const SYSTEM: &str = include_str!("prompts/system.txt");
+/// The heading of the schema block.
+const TABLES: &str = "### Tables, one column a line (name: type, (description), VALUES of categorical columns, e.g. sample values, range, PRIMARY_KEY):\n";
+
+/// The messages of one request: `task` says what to answer and how; `sections` (possibly
+/// empty, each ending in a newline) are the call's own material between the task and the question.
+pub fn messages(schema: &str, task: &str, sections: &str, question: &str, hint: Option<&str>) -> Vec<Message> {
+    let schema = schema.trim_end();
+    let task = task.trim_end();
+    let mut user = String::with_capacity(TABLES.len() + schema.len() + task.len() + sections.len() + question.len() + 64);
+    user.push_str(TABLES);
+    user.push_str(schema);
+    user.push('\n');
+    user.push_str(task);
+    user.push('\n');
+    user.push_str(sections);
+    user.push_str("### Question: ");
+    user.push_str(question.trim());
+    user.push('\n');
+    if let Some(h) = hint.map(str::trim).filter(|h| !h.is_empty()) {
+        user.push_str("### Note: ");
+        user.push_str(h);
+        user.push('\n');
+    }
+    vec![Message::system(SYSTEM.trim_end()), Message::user(user)]
+}
+
+/// The bytes two requests share from their start (their messages as an endpoint's chat
+/// template lays them out one after another).
+pub fn shared_prefix(a: &[Message], b: &[Message]) -> usize {
+    let mut shared = 0;
+    for (x, y) in a.iter().zip(b) {
+        if x.role != y.role {
+            return shared;
+        }
+        let common = x.content.bytes().zip(y.content.bytes()).take_while(|(p, q)| p == q).count();
+        shared += common;
+        if common < x.content.len() || common < y.content.len() {
+            return shared;
+        }
+    }
+    shared
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_puts_what_calls_share_first() {
+        let m = messages("# t (\n#   a: int\n# )\n", "### Task: do it.\n", "### Values: x\n", " Who? ", Some(" be brief "));
+        assert_eq!(m[0].role, "system");
+        assert_eq!(m[0].content, SYSTEM.trim_end());
+        assert_eq!(m[1].content, format!("{TABLES}# t (\n#   a: int\n# )\n### Task: do it.\n### Values: x\n### Question: Who?\n### Note: be brief\n"));
+    }
+
+    #[test]
+    fn two_tasks_share_system_and_schema() {
+        let a = messages("# t (\n# )", "### Task: one", "", "q1", None);
+        let b = messages("# t (\n# )", "### Task: two", "### Values\n", "q2", None);
+        let expected = SYSTEM.trim_end().len() + TABLES.len() + "# t (\n# )\n### Task: ".len();
+        assert_eq!(shared_prefix(&a, &b), expected);
+        assert_eq!(shared_prefix(&a, &a), a.iter().map(|m| m.content.len()).sum::<usize>());
+    }
+}
