@@ -41,6 +41,7 @@ import harness  # noqa: E402  (shares the cluster and database set-up)
 import recall  # noqa: E402  (bench/recall.py, beside this file)
 
 LLM_HOME = Path(os.environ.get("NL2SQL_LLM_HOME", Path.home() / ".cache" / "nl2sql" / "llm"))
+LLM_URL = "http://127.0.0.1:%s" % os.environ.get("NL2SQL_LLM_PORT", "8080")  # scripts/local-llm.sh
 
 
 def pct(xs, p):
@@ -81,6 +82,9 @@ def report_overhead(name, samples):
 
 ZERO_SHOT = (("nl2sql.mode", "zero_shot"),)
 FULL = (("nl2sql.mode", "full"),)
+# The full path with its extraction whatever the schema's size (spider-pg's are all below
+# nl2sql.extraction_min_tokens): what a larger schema's questions send.
+FULL_EXTRACTING = (("nl2sql.mode", "full"), ("nl2sql.extraction_min_tokens", "0"))
 
 
 def connect(kw, db, url, settings=()):
@@ -198,7 +202,18 @@ def value_index_bench(kw, n_values, lookups):
 
 
 def qwen_tokens(texts):
-    """Exact Qwen2.5 token counts with llama.cpp's tokenizer (vocab only), or None."""
+    """Exact Qwen2.5 token counts from the local model's server (scripts/local-llm.sh start;
+    its /tokenize endpoint), else with llama-cpp-python's tokenizer where installed, or None."""
+    try:
+        counts = []
+        for t in texts:
+            req = urllib.request.Request(LLM_URL + "/tokenize", data=json.dumps({"content": t}).encode(),
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=30) as r:
+                counts.append(len(json.load(r)["tokens"]))
+        return counts
+    except (OSError, ValueError, KeyError):
+        pass
     py = LLM_HOME / "venv" / "bin" / "python"
     gguf = next(LLM_HOME.glob("*.gguf"), None)
     if not py.exists() or gguf is None:
@@ -321,7 +336,7 @@ def tokens_bench(kw, items, url):
     print(f"\n3. Prompt tokens per question, all {len(items)} spider-pg questions")
     estimates = {"zero-shot prompt": [], "full: extraction prompt": [], "full: generation prompt": []}
     prompts = {k: [] for k in estimates}
-    for name, settings in [("zero-shot", ZERO_SHOT), ("full", FULL)]:
+    for name, settings in [("zero-shot", ZERO_SHOT), ("full", FULL_EXTRACTING)]:
         urllib.request.urlopen(urllib.request.Request(url + "/reset", data=b"{}", method="POST"))
         conns = {}
         for q in items:
@@ -337,7 +352,7 @@ def tokens_bench(kw, items, url):
                 estimates["full: extraction prompt"].append(first["extract"])
                 estimates["full: generation prompt"].append(first["generate"])
         with urllib.request.urlopen(url + "/requests") as r:
-            seen = [req["body"]["messages"] for req in json.load(r)]
+            seen = [req["body"]["messages"] for req in json.load(r) if req.get("status") == 200]
         for messages in seen:
             text = "\n".join(m["content"] for m in messages)
             if name == "zero-shot":

@@ -30,7 +30,8 @@ def test_happy_path_on_spider_database(connect, mock):
     assert "### Question: How many singers do we have?" in extraction["messages"][-1]["content"]
     assert first["temperature"] == second["temperature"] == 0.7
     assert first["messages"] == second["messages"]
-    assert "#SQL-like" in first["messages"][1]["content"]
+    # Candidates answer with the query alone (nl2sql.use_chain_of_thought is off by default).
+    assert "one ```sql block" in first["messages"][1]["content"] and "#SQL-like" not in first["messages"][1]["content"]
     # Extraction and candidates start alike: the same system text, then the same schema block.
     assert extraction["messages"][0] == first["messages"][0]
     # The mock refuses several answers per request as llama.cpp's server does: asked once
@@ -54,7 +55,7 @@ def test_candidates_are_requested_concurrently(connect, mock):
     conn = connect()
     conn.execute("SET nl2sql.agreement = 0")  # all five candidates in one wave
     assert ask(conn, "[concurrent] names") == "SELECT name FROM singer ORDER BY name"
-    gen = [r for r in mock.requests() if "#SQL-like" in r["body"]["messages"][1]["content"]]
+    gen = [r for r in mock.requests() if "### Task: write" in r["body"]["messages"][1]["content"]]
     assert len(gen) == 5
     # Each answer takes 600 ms: all five requests arrived before the first could be answered.
     arrivals = sorted(r["received"] for r in gen)
@@ -66,6 +67,7 @@ def test_candidates_are_requested_concurrently(connect, mock):
 
 def test_small_schema_skips_extraction_and_shares_the_zero_shot_prefix(connect, mock):
     conn = connect()
+    conn.execute("SET nl2sql.use_chain_of_thought = on")  # even with a task of their own
     assert ask(conn, "How many singers do we have?") == "SELECT count(*) FROM singer"
     trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
     assert trace.get("extraction") is None
@@ -119,7 +121,7 @@ def test_cancel_while_candidates_are_generated(connect, mock):
     assert returned - cancelled_at[0] < 1.0
     # Extraction was done and the candidates were in flight when the cancel came.
     reqs = mock.requests()
-    assert len(reqs) == 3 and "#SQL-like" in reqs[2]["body"]["messages"][1]["content"]
+    assert len(reqs) == 3 and "### Task: write" in reqs[2]["body"]["messages"][1]["content"]
     assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
