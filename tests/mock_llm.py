@@ -55,11 +55,10 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status, body, content_type="application/json"):
-        with LOCK:
-            for seen in reversed(SEEN):
-                if seen.get("thread") == threading.get_ident() and "status" not in seen:
-                    seen["status"] = status
-                    break
+        entry = getattr(self, "entry", None)  # this request's record in SEEN (POSTs only)
+        if entry is not None:
+            with LOCK:
+                entry.setdefault("status", status)
         data = body.encode() if isinstance(body, str) else body
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -71,6 +70,7 @@ class Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (timeout or cancel): expected in tests
 
     def do_GET(self):
+        self.entry = None
         if self.path == "/health":
             self._send(200, "{}")
         elif self.path == "/requests":
@@ -80,6 +80,7 @@ class Handler(BaseHTTPRequestHandler):
             self._send(404, '{"error": "not found"}')
 
     def do_POST(self):
+        self.entry = None
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length).decode("utf-8", "replace")
         if self.path == "/reset":
@@ -92,9 +93,10 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw)
         except ValueError:
             return self._send(400, '{"error": "request body is not JSON"}')
+        self.entry = {"path": self.path, "authorization": self.headers.get("Authorization"), "body": body,
+                      "received": time.time(), "thread": threading.get_ident()}
         with LOCK:
-            SEEN.append({"path": self.path, "authorization": self.headers.get("Authorization"), "body": body,
-                         "received": time.time(), "thread": threading.get_ident()})
+            SEEN.append(self.entry)
         if self.path.endswith("/embeddings"):
             return self._embeddings(body)
         if not self.path.endswith("/chat/completions"):
@@ -168,10 +170,7 @@ class Handler(BaseHTTPRequestHandler):
         }
         self._send(200, json.dumps(reply))
         with LOCK:
-            for seen in reversed(SEEN):
-                if seen.get("thread") == threading.get_ident() and "answered" not in seen:
-                    seen["answered"] = time.time()
-                    break
+            self.entry["answered"] = time.time()
 
 
 def embed(text, dims=64):

@@ -102,26 +102,31 @@ fn remember_single_choice(ep: &Endpoint) {
 }
 
 /// `n` answers to one request: one request with OpenAI's `n` parameter (vLLM and OpenAI take
-/// it: the prompt is read once), else `n` requests at once. An endpoint that refuses `n` with
-/// HTTP 400 or 422 (llama.cpp's server does) or returns fewer answers (it ignored `n`) gets the
-/// rest as separate requests, and no `n` again from this process. `use_n` false never sends it.
+/// it: the prompt is read once), else `n` requests at once. That request is tried once, with no
+/// retries and room for `n` answers of the usual size; when it fails (llama.cpp's server refuses
+/// `n` with HTTP 400, older builds with 500) the `n` requests are sent separately, and when
+/// those work, or when it returned fewer answers (the endpoint ignored `n`), the endpoint gets no
+/// `n` again from this process. Authentication, rate-limit, timeout and connection failures are
+/// the endpoint's own: they are returned as they are. `use_n` false never sends `n`.
 pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut dyn FnMut()) -> Vec<Result<Completion, LlmError>> {
     if n <= 1 || !use_n || single_choice(ep) {
         return chat_many(ep, vec![req; n], poll);
     }
     let job: Box<dyn FnOnce() -> Choices + Send> = {
-        let ep = ep.clone();
-        let body = request_body_n(&ep, &req, n);
+        let mut once = ep.clone();
+        once.max_retries = 0;
+        once.max_body = ep.max_body.saturating_mul(n);
+        let limit = ep.max_body;
+        let body = request_body_n(ep, &req, n);
         Box::new(move || {
-            let reply = http::post_json(&ep, &body)?;
-            parse_choices(&ep, &reply.text, reply.latency, reply.attempts)
+            let reply = http::post_json(&once, &body)?;
+            parse_choices_upto(&once, &reply.text, reply.latency, reply.attempts, n, limit)
         })
     };
     let lost = || Err(ep.bad_response("the worker thread could not run", ""));
     let answer = http::run_concurrently(vec![job], poll, lost).pop().unwrap_or_else(lost);
     match answer {
         Ok(mut answers) => {
-            answers.truncate(n);
             if answers.len() < n {
                 remember_single_choice(ep);
                 let rest = n - answers.len();
@@ -129,11 +134,27 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
             }
             answers
         }
-        Err(e) if matches!(e.kind, ErrorKind::Http { status: 400 | 422, .. }) => {
-            remember_single_choice(ep);
-            chat_many(ep, vec![req; n], poll)
+        Err(e)
+            if matches!(
+                e.kind,
+                ErrorKind::Auth { .. }
+                    | ErrorKind::RateLimited { .. }
+                    | ErrorKind::Timeout { .. }
+                    | ErrorKind::Connect { .. }
+                    | ErrorKind::BadUrl { .. }
+                    | ErrorKind::NotConfigured
+            ) =>
+        {
+            vec![Err(e); n]
         }
-        Err(e) => vec![Err(e); n],
+        Err(_) => {
+            let answers = chat_many(ep, vec![req; n], poll);
+            // A question too long for the model fails the same way alone: n stays on.
+            if answers.iter().any(|a| a.is_ok()) {
+                remember_single_choice(ep);
+            }
+            answers
+        }
     }
 }
 
@@ -167,6 +188,13 @@ pub fn parse_completion(ep: &Endpoint, text: &str, latency: Duration, attempts: 
 /// Reads an OpenAI chat completion response: one answer (or empty-answer error) per choice,
 /// in the order of their `index`; an error when the response itself is unreadable.
 pub fn parse_choices(ep: &Endpoint, text: &str, latency: Duration, attempts: u32) -> Choices {
+    parse_choices_upto(ep, text, latency, attempts, usize::MAX, usize::MAX)
+}
+
+/// [`parse_choices`], reading at most `take` choices (a hostile body may hold millions), each
+/// answer at most `limit` bytes (the size one answer may have alone). The request's usage goes
+/// on its first answer that has content; the others report zero.
+fn parse_choices_upto(ep: &Endpoint, text: &str, latency: Duration, attempts: u32, take: usize, limit: usize) -> Choices {
     let v: Value = serde_json::from_str(text).map_err(|e| {
         if e.is_eof() {
             ep.bad_response("the JSON is truncated", text)
@@ -179,14 +207,15 @@ pub fn parse_choices(ep: &Endpoint, text: &str, latency: Duration, attempts: u32
         return Err(ep.bad_response("no choices in the response", text));
     }
     choices.sort_by_key(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0));
+    choices.truncate(take);
     let usage = v.get("usage");
     let tokens = |k: &str| usage.and_then(|u| u.get(k)).and_then(Value::as_u64);
     let cached = usage.and_then(|u| u.get("prompt_tokens_details")).and_then(|d| d.get("cached_tokens")).and_then(Value::as_u64);
     let count = choices.len() as u32;
+    let mut usage_given = false;
     Ok(choices
         .into_iter()
-        .enumerate()
-        .map(|(i, choice)| {
+        .map(|choice| {
             let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
             let content = choice
                 .get("message")
@@ -198,7 +227,11 @@ pub fn parse_choices(ep: &Endpoint, text: &str, latency: Duration, attempts: u32
             if content.trim().is_empty() {
                 return Err(ep.error(ErrorKind::EmptyAnswer { finish_reason }));
             }
-            let first = i == 0;
+            if content.len() > limit {
+                return Err(ep.error(ErrorKind::TooLarge { url: ep.display_url(), limit }));
+            }
+            let first = !usage_given;
+            usage_given = true;
             Ok(Completion {
                 content,
                 finish_reason,
@@ -315,6 +348,56 @@ mod tests {
         assert!(second.iter().all(|r| r.as_ref().is_ok_and(|c| c.content == "SELECT 2")), "{second:?}");
         let seen = h.join().expect("server");
         assert_eq!(seen.iter().filter(|r| r.contains("\"n\":")).count(), 1, "{seen:?}");
+    }
+
+    #[test]
+    fn an_older_llama_cpp_refusing_n_with_500_gets_separate_requests_without_retries() {
+        let refusal = r#"{"error":{"code":500,"message":"Only one completion choice is allowed","type":"server_error"}}"#;
+        let replies = vec![(500, refusal.to_string(), 0), (200, ok_body("SELECT 1"), 0), (200, ok_body("SELECT 1"), 0)];
+        let (url, h) = serve(replies);
+        let mut ep = endpoint(Service::Llm, url);
+        ep.max_retries = 2;
+        let rs = sample(&ep, request(), 2, true, &mut || {});
+        assert!(rs.iter().all(|r| r.is_ok()), "{rs:?}");
+        assert!(single_choice(&ep));
+        let seen = h.join().expect("server");
+        assert_eq!(seen.len(), 3, "the request for two answers is not retried");
+    }
+
+    #[test]
+    fn a_request_failing_alone_too_leaves_n_on() {
+        let too_long = r#"{"error":{"message":"This model's maximum context length is 8192 tokens"}}"#;
+        let replies = vec![(400, too_long.to_string(), 0), (400, too_long.to_string(), 0), (400, too_long.to_string(), 0)];
+        let (url, h) = serve(replies);
+        let ep = endpoint(Service::Llm, url);
+        let rs = sample(&ep, request(), 2, true, &mut || {});
+        assert!(rs.iter().all(|r| matches!(r, Err(e) if matches!(e.kind, ErrorKind::Http { status: 400, .. }))), "{rs:?}");
+        assert!(!single_choice(&ep));
+        h.join().expect("server");
+    }
+
+    #[test]
+    fn a_hostile_number_of_choices_is_read_only_up_to_n() {
+        let many: Vec<&str> = vec!["SELECT 1"; 5000];
+        let (url, h) = serve(vec![(200, choices_body(&many), 0)]);
+        let rs = sample(&endpoint(Service::Llm, url), request(), 3, true, &mut || {});
+        assert_eq!(rs.len(), 3);
+        assert!(rs.iter().all(|r| r.is_ok()));
+        h.join().expect("server");
+    }
+
+    #[test]
+    fn usage_goes_on_the_first_answer_with_content() {
+        let body = serde_json::json!({"choices": [{"index": 0, "message": {"content": " "}, "finish_reason": "length"},
+                                                   {"index": 1, "message": {"content": "SELECT 2"}, "finish_reason": "stop"}],
+                                      "usage": {"prompt_tokens": 40, "completion_tokens": 9}})
+        .to_string();
+        let (url, h) = serve(vec![(200, body, 0)]);
+        let rs = sample(&endpoint(Service::Llm, url), request(), 2, true, &mut || {});
+        assert!(matches!(&rs[0], Err(e) if matches!(e.kind, ErrorKind::EmptyAnswer { .. })));
+        let second = rs[1].as_ref().expect("answer");
+        assert_eq!((second.prompt_tokens, second.completion_tokens, second.same_request), (Some(40), Some(9), false));
+        h.join().expect("server");
     }
 
     #[test]

@@ -202,7 +202,8 @@ pub struct LlmCall {
     pub stage: &'static str,
     /// As reported by the endpoint (None when it reports no usage).
     pub prompt_tokens: Option<u64>,
-    /// Our estimate of the whole prompt (schema::estimate_tokens), reported whatever the endpoint says.
+    /// Our estimate of the whole prompt (schema::estimate_tokens), reported whatever the endpoint
+    /// says; 0 on the later answers of one request (the prompt was sent once).
     pub prompt_tokens_estimate: usize,
     pub completion_tokens: Option<u64>,
     /// Prompt tokens the endpoint took from its cache (as reported; llama.cpp, vLLM, OpenAI).
@@ -376,7 +377,8 @@ fn record(trace: &mut Trace, stage: &'static str, messages: &[Message], r: &Resu
         Ok(c) => LlmCall {
             stage,
             prompt_tokens: c.prompt_tokens,
-            prompt_tokens_estimate,
+            // The prompt was sent once for all the answers of one request.
+            prompt_tokens_estimate: if c.same_request { 0 } else { prompt_tokens_estimate },
             completion_tokens: c.completion_tokens,
             cached_tokens: c.cached_tokens,
             choices: (c.choices > 1 && !c.same_request).then_some(c.choices),
