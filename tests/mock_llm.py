@@ -94,7 +94,7 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             return self._send(400, '{"error": "request body is not JSON"}')
         self.entry = {"path": self.path, "authorization": self.headers.get("Authorization"), "body": body,
-                      "received": time.time(), "thread": threading.get_ident()}
+                      "received": time.time()}
         with LOCK:
             SEEN.append(self.entry)
         if self.path.endswith("/embeddings"):

@@ -71,7 +71,7 @@ pub fn chat_many(ep: &Endpoint, reqs: Vec<ChatRequest>, poll: &mut dyn FnMut()) 
         .map(|req| {
             let ep = ep.clone();
             let job: Box<dyn FnOnce() -> Result<Completion, LlmError> + Send> = Box::new(move || {
-                let reply = http::post_json(&ep, &request_body(&ep, &req))?;
+                let reply = http::post_json(&ep, &request_body(&ep, &req, None))?;
                 parse_completion(&ep, &reply.text, reply.latency, reply.attempts)
             });
             job
@@ -117,10 +117,10 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
         once.max_retries = 0;
         once.max_body = ep.max_body.saturating_mul(n);
         let limit = ep.max_body;
-        let body = request_body_n(ep, &req, n);
+        let body = request_body(ep, &req, Some(n));
         Box::new(move || {
             let reply = http::post_json(&once, &body)?;
-            parse_choices_upto(&once, &reply.text, reply.latency, reply.attempts, n, limit)
+            parse_choices(&once, &reply.text, reply.latency, reply.attempts, n, limit)
         })
     };
     let lost = || Err(ep.bad_response("the worker thread could not run", ""));
@@ -158,13 +158,8 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
     }
 }
 
-fn request_body_n(ep: &Endpoint, req: &ChatRequest, n: usize) -> String {
-    let mut body: Value = serde_json::from_str(&request_body(ep, req)).unwrap_or_else(|_| serde_json::json!({}));
-    body["n"] = Value::from(n as u64);
-    body.to_string()
-}
-
-fn request_body(ep: &Endpoint, req: &ChatRequest) -> String {
+/// The request's JSON; `n`: several answers at once (OpenAI's parameter).
+fn request_body(ep: &Endpoint, req: &ChatRequest, n: Option<usize>) -> String {
     let mut body = serde_json::json!({
         "messages": req.messages,
         "temperature": req.temperature,
@@ -174,27 +169,26 @@ fn request_body(ep: &Endpoint, req: &ChatRequest) -> String {
     if let Some(m) = ep.model.as_deref().filter(|m| !m.is_empty()) {
         body["model"] = Value::String(m.to_string());
     }
+    if let Some(n) = n {
+        body["n"] = Value::from(n as u64);
+    }
     body.to_string()
 }
 
 /// Reads an OpenAI chat completion response: its first answer.
 pub fn parse_completion(ep: &Endpoint, text: &str, latency: Duration, attempts: u32) -> Result<Completion, LlmError> {
-    parse_choices(ep, text, latency, attempts)?
+    parse_choices(ep, text, latency, attempts, 1, usize::MAX)?
         .into_iter()
         .next()
         .unwrap_or_else(|| Err(ep.bad_response("no choices in the response", text)))
 }
 
-/// Reads an OpenAI chat completion response: one answer (or empty-answer error) per choice,
-/// in the order of their `index`; an error when the response itself is unreadable.
-pub fn parse_choices(ep: &Endpoint, text: &str, latency: Duration, attempts: u32) -> Choices {
-    parse_choices_upto(ep, text, latency, attempts, usize::MAX, usize::MAX)
-}
-
-/// [`parse_choices`], reading at most `take` choices (a hostile body may hold millions), each
-/// answer at most `limit` bytes (the size one answer may have alone). The request's usage goes
-/// on its first answer that has content; the others report zero.
-fn parse_choices_upto(ep: &Endpoint, text: &str, latency: Duration, attempts: u32, take: usize, limit: usize) -> Choices {
+/// Reads an OpenAI chat completion response: one answer (or empty-answer error) per choice, in
+/// the order of their `index`, at most `take` of them (a hostile body may hold millions), each
+/// at most `limit` bytes (the size one answer may have alone); an error when the response itself
+/// is unreadable. The request's usage goes on its first answer that has content; the others
+/// report zero.
+pub fn parse_choices(ep: &Endpoint, text: &str, latency: Duration, attempts: u32, take: usize, limit: usize) -> Choices {
     let v: Value = serde_json::from_str(text).map_err(|e| {
         if e.is_eof() {
             ep.bad_response("the JSON is truncated", text)

@@ -34,7 +34,8 @@ pub fn messages(schema: &str, task: &str, sections: &str, question: &str, hint: 
 }
 
 /// The bytes two requests share from their start (their messages as an endpoint's chat
-/// template lays them out one after another).
+/// template lays them out one after another); for tests.
+#[cfg(test)]
 pub fn shared_prefix(a: &[Message], b: &[Message]) -> usize {
     let mut shared = 0;
     for (x, y) in a.iter().zip(b) {
