@@ -172,7 +172,7 @@ mod tests {
     #[test]
     fn prompt_has_schema_question_and_hint() {
         let m = messages("# t (\n# )", "How many?", Some("hint"));
-        assert_eq!(m[0].content, crate::prompt::SYSTEM.trim_end());
+        assert_eq!(m[0].content, crate::prompt::system());
         assert!(m[1].content.contains("list what a query answering it needs"));
         assert!(m[1].content.ends_with("### Question: How many?\n### Note: hint\n"));
     }

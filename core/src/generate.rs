@@ -2,7 +2,7 @@
 //! by [`crate::prompt`] so that they share their start with every other call on the database.
 
 use crate::llm::Message;
-use crate::prompt;
+use crate::prompt::{self, Layout};
 
 const TASK: &str = include_str!("prompts/generate_task.txt");
 const COT_TASK: &str = include_str!("prompts/generate_cot_task.txt");
@@ -13,15 +13,29 @@ pub fn zero_shot(schema: &str, values: &str, question: &str, hint: Option<&str>)
     prompt::messages(schema, TASK, values, question, hint)
 }
 
-/// The messages of a generation request with the structured chain of thought (#reason,
-/// #columns, #values, #SELECT, #SQL-like, #SQL): the schema, the similar values, what the answer
-/// returns (the extraction's SELECT phrases), the question and its hint.
-pub fn structured(schema: &str, values: &str, returns: &[String], question: &str, hint: Option<&str>) -> Vec<Message> {
-    let mut sections = values.to_string();
+/// The sections a generation shows between its task and the question, in one order for every
+/// prompt: the examples (few-shot), the similar stored values, what the answer returns (the
+/// extraction's SELECT phrases). Each part may be empty.
+pub fn sections(examples: &str, values: &str, returns: &[String]) -> String {
+    let mut s = String::with_capacity(examples.len() + values.len() + 64);
+    s.push_str(examples);
+    s.push_str(values);
     if !returns.is_empty() {
-        sections.push_str(&format!("### The answer returns: {}\n", returns.join("; ")));
+        s.push_str(&format!("### The answer returns: {}\n", returns.join("; ")));
     }
-    prompt::messages(schema, COT_TASK, &sections, question, hint)
+    s
+}
+
+/// The messages of a generation request: the schema in `layout`, the task (the query alone, or
+/// the structured chain of thought #reason, #columns, #values, #SELECT, #SQL-like, #SQL when
+/// `thought`), the `sections`, the question and its hint.
+pub fn query(layout: Layout, schema: &str, thought: bool, sections: &str, question: &str, hint: Option<&str>) -> Vec<Message> {
+    prompt::messages_in(layout, schema, if thought { COT_TASK } else { TASK }, sections, question, hint)
+}
+
+/// The Open-SQL generation with the structured chain of thought.
+pub fn structured(schema: &str, values: &str, returns: &[String], question: &str, hint: Option<&str>) -> Vec<Message> {
+    query(Layout::OpenSql, schema, true, &sections("", values, returns), question, hint)
 }
 
 #[cfg(test)]

@@ -10,9 +10,11 @@
 use crate::align::{self, Rules, ValueLookup};
 use crate::answer::extract_sql;
 use crate::error::{Diagnostic, Report, SqlState};
+use crate::examples::{self, Example};
 use crate::extract::{self, Extraction};
 use crate::guard::{self, GuardError};
 use crate::llm::{ChatRequest, Completion, LlmError, Message};
+use crate::prompt::Layout;
 use crate::refine::{self, Failure, FailureKind};
 use crate::results;
 use crate::retrieve::{self, ValueHint};
@@ -53,6 +55,11 @@ pub trait Database: ValueLookup {
     fn similar_columns(&mut self, _text: &str) -> Vec<(u32, String)> {
         Vec::new()
     }
+    /// Up to `k` enabled examples whose masked question is nearest `masked`, among those whose
+    /// SQL reads only what the caller may read; none by default.
+    fn similar_examples(&mut self, _masked: &str, _k: usize) -> Vec<Example> {
+        Vec::new()
+    }
 }
 
 /// What the pipeline needs from the model.
@@ -89,6 +96,42 @@ pub enum Mode {
     Full,
 }
 
+/// How a candidate was asked for: generators differ in their prompt, not only in temperature,
+/// so their mistakes differ too and the vote can collect what each gets right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Generator {
+    /// The schema one column a line with values and samples (Open-SQL), the similar stored
+    /// values, the examples.
+    OpenSql,
+    /// The schema as CREATE TABLE statements (names, types, keys), the examples, no values.
+    CreateTable,
+}
+
+impl Generator {
+    pub fn name(self) -> &'static str {
+        match self {
+            Generator::OpenSql => "open_sql",
+            Generator::CreateTable => "create_table",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Generator> {
+        match name.trim() {
+            "open_sql" => Some(Generator::OpenSql),
+            "create_table" => Some(Generator::CreateTable),
+            _ => None,
+        }
+    }
+
+    fn layout(self) -> Layout {
+        match self {
+            Generator::OpenSql => Layout::OpenSql,
+            Generator::CreateTable => Layout::CreateTable,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub mode: Mode,
@@ -111,6 +154,11 @@ pub struct Settings {
     pub alignment: Rules,
     /// Columns from the schema embeddings added to the per-question schema.
     pub column_matches: usize,
+    /// The prompts candidates are asked with (full path). With more than one, the first wave
+    /// asks each once at temperature 0; later candidates take turns at `temperature`.
+    pub generators: Vec<Generator>,
+    /// Examples shown as few-shot (k); 0 shows none.
+    pub examples: usize,
 }
 
 impl Settings {
@@ -130,6 +178,8 @@ impl Settings {
             chain_of_thought: false,
             alignment: Rules { agent: false, function: false, style: false },
             column_matches: 0,
+            generators: vec![Generator::OpenSql],
+            examples: 0,
         }
     }
 }
@@ -168,6 +218,15 @@ pub struct Trace {
     /// Why the full path did without its extraction round.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub extraction_skipped: Option<String>,
+    /// The extraction call failed: the candidates were shown the whole schema instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extraction_failed: Option<String>,
+    /// The question as examples are searched by: names and values replaced by placeholders.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub masked_question: Option<String>,
+    /// Examples shown to the candidates (few-shot), nearest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Example>,
     pub llm_calls: Vec<LlmCall>,
     /// LLM round trips one after another (concurrent requests count once).
     pub round_trips: usize,
@@ -224,6 +283,9 @@ pub struct LlmCall {
 pub struct CandidateTrace {
     /// 0: generated; 1..: correction rounds.
     pub round: u32,
+    /// The prompt it was asked with (full path); a correction keeps its parent's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator: Option<&'static str>,
     pub raw: String,
     /// The SQL the model wrote.
     pub sql: Option<String>,
@@ -578,7 +640,7 @@ fn evaluate(
 /// A query's normal form, to find candidates that wrote the same thing.
 /// Parsed and printed again (one layout), then tokenized: unquoted words (keywords and names,
 /// which PostgreSQL folds) lowercased; string literals and quoted names kept as written.
-fn normal_form(sql: &str) -> String {
+pub fn normal_form(sql: &str) -> String {
     let printed = match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
         Ok(s) => s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("; "),
         Err(_) => sql.to_string(),

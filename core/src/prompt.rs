@@ -4,19 +4,54 @@
 //! on one database the system text and the whole-schema block stay the same, byte for byte.
 
 use crate::llm::Message;
+use std::sync::OnceLock;
 
-/// The system text of every request (extraction, generation, correction).
-pub const SYSTEM: &str = include_str!("prompts/system.txt");
-/// The heading of the schema block.
+/// The system text of every request (extraction, generation, correction), before the server's
+/// major version is put in.
+const SYSTEM: &str = include_str!("prompts/system.txt");
+/// The heading of the schema block in the Open-SQL layout.
 const TABLES: &str = "### Tables, one column a line (name: type, (description), VALUES of categorical columns, e.g. sample values, range, PRIMARY_KEY):\n";
+/// The heading of the schema block written as CREATE TABLE statements.
+const DDL: &str = "### Tables, as PostgreSQL CREATE TABLE statements:\n";
+
+/// The server's major version, set once by the extension when it loads.
+static VERSION: OnceLock<String> = OnceLock::new();
+
+/// Tells every prompt which PostgreSQL it writes for (e.g. "15"); the first call wins.
+pub fn set_server_version(major: &str) {
+    let _ = VERSION.set(major.to_string());
+}
+
+/// The system text of every request, with the server's major version.
+pub fn system() -> String {
+    SYSTEM.trim_end().replace("{version}", VERSION.get().map(String::as_str).unwrap_or("15"))
+}
+
+/// How the schema block is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// One column a line, with descriptions, categorical values and samples (Open-SQL).
+    OpenSql,
+    /// CREATE TABLE statements: names, types and keys only.
+    CreateTable,
+}
 
 /// The messages of one request: `task` says what to answer and how; `sections` (possibly
 /// empty, each ending in a newline) are the call's own material between the task and the question.
 pub fn messages(schema: &str, task: &str, sections: &str, question: &str, hint: Option<&str>) -> Vec<Message> {
+    messages_in(Layout::OpenSql, schema, task, sections, question, hint)
+}
+
+/// [`messages`] with the schema block in the given layout.
+pub fn messages_in(layout: Layout, schema: &str, task: &str, sections: &str, question: &str, hint: Option<&str>) -> Vec<Message> {
+    let heading = match layout {
+        Layout::OpenSql => TABLES,
+        Layout::CreateTable => DDL,
+    };
     let schema = schema.trim_end();
     let task = task.trim_end();
-    let mut user = String::with_capacity(TABLES.len() + schema.len() + task.len() + sections.len() + question.len() + 64);
-    user.push_str(TABLES);
+    let mut user = String::with_capacity(heading.len() + schema.len() + task.len() + sections.len() + question.len() + 64);
+    user.push_str(heading);
     user.push_str(schema);
     user.push('\n');
     user.push_str(task);
@@ -30,7 +65,7 @@ pub fn messages(schema: &str, task: &str, sections: &str, question: &str, hint: 
         user.push_str(h);
         user.push('\n');
     }
-    vec![Message::system(SYSTEM.trim_end()), Message::user(user)]
+    vec![Message::system(system()), Message::user(user)]
 }
 
 /// The bytes two requests share from their start (their messages as an endpoint's chat
@@ -59,7 +94,8 @@ mod tests {
     fn layout_puts_what_calls_share_first() {
         let m = messages("# t (\n#   a: int\n# )\n", "### Task: do it.\n", "### Values: x\n", " Who? ", Some(" be brief "));
         assert_eq!(m[0].role, "system");
-        assert_eq!(m[0].content, SYSTEM.trim_end());
+        assert_eq!(m[0].content, system());
+        assert!(m[0].content.starts_with("You work on a PostgreSQL 15 database"), "{}", m[0].content);
         assert_eq!(m[1].content, format!("{TABLES}# t (\n#   a: int\n# )\n### Task: do it.\n### Values: x\n### Question: Who?\n### Note: be brief\n"));
     }
 
@@ -67,7 +103,7 @@ mod tests {
     fn two_tasks_share_system_and_schema() {
         let a = messages("# t (\n# )", "### Task: one", "", "q1", None);
         let b = messages("# t (\n# )", "### Task: two", "### Values\n", "q2", None);
-        let expected = SYSTEM.trim_end().len() + TABLES.len() + "# t (\n# )\n### Task: ".len();
+        let expected = system().len() + TABLES.len() + "# t (\n# )\n### Task: ".len();
         assert_eq!(shared_prefix(&a, &b), expected);
         assert_eq!(shared_prefix(&a, &a), a.iter().map(|m| m.content.len()).sum::<usize>());
     }

@@ -152,6 +152,67 @@ impl Schema {
         }
     }
 
+    /// Renders as CREATE TABLE statements (names, types, keys; no statistics) within
+    /// `max_tokens`, keeping the longest prefix of tables that fits.
+    pub fn render_ddl(&self, max_tokens: usize) -> Rendered {
+        let mut shown = self.tables.len();
+        loop {
+            let text = self.ddl_tables(&self.tables[..shown], self.tables.len() - shown);
+            let tokens = estimate_tokens(&text);
+            if tokens <= max_tokens || shown <= 1 {
+                return Rendered { text, tokens, detail: Detail::Bare, tables_shown: shown, tables_omitted: self.tables.len() - shown };
+            }
+            shown = (shown * 9 / 10).clamp(1, shown - 1);
+        }
+    }
+
+    fn ddl_tables(&self, tables: &[Table], omitted: usize) -> String {
+        let shown: std::collections::HashSet<&str> = tables.iter().map(|t| t.ident.as_str()).collect();
+        let mut out = String::new();
+        for t in tables {
+            let kind = match t.kind.as_str() {
+                "v" => " -- a view",
+                "m" => " -- a materialized view",
+                "f" => " -- a foreign table",
+                _ => "",
+            };
+            let _ = writeln!(out, "CREATE TABLE {} ({kind}", t.ident);
+            let mut lines: Vec<String> = Vec::with_capacity(t.columns.len() + 2);
+            let single_key = t.primary_key.len() == 1;
+            let fks: Vec<&ForeignKey> =
+                self.foreign_keys.iter().filter(|fk| fk.table == t.ident && shown.contains(fk.ref_table.as_str())).collect();
+            for c in &t.columns {
+                let mut line = format!("  {} {}", c.ident, c.data_type);
+                if single_key && t.primary_key[0] == c.name {
+                    line.push_str(" PRIMARY KEY");
+                } else if c.not_null {
+                    line.push_str(" NOT NULL");
+                }
+                if let Some(fk) = fks.iter().find(|fk| fk.columns.len() == 1 && fk.columns[0] == c.ident) {
+                    let _ = write!(line, " REFERENCES {} ({})", fk.ref_table, fk.ref_columns.join(", "));
+                }
+                lines.push(line);
+            }
+            if t.primary_key.len() > 1 {
+                let key: Vec<&str> = t
+                    .primary_key
+                    .iter()
+                    .map(|k| t.columns.iter().find(|c| &c.name == k).map(|c| c.ident.as_str()).unwrap_or(k.as_str()))
+                    .collect();
+                lines.push(format!("  PRIMARY KEY ({})", key.join(", ")));
+            }
+            for fk in fks.iter().filter(|fk| fk.columns.len() > 1) {
+                lines.push(format!("  FOREIGN KEY ({}) REFERENCES {} ({})", fk.columns.join(", "), fk.ref_table, fk.ref_columns.join(", ")));
+            }
+            out.push_str(&lines.join(",\n"));
+            out.push_str("\n);\n");
+        }
+        if omitted > 0 {
+            let _ = writeln!(out, "-- ... {omitted} more tables not shown (schema larger than the prompt budget)");
+        }
+        out
+    }
+
     fn render_tables(&self, tables: &[Table], detail: Detail, omitted: usize) -> String {
         let mut out = String::new();
         for t in tables {
@@ -463,6 +524,27 @@ pub(crate) mod tests {
 # \"Order Items\".singer_id = singer.singer_id
 ";
         assert_eq!(r.text, expected);
+    }
+
+    #[test]
+    fn renders_create_table_statements() {
+        let r = sample_schema().render_ddl(10_000);
+        let expected = "\
+CREATE TABLE singer (
+  singer_id integer PRIMARY KEY,
+  name text,
+  country text,
+  is_male boolean
+);
+CREATE TABLE \"Order Items\" (
+  singer_id integer REFERENCES singer (singer_id),
+  \"select\" text
+);
+";
+        assert_eq!(r.text, expected);
+        let tiny = sample_schema().render_ddl(10);
+        assert_eq!(tiny.tables_shown, 1);
+        assert!(tiny.text.ends_with("-- ... 1 more tables not shown (schema larger than the prompt budget)\n"), "{}", tiny.text);
     }
 
     #[test]

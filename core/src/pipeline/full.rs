@@ -54,7 +54,11 @@ pub(super) fn full(
         trace.round_trips += 1;
         trace.llm_wait_ms += ms(waited.elapsed());
         record(trace, "extract", &messages, &reply, secret.as_deref());
-        ex = extract::parse(&reply.map_err(|e| llm_error(&e))?.content);
+        // Degrade, don't fail: without the extraction the candidates see the whole schema.
+        match reply {
+            Ok(c) => ex = extract::parse(&c.content),
+            Err(e) => trace.extraction_failed = Some(Report::from_diagnostic(&e).redact(secret.as_deref()).message),
+        }
     }
     // Value retrieval for the question and the entities (split retrieval), column retrieval.
     trace.values = similar_values(q, &ex.entities, schema, db);
@@ -106,13 +110,32 @@ pub(super) fn full(
     }
     let rendered = show_schema(trace, &focus.schema, settings);
 
-    // Generation in waves, alignment, execution, vote.
+    // Examples (few-shot): the nearest masked questions whose SQL the caller may read.
+    if settings.examples > 0 {
+        let names = examples::Names::new(
+            schema.tables.iter().flat_map(|t| std::iter::once(t.name.as_str()).chain(t.columns.iter().map(|c| c.name.as_str()))),
+        );
+        let values: Vec<String> = trace.values.iter().map(|v| v.value.clone()).collect();
+        let masked = examples::mask(&q.text, &names, &values);
+        trace.examples = examples::pick(db.similar_examples(&masked, settings.examples * 2), settings.examples);
+        trace.masked_question = Some(masked);
+    }
+    let shown_examples = examples::render(&trace.examples, settings.chain_of_thought);
+
+    // One prompt per generator, the same sections in the same order.
+    let generators: Vec<Generator> = if settings.generators.is_empty() { vec![Generator::OpenSql] } else { settings.generators.clone() };
     let values = retrieve::render_values(&trace.values);
-    let messages = if settings.chain_of_thought {
-        generate::structured(&rendered.text, &values, &ex.select, &q.text, q.hint.as_deref())
-    } else {
-        generate::zero_shot(&rendered.text, &values, &q.text, q.hint.as_deref())
-    };
+    let prompts: Vec<(Generator, Vec<Message>)> = generators
+        .iter()
+        .map(|&g| {
+            let (text, values) = match g {
+                Generator::OpenSql => (rendered.text.clone(), values.as_str()),
+                Generator::CreateTable => (focus.schema.render_ddl(settings.schema_max_tokens).text, ""),
+            };
+            let sections = generate::sections(&shown_examples, values, if settings.chain_of_thought { &ex.select } else { &[] });
+            (g, generate::query(g.layout(), &text, settings.chain_of_thought, &sections, &q.text, q.hint.as_deref()))
+        })
+        .collect();
     let n = settings.candidates.max(1);
     let temperature = if n == 1 { 0.0 } else { settings.temperature };
     let mut pool = Pool {
@@ -124,8 +147,18 @@ pub(super) fn full(
         conversations: HashMap::new(),
         corrected: HashSet::new(),
     };
-    let waves = [settings.first_wave.clamp(1, n), n - settings.first_wave.clamp(1, n)];
-    for (w, size) in waves.into_iter().enumerate() {
+    // Waves: with one generator, `first_wave` samples of it, then the rest; with several, each
+    // once at temperature 0 (their agreement is not sampling noise), then the rest in turn.
+    let waves: Vec<Vec<(usize, f32)>> = if prompts.len() == 1 {
+        let first = settings.first_wave.clamp(1, n);
+        vec![vec![(0, temperature); first], vec![(0, temperature); n - first]]
+    } else {
+        let first: Vec<(usize, f32)> = (0..prompts.len()).map(|g| (g, 0.0)).collect();
+        let rest = (0..n.saturating_sub(prompts.len())).map(|i| (i % prompts.len(), settings.temperature.max(0.1))).collect();
+        vec![first, rest]
+    };
+    for (w, wave) in waves.into_iter().enumerate() {
+        let size = wave.len();
         if size == 0 {
             continue;
         }
@@ -134,16 +167,38 @@ pub(super) fn full(
             break;
         }
         trace.waves += 1;
-        let req = ChatRequest { messages: messages.clone(), temperature, max_tokens: settings.max_tokens };
         let waited = Instant::now();
-        let replies = llm.sample(req, size);
+        // One generator: its samples in one request where the endpoint takes n.
+        let replies = if wave.iter().all(|&(g, t)| g == wave[0].0 && t == wave[0].1) {
+            let req = ChatRequest { messages: prompts[wave[0].0].1.clone(), temperature: wave[0].1, max_tokens: settings.max_tokens };
+            llm.sample(req, size)
+        } else {
+            let reqs = wave
+                .iter()
+                .map(|&(g, t)| ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens: settings.max_tokens })
+                .collect();
+            llm.chat_many(reqs)
+        };
         trace.round_trips += 1;
         trace.llm_wait_ms += ms(waited.elapsed());
         let mut errors = Vec::new();
-        for reply in replies {
-            record(trace, "generate", &messages, &reply, secret.as_deref());
+        for (reply, &(g, _)) in replies.into_iter().zip(&wave) {
+            let (generator, messages) = &prompts[g];
+            record(trace, "generate", messages, &reply, secret.as_deref());
             match reply {
-                Ok(c) => consider(&c.content, 0, None, messages.clone(), settings, db, schema, &ex.select, &mut pool, trace),
+                Ok(c) => consider(
+                    &c.content,
+                    0,
+                    None,
+                    Some(generator.name()),
+                    messages.clone(),
+                    settings,
+                    db,
+                    schema,
+                    &ex.select,
+                    &mut pool,
+                    trace,
+                ),
                 Err(e) => errors.push(e),
             }
         }
@@ -163,7 +218,7 @@ pub(super) fn full(
         if !non_empty {
             for (i, _, e) in &pool.executed {
                 if e.rows.is_empty() && !pool.corrected.contains(i) {
-                    let conv = pool.conversations.get(i).cloned().unwrap_or_else(|| messages.clone());
+                    let conv = pool.conversations.get(i).cloned().unwrap_or_else(|| prompts[0].1.clone());
                     let raw = trace.candidates.get(*i).map(|c| c.raw.clone()).unwrap_or_default();
                     pool.failed.push((*i, conv, raw, Failure::Empty));
                 }
@@ -186,7 +241,8 @@ pub(super) fn full(
         for ((reply, conv), (parent, ..)) in replies.into_iter().zip(convs).zip(failed) {
             record(trace, "correct", &conv, &reply, secret.as_deref());
             if let Ok(c) = reply {
-                consider(&c.content, round, Some(parent), conv, settings, db, schema, &ex.select, &mut pool, trace);
+                let generator = trace.candidates.get(parent).and_then(|p| p.generator);
+                consider(&c.content, round, Some(parent), generator, conv, settings, db, schema, &ex.select, &mut pool, trace);
             }
         }
     }
@@ -267,6 +323,7 @@ fn consider(
     content: &str,
     round: u32,
     corrects: Option<usize>,
+    generator: Option<&'static str>,
     conversation: Vec<Message>,
     settings: &Settings,
     db: &mut dyn Database,
@@ -276,7 +333,7 @@ fn consider(
     trace: &mut Trace,
 ) {
     let index = trace.candidates.len();
-    let mut cand = CandidateTrace { round, corrects, raw: traced(content), ..Default::default() };
+    let mut cand = CandidateTrace { round, corrects, generator, raw: traced(content), ..Default::default() };
     // Same query as an executed candidate: a vote for it, no second run.
     if let Some(text) = extract_sql(content) {
         if guard::check(&text).is_ok() {

@@ -59,6 +59,9 @@ struct FakeDb {
     stored: HashMap<String, String>,
     lookups: Vec<String>,
     skipped: Vec<String>,
+    examples: Vec<Example>,
+    /// Masked questions examples were searched by.
+    masked: Vec<String>,
 }
 
 impl ValueLookup for FakeDb {
@@ -101,6 +104,10 @@ impl Database for FakeDb {
     fn similar_columns(&mut self, _text: &str) -> Vec<(u32, String)> {
         self.columns.clone()
     }
+    fn similar_examples(&mut self, masked: &str, k: usize) -> Vec<Example> {
+        self.masked.push(masked.to_string());
+        self.examples.iter().take(k).cloned().collect()
+    }
 }
 
 fn settings() -> Settings {
@@ -123,6 +130,8 @@ fn full() -> Settings {
         chain_of_thought: true,
         alignment: Rules::ALL,
         column_matches: 3,
+        generators: vec![Generator::OpenSql],
+        examples: 0,
     }
 }
 
@@ -603,4 +612,96 @@ fn zero_shot_mode_runs_no_alignment() {
     let mut db = FakeDb::default();
     let _ = ask(&q("x"), &sample_schema(), &s, &mut llm, &mut db);
     assert_eq!(db.executed, vec!["SELECT name FROM singers"]);
+}
+
+// --- examples, generators, degrading ---
+
+fn example(id: i64, question: &str, sql: &str) -> Example {
+    Example { id, question: question.into(), sql: sql.into(), thought: None, hint: None, source: "builtin".into(), score: 0.9 }
+}
+
+/// Two generators, no extraction, n = 4, two agreeing votes stop.
+fn diverse() -> Settings {
+    Settings {
+        extraction: false,
+        chain_of_thought: false,
+        candidates: 4,
+        first_wave: 2,
+        agreement: 2,
+        generators: vec![Generator::OpenSql, Generator::CreateTable],
+        examples: 2,
+        ..full()
+    }
+}
+
+#[test]
+fn examples_are_found_by_the_masked_question_and_shown_to_every_generator() {
+    let mut db = FakeDb {
+        examples: vec![
+            example(7, "How many ships are from <value>?", "SELECT count(*) FROM ship WHERE flag = 'Norway'"),
+            example(8, "List the names of ports", "SELECT name FROM port"),
+        ],
+        values: vec![ValueHint { column: "singer.country".into(), value: "France".into(), score: 1.0 }],
+        ..Default::default()
+    };
+    let mut llm = script(&["SELECT count(*) FROM singer WHERE country = 'France'", "SELECT count(*) FROM singer WHERE country = 'France'"]);
+    let a = ask(&q("How many singers are from France?"), &star_schema(), &diverse(), &mut llm, &mut db).expect("answer");
+    assert_eq!(db.masked, vec!["How many <name> are from <value>"]);
+    assert_eq!(a.trace.examples.iter().map(|e| e.id).collect::<Vec<_>>(), vec![7, 8]);
+    let open_sql = &llm.prompts()[0][1].content;
+    let ddl = &llm.prompts()[1][1].content;
+    let shown = "### Examples: questions on other tables";
+    assert!(open_sql.contains(shown) && ddl.contains(shown), "{open_sql}\n{ddl}");
+    assert!(open_sql.contains("```sql\nSELECT name FROM port\n```\n### Stored values"), "{open_sql}");
+    // The CREATE TABLE generator shows no stored values.
+    assert!(ddl.contains("CREATE TABLE singer (") && !ddl.contains("### Stored values"), "{ddl}");
+}
+
+#[test]
+fn generators_are_asked_once_each_at_temperature_zero_then_take_turns() {
+    let mut db = FakeDb::default();
+    db.results.insert("SELECT count(*) FROM singer".into(), (rows(&["6"]), 1));
+    db.results.insert("SELECT count(DISTINCT name) FROM singer".into(), (rows(&["5"]), 1));
+    let mut llm = script(&[
+        "SELECT count(*) FROM singer",
+        "SELECT count(DISTINCT name) FROM singer",
+        "SELECT count(DISTINCT name) FROM singer",
+        "SELECT count(*) FROM singer WHERE true",
+    ]);
+    let a = ask(&q("How many singers?"), &star_schema(), &diverse(), &mut llm, &mut db).expect("answer");
+    assert_eq!(llm.seen.iter().map(|r| r.temperature).collect::<Vec<_>>(), vec![0.0, 0.0, 0.7, 0.7]);
+    assert!(llm.prompts()[1][1].content.starts_with("### Tables, as PostgreSQL CREATE TABLE statements:\nCREATE TABLE "));
+    assert!(llm.prompts()[3][1].content.contains("CREATE TABLE"));
+    let generators: Vec<_> = a.trace.candidates.iter().map(|c| c.generator.unwrap_or("-")).collect();
+    assert_eq!(generators, vec!["open_sql", "create_table", "open_sql", "create_table"]);
+    assert_eq!(a.trace.waves, 2);
+    assert_eq!(a.sql, "SELECT count(*) FROM singer");
+}
+
+#[test]
+fn generators_that_agree_stop_after_one_wave() {
+    let mut llm = script(&["SELECT count(*) FROM singer", "SELECT count(*) FROM singer"]);
+    let a = ask(&q("How many singers?"), &star_schema(), &diverse(), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!(llm.seen.len(), 2);
+    assert!(a.trace.stopped_early);
+    assert_eq!(a.trace.confidence, Some(1.0));
+}
+
+#[test]
+fn a_failed_extraction_falls_back_to_the_whole_schema() {
+    let mut llm = Script { answers: vec![Err(down()), Ok("#SQL: SELECT 1".into()), Ok("#SQL: SELECT 1".into()), Ok("#SQL: SELECT 1".into())], seen: vec![] };
+    let a = ask(&q("How many singers?"), &star_schema(), &full(), &mut llm, &mut FakeDb::default()).expect("answer");
+    let failed = a.trace.extraction_failed.as_deref().expect("the failure is traced");
+    assert!(!failed.contains("sk-secret-key"), "{failed}");
+    assert!(a.trace.schema_columns.contains(&"stadium.capacity".to_string()));
+    assert_eq!(a.sql, "SELECT 1");
+}
+
+#[test]
+fn a_lost_generator_leaves_the_other() {
+    let mut llm = Script { answers: vec![Err(down()), Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
+    let s = Settings { candidates: 2, ..diverse() };
+    let a = ask(&q("How many singers?"), &star_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!(a.sql, "SELECT count(*) FROM singer");
+    assert_eq!(a.trace.candidates[0].generator, Some("create_table"));
 }
