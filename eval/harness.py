@@ -38,7 +38,11 @@ DEFAULTS = {
     "nl2sql.use_chain_of_thought": "off", "nl2sql.llm_n": "on",
     "nl2sql.align_agent": "on", "nl2sql.align_function": "on", "nl2sql.align_style": "on",
     "nl2sql.candidates": "5", "nl2sql.agreement": "2", "nl2sql.temperature": "0.7",
+    "nl2sql.generators": "open_sql,create_table", "nl2sql.examples": "3",
 }
+# Not a setting: whether the database's synthetic examples (nl2sql.generate_examples, made once
+# per database and kept in eval/results/synthetic-<db>.json) are in the library for the run.
+SYNTHETIC = "synthetic"
 ZERO_SHOT = {"nl2sql.mode": "zero_shot", "nl2sql.use_values": "off"}
 NO_ALIGNMENT = {"nl2sql.align_agent": "off", "nl2sql.align_function": "off", "nl2sql.align_style": "off"}
 CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
@@ -58,12 +62,19 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     "full-n5-one-wave": {"nl2sql.candidates": "5", "nl2sql.agreement": "0"},
     "full-n1": {"nl2sql.candidates": "1"},
     "full-no-early-stop": {"nl2sql.agreement": "0"},
+    # issue 12: examples (few-shot), diverse generators, synthetic pairs
+    "full-no-examples": {"nl2sql.examples": "0"},
+    "full-no-diversity": {"nl2sql.generators": "open_sql"},
+    "full-create-table": {"nl2sql.generators": "create_table"},
+    "full-synthetic": {SYNTHETIC: "on"},
+    # 0.2.0 before issue 12: one generator, no examples
+    "full-11": {"nl2sql.generators": "open_sql", "nl2sql.examples": "0"},
     "full-no-alignment": NO_ALIGNMENT,
     "full-no-values": {"nl2sql.use_values": "off"},
     "full-no-correction": {"nl2sql.max_corrections": "0"},
 }.items()}
 # The ablation of the full pipeline: the zero-shot row, the full row, and each stage off.
-ABLATION = "zero-shot,full,full-extraction,full-cot,full-n1,full-no-alignment,full-no-values,full-no-correction"
+ABLATION = "zero-shot,full,full-no-examples,full-no-diversity,full-synthetic,full-cot"
 
 GOLD_COLUMNS_SQL = """
 SELECT DISTINCT d.refobjid::regclass::text AS tbl, quote_ident(a.attname) AS col
@@ -112,7 +123,8 @@ def configure(conn, settings):
     if os.environ.get("NL2SQL_LLM_MODEL"):
         conn.execute("SELECT set_config('nl2sql.llm_model', %s, false)", (os.environ["NL2SQL_LLM_MODEL"],))
     for name, value in settings.items():
-        conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+        if name != SYNTHETIC:
+            conn.execute("SELECT set_config(%s, %s, false)", (name, value))
     url = conn.execute("SELECT current_setting('nl2sql.llm_url')").fetchone()[0]
     if not url:
         sys.exit("no model endpoint: set NL2SQL_LLM_URL (e.g. http://127.0.0.1:8080/v1 after "
@@ -205,6 +217,27 @@ def evaluate(conn, item, repeat):
     rec["schema_recall_tables"] = (len(tables & shown_tables) / len(tables)) if tables else None
     rec["candidates"] = trace.get("candidates", [])
     rec["calls"] = calls
+    # The oracle bound: whether some executed candidate was right (what a perfect selector
+    # would get), and which generators had a right one.
+    right_by_sql = {}
+    rec["oracle"] = rec["correct"]
+    rec["generators_right"] = {}
+    for c in rec["candidates"]:
+        q = c.get("aligned") or c.get("sql")
+        if not q or not c.get("ok") or c.get("rows") is None:
+            continue
+        if q not in right_by_sql:
+            try:
+                m = conn.execute("SELECT nl2sql.compare_results(%s, %s, 1)", (item["gold"], q)).fetchone()[0]
+                right_by_sql[q] = m["match"] is True
+            except psycopg.Error:
+                right_by_sql[q] = False
+        if right_by_sql[q]:
+            rec["oracle"] = True
+        g = c.get("generator")
+        if g:
+            rec["generators_right"][g] = rec["generators_right"].get(g, False) or right_by_sql[q]
+    rec["examples"] = [e.get("id") for e in trace.get("examples", [])]
     return rec
 
 
@@ -306,6 +339,7 @@ def summarize(records):
         "stopped_early": sum(1 for r in records if r.get("stopped_early")),
         "n": n,
         "ex": pct([1 if r["correct"] else 0 for r in records]),
+        "oracle": pct([1 if r.get("oracle", r["correct"]) else 0 for r in records]),
         "ves": pct([r["ves"] or 0 for r in records]),
         "rves": pct([r["rves"] or 0 for r in records]),
         "errors": sum(1 for r in records if r.get("predicted") is None),
@@ -338,7 +372,7 @@ def print_table(title, records):
 
 def print_ablation(results):
     print("\nAblation (same questions; Δ against the first row)")
-    print(f"{'config':<20}{'EX':>7}{'ΔEX':>7}{'VES':>7}{'R-VES':>7}{'p50 s':>7}{'p90 s':>7}{'mean s':>8}{'calls':>7}"
+    print(f"{'config':<20}{'EX':>7}{'ΔEX':>7}{'oracle':>7}{'VES':>7}{'R-VES':>7}{'p50 s':>7}{'p90 s':>7}{'mean s':>8}{'calls':>7}"
           f"{'trips':>7}{'prompt tok':>11}{'gen prompt':>11}{'compl tok':>10}")
     base = None
     for name, recs in results:
@@ -347,11 +381,56 @@ def print_ablation(results):
             continue
         base = s["ex"] if base is None else base
         delta = "—" if name == results[0][0] else f"{s['ex'] - base:+.1f}"
-        print(f"{name:<20}{s['ex']:>7.1f}{delta:>7}{s['ves']:>7.1f}{s['rves']:>7.1f}{s['latency_p50_s']:>7.2f}"
+        print(f"{name:<20}{s['ex']:>7.1f}{delta:>7}{s['oracle']:>7.1f}{s['ves']:>7.1f}{s['rves']:>7.1f}{s['latency_p50_s']:>7.2f}"
               f"{s['latency_p90_s']:>7.2f}"
               f"{s['latency_mean_s']:>8.2f}{s['llm_calls']:>7.2f}{fmt(s['round_trips'], '7.2f'):>7}"
               f"{s['prompt_tokens']:>11.0f}{fmt(s['generation_prompt_tokens'], '11.0f'):>11}"
               f"{fmt(s['completion_tokens'], '10.1f'):>10}")
+    for name, recs in results:
+        gens = sorted({g for r in recs for g in r.get("generators_right", {})})
+        if len(gens) > 1:
+            shares = ", ".join(f"{g} {100.0 * sum(1 for r in recs if r.get('generators_right', {}).get(g)) / len(recs):.1f}"
+                               for g in gens)
+            print(f"  {name}: some candidate right, by generator: {shares}")
+
+
+# --- synthetic examples ------------------------------------------------------------------------
+
+def synthetic_cache(db):
+    return ROOT / "eval" / "results" / f"synthetic-{db}.json"
+
+
+def ensure_synthetic(conn_kw, db, per_table):
+    """Generates the database's synthetic examples once (the model's time), keeps them in a file."""
+    path = synthetic_cache(db)
+    if path.exists():
+        return
+    with psycopg.connect(dbname=db, autocommit=True, **conn_kw) as c:
+        configure(c, CONFIGS["full"])
+        log(f"generating synthetic examples for {db} ({per_table} per table)")
+        t0 = time.monotonic()
+        rows = c.execute("SELECT * FROM nl2sql.generate_examples(%s)", (per_table,)).fetchall()
+        pairs = c.execute("SELECT question, sql, relations::text[] FROM nl2sql.example_store "
+                          "WHERE source = 'synthetic' ORDER BY id").fetchall()
+        c.execute("DELETE FROM nl2sql.example_store WHERE source = 'synthetic'")
+    stats = {"seconds": round(time.monotonic() - t0, 1), "scopes": len(rows),
+             "written": sum(r[1] for r in rows), "kept": sum(r[3] for r in rows),
+             "prompt_tokens": sum(r[4] for r in rows), "completion_tokens": sum(r[5] for r in rows)}
+    log(f"  {db}: {stats}")
+    path.write_text(json.dumps({"stats": stats, "pairs": pairs}))
+
+
+def load_synthetic(conn, db, wanted):
+    """Puts the database's synthetic examples in the library (or takes them out)."""
+    conn.execute("DELETE FROM nl2sql.example_store WHERE source = 'synthetic'")
+    if not wanted:
+        return
+    data = json.loads(synthetic_cache(db).read_text())
+    for question, sql, relations in data["pairs"]:
+        conn.execute("INSERT INTO nl2sql.example_store (question, question_masked, sql, source, executed, relations, "
+                     "added_by, embedding) SELECT %s, k.masked, %s, 'synthetic', true, %s::regclass[]::oid[], "
+                     "'postgres'::regrole, k.embedding::vector FROM nl2sql._example_key(%s, %s) k",
+                     (question, sql, relations, question, sql))
 
 
 # --- main --------------------------------------------------------------------------------------
@@ -365,6 +444,9 @@ def select_questions(args):
         items = [q for q in items if q["id"] in wanted]
     if args.sample and args.sample < len(items):
         items = random.Random(args.seed).sample(items, args.sample)
+        # The first N of the sample's random order: a smaller random subset of the same questions.
+        if args.first:
+            items = items[:args.first]
         items.sort(key=lambda q: q["id"])
     return items
 
@@ -373,6 +455,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sample", type=int, help="a random subset of N questions")
     ap.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
+    ap.add_argument("--first", type=int, help="only the first N questions of the sample (its random order)")
+    ap.add_argument("--synthetic-per-table", type=int, default=3,
+                    help="pairs asked per table when a config needs synthetic examples (default 3)")
     ap.add_argument("--db", action="append", help="only this database (repeatable)")
     ap.add_argument("--ids", help="only these question ids, comma-separated")
     ap.add_argument("--configs", default=ABLATION,
@@ -411,7 +496,11 @@ def main():
 
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    # --first reads and extends the results of the whole sample (records are kept by question).
     selection = (f"s{args.sample}-seed{args.seed}" if args.sample else "all") + (f"-{args.tag}" if args.tag else "")
+    if any(CONFIGS[c].get(SYNTHETIC) for c in configs):
+        for db in dbs:
+            ensure_synthetic(conn_kw, db, args.synthetic_per_table)
     results = []
     for cfg in configs:
         path = out_dir / f"{cfg}-{selection}.jsonl"
@@ -432,6 +521,7 @@ def main():
                 if conn is None:
                     conn = psycopg.connect(dbname=item["db"], autocommit=True, **conn_kw)
                     url = configure(conn, CONFIGS[cfg])
+                    load_synthetic(conn, item["db"], bool(CONFIGS[cfg].get(SYNTHETIC)))
                     conns[item["db"]] = conn
                 rec = evaluate(conn, item, args.repeat)
                 rec["config"] = cfg

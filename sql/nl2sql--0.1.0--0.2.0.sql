@@ -360,3 +360,207 @@ JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
 CROSS JOIN LATERAL (SELECT coalesce(bool_or(x.flag = 'dirty'), false) AS dirty, coalesce(bool_or(x.flag = 'stale'), false) AS stale
                     FROM nl2sql.value_flags x WHERE x.column_id = i.id) f
 WHERE pg_catalog.has_column_privilege(i.relid, i.attnum, 'SELECT');
+
+-- The examples library (issue 12).
+CREATE FUNCTION nl2sql."_example_key"(
+	"question" TEXT, /* & str */
+	"sql" TEXT /* & str */
+) RETURNS TABLE (
+	"masked" TEXT,  /* String */
+	"embedding" TEXT  /* String */
+)
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_example_key_wrapper';
+
+-- The examples library: question/SQL pairs shown to the model as few-shot, found by the
+-- similarity of their masked questions (names and values replaced by placeholders).
+-- Examples go into other roles' prompts, so only curators (members of nl2sql_curator, and
+-- superusers) add, generate, enable and remove them, through nl2sql's functions; every role
+-- reads, through nl2sql.examples, only the examples whose SQL reads what it may read.
+
+-- The right to curate the library; GRANT nl2sql_curator TO a role.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'nl2sql_curator') THEN
+        CREATE ROLE nl2sql_curator NOLOGIN;
+    END IF;
+END
+$$;
+
+CREATE TABLE nl2sql.example_store (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    question text NOT NULL,
+    -- the question with names and values as <name> and <value>, what retrieval compares
+    question_masked text NOT NULL,
+    sql text NOT NULL,
+    -- the chain of thought written from the SQL by the model (NULL until written)
+    thought text,
+    hint text,
+    source text NOT NULL CHECK (source IN ('builtin', 'user', 'synthetic', 'feedback')),
+    -- whether the SQL ran in the sandbox when it was added (built-in examples use tables of their own)
+    executed boolean NOT NULL,
+    enabled boolean NOT NULL DEFAULT true,
+    -- the relations the SQL needs SELECT on, from PostgreSQL's parse of it when it was added
+    relations oid[] NOT NULL DEFAULT '{}',
+    added_by oid NOT NULL,
+    added_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    -- the built-in embedder's vector of question_masked
+    embedding vector(256) NOT NULL
+);
+CREATE INDEX example_store_embedding ON nl2sql.example_store USING hnsw (embedding vector_cosine_ops);
+-- pg_dump keeps what users added; the built-in examples come with the extension.
+SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store', 'WHERE source <> ''builtin''');
+
+-- Every role sees the examples whose relations it may SELECT from now (GRANT and REVOKE take
+-- effect at once; a dropped relation hides its examples).
+CREATE VIEW nl2sql.examples WITH (security_barrier) AS
+SELECT s.id, s.question, s.question_masked, s.sql, s.thought, s.hint, s.source, s.executed, s.enabled,
+       s.relations::pg_catalog.regclass[] AS relations, s.added_by::pg_catalog.regrole AS added_by, s.added_at, s.embedding
+FROM nl2sql.example_store s
+WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
+                  WHERE NOT coalesce(pg_catalog.has_table_privilege(r.oid, 'SELECT'), false));
+GRANT SELECT ON nl2sql.examples TO PUBLIC;
+COMMENT ON VIEW nl2sql.examples IS
+    'the examples library: the examples whose SQL reads only what the current role may read';
+
+-- The starter library: PostgreSQL idioms over small schemas of nl2sql's own (a shop, a school,
+-- a company, a library; pg_test/sql/examples.sql creates them and runs every query). Shown to
+-- every role (they read none of its tables) until the database has examples of its own.
+--   shop:    customers(id, name, city, joined_on), products(id, name, category, price),
+--            orders(id, customer_id, placed_at, status, total), order_items(order_id, product_id, quantity, unit_price)
+--   school:  students(id, name, birth_date, class_id), classes(id, title, teacher_id), teachers(id, name, hired_on),
+--            courses(id, title, credits), enrolments(student_id, course_id, grade)
+--   company: departments(id, name, budget), employees(id, name, manager_id, department_id, salary, hired_on, email)
+--   library: authors(id, name, country), books(id, title, author_id, published_year, genre, pages),
+--            members(id, name), loans(book_id, member_id, loaned_on, returned_on)
+INSERT INTO nl2sql.example_store (question, question_masked, sql, hint, source, executed, added_by, embedding)
+SELECT b.question, k.masked, b.sql, b.hint, 'builtin', false,
+       (SELECT e.extowner FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'nl2sql'),
+       k.embedding::vector
+FROM (VALUES
+ ('How many customers are there?',
+  'SELECT count(*) FROM customers', NULL),
+ ('How many different cities do our customers live in?',
+  'SELECT count(DISTINCT city) FROM customers', NULL),
+ ('Which product has the highest price? Show every product that ties.',
+  'SELECT name, price FROM products WHERE price = (SELECT max(price) FROM products)', NULL),
+ ('What is the name of the cheapest product?',
+  'SELECT name FROM products WHERE price IS NOT NULL ORDER BY price ASC LIMIT 1', NULL),
+ ('List the three most expensive products, most expensive first.',
+  'SELECT name, price FROM products WHERE price IS NOT NULL ORDER BY price DESC LIMIT 3', NULL),
+ ('For each category, how many products are there and what is their average price?',
+  'SELECT category, count(*), avg(price) FROM products GROUP BY category', NULL),
+ ('Which categories have more than 10 products?',
+  'SELECT category FROM products GROUP BY category HAVING count(*) > 10', NULL),
+ ('Show the name of each customer and the number of orders they placed.',
+  'SELECT c.name, count(o.id) FROM customers c LEFT JOIN orders o ON o.customer_id = c.id GROUP BY c.id, c.name', NULL),
+ ('Which customers have never placed an order?',
+  'SELECT c.name FROM customers c WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id)', NULL),
+ ('Which customer spent the most in total?',
+  'SELECT c.name FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.id, c.name ORDER BY sum(o.total) DESC LIMIT 1', NULL),
+ ('How many orders were placed in 2023?',
+  'SELECT count(*) FROM orders WHERE placed_at >= DATE ''2023-01-01'' AND placed_at < DATE ''2024-01-01''', NULL),
+ ('How many orders were placed each month?',
+  'SELECT date_trunc(''month'', placed_at) AS month, count(*) FROM orders GROUP BY 1 ORDER BY 1', NULL),
+ ('What share of orders, in percent, were cancelled?',
+  'SELECT round(100.0 * count(*) FILTER (WHERE status = ''cancelled'') / count(*), 2) FROM orders', NULL),
+ ('What is the total quantity sold of each product, for the products that sold any?',
+  'SELECT p.name, sum(i.quantity) FROM products p JOIN order_items i ON i.product_id = p.id GROUP BY p.id, p.name', NULL),
+ ('Find the products whose name contains "chair".',
+  'SELECT name FROM products WHERE name ILIKE ''%chair%''', 'matching text regardless of case'),
+ ('Which customers bought both a lamp and a desk?',
+  'SELECT c.name FROM customers c JOIN orders o ON o.customer_id = c.id JOIN order_items i ON i.order_id = o.id JOIN products p ON p.id = i.product_id WHERE p.category = ''lamp''
+INTERSECT
+SELECT c.name FROM customers c JOIN orders o ON o.customer_id = c.id JOIN order_items i ON i.order_id = o.id JOIN products p ON p.id = i.product_id WHERE p.category = ''desk''', NULL),
+ ('List the students of the class taught by teacher Ada Byron.',
+  'SELECT s.name FROM students s JOIN classes c ON c.id = s.class_id JOIN teachers t ON t.id = c.teacher_id WHERE t.name = ''Ada Byron''', NULL),
+ ('What are the titles of the courses that no student is enrolled in?',
+  'SELECT title FROM courses EXCEPT SELECT c.title FROM courses c JOIN enrolments e ON e.course_id = c.id', NULL),
+ ('What is the average grade in each course, best course first?',
+  'SELECT c.title, avg(e.grade) AS average FROM courses c JOIN enrolments e ON e.course_id = c.id GROUP BY c.id, c.title ORDER BY average DESC', NULL),
+ ('How many students were born after 2005?',
+  'SELECT count(*) FROM students WHERE extract(year FROM birth_date) > 2005', NULL),
+ ('Which students take more than three courses?',
+  'SELECT s.name FROM students s JOIN enrolments e ON e.student_id = s.id GROUP BY s.id, s.name HAVING count(*) > 3', NULL),
+ ('How old is the youngest student, in years?',
+  'SELECT min(extract(year FROM age(birth_date))) FROM students', NULL),
+ ('Who is the best student of each course (ties included)?',
+  'SELECT c.title, s.name, e.grade FROM enrolments e JOIN courses c ON c.id = e.course_id JOIN students s ON s.id = e.student_id WHERE e.grade = (SELECT max(e2.grade) FROM enrolments e2 WHERE e2.course_id = e.course_id)', NULL),
+ ('List each employee with the name of their manager.',
+  'SELECT e.name, m.name AS manager FROM employees e LEFT JOIN employees m ON m.id = e.manager_id', NULL),
+ ('Which employees earn more than their manager?',
+  'SELECT e.name FROM employees e JOIN employees m ON m.id = e.manager_id WHERE e.salary > m.salary', NULL),
+ ('Name the two best-paid employees of each department.',
+  'SELECT department, name, salary FROM (SELECT d.name AS department, e.name, e.salary, rank() OVER (PARTITION BY d.id ORDER BY e.salary DESC) AS r FROM employees e JOIN departments d ON d.id = e.department_id WHERE e.salary IS NOT NULL) ranked WHERE r <= 2', NULL),
+ ('Which departments spend more on salaries than the average department?',
+  'SELECT d.name FROM departments d JOIN employees e ON e.department_id = d.id GROUP BY d.id, d.name HAVING sum(e.salary) > (SELECT avg(total) FROM (SELECT sum(salary) AS total FROM employees GROUP BY department_id) t)', NULL),
+ ('Which employees were hired in the last 12 months?',
+  'SELECT name FROM employees WHERE hired_on >= current_date - interval ''12 months''', NULL),
+ ('How many employees have no e-mail address?',
+  'SELECT count(*) FROM employees WHERE email IS NULL', NULL),
+ ('List the employees whose salary is between 3000 and 5000, by name.',
+  'SELECT name, salary FROM employees WHERE salary BETWEEN 3000 AND 5000 ORDER BY name', NULL),
+ ('Which authors wrote books in more than one genre?',
+  'SELECT a.name FROM authors a JOIN books b ON b.author_id = a.id GROUP BY a.id, a.name HAVING count(DISTINCT b.genre) > 1', NULL),
+ ('What are the titles of the books that have never been loaned?',
+  'SELECT b.title FROM books b WHERE b.id NOT IN (SELECT l.book_id FROM loans l WHERE l.book_id IS NOT NULL)', NULL),
+ ('Which members still have a book on loan, and which book?',
+  'SELECT m.name, b.title FROM loans l JOIN members m ON m.id = l.member_id JOIN books b ON b.id = l.book_id WHERE l.returned_on IS NULL', NULL),
+ ('How many days was each loan out, for the returned ones?',
+  'SELECT book_id, member_id, returned_on - loaned_on AS days FROM loans WHERE returned_on IS NOT NULL', NULL),
+ ('What is the average number of pages of the books of each country''s authors, for countries with at least 5 books?',
+  'SELECT a.country, avg(b.pages) FROM authors a JOIN books b ON b.author_id = a.id GROUP BY a.country HAVING count(*) >= 5', NULL),
+ ('Which genre has the most books?',
+  'SELECT genre FROM books GROUP BY genre ORDER BY count(*) DESC LIMIT 1', NULL),
+ ('Show the title and author of the oldest book.',
+  'SELECT b.title, a.name FROM books b JOIN authors a ON a.id = b.author_id WHERE b.published_year IS NOT NULL ORDER BY b.published_year ASC LIMIT 1', NULL),
+ ('List the books published in the 1990s with their authors.',
+  'SELECT b.title, a.name FROM books b JOIN authors a ON a.id = b.author_id WHERE b.published_year BETWEEN 1990 AND 1999', NULL)
+) AS b(question, sql, hint)
+CROSS JOIN LATERAL nl2sql._example_key(b.question, b.sql) AS k;
+
+CREATE FUNCTION nl2sql."add_example"(
+	"question" TEXT, /* & str */
+	"sql" TEXT, /* & str */
+	"hint" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS bigint /* i64 */
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'add_example_wrapper';
+
+CREATE FUNCTION nl2sql."remove_example"(
+	"id" bigint /* i64 */
+) RETURNS bool /* bool */
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'remove_example_wrapper';
+
+CREATE FUNCTION nl2sql."enable_example"(
+	"id" bigint, /* i64 */
+	"enabled" bool DEFAULT true /* bool */
+) RETURNS bool /* bool */
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'enable_example_wrapper';
+
+CREATE FUNCTION nl2sql."generate_examples"(
+	"per_table" INT DEFAULT 5 /* i32 */
+) RETURNS TABLE (
+	"scope" TEXT,  /* String */
+	"written" INT,  /* i32 */
+	"executed" INT,  /* i32 */
+	"kept" INT,  /* i32 */
+	"prompt_tokens" bigint,  /* i64 */
+	"completion_tokens" bigint  /* i64 */
+)
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'generate_examples_wrapper';
+
+CREATE FUNCTION nl2sql."write_example_thoughts"(
+	"max" INT DEFAULT 100 /* i32 */
+) RETURNS bigint /* i64 */
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'write_example_thoughts_wrapper';

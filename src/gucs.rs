@@ -58,6 +58,8 @@ static ALIGN_AGENT: GucSetting<bool> = GucSetting::<bool>::new(true);
 static ALIGN_FUNCTION: GucSetting<bool> = GucSetting::<bool>::new(true);
 static ALIGN_STYLE: GucSetting<bool> = GucSetting::<bool>::new(true);
 static COLUMN_MATCHES: GucSetting<i32> = GucSetting::<i32>::new(5);
+static EXAMPLES: GucSetting<i32> = GucSetting::<i32>::new(3);
+static GENERATORS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"open_sql,create_table"));
 static ALLOW_FOREIGN_TABLES: GucSetting<bool> = GucSetting::<bool>::new(false);
 static SUPERUSER_ROLE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"pg_read_all_data"));
 static MAX_RESULT_KB: GucSetting<i32> = GucSetting::<i32>::new(10_240);
@@ -491,6 +493,30 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
+    GucRegistry::define_int_guc(
+        c"nl2sql.examples",
+        c"Examples shown to the model as few-shot (k nearest by masked question); 0 shows none.",
+        c"From nl2sql.examples: only those whose SQL reads what the role may read.",
+        &EXAMPLES,
+        0,
+        20,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    // SAFETY: the hook is a #[pg_guard] function of this file.
+    unsafe {
+        GucRegistry::define_string_guc_with_hooks(
+            c"nl2sql.generators",
+            c"Comma-separated prompts candidates are asked with: open_sql, create_table.",
+            c"With more than one, the first wave asks each once at temperature 0, and later candidates take turns.",
+            &GENERATORS,
+            GucContext::Userset,
+            GucFlags::default(),
+            Some(check_generators),
+            None,
+            None,
+        )
+    };
     GucRegistry::define_string_guc(
         c"nl2sql.superuser_role",
         c"Role whose rights a superuser's questions run with; generated SQL never runs as a superuser.",
@@ -775,6 +801,38 @@ unsafe extern "C-unwind" fn check_url(newval: *mut *mut c_char, _extra: *mut *mu
         );
     }
     true
+}
+
+/// nl2sql.generators, in order, without repeats (checked when set).
+pub fn generators() -> Vec<nl2sql_core::pipeline::Generator> {
+    let mut out = Vec::new();
+    for g in string(&GENERATORS).unwrap_or_default().split(',').filter_map(nl2sql_core::pipeline::Generator::parse) {
+        if !out.contains(&g) {
+            out.push(g);
+        }
+    }
+    out
+}
+
+pub fn examples() -> usize {
+    EXAMPLES.get().max(0) as usize
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn check_generators(newval: *mut *mut c_char, _extra: *mut *mut c_void, _source: pg_sys::GucSource::Type) -> bool {
+    if newval.is_null() || (*newval).is_null() {
+        return true;
+    }
+    let value = CStr::from_ptr(*newval).to_string_lossy();
+    let names: Vec<&str> = value.split(',').map(str::trim).collect();
+    if names.iter().all(|n| nl2sql_core::pipeline::Generator::parse(n).is_some()) {
+        return true;
+    }
+    refuse(
+        c"invalid value for nl2sql.generators",
+        c"Each comma-separated name must be open_sql or create_table.",
+        c"For example: SET nl2sql.generators = 'open_sql,create_table'.",
+    )
 }
 
 pub fn allow_foreign_tables() -> bool {

@@ -14,11 +14,15 @@ mod pg;
 extension_sql_file!("../sql/bootstrap.sql", name = "bootstrap", bootstrap);
 extension_sql_file!("../sql/introspect/column_stats.sql", name = "column_stats", requires = ["bootstrap"]);
 extension_sql_file!("../sql/values.sql", name = "values", requires = ["bootstrap"]);
+extension_sql_file!("../sql/examples.sql", name = "examples", requires = ["bootstrap"]);
+extension_sql_file!("../sql/examples_builtin.sql", name = "examples_builtin", requires = ["examples", _example_key]);
 extension_sql_file!("../sql/values_api.sql", name = "values_api", finalize);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     gucs::init();
+    // Prompts name the server's major version.
+    nl2sql_core::prompt::set_server_version(&(pg_sys::PG_VERSION_NUM / 10_000).to_string());
     pg::hooks::install();
     // Loops of the pure core over model output honour cancel and statement_timeout.
     nl2sql_core::interrupt::register(check_interrupts);

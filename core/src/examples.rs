@@ -80,6 +80,17 @@ const KEEP: &[&str] = &[
     "sorted", "ascending", "descending", "year", "month", "day", "date", "time", "percentage", "percent", "ratio",
 ];
 
+/// Words of SQL itself: never taken for names when read from an example's query (sqlparser
+/// knows many more keywords, but "category" or "position" may well name a column).
+const SQL_WORDS: &[&str] = &[
+    "select", "from", "where", "group", "by", "order", "having", "join", "left", "right", "inner", "outer", "full", "cross", "on",
+    "as", "and", "or", "not", "in", "is", "null", "limit", "offset", "distinct", "union", "intersect", "except", "all", "case",
+    "when", "then", "else", "end", "exists", "between", "like", "ilike", "asc", "desc", "with", "over", "partition", "filter",
+    "interval", "date", "timestamp", "true", "false", "cast", "extract", "nulls", "first", "last", "using", "lateral", "any",
+    "some", "count", "sum", "avg", "min", "max", "round", "coalesce", "rank", "row_number", "dense_rank", "date_trunc", "age",
+    "current_date", "now", "lower", "upper", "length", "numeric", "integer", "text", "float", "real", "year", "month", "day",
+];
+
 /// The names a question may mention: tables, columns, and the tables and columns of an SQL
 /// text (an example's own names).
 pub struct Names {
@@ -111,7 +122,7 @@ impl Names {
             for (i, t) in tokens.iter().enumerate() {
                 interrupt::every(i, 4096);
                 match t {
-                    Token::Word(w) if w.quote_style.is_some() || w.keyword == sqlparser::keywords::Keyword::NoKeyword => {
+                    Token::Word(w) if w.quote_style.is_some() || !SQL_WORDS.contains(&w.value.to_ascii_lowercase().as_str()) => {
                         names.push(w.value.clone())
                     }
                     Token::SingleQuotedString(s) | Token::EscapedStringLiteral(s) | Token::NationalStringLiteral(s) => {

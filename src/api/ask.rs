@@ -156,6 +156,8 @@ pub fn settings() -> Settings {
         chain_of_thought: gucs::use_chain_of_thought(),
         alignment: Rules { agent, function, style },
         column_matches: gucs::column_matches(),
+        generators: gucs::generators(),
+        examples: gucs::examples(),
     }
 }
 
@@ -213,6 +215,10 @@ impl Database for Sandboxed {
 
     fn skipped_value_columns(&mut self) -> Vec<String> {
         values::take_skipped()
+    }
+
+    fn similar_examples(&mut self, masked: &str, k: usize) -> Vec<nl2sql_core::examples::Example> {
+        crate::pg::examples::similar(masked, k)
     }
 
     fn similar_columns(&mut self, text: &str) -> Vec<(u32, String)> {

@@ -82,6 +82,8 @@ fn settings() -> Value {
         "value_top_k": gucs::value_top_k(),
         "value_threshold": gucs::value_threshold(),
         "column_matches": s.column_matches,
+        "generators": s.generators.iter().map(|g| g.name()).collect::<Vec<_>>(),
+        "examples": s.examples,
         "min_confidence": gucs::min_confidence(),
         "schema_max_tokens": s.schema_max_tokens,
     })

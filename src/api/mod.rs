@@ -2,6 +2,7 @@
 
 pub mod ask;
 pub mod evaluate;
+pub mod examples;
 pub mod explain;
 pub mod inspect;
 pub mod values;

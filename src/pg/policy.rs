@@ -95,13 +95,18 @@ struct Walk {
     domains: Vec<Oid>,
     /// Relations read: (OID, relkind, whether inheritance children or partitions are read too).
     relations: Vec<(Oid, u8, bool)>,
+    /// Relations whose SELECT privilege is checked as the current role (not those a view reads
+    /// with its owner's rights).
+    read_as_caller: Vec<Oid>,
     /// Types of values the query handles (to find range types).
     types: HashSet<Oid>,
     refusal: Option<GuardError>,
 }
 
 /// Parses, analyses and rewrites `sql` (as the current role, with the session's settings) and
-/// applies the policy. Returns the rewritten query, ready for the planner.
+/// applies the policy. Returns the rewritten query, ready for the planner, and the relations
+/// the current role needs SELECT on to run it (the tables and views it names, and the tables
+/// of security_invoker views; not those a view reads with its owner's rights).
 ///
 /// # Safety
 /// Must run inside a transaction and inside the Generated scope of hooks.rs: analysis and the
@@ -113,7 +118,7 @@ pub unsafe fn check(
     allowed: &[String],
     foreign_tables: bool,
     cache: &mut HashMap<u32, Result<(), GuardError>>,
-) -> Result<*mut pg_sys::Query, GuardError> {
+) -> Result<(*mut pg_sys::Query, Vec<Oid>), GuardError> {
     let raw = pg_sys::pg_parse_query(sql.as_ptr());
     let n = list_len(raw);
     if n == 0 {
@@ -192,7 +197,10 @@ pub unsafe fn check(
             todo.extend(support_functions(AGGREGATE_SUPPORT_SQL, oid));
         }
     }
-    Ok(query)
+    let mut reads = walk.read_as_caller;
+    reads.sort_unstable_by_key(|o| u32::from(*o));
+    reads.dedup();
+    Ok((query, reads))
 }
 
 /// One plain SELECT: no utility statement, no data-modifying CTE, no row locks.
@@ -249,6 +257,9 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
         let rte = node as *mut pg_sys::RangeTblEntry;
         if (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION {
             walk.relations.push(((*rte).relid, (*rte).relkind as u8, (*rte).inh));
+            if (*rte).checkAsUser == pg_sys::InvalidOid && (*rte).requiredPerms & pg_sys::ACL_SELECT as pg_sys::AclMode != 0 {
+                walk.read_as_caller.push((*rte).relid);
+            }
         }
         // The walker visits what the entry holds (functions, subqueries, TABLESAMPLE, security
         // quals) itself.

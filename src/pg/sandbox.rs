@@ -82,6 +82,11 @@ pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failur
 /// Checks one query on PostgreSQL's parse tree and executes that tree in the sandbox, as the
 /// role generated SQL runs as (role.rs), keeping its rows as text within `limits`.
 pub fn execute(sql: &str, limits: Limits) -> Result<Execution, Rejected> {
+    execute_reading(sql, limits).map(|(e, _)| e)
+}
+
+/// [`execute`], with the relations the role needed SELECT on to run the query (policy::check).
+pub fn execute_reading(sql: &str, limits: Limits) -> Result<(Execution, Vec<pg_sys::Oid>), Rejected> {
     let Ok(csql) = CString::new(sql) else {
         return Err(Rejected::Failed(Failure::Execution(Report::new(SqlState::SyntaxError, "generated SQL contains a NUL byte"))));
     };
@@ -97,8 +102,8 @@ pub fn execute(sql: &str, limits: Limits) -> Result<Execution, Rejected> {
                 let mut verdicts = HashMap::new();
                 READING.set(true);
                 // SAFETY: inside the subtransaction; the tree lives in its memory context.
-                let query = unsafe { policy::check(&csql, &allowed, foreign, &mut verdicts) }?;
-                Ok(unsafe { run(query, &csql, limits) })
+                let (query, reads) = unsafe { policy::check(&csql, &allowed, foreign, &mut verdicts) }?;
+                Ok((unsafe { run(query, &csql, limits) }, reads))
             })
         })
     });

@@ -1,0 +1,50 @@
+-- The examples library: question/SQL pairs shown to the model as few-shot, found by the
+-- similarity of their masked questions (names and values replaced by placeholders).
+-- Examples go into other roles' prompts, so only curators (members of nl2sql_curator, and
+-- superusers) add, generate, enable and remove them, through nl2sql's functions; every role
+-- reads, through nl2sql.examples, only the examples whose SQL reads what it may read.
+
+-- The right to curate the library; GRANT nl2sql_curator TO a role.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'nl2sql_curator') THEN
+        CREATE ROLE nl2sql_curator NOLOGIN;
+    END IF;
+END
+$$;
+
+CREATE TABLE nl2sql.example_store (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    question text NOT NULL,
+    -- the question with names and values as <name> and <value>, what retrieval compares
+    question_masked text NOT NULL,
+    sql text NOT NULL,
+    -- the chain of thought written from the SQL by the model (NULL until written)
+    thought text,
+    hint text,
+    source text NOT NULL CHECK (source IN ('builtin', 'user', 'synthetic', 'feedback')),
+    -- whether the SQL ran in the sandbox when it was added (built-in examples use tables of their own)
+    executed boolean NOT NULL,
+    enabled boolean NOT NULL DEFAULT true,
+    -- the relations the SQL needs SELECT on, from PostgreSQL's parse of it when it was added
+    relations oid[] NOT NULL DEFAULT '{}',
+    added_by oid NOT NULL,
+    added_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    -- the built-in embedder's vector of question_masked
+    embedding vector(256) NOT NULL
+);
+CREATE INDEX example_store_embedding ON nl2sql.example_store USING hnsw (embedding vector_cosine_ops);
+-- pg_dump keeps what users added; the built-in examples come with the extension.
+SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store', 'WHERE source <> ''builtin''');
+
+-- Every role sees the examples whose relations it may SELECT from now (GRANT and REVOKE take
+-- effect at once; a dropped relation hides its examples).
+CREATE VIEW nl2sql.examples WITH (security_barrier) AS
+SELECT s.id, s.question, s.question_masked, s.sql, s.thought, s.hint, s.source, s.executed, s.enabled,
+       s.relations::pg_catalog.regclass[] AS relations, s.added_by::pg_catalog.regrole AS added_by, s.added_at, s.embedding
+FROM nl2sql.example_store s
+WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
+                  WHERE NOT coalesce(pg_catalog.has_table_privilege(r.oid, 'SELECT'), false));
+GRANT SELECT ON nl2sql.examples TO PUBLIC;
+COMMENT ON VIEW nl2sql.examples IS
+    'the examples library: the examples whose SQL reads only what the current role may read';

@@ -1,0 +1,403 @@
+//! The examples library (sql/examples.sql): adding an example after running its SQL in the
+//! sandbox, synthetic pairs (QA-SQL), chains of thought, and retrieval for the pipeline.
+//!
+//! Who may write: curators (members of nl2sql_curator) and superusers, checked here; the rows
+//! are written as the extension owner with parameters only (nothing a curator wrote is
+//! evaluated there). Who may read: every role, through the nl2sql.examples view, which shows
+//! only examples whose relations the role may SELECT from.
+
+use crate::gucs;
+use crate::pg::errors::raise;
+use crate::pg::model::Model;
+use crate::pg::{catalog, owner, role, sandbox, spi};
+use nl2sql_core::embed;
+use nl2sql_core::error::{Diagnostic, Report, SqlState};
+use nl2sql_core::examples::{self, Example};
+use nl2sql_core::http::ErrorKind;
+use nl2sql_core::llm::ChatRequest;
+use nl2sql_core::pipeline::{self, Llm, Rejected};
+use nl2sql_core::schema::Schema;
+use nl2sql_core::synthetic;
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+
+/// Longest example query accepted, in bytes.
+const MAX_SQL_BYTES: usize = 64 * 1024;
+/// Completion tokens for a chain of thought (five short lines).
+const THOUGHT_MAX_TOKENS: u32 = 300;
+
+fn fail(state: SqlState, message: String, detail: Option<String>, hint: Option<&str>) -> ! {
+    let mut r = Report::new(state, message);
+    if let Some(d) = detail {
+        r = r.detail(d);
+    }
+    if let Some(h) = hint {
+        r = r.hint(h);
+    }
+    raise(&r)
+}
+
+/// Whether `role` may curate the library: a superuser or a member of nl2sql_curator.
+pub fn may_curate(role: pg_sys::Oid) -> bool {
+    // SAFETY: a catalog lookup of the role.
+    if unsafe { pg_sys::superuser_arg(role) } {
+        return true;
+    }
+    spi::read::<bool>(
+        "SELECT CASE WHEN pg_catalog.to_regrole('nl2sql_curator') IS NULL THEN false
+                     ELSE pg_catalog.pg_has_role($1, 'nl2sql_curator', 'MEMBER') END",
+        &[role.into()],
+    )
+    .unwrap_or(false)
+}
+
+fn require_curator(what: &str) {
+    if !may_curate(owner::caller()) {
+        fail(
+            SqlState::InsufficientPrivilege,
+            format!("permission denied to {what}"),
+            Some("Examples are shown in the prompts of other roles; only members of nl2sql_curator and superusers curate them.".into()),
+            Some("GRANT nl2sql_curator TO the role that curates examples."),
+        );
+    }
+}
+
+fn require_primary(what: &str) {
+    // SAFETY: reads shared memory state.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        fail(
+            SqlState::ReadOnlySqlTransaction,
+            format!("cannot {what} on a hot standby"),
+            Some("The examples library is written on the primary; standbys read it.".into()),
+            None,
+        );
+    }
+}
+
+/// The masked question of an example and the built-in embedder's vector of it.
+pub fn key(question: &str, sql: &str) -> (String, Vec<f32>) {
+    let masked = examples::mask_example(question, sql);
+    let v = embed::embed(&masked, embed::BUILTIN_DIMS);
+    (masked, v)
+}
+
+/// A quoted schema name of pgvector (its operators are spelled out in queries that run with
+/// the caller's search_path).
+fn vector_schema() -> String {
+    spi::read::<String>(
+        "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension v
+         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) v.extnamespace
+         WHERE v.extname OPERATOR(pg_catalog.=) 'vector'",
+        &[],
+    )
+    .unwrap_or_else(|| "public".into())
+}
+
+/// Checks an example's question, hint and SQL, and runs the SQL in the sandbox as the role
+/// generated SQL runs as; the relations it needed SELECT on, or an error.
+fn validate(question: &str, sql: &str, hint: Option<&str>) -> Vec<pg_sys::Oid> {
+    let q = pipeline::Question { text: question.to_string(), hint: hint.map(str::to_string) };
+    if let Err(e) = pipeline::validate(&q) {
+        raise(&e);
+    }
+    if sql.trim().is_empty() {
+        fail(SqlState::InvalidParameterValue, "example query must not be empty".into(), None, None);
+    }
+    if sql.len() > MAX_SQL_BYTES {
+        fail(SqlState::ProgramLimitExceeded, format!("example query is too long ({} bytes, at most {MAX_SQL_BYTES})", sql.len()), None, None);
+    }
+    match role::as_exec_role(|| sandbox::execute_reading(sql, sandbox::Limits::from_settings())) {
+        Ok((_, reads)) => reads,
+        Err(Rejected::Refused(e)) => {
+            let detail = e.detail().map(|d| format!("{d}\nExample query: {sql}")).unwrap_or_else(|| format!("Example query: {sql}"));
+            fail(e.sqlstate(), format!("example query refused: {}", e.message()), Some(detail), Some("An example must be one read-only query nl2sql would run."))
+        }
+        Err(Rejected::Failed(f)) => {
+            let r = Report::from_diagnostic(&pipeline::AskError::Failed { sql: Some(sql.to_string()), failure: f });
+            fail(
+                r.sqlstate,
+                r.message.replacen("generated query failed", "example query failed", 1),
+                r.detail.map(|d| d.replace("Generated SQL: ", "Example query: ")),
+                Some("An example's query must run for the role that adds it; fix it and add it again."),
+            )
+        }
+    }
+}
+
+/// Stores one example as the extension owner; its id.
+#[allow(clippy::too_many_arguments)]
+fn store(question: &str, sql: &str, thought: Option<&str>, hint: Option<&str>, source: &str, executed: bool, reads: Vec<pg_sys::Oid>) -> i64 {
+    let (masked, v) = key(question, sql);
+    let by = owner::caller();
+    owner::as_owner(|| {
+        spi::write_one::<i64>(
+            "INSERT INTO nl2sql.example_store (question, question_masked, sql, thought, hint, source, executed, relations, added_by, embedding)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::vector) RETURNING id",
+            &[
+                question.into(),
+                masked.as_str().into(),
+                sql.into(),
+                thought.into(),
+                hint.into(),
+                source.into(),
+                executed.into(),
+                DatumWithOid::from(reads),
+                by.into(),
+                crate::pg::embedder::vector_literal(&v).as_str().into(),
+            ],
+        )
+    })
+    .unwrap_or_else(|| fail(SqlState::InternalError, "example was not stored".into(), None, None))
+}
+
+/// The model, or None with a NOTICE when no endpoint is configured.
+fn model_if_configured(why: &str) -> Option<Model> {
+    match Model::from_settings() {
+        Ok(m) => Some(m),
+        Err(e) if matches!(e.kind, ErrorKind::NotConfigured) => {
+            notice!("{why}: no model endpoint (nl2sql.llm_url); nl2sql.write_example_thoughts() writes it later");
+            None
+        }
+        Err(e) => raise(&e.report(None)),
+    }
+}
+
+/// The schema the role may read, rendered for prompts that write about it.
+fn schema_for_prompts() -> (Schema, String) {
+    role::as_exec_role(|| {
+        let schema = catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens()).unwrap_or_else(|r| raise(&r));
+        let text = schema.render(gucs::schema_max_tokens()).text;
+        (schema, text)
+    })
+}
+
+/// Asks the model for an example's chain of thought (Query-CoT-SQL); None when it fails.
+fn thought(model: &mut Model, schema: &str, question: &str, sql: &str) -> Option<String> {
+    let req = ChatRequest { messages: synthetic::thought_messages(schema, question, sql), temperature: 0.0, max_tokens: THOUGHT_MAX_TOKENS };
+    match model.chat(req) {
+        Ok(c) => synthetic::parse_thought(&c.content),
+        Err(e) => {
+            let r = Report::from_diagnostic(&e).redact(model.secret());
+            warning!("chain of thought not written: {}", r.message);
+            None
+        }
+    }
+}
+
+/// nl2sql.add_example(): checks, runs, writes the chain of thought when a model is configured,
+/// stores; the new example's id.
+pub fn add(question: &str, sql: &str, hint: Option<&str>) -> i64 {
+    require_curator("add examples");
+    require_primary("add examples");
+    let sql = sql.trim();
+    let reads = validate(question, sql, hint);
+    let written = model_if_configured("chain of thought not written").and_then(|mut m| {
+        let (_, schema) = schema_for_prompts();
+        thought(&mut m, &schema, question, sql)
+    });
+    store(question.trim(), sql, written.as_deref(), hint.map(str::trim).filter(|h| !h.is_empty()), "user", true, reads)
+}
+
+/// nl2sql.remove_example(): whether it existed.
+pub fn remove(id: i64) -> bool {
+    require_curator("remove examples");
+    require_primary("remove examples");
+    owner::as_owner(|| spi::write_one::<i64>("DELETE FROM nl2sql.example_store WHERE id = $1 RETURNING id", &[id.into()])).is_some()
+}
+
+/// nl2sql.enable_example(): whether it exists.
+pub fn set_enabled(id: i64, enabled: bool) -> bool {
+    require_curator("enable or disable examples");
+    require_primary("enable or disable examples");
+    owner::as_owner(|| {
+        spi::write_one::<i64>("UPDATE nl2sql.example_store SET enabled = $2 WHERE id = $1 RETURNING id", &[id.into(), enabled.into()])
+    })
+    .is_some()
+}
+
+/// The `k` enabled examples nearest the masked question among those the current role may
+/// see (the view's filter); read-only, so it works on a hot standby. Never fails a question:
+/// an error reading the library leaves the examples out.
+pub fn similar(masked: &str, k: usize) -> Vec<Example> {
+    if k == 0 {
+        return Vec::new();
+    }
+    let v = crate::pg::embedder::vector_literal(&embed::embed(masked, embed::BUILTIN_DIMS));
+    let vs = vector_schema();
+    let sql = format!(
+        "SELECT id, question, sql, thought, hint, source,
+                (1 OPERATOR(pg_catalog.-) (embedding OPERATOR({vs}.<=>) $1::text::{vs}.vector))::float4
+         FROM nl2sql.examples WHERE enabled
+         ORDER BY embedding OPERATOR({vs}.<=>) $1::text::{vs}.vector LIMIT $2"
+    );
+    sandbox::savepoint(|| {
+        spi::rows(&sql, &[v.as_str().into(), (k as i64).into()], |r| {
+            Some(Example {
+                id: r.get::<i64>(1).ok()??,
+                question: r.get::<String>(2).ok()??,
+                sql: r.get::<String>(3).ok()??,
+                thought: r.get::<String>(4).ok()?,
+                hint: r.get::<String>(5).ok()?,
+                source: r.get::<String>(6).ok()??,
+                score: r.get::<f32>(7).ok()??,
+            })
+        })
+    })
+    .unwrap_or_default()
+}
+
+/// One row of nl2sql.generate_examples(): a table or a joined pair of tables, the pairs the
+/// model wrote, how many ran, how many were kept, tokens used.
+pub struct Generated {
+    pub scope: String,
+    pub written: i32,
+    pub executed: i32,
+    pub kept: i32,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+}
+
+/// The tables of one scope and the foreign keys between them, as a schema of their own.
+fn scope_schema(schema: &Schema, tables: &[usize]) -> Schema {
+    let picked: Vec<_> = tables.iter().map(|&t| schema.tables[t].clone()).collect();
+    let idents: HashSet<&str> = picked.iter().map(|t| t.ident.as_str()).collect();
+    let fks = schema.foreign_keys.iter().filter(|f| idents.contains(f.table.as_str()) && idents.contains(f.ref_table.as_str())).cloned().collect();
+    Schema { tables: picked, foreign_keys: fks }
+}
+
+/// The scopes of generation: every table, then every pair joined by a foreign key.
+fn scopes(schema: &Schema) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = (0..schema.tables.len()).map(|t| vec![t]).collect();
+    let mut pairs = HashSet::new();
+    for fk in &schema.foreign_keys {
+        let a = schema.tables.iter().position(|t| t.ident == fk.table);
+        let b = schema.tables.iter().position(|t| t.ident == fk.ref_table);
+        if let (Some(a), Some(b)) = (a, b) {
+            if a != b && pairs.insert((a.min(b), a.max(b))) {
+                out.push(vec![a.min(b), a.max(b)]);
+            }
+        }
+    }
+    out
+}
+
+fn result_key(reads: &[pg_sys::Oid], rows: &[Vec<Option<String>>]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    reads.hash(&mut h);
+    rows.hash(&mut h);
+    h.finish()
+}
+
+/// nl2sql.generate_examples(): QA-SQL pairs per table and per joined pair of tables, kept
+/// when they run for the caller and return rows, deduplicated by normalised SQL and by result.
+pub fn generate(per_table: i32) -> Vec<Generated> {
+    require_curator("generate examples");
+    require_primary("generate examples");
+    if !(1..=20).contains(&per_table) {
+        fail(SqlState::InvalidParameterValue, format!("per_table must be between 1 and 20, not {per_table}"), None, None);
+    }
+    let mut model = Model::from_settings().unwrap_or_else(|e| raise(&e.report(None)));
+    let (schema, _) = schema_for_prompts();
+    if schema.is_empty() {
+        fail(SqlState::UndefinedTable, "no tables to write examples for".into(), None, Some("GRANT SELECT on the tables to this role."));
+    }
+    // What the library already holds, as far as this role sees it.
+    let mut seen_sql: HashSet<String> =
+        spi::rows("SELECT sql FROM nl2sql.examples", &[], |r| r.get::<String>(1).ok()?).iter().map(|s| pipeline::normal_form(s)).collect();
+    let mut seen_results: HashSet<u64> = HashSet::new();
+    let scopes = scopes(&schema);
+    let mut out = Vec::with_capacity(scopes.len());
+    let (mut failures, mut last_error) = (0usize, None);
+    for (i, scope) in scopes.iter().enumerate() {
+        check_for_interrupts!();
+        let sub = scope_schema(&schema, scope);
+        let name = sub.tables.iter().map(|t| t.ident.as_str()).collect::<Vec<_>>().join(" + ");
+        let text = sub.render(gucs::schema_max_tokens()).text;
+        let req = ChatRequest {
+            messages: synthetic::messages(&text, per_table as usize),
+            temperature: gucs::temperature() as f32,
+            max_tokens: (per_table as u32 * 150 + 100).min(gucs::llm_max_tokens().max(400) * 4),
+        };
+        let mut row = Generated { scope: name.clone(), written: 0, executed: 0, kept: 0, prompt_tokens: 0, completion_tokens: 0 };
+        match model.chat(req) {
+            Ok(c) => {
+                row.prompt_tokens = c.prompt_tokens.unwrap_or(0) as i64;
+                row.completion_tokens = c.completion_tokens.unwrap_or(0) as i64;
+                let pairs = synthetic::parse(&c.content);
+                row.written = pairs.len() as i32;
+                for (question, sql) in pairs.into_iter().take(per_table as usize * 2) {
+                    check_for_interrupts!();
+                    let form = pipeline::normal_form(&sql);
+                    if seen_sql.contains(&form) {
+                        continue;
+                    }
+                    let ran = sandbox::savepoint(|| role::as_exec_role(|| sandbox::execute_reading(&sql, sandbox::Limits::from_settings())));
+                    let Some(Ok((execution, reads))) = ran else { continue };
+                    row.executed += 1;
+                    if execution.rows.is_empty() || !seen_results.insert(result_key(&reads, &execution.rows)) {
+                        continue;
+                    }
+                    seen_sql.insert(form);
+                    store(&question, &sql, None, None, "synthetic", true, reads);
+                    row.kept += 1;
+                }
+            }
+            Err(e) => {
+                failures += 1;
+                let r = Report::from_diagnostic(&e).redact(model.secret());
+                warning!("no examples for {name}: {}", r.message);
+                last_error = Some(r);
+            }
+        }
+        notice!(
+            "nl2sql: {}/{} {name}: {} pairs written, {} ran, {} kept",
+            i + 1,
+            scopes.len(),
+            row.written,
+            row.executed,
+            row.kept
+        );
+        out.push(row);
+    }
+    if failures == scopes.len() {
+        if let Some(r) = last_error {
+            raise(&r);
+        }
+    }
+    let (p, c): (i64, i64) = out.iter().fold((0, 0), |(p, c), r| (p + r.prompt_tokens, c + r.completion_tokens));
+    notice!(
+        "nl2sql: {} synthetic examples kept of {} written; {p} prompt and {c} completion tokens",
+        out.iter().map(|r| r.kept).sum::<i32>(),
+        out.iter().map(|r| r.written).sum::<i32>()
+    );
+    out
+}
+
+/// nl2sql.write_example_thoughts(): writes the missing chains of thought of up to `max`
+/// examples the caller sees; how many were written.
+pub fn write_thoughts(max: i32) -> i64 {
+    require_curator("write chains of thought");
+    require_primary("write chains of thought");
+    let mut model = Model::from_settings().unwrap_or_else(|e| raise(&e.report(None)));
+    let todo: Vec<(i64, String, String)> = spi::rows(
+        "SELECT id, question, sql FROM nl2sql.examples WHERE thought IS NULL AND source <> 'builtin' ORDER BY id LIMIT $1",
+        &[(max.max(0) as i64).into()],
+        |r| Some((r.get::<i64>(1).ok()??, r.get::<String>(2).ok()??, r.get::<String>(3).ok()??)),
+    );
+    if todo.is_empty() {
+        return 0;
+    }
+    let (_, schema) = schema_for_prompts();
+    let mut written = 0;
+    for (i, (id, question, sql)) in todo.iter().enumerate() {
+        check_for_interrupts!();
+        if let Some(t) = thought(&mut model, &schema, question, sql) {
+            owner::as_owner(|| spi::write("UPDATE nl2sql.example_store SET thought = $2 WHERE id = $1", &[(*id).into(), t.as_str().into()]));
+            written += 1;
+        }
+        notice!("nl2sql: {}/{} chains of thought", i + 1, todo.len());
+    }
+    written
+}
