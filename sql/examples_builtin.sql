@@ -38,7 +38,7 @@ FROM (VALUES
  ('How many orders were placed each month?',
   'SELECT date_trunc(''month'', placed_at) AS month, count(*) FROM orders GROUP BY 1 ORDER BY 1', NULL),
  ('What share of orders, in percent, were cancelled?',
-  'SELECT round(100.0 * count(*) FILTER (WHERE status = ''cancelled'') / count(*), 2) FROM orders', NULL),
+  'SELECT round(100.0 * count(*) FILTER (WHERE status = ''cancelled'') / nullif(count(*), 0), 2) FROM orders', NULL),
  ('What is the total quantity sold of each product, for the products that sold any?',
   'SELECT p.name, sum(i.quantity) FROM products p JOIN order_items i ON i.product_id = p.id GROUP BY p.id, p.name', NULL),
  ('Find the products whose name contains "chair".',

@@ -20,24 +20,27 @@ def test_happy_path_on_spider_database(connect, mock):
     assert ask(conn, "How many singers do we have?") == "SELECT count(*) FROM singer"
     rows = conn.execute("SELECT * FROM nl2sql_run('How many singers do we have?')").fetchall()
     assert rows == [({"count": 6},)]
-    # The full pipeline: one extraction at temperature 0, then a first wave of candidates
-    # (nl2sql.agreement = 2) sampled at nl2sql.temperature; they agree, so sampling stops.
+    # The full pipeline: one extraction at temperature 0, then a first wave of one candidate
+    # per generator (nl2sql.generators), at temperature 0 too: the Open-SQL prompt and the
+    # CREATE TABLE prompt. They agree, so sampling stops.
     reqs = mock.requests()
     assert len(reqs) == 6
-    extraction, first, second = (r["body"] for r in reqs[:3])
+    extraction = reqs[0]["body"]
+    first, second = sorted((r["body"] for r in reqs[1:3]), key=lambda b: "CREATE TABLE statements" in b["messages"][1]["content"])
     assert extraction["model"] == "mock-model"
     assert extraction["temperature"] == 0
     assert "### Question: How many singers do we have?" in extraction["messages"][-1]["content"]
-    assert first["temperature"] == second["temperature"] == 0.7
-    assert first["messages"] == second["messages"]
+    assert first["temperature"] == second["temperature"] == 0
+    assert "### Tables, one column a line" in first["messages"][1]["content"]
+    assert "### Tables, as PostgreSQL CREATE TABLE statements:\nCREATE TABLE concert (" in second["messages"][1]["content"]
     # Candidates answer with the query alone (nl2sql.use_chain_of_thought is off by default).
-    assert "one ```sql block" in first["messages"][1]["content"] and "#SQL-like" not in first["messages"][1]["content"]
-    # Extraction and candidates start alike: the same system text, then the same schema block.
-    assert extraction["messages"][0] == first["messages"][0]
-    # The mock refuses several answers per request as llama.cpp's server does: asked once
-    # (the first wave, n = 2), then one request per candidate for the rest of the session.
-    probes = [r for r in mock.requests(probes=True) if r not in reqs]
-    assert [(p["body"]["n"], p["status"]) for p in probes] == [(2, 400)]
+    for c in (first, second):
+        assert "one ```sql block" in c["messages"][1]["content"] and "#SQL-like" not in c["messages"][1]["content"]
+    # Extraction and candidates start alike: the same system text (naming the server's version).
+    assert extraction["messages"][0] == first["messages"][0] == second["messages"][0]
+    assert extraction["messages"][0]["content"].startswith("You work on a PostgreSQL 15 database")
+    # Two different prompts are two requests: nothing asked several answers at once.
+    assert [r for r in mock.requests(probes=True) if r not in reqs] == []
 
 
 def test_zero_shot_mode_is_one_call(connect, mock):
@@ -67,6 +70,7 @@ def test_candidates_are_requested_concurrently(connect, mock):
 
 def test_small_schema_skips_extraction_and_shares_the_zero_shot_prefix(connect, mock):
     conn = connect()
+    conn.execute("SET nl2sql.generators = open_sql")  # the Open-SQL prompt only
     conn.execute("SET nl2sql.use_chain_of_thought = on")  # even with a task of their own
     assert ask(conn, "How many singers do we have?") == "SELECT count(*) FROM singer"
     trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
@@ -86,6 +90,7 @@ def test_small_schema_skips_extraction_and_shares_the_zero_shot_prefix(connect, 
 
 def test_candidates_in_one_request_where_the_endpoint_takes_n(connect, mock):
     conn = connect()
+    conn.execute("SET nl2sql.generators = open_sql")  # samples of one prompt
     assert ask(conn, "[n-choices] how many singers?") == "SELECT count(*) FROM singer"
     reqs = mock.requests(probes=True)
     assert len(reqs) == 1 and reqs[0]["body"]["n"] == 2 and reqs[0]["status"] == 200
@@ -154,7 +159,7 @@ def test_prompt_only_shows_what_the_role_may_select(connect, mock):
         conn = connect()
         conn.execute("SET ROLE carol")
         assert ask(conn, "How many singers do we have?") == "SELECT count(*) FROM singer"
-        prompt = "\n".join(m["content"] for m in mock.requests()[0]["body"]["messages"])
+        prompt = "\n".join(m["content"] for r in mock.requests() for m in r["body"]["messages"])
         assert "singer_id" in prompt and "Joe Sharp" in prompt
         for hidden in ("hr_salaries", "salary_amount", "5000", "country", "France", "stadium", "concert"):
             assert hidden not in prompt, hidden

@@ -8,9 +8,11 @@ use serde::Serialize;
 
 const TASK: &str = include_str!("prompts/extract_task.txt");
 
-/// The messages of the extraction request: the whole schema, laid out as every other call.
-pub fn messages(schema: &str, question: &str, hint: Option<&str>) -> Vec<Message> {
-    crate::prompt::messages(schema, TASK, "", question, hint)
+/// The messages of the extraction request: the whole schema, laid out as every other call;
+/// `examples` is the few-shot section (possibly empty): queries of similar questions show
+/// which columns such questions need.
+pub fn messages(schema: &str, examples: &str, question: &str, hint: Option<&str>) -> Vec<Message> {
+    crate::prompt::messages(schema, TASK, examples, question, hint)
 }
 
 /// What the model extracted, as it wrote it.
@@ -171,7 +173,7 @@ mod tests {
 
     #[test]
     fn prompt_has_schema_question_and_hint() {
-        let m = messages("# t (\n# )", "How many?", Some("hint"));
+        let m = messages("# t (\n# )", "", "How many?", Some("hint"));
         assert_eq!(m[0].content, crate::prompt::system());
         assert!(m[1].content.contains("list what a query answering it needs"));
         assert!(m[1].content.ends_with("### Question: How many?\n### Note: hint\n"));

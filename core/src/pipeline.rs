@@ -104,7 +104,7 @@ pub enum Generator {
     /// The schema one column a line with values and samples (Open-SQL), the similar stored
     /// values, the examples.
     OpenSql,
-    /// The schema as CREATE TABLE statements (names, types, keys), the examples, no values.
+    /// The schema as CREATE TABLE statements (names, types, keys); no examples, no values.
     CreateTable,
 }
 

@@ -47,7 +47,10 @@ pub(super) fn full(
         ));
     }
     if extraction {
-        let messages = extract::messages(&whole.text, &q.text, q.hint.as_deref());
+        // The extraction sees the examples nearest the question masked by the schema's names
+        // (stored values are looked up after it).
+        find_examples(q, schema, &[], settings, db, trace);
+        let messages = extract::messages(&whole.text, &examples::render(&trace.examples, false), &q.text, q.hint.as_deref());
         let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: EXTRACTION_MAX_TOKENS };
         let waited = Instant::now();
         let reply = llm.chat(req);
@@ -110,16 +113,10 @@ pub(super) fn full(
     }
     let rendered = show_schema(trace, &focus.schema, settings);
 
-    // Examples (few-shot): the nearest masked questions whose SQL the caller may read.
-    if settings.examples > 0 {
-        let names = examples::Names::new(
-            schema.tables.iter().flat_map(|t| std::iter::once(t.name.as_str()).chain(t.columns.iter().map(|c| c.name.as_str()))),
-        );
-        let values: Vec<String> = trace.values.iter().map(|v| v.value.clone()).collect();
-        let masked = examples::mask(&q.text, &names, &values);
-        trace.examples = examples::pick(db.similar_examples(&masked, settings.examples * 2), settings.examples);
-        trace.masked_question = Some(masked);
-    }
+    // Examples (few-shot) for the candidates: the question masked by the schema's names and the
+    // stored values found in it.
+    let values: Vec<String> = trace.values.iter().map(|v| v.value.clone()).collect();
+    find_examples(q, schema, &values, settings, db, trace);
     let shown_examples = examples::render(&trace.examples, settings.chain_of_thought);
 
     // One prompt per generator, the same sections in the same order.
@@ -128,11 +125,14 @@ pub(super) fn full(
     let prompts: Vec<(Generator, Vec<Message>)> = generators
         .iter()
         .map(|&g| {
-            let (text, values) = match g {
-                Generator::OpenSql => (rendered.text.clone(), values.as_str()),
-                Generator::CreateTable => (focus.schema.render_ddl(settings.schema_max_tokens).text, ""),
+            // The CREATE TABLE prompt asks plainly: no examples, no values. Its mistakes differ
+            // from the other's, and it is the same prompt for every question on a database
+            // (an endpoint's cache serves all of it but the question).
+            let (text, examples, values) = match g {
+                Generator::OpenSql => (rendered.text.clone(), shown_examples.as_str(), values.as_str()),
+                Generator::CreateTable => (focus.schema.render_ddl(settings.schema_max_tokens).text, "", ""),
             };
-            let sections = generate::sections(&shown_examples, values, if settings.chain_of_thought { &ex.select } else { &[] });
+            let sections = generate::sections(examples, values, if settings.chain_of_thought { &ex.select } else { &[] });
             (g, generate::query(g.layout(), &text, settings.chain_of_thought, &sections, &q.text, q.hint.as_deref()))
         })
         .collect();
@@ -153,9 +153,16 @@ pub(super) fn full(
         let first = settings.first_wave.clamp(1, n);
         vec![vec![(0, temperature); first], vec![(0, temperature); n - first]]
     } else {
-        let first: Vec<(usize, f32)> = (0..prompts.len()).map(|g| (g, 0.0)).collect();
-        let rest = (0..n.saturating_sub(prompts.len())).map(|i| (i % prompts.len(), settings.temperature.max(0.1))).collect();
-        vec![first, rest]
+        let mut first: Vec<(usize, f32)> = (0..prompts.len()).map(|g| (g, 0.0)).collect();
+        let rest: Vec<(usize, f32)> =
+            (0..n.saturating_sub(prompts.len())).map(|i| (i % prompts.len(), settings.temperature.max(0.1))).collect();
+        // No early stop (nl2sql.agreement = 0): every candidate at once.
+        if settings.first_wave >= n {
+            first.extend(rest);
+            vec![first]
+        } else {
+            vec![first, rest]
+        }
     };
     for (w, wave) in waves.into_iter().enumerate() {
         let size = wave.len();
@@ -266,6 +273,19 @@ pub(super) fn full(
         (None, Some((sql, error))) => Err(AskError::Refused { sql, error }),
         (None, None) => Err(AskError::Failed { sql: None, failure: Failure::Syntax(GuardError::NoStatement) }),
     }
+}
+
+/// The examples nearest the masked question, among those whose SQL the caller may read, into
+/// the trace (none when nl2sql.examples is 0).
+fn find_examples(q: &Question, schema: &Schema, values: &[String], settings: &Settings, db: &mut dyn Database, trace: &mut Trace) {
+    if settings.examples == 0 {
+        return;
+    }
+    let names =
+        examples::Names::new(schema.tables.iter().flat_map(|t| std::iter::once(t.name.as_str()).chain(t.columns.iter().map(|c| c.name.as_str()))));
+    let masked = examples::mask(&q.text, &names, values);
+    trace.examples = examples::pick(db.similar_examples(&masked, settings.examples * 2), settings.examples);
+    trace.masked_question = Some(masked);
 }
 
 /// Whether the executed candidates already agree enough to stop sampling.

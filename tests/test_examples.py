@@ -1,0 +1,150 @@
+"""The examples library end to end: what reaches the model's prompt, for whom; synthetic pairs
+(QA-SQL) kept only when they run; chains of thought written from the SQL; degrading stages."""
+import psycopg
+import pytest
+from psycopg import errors
+
+
+def ask(conn, question):
+    return conn.execute("SELECT nl2sql(%s)", (question,)).fetchone()[0]
+
+
+def prompts(mock):
+    return ["\n".join(m["content"] for m in r["body"]["messages"]) for r in mock.requests()
+            if r["path"].endswith("/chat/completions")]
+
+
+@pytest.fixture
+def clean(connect):
+    admin = connect()
+    admin.execute("DELETE FROM nl2sql.example_store WHERE source <> 'builtin'")
+    yield admin
+    admin.execute("DELETE FROM nl2sql.example_store WHERE source <> 'builtin'")
+
+
+def test_examples_reach_the_prompts_of_roles_that_may_read_their_tables(connect, mock, clean):
+    admin = clean
+    # The chain of thought is written from the SQL when the example is added (a model is set).
+    ex_id = admin.execute("SELECT nl2sql.add_example('How many concerts were held in 2014?', "
+                          "'SELECT count(*) FROM concert WHERE year = 2014')").fetchone()[0]
+    thought = admin.execute("SELECT thought FROM nl2sql.examples WHERE id = %s", (ex_id,)).fetchone()[0]
+    assert thought.startswith("#reason: count the concerts of one year") and "#SQL-like:" in thought
+    mock.reset()
+    assert ask(admin, "[examples] How many singers are from France?") == "SELECT count(*) FROM singer WHERE country = 'France'"
+    trace = admin.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+    assert ex_id in [e["id"] for e in trace["examples"]]
+    assert trace["masked_question"].endswith("How many <name> are from <value>")
+    gen = [p for p in prompts(mock) if "### Task: write the PostgreSQL query" in p]
+    # The Open-SQL generator shows it, with its query in the answer format; the CREATE TABLE
+    # generator asks plainly.
+    shown = "Question: How many concerts were held in 2014?\n```sql\nSELECT count(*) FROM concert WHERE year = 2014\n```"
+    assert len(gen) == 2 and sorted(shown in p for p in gen) == [False, True]
+    # The chain of thought goes only to prompts that ask for one.
+    assert not any("#reason: count the concerts" in p for p in gen)
+    # Disabled: gone from the prompt.
+    admin.execute("SELECT nl2sql.enable_example(%s, false)", (ex_id,))
+    mock.reset()
+    ask(admin, "[examples] How many singers are from France?")
+    assert not any("FROM concert WHERE year = 2014" in p for p in prompts(mock))
+    admin.execute("SELECT nl2sql.enable_example(%s)", (ex_id,))
+
+    # A role that may not read concert is never shown the example, nor its question.
+    admin.execute("DROP ROLE IF EXISTS dora")
+    admin.execute("CREATE ROLE dora")
+    admin.execute("GRANT SELECT ON singer TO dora")
+    try:
+        conn = connect()
+        conn.execute("SET ROLE dora")
+        mock.reset()
+        assert ask(conn, "[examples] How many singers are from France?").startswith("SELECT count(*)")
+        assert not any("concerts were held" in p for p in prompts(mock))
+        # Granted: shown at once.
+        admin.execute("GRANT SELECT ON concert TO dora")
+        mock.reset()
+        ask(conn, "[examples] How many singers are from France?")
+        assert any("concerts were held" in p for p in prompts(mock))
+    finally:
+        admin.execute("DROP OWNED BY dora")
+        admin.execute("DROP ROLE dora")
+
+
+def test_synthetic_pairs_are_kept_only_when_they_run_and_return_rows(connect, mock, clean):
+    admin = clean
+    notices = []
+    admin.add_notice_handler(lambda d: notices.append(d.message_primary))
+    rows = admin.execute("SELECT * FROM nl2sql.generate_examples(3)").fetchall()
+    # Every table, then every pair of tables joined by a foreign key.
+    scopes = [r[0] for r in rows]
+    assert scopes[:4] == ["concert", "singer", "singer_in_concert", "stadium"] and len(scopes) == 7
+    assert "concert + stadium" in scopes
+    first = rows[0]
+    # Six pairs written: one repeats the first (normalised: not run again), one fails, one is
+    # not a query; three ran, one of them returned no rows; two are kept, and later scopes only
+    # repeat them.
+    assert first[1:4] == (6, 3, 2)
+    assert sum(r[3] for r in rows) == 2
+    assert all(r[4] > 0 and r[5] > 0 for r in rows)
+    kept = admin.execute("SELECT question, sql, executed, relations::text FROM nl2sql.examples "
+                         "WHERE source = 'synthetic' ORDER BY id").fetchall()
+    assert kept == [("How many singers are there?", "SELECT count(*) FROM singer", True, "{singer}"),
+                    ("How many stadiums are there?", "SELECT count(*) FROM stadium", True, "{stadium}")]
+    assert any(n.startswith("nl2sql: 1/7 concert: 6 pairs written, 3 ran, 2 kept") for n in notices), notices
+    assert any("synthetic examples kept of" in n and "completion tokens" in n for n in notices), notices
+    with pytest.raises(errors.InvalidParameterValue):
+        admin.execute("SELECT * FROM nl2sql.generate_examples(0)")
+
+
+def test_generating_needs_the_curator_right(connect, clean):
+    admin = clean
+    admin.execute("DROP ROLE IF EXISTS eve")
+    admin.execute("CREATE ROLE eve")
+    admin.execute("GRANT SELECT ON singer TO eve")
+    try:
+        conn = connect()
+        conn.execute("SET ROLE eve")
+        with pytest.raises(errors.InsufficientPrivilege) as e:
+            conn.execute("SELECT * FROM nl2sql.generate_examples(3)")
+        assert "nl2sql_curator" in e.value.diag.message_hint
+        with pytest.raises(errors.InsufficientPrivilege):
+            conn.execute("SELECT nl2sql.write_example_thoughts()")
+        # A curator writes only about what it may read.
+        conn.execute("RESET ROLE")
+        admin.execute("GRANT nl2sql_curator TO eve")
+        conn.execute("SET ROLE eve")
+        rows = conn.execute("SELECT * FROM nl2sql.generate_examples(3)").fetchall()
+        assert [r[0] for r in rows] == ["singer"]
+        assert conn.execute("SELECT array_agg(DISTINCT relations::text) FROM nl2sql.examples "
+                            "WHERE source = 'synthetic'").fetchone()[0] == ["{singer}"]
+    finally:
+        admin.execute("DROP OWNED BY eve")
+        admin.execute("DROP ROLE eve")
+
+
+def test_a_failed_extraction_falls_back_to_the_whole_schema(connect, mock):
+    conn = connect()
+    conn.execute("SET nl2sql.extraction_min_tokens = 0")
+    conn.execute("SET nl2sql.llm_max_retries = 0")
+    assert ask(conn, "[extract-fails] How many singers?") == "SELECT count(*) FROM singer"
+    trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+    assert "500" in trace["extraction_failed"]
+    assert "stadium.capacity" in trace["schema_columns"]
+
+
+def test_a_lost_generator_leaves_the_others(connect, mock):
+    conn = connect()
+    conn.execute("SET nl2sql.llm_max_retries = 0")
+    assert ask(conn, "[one-generator-fails] How many singers?") == "SELECT count(*) FROM singer"
+    trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+    assert [c["generator"] for c in trace["candidates"]][:1] == ["open_sql"]
+    assert any(c["error"] for c in trace["llm_calls"])
+
+
+def test_writing_missing_chains_of_thought(connect, mock, clean):
+    admin = clean
+    admin.execute("INSERT INTO nl2sql.example_store (question, question_masked, sql, source, executed, relations, added_by, embedding) "
+                  "SELECT 'How many concerts were held in 2014?', k.masked, 'SELECT count(*) FROM concert WHERE year = 2014', "
+                  "'user', true, ARRAY['concert'::regclass::oid], 10, k.embedding::vector "
+                  "FROM nl2sql._example_key('How many concerts were held in 2014?', 'SELECT count(*) FROM concert WHERE year = 2014') k")
+    assert admin.execute("SELECT nl2sql.write_example_thoughts()").fetchone()[0] == 1
+    assert admin.execute("SELECT thought FROM nl2sql.examples WHERE source = 'user'").fetchone()[0].startswith("#reason:")
+    assert admin.execute("SELECT nl2sql.write_example_thoughts()").fetchone()[0] == 0
