@@ -222,9 +222,12 @@ def evaluate(conn, item, repeat):
     right_by_sql = {}
     rec["oracle"] = rec["correct"]
     rec["generators_right"] = {}
-    for c in rec["candidates"]:
-        q = c.get("aligned") or c.get("sql")
-        if not q or not c.get("ok") or c.get("rows") is None:
+    cands = rec["candidates"]
+    for c in cands:
+        # A duplicate is the query it repeats.
+        ran = cands[c["duplicate_of"]] if c.get("duplicate_of") is not None and c["duplicate_of"] < len(cands) else c
+        q = ran.get("aligned") or ran.get("sql")
+        if not q or not ran.get("ok") or ran.get("rows") is None:
             continue
         if q not in right_by_sql:
             try:

@@ -11,9 +11,11 @@
 #                                  until the model is loaded
 #   scripts/local-llm.sh stop | status | url
 #
-# NL2SQL_LLM_SLOTS (1): requests decoded in parallel. On 2 cores one slot is fastest for
-# nl2sql today: each slot processes a new prompt from scratch, while one slot processes it once
-# and serves the other candidates from its cache (bench/local_llm.py; README, Local models).
+# NL2SQL_LLM_SLOTS (2): requests decoded in parallel, one per prompt nl2sql alternates between
+# (nl2sql.generators: the Open-SQL and the CREATE TABLE prompt). The server gives each request
+# the slot whose cache shares the longest prefix with it, so each prompt keeps its own slot and
+# cache; one slot would read the other prompt's schema again at every switch. More slots than
+# prompts only read the same prompt again on 2 cores (bench/local_llm.py; README, Local models).
 # NL2SQL_LLM_CTX (8192): context of each slot (llama-server shares -c among its slots).
 # NL2SQL_LLM_KV_UNIFIED (0): 1 gives the slots one KV cache (--kv-unified) instead of one each.
 set -euo pipefail
@@ -21,7 +23,7 @@ set -euo pipefail
 HOME_DIR=${NL2SQL_LLM_HOME:-$HOME/.cache/nl2sql/llm}
 PORT=${NL2SQL_LLM_PORT:-8080}
 THREADS=${NL2SQL_LLM_THREADS:-$(nproc)}
-SLOTS=${NL2SQL_LLM_SLOTS:-1}
+SLOTS=${NL2SQL_LLM_SLOTS:-2}
 CTX=${NL2SQL_LLM_CTX:-8192}
 KV_UNIFIED=${NL2SQL_LLM_KV_UNIFIED:-0}
 TOOLS=$HOME_DIR/tools

@@ -1,6 +1,7 @@
 """The examples library end to end: what reaches the model's prompt, for whom; synthetic pairs
 (QA-SQL) kept only when they run; chains of thought written from the SQL; degrading stages."""
-import psycopg
+import contextlib
+
 import pytest
 from psycopg import errors
 
@@ -12,6 +13,20 @@ def ask(conn, question):
 def prompts(mock):
     return ["\n".join(m["content"] for m in r["body"]["messages"]) for r in mock.requests()
             if r["path"].endswith("/chat/completions")]
+
+
+@contextlib.contextmanager
+def scratch_role(admin, name, *grants):
+    """A role for one test, with these GRANT statements; dropped with what it owns after."""
+    admin.execute(f"DROP ROLE IF EXISTS {name}")
+    admin.execute(f"CREATE ROLE {name}")
+    for g in grants:
+        admin.execute(g)
+    try:
+        yield
+    finally:
+        admin.execute(f"DROP OWNED BY {name}")
+        admin.execute(f"DROP ROLE {name}")
 
 
 @pytest.fixture
@@ -49,10 +64,7 @@ def test_examples_reach_the_prompts_of_roles_that_may_read_their_tables(connect,
     admin.execute("SELECT nl2sql.enable_example(%s)", (ex_id,))
 
     # A role that may not read concert is never shown the example, nor its question.
-    admin.execute("DROP ROLE IF EXISTS dora")
-    admin.execute("CREATE ROLE dora")
-    admin.execute("GRANT SELECT ON singer TO dora")
-    try:
+    with scratch_role(admin, "dora", "GRANT SELECT ON singer TO dora"):
         conn = connect()
         conn.execute("SET ROLE dora")
         mock.reset()
@@ -63,9 +75,6 @@ def test_examples_reach_the_prompts_of_roles_that_may_read_their_tables(connect,
         mock.reset()
         ask(conn, "[examples] How many singers are from France?")
         assert any("concerts were held" in p for p in prompts(mock))
-    finally:
-        admin.execute("DROP OWNED BY dora")
-        admin.execute("DROP ROLE dora")
 
 
 def test_synthetic_pairs_are_kept_only_when_they_run_and_return_rows(connect, mock, clean):
@@ -96,10 +105,7 @@ def test_synthetic_pairs_are_kept_only_when_they_run_and_return_rows(connect, mo
 
 def test_generating_needs_the_curator_right(connect, clean):
     admin = clean
-    admin.execute("DROP ROLE IF EXISTS eve")
-    admin.execute("CREATE ROLE eve")
-    admin.execute("GRANT SELECT ON singer TO eve")
-    try:
+    with scratch_role(admin, "eve", "GRANT SELECT ON singer TO eve"):
         conn = connect()
         conn.execute("SET ROLE eve")
         with pytest.raises(errors.InsufficientPrivilege) as e:
@@ -115,9 +121,6 @@ def test_generating_needs_the_curator_right(connect, clean):
         assert [r[0] for r in rows] == ["singer"]
         assert conn.execute("SELECT array_agg(DISTINCT relations::text) FROM nl2sql.examples "
                             "WHERE source = 'synthetic'").fetchone()[0] == ["{singer}"]
-    finally:
-        admin.execute("DROP OWNED BY eve")
-        admin.execute("DROP ROLE eve")
 
 
 def test_a_failed_extraction_falls_back_to_the_whole_schema(connect, mock):

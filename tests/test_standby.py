@@ -73,6 +73,11 @@ def test_the_read_path_works_on_a_standby(standby):
         assert "2014" in sql
         explain = replica.execute("SELECT nl2sql_explain('How many concerts took place in 2014?')").fetchone()[0]
         assert explain["vote"] is not None and "values_skipped" not in explain
+        # The examples library is read there too; it is written on the primary only.
+        assert len(explain["examples"]) == 3
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction) as e:
+            replica.execute("SELECT nl2sql.add_example('How many singers?', 'SELECT count(*) FROM singer')")
+        assert e.value.diag.message_primary == "cannot add examples on a hot standby"
         # Nothing on the read path asked for a transaction ID.
         assert replica.execute("SELECT pg_current_xact_id_if_assigned() IS NULL").fetchone()[0]
     finally:

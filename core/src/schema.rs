@@ -141,26 +141,26 @@ impl Schema {
         }
         // Still too large: keep the longest prefix of tables that fits. Start from the prefix
         // whose tables alone fit, then shrink until the foreign keys and the note fit too.
-        let mut shown = self.tables_within(max_tokens).clamp(1, self.tables.len());
-        loop {
-            let text = self.render_tables(&self.tables[..shown], Detail::Bare, self.tables.len() - shown);
-            let tokens = estimate_tokens(&text);
-            if tokens <= max_tokens || shown == 1 {
-                return Rendered { text, tokens, detail: Detail::Bare, tables_shown: shown, tables_omitted: self.tables.len() - shown };
-            }
-            shown = (shown * 9 / 10).clamp(1, shown - 1);
-        }
+        let start = self.tables_within(max_tokens);
+        self.longest_prefix(max_tokens, start, |tables, omitted| self.render_tables(tables, Detail::Bare, omitted))
     }
 
     /// Renders as CREATE TABLE statements (names, types, keys; no statistics) within
     /// `max_tokens`, keeping the longest prefix of tables that fits.
     pub fn render_ddl(&self, max_tokens: usize) -> Rendered {
-        let mut shown = self.tables.len();
+        self.longest_prefix(max_tokens, self.tables.len(), |tables, omitted| self.ddl_tables(tables, omitted))
+    }
+
+    /// The longest prefix of tables, from `start` down, whose rendering fits `max_tokens` (at
+    /// least one table).
+    fn longest_prefix(&self, max_tokens: usize, start: usize, render: impl Fn(&[Table], usize) -> String) -> Rendered {
+        let all = self.tables.len();
+        let mut shown = start.clamp(1, all.max(1)).min(all);
         loop {
-            let text = self.ddl_tables(&self.tables[..shown], self.tables.len() - shown);
+            let text = render(&self.tables[..shown], all - shown);
             let tokens = estimate_tokens(&text);
             if tokens <= max_tokens || shown <= 1 {
-                return Rendered { text, tokens, detail: Detail::Bare, tables_shown: shown, tables_omitted: self.tables.len() - shown };
+                return Rendered { text, tokens, detail: Detail::Bare, tables_shown: shown, tables_omitted: all - shown };
             }
             shown = (shown * 9 / 10).clamp(1, shown - 1);
         }
@@ -170,12 +170,7 @@ impl Schema {
         let shown: std::collections::HashSet<&str> = tables.iter().map(|t| t.ident.as_str()).collect();
         let mut out = String::new();
         for t in tables {
-            let kind = match t.kind.as_str() {
-                "v" => " -- a view",
-                "m" => " -- a materialized view",
-                "f" => " -- a foreign table",
-                _ => "",
-            };
+            let kind = kind_note(&t.kind).map(|k| format!(" -- a {k}")).unwrap_or_default();
             let _ = writeln!(out, "CREATE TABLE {} ({kind}", t.ident);
             let mut lines: Vec<String> = Vec::with_capacity(t.columns.len() + 2);
             let single_key = t.primary_key.len() == 1;
@@ -239,13 +234,18 @@ impl Schema {
     }
 }
 
+/// What a relation that is not a plain table is, for the schema prompt.
+fn kind_note(kind: &str) -> Option<&'static str> {
+    match kind {
+        "v" => Some("view"),
+        "m" => Some("materialized view"),
+        "f" => Some("foreign table"),
+        _ => None,
+    }
+}
+
 fn render_table(out: &mut String, t: &Table, detail: Detail) {
-    let kind = match t.kind.as_str() {
-        "v" => " -- view",
-        "m" => " -- materialized view",
-        "f" => " -- foreign table",
-        _ => "",
-    };
+    let kind = kind_note(&t.kind).map(|k| format!(" -- {k}")).unwrap_or_default();
     let _ = write!(out, "# {} ({kind}", t.ident);
     if detail >= Detail::Core {
         if let Some(c) = t.comment.as_deref().filter(|c| !c.trim().is_empty()) {

@@ -164,13 +164,17 @@ fn model_if_configured(why: &str) -> Option<Model> {
     }
 }
 
-/// The schema the role may read, rendered for prompts that write about it.
-fn schema_for_prompts() -> (Schema, String) {
-    role::as_exec_role(|| {
-        let schema = catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens()).unwrap_or_else(|r| raise(&r));
-        let text = schema.render(gucs::schema_max_tokens()).text;
-        (schema, text)
-    })
+/// The schema the role may read.
+fn schema_for_prompts() -> Schema {
+    role::as_exec_role(|| catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens()).unwrap_or_else(|r| raise(&r)))
+}
+
+/// The tables an example reads, rendered for the prompt that writes its chain of thought: only
+/// those, so that what the model writes (and other roles are shown with the example) names
+/// nothing beyond what the example's readers may read.
+fn example_schema(schema: &Schema, reads: &[pg_sys::Oid]) -> String {
+    let tables: Vec<usize> = (0..schema.tables.len()).filter(|&t| reads.iter().any(|r| u32::from(*r) == schema.tables[t].oid)).collect();
+    scope_schema(schema, &tables).render(gucs::schema_max_tokens()).text
 }
 
 /// Asks the model for an example's chain of thought (Query-CoT-SQL); None when it fails.
@@ -194,7 +198,7 @@ pub fn add(question: &str, sql: &str, hint: Option<&str>) -> i64 {
     let sql = sql.trim();
     let reads = validate(question, sql, hint);
     let written = model_if_configured("chain of thought not written").and_then(|mut m| {
-        let (_, schema) = schema_for_prompts();
+        let schema = example_schema(&schema_for_prompts(), &reads);
         thought(&mut m, &schema, question, sql)
     });
     store(question.trim(), sql, written.as_deref(), hint.map(str::trim).filter(|h| !h.is_empty()), "user", true, reads)
@@ -299,7 +303,7 @@ pub fn generate(per_table: i32) -> Vec<Generated> {
         fail(SqlState::InvalidParameterValue, format!("per_table must be between 1 and 20, not {per_table}"), None, None);
     }
     let mut model = Model::from_settings().unwrap_or_else(|e| raise(&e.report(None)));
-    let (schema, _) = schema_for_prompts();
+    let schema = schema_for_prompts();
     if schema.is_empty() {
         fail(SqlState::UndefinedTable, "no tables to write examples for".into(), None, Some("GRANT SELECT on the tables to this role."));
     }
@@ -318,7 +322,8 @@ pub fn generate(per_table: i32) -> Vec<Generated> {
         let req = ChatRequest {
             messages: synthetic::messages(&text, per_table as usize),
             temperature: gucs::temperature() as f32,
-            max_tokens: (per_table as u32 * 150 + 100).min(gucs::llm_max_tokens().max(400) * 4),
+            // About 150 tokens a pair.
+            max_tokens: per_table as u32 * 150 + 100,
         };
         let mut row = Generated { scope: name.clone(), written: 0, executed: 0, kept: 0, prompt_tokens: 0, completion_tokens: 0 };
         match model.chat(req) {
@@ -381,19 +386,20 @@ pub fn write_thoughts(max: i32) -> i64 {
     require_curator("write chains of thought");
     require_primary("write chains of thought");
     let mut model = Model::from_settings().unwrap_or_else(|e| raise(&e.report(None)));
-    let todo: Vec<(i64, String, String)> = spi::rows(
-        "SELECT id, question, sql FROM nl2sql.examples WHERE thought IS NULL AND source <> 'builtin' ORDER BY id LIMIT $1",
+    let todo: Vec<(i64, String, String, Vec<pg_sys::Oid>)> = spi::rows(
+        "SELECT id, question, sql, relations::pg_catalog.oid[] FROM nl2sql.examples
+         WHERE thought IS NULL AND source <> 'builtin' ORDER BY id LIMIT $1",
         &[(max.max(0) as i64).into()],
-        |r| Some((r.get::<i64>(1).ok()??, r.get::<String>(2).ok()??, r.get::<String>(3).ok()??)),
+        |r| Some((r.get::<i64>(1).ok()??, r.get::<String>(2).ok()??, r.get::<String>(3).ok()??, r.get::<Vec<pg_sys::Oid>>(4).ok()??)),
     );
     if todo.is_empty() {
         return 0;
     }
-    let (_, schema) = schema_for_prompts();
+    let schema = schema_for_prompts();
     let mut written = 0;
-    for (i, (id, question, sql)) in todo.iter().enumerate() {
+    for (i, (id, question, sql, reads)) in todo.iter().enumerate() {
         check_for_interrupts!();
-        if let Some(t) = thought(&mut model, &schema, question, sql) {
+        if let Some(t) = thought(&mut model, &example_schema(&schema, reads), question, sql) {
             owner::as_owner(|| spi::write("UPDATE nl2sql.example_store SET thought = $2 WHERE id = $1", &[(*id).into(), t.as_str().into()]));
             written += 1;
         }
