@@ -38,7 +38,7 @@ DEFAULTS = {
     "nl2sql.use_chain_of_thought": "off", "nl2sql.llm_n": "on",
     "nl2sql.align_agent": "on", "nl2sql.align_function": "on", "nl2sql.align_style": "on",
     "nl2sql.candidates": "5", "nl2sql.agreement": "2", "nl2sql.temperature": "0.7",
-    "nl2sql.generators": "open_sql,create_table", "nl2sql.examples": "3",
+    "nl2sql.generators": "open_sql,create_table", "nl2sql.examples": "0",
 }
 # Not a setting: whether the database's synthetic examples (nl2sql.generate_examples, made once
 # per database and kept in eval/results/synthetic-<db>.json) are in the library for the run.
@@ -63,18 +63,18 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     "full-n1": {"nl2sql.candidates": "1"},
     "full-no-early-stop": {"nl2sql.agreement": "0"},
     # issue 12: examples (few-shot), diverse generators, synthetic pairs
-    "full-no-examples": {"nl2sql.examples": "0"},
+    "full-examples": {"nl2sql.examples": "3"},
+    "full-synthetic": {SYNTHETIC: "on", "nl2sql.examples": "3"},
+    # one generator (0.2.0 before issue 12: samples of the Open-SQL prompt)
     "full-no-diversity": {"nl2sql.generators": "open_sql"},
+    "full-examples-no-diversity": {"nl2sql.generators": "open_sql", "nl2sql.examples": "3"},
     "full-create-table": {"nl2sql.generators": "create_table"},
-    "full-synthetic": {SYNTHETIC: "on"},
-    # 0.2.0 before issue 12: one generator, no examples
-    "full-11": {"nl2sql.generators": "open_sql", "nl2sql.examples": "0"},
     "full-no-alignment": NO_ALIGNMENT,
     "full-no-values": {"nl2sql.use_values": "off"},
     "full-no-correction": {"nl2sql.max_corrections": "0"},
 }.items()}
 # The ablation of the full pipeline: the zero-shot row, the full row, and each stage off.
-ABLATION = "zero-shot,full,full-no-examples,full-no-diversity,full-synthetic,full-cot"
+ABLATION = "zero-shot,full,full-examples,full-synthetic,full-no-diversity,full-cot"
 
 GOLD_COLUMNS_SQL = """
 SELECT DISTINCT d.refobjid::regclass::text AS tbl, quote_ident(a.attname) AS col

@@ -45,6 +45,7 @@ def test_examples_reach_the_prompts_of_roles_that_may_read_their_tables(connect,
     thought = admin.execute("SELECT thought FROM nl2sql.examples WHERE id = %s", (ex_id,)).fetchone()[0]
     assert thought.startswith("#reason: count the concerts of one year") and "#SQL-like:" in thought
     mock.reset()
+    admin.execute("SET nl2sql.examples = 3")
     assert ask(admin, "[examples] How many singers are from France?") == "SELECT count(*) FROM singer WHERE country = 'France'"
     trace = admin.execute("SELECT nl2sql.last_trace()").fetchone()[0]
     assert ex_id in [e["id"] for e in trace["examples"]]
@@ -62,10 +63,16 @@ def test_examples_reach_the_prompts_of_roles_that_may_read_their_tables(connect,
     ask(admin, "[examples] How many singers are from France?")
     assert not any("FROM concert WHERE year = 2014" in p for p in prompts(mock))
     admin.execute("SELECT nl2sql.enable_example(%s)", (ex_id,))
+    # nl2sql.examples = 0 (the default) shows none.
+    admin.execute("RESET nl2sql.examples")
+    mock.reset()
+    ask(admin, "[examples] How many singers are from France?")
+    assert not any("### Examples:" in p for p in prompts(mock))
 
     # A role that may not read concert is never shown the example, nor its question.
     with scratch_role(admin, "dora", "GRANT SELECT ON singer TO dora"):
         conn = connect()
+        conn.execute("SET nl2sql.examples = 3")
         conn.execute("SET ROLE dora")
         mock.reset()
         assert ask(conn, "[examples] How many singers are from France?").startswith("SELECT count(*)")

@@ -74,6 +74,8 @@ def test_the_read_path_works_on_a_standby(standby):
         explain = replica.execute("SELECT nl2sql_explain('How many concerts took place in 2014?')").fetchone()[0]
         assert explain["vote"] is not None and "values_skipped" not in explain
         # The examples library is read there too; it is written on the primary only.
+        replica.execute("SET nl2sql.examples = 3")
+        explain = replica.execute("SELECT nl2sql_explain('How many concerts took place in 2014?')").fetchone()[0]
         assert len(explain["examples"]) == 3
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction) as e:
             replica.execute("SELECT nl2sql.add_example('How many singers?', 'SELECT count(*) FROM singer')")

@@ -100,7 +100,7 @@ SELECT nl2sql.remove_example(id) FROM nl2sql.examples WHERE question = 'How many
 SELECT nl2sql.remove_example(-1);
 RESET ROLE;
 
--- The settings: k examples (0: none), and the generators candidates are asked with.
+-- The settings: k examples (0, the default: none), and the generators candidates are asked with.
 SHOW nl2sql.examples;
 SHOW nl2sql.generators;
 SET nl2sql.generators = 'open_sql, create_table';
