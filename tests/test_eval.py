@@ -58,7 +58,9 @@ def test_ablation_table(tmp_path):
          "--no-setup", "--repeat", "1", "--quiet", "--out-dir", str(tmp_path), "--configs", "zero-shot,full,full-n1"],
         capture_output=True, text=True, timeout=120, check=True)
     table = out.stdout[out.stdout.index("Ablation"):].splitlines()
-    assert [line.split()[0] for line in table[2:]] == ["zero-shot", "full", "full-n1"]
+    # The rows, then a line per configuration with several generators (indented).
+    assert [line.split()[0] for line in table[2:] if not line.startswith(" ")] == ["zero-shot", "full", "full-n1"]
+    assert "full: some candidate right, by generator: create_table" in out.stdout
     full = {r["id"]: r for r in map(json.loads, (tmp_path / "full-all.jsonl").read_text().splitlines())}
     # The scripted model answers every candidate alike: the first wave agrees and sampling stops;
     # the schema is below nl2sql.extraction_min_tokens, so that wave is the only round trip.
