@@ -409,8 +409,10 @@ CREATE TABLE nl2sql.example_store (
     embedding vector(256) NOT NULL
 );
 CREATE INDEX example_store_embedding ON nl2sql.example_store USING hnsw (embedding vector_cosine_ops);
--- pg_dump keeps what users added; the built-in examples come with the extension.
+-- pg_dump keeps what users added, and where the ids are; the built-in examples come with the
+-- extension.
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store', 'WHERE source <> ''builtin''');
+SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store_id_seq', '');
 
 -- Every role sees the examples whose relations it may SELECT from now (GRANT and REVOKE take
 -- effect at once; a dropped relation hides its examples).
