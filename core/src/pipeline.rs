@@ -573,8 +573,7 @@ fn similar_values(q: &Question, extra: &[String], schema: &Schema, db: &mut dyn 
         lookup.push(' ');
         lookup.push_str(text);
     }
-    let names = schema.tables.iter().flat_map(|t| std::iter::once(t.name.as_str()).chain(t.columns.iter().map(|c| c.name.as_str())));
-    db.similar_values(&lookup, &retrieve::schema_words(names))
+    db.similar_values(&lookup, &retrieve::schema_words(schema.names()))
 }
 
 /// A model's answer as the trace keeps it: at most 64 kB.

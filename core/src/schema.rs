@@ -115,6 +115,11 @@ impl Schema {
         self.tables.is_empty()
     }
 
+    /// Every table's name and its columns' names, as stored (unquoted).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tables.iter().flat_map(|t| std::iter::once(t.name.as_str()).chain(t.columns.iter().map(|c| c.name.as_str())))
+    }
+
     /// How many leading tables can be shown at all within `max_tokens` (at the barest detail):
     /// the others need no statistics.
     pub fn tables_within(&self, max_tokens: usize) -> usize {

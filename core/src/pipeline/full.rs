@@ -281,8 +281,7 @@ fn find_examples(q: &Question, schema: &Schema, values: &[String], settings: &Se
     if settings.examples == 0 {
         return;
     }
-    let names =
-        examples::Names::new(schema.tables.iter().flat_map(|t| std::iter::once(t.name.as_str()).chain(t.columns.iter().map(|c| c.name.as_str()))));
+    let names = examples::Names::new(schema.names());
     let masked = examples::mask(&q.text, &names, values);
     trace.examples = examples::pick(db.similar_examples(&masked, settings.examples * 2), settings.examples);
     trace.masked_question = Some(masked);
