@@ -431,7 +431,7 @@ def load_synthetic(conn, db, wanted):
     data = json.loads(synthetic_cache(db).read_text())
     for question, sql, relations in data["pairs"]:
         conn.execute("INSERT INTO nl2sql.example_store (question, question_masked, sql, source, executed, relations, "
-                     "added_by, embedding) SELECT %s, k.masked, %s, 'synthetic', true, %s::regclass[]::oid[], "
+                     "added_by, embedding) SELECT %s, k.masked, %s, 'synthetic', true, %s::regclass[], "
                      "'postgres'::regrole, k.embedding::vector FROM nl2sql._example_key(%s, %s) k",
                      (question, sql, relations, question, sql))
 

@@ -27,7 +27,8 @@ CREATE TABLE nl2sql.example_store (
     executed boolean NOT NULL,
     enabled boolean NOT NULL DEFAULT true,
     -- the relations the SQL needs SELECT on, from PostgreSQL's parse of it when it was added
-    relations oid[] NOT NULL DEFAULT '{}',
+    -- (regclass: pg_dump writes names, so a restore points at the same tables again)
+    relations regclass[] NOT NULL DEFAULT '{}',
     added_by oid NOT NULL,
     added_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
     -- the built-in embedder's vector of question_masked
@@ -43,7 +44,7 @@ SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store_id_seq', '');
 -- effect at once; a dropped relation hides its examples).
 CREATE VIEW nl2sql.examples WITH (security_barrier) AS
 SELECT s.id, s.question, s.question_masked, s.sql, s.thought, s.hint, s.source, s.executed, s.enabled,
-       s.relations::pg_catalog.regclass[] AS relations, s.added_by::pg_catalog.regrole AS added_by, s.added_at, s.embedding
+       s.relations, s.added_by::pg_catalog.regrole AS added_by, s.added_at, s.embedding
 FROM nl2sql.example_store s
 WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
                   WHERE NOT coalesce(pg_catalog.has_table_privilege(r.oid, 'SELECT'), false));

@@ -134,7 +134,7 @@ fn store(question: &str, sql: &str, thought: Option<&str>, hint: Option<&str>, s
     owner::as_owner(|| {
         spi::write_one::<i64>(
             "INSERT INTO nl2sql.example_store (question, question_masked, sql, thought, hint, source, executed, relations, added_by, embedding)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::vector) RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_catalog.oid[]::pg_catalog.regclass[], $9, $10::text::vector) RETURNING id",
             &[
                 question.into(),
                 masked.as_str().into(),
@@ -339,11 +339,17 @@ pub fn generate(per_table: i32) -> Vec<Generated> {
                         continue;
                     }
                     let ran = sandbox::savepoint(|| role::as_exec_role(|| sandbox::execute_reading(&sql, sandbox::Limits::from_settings())));
-                    let Some(Ok((execution, reads))) = ran else { continue };
+                    let Some(Ok((execution, mut reads))) = ran else { continue };
                     row.executed += 1;
-                    if execution.rows.is_empty() || !seen_results.insert(result_key(&reads, &execution.rows)) {
+                    // A query that reads no table is no example of this database's tables.
+                    if reads.is_empty() || execution.rows.is_empty() || !seen_results.insert(result_key(&reads, &execution.rows)) {
                         continue;
                     }
+                    // The model wrote the question after seeing the scope's tables and samples:
+                    // only roles that may read all of them are shown it.
+                    reads.extend(sub.tables.iter().map(|t| pg_sys::Oid::from(t.oid)));
+                    reads.sort_unstable_by_key(|o| u32::from(*o));
+                    reads.dedup();
                     seen_sql.insert(form);
                     store(&question, &sql, None, None, "synthetic", true, reads);
                     row.kept += 1;
