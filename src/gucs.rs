@@ -12,11 +12,12 @@
 //!   refuse a key with a clear error. A key comes from a key file only the server's OS user can
 //!   read (nl2sql.llm_api_key_file) or from the server's environment.
 
-use pgrx::pg_sys;
-use pgrx::prelude::*;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::CString;
 use std::time::Duration;
+
+mod checks;
+use checks::*;
 
 static LLM_URL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static LLM_MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
@@ -66,6 +67,21 @@ static MAX_RESULT_KB: GucSetting<i32> = GucSetting::<i32>::new(10_240);
 static MAX_ANSWER_KB: GucSetting<i32> = GucSetting::<i32>::new(256);
 static LLM_API_KEY_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static EMBEDDING_API_KEY_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static PRIVACY: GucSetting<bool> = GucSetting::<bool>::new(false);
+static ON_LOW_CONFIDENCE: GucSetting<OnLowConfidence> = GucSetting::<OnLowConfidence>::new(OnLowConfidence::Notice);
+static MAX_COST: GucSetting<f64> = GucSetting::<f64>::new(0.0);
+static MAX_TOKENS_PER_CALL: GucSetting<i32> = GucSetting::<i32>::new(0);
+static HISTORY: GucSetting<bool> = GucSetting::<bool>::new(true);
+static HISTORY_RETENTION_MIN: GucSetting<i32> = GucSetting::<i32>::new(30 * 24 * 60);
+
+/// Values of nl2sql.on_low_confidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
+pub enum OnLowConfidence {
+    #[name = c"notice"]
+    Notice,
+    #[name = c"error"]
+    Error,
+}
 
 /// Values of nl2sql.mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
@@ -553,6 +569,7 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::UNIT_KB,
     );
+    operations();
     // Refuse unknown nl2sql.* settings (typos) from now on; before PostgreSQL 15, warn about them.
     #[cfg(not(any(feature = "pg13", feature = "pg14")))]
     unsafe {
@@ -562,6 +579,97 @@ pub fn init() {
     unsafe {
         pgrx::pg_sys::EmitWarningsOnPlaceholders(c"nl2sql".as_ptr())
     };
+}
+
+/// The settings of daily operation: privacy, abstention, cost and token limits, history.
+fn operations() {
+    // SAFETY: the hook is a #[pg_guard] function of checks.rs.
+    unsafe {
+        GucRegistry::define_bool_guc_with_hooks(
+            c"nl2sql.privacy",
+            c"Whether no row data leaves the database: no samples, values, results or literals in any prompt.",
+            c"Once on, only a superuser turns it off.",
+            &PRIVACY,
+            GucContext::Userset,
+            GucFlags::default(),
+            Some(check_privacy),
+            None,
+            None,
+        )
+    };
+    GucRegistry::define_enum_guc(
+        c"nl2sql.on_low_confidence",
+        c"What an answer below nl2sql.min_confidence does: notice (answer with a NOTICE) or error (abstain).",
+        c"error raises SQLSTATE P0002 (no_data_found) with the candidates in DETAIL. Zero-shot answers have no confidence and never abstain.",
+        &ON_LOW_CONFIDENCE,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_float_guc(
+        c"nl2sql.max_cost",
+        c"Largest planner cost estimate of a generated query that is executed; 0 means no limit.",
+        c"A candidate estimated above it is planned, not run, and the next candidate may win.",
+        &MAX_COST,
+        0.0,
+        1e300,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.max_tokens_per_call",
+        c"Most model tokens (prompt and completion) one question may use; 0 means no limit.",
+        c"The pipeline plans within it: fewer candidates, no correction round; a question that cannot fit one candidate fails.",
+        &MAX_TOKENS_PER_CALL,
+        0,
+        100_000_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"nl2sql.history",
+        c"Whether every call is recorded in nl2sql.history.",
+        c"Settable only by superusers: the history is also an audit trail.",
+        &HISTORY,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.history_retention",
+        c"How long nl2sql.purge_history() keeps history rows; 0 keeps them forever.",
+        c"",
+        &HISTORY_RETENTION_MIN,
+        0,
+        i32::MAX,
+        GucContext::Suset,
+        GucFlags::UNIT_MIN,
+    );
+}
+
+pub fn privacy() -> bool {
+    PRIVACY.get()
+}
+
+pub fn on_low_confidence() -> OnLowConfidence {
+    ON_LOW_CONFIDENCE.get()
+}
+
+/// nl2sql.max_cost, None when 0.
+pub fn max_cost() -> Option<f64> {
+    Some(MAX_COST.get()).filter(|c| *c > 0.0)
+}
+
+/// nl2sql.max_tokens_per_call, None when 0.
+pub fn max_tokens_per_call() -> Option<usize> {
+    Some(MAX_TOKENS_PER_CALL.get()).filter(|t| *t > 0).map(|t| t as usize)
+}
+
+pub fn history() -> bool {
+    HISTORY.get()
+}
+
+/// nl2sql.history_retention in minutes, None when 0 (forever).
+pub fn history_retention_minutes() -> Option<i64> {
+    Some(HISTORY_RETENTION_MIN.get()).filter(|m| *m > 0).map(i64::from)
 }
 
 fn string(s: &GucSetting<Option<CString>>) -> Option<String> {
@@ -743,66 +851,6 @@ pub fn max_answer_bytes() -> usize {
     (MAX_ANSWER_KB.get().max(1) as usize).saturating_mul(1024)
 }
 
-/// Hands PostgreSQL the message, detail and hint of a refused setting.
-unsafe fn refuse(message: &CStr, detail: &CStr, hint: &CStr) -> bool {
-    pg_sys::GUC_check_errmsg_string = pg_sys::pstrdup(message.as_ptr());
-    pg_sys::GUC_check_errdetail_string = pg_sys::pstrdup(detail.as_ptr());
-    pg_sys::GUC_check_errhint_string = pg_sys::pstrdup(hint.as_ptr());
-    false
-}
-
-/// An API key is never taken from a setting: wherever a setting can be made, another role can
-/// read it — ALTER DATABASE/ROLE … SET and function SET clauses in world-readable catalogs,
-/// postgresql.conf and ALTER SYSTEM through pg_settings (pg_read_all_settings), and a SET
-/// statement's text through pg_stat_activity and pg_stat_statements (pg_read_all_stats) and the
-/// server log. The settings remain only to refuse a key with a clear error.
-#[pg_guard]
-unsafe extern "C-unwind" fn check_key(newval: *mut *mut c_char, _extra: *mut *mut c_void, _source: pg_sys::GucSource::Type) -> bool {
-    if newval.is_null() || (*newval).is_null() || *(*newval) == 0 {
-        return true;
-    }
-    refuse(
-        c"an API key cannot be set where other roles can read it",
-        c"Settings are stored in catalogs every role can read (ALTER DATABASE/ROLE ... SET, a function's SET clause), shown to members of pg_read_all_settings (postgresql.conf, ALTER SYSTEM), or kept as statement text in pg_stat_activity, pg_stat_statements and the server log (SET).",
-        c"Put the key in a file only the server's OS user can read and name it in nl2sql.llm_api_key_file (nl2sql.embedding_api_key_file), or in the server's environment (NL2SQL_LLM_API_KEY); remove this setting, and rotate the key.",
-    )
-}
-
-/// A key is never shown back, not even to the session that set it (a role it SET ROLE to
-/// later, or a member of pg_read_all_settings, would see it).
-fn masked(key: &GucSetting<Option<CString>>) -> *const c_char {
-    if string(key).is_some() { c"********".as_ptr() } else { c"".as_ptr() }
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn show_llm_key() -> *const c_char {
-    masked(&LLM_API_KEY)
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn show_embedding_key() -> *const c_char {
-    masked(&EMBEDDING_API_KEY)
-}
-
-/// An endpoint URL is set only by superusers, even where GRANT SET ON PARAMETER would let
-/// another role: whoever sets the URL receives the key.
-#[pg_guard]
-unsafe extern "C-unwind" fn check_url(newval: *mut *mut c_char, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
-    if newval.is_null() || (*newval).is_null() || *(*newval) == 0 {
-        return true;
-    }
-    use pg_sys::GucSource::*;
-    let interactive = matches!(source, PGC_S_SESSION | PGC_S_CLIENT | PGC_S_TEST);
-    if interactive && pg_sys::IsTransactionState() && !pg_sys::superuser() {
-        return refuse(
-            c"only superusers may set an nl2sql endpoint URL",
-            c"The configured API key is sent to this URL.",
-            c"Ask a superuser to set it, for example with ALTER ROLE ... SET.",
-        );
-    }
-    true
-}
-
 /// nl2sql.generators, in order, without repeats (checked when set).
 pub fn generators() -> Vec<nl2sql_core::pipeline::Generator> {
     let mut out = Vec::new();
@@ -818,22 +866,6 @@ pub fn examples() -> usize {
     EXAMPLES.get().max(0) as usize
 }
 
-#[pg_guard]
-unsafe extern "C-unwind" fn check_generators(newval: *mut *mut c_char, _extra: *mut *mut c_void, _source: pg_sys::GucSource::Type) -> bool {
-    if newval.is_null() || (*newval).is_null() {
-        return true;
-    }
-    let value = CStr::from_ptr(*newval).to_string_lossy();
-    let names: Vec<&str> = value.split(',').map(str::trim).collect();
-    if names.iter().all(|n| nl2sql_core::pipeline::Generator::parse(n).is_some()) {
-        return true;
-    }
-    refuse(
-        c"invalid value for nl2sql.generators",
-        c"Each comma-separated name must be open_sql or create_table.",
-        c"For example: SET nl2sql.generators = 'open_sql,create_table'.",
-    )
-}
 
 pub fn allow_foreign_tables() -> bool {
     ALLOW_FOREIGN_TABLES.get()

@@ -16,6 +16,7 @@ extension_sql_file!("../sql/introspect/column_stats.sql", name = "column_stats",
 extension_sql_file!("../sql/values.sql", name = "values", requires = ["bootstrap"]);
 extension_sql_file!("../sql/examples.sql", name = "examples", requires = ["bootstrap"]);
 extension_sql_file!("../sql/examples_builtin.sql", name = "examples_builtin", requires = ["examples", _example_key]);
+extension_sql_file!("../sql/history.sql", name = "history", requires = ["bootstrap"]);
 extension_sql_file!("../sql/values_api.sql", name = "values_api", finalize);
 
 #[pg_guard]

@@ -30,7 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-python3 tests/mock_llm.py --scenarios tests/mock/scenarios.json --scenarios tests/mock/security.json --port "$MOCK_PORT" 2>"$RUN/mock.log" &
+python3 tests/mock_llm.py --scenarios tests/mock/scenarios.json --scenarios tests/mock/security.json --scenarios tests/mock/operations.json --port "$MOCK_PORT" 2>"$RUN/mock.log" &
 mock_pid=$!
 for _ in $(seq 1 50); do
   curl -sf "http://127.0.0.1:$MOCK_PORT/health" >/dev/null 2>&1 && break

@@ -223,6 +223,37 @@ pub fn mask_example(question: &str, sql: &str) -> String {
     mask(question, &names, &values)
 }
 
+/// An example as nl2sql.privacy shows it: its masked question, its query with every literal
+/// replaced by a placeholder (small integers, as in LIMIT 3, stay), no hint and no chain of
+/// thought (both may quote values). None when its query does not tokenize.
+pub fn without_data(e: &Example) -> Option<Example> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, &e.sql).tokenize().ok()?;
+    let mut sql = String::with_capacity(e.sql.len());
+    for (i, t) in tokens.into_iter().enumerate() {
+        interrupt::every(i, 4096);
+        let masked = match t {
+            Token::SingleQuotedString(_)
+            | Token::EscapedStringLiteral(_)
+            | Token::NationalStringLiteral(_)
+            | Token::DollarQuotedString(_)
+            | Token::UnicodeStringLiteral(_)
+            | Token::HexStringLiteral(_)
+            | Token::SingleQuotedByteStringLiteral(_)
+            | Token::DoubleQuotedByteStringLiteral(_)
+            | Token::TripleSingleQuotedString(_)
+            | Token::TripleDoubleQuotedString(_) => Token::SingleQuotedString(VALUE.into()),
+            Token::Number(n, _) if n.parse::<u8>().map_or(true, |v| v > 10) => Token::Word(sqlparser::tokenizer::Word {
+                value: "<number>".into(),
+                quote_style: None,
+                keyword: sqlparser::keywords::Keyword::NoKeyword,
+            }),
+            other => other,
+        };
+        sql.push_str(&masked.to_string());
+    }
+    Some(Example { question: mask_example(&e.question, &e.sql), sql, thought: None, hint: None, ..e.clone() })
+}
+
 /// Keeps the `k` best examples: the most similar first, one per distinct SQL, user-written and
 /// feedback examples ahead of built-in ones that score the same within 0.02.
 pub fn pick(mut found: Vec<Example>, k: usize) -> Vec<Example> {
@@ -288,6 +319,25 @@ mod tests {
         assert_eq!(m, "How many <name> are from <value>");
         let m = mask("Show the stadiums with capacity above 5000 in 'north'.", &names(), &[]);
         assert_eq!(m, "Show the <name> with <name> above <value> in <value>");
+    }
+
+    #[test]
+    fn privacy_shows_no_literal_hint_or_thought() {
+        let e = Example {
+            id: 1,
+            question: "Which customers in Oslo spent more than 48213.77?".into(),
+            sql: "SELECT name FROM customer WHERE city = 'Oslo' AND spent > 48213.77 AND code = E'x\\'y' AND note = $t$Zq$t$ ORDER BY spent DESC LIMIT 3".into(),
+            thought: Some("The city is 'Oslo'.".into()),
+            hint: Some("Oslo is a city".into()),
+            source: "user".into(),
+            score: 0.9,
+        };
+        let p = without_data(&e).expect("tokenizes");
+        for secret in ["Oslo", "48213", "Zq", "x\\'y"] {
+            assert!(!p.sql.contains(secret) && !p.question.contains(secret), "{secret} in {p:?}");
+        }
+        assert!(p.sql.contains("LIMIT 3") && p.sql.contains("city = '<value>'"), "{}", p.sql);
+        assert!(p.thought.is_none() && p.hint.is_none());
     }
 
     #[test]

@@ -47,4 +47,6 @@ pub struct Execution {
     /// It was nl2sql.max_result_bytes that cut the rows.
     pub byte_limited: bool,
     pub elapsed: Duration,
+    /// The planner's estimated total cost of the plan that ran (None where nothing planned it).
+    pub cost: Option<f64>,
 }

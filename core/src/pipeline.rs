@@ -34,6 +34,10 @@ pub const MAX_QUESTION_CHARS: usize = 8_000;
 pub const MAX_HINT_CHARS: usize = 8_000;
 /// Completion tokens for the extraction answer (three short lines).
 const EXTRACTION_MAX_TOKENS: u32 = 256;
+/// Longest earlier query a follow-up question carries, in bytes.
+pub const MAX_PREVIOUS_SQL_BYTES: usize = 64 * 1024;
+/// Least completion a request is sent with under a token budget (a short query).
+pub const MIN_COMPLETION_TOKENS: usize = 64;
 
 /// What the pipeline needs from the database.
 pub trait Database: ValueLookup {
@@ -159,6 +163,11 @@ pub struct Settings {
     pub generators: Vec<Generator>,
     /// Examples shown as few-shot (k); 0 shows none.
     pub examples: usize,
+    /// No row data in any prompt: no samples, categorical values or retrieved values; examples
+    /// with their literals masked (nl2sql.privacy).
+    pub privacy: bool,
+    /// Most tokens (prompt and completion) the question may use (nl2sql.max_tokens_per_call).
+    pub token_budget: Option<usize>,
 }
 
 impl Settings {
@@ -180,14 +189,67 @@ impl Settings {
             column_matches: 0,
             generators: vec![Generator::OpenSql],
             examples: 0,
+            privacy: false,
+            token_budget: None,
         }
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Question {
     pub text: String,
     pub hint: Option<String>,
+    /// The question this one follows ("and in 2015?"), with the query that answered it.
+    pub previous: Option<Previous>,
+}
+
+/// An earlier question and its query, for a follow-up.
+#[derive(Debug, Clone, Serialize)]
+pub struct Previous {
+    pub question: String,
+    pub sql: String,
+    /// Its row in nl2sql.history, when it was given by id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_id: Option<i64>,
+}
+
+impl Question {
+    /// The section a follow-up adds before the question (empty otherwise).
+    fn follow_up(&self) -> String {
+        self.previous.as_ref().map(|p| crate::prompt::follow_up(&p.question, &p.sql)).unwrap_or_default()
+    }
+}
+
+/// Tokens one question used: the endpoint's usage where it reports one, else our estimate.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Tokens {
+    pub prompt: usize,
+    pub completion: usize,
+    /// nl2sql.max_tokens_per_call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<usize>,
+    /// What the budget left out (a candidate, a correction round, the extraction).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cut: Vec<String>,
+}
+
+impl Tokens {
+    pub fn total(&self) -> usize {
+        self.prompt + self.completion
+    }
+
+    /// How many of `wanted` requests of about `prompt` tokens each fit what is left, and the
+    /// completion tokens each may use (at most `max_tokens`); (0, 0) when not one fits.
+    pub fn plan(&self, prompt: usize, wanted: usize, max_tokens: u32) -> (usize, u32) {
+        let Some(limit) = self.budget else { return (wanted, max_tokens) };
+        let left = limit.saturating_sub(self.total());
+        let need = prompt + MIN_COMPLETION_TOKENS;
+        let k = wanted.min(left / need.max(1));
+        if k == 0 {
+            return (0, 0);
+        }
+        (k, (max_tokens as usize).min(left / k - prompt) as u32)
+    }
 }
 
 /// The winning query, its rows, and how we got there.
@@ -241,6 +303,23 @@ pub struct Trace {
     /// Candidates sampled (round 0): what the confidence is a share of.
     pub samples: usize,
     pub confidence: Option<f64>,
+    /// The last request's answer came with the endpoint's usage (its other answers add none).
+    #[serde(skip)]
+    request_usage: bool,
+    /// Tokens used, against nl2sql.max_tokens_per_call.
+    pub tokens: Tokens,
+    /// The earlier question this one follows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follows: Option<Previous>,
+    /// Row data was kept out of every prompt (nl2sql.privacy).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub privacy: bool,
+    /// This call's row in nl2sql.history (set after the pipeline, by the database layer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_id: Option<i64>,
+    /// Why the call was not recorded in nl2sql.history.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_skipped: Option<String>,
     pub wall_ms: f64,
 }
 
@@ -317,6 +396,36 @@ pub enum AskError {
     Refused { sql: String, error: GuardError },
     /// No candidate survived the correction rounds.
     Failed { sql: Option<String>, failure: Failure },
+    /// Not one candidate fits nl2sql.max_tokens_per_call.
+    OverBudget { needed: usize, budget: usize, spent: usize },
+    /// The earlier question or query of a follow-up is empty or too long.
+    BadPrevious(String),
+    /// The candidates agreed less than nl2sql.min_confidence and nl2sql.on_low_confidence is
+    /// error: no answer. Each group's votes, rows and query, best first.
+    Abstained { confidence: f64, min: f64, samples: usize, groups: Vec<(usize, usize, String)> },
+}
+
+/// SQLSTATE of an abstention: no_data_found (P0002), "no answer", as a PL/pgSQL SELECT INTO
+/// STRICT without rows raises it. (A code of nl2sql's own cannot be raised through pgrx 0.18,
+/// which maps every SQLSTATE it does not know to XX000.)
+pub const ABSTAINED: SqlState = SqlState::Other(*b"P0002");
+
+/// The answer, or an abstention when its confidence is below `min` (nl2sql.on_low_confidence =
+/// error). An answer without a confidence (zero-shot: one candidate, nothing to agree with) is
+/// never withheld.
+#[allow(clippy::result_large_err)]
+pub fn abstain_below(a: Answer, min: f64) -> Result<Answer, (AskError, Trace)> {
+    let (Some(confidence), Some(vote)) = (a.trace.confidence, a.trace.vote.as_ref()) else { return Ok(a) };
+    if confidence >= min {
+        return Ok(a);
+    }
+    let groups = vote
+        .groups
+        .iter()
+        .map(|g| (g.votes, g.rows, g.candidates.first().and_then(|&i| cand_sql(a.trace.candidates.get(i))).unwrap_or_default()))
+        .collect();
+    let samples = a.trace.samples;
+    Err((AskError::Abstained { confidence, min, samples, groups }, a.trace))
 }
 
 impl Diagnostic for AskError {
@@ -325,6 +434,9 @@ impl Diagnostic for AskError {
             AskError::EmptyQuestion => SqlState::InvalidParameterValue,
             AskError::QuestionTooLong { .. } | AskError::HintTooLong { .. } => SqlState::ProgramLimitExceeded,
             AskError::NoTables => SqlState::UndefinedTable,
+            AskError::OverBudget { .. } => SqlState::ConfigurationLimitExceeded,
+            AskError::BadPrevious(_) => SqlState::InvalidParameterValue,
+            AskError::Abstained { .. } => ABSTAINED,
             AskError::Llm(r) => r.sqlstate,
             AskError::Refused { error, .. } => error.sqlstate(),
             AskError::Failed { failure, .. } => match failure {
@@ -332,6 +444,7 @@ impl Diagnostic for AskError {
                 Failure::Execution(r) | Failure::Analysis(r) => r.sqlstate,
                 Failure::Timeout { .. } => SqlState::QueryCanceled,
                 Failure::Empty => SqlState::InternalError,
+                Failure::Cost { .. } => SqlState::ConfigurationLimitExceeded,
             },
         }
     }
@@ -344,6 +457,11 @@ impl Diagnostic for AskError {
             }
             AskError::HintTooLong { chars } => format!("hint is too long ({chars} characters, at most {MAX_HINT_CHARS})"),
             AskError::NoTables => "no tables to query".into(),
+            AskError::OverBudget { .. } => "question does not fit nl2sql.max_tokens_per_call".into(),
+            AskError::BadPrevious(why) => why.clone(),
+            AskError::Abstained { confidence, min, .. } => {
+                format!("nl2sql abstains: confidence {confidence:.2} is below nl2sql.min_confidence ({min:.2})")
+            }
             AskError::Llm(r) => r.message.clone(),
             AskError::Refused { error, .. } => error.message(),
             AskError::Failed { failure, .. } => match failure {
@@ -351,6 +469,9 @@ impl Diagnostic for AskError {
                 Failure::Execution(r) | Failure::Analysis(r) => format!("generated query failed: {}", r.message),
                 Failure::Timeout { ms } => format!("generated query exceeded nl2sql.statement_timeout ({ms} ms)"),
                 Failure::Empty => "no generated query could be run".into(),
+                Failure::Cost { estimate, max } => {
+                    format!("generated query's estimated cost {estimate:.0} exceeds nl2sql.max_cost ({max:.0})")
+                }
             },
         }
     }
@@ -358,6 +479,16 @@ impl Diagnostic for AskError {
     fn detail(&self) -> Option<String> {
         match self {
             AskError::NoTables => Some("The current role can SELECT from no table or view outside system schemas.".into()),
+            AskError::Abstained { samples, groups, .. } => {
+                let mut d = format!("{samples} candidates sampled; the queries they agreed on, most votes first:");
+                for (votes, rows, sql) in groups.iter().take(5) {
+                    d.push_str(&format!("\n{votes} votes, {rows} rows: {}", sql.split_whitespace().collect::<Vec<_>>().join(" ")));
+                }
+                Some(d)
+            }
+            AskError::OverBudget { needed, budget, spent } => Some(format!(
+                "One candidate needs about {needed} tokens (its prompt and {MIN_COMPLETION_TOKENS} for the answer); the budget is {budget} and {spent} are spent."
+            )),
             AskError::Llm(r) => r.detail.clone(),
             AskError::Refused { sql, error } => Some(join_detail(error.detail(), sql)),
             AskError::Failed { sql: Some(sql), failure } => {
@@ -375,10 +506,17 @@ impl Diagnostic for AskError {
         match self {
             AskError::EmptyQuestion => Some("Ask a question in natural language, e.g. SELECT nl2sql('how many orders are there?').".into()),
             AskError::NoTables => Some("Create tables, or GRANT SELECT on them to this role.".into()),
+            AskError::OverBudget { .. } => Some("Raise nl2sql.max_tokens_per_call, or lower nl2sql.schema_max_tokens.".into()),
+            AskError::Abstained { .. } => Some(
+                "Add a hint naming tables, columns or values, run one of the queries above yourself, or SET nl2sql.on_low_confidence = notice.".into(),
+            ),
             AskError::Llm(r) => r.hint.clone(),
             AskError::Refused { .. } => Some("nl2sql only runs single read-only queries; rephrase the question.".into()),
             AskError::Failed { failure: Failure::Timeout { .. }, .. } => {
                 Some("Raise nl2sql.statement_timeout, or ask a narrower question.".into())
+            }
+            AskError::Failed { failure: Failure::Cost { .. }, .. } => {
+                Some("Raise nl2sql.max_cost (0 turns the check off), or ask a narrower question.".into())
             }
             AskError::Failed { .. } => {
                 Some("Rephrase the question, or pass a hint (the second argument) naming tables, columns or values.".into())
@@ -410,6 +548,17 @@ pub fn validate(q: &Question) -> Result<(), AskError> {
             return Err(AskError::HintTooLong { chars: h.chars().count() });
         }
     }
+    if let Some(p) = &q.previous {
+        if p.question.trim().is_empty() || p.sql.trim().is_empty() {
+            return Err(AskError::BadPrevious("a follow-up needs the earlier question and its query".into()));
+        }
+        if p.question.chars().take(MAX_QUESTION_CHARS + 1).count() > MAX_QUESTION_CHARS {
+            return Err(AskError::BadPrevious(format!("earlier question is too long (at most {MAX_QUESTION_CHARS} characters)")));
+        }
+        if p.sql.len() > MAX_PREVIOUS_SQL_BYTES {
+            return Err(AskError::BadPrevious(format!("earlier query is too long (at most {MAX_PREVIOUS_SQL_BYTES} bytes)")));
+        }
+    }
     Ok(())
 }
 
@@ -434,7 +583,23 @@ fn shown_columns(schema: &Schema, rendered: &Rendered) -> Vec<String> {
 }
 
 fn record(trace: &mut Trace, stage: &'static str, messages: &[Message], r: &Result<Completion, LlmError>, secret: Option<&str>) {
-    let prompt_tokens_estimate = messages.iter().map(|m| crate::schema::estimate_tokens(&m.content)).sum();
+    let prompt_tokens_estimate: usize = messages.iter().map(|m| crate::schema::estimate_tokens(&m.content)).sum();
+    // The budget's count: the endpoint's usage where it reports one (once per request), else
+    // our estimate (a failed request counts its prompt: it may have been read).
+    match r {
+        Ok(c) if c.same_request => {
+            if c.completion_tokens.is_none() && !trace.request_usage {
+                trace.tokens.completion += crate::schema::estimate_tokens(&c.content);
+            }
+        }
+        Ok(c) => {
+            trace.request_usage = c.completion_tokens.is_some();
+            trace.tokens.prompt += c.prompt_tokens.map_or(prompt_tokens_estimate, |p| p as usize);
+            trace.tokens.completion +=
+                c.completion_tokens.map_or_else(|| crate::schema::estimate_tokens(&c.content), |t| t as usize);
+        }
+        Err(_) => trace.tokens.prompt += prompt_tokens_estimate,
+    }
     trace.llm_calls.push(match r {
         Ok(c) => LlmCall {
             stage,
@@ -475,13 +640,27 @@ pub fn ask(
     db: &mut dyn Database,
 ) -> Result<Answer, (AskError, Trace)> {
     let started = Instant::now();
-    let mut trace = Trace { mode: Some(settings.mode), ..Default::default() };
+    let mut trace = Trace {
+        mode: Some(settings.mode),
+        tokens: Tokens { budget: settings.token_budget, ..Default::default() },
+        follows: q.previous.clone(),
+        privacy: settings.privacy,
+        ..Default::default()
+    };
     if let Err(e) = validate(q) {
         return Err((e, trace));
     }
     if schema.is_empty() {
         return Err((AskError::NoTables, trace));
     }
+    // Privacy: nothing read from rows reaches a prompt, whatever the caller loaded.
+    let stripped;
+    let schema = if settings.privacy {
+        stripped = schema.without_data();
+        &stripped
+    } else {
+        schema
+    };
     let result = match settings.mode {
         Mode::ZeroShot => zero_shot(q, schema, settings, llm, db, &mut trace),
         Mode::Full => full(q, schema, settings, llm, db, &mut trace),
@@ -504,14 +683,30 @@ fn zero_shot(
 ) -> Result<(String, Execution), AskError> {
     let rendered = show_schema(trace, schema, settings);
     let secret = llm.secret().map(str::to_string);
-    trace.values = similar_values(q, &[], schema, db);
-    trace.values_skipped = db.skipped_value_columns();
-    let values = retrieve::render_values(&trace.values);
-    let mut messages = generate::zero_shot(&rendered.text, &values, &q.text, q.hint.as_deref());
+    if !settings.privacy {
+        trace.values = similar_values(q, &[], schema, db);
+        trace.values_skipped = db.skipped_value_columns();
+    }
+    let sections = retrieve::render_values(&trace.values) + &q.follow_up();
+    let mut messages = generate::zero_shot(&rendered.text, &sections, &q.text, q.hint.as_deref());
     let mut round = 0u32;
+    let mut last_failure: Option<AskError> = None;
     loop {
         let stage = if round == 0 { "generate" } else { "correct" };
-        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: settings.max_tokens };
+        let prompt = estimate(&messages);
+        let (fits, max_tokens) = trace.tokens.plan(prompt, 1, settings.max_tokens);
+        if fits == 0 {
+            let (budget, spent) = (trace.tokens.budget.unwrap_or(0), trace.tokens.total());
+            return Err(match trace.candidates.last() {
+                // A correction that does not fit: the failure stands.
+                Some(_) => {
+                    trace.tokens.cut.push("correction round".into());
+                    last_failure.unwrap_or(AskError::OverBudget { needed: prompt + MIN_COMPLETION_TOKENS, budget, spent })
+                }
+                None => AskError::OverBudget { needed: prompt + MIN_COMPLETION_TOKENS, budget, spent },
+            });
+        }
+        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens };
         let waited = Instant::now();
         let reply = llm.chat(req);
         trace.round_trips += 1;
@@ -546,6 +741,7 @@ fn zero_shot(
                     return Err(AskError::Failed { sql, failure });
                 }
                 messages = refine::correction(messages, &completion.content, &failure);
+                last_failure = Some(AskError::Failed { sql, failure });
                 round += 1;
             }
         }
@@ -569,11 +765,17 @@ fn show_schema(trace: &mut Trace, schema: &Schema, settings: &Settings) -> Rende
 /// that name the schema's tables and columns.
 fn similar_values(q: &Question, extra: &[String], schema: &Schema, db: &mut dyn Database) -> Vec<ValueHint> {
     let mut lookup = q.text.clone();
-    for text in q.hint.iter().chain(extra) {
+    let earlier = q.previous.as_ref().map(|p| p.question.clone());
+    for text in q.hint.iter().chain(extra).chain(earlier.iter()) {
         lookup.push(' ');
         lookup.push_str(text);
     }
     db.similar_values(&lookup, &retrieve::schema_words(schema.names()))
+}
+
+/// Estimated tokens of a prompt (schema::estimate_tokens), as the trace counts them.
+fn estimate(messages: &[Message]) -> usize {
+    messages.iter().map(|m| crate::schema::estimate_tokens(&m.content)).sum()
 }
 
 /// A model's answer as the trace keeps it: at most 64 kB.

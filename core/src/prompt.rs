@@ -27,6 +27,16 @@ pub fn system() -> String {
     SYSTEM.trim_end().replace("{version}", VERSION.get().map(String::as_str).unwrap_or("15"))
 }
 
+/// The section of a follow-up question: the earlier question and its query, last before the
+/// question (everything before it stays the prefix every other question shares).
+pub fn follow_up(question: &str, sql: &str) -> String {
+    let question = question.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!(
+        "### Earlier question: {question}\n### Its query:\n```sql\n{}\n```\n### The question below follows the earlier one: keep what it does not change (tables, filters, grouping), change what it asks to change.\n",
+        crate::refine::prefix(sql.trim(), crate::pipeline::MAX_PREVIOUS_SQL_BYTES)
+    )
+}
+
 /// How the schema block is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 const CORRECT_ERROR: &str = include_str!("prompts/correct_error.txt");
 const CORRECT_TIMEOUT: &str = include_str!("prompts/correct_timeout.txt");
+const CORRECT_COST: &str = include_str!("prompts/correct_cost.txt");
 const CORRECT_SYNTAX: &str = include_str!("prompts/correct_syntax.txt");
 const CORRECT_UNDEFINED: &str = include_str!("prompts/correct_undefined.txt");
 const CORRECT_TYPE: &str = include_str!("prompts/correct_type.txt");
@@ -27,6 +28,8 @@ pub enum Failure {
     Timeout { ms: u64 },
     /// It ran and returned no rows (a failure only when no candidate returned any).
     Empty,
+    /// The planner estimated it above nl2sql.max_cost: planned, never executed.
+    Cost { estimate: f64, max: f64 },
 }
 
 /// The error classes of the paper's correction step, mapped from SQLSTATEs.
@@ -40,6 +43,7 @@ pub enum FailureKind {
     TypeMismatch,
     Timeout,
     Empty,
+    Cost,
     Other,
 }
 
@@ -49,6 +53,7 @@ impl Failure {
             Failure::Syntax(_) => FailureKind::Syntax,
             Failure::Timeout { .. } => FailureKind::Timeout,
             Failure::Empty => FailureKind::Empty,
+            Failure::Cost { .. } => FailureKind::Cost,
             Failure::Execution(r) | Failure::Analysis(r) => match r.sqlstate.code() {
                 "42601" => FailureKind::Syntax,
                 "42703" => FailureKind::UndefinedColumn,
@@ -69,6 +74,7 @@ impl Failure {
             Failure::Execution(r) | Failure::Analysis(r) => r.message.clone(),
             Failure::Timeout { ms } => format!("ran longer than {ms} ms"),
             Failure::Empty => "returned no rows".into(),
+            Failure::Cost { estimate, max } => format!("estimated cost {estimate:.0} exceeds nl2sql.max_cost ({max:.0}); not executed"),
         }
     }
 }
@@ -157,6 +163,9 @@ pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure) -
         Failure::Syntax(e) => CORRECT_SYNTAX.replace("{error}", &crate::error::Diagnostic::message(e)),
         Failure::Timeout { ms } => CORRECT_TIMEOUT.replace("{timeout_ms}", &ms.to_string()),
         Failure::Empty => CORRECT_EMPTY.to_string(),
+        Failure::Cost { estimate, max } => {
+            CORRECT_COST.replace("{estimate}", &format!("{estimate:.0}")).replace("{max}", &format!("{max:.0}"))
+        }
         Failure::Execution(r) | Failure::Analysis(r) => {
             // An error raised while PostgreSQL read the query quotes only its text: the names the
             // model wrote may be repeated. One raised while it ran may quote a row: then only

@@ -111,6 +111,17 @@ pub struct Rendered {
 }
 
 impl Schema {
+    /// The schema without anything read from rows: no samples, categorical values, ranges or
+    /// enum labels (nl2sql.privacy). Names, types, keys and comments stay.
+    pub fn without_data(&self) -> Schema {
+        let mut s = self.clone();
+        for c in s.tables.iter_mut().flat_map(|t| t.columns.iter_mut()) {
+            c.stats = None;
+            c.enum_values.clear();
+        }
+        s
+    }
+
     pub fn is_empty(&self) -> bool {
         self.tables.is_empty()
     }

@@ -1,5 +1,6 @@
 //! Self-consistency vote: candidates that return the same rows form a group; the largest
-//! group wins, empty results lose to non-empty ones, ties go to the fastest execution, and
+//! group wins, empty results lose to non-empty ones, ties go to the cheapest plan (the planner's
+//! estimate) and then the fastest execution, and
 //! confidence is the winning group's share of all candidates.
 
 use crate::results::Row;
@@ -15,6 +16,8 @@ pub struct Ballot {
     /// Whether the candidate's own SQL orders its rows (then order is part of its answer).
     pub ordered: bool,
     pub elapsed: Duration,
+    /// The planner's estimated cost (None when unknown).
+    pub cost: Option<f64>,
     /// How many samples this candidate answers for: itself, those that wrote the same query,
     /// those it corrected; 0 for one superseded by its own correction.
     pub weight: usize,
@@ -27,6 +30,9 @@ pub struct Group {
     pub votes: usize,
     pub rows: usize,
     pub fastest_ms: f64,
+    /// The least estimated cost among its candidates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -61,20 +67,27 @@ pub fn vote(ballots: &[Ballot], total: usize) -> Option<Outcome> {
     let mut out: Vec<Group> = groups
         .into_iter()
         .map(|(k, mut members)| {
-            members.sort_by_key(|b| (b.elapsed, b.candidate));
+            // The cheapest plan answers for the group (the query the user runs again), then the fastest.
+            members.sort_by(|x, y| {
+                x.cost.unwrap_or(f64::INFINITY).total_cmp(&y.cost.unwrap_or(f64::INFINITY)).then((x.elapsed, x.candidate).cmp(&(y.elapsed, y.candidate)))
+            });
             Group {
                 candidates: members.iter().map(|b| b.candidate).collect(),
                 votes: members.iter().map(|b| b.weight).sum(),
                 rows: k.len(),
                 fastest_ms: members[0].elapsed.as_secs_f64() * 1000.0,
+                cost: members.iter().filter_map(|b| b.cost).min_by(f64::total_cmp),
             }
         })
         .collect();
-    // Non-empty before empty, then more votes, then faster.
+    // Non-empty before empty, then more votes, then the cheaper plan (a deterministic estimate),
+    // then faster.
+    let cost = |g: &Group| g.cost.unwrap_or(f64::INFINITY);
     out.sort_by(|a, b| {
         (a.rows == 0)
             .cmp(&(b.rows == 0))
             .then(b.votes.cmp(&a.votes))
+            .then(cost(a).total_cmp(&cost(b)))
             .then(a.fastest_ms.total_cmp(&b.fastest_ms))
     });
     let first = out.first()?;
@@ -92,7 +105,7 @@ mod tests {
     }
 
     fn ballot(candidate: usize, r: &[&str], ms: u64) -> Ballot {
-        Ballot { candidate, rows: rows(r), ordered: false, elapsed: Duration::from_millis(ms), weight: 1 }
+        Ballot { candidate, rows: rows(r), ordered: false, elapsed: Duration::from_millis(ms), cost: None, weight: 1 }
     }
 
     #[test]
@@ -142,5 +155,22 @@ mod tests {
         assert_eq!((o.winner, o.groups[0].votes), (0, 3));
         assert!((o.confidence - 0.6).abs() < 1e-9);
         assert!(vote(&[], 3).is_none());
+    }
+
+    #[test]
+    fn the_cheaper_plan_breaks_a_tie_before_time() {
+        let mut slow_cheap = ballot(0, &["a"], 9);
+        slow_cheap.cost = Some(10.0);
+        let mut fast_dear = ballot(1, &["b"], 1);
+        fast_dear.cost = Some(5000.0);
+        let o = vote(&[fast_dear.clone(), slow_cheap.clone()], 2).expect("outcome");
+        assert_eq!(o.winner, 0, "equal votes: the cheaper estimate wins");
+        assert_eq!(o.groups[0].cost, Some(10.0));
+        // Within a group the cheaper plan answers, even when it ran slower.
+        let mut same = fast_dear;
+        same.rows = slow_cheap.rows.clone();
+        assert_eq!(vote(&[same, slow_cheap], 2).expect("outcome").winner, 0);
+        // Unknown costs fall back to time.
+        assert_eq!(vote(&[ballot(0, &["a"], 9), ballot(1, &["b"], 1)], 2).expect("outcome").winner, 1);
     }
 }

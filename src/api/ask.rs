@@ -2,10 +2,10 @@
 
 use crate::api::explain::scrub;
 use crate::gucs;
-use crate::pg::{catalog, errors, model::Model, role, sandbox, session, values};
+use crate::pg::{catalog, errors, history, model::Model, role, sandbox, session, values};
 use nl2sql_core::align::{Rules, ValueLookup};
 use nl2sql_core::error::Report;
-use nl2sql_core::pipeline::{self, Answer, AskError, Database, Llm, Mode, Question, Rejected, Settings, Trace};
+use nl2sql_core::pipeline::{self, Answer, AskError, Database, Llm, Mode, Previous, Question, Rejected, Settings, Trace};
 use nl2sql_core::retrieve::ValueHint;
 use nl2sql_core::{rows, Execution};
 use pgrx::prelude::*;
@@ -49,20 +49,36 @@ pub fn forget_trace() {
 }
 
 /// Translates a question into one read-only query, checked by executing it in the sandbox.
+/// A follow-up names the call it follows (`follows`, a history id) or passes the earlier
+/// question and query.
 #[pg_extern(volatile, parallel_unsafe)]
-fn nl2sql(question: Option<&str>, hint: default!(Option<&str>, "NULL")) -> Option<String> {
+fn nl2sql(
+    question: Option<&str>,
+    hint: default!(Option<&str>, "NULL"),
+    follows: default!(Option<i64>, "NULL"),
+    previous_question: default!(Option<&str>, "NULL"),
+    previous_sql: default!(Option<&str>, "NULL"),
+) -> Option<String> {
     let question = question?;
-    let (a, secret) = answer(question, hint);
+    let previous = follow_up(follows, previous_question, previous_sql);
+    let (a, secret) = answer(question, hint, previous);
     Some(scrub_text(a.sql, secret.as_deref()))
 }
 
 /// Translates a question and returns the rows of the query, one jsonb object a row.
 #[pg_extern(volatile, parallel_unsafe)]
-fn nl2sql_run(question: Option<&str>, hint: default!(Option<&str>, "NULL")) -> SetOfIterator<'static, pgrx::JsonB> {
+fn nl2sql_run(
+    question: Option<&str>,
+    hint: default!(Option<&str>, "NULL"),
+    follows: default!(Option<i64>, "NULL"),
+    previous_question: default!(Option<&str>, "NULL"),
+    previous_sql: default!(Option<&str>, "NULL"),
+) -> SetOfIterator<'static, pgrx::JsonB> {
     let Some(question) = question else {
         return SetOfIterator::empty();
     };
-    let (a, secret) = answer(question, hint);
+    let previous = follow_up(follows, previous_question, previous_sql);
+    let (a, secret) = answer(question, hint, previous);
     if a.execution.byte_limited {
         notice!("result truncated to {} rows (nl2sql.max_result_bytes)", a.execution.rows.len());
     } else if a.execution.truncated {
@@ -75,11 +91,24 @@ fn nl2sql_run(question: Option<&str>, hint: default!(Option<&str>, "NULL")) -> S
     )
 }
 
+/// The earlier question of a follow-up: a call of the caller's history, or one passed as text.
+pub fn follow_up(follows: Option<i64>, question: Option<&str>, sql: Option<&str>) -> Option<Previous> {
+    match (follows, question, sql) {
+        (None, None, None) => None,
+        (Some(id), None, None) => Some(history::previous(id)),
+        (None, q, s) => Some(Previous { question: q.unwrap_or_default().to_string(), sql: s.unwrap_or_default().to_string(), history_id: None }),
+        (Some(_), ..) => errors::raise(
+            &Report::new(nl2sql_core::error::SqlState::InvalidParameterValue, "a follow-up names its earlier call or passes it, not both")
+                .hint("Pass follows => a history id, or previous_question and previous_sql."),
+        ),
+    }
+}
+
 /// Runs the pipeline, raising its errors as PostgreSQL errors.
 /// The answer comes with the API key, for scrubbing what goes back to the caller (an endpoint
 /// could echo the key into an answer).
-fn answer(question: &str, hint: Option<&str>) -> (Answer, Option<String>) {
-    let (result, secret) = run(question, hint);
+fn answer(question: &str, hint: Option<&str>, previous: Option<Previous>) -> (Answer, Option<String>) {
+    let (result, secret) = run(question, hint, previous);
     match result {
         Ok(a) => {
             unsure(&a.trace);
@@ -103,22 +132,42 @@ fn scrub_text(text: String, secret: Option<&str>) -> String {
 /// answered as nl2sql.superuser_role, from the schema that role may read.
 // One call a question: the size of the error (it carries the trace) does not matter.
 #[allow(clippy::result_large_err)]
-pub fn run(question: &str, hint: Option<&str>) -> (Result<Answer, (AskError, Trace)>, Option<String>) {
-    let q = Question { text: question.to_string(), hint: hint.map(str::to_string) };
+pub fn run(question: &str, hint: Option<&str>, previous: Option<Previous>) -> (Result<Answer, (AskError, Trace)>, Option<String>) {
+    let asked_at = history::now();
+    let q = Question { text: question.to_string(), hint: hint.map(str::to_string), previous };
     if let Err(e) = pipeline::validate(&q) {
         errors::raise(&e);
     }
     let (user, session_user, fingerprint) = who();
     let mut model = Model::from_settings().unwrap_or_else(|e| errors::raise(&e.report(None)));
     let secret = model.secret().map(str::to_string);
-    let result = role::as_exec_role(|| {
-        let schema = catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r));
-        pipeline::ask(&q, &schema, &settings(), &mut model, &mut Sandboxed)
+    let settings = settings();
+    // Under nl2sql.privacy nothing is sampled: no rows are read for the prompt at all.
+    let samples = if settings.privacy { 0 } else { gucs::sample_rows() };
+    let mut result = role::as_exec_role(|| {
+        let schema = catalog::load_schema(samples, gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r));
+        pipeline::ask(&q, &schema, &settings, &mut model, &mut Sandboxed)
     });
-    let trace = match &result {
-        Ok(a) => &a.trace,
+    if gucs::on_low_confidence() == gucs::OnLowConfidence::Error {
+        result = result.and_then(|a| pipeline::abstain_below(a, gucs::min_confidence()));
+    }
+    // The history row: the chosen query, or the error the caller is about to get.
+    let (sql, error) = match &result {
+        Ok(a) => (Some(scrub_text(a.sql.clone(), secret.as_deref())), None),
+        Err((e, _)) => {
+            let r = Report::from_diagnostic(e).redact(secret.as_deref());
+            (None, Some((r.sqlstate.code().to_string(), r.message)))
+        }
+    };
+    let trace = match &mut result {
+        Ok(a) => &mut a.trace,
         Err((_, t)) => t,
     };
+    match history::record(history::Entry::of(asked_at, question, hint, trace, sql.as_deref(), error)) {
+        Ok(id) => trace.history_id = Some(id),
+        Err(why) => trace.history_skipped = Some(why),
+    }
+    let trace = &*trace;
     if trace.tables_omitted > 0 {
         notice!(
             "the schema has {} tables; only {} fit in nl2sql.schema_max_tokens",
@@ -158,10 +207,13 @@ pub fn settings() -> Settings {
         column_matches: gucs::column_matches(),
         generators: gucs::generators(),
         examples: gucs::examples(),
+        privacy: gucs::privacy(),
+        token_budget: gucs::max_tokens_per_call(),
     }
 }
 
-/// A NOTICE when the candidates agree less than nl2sql.min_confidence.
+/// A NOTICE when the candidates agree less than nl2sql.min_confidence (nl2sql.on_low_confidence
+/// = notice; with error the call abstained already).
 fn unsure(trace: &Trace) {
     let (Some(confidence), Some(vote)) = (trace.confidence, trace.vote.as_ref()) else { return };
     let min = gucs::min_confidence();

@@ -45,7 +45,8 @@ mod nl2sql {
         let mut times = Vec::with_capacity(repeat);
         let mut first: Option<Execution> = None;
         for _ in 0..repeat {
-            let limits = sandbox::Limits { max_rows, ..sandbox::Limits::from_settings() };
+            // The judge runs the reference query too: no cost limit.
+            let limits = sandbox::Limits { max_rows, max_cost: None, ..sandbox::Limits::from_settings() };
             match sandbox::execute(sql, limits) {
                 Ok(e) => {
                     times.push(e.elapsed.as_secs_f64() * 1000.0);
@@ -63,6 +64,7 @@ mod nl2sql {
                         Rejected::Failed(Failure::Syntax(e)) => (e.sqlstate().code().to_string(), e.message()),
                         // sandbox::execute never reports an empty result as a failure.
                         Rejected::Failed(f @ Failure::Empty) => ("00000".into(), f.summary()),
+                        Rejected::Failed(f @ Failure::Cost { .. }) => ("53400".into(), f.summary()),
                     };
                     return (None, json!({"error": msg, "sqlstate": state}));
                 }

@@ -16,9 +16,16 @@ const PREVIEW_ROWS: usize = 5;
 /// the confidence and every LLM call. What goes wrong in the pipeline (the model, the
 /// candidates) is reported in "error"; bad input and a missing endpoint raise as in nl2sql().
 #[pg_extern(volatile, parallel_unsafe)]
-fn nl2sql_explain(question: Option<&str>, hint: default!(Option<&str>, "NULL")) -> Option<pgrx::JsonB> {
+fn nl2sql_explain(
+    question: Option<&str>,
+    hint: default!(Option<&str>, "NULL"),
+    follows: default!(Option<i64>, "NULL"),
+    previous_question: default!(Option<&str>, "NULL"),
+    previous_sql: default!(Option<&str>, "NULL"),
+) -> Option<pgrx::JsonB> {
     let question = question?;
-    let (result, secret) = ask::run(question, hint);
+    let previous = ask::follow_up(follows, previous_question, previous_sql);
+    let (result, secret) = ask::run(question, hint, previous);
     let mut out = Map::new();
     out.insert("question".into(), json!(question));
     out.insert("hint".into(), json!(hint));
@@ -85,6 +92,11 @@ fn settings() -> Value {
         "generators": s.generators.iter().map(|g| g.name()).collect::<Vec<_>>(),
         "examples": s.examples,
         "min_confidence": gucs::min_confidence(),
+        "on_low_confidence": format!("{:?}", gucs::on_low_confidence()).to_lowercase(),
+        "privacy": s.privacy,
+        "max_tokens_per_call": s.token_budget,
+        "max_cost": gucs::max_cost(),
+        "history": gucs::history(),
         "schema_max_tokens": s.schema_max_tokens,
     })
 }

@@ -4,5 +4,6 @@ pub mod ask;
 pub mod evaluate;
 pub mod examples;
 pub mod explain;
+pub mod history;
 pub mod inspect;
 pub mod values;

@@ -98,7 +98,7 @@ fn vector_schema() -> String {
 /// Checks an example's question, hint and SQL, and runs the SQL in the sandbox as the role
 /// generated SQL runs as; the relations it needed SELECT on, or an error.
 fn validate(question: &str, sql: &str, hint: Option<&str>) -> Vec<pg_sys::Oid> {
-    let q = pipeline::Question { text: question.to_string(), hint: hint.map(str::to_string) };
+    let q = pipeline::Question { text: question.to_string(), hint: hint.map(str::to_string), previous: None };
     if let Err(e) = pipeline::validate(&q) {
         raise(&e);
     }
@@ -128,13 +128,13 @@ fn validate(question: &str, sql: &str, hint: Option<&str>) -> Vec<pg_sys::Oid> {
 
 /// Stores one example as the extension owner; its id.
 #[allow(clippy::too_many_arguments)]
-fn store(question: &str, sql: &str, thought: Option<&str>, hint: Option<&str>, source: &str, executed: bool, reads: Vec<pg_sys::Oid>) -> i64 {
+fn store(question: &str, sql: &str, thought: Option<&str>, hint: Option<&str>, source: &str, enabled: bool, reads: Vec<pg_sys::Oid>) -> i64 {
     let (masked, v) = key(question, sql);
     let by = owner::caller();
     owner::as_owner(|| {
         spi::write_one::<i64>(
-            "INSERT INTO nl2sql.example_store (question, question_masked, sql, thought, hint, source, executed, relations, added_by, embedding)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_catalog.oid[]::pg_catalog.regclass[], $9, $10::text::vector) RETURNING id",
+            "INSERT INTO nl2sql.example_store (question, question_masked, sql, thought, hint, source, executed, enabled, relations, added_by, embedding)
+             VALUES ($1, $2, $3, $4, $5, $6, true, $7, $8::pg_catalog.oid[]::pg_catalog.regclass[], $9, $10::text::vector) RETURNING id",
             &[
                 question.into(),
                 masked.as_str().into(),
@@ -142,7 +142,7 @@ fn store(question: &str, sql: &str, thought: Option<&str>, hint: Option<&str>, s
                 thought.into(),
                 hint.into(),
                 source.into(),
-                executed.into(),
+                enabled.into(),
                 DatumWithOid::from(reads),
                 by.into(),
                 crate::pg::embedder::vector_literal(&v).as_str().into(),
@@ -152,8 +152,24 @@ fn store(question: &str, sql: &str, thought: Option<&str>, hint: Option<&str>, s
     .unwrap_or_else(|| fail(SqlState::InternalError, "example was not stored".into(), None, None))
 }
 
+/// Refuses what would send rows, samples or literals to the model under nl2sql.privacy.
+fn refuse_under_privacy(what: &str) {
+    if gucs::privacy() {
+        fail(
+            SqlState::FeatureNotSupported,
+            format!("cannot {what} while nl2sql.privacy is on"),
+            Some("It sends sample rows or the literals of example queries to the model endpoint.".into()),
+            Some("Add examples with nl2sql.add_example(); their chains of thought are left out."),
+        );
+    }
+}
+
 /// The model, or None with a NOTICE when no endpoint is configured.
 fn model_if_configured(why: &str) -> Option<Model> {
+    if gucs::privacy() {
+        notice!("{why}: nl2sql.privacy keeps the example's query and samples from the model");
+        return None;
+    }
     match Model::from_settings() {
         Ok(m) => Some(m),
         Err(e) if matches!(e.kind, ErrorKind::NotConfigured) => {
@@ -202,6 +218,15 @@ pub fn add(question: &str, sql: &str, hint: Option<&str>) -> i64 {
         thought(&mut m, &schema, question, sql)
     });
     store(question.trim(), sql, written.as_deref(), hint.map(str::trim).filter(|h| !h.is_empty()), "user", true, reads)
+}
+
+/// A call's query offered by nl2sql.feedback(): checked and run as add_example() does, with the
+/// caller's rights, and stored disabled (source feedback) until a curator enables it; its id.
+/// Its chain of thought is written later (nl2sql.write_example_thoughts()).
+pub fn offer(question: &str, sql: &str, hint: Option<&str>) -> i64 {
+    let sql = sql.trim();
+    let reads = validate(question, sql, hint);
+    store(question.trim(), sql, None, hint.map(str::trim).filter(|h| !h.is_empty()), "feedback", false, reads)
 }
 
 /// nl2sql.remove_example(): whether it existed.
@@ -299,6 +324,7 @@ fn result_key(reads: &[pg_sys::Oid], rows: &[Vec<Option<String>>]) -> u64 {
 pub fn generate(per_table: i32) -> Vec<Generated> {
     require_curator("generate examples");
     require_primary("generate examples");
+    refuse_under_privacy("generate examples");
     if !(1..=20).contains(&per_table) {
         fail(SqlState::InvalidParameterValue, format!("per_table must be between 1 and 20, not {per_table}"), None, None);
     }
@@ -391,6 +417,7 @@ pub fn generate(per_table: i32) -> Vec<Generated> {
 pub fn write_thoughts(max: i32) -> i64 {
     require_curator("write chains of thought");
     require_primary("write chains of thought");
+    refuse_under_privacy("write chains of thought");
     let mut model = Model::from_settings().unwrap_or_else(|e| raise(&e.report(None)));
     let todo: Vec<(i64, String, String, Vec<pg_sys::Oid>)> = spi::rows(
         "SELECT id, question, sql, relations::pg_catalog.oid[] FROM nl2sql.examples

@@ -4,6 +4,7 @@ pub mod catalog;
 pub mod embedder;
 pub mod errors;
 pub mod examples;
+pub mod history;
 pub mod hooks;
 pub mod model;
 pub mod owner;

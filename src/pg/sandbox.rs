@@ -36,12 +36,19 @@ pub struct Limits {
     pub timeout: Duration,
     pub max_rows: usize,
     pub max_bytes: usize,
+    /// Plans the planner estimates above this are not executed (nl2sql.max_cost; None: no limit).
+    pub max_cost: Option<f64>,
 }
 
 impl Limits {
     /// nl2sql.statement_timeout, nl2sql.max_rows, nl2sql.max_result_bytes.
     pub fn from_settings() -> Limits {
-        Limits { timeout: gucs::statement_timeout(), max_rows: gucs::max_rows(), max_bytes: gucs::max_result_bytes() }
+        Limits {
+            timeout: gucs::statement_timeout(),
+            max_rows: gucs::max_rows(),
+            max_bytes: gucs::max_result_bytes(),
+            max_cost: gucs::max_cost(),
+        }
     }
 }
 
@@ -103,12 +110,13 @@ pub fn execute_reading(sql: &str, limits: Limits) -> Result<(Execution, Vec<pg_s
                 READING.set(true);
                 // SAFETY: inside the subtransaction; the tree lives in its memory context.
                 let (query, reads) = unsafe { policy::check(&csql, &allowed, foreign, &mut verdicts) }?;
-                Ok((unsafe { run(query, &csql, limits) }, reads))
+                Ok(unsafe { run(query, &csql, limits) }.map(|e| (e, reads)))
             })
         })
     });
     match outcome {
-        Ok(Ok(execution)) => Ok(execution),
+        Ok(Ok(Ok(execution))) => Ok(execution),
+        Ok(Ok(Err(costly))) => Err(Rejected::Failed(costly)),
         Ok(Err(refusal)) => Err(Rejected::Refused(refusal)),
         // The object-access hook stopped a function the tree check did not see coming.
         Err(failure) => match hooks::take_refusal() {
@@ -122,14 +130,19 @@ pub fn execute_reading(sql: &str, limits: Limits) -> Result<(Execution, Vec<pg_s
     }
 }
 
-/// Plans and runs a checked query, as PostgreSQL runs a portal, into a receiver with caps.
+/// Plans and runs a checked query, as PostgreSQL runs a portal, into a receiver with caps; a
+/// plan estimated above `limits.max_cost` is not run.
 /// No parallel workers: the object-access hook must see every function the plan runs.
 ///
 /// # Safety
 /// `query` must come from policy::check in this subtransaction.
-unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Execution {
+unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Result<Execution, Failure> {
     let plan = pg_sys::pg_plan_query(query, sql.as_ptr(), 0, std::ptr::null_mut());
     READING.set(false);
+    let cost = if (*plan).planTree.is_null() { 0.0 } else { (*(*plan).planTree).total_cost };
+    if let Some(max) = limits.max_cost.filter(|m| cost > *m) {
+        return Err(Failure::Cost { estimate: cost, max });
+    }
     let mut receiver = Receiver::new(limits.max_rows, limits.max_bytes);
     let started = Instant::now();
     pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
@@ -150,13 +163,14 @@ unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Execu
     pg_sys::FreeQueryDesc(desc);
     pg_sys::PopActiveSnapshot();
     let got = receiver.take();
-    Execution {
+    Ok(Execution {
         columns: got.columns.into_iter().map(|(name, type_oid)| ColumnInfo { name, type_oid }).collect(),
         rows: got.rows,
         truncated: got.row_cap || got.byte_cap,
         byte_limited: got.byte_cap,
         elapsed: started.elapsed(),
-    }
+        cost: Some(cost),
+    })
 }
 
 /// Runs `f` in an internal subtransaction that is kept when it succeeds and rolled back when it
@@ -168,6 +182,20 @@ pub fn savepoint<T>(f: impl FnOnce() -> T) -> Option<T> {
             CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if report_of(r).sqlstate == SqlState::QueryCanceled => e.rethrow(),
             CaughtError::RustPanic { .. } => e.rethrow(),
             _ => None,
+        },
+    }
+}
+
+/// Runs `f` in an internal subtransaction that is kept when it succeeds and rolled back when it
+/// raises an error, which comes back as its report; a cancel and a panic go on.
+pub fn kept<T>(f: impl FnOnce() -> T) -> Result<T, Report> {
+    match subtransaction(true, false, f) {
+        Ok(v) => Ok(v),
+        Err(e) => match e {
+            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if report_of(r).sqlstate != SqlState::QueryCanceled => {
+                Err(report_of(r))
+            }
+            _ => e.rethrow(),
         },
     }
 }

@@ -46,11 +46,26 @@ pub(super) fn full(
             whole.tokens, settings.extraction_min_tokens
         ));
     }
+    let mut extraction_call = None;
     if extraction {
         // The extraction sees the examples nearest the question masked by the schema's names
         // (stored values are looked up after it).
         find_examples(q, schema, &[], settings, db, trace);
-        let messages = extract::messages(&whole.text, &examples::render(&trace.examples, false), &q.text, q.hint.as_deref());
+        let sections = examples::render(&trace.examples, false) + &q.follow_up();
+        let messages = extract::messages(&whole.text, &sections, &q.text, q.hint.as_deref());
+        // Under a token budget the extraction runs only when a candidate on the whole schema
+        // (a prompt about as long as its own) still fits after it.
+        let prompt = estimate(&messages);
+        let after = Tokens { prompt: trace.tokens.prompt + prompt, completion: trace.tokens.completion + EXTRACTION_MAX_TOKENS as usize, ..trace.tokens.clone() };
+        if trace.tokens.plan(prompt, 1, EXTRACTION_MAX_TOKENS).0 == 1 && after.plan(prompt, 1, settings.max_tokens).0 == 1 {
+            extraction_call = Some(messages);
+        } else {
+            trace.tokens.cut.push("extraction".into());
+            trace.extraction_skipped = Some("nl2sql.max_tokens_per_call leaves no room for it".into());
+        }
+    }
+    let extraction = extraction_call.is_some();
+    if let Some(messages) = extraction_call {
         let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: EXTRACTION_MAX_TOKENS };
         let waited = Instant::now();
         let reply = llm.chat(req);
@@ -63,9 +78,12 @@ pub(super) fn full(
             Err(e) => trace.extraction_failed = Some(Report::from_diagnostic(&e).redact(secret.as_deref()).message),
         }
     }
-    // Value retrieval for the question and the entities (split retrieval), column retrieval.
-    trace.values = similar_values(q, &ex.entities, schema, db);
-    trace.values_skipped = db.skipped_value_columns();
+    // Value retrieval for the question and the entities (split retrieval), column retrieval;
+    // none under nl2sql.privacy (stored values would reach the prompt).
+    if !settings.privacy {
+        trace.values = similar_values(q, &ex.entities, schema, db);
+        trace.values_skipped = db.skipped_value_columns();
+    }
     let mut chosen = extract::resolve(schema, &ex.columns);
     for c in extract::resolve(schema, &ex.value_columns) {
         if !chosen.contains(&c) {
@@ -132,7 +150,7 @@ pub(super) fn full(
                 Generator::OpenSql => (rendered.text.clone(), shown_examples.as_str(), values.as_str()),
                 Generator::CreateTable => (focus.schema.render_ddl(settings.schema_max_tokens).text, "", ""),
             };
-            let sections = generate::sections(examples, values, if settings.chain_of_thought { &ex.select } else { &[] });
+            let sections = generate::sections(examples, values, if settings.chain_of_thought { &ex.select } else { &[] }) + &q.follow_up();
             (g, generate::query(g.layout(), &text, settings.chain_of_thought, &sections, &q.text, q.hint.as_deref()))
         })
         .collect();
@@ -164,26 +182,39 @@ pub(super) fn full(
             vec![first, rest]
         }
     };
-    for (w, wave) in waves.into_iter().enumerate() {
-        let size = wave.len();
-        if size == 0 {
+    let prompt_sizes: Vec<usize> = prompts.iter().map(|(_, m)| estimate(m)).collect();
+    for (w, mut wave) in waves.into_iter().enumerate() {
+        if wave.is_empty() {
             continue;
         }
         if w > 0 && agreed(&pool, trace, settings) {
             trace.stopped_early = true;
             break;
         }
+        // The token budget: as many of the wave as fit, each with the completion left to it.
+        let largest = wave.iter().map(|&(g, _)| prompt_sizes[g]).max().unwrap_or(0);
+        let (fits, max_tokens) = trace.tokens.plan(largest, wave.len(), settings.max_tokens);
+        if fits < wave.len() {
+            trace.tokens.cut.push(format!("{} of {} candidates in wave {}", wave.len() - fits, wave.len(), w + 1));
+            wave.truncate(fits);
+        }
+        if wave.is_empty() {
+            if w == 0 {
+                let (budget, spent) = (trace.tokens.budget.unwrap_or(0), trace.tokens.total());
+                return Err(AskError::OverBudget { needed: largest + MIN_COMPLETION_TOKENS, budget, spent });
+            }
+            break;
+        }
+        let size = wave.len();
         trace.waves += 1;
         let waited = Instant::now();
         // One generator: its samples in one request where the endpoint takes n.
         let replies = if wave.iter().all(|&(g, t)| g == wave[0].0 && t == wave[0].1) {
-            let req = ChatRequest { messages: prompts[wave[0].0].1.clone(), temperature: wave[0].1, max_tokens: settings.max_tokens };
+            let req = ChatRequest { messages: prompts[wave[0].0].1.clone(), temperature: wave[0].1, max_tokens };
             llm.sample(req, size)
         } else {
-            let reqs = wave
-                .iter()
-                .map(|&(g, t)| ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens: settings.max_tokens })
-                .collect();
+            let reqs =
+                wave.iter().map(|&(g, t)| ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens }).collect();
             llm.chat_many(reqs)
         };
         trace.round_trips += 1;
@@ -231,16 +262,24 @@ pub(super) fn full(
                 }
             }
         }
-        let failed = std::mem::take(&mut pool.failed);
+        let mut failed = std::mem::take(&mut pool.failed);
         if failed.is_empty() {
             break;
         }
+        let mut convs: Vec<Vec<Message>> = failed.iter().map(|(_, conv, raw, f)| refine::correction(conv.clone(), raw, f)).collect();
+        // The token budget: as many corrections as fit, the first failures first.
+        let largest = convs.iter().map(|m| estimate(m)).max().unwrap_or(0);
+        let (fits, max_tokens) = trace.tokens.plan(largest, convs.len(), settings.max_tokens);
+        if fits < convs.len() {
+            trace.tokens.cut.push(format!("{} of {} corrections in round {round}", convs.len() - fits, convs.len()));
+            convs.truncate(fits);
+            failed.truncate(fits);
+        }
+        if convs.is_empty() {
+            break;
+        }
         pool.corrected.extend(failed.iter().map(|(i, ..)| *i));
-        let convs: Vec<Vec<Message>> = failed.iter().map(|(_, conv, raw, f)| refine::correction(conv.clone(), raw, f)).collect();
-        let reqs = convs
-            .iter()
-            .map(|m| ChatRequest { messages: m.clone(), temperature: 0.0, max_tokens: settings.max_tokens })
-            .collect();
+        let reqs = convs.iter().map(|m| ChatRequest { messages: m.clone(), temperature: 0.0, max_tokens }).collect();
         let waited = Instant::now();
         let replies = llm.chat_many(reqs);
         trace.round_trips += 1;
@@ -283,7 +322,12 @@ fn find_examples(q: &Question, schema: &Schema, values: &[String], settings: &Se
     }
     let names = examples::Names::new(schema.names());
     let masked = examples::mask(&q.text, &names, values);
-    trace.examples = examples::pick(db.similar_examples(&masked, settings.examples * 2), settings.examples);
+    let mut found = examples::pick(db.similar_examples(&masked, settings.examples * 2), settings.examples);
+    // nl2sql.privacy: examples are other roles' data too; their literals stay home.
+    if settings.privacy {
+        found = found.iter().filter_map(examples::without_data).collect();
+    }
+    trace.examples = found;
     trace.masked_question = Some(masked);
 }
 
@@ -330,6 +374,7 @@ fn ballots(pool: &Pool, trace: &Trace) -> Vec<Ballot> {
             rows: e.rows.clone(),
             ordered: cand_sql(trace.candidates.get(*i)).and_then(|s| results::orders_rows(&s)).unwrap_or(false),
             elapsed: e.elapsed,
+            cost: e.cost,
             weight: finals.iter().filter(|f| **f == Some(*i)).count(),
         })
         .collect()

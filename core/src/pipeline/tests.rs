@@ -94,6 +94,7 @@ impl Database for FakeDb {
             truncated: false,
             byte_limited: false,
             elapsed: Duration::from_millis(ms),
+            cost: None,
         })
     }
     fn similar_values(&mut self, text: &str, skip: &[String]) -> Vec<ValueHint> {
@@ -132,11 +133,13 @@ fn full() -> Settings {
         column_matches: 3,
         generators: vec![Generator::OpenSql],
         examples: 0,
+        privacy: false,
+        token_budget: None,
     }
 }
 
 fn q(text: &str) -> Question {
-    Question { text: text.into(), hint: None }
+    Question { text: text.into(), ..Default::default() }
 }
 
 fn script(answers: &[&str]) -> Script {
@@ -704,4 +707,146 @@ fn a_lost_generator_leaves_the_other() {
     let a = ask(&q("How many singers?"), &star_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
     assert_eq!(a.sql, "SELECT count(*) FROM singer");
     assert_eq!(a.trace.candidates[0].generator, Some("create_table"));
+}
+
+// --- operations: privacy, token budget, follow-ups ---
+
+fn sent(llm: &Script) -> String {
+    llm.seen.iter().flat_map(|r| r.messages.iter().map(|m| m.content.clone())).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn privacy_keeps_row_data_out_of_every_prompt() {
+    let stored = ["Joe Sharp", "Timbaland", "France", "Netherlands", "Oslo", "48213"];
+    let example = Example {
+        id: 7,
+        question: "Which stadiums in Oslo hold more than 48213?".into(),
+        sql: "SELECT name FROM stadium WHERE location = 'Oslo' AND capacity > 48213".into(),
+        thought: Some("Oslo is the location.".into()),
+        hint: Some("Oslo".into()),
+        source: "feedback".into(),
+        score: 0.9,
+    };
+    for mode in [Settings { privacy: true, examples: 2, ..full() }, Settings { privacy: true, ..settings() }] {
+        // The first candidate fails; its correction runs.
+        let first: &[&str] = if mode.mode == Mode::Full { &[EXTRACTED] } else { &[] };
+        let answers = [first, &["SELECT nme FROM singer WHERE country = 'Atlantis'", "SELECT count(*) FROM singer", "SELECT count(*) FROM singer", "SELECT count(*) FROM singer"]].concat();
+        let mut llm = script(&answers);
+        let mut db = FakeDb {
+            values: vec![ValueHint { column: "singer.country".into(), value: "Netherlands".into(), score: 0.9 }],
+            examples: vec![example.clone()],
+            ..Default::default()
+        };
+        let a = ask(&q("How many singers are there?"), &sample_schema(), &mode, &mut llm, &mut db);
+        assert!(a.is_ok(), "{a:?}");
+        let text = sent(&llm);
+        for v in stored {
+            assert!(!text.contains(v), "{v} was sent ({:?}):\n{text}", mode.mode);
+        }
+        assert!(db.lookups.is_empty(), "the value index is not even searched");
+        assert!(a.expect("answer").trace.privacy);
+    }
+    // Without privacy the same run shows samples, values and the example's literals.
+    let mut llm = script(&[EXTRACTED, "SELECT count(*) FROM singer", "SELECT count(*) FROM singer", "SELECT count(*) FROM singer"]);
+    let mut db = FakeDb { examples: vec![example], ..Default::default() };
+    ask(&q("How many singers are there?"), &sample_schema(), &Settings { examples: 2, ..full() }, &mut llm, &mut db).expect("answer");
+    let text = sent(&llm);
+    assert!(text.contains("France") && text.contains("Oslo"), "{text}");
+}
+
+#[test]
+fn budget_plans_fewer_candidates_and_counts_usage() {
+    let t = Tokens { budget: Some(1000), prompt: 100, completion: 0, cut: vec![] };
+    assert_eq!(t.plan(200, 5, 1024), (3, 100), "900 left: three requests of 200 + 100");
+    assert_eq!(t.plan(900, 1, 1024), (0, 0), "not even the least completion fits");
+    assert_eq!(Tokens::default().plan(5000, 5, 256), (5, 256), "no budget: everything");
+
+    // Each scripted answer reports 100 prompt and 10 completion tokens.
+    let prompt = {
+        let mut probe = script(&["SELECT count(*) FROM singer"]);
+        ask(&q("How many singers?"), &sample_schema(), &Settings { candidates: 1, extraction: false, ..full() }, &mut probe, &mut FakeDb::default())
+            .expect("answer");
+        estimate(&probe.seen[0].messages)
+    };
+    let budget = 2 * (prompt + MIN_COMPLETION_TOKENS) + 10;
+    let mut llm = script(&["SELECT count(*) FROM singer"; 5]);
+    let s = Settings { extraction: false, first_wave: 5, agreement: usize::MAX, token_budget: Some(budget), ..full() };
+    let a = ask(&q("How many singers?"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!(llm.seen.len(), 2, "two of five candidates fit");
+    assert!(llm.seen.iter().all(|r| r.max_tokens as usize <= budget / 2 - prompt));
+    assert_eq!((a.trace.tokens.prompt, a.trace.tokens.completion), (200, 20), "the endpoint's usage counts");
+    assert_eq!(a.trace.tokens.cut, vec!["3 of 5 candidates in wave 1".to_string()]);
+
+    // A budget below one candidate fails before any request, with its own SQLSTATE.
+    let mut llm = script(&["SELECT 1"]);
+    let s = Settings { token_budget: Some(prompt / 2), ..settings() };
+    let (e, _) = ask(&q("How many singers?"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect_err("over budget");
+    assert!(matches!(e, AskError::OverBudget { .. }));
+    assert_eq!(e.sqlstate().code(), "53400");
+    assert!(llm.seen.is_empty());
+}
+
+#[test]
+fn budget_skips_the_correction_round_it_cannot_pay() {
+    let prompt = {
+        let mut probe = script(&["SELECT count(*) FROM singer"]);
+        ask(&q("names"), &sample_schema(), &settings(), &mut probe, &mut FakeDb::default()).expect("answer");
+        estimate(&probe.seen[0].messages)
+    };
+    let mut llm = script(&["SELECT nme FROM singer", "SELECT name FROM singer"]);
+    let s = Settings { token_budget: Some(prompt + MIN_COMPLETION_TOKENS + 20), ..settings() };
+    let (e, t) = ask(&q("names"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect_err("no correction");
+    assert_eq!(llm.seen.len(), 1);
+    assert!(matches!(e, AskError::Failed { .. }), "the failure stands: {e:?}");
+    assert_eq!(t.tokens.cut, vec!["correction round".to_string()]);
+}
+
+#[test]
+fn follow_up_carries_the_earlier_question_and_query() {
+    let earlier = Previous { question: "How many singers are from France?".into(), sql: "SELECT count(*) FROM singer WHERE country = 'France'".into(), history_id: Some(3) };
+    for s in [settings(), Settings { extraction_min_tokens: 0, ..full() }] {
+        let mut llm = script(&[EXTRACTED, "SELECT count(*) FROM singer WHERE country = 'Netherlands'", "SELECT count(*) FROM singer WHERE country = 'Netherlands'", "SELECT count(*) FROM singer WHERE country = 'Netherlands'"]);
+        let mut db = FakeDb::default();
+        let question = Question { text: "and from the Netherlands?".into(), previous: Some(earlier.clone()), ..Default::default() };
+        let a = ask(&question, &sample_schema(), &s, &mut llm, &mut db).expect("answer");
+        for r in &llm.seen {
+            let user = &r.messages[1].content;
+            assert!(user.contains("### Earlier question: How many singers are from France?\n### Its query:\n```sql\nSELECT count(*) FROM singer WHERE country = 'France'\n```"), "{user}");
+            assert!(user.ends_with("### Question: and from the Netherlands?\n"), "{user}");
+        }
+        assert_eq!(a.trace.follows.as_ref().and_then(|p| p.history_id), Some(3));
+        assert!(db.lookups[0].contains("France"), "values are looked up for the earlier question too");
+    }
+    let bad = Question { text: "and then?".into(), previous: Some(Previous { question: " ".into(), sql: "SELECT 1".into(), history_id: None }), ..Default::default() };
+    assert_eq!(validate(&bad).expect_err("empty").sqlstate().code(), "22023");
+}
+
+#[test]
+fn abstains_below_min_confidence_with_the_candidates_in_detail() {
+    // Two of five agree on "6": confidence 0.4.
+    let mut llm = Script {
+        answers: [EXTRACTED, "SELECT count(*) FROM singer", "SELECT count(*) FROM singer", "SELECT 7", "SELECT 8", "SELECT 9"]
+            .iter()
+            .map(|a| Ok(a.to_string()))
+            .collect(),
+        seen: vec![],
+    };
+    let mut db = FakeDb::default();
+    for (sql, r) in [("SELECT 7", "7"), ("SELECT 8", "8"), ("SELECT 9", "9")] {
+        db.results.insert(sql.into(), (rows(&[r]), 1));
+    }
+    let s = Settings { first_wave: 5, agreement: usize::MAX, ..full() };
+    let a = ask(&q("How many singers?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
+    assert_eq!(a.trace.confidence, Some(0.4));
+    assert!(abstain_below(a.clone(), 0.4).is_ok(), "at the threshold: answered");
+    let (e, trace) = abstain_below(a, 0.5).expect_err("abstains");
+    assert_eq!(e.sqlstate().code(), "P0002");
+    let detail = e.detail().expect("detail");
+    assert!(detail.starts_with("5 candidates sampled"), "{detail}");
+    assert!(detail.contains("2 votes, 1 rows: SELECT count(*) FROM singer"), "{detail}");
+    assert_eq!(trace.confidence, Some(0.4));
+    // Zero-shot has no confidence: never withheld.
+    let mut llm = script(&["SELECT count(*) FROM singer"]);
+    let a = ask(&q("How many singers?"), &sample_schema(), &settings(), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert!(a.trace.confidence.is_none() && abstain_below(a, 1.0).is_ok());
 }
