@@ -20,6 +20,8 @@
 6. Cancel latency while nl2sql reads and parses a hostile 60 MB answer (many <think> blocks):
    pg_cancel_backend sent right after the answer arrives and at 40 % and 70 % of the time the
    answer takes to process, the time until the call ends with 57014 (goal < 200 ms).
+7. Load (bench/load.py): pgbench, 20 clients x 100 nl2sql() calls against the fixed-delay mock:
+   errors, throughput, latency p50/p95, backend memory after warm-up and at the end.
 """
 import argparse
 import json
@@ -38,6 +40,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "eval"))
 import harness  # noqa: E402  (shares the cluster and database set-up)
+import load  # noqa: E402  (bench/load.py, beside this file)
 import recall  # noqa: E402  (bench/recall.py, beside this file)
 
 LLM_HOME = Path(os.environ.get("NL2SQL_LLM_HOME", Path.home() / ".cache" / "nl2sql" / "llm"))
@@ -233,7 +236,9 @@ def main():
     ap.add_argument("--columns", type=int, default=20)
     ap.add_argument("--values", type=int, default=1_000_000, help="distinct values for the value index bench")
     ap.add_argument("--lookups", type=int, default=200)
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: overhead,wide,tokens,values,recall,cancel")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: overhead,wide,load,tokens,values,recall,cancel")
+    ap.add_argument("--load-clients", type=int, default=20)
+    ap.add_argument("--load-calls", type=int, default=100, help="nl2sql() calls per pgbench client")
     ap.add_argument("--port", type=int, default=55460)
     ap.add_argument("--pgdir", default="/tmp/nl2sql-bench")
     args = ap.parse_args()
@@ -243,13 +248,16 @@ def main():
     for db in sorted({q["db"] for q in items}):
         harness.prepare_database(kw, db)
 
-    rules = mock_rules(kw, items, args.delay_ms)
+    rules = mock_rules(kw, items, args.delay_ms) + load.rules(args.delay_ms)
     mock, url = start_mock(rules, os.path.join(tempfile.mkdtemp(), "port"))
     skip = set(args.skip.split(","))
     try:
         print(f"nl2sql bench — mock model answering after {args.delay_ms} ms; release build recommended (make install)")
         if "overhead" not in skip:
             overhead_bench(kw, items, url, args)
+        if "load" not in skip:
+            print(f"\n7. Load: pgbench, {args.load_clients} clients x {args.load_calls} calls, full pipeline, mock answering after {args.delay_ms} ms")
+            load.run(kw, "concert_singer", url, args.load_clients, args.load_calls)
         if "tokens" not in skip:
             mock.kill()
             mock, url = start_mock([dict(r, delay_ms=0) for r in rules], os.path.join(tempfile.mkdtemp(), "port"))

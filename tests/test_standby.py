@@ -106,3 +106,33 @@ def test_values_added_on_the_primary_are_found_on_the_standby(standby):
         assert gens >= 1
     finally:
         replica.close()
+
+
+def test_history_feedback_and_follow_ups_on_a_standby(standby):
+    """Behind a pooler, reads go to standbys: a question there is answered, not recorded (the
+    trace says why); feedback is refused (it writes); a follow-up names a call recorded on the
+    primary (replicated) or passes the earlier question itself."""
+    primary, info = standby
+    primary.execute("DELETE FROM nl2sql.history")
+    primary.execute("SELECT nl2sql('[ops-count] How many singers?')")
+    first = primary.execute("SELECT nl2sql.last_trace()").fetchone()[0]["history_id"]
+    replica = psycopg.connect(autocommit=True, **info)
+    try:
+        caught_up(primary, replica)
+        assert replica.execute("SELECT nl2sql('[ops-count] How many singers?')").fetchone()[0] == "SELECT count(*) FROM singer"
+        trace = replica.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+        assert trace["history_skipped"] == "hot standby: history is written on the primary only"
+        assert replica.execute("SELECT count(*) FROM nl2sql.history").fetchone()[0] == 1
+        sql = replica.execute("SELECT nl2sql('[ops-follow] and from France?', follows => %s)", (first,)).fetchone()[0]
+        assert sql == "SELECT count(*) FROM singer WHERE country = 'France'"
+        rows = replica.execute("SELECT * FROM nl2sql_run('[ops-follow] only the French ones', previous_question => "
+                               "'Which singers are there?', previous_sql => 'SELECT name FROM singer')").fetchall()
+        assert len(rows) == 4
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            replica.execute("SELECT nl2sql.feedback(%s, true)", (first,))
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            replica.execute("SELECT nl2sql.purge_history()")
+        assert replica.execute("SELECT pg_current_xact_id_if_assigned() IS NULL").fetchone()[0]
+    finally:
+        replica.close()
+        primary.execute("DELETE FROM nl2sql.history")
