@@ -97,3 +97,98 @@ def test_update_matches_a_fresh_install(connect, old_script):
     finally:
         for c in ("nl2sql_upgraded", "nl2sql_fresh"):
             admin.execute(f"DROP DATABASE IF EXISTS {c} WITH (FORCE)")
+
+
+V010 = "00e3ea18d8285549c1d24799d870ab93c565d225"  # tagged v0.1.0
+
+
+def _install(src, dst):
+    """Replaces a file the way an installer must replace a loaded library: a new file renamed
+    over the old one (backends that mapped the old one keep it)."""
+    tmp = dst.with_name(dst.name + ".nl2sql-test")
+    shutil.copyfile(src, tmp)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, dst)
+
+
+@pytest.fixture(scope="module")
+def release_010():
+    """The 0.1.0 library built from its commit (git archive, cargo build; kept under target/ for
+    the next run) and the installed library it temporarily replaces."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", f"{V010}^{{commit}}"],
+                            capture_output=True, text=True).stdout.strip()
+    if not commit:
+        pytest.skip(f"this checkout lacks the history of 0.1.0 (commit {V010[:7]}); git fetch --unshallow --tags")
+    libdir = Path(subprocess.check_output([PG_CONFIG, "--pkglibdir"], text=True).strip())
+    if not os.access(libdir, os.W_OK):
+        pytest.skip(f"cannot write {libdir} to install the 0.1.0 library")
+    work = ROOT / "target" / "v0.1.0"
+    src = work / "src"
+    if (src / ".commit").exists() and (src / ".commit").read_text() != commit:
+        shutil.rmtree(src)
+    if not (src / ".commit").exists():
+        src.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+        (src / ".commit").write_text(commit)
+    env = dict(os.environ, CARGO_TARGET_DIR=str(work / "target"))
+    build = subprocess.run(["cargo", "build", "--lib", "--locked"], cwd=src, env=env, capture_output=True, text=True, timeout=3000)
+    assert build.returncode == 0, build.stderr[-3000:]
+    current = libdir / "nl2sql.so"
+    saved = work / "nl2sql-current.so"
+    shutil.copyfile(current, saved)
+    yield work / "target" / "debug" / "libnl2sql.so", current, saved
+    _install(saved, current)
+
+
+def test_a_010_database_updates_and_still_answers(connect, conninfo, mock, old_script, release_010):
+    """0.1.0's own library and install script: a value index built and questions answered by
+    0.1.0; then the new library, ALTER EXTENSION nl2sql UPDATE, and everything answers."""
+    old_so, current, saved = release_010
+    admin = connect(dbname="postgres")
+    admin.execute("DROP DATABASE IF EXISTS nl2sql_v010 WITH (FORCE)")
+    admin.execute("CREATE DATABASE nl2sql_v010")
+    dump = Path(os.environ.get("NL2SQL_DUMPS", ROOT.parent / "shared" / "bench" / "spider-pg" / "dumps")) / "concert_singer.sql"
+    subprocess.run([str(Path(subprocess.check_output([PG_CONFIG, "--bindir"], text=True).strip()) / "psql"), "-X", "-q",
+                    "-v", "ON_ERROR_STOP=1", "-h", conninfo["host"], "-p", str(conninfo["port"]), "-U", conninfo["user"],
+                    "-d", "nl2sql_v010", "-f", str(dump)], check=True, capture_output=True)
+    try:
+        _install(old_so, current)
+        try:
+            db = connect(dbname="nl2sql_v010")  # a new backend: loads 0.1.0
+            db.execute("SET client_min_messages = warning")
+            db.execute("DROP EXTENSION IF EXISTS nl2sql CASCADE")
+            db.execute(f"CREATE EXTENSION nl2sql VERSION '{OLD}' CASCADE")
+            # This backend runs the 0.1.0 library: it has none of the new settings.
+            db.execute("LOAD 'nl2sql'")
+            assert db.execute("SELECT current_setting('nl2sql.privacy', true)").fetchone()[0] is None
+            db.execute("SELECT * FROM nl2sql.create_value_index('singer', 'country')")
+            db.execute("SET nl2sql.mode = zero_shot")
+            assert db.execute("SELECT nl2sql('How many singers do we have?')").fetchone()[0].startswith("SELECT count(*) FROM singer")
+            assert db.execute("SELECT value FROM nl2sql.search_values('netherland', 1)").fetchone()[0] == "Netherlands"
+            db.close()
+        finally:
+            _install(saved, current)
+        db = connect(dbname="nl2sql_v010")  # a new backend: loads the new library
+        db.execute("SET client_min_messages = warning")
+        db.execute("LOAD 'nl2sql'")
+        assert db.execute("SELECT current_setting('nl2sql.privacy')").fetchone()[0] == "off"
+        db.execute("ALTER EXTENSION nl2sql UPDATE")
+        assert db.execute("SELECT extversion FROM pg_extension WHERE extname = 'nl2sql'").fetchone()[0] == _current_version()
+        # The 0.1.0 index serves, DML reaches it, questions are answered and recorded.
+        assert db.execute("SELECT value FROM nl2sql.search_values('netherland', 1)").fetchone()[0] == "Netherlands"
+        db.execute("INSERT INTO singer (singer_id, name, country, song_name, song_release_year, age, is_male) "
+                   "VALUES (7, 'Ola Nordmann', 'Norway', 'Fjord', '2020', 30, 't')")
+        assert db.execute("SELECT value FROM nl2sql.search_values('norway', 1)").fetchone()[0] == "Norway"
+        for mode in ("zero_shot", "full"):
+            db.execute(f"SET nl2sql.mode = {mode}")
+            assert db.execute("SELECT nl2sql('How many singers do we have?')").fetchone()[0].startswith("SELECT count(*) FROM singer")
+        hid = db.execute("SELECT nl2sql.last_trace()").fetchone()[0]["history_id"]
+        assert db.execute("SELECT count(*) FROM nl2sql.history").fetchone()[0] == 2
+        assert db.execute("SELECT nl2sql('[ops-follow] and from France?', follows => %s)", (hid,)).fetchone()[0]
+        assert db.execute("SELECT nl2sql.feedback(%s, true)", (hid,)).fetchone()[0] > 0
+        db.execute("SELECT * FROM nl2sql.create_value_index('singer', 'country')")
+        assert db.execute("SELECT generation FROM nl2sql.value_indexes").fetchone()[0] == 1
+        db.close()
+    finally:
+        admin.execute("DROP DATABASE IF EXISTS nl2sql_v010 WITH (FORCE)")
