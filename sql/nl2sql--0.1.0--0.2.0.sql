@@ -578,13 +578,19 @@ DO $$
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'nl2sql_admin') THEN
         CREATE ROLE nl2sql_admin NOLOGIN;
+    ELSIF EXISTS (SELECT FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) m.roleid
+                  WHERE r.rolname OPERATOR(pg_catalog.=) 'nl2sql_admin') THEN
+        RAISE WARNING 'role nl2sql_admin already exists and has members: they read every role''s nl2sql history'
+            USING HINT = 'Check its members with \du nl2sql_admin.';
     END IF;
 END
 $$;
 
 CREATE TABLE nl2sql.history (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    -- the role that asked (the current user of the call), and its name then
+    -- the role that asked (the current user of the call), and its name then: a row is its role's
+    -- while both match (a restore, which gives roles new OIDs, or a rename leaves rows to the
+    -- administrators; a new role never inherits a dropped one's rows)
     asked_by oid NOT NULL,
     role_name name NOT NULL,
     database name NOT NULL DEFAULT pg_catalog.current_database(),
@@ -616,7 +622,8 @@ CREATE INDEX history_asked_at ON nl2sql.history (asked_at);
 CREATE INDEX history_asked_by ON nl2sql.history (asked_by, id);
 ALTER TABLE nl2sql.history ENABLE ROW LEVEL SECURITY;
 CREATE POLICY history_own_rows ON nl2sql.history FOR SELECT
-    USING (asked_by OPERATOR(pg_catalog.=) (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+    USING ((asked_by OPERATOR(pg_catalog.=) (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+            AND role_name OPERATOR(pg_catalog.=) CURRENT_USER)
            OR (pg_catalog.to_regrole('nl2sql_admin') IS NOT NULL
                AND pg_catalog.pg_has_role(CURRENT_USER, 'nl2sql_admin', 'MEMBER')));
 GRANT SELECT ON nl2sql.history TO PUBLIC;

@@ -583,20 +583,14 @@ pub fn init() {
 
 /// The settings of daily operation: privacy, abstention, cost and token limits, history.
 fn operations() {
-    // SAFETY: the hook is a #[pg_guard] function of checks.rs.
-    unsafe {
-        GucRegistry::define_bool_guc_with_hooks(
-            c"nl2sql.privacy",
-            c"Whether no row data leaves the database: no samples, values, results or literals in any prompt.",
-            c"Once on, only a superuser turns it off.",
-            &PRIVACY,
-            GucContext::Userset,
-            GucFlags::default(),
-            Some(check_privacy),
-            None,
-            None,
-        )
-    };
+    GucRegistry::define_bool_guc(
+        c"nl2sql.privacy",
+        c"Whether no row data leaves the database: no samples, values, results or literals in any prompt.",
+        c"Settable only by superusers (per role or database with ALTER ROLE/DATABASE ... SET): a role cannot turn it off.",
+        &PRIVACY,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
     GucRegistry::define_enum_guc(
         c"nl2sql.on_low_confidence",
         c"What an answer below nl2sql.min_confidence does: notice (answer with a NOTICE) or error (abstain).",

@@ -65,6 +65,13 @@ def test_history_one_row_per_call_each_role_its_own(connect, mock, admin):
         bob.execute("SELECT nl2sql('[ops-count] How many singers?')")
         assert [r[1] for r in history(bob)] == ["ops_bob"]
         assert sorted(r[1] for r in history(boss)) == ["ops_alice", "ops_bob"]
+        # A row is its role's while its OID and name both match: renamed (or restored with new
+        # OIDs), the rows are left to the administrators.
+        admin.execute("ALTER ROLE ops_bob RENAME TO ops_bob2")
+        try:
+            assert history(connect(user="ops_bob2")) == []
+        finally:
+            admin.execute("ALTER ROLE ops_bob2 RENAME TO ops_bob")
         # Nobody writes the table directly, not even an administrator.
         for conn, sql in [(alice, "INSERT INTO nl2sql.history (asked_by, role_name, asked_at, question, mode, latency_ms) "
                                   "VALUES (1, 'x', now(), 'q', 'full', 1)"),
@@ -99,12 +106,15 @@ def test_history_keeps_failed_and_rolled_back_calls(connect, mock, admin):
     assert conn.execute("SELECT nl2sql('[ops-count] read only')").fetchone()[0] == "SELECT count(*) FROM singer"
     t = trace(conn)
     conn.execute("COMMIT")
-    assert t["history_skipped"] == "read-only transaction" and "history_id" not in t
+    assert t["history_skipped"].startswith("read-only transaction") and "history_id" not in t
     assert len(history(conn)) == 4
+    # ... and recorded by the next call outside one.
+    conn.execute("SELECT nl2sql('[ops-count] after')")
+    assert [r[2] for r in history(conn)][-2:] == ["[ops-count] read only", "[ops-count] after"]
     # Turned off by a superuser: not recorded; no other role turns it off.
     conn.execute("SET nl2sql.history = off")
     conn.execute("SELECT nl2sql('[ops-count] off')")
-    assert trace(conn)["history_skipped"] == "nl2sql.history is off" and len(history(conn)) == 4
+    assert trace(conn)["history_skipped"] == "nl2sql.history is off" and len(history(conn)) == 6
     with roles(admin, "ops_carol"):
         carol = connect(user="ops_carol")
         carol.execute("SELECT nl2sql.last_trace()")  # loads the library: its settings exist
@@ -209,7 +219,7 @@ def test_low_confidence_notice_or_abstention(connect, mock, admin):
         conn.execute("SELECT nl2sql('[ops-split] How many?')")
     assert "confidence 0.20 is below nl2sql.min_confidence (0.50)" in e.value.diag.message_primary
     detail = e.value.diag.message_detail
-    assert detail.startswith("5 candidates sampled") and "1 votes, 1 rows: SELECT count(*) + 200 FROM singer" in detail
+    assert detail.startswith("5 candidates sampled") and "1 vote, 1 row: SELECT count(*) + 200 FROM singer" in detail
     # Agreeing candidates are answered; so is zero-shot, which has no confidence.
     assert conn.execute("SELECT nl2sql('[ops-count] How many singers?')").fetchone()[0] == "SELECT count(*) FROM singer"
     # The abstention is in the history (written by the next call: it rolled its transaction back).
@@ -307,24 +317,32 @@ def test_privacy_mode_sends_no_stored_value(connect, mock, admin):
                     pass
             assert prompts(mock) and leaked() == [], mode
         assert trace(conn)["privacy"] is True
-        # What would send rows is refused; a role turns privacy on, only a superuser off.
+        shown = conn.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+        assert "singer" in shown and not [v for v in values if v in shown]
+        # What would send rows is refused; only a superuser sets privacy.
         with pytest.raises(errors.FeatureNotSupported):
             conn.execute("SELECT * FROM nl2sql.generate_examples(1)")
+        # An embedding endpoint would receive every indexed value.
+        conn.execute("SELECT set_config('nl2sql.embedding_url', %s, false)", (mock.url + "/v1",))
+        with pytest.raises(errors.FeatureNotSupported):
+            conn.execute("SELECT * FROM nl2sql.create_value_index('stadium', 'name')")
+        conn.execute("RESET nl2sql.embedding_url")
         with roles(admin, "ops_hal"):
-            hal = connect(user="ops_hal")
-            hal.execute("SELECT nl2sql.last_trace()")  # loads the library: its settings exist
-            hal.execute("SET nl2sql.privacy = on")
-            with pytest.raises(errors.InsufficientPrivilege):
-                hal.execute("SET nl2sql.privacy = off")
-            # Set by the DBA for the role: holds, also when the role sets it off before the
-            # library is loaded (the setting is checked again when it loads).
+            # Set by the DBA for the role; the role cannot turn it off: not with SET, not
+            # before the library is loaded (a placeholder the load refuses), not in its
+            # connection options, not by resetting or changing its own role settings.
             admin.execute("ALTER ROLE ops_hal SET nl2sql.privacy = on")
-            hal2 = connect(user="ops_hal")
-            hal2.execute("SET nl2sql.privacy = off")
-            hal2.execute("SELECT nl2sql.last_trace()")
-            assert hal2.execute("SHOW nl2sql.privacy").fetchone()[0] == "on"
-            with pytest.raises(errors.InsufficientPrivilege):
-                hal2.execute("SET nl2sql.privacy = off")
+            hal = connect(user="ops_hal", options="-c nl2sql.privacy=off")
+            hal.execute("SET nl2sql.privacy = off")
+            mock.reset()
+            hal.execute("SELECT nl2sql('[ops-privacy] How many Dutch singers?')")
+            assert trace(hal)["privacy"] is True and prompts(mock) and leaked() == []
+            for sql in ("SET nl2sql.privacy = off", "ALTER ROLE ops_hal RESET nl2sql.privacy",
+                        "ALTER ROLE ops_hal SET nl2sql.privacy = off", "ALTER ROLE ops_hal IN DATABASE concert_singer SET nl2sql.privacy = off"):
+                with pytest.raises(errors.InsufficientPrivilege):
+                    hal.execute(sql)
+            hal.execute("ALTER ROLE ops_hal RESET ALL")  # leaves what a superuser set
+            assert connect(user="ops_hal").execute("SHOW nl2sql.privacy").fetchone()[0] == "on"
         conn.execute("SET nl2sql.privacy = off")
     finally:
         admin.execute("SELECT * FROM nl2sql.drop_value_index('singer', 'country')")

@@ -481,8 +481,10 @@ impl Diagnostic for AskError {
             AskError::NoTables => Some("The current role can SELECT from no table or view outside system schemas.".into()),
             AskError::Abstained { samples, groups, .. } => {
                 let mut d = format!("{samples} candidates sampled; the queries they agreed on, most votes first:");
+                let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
                 for (votes, rows, sql) in groups.iter().take(5) {
-                    d.push_str(&format!("\n{votes} votes, {rows} rows: {}", sql.split_whitespace().collect::<Vec<_>>().join(" ")));
+                    let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+                    d.push_str(&format!("\n{}, {}: {sql}", plural(*votes, "vote", "votes"), plural(*rows, "row", "rows")));
                 }
                 Some(d)
             }
@@ -740,7 +742,7 @@ fn zero_shot(
                 if round >= settings.max_corrections {
                     return Err(AskError::Failed { sql, failure });
                 }
-                messages = refine::correction(messages, &completion.content, &failure);
+                messages = refine::correction(messages, &completion.content, &failure, settings.privacy);
                 last_failure = Some(AskError::Failed { sql, failure });
                 round += 1;
             }
@@ -792,6 +794,15 @@ fn cand_sql(c: Option<&CandidateTrace>) -> Option<String> {
     c.and_then(|c| c.aligned.clone().or_else(|| c.sql.clone()))
 }
 
+/// A value lookup that finds nothing (nl2sql.privacy).
+struct NoValues;
+
+impl ValueLookup for NoValues {
+    fn closest_value(&mut self, _table: u32, _column: &str, _literal: &str) -> Option<String> {
+        None
+    }
+}
+
 enum Outcome_ {
     Refused(GuardError),
     Failed(Failure),
@@ -818,7 +829,9 @@ fn evaluate(
     let mut run = guarded;
     let rules = settings.alignment;
     if rules.agent || rules.function || rules.style {
-        let aligned = align::align(&run.sql, schema, select, db, rules);
+        // Under nl2sql.privacy no stored value goes into a query: the query is kept (history)
+        // and shown to the model again (a follow-up).
+        let aligned = if settings.privacy { align::align(&run.sql, schema, select, &mut NoValues, rules) } else { align::align(&run.sql, schema, select, db, rules) };
         if !aligned.fired.is_empty() {
             // Alignment must not turn a safe query into an unsafe one: check it again.
             match guard::check(&aligned.sql) {

@@ -156,7 +156,11 @@ pub fn without_data(text: &str, seen: &str) -> String {
 /// fits the kind of failure (the paper's correction by error type). An execution error is
 /// described by its SQLSTATE and PostgreSQL's wording with the names the model already knows,
 /// never with values quoted from rows or files (see [`without_data`]).
-pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure) -> Vec<Message> {
+///
+/// `private` (nl2sql.privacy): an error raised while the query ran is described by its SQLSTATE
+/// only (its words could spell a row's value, e.g. a value cast to an operator name), and a
+/// plan's estimated cost (read from the column statistics) is left out.
+pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure, private: bool) -> Vec<Message> {
     let seen: String =
         messages.iter().filter(|m| m.role != "assistant").map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
     let ask = match failure {
@@ -164,7 +168,18 @@ pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure) -
         Failure::Timeout { ms } => CORRECT_TIMEOUT.replace("{timeout_ms}", &ms.to_string()),
         Failure::Empty => CORRECT_EMPTY.to_string(),
         Failure::Cost { estimate, max } => {
-            CORRECT_COST.replace("{estimate}", &format!("{estimate:.0}")).replace("{max}", &format!("{max:.0}"))
+            let estimate = if private { String::new() } else { format!(" (estimated cost {estimate:.0})") };
+            CORRECT_COST.replace("{estimate}", &estimate).replace("{max}", &format!("{max:.0}"))
+        }
+        Failure::Execution(r) if private => {
+            let template = match failure.kind() {
+                FailureKind::UndefinedColumn | FailureKind::UndefinedTable => CORRECT_UNDEFINED,
+                FailureKind::TypeMismatch => CORRECT_TYPE,
+                FailureKind::UndefinedFunction => CORRECT_FUNCTION,
+                _ => CORRECT_ERROR,
+            };
+            let error = format!("ERROR ({}) raised while the query ran (its message is withheld: it may quote data)", r.sqlstate.code());
+            template.replace("{error}", &error)
         }
         Failure::Execution(r) | Failure::Analysis(r) => {
             // An error raised while PostgreSQL read the query quotes only its text: the names the
@@ -210,7 +225,7 @@ mod tests {
         let f = Failure::Analysis(
             Report::new(SqlState::from_code("42703"), "column \"nme\" does not exist").hint("Perhaps you meant \"name\"."),
         );
-        let m = correction(base, "SELECT nme FROM singer", &f);
+        let m = correction(base, "SELECT nme FROM singer", &f, false);
         assert_eq!(m.len(), 4);
         assert_eq!(m[2], Message::assistant("SELECT nme FROM singer"));
         // An error from reading the query repeats the names the model wrote; the SQLSTATE is given.
@@ -233,7 +248,7 @@ mod tests {
             Report::new(SqlState::from_code("22012"), "division by zero at 31337 rows"),
         ];
         for r in cases {
-            let m = correction(base.clone(), sql, &Failure::Execution(r.clone()));
+            let m = correction(base.clone(), sql, &Failure::Execution(r.clone()), false);
             let prompt = &m[3].content;
             for secret in ["root:x", "s3cr3t", "98765432109", "alice@example.com", "31337"] {
                 assert!(!prompt.contains(secret), "{secret} leaked: {prompt}");
@@ -243,10 +258,10 @@ mod tests {
         // What the model was shown is repeated: it helps, and it is not new to the endpoint.
         // What it only wrote is not: listing guesses in its answer must not tell which is stored.
         let r = Report::new(SqlState::from_code("42703"), "column \"age\" of \"singer\" is \"forty\" not 40");
-        let m = correction(base.clone(), sql, &Failure::Execution(r));
+        let m = correction(base.clone(), sql, &Failure::Execution(r), false);
         assert!(m[3].content.contains("column \"age\" of \"singer\" is \"…\" not …"), "{}", m[3].content);
         let guess = Report::new(SqlState::from_code("22P02"), "invalid input syntax for type integer: \"1234x\"");
-        let m = correction(base, "SELECT CAST(pin || 'x' AS int) FROM t -- 1233x 1234x 1235x", &Failure::Execution(guess));
+        let m = correction(base, "SELECT CAST(pin || 'x' AS int) FROM t -- 1233x 1234x 1235x", &Failure::Execution(guess), false);
         assert!(!m[3].content.contains("1234x\""), "{}", m[3].content);
         assert_eq!(without_data("a \"x\"\"y\" b", "x\"y"), "a \"x\"\"y\" b");
         assert_eq!(without_data("unterminated \"abc", ""), "unterminated \"…\"");
@@ -258,17 +273,31 @@ mod tests {
 
     #[test]
     fn timeout_and_syntax_prompts() {
-        let t = correction(vec![], "SELECT 1", &Failure::Timeout { ms: 5000 });
+        let t = correction(vec![], "SELECT 1", &Failure::Timeout { ms: 5000 }, false);
         assert!(t[1].content.contains("5000 ms"));
-        let s = correction(vec![], "SELEC 1", &Failure::Syntax(GuardError::Syntax("Expected: an SQL statement".into())));
+        let s = correction(vec![], "SELEC 1", &Failure::Syntax(GuardError::Syntax("Expected: an SQL statement".into())), false);
         assert!(s[1].content.contains("Expected: an SQL statement"));
         assert_eq!(Failure::Timeout { ms: 1 }.kind(), FailureKind::Timeout);
-        let e = correction(vec![], "SELECT 1", &Failure::Empty);
+        let e = correction(vec![], "SELECT 1", &Failure::Empty, false);
         assert!(e[1].content.starts_with("That query returned no rows"));
         let t = Failure::Execution(Report::new(SqlState::from_code("42883"), "function strftime(unknown, date) does not exist"));
-        assert!(correction(vec![], "x", &t)[1].content.contains("PostgreSQL has no such function"));
+        assert!(correction(vec![], "x", &t, false)[1].content.contains("PostgreSQL has no such function"));
         let o = Failure::Execution(Report::new(SqlState::from_code("42883"), "operator does not exist: text > integer"));
         assert_eq!(o.kind(), FailureKind::TypeMismatch);
-        assert!(correction(vec![], "x", &o)[1].content.contains("cast where the types differ"));
+        assert!(correction(vec![], "x", &o, false)[1].content.contains("cast where the types differ"));
+    }
+
+    #[test]
+    fn private_corrections_withhold_what_ran_and_the_cost() {
+        // A value turned into a word of the error: an operator "name" spelled from a row.
+        let r = Report::new(SqlState::from_code("42883"), "operator does not exist: joe_sharp");
+        let m = correction(vec![], "SELECT x::regoper FROM t", &Failure::Execution(r.clone()), true);
+        assert!(!m[1].content.contains("joe_sharp") && m[1].content.contains("ERROR (42883)"), "{}", m[1].content);
+        assert!(correction(vec![], "SELECT x::regoper FROM t", &Failure::Execution(r), false)[1].content.contains("joe_sharp"));
+        let c = correction(vec![], "SELECT 1", &Failure::Cost { estimate: 12345.0, max: 100.0 }, true);
+        assert!(!c[1].content.contains("12345") && c[1].content.contains("cost limit of 100"), "{}", c[1].content);
+        // Errors raised while reading the query quote only its text: kept.
+        let a = Report::new(SqlState::from_code("42703"), "column \"nme\" does not exist");
+        assert!(correction(vec![], "SELECT nme FROM singer", &Failure::Analysis(a), true)[1].content.contains("nme"));
     }
 }

@@ -207,7 +207,7 @@ pub fn settings() -> Settings {
         column_matches: gucs::column_matches(),
         generators: gucs::generators(),
         examples: gucs::examples(),
-        privacy: gucs::privacy(),
+        privacy: session::privacy(),
         token_budget: gucs::max_tokens_per_call(),
     }
 }

@@ -7,11 +7,15 @@ mod nl2sql {
     use crate::pg::{catalog, errors};
     use pgrx::prelude::*;
 
-    /// The schema prompt the model would get now, as the calling role sees it.
+    /// The schema prompt the model would get now, as the calling role sees it (without
+    /// samples and values under nl2sql.privacy).
     #[pg_extern(volatile, parallel_unsafe)]
     fn schema_prompt() -> String {
+        let privacy = crate::pg::session::privacy();
         crate::pg::role::as_exec_role(|| {
-            let schema = catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r));
+            let samples = if privacy { 0 } else { gucs::sample_rows() };
+            let schema = catalog::load_schema(samples, gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r));
+            let schema = if privacy { schema.without_data() } else { schema };
             schema.render(gucs::schema_max_tokens()).text
         })
     }

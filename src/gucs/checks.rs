@@ -82,24 +82,3 @@ pub(super) unsafe extern "C-unwind" fn check_generators(newval: *mut *mut c_char
         c"For example: SET nl2sql.generators = 'open_sql,create_table'.",
     )
 }
-
-/// Once nl2sql.privacy is on, only a superuser turns it off (SET, a function's SET clause, a
-/// client's startup options, ALTER ROLE/DATABASE by a role itself): a DBA's privacy setting
-/// holds for every role. Turning it on is anyone's right.
-#[pg_guard]
-pub(super) unsafe extern "C-unwind" fn check_privacy(newval: *mut bool, _extra: *mut *mut c_void, source: pg_sys::GucSource::Type) -> bool {
-    if newval.is_null() || *newval || !super::PRIVACY.get() {
-        return true;
-    }
-    use pg_sys::GucSource::*;
-    let interactive = matches!(source, PGC_S_SESSION | PGC_S_CLIENT | PGC_S_TEST);
-    if interactive && pg_sys::IsTransactionState() && !pg_sys::superuser() {
-        pg_sys::GUC_check_errcode(pgrx::PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE as i32);
-        return refuse(
-            c"only superusers may turn nl2sql.privacy off",
-            c"With nl2sql.privacy on, no sample, value, result row or literal of any table is sent to the model endpoint.",
-            c"Ask a superuser; the setting may be made per role or database with ALTER ROLE/DATABASE ... SET.",
-        );
-    }
-    true
-}

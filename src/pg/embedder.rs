@@ -27,6 +27,23 @@ pub fn current() -> Embedder {
     }
 }
 
+/// The embedder for stored values (builds, refreshes, queued values): under nl2sql.privacy an
+/// endpoint is refused, since it would receive the values.
+pub fn for_stored_values() -> Embedder {
+    let e = current();
+    if crate::pg::session::privacy() && matches!(e, Embedder::Remote(_)) {
+        errors::raise(
+            &nl2sql_core::error::Report::new(
+                nl2sql_core::error::SqlState::FeatureNotSupported,
+                "cannot send stored values to nl2sql.embedding_url while nl2sql.privacy is on",
+            )
+            .detail("Building or refreshing a value index with an embedding endpoint sends it every indexed value.")
+            .hint("Use the built-in embedder (RESET nl2sql.embedding_url) for the value index."),
+        );
+    }
+    e
+}
+
 /// Embeds `texts` with the endpoint, in batches; raises the endpoint's error.
 pub fn embed(ep: &Endpoint, texts: &[String]) -> Vec<Vec<f32>> {
     if texts.is_empty() {

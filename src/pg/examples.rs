@@ -154,7 +154,7 @@ fn store(question: &str, sql: &str, thought: Option<&str>, hint: Option<&str>, s
 
 /// Refuses what would send rows, samples or literals to the model under nl2sql.privacy.
 fn refuse_under_privacy(what: &str) {
-    if gucs::privacy() {
+    if crate::pg::session::privacy() {
         fail(
             SqlState::FeatureNotSupported,
             format!("cannot {what} while nl2sql.privacy is on"),
@@ -166,7 +166,7 @@ fn refuse_under_privacy(what: &str) {
 
 /// The model, or None with a NOTICE when no endpoint is configured.
 fn model_if_configured(why: &str) -> Option<Model> {
-    if gucs::privacy() {
+    if crate::pg::session::privacy() {
         notice!("{why}: nl2sql.privacy keeps the example's query and samples from the model");
         return None;
     }

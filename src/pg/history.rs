@@ -53,6 +53,12 @@ impl Entry {
             .to_string()
         });
         let clamp = |n: usize| n.min(i32::MAX as usize) as i32;
+        // An error's words as a correction prompt may carry them: what it quoted from a row
+        // (which administrators reading the history may not read) is left out.
+        let seen = format!("{question}\n{}\n{}", hint.unwrap_or_default(), sql.unwrap_or_default());
+        let error = error.map(|(state, message)| {
+            (state, nl2sql_core::refine::prefix(&nl2sql_core::refine::without_data(&message, &seen), MAX_ERROR_BYTES).to_string())
+        });
         Entry {
             asked_by: owner::caller(),
             asked_at,
@@ -88,6 +94,8 @@ thread_local! {
 
 /// Most rows kept for writing again (a session whose calls all roll back keeps the newest).
 const MAX_PENDING: usize = 1_000;
+/// Longest error message kept in a row.
+const MAX_ERROR_BYTES: usize = 2_048;
 
 #[pg_guard]
 unsafe extern "C-unwind" fn on_xact(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
@@ -140,33 +148,28 @@ fn register_callbacks() {
     }
 }
 
-/// Why a row cannot be written now, if it cannot.
-fn unwritable() -> Option<&'static str> {
+/// Records a call (and the rows of rolled-back calls before it); its id, or why it was not
+/// recorded now. In a read-only transaction the row waits for the session's next call outside
+/// one. Never raises, except for a cancel (rows not yet written stay queued).
+pub fn record(entry: Entry) -> Result<i64, String> {
     if !gucs::history() {
-        return Some("nl2sql.history is off");
+        return Err("nl2sql.history is off".into());
     }
     // SAFETY: reads shared memory state and the transaction's read-only flag.
     if unsafe { pg_sys::RecoveryInProgress() } {
-        return Some("hot standby: history is written on the primary only");
+        return Err("hot standby: history is written on the primary only".into());
     }
     if unsafe { pg_sys::XactReadOnly } {
-        return Some("read-only transaction");
-    }
-    None
-}
-
-/// Records a call (and the rows of rolled-back calls before it); its id, or why it was not
-/// recorded. Never raises, except for a cancel.
-pub fn record(entry: Entry) -> Result<i64, String> {
-    if let Some(why) = unwritable() {
-        return Err(why.into());
+        keep(std::iter::once(entry));
+        return Err("read-only transaction: recorded by the session's next call outside one".into());
     }
     register_callbacks();
-    let earlier = PENDING.with_borrow_mut(std::mem::take);
-    for e in earlier {
+    // One at a time, so that a cancel leaves the rest queued.
+    while let Some(e) = PENDING.with_borrow_mut(|p| (!p.is_empty()).then(|| p.remove(0))) {
         check_for_interrupts!();
-        // A row that cannot be written again is dropped (its table may be gone).
-        let _ = insert(e);
+        if let Err(r) = insert(e) {
+            warning!("nl2sql: a history row of an earlier call could not be written: {}", r.message);
+        }
     }
     insert(entry).map_err(|r| format!("not recorded: {}", r.message))
 }
@@ -179,8 +182,8 @@ fn insert(e: Entry) -> Result<i64, Report> {
             spi::write_one::<i64>(
                 "INSERT INTO nl2sql.history (asked_by, role_name, asked_at, question, hint, follows, mode, sql, confidence,
                      candidates, vote, prompt_tokens, completion_tokens, latency_ms, sqlstate, error)
-                 VALUES ($1, coalesce((SELECT rolname FROM pg_catalog.pg_roles WHERE oid OPERATOR(pg_catalog.=) $1), $1::text::name),
-                         pg_catalog.to_timestamp($2), $3, $4, $5, $6, $7, $8, $9, $10::text::jsonb, $11, $12, $13, $14, $15)
+                 VALUES ($1, COALESCE((SELECT rolname FROM pg_catalog.pg_roles WHERE oid OPERATOR(pg_catalog.=) $1), $1::pg_catalog.text::pg_catalog.name),
+                         pg_catalog.to_timestamp($2), $3, $4, $5, $6, $7, $8, $9, $10::pg_catalog.text::pg_catalog.jsonb, $11, $12, $13, $14, $15)
                  RETURNING id",
                 &[
                     e.asked_by.into(),
@@ -261,7 +264,17 @@ pub fn feedback(id: i64, correct: bool, corrected: Option<&str>) -> Option<i64> 
     }
     let corrected = corrected.map(str::trim).filter(|s| !s.is_empty());
     let (question, hint, sql, given) = own_call(id);
-    if given {
+    // Claimed first: of two concurrent feedbacks on one call, one waits and then finds it given.
+    let claimed = !given
+        && owner::as_owner(|| {
+            spi::write_one::<i64>(
+                "UPDATE nl2sql.history SET feedback = $2, feedback_at = pg_catalog.now()
+                 WHERE id OPERATOR(pg_catalog.=) $1 AND feedback IS NULL RETURNING id",
+                &[id.into(), correct.into()],
+            )
+        })
+        .is_some();
+    if !claimed {
         fail(
             SqlState::ObjectNotInPrerequisiteState,
             format!("feedback on history entry {id} was already given"),
@@ -290,9 +303,8 @@ pub fn feedback(id: i64, correct: bool, corrected: Option<&str>) -> Option<i64> 
     let example = offered.map(|q| examples::offer(&question, &q, hint.as_deref()));
     owner::as_owner(|| {
         spi::write(
-            "UPDATE nl2sql.history SET feedback = $2, corrected_sql = $3, feedback_at = pg_catalog.now(), example_id = $4
-             WHERE id OPERATOR(pg_catalog.=) $1",
-            &[id.into(), correct.into(), corrected.into(), example.into()],
+            "UPDATE nl2sql.history SET corrected_sql = $2, example_id = $3 WHERE id OPERATOR(pg_catalog.=) $1",
+            &[id.into(), corrected.into(), example.into()],
         )
     });
     example

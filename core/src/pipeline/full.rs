@@ -266,7 +266,7 @@ pub(super) fn full(
         if failed.is_empty() {
             break;
         }
-        let mut convs: Vec<Vec<Message>> = failed.iter().map(|(_, conv, raw, f)| refine::correction(conv.clone(), raw, f)).collect();
+        let mut convs: Vec<Vec<Message>> = failed.iter().map(|(_, conv, raw, f)| refine::correction(conv.clone(), raw, f, settings.privacy)).collect();
         // The token budget: as many corrections as fit, the first failures first.
         let largest = convs.iter().map(|m| estimate(m)).max().unwrap_or(0);
         let (fits, max_tokens) = trace.tokens.plan(largest, convs.len(), settings.max_tokens);
@@ -323,9 +323,10 @@ fn find_examples(q: &Question, schema: &Schema, values: &[String], settings: &Se
     let names = examples::Names::new(schema.names());
     let masked = examples::mask(&q.text, &names, values);
     let mut found = examples::pick(db.similar_examples(&masked, settings.examples * 2), settings.examples);
-    // nl2sql.privacy: examples are other roles' data too; their literals stay home.
+    // nl2sql.privacy: examples other roles wrote are their data (a question may name a value in
+    // any case): only the built-in ones are shown, and without literals.
     if settings.privacy {
-        found = found.iter().filter_map(examples::without_data).collect();
+        found = found.iter().filter(|e| e.source == "builtin").filter_map(examples::without_data).collect();
     }
     trace.examples = found;
     trace.masked_question = Some(masked);

@@ -732,9 +732,10 @@ fn privacy_keeps_row_data_out_of_every_prompt() {
         let first: &[&str] = if mode.mode == Mode::Full { &[EXTRACTED] } else { &[] };
         let answers = [first, &["SELECT nme FROM singer WHERE country = 'Atlantis'", "SELECT count(*) FROM singer", "SELECT count(*) FROM singer", "SELECT count(*) FROM singer"]].concat();
         let mut llm = script(&answers);
+        let builtin = Example { id: 1, source: "builtin".into(), sql: "SELECT name FROM book WHERE title = 'Oslo Nights'".into(), ..example.clone() };
         let mut db = FakeDb {
             values: vec![ValueHint { column: "singer.country".into(), value: "Netherlands".into(), score: 0.9 }],
-            examples: vec![example.clone()],
+            examples: vec![example.clone(), builtin],
             ..Default::default()
         };
         let a = ask(&q("How many singers are there?"), &sample_schema(), &mode, &mut llm, &mut db);
@@ -744,7 +745,13 @@ fn privacy_keeps_row_data_out_of_every_prompt() {
             assert!(!text.contains(v), "{v} was sent ({:?}):\n{text}", mode.mode);
         }
         assert!(db.lookups.is_empty(), "the value index is not even searched");
-        assert!(a.expect("answer").trace.privacy);
+        let a = a.expect("answer");
+        assert!(a.trace.privacy);
+        if mode.mode == Mode::Full {
+            // Only the built-in example, its literal masked.
+            assert_eq!(a.trace.examples.iter().map(|e| e.id).collect::<Vec<_>>(), vec![1]);
+            assert!(text.contains("SELECT name FROM book WHERE title = '<value>'"), "{text}");
+        }
     }
     // Without privacy the same run shows samples, values and the example's literals.
     let mut llm = script(&[EXTRACTED, "SELECT count(*) FROM singer", "SELECT count(*) FROM singer", "SELECT count(*) FROM singer"]);
@@ -843,7 +850,7 @@ fn abstains_below_min_confidence_with_the_candidates_in_detail() {
     assert_eq!(e.sqlstate().code(), "P0002");
     let detail = e.detail().expect("detail");
     assert!(detail.starts_with("5 candidates sampled"), "{detail}");
-    assert!(detail.contains("2 votes, 1 rows: SELECT count(*) FROM singer"), "{detail}");
+    assert!(detail.contains("2 votes, 1 row: SELECT count(*) FROM singer"), "{detail}");
     assert_eq!(trace.confidence, Some(0.4));
     // Zero-shot has no confidence: never withheld.
     let mut llm = script(&["SELECT count(*) FROM singer"]);

@@ -168,7 +168,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
     if avg_len > gucs::index_max_avg_length() as f64 {
         return skip(format!("free text (average length {avg_len:.0}, more than nl2sql.index_max_avg_length)"));
     }
-    let emb = embedder::current();
+    let emb = embedder::for_stored_values();
     let generation = if first { 0 } else { old_gen + 1 };
     let table = entries_table(id, generation);
     // The marks this build answers: those set before it reads the table.

@@ -54,7 +54,8 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
             ),
         }
     }
-    owner::as_owner(|| match embedder::current() {
+    let embedder = embedder::for_stored_values();
+    owner::as_owner(|| match embedder {
         Embedder::Remote(ep) => {
             drain_queue(&ep);
             embed_pending_columns(&ep);
@@ -221,7 +222,7 @@ pub fn collect_garbage() {
                         |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??)),
                     );
                     let Some((relid, column)) = claimed else { return false };
-                    let emb = embedder::current();
+                    let emb = embedder::for_stored_values();
                     let same_embedder = spi::read::<bool>("SELECT embedder = nl2sql.current_embedder() FROM nl2sql.value_index WHERE id = $1", &[id.into()]).unwrap_or(false);
                     if same_embedder {
                         super::build::catch_up(id, relid, &column, &old, &entries_table(id, current), &emb);
