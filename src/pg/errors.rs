@@ -21,6 +21,18 @@ pub fn raise(d: &dyn Diagnostic) -> ! {
     unreachable!("ERROR does not return")
 }
 
+/// Raises an ERROR with this SQLSTATE, message, detail and hint; never returns.
+pub fn fail(state: SqlState, message: String, detail: Option<String>, hint: Option<&str>) -> ! {
+    let mut r = Report::new(state, message);
+    if let Some(d) = detail {
+        r = r.detail(d);
+    }
+    if let Some(h) = hint {
+        r = r.hint(h);
+    }
+    raise(&r)
+}
+
 /// Sends a NOTICE with a detail and a hint.
 pub fn notice(message: String, detail: String, hint: String) {
     ErrorReport::new(PgSqlErrorCode::ERRCODE_WARNING, message, "nl2sql")

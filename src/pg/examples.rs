@@ -7,7 +7,7 @@
 //! only examples whose relations the role may SELECT from.
 
 use crate::gucs;
-use crate::pg::errors::raise;
+use crate::pg::errors::{fail, raise};
 use crate::pg::model::Model;
 use crate::pg::{catalog, owner, role, sandbox, spi};
 use nl2sql_core::embed;
@@ -27,17 +27,6 @@ use std::hash::{Hash, Hasher};
 const MAX_SQL_BYTES: usize = 64 * 1024;
 /// Completion tokens for a chain of thought (five short lines).
 const THOUGHT_MAX_TOKENS: u32 = 300;
-
-fn fail(state: SqlState, message: String, detail: Option<String>, hint: Option<&str>) -> ! {
-    let mut r = Report::new(state, message);
-    if let Some(d) = detail {
-        r = r.detail(d);
-    }
-    if let Some(h) = hint {
-        r = r.hint(h);
-    }
-    raise(&r)
-}
 
 /// Whether `role` may curate the library: a superuser or a member of nl2sql_curator.
 pub fn may_curate(role: pg_sys::Oid) -> bool {

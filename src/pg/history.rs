@@ -10,7 +10,7 @@
 //! read-only transaction the row is skipped, and the trace says why.
 
 use crate::gucs;
-use crate::pg::errors::raise;
+use crate::pg::errors::fail;
 use crate::pg::{examples, owner, sandbox, spi};
 use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::pipeline::{Previous, Trace};
@@ -208,17 +208,6 @@ fn insert(e: Entry) -> Result<i64, Report> {
     .ok_or_else(|| Report::new(SqlState::InternalError, "no id returned"))?;
     WRITTEN.with_borrow_mut(|w| w.push((level, e)));
     Ok(id)
-}
-
-fn fail(state: SqlState, message: String, detail: Option<String>, hint: Option<&str>) -> ! {
-    let mut r = Report::new(state, message);
-    if let Some(d) = detail {
-        r = r.detail(d);
-    }
-    if let Some(h) = hint {
-        r = r.hint(h);
-    }
-    raise(&r)
 }
 
 const NOT_YOURS: &str = "Each role sees, follows up and gives feedback on its own calls; members of nl2sql_admin on every call.";

@@ -189,7 +189,12 @@ pub fn savepoint<T>(f: impl FnOnce() -> T) -> Option<T> {
 /// Runs `f` in an internal subtransaction that is kept when it succeeds and rolled back when it
 /// raises an error, which comes back as its report; a cancel and a panic go on.
 pub fn kept<T>(f: impl FnOnce() -> T) -> Result<T, Report> {
-    match subtransaction(true, false, f) {
+    reported(subtransaction(true, false, f))
+}
+
+/// An error caught in a subtransaction as its report; a cancel and a panic go on.
+fn reported<T>(r: Result<T, CaughtError>) -> Result<T, Report> {
+    match r {
         Ok(v) => Ok(v),
         Err(e) => match e {
             CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if report_of(r).sqlstate != SqlState::QueryCanceled => {
@@ -230,15 +235,7 @@ fn subtransaction<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> Res
 /// replay of it, would wait for). `f` returns Rust values. An error becomes its report; a
 /// cancel and a panic go on.
 pub fn discarded<T>(f: impl FnOnce() -> T) -> Result<T, Report> {
-    match subtransaction(false, false, f) {
-        Ok(v) => Ok(v),
-        Err(e) => match e {
-            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if report_of(r).sqlstate != SqlState::QueryCanceled => {
-                Err(report_of(r))
-            }
-            _ => e.rethrow(),
-        },
-    }
+    reported(subtransaction(false, false, f))
 }
 
 /// Runs trusted SQL text that reads user relations for the caller (sampling, value re-checks):
