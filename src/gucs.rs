@@ -72,6 +72,7 @@ static ON_LOW_CONFIDENCE: GucSetting<OnLowConfidence> = GucSetting::<OnLowConfid
 static MAX_COST: GucSetting<f64> = GucSetting::<f64>::new(0.0);
 static MAX_TOKENS_PER_CALL: GucSetting<i32> = GucSetting::<i32>::new(0);
 static HISTORY: GucSetting<bool> = GucSetting::<bool>::new(true);
+static AGENT_MAX_TURNS: GucSetting<i32> = GucSetting::<i32>::new(10);
 static HISTORY_RETENTION_MIN: GucSetting<i32> = GucSetting::<i32>::new(30 * 24 * 60);
 
 /// Values of nl2sql.on_low_confidence.
@@ -90,6 +91,8 @@ pub enum Mode {
     Full,
     #[name = c"zero_shot"]
     ZeroShot,
+    #[name = c"interactive"]
+    Interactive,
 }
 
 /// Environment variables read for the embedding endpoint's key when its setting is empty.
@@ -403,8 +406,8 @@ pub fn init() {
     );
     GucRegistry::define_enum_guc(
         c"nl2sql.mode",
-        c"Pipeline nl2sql() runs: full (extraction, n candidates, alignments, vote) or zero_shot.",
-        c"zero_shot: one generation from the whole schema, corrected up to nl2sql.max_corrections times.",
+        c"Pipeline nl2sql() runs: full (extraction, n candidates, alignments, vote), zero_shot or interactive.",
+        c"zero_shot: one generation from the whole schema, corrected up to nl2sql.max_corrections times; interactive: an agent that searches columns and values, asks for join paths and runs queries.",
         &MODE,
         GucContext::Userset,
         GucFlags::default(),
@@ -619,6 +622,16 @@ fn operations() {
         GucContext::Userset,
         GucFlags::default(),
     );
+    GucRegistry::define_int_guc(
+        c"nl2sql.agent_max_turns",
+        c"Turns (one action each) the interactive agent may take before its last query that ran answers.",
+        c"",
+        &AGENT_MAX_TURNS,
+        1,
+        50,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
     GucRegistry::define_bool_guc(
         c"nl2sql.history",
         c"Whether every call is recorded in nl2sql.history.",
@@ -655,6 +668,10 @@ pub fn max_cost() -> Option<f64> {
 /// nl2sql.max_tokens_per_call, None when 0.
 pub fn max_tokens_per_call() -> Option<usize> {
     Some(MAX_TOKENS_PER_CALL.get()).filter(|t| *t > 0).map(|t| t as usize)
+}
+
+pub fn agent_max_turns() -> usize {
+    AGENT_MAX_TURNS.get().max(1) as usize
 }
 
 pub fn history() -> bool {

@@ -17,6 +17,7 @@ extension_sql_file!("../sql/values.sql", name = "values", requires = ["bootstrap
 extension_sql_file!("../sql/examples.sql", name = "examples", requires = ["bootstrap"]);
 extension_sql_file!("../sql/examples_builtin.sql", name = "examples_builtin", requires = ["examples", _example_key]);
 extension_sql_file!("../sql/history.sql", name = "history", requires = ["bootstrap"]);
+extension_sql_file!("../sql/inspect_api.sql", name = "inspect_api", requires = [_join_path]);
 extension_sql_file!("../sql/values_api.sql", name = "values_api", finalize);
 
 #[pg_guard]

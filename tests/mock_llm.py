@@ -195,6 +195,9 @@ def main():
     for path in args.scenarios:
         with open(path) as f:
             Handler.rules.extend(json.load(f)["rules"])
+    # A listen backlog for many concurrent clients (the load bench: 20 backends x 2 candidates);
+    # the default of 5 resets connections beyond it.
+    ThreadingHTTPServer.request_queue_size = 256
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     if args.port_file:

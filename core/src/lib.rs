@@ -1,6 +1,7 @@
 //! The pure nl2sql pipeline: no PostgreSQL here. The extension crate supplies the database and
 //! the interrupt check through the traits in [`pipeline`].
 
+pub mod agent;
 pub mod align;
 pub mod answer;
 pub mod embed;

@@ -98,6 +98,8 @@ pub enum Rejected {
 pub enum Mode {
     ZeroShot,
     Full,
+    /// Interactive-T2S: an agent with four tools, one action a turn.
+    Interactive,
 }
 
 /// How a candidate was asked for: generators differ in their prompt, not only in temperature,
@@ -168,6 +170,8 @@ pub struct Settings {
     pub privacy: bool,
     /// Most tokens (prompt and completion) the question may use (nl2sql.max_tokens_per_call).
     pub token_budget: Option<usize>,
+    /// Turns of the interactive agent (nl2sql.agent_max_turns).
+    pub agent_max_turns: usize,
 }
 
 impl Settings {
@@ -191,6 +195,7 @@ impl Settings {
             examples: 0,
             privacy: false,
             token_budget: None,
+            agent_max_turns: 10,
         }
     }
 }
@@ -289,6 +294,9 @@ pub struct Trace {
     /// Examples shown to the candidates (few-shot), nearest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Example>,
+    /// The interactive agent's turns: thought, action, observation.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<crate::agent::Turn>,
     pub llm_calls: Vec<LlmCall>,
     /// LLM round trips one after another (concurrent requests count once).
     pub round_trips: usize,
@@ -666,6 +674,7 @@ pub fn ask(
     let result = match settings.mode {
         Mode::ZeroShot => zero_shot(q, schema, settings, llm, db, &mut trace),
         Mode::Full => full(q, schema, settings, llm, db, &mut trace),
+        Mode::Interactive => interactive(q, schema, settings, llm, db, &mut trace),
     };
     trace.wall_ms = ms(started.elapsed());
     match result {
@@ -875,6 +884,8 @@ pub fn normal_form(sql: &str) -> String {
 
 mod full;
 use full::full;
+mod interactive;
+use interactive::interactive;
 
 #[cfg(test)]
 mod tests;

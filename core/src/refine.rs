@@ -152,6 +152,36 @@ pub fn without_data(text: &str, seen: &str) -> String {
     out
 }
 
+/// A PostgreSQL error as the model may be told it: its SQLSTATE and wording with what it quoted
+/// removed unless `seen` (what the model was sent, never its own answers, or it could list
+/// guesses and learn which one a row holds) holds it; an error raised while reading the query
+/// quotes only its text, so the model's `answer` may be repeated. `private`: an error raised
+/// while the query ran is its SQLSTATE only. None for failures that are not PostgreSQL errors.
+pub fn error_text(failure: &Failure, answer: &str, seen: &str, private: bool) -> Option<String> {
+    let r = match failure {
+        Failure::Execution(r) | Failure::Analysis(r) => r,
+        _ => return None,
+    };
+    let code = r.sqlstate.code();
+    if private && matches!(failure, Failure::Execution(_)) {
+        return Some(format!("ERROR ({code}) raised while the query ran (its message is withheld: it may quote data)"));
+    }
+    let mut seen = seen.to_string();
+    if matches!(failure, Failure::Analysis(_)) {
+        seen.push('\n');
+        seen.push_str(answer);
+    }
+    let mut error = format!("ERROR ({code}): {}", without_data(&r.message, &seen));
+    // Details outside class 42 (names and syntax) describe data ("Failing row contains …").
+    if let Some(d) = r.detail.as_ref().filter(|_| code.starts_with("42")) {
+        error.push_str(&format!("\nDETAIL: {}", without_data(d, &seen)));
+    }
+    if let Some(h) = &r.hint {
+        error.push_str(&format!("\nHINT: {}", without_data(h, &seen)));
+    }
+    Some(error)
+}
+
 /// The conversation so far, plus the model's failed answer and a request to fix it that
 /// fits the kind of failure (the paper's correction by error type). An execution error is
 /// described by its SQLSTATE and PostgreSQL's wording with the names the model already knows,
@@ -171,42 +201,14 @@ pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure, p
             let estimate = if private { String::new() } else { format!(" (estimated cost {estimate:.0})") };
             CORRECT_COST.replace("{estimate}", &estimate).replace("{max}", &format!("{max:.0}"))
         }
-        Failure::Execution(r) if private => {
+        Failure::Execution(_) | Failure::Analysis(_) => {
             let template = match failure.kind() {
                 FailureKind::UndefinedColumn | FailureKind::UndefinedTable => CORRECT_UNDEFINED,
                 FailureKind::TypeMismatch => CORRECT_TYPE,
                 FailureKind::UndefinedFunction => CORRECT_FUNCTION,
                 _ => CORRECT_ERROR,
             };
-            let error = format!("ERROR ({}) raised while the query ran (its message is withheld: it may quote data)", r.sqlstate.code());
-            template.replace("{error}", &error)
-        }
-        Failure::Execution(r) | Failure::Analysis(r) => {
-            // An error raised while PostgreSQL read the query quotes only its text: the names the
-            // model wrote may be repeated. One raised while it ran may quote a row: then only
-            // what the model was sent may, or the model could list guesses and learn which
-            // one a row holds.
-            let mut seen = seen.clone();
-            if matches!(failure, Failure::Analysis(_)) {
-                seen.push('\n');
-                seen.push_str(answer);
-            }
-            let code = r.sqlstate.code();
-            let mut error = format!("ERROR ({code}): {}", without_data(&r.message, &seen));
-            // Details outside class 42 (names and syntax) describe data ("Failing row contains …").
-            if let Some(d) = r.detail.as_ref().filter(|_| code.starts_with("42")) {
-                error.push_str(&format!("\nDETAIL: {}", without_data(d, &seen)));
-            }
-            if let Some(h) = &r.hint {
-                error.push_str(&format!("\nHINT: {}", without_data(h, &seen)));
-            }
-            let template = match failure.kind() {
-                FailureKind::UndefinedColumn | FailureKind::UndefinedTable => CORRECT_UNDEFINED,
-                FailureKind::TypeMismatch => CORRECT_TYPE,
-                FailureKind::UndefinedFunction => CORRECT_FUNCTION,
-                _ => CORRECT_ERROR,
-            };
-            template.replace("{error}", &error)
+            template.replace("{error}", &error_text(failure, answer, &seen, private).unwrap_or_default())
         }
     };
     messages.push(Message::assistant(prefix(answer.trim(), crate::answer::MAX_SQL_BYTES)));

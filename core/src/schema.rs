@@ -292,6 +292,72 @@ fn render_table(out: &mut String, t: &Table, detail: Detail) {
     out.push_str("# )\n");
 }
 
+/// Undirected foreign-key graph of `schema`'s tables: (neighbour, foreign key) per table.
+type FkGraph = Vec<Vec<(usize, usize)>>;
+
+/// Breadth-first search from `sources` until `target`: each reached table's predecessor and the
+/// foreign key that reached it.
+fn breadth_first(graph: &FkGraph, sources: &[usize], target: usize) -> Vec<Option<(usize, usize)>> {
+    let mut prev: Vec<Option<(usize, usize)>> = vec![None; graph.len()];
+    let mut seen = vec![false; graph.len()];
+    let mut queue: std::collections::VecDeque<usize> = sources.iter().copied().collect();
+    for &t in sources {
+        seen[t] = true;
+    }
+    while let Some(u) = queue.pop_front() {
+        if u == target {
+            break;
+        }
+        for &(v, fk) in &graph[u] {
+            if !seen[v] {
+                seen[v] = true;
+                prev[v] = Some((u, fk));
+                queue.push_back(v);
+            }
+        }
+    }
+    prev
+}
+
+impl Schema {
+    fn fk_graph(&self) -> FkGraph {
+        let index = |ident: &str| self.tables.iter().position(|t| t.ident == ident);
+        let mut graph: FkGraph = vec![vec![]; self.tables.len()];
+        for (fi, fk) in self.foreign_keys.iter().enumerate() {
+            if let (Some(a), Some(b)) = (index(&fk.table), index(&fk.ref_table)) {
+                graph[a].push((b, fi));
+                graph[b].push((a, fi));
+            }
+        }
+        graph
+    }
+
+    /// The shortest chain of foreign keys joining table `from` to table `to` (Interactive-T2S's
+    /// FindShortestPath on the table graph), as join conditions in order from `from`:
+    /// `a.x = b.y`; empty for one table, None when no chain joins them.
+    pub fn join_path(&self, from: usize, to: usize) -> Option<Vec<String>> {
+        if from >= self.tables.len() || to >= self.tables.len() {
+            return None;
+        }
+        let prev = breadth_first(&self.fk_graph(), &[to], from);
+        let mut steps = Vec::new();
+        let mut at = from;
+        while at != to {
+            let (next, fi) = prev[at]?;
+            let fk = &self.foreign_keys[fi];
+            let pairs: Vec<String> = fk
+                .columns
+                .iter()
+                .zip(&fk.ref_columns)
+                .map(|(c, r)| format!("{}.{} = {}.{}", fk.table, c, fk.ref_table, r))
+                .collect();
+            steps.push(pairs.join(" AND "));
+            at = next;
+        }
+        Some(steps)
+    }
+}
+
 /// The per-question schema and how it was grown from the chosen columns.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Focus {
@@ -311,16 +377,7 @@ impl Schema {
         if chosen.is_empty() {
             return Focus { schema: self.clone(), ..Default::default() };
         }
-        let n = self.tables.len();
-        let index = |ident: &str| self.tables.iter().position(|t| t.ident == ident);
-        // Undirected foreign-key graph: (neighbour, foreign key).
-        let mut graph: Vec<Vec<(usize, usize)>> = vec![vec![]; n];
-        for (fi, fk) in self.foreign_keys.iter().enumerate() {
-            if let (Some(a), Some(b)) = (index(&fk.table), index(&fk.ref_table)) {
-                graph[a].push((b, fi));
-                graph[b].push((a, fi));
-            }
-        }
+        let graph = self.fk_graph();
         let mut wanted: Vec<usize> = Vec::new();
         for &(t, _) in chosen {
             if !wanted.contains(&t) {
@@ -335,24 +392,7 @@ impl Schema {
             if tables.contains(&target) {
                 continue;
             }
-            let mut prev: Vec<Option<(usize, usize)>> = vec![None; n];
-            let mut seen = vec![false; n];
-            let mut queue: std::collections::VecDeque<usize> = tables.iter().copied().collect();
-            for &t in &tables {
-                seen[t] = true;
-            }
-            while let Some(u) = queue.pop_front() {
-                if u == target {
-                    break;
-                }
-                for &(v, fk) in &graph[u] {
-                    if !seen[v] {
-                        seen[v] = true;
-                        prev[v] = Some((u, fk));
-                        queue.push_back(v);
-                    }
-                }
-            }
+            let prev = breadth_first(&graph, &tables, target);
             tables.push(target);
             let mut at = target;
             while let Some((u, fk)) = prev[at] {
@@ -437,6 +477,14 @@ pub fn categorical_values(c: &Column) -> Option<Vec<String>> {
         return None;
     }
     Some(s.values.iter().map(|v| literal(v, &c.category)).collect())
+}
+
+/// What the schema prompt says of a column's values: `, VALUES (…)`, or its samples or range.
+pub fn values_note(c: &Column) -> Option<String> {
+    match categorical_values(c) {
+        Some(v) => Some(format!(", VALUES ({})", v.join(", "))),
+        None => sample_suffix(c),
+    }
 }
 
 fn sample_suffix(c: &Column) -> Option<String> {

@@ -191,6 +191,7 @@ pub fn settings() -> Settings {
         mode: match gucs::mode() {
             gucs::Mode::Full => Mode::Full,
             gucs::Mode::ZeroShot => Mode::ZeroShot,
+            gucs::Mode::Interactive => Mode::Interactive,
         },
         max_corrections: gucs::max_corrections(),
         max_tokens: gucs::llm_max_tokens(),
@@ -209,6 +210,7 @@ pub fn settings() -> Settings {
         examples: gucs::examples(),
         privacy: session::privacy(),
         token_budget: gucs::max_tokens_per_call(),
+        agent_max_turns: gucs::agent_max_turns(),
     }
 }
 

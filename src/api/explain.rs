@@ -97,6 +97,7 @@ fn settings() -> Value {
         "max_tokens_per_call": s.token_budget,
         "max_cost": gucs::max_cost(),
         "history": gucs::history(),
+        "agent_max_turns": s.agent_max_turns,
         "schema_max_tokens": s.schema_max_tokens,
     })
 }

@@ -20,6 +20,33 @@ mod nl2sql {
         })
     }
 
+    /// The shortest chain of foreign keys joining two tables the calling role may read
+    /// (Interactive-T2S's FindShortestPath), one join condition a row, in order from `from`;
+    /// no rows when none joins them. nl2sql.join_path(regclass, regclass) in sql/inspect_api.sql.
+    #[pg_extern(volatile, strict, parallel_unsafe)]
+    fn _join_path(
+        from: pg_sys::Oid,
+        to: pg_sys::Oid,
+    ) -> TableIterator<'static, (name!(step, i32), name!(join_condition, String))> {
+        let schema = crate::pg::role::as_exec_role(|| catalog::load_schema(0, gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r)));
+        let find = |oid: pg_sys::Oid| {
+            schema.tables.iter().position(|t| t.oid == u32::from(oid)).unwrap_or_else(|| {
+                errors::fail(
+                    nl2sql_core::error::SqlState::UndefinedTable,
+                    format!("relation with OID {} is not among the tables you may read", u32::from(oid)),
+                    None,
+                    Some("nl2sql.join_path() follows the foreign keys of tables the role may SELECT from."),
+                )
+            })
+        };
+        let (a, b) = (find(from), find(to));
+        let steps = schema.join_path(a, b).unwrap_or_else(|| {
+            notice!("no foreign keys join {} and {}", schema.tables[a].ident, schema.tables[b].ident);
+            Vec::new()
+        });
+        TableIterator::new(steps.into_iter().enumerate().map(|(i, s)| (i as i32 + 1, s)))
+    }
+
     /// The trace of this session's last nl2sql() or nl2sql_run() call: LLM calls, tokens,
     /// latency, candidates and their outcomes. NULL before the first call, and for any role
     /// but the one that made it.

@@ -135,6 +135,7 @@ fn full() -> Settings {
         examples: 0,
         privacy: false,
         token_budget: None,
+        agent_max_turns: 10,
     }
 }
 
@@ -857,3 +858,6 @@ fn abstains_below_min_confidence_with_the_candidates_in_detail() {
     let a = ask(&q("How many singers?"), &sample_schema(), &settings(), &mut llm, &mut FakeDb::default()).expect("answer");
     assert!(a.trace.confidence.is_none() && abstain_below(a, 1.0).is_ok());
 }
+
+#[path = "tests/interactive.rs"]
+mod interactive;

@@ -1,0 +1,190 @@
+//! Interactive-T2S (nl2sql.mode = interactive): the model works with the database one action
+//! a turn — SearchColumns, SearchValues, JoinPath, ExecuteSQL, Done — shown only the table
+//! names, until it is done or nl2sql.agent_max_turns runs out. Every query it runs goes through
+//! the same guard, alignment and sandbox as a candidate; the last query that ran is the answer.
+
+use super::*;
+use crate::agent::{self, Action, Turn};
+
+/// Completion tokens for one turn (a thought and an action, or a query).
+const TURN_MAX_TOKENS: u32 = 512;
+
+pub(super) fn interactive(
+    q: &Question,
+    schema: &Schema,
+    settings: &Settings,
+    llm: &mut dyn Llm,
+    db: &mut dyn Database,
+    trace: &mut Trace,
+) -> Result<(String, Execution), AskError> {
+    let secret = llm.secret().map(str::to_string);
+    let (tables, omitted) = agent::table_list(schema, settings.schema_max_tokens);
+    trace.schema = tables.clone();
+    trace.schema_tokens = crate::schema::estimate_tokens(&tables);
+    trace.tables_shown = schema.tables.len() - omitted;
+    trace.tables_omitted = omitted;
+    let mut user = String::new();
+    user.push_str(&tables);
+    user.push_str(agent::TASK.trim_end());
+    user.push('\n');
+    user.push_str(&q.follow_up());
+    user.push_str("### Question: ");
+    user.push_str(q.text.trim());
+    user.push('\n');
+    if let Some(h) = q.hint.as_deref().map(str::trim).filter(|h| !h.is_empty()) {
+        user.push_str("### Note: ");
+        user.push_str(h);
+        user.push('\n');
+    }
+    let mut messages = vec![Message::system(crate::prompt::system()), Message::user(user)];
+    let mut answer: Option<(String, Execution)> = None;
+    let mut last_failure: Option<AskError> = None;
+    for turn in 0..settings.agent_max_turns.max(1) {
+        let prompt = estimate(&messages);
+        let (fits, max_tokens) = trace.tokens.plan(prompt, 1, TURN_MAX_TOKENS.min(settings.max_tokens));
+        if fits == 0 {
+            trace.tokens.cut.push(format!("turns from {}", turn + 1));
+            if answer.is_none() && turn == 0 {
+                let (budget, spent) = (trace.tokens.budget.unwrap_or(0), trace.tokens.total());
+                return Err(AskError::OverBudget { needed: prompt + MIN_COMPLETION_TOKENS, budget, spent });
+            }
+            break;
+        }
+        let waited = Instant::now();
+        let reply = llm.chat(ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens });
+        trace.round_trips += 1;
+        trace.llm_wait_ms += ms(waited.elapsed());
+        record(trace, "agent", &messages, &reply, secret.as_deref());
+        let completion = reply.map_err(|e| AskError::Llm(Report::from_diagnostic(&e).redact(secret.as_deref())))?;
+        let own = agent::own_part(&completion.content).trim().to_string();
+        let (thought, action) = agent::parse(&own);
+        if action == Ok(Action::Done) && answer.is_some() {
+            trace.turns.push(Turn { thought, action: action.ok(), observation: String::new() });
+            break;
+        }
+        let observation = match &action {
+            Err(why) => format!("could not read the action ({why}): write \"Thought: ...\" then \"Action: \" and one tool"),
+            Ok(Action::SearchColumns(what)) => search_columns(schema, db, what),
+            Ok(Action::SearchValues(what)) if settings.privacy => format!("no value search for {what:?}: nl2sql.privacy keeps stored values in the database"),
+            Ok(Action::SearchValues(what)) => search_values(db, what),
+            Ok(Action::JoinPath(a, b)) => join_path(schema, a, b),
+            Ok(Action::ExecuteSql(sql)) => {
+                let (observation, ran) = execute(sql, turn as u32, settings, db, schema, &messages, trace);
+                match ran {
+                    Ok(done) => answer = Some(done),
+                    Err(failed) => last_failure = Some(failed),
+                }
+                observation
+            }
+            Ok(Action::Done) => "nothing has run yet: run the query with ExecuteSQL first".into(),
+        };
+        let observation = agent::clip(observation);
+        trace.turns.push(Turn { thought, action: action.ok(), observation: observation.clone() });
+        messages.push(Message::assistant(crate::refine::prefix(&own, crate::answer::MAX_SQL_BYTES)));
+        messages.push(Message::user(format!("Observation: {observation}")));
+    }
+    match (answer, last_failure) {
+        (Some(done), _) => Ok(done),
+        (None, Some(failed)) => Err(failed),
+        (None, None) => Err(AskError::Failed { sql: None, failure: Failure::Syntax(GuardError::NoStatement) }),
+    }
+}
+
+/// SearchColumns: the database's column search, else columns sharing a word with the query.
+fn search_columns(schema: &Schema, db: &mut dyn Database, what: &str) -> String {
+    let mut found: Vec<(usize, usize)> = Vec::new();
+    for (oid, column) in db.similar_columns(what) {
+        if let Some(t) = schema.tables.iter().position(|t| t.oid == oid) {
+            if let Some(c) = schema.tables[t].columns.iter().position(|c| c.name == column) {
+                found.push((t, c));
+            }
+        }
+    }
+    if found.is_empty() {
+        found = agent::matching_columns(schema, what, 5);
+    }
+    if found.is_empty() {
+        return format!("no column close to {what:?}");
+    }
+    found.iter().map(|&(t, c)| agent::describe_column(schema, t, c)).collect::<Vec<_>>().join("; ")
+}
+
+/// SearchValues: stored values close to the words, from the value index.
+fn search_values(db: &mut dyn Database, what: &str) -> String {
+    let found = db.similar_values(what, &[]);
+    if found.is_empty() {
+        return format!("no stored value close to {what:?}");
+    }
+    found.iter().take(5).map(|v| format!("{} = '{}'", v.column, v.value.replace('\'', "''"))).collect::<Vec<_>>().join("; ")
+}
+
+/// JoinPath: the foreign keys joining two tables.
+fn join_path(schema: &Schema, a: &str, b: &str) -> String {
+    let (Some(x), Some(y)) = (agent::find_table(schema, a), agent::find_table(schema, b)) else {
+        let missing = if agent::find_table(schema, a).is_none() { a } else { b };
+        return format!("no table {missing:?}: use the names listed under Tables");
+    };
+    match schema.join_path(x, y) {
+        Some(steps) if steps.is_empty() => format!("{} is one table: no join needed", schema.tables[x].ident),
+        Some(steps) => steps.join(" AND "),
+        None => format!("no foreign keys join {} and {}", schema.tables[x].ident, schema.tables[y].ident),
+    }
+}
+
+/// ExecuteSQL: the query through the guard, the alignments and the sandbox, as a candidate of
+/// its turn; the observation, and the answer or the failure.
+fn execute(
+    sql: &str,
+    turn: u32,
+    settings: &Settings,
+    db: &mut dyn Database,
+    schema: &Schema,
+    messages: &[Message],
+    trace: &mut Trace,
+) -> (String, Result<(String, Execution), AskError>) {
+    let content = format!("```sql\n{sql}\n```");
+    let mut cand = CandidateTrace { round: turn, generator: Some("interactive"), raw: traced(sql), ..Default::default() };
+    let (written, outcome) = evaluate(&content, settings, db, schema, &[], &mut cand);
+    cand.sql = written.clone();
+    let result = match outcome {
+        Ok(execution) => {
+            cand.ok = true;
+            cand.rows = Some(execution.rows.len());
+            cand.exec_ms = Some(ms(execution.elapsed));
+            let observation = rows_observation(&execution, settings.privacy);
+            let chosen = cand_sql(Some(&cand)).unwrap_or_default();
+            (observation, Ok((chosen, execution)))
+        }
+        Err(Outcome_::Refused(error)) => {
+            cand.error = Some(error.message());
+            let observation = format!("refused: {} (nl2sql runs one read-only SELECT)", error.message());
+            (observation, Err(AskError::Refused { sql: written.unwrap_or_default(), error }))
+        }
+        Err(Outcome_::Failed(failure)) => {
+            cand.error = Some(failure.summary());
+            cand.error_kind = Some(failure.kind());
+            let seen: String = messages.iter().filter(|m| m.role != "assistant").map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
+            let observation = crate::refine::error_text(&failure, sql, &seen, settings.privacy).unwrap_or_else(|| failure.summary());
+            (observation, Err(AskError::Failed { sql: written, failure }))
+        }
+    };
+    trace.candidates.push(cand);
+    result
+}
+
+/// A result as an observation: how many rows, the first few (none under nl2sql.privacy).
+fn rows_observation(e: &Execution, private: bool) -> String {
+    let n = e.rows.len();
+    let count = if e.truncated { format!("more than {n} rows") } else if n == 1 { "1 row".into() } else { format!("{n} rows") };
+    let columns = e.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
+    if private || n == 0 {
+        return format!("{count} (columns: {columns})");
+    }
+    let shown: Vec<String> = e
+        .rows
+        .iter()
+        .take(agent::SHOWN_ROWS)
+        .map(|r| format!("({})", r.iter().map(|v| v.as_deref().unwrap_or("NULL")).collect::<Vec<_>>().join(", ")))
+        .collect();
+    format!("{count} (columns: {columns}): {}", shown.join(" "))
+}
