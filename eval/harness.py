@@ -72,6 +72,8 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     "full-no-alignment": NO_ALIGNMENT,
     "full-no-values": {"nl2sql.use_values": "off"},
     "full-no-correction": {"nl2sql.max_corrections": "0"},
+    # issue 14: the Interactive-T2S agent
+    "interactive": {"nl2sql.mode": "interactive"},
 }.items()}
 # The ablation of the full pipeline: the zero-shot row, the full row, and each stage off.
 ABLATION = "zero-shot,full,full-examples,full-synthetic,full-no-diversity,full-cot"
@@ -116,6 +118,40 @@ def prepare_database(conn_kw, db):
         c.execute("SELECT count(*) FROM nl2sql.create_value_indexes()")
 
 
+WIDE_DB = "spider_wide"
+
+
+def prepare_wide(conn_kw):
+    """The ten spider-pg databases in one (WIDE_DB), each in a schema named after it, public
+    left empty; made once, the extension recreated so that it matches the build, every schema's
+    values indexed."""
+    with psycopg.connect(dbname="postgres", autocommit=True, **conn_kw) as c:
+        exists = c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (WIDE_DB,)).fetchone()
+        if not exists:
+            c.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(WIDE_DB)))
+    names = sorted(p.stem for p in (BENCH / "dumps").glob("*.sql"))
+    with psycopg.connect(dbname=WIDE_DB, autocommit=True, **conn_kw) as c:
+        c.execute("SET client_min_messages = warning")
+        have = {r[0] for r in c.execute("SELECT nspname FROM pg_namespace")}
+        for db in names:
+            if db in have:
+                continue
+            log(f"loading {db} into {WIDE_DB}.{db}")
+            # The dumps write public.<table>: load each into a fresh public, then rename it.
+            c.execute("DROP SCHEMA IF EXISTS public CASCADE")
+            c.execute("CREATE SCHEMA public")
+            subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", str(conn_kw["host"]),
+                            "-p", str(conn_kw["port"]), "-U", conn_kw["user"], "-d", WIDE_DB,
+                            "-f", str(BENCH / "dumps" / f"{db}.sql")], check=True, stdout=subprocess.DEVNULL)
+            c.execute(pgsql.SQL("ALTER SCHEMA public RENAME TO {}").format(pgsql.Identifier(db)))
+        c.execute("CREATE SCHEMA IF NOT EXISTS public")
+        c.execute("DROP EXTENSION IF EXISTS nl2sql CASCADE")
+        c.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+        c.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+        c.execute("CREATE EXTENSION nl2sql CASCADE")
+        c.execute("SELECT count(*) FROM nl2sql.create_value_indexes(%s)", (names,))
+
+
 def configure(conn, settings):
     conn.execute("LOAD 'nl2sql'")
     if os.environ.get("NL2SQL_LLM_URL"):
@@ -134,14 +170,19 @@ def configure(conn, settings):
 
 # --- one question ------------------------------------------------------------------------------
 
-def gold_columns(conn, gold):
-    """The tables and columns the gold query reads, as PostgreSQL resolves them."""
+def gold_columns(conn, gold, schema=None):
+    """The tables and columns the gold query reads, as PostgreSQL resolves them (in the merged
+    database: resolved in the question's schema, named as the prompt names them)."""
     tables, columns = set(), set()
     try:
         with conn.transaction(force_rollback=True):
+            if schema:
+                conn.execute("SELECT set_config('search_path', %s, true)", (schema,))
             # The gold query is trusted benchmark data; a view makes PostgreSQL record exactly
             # which columns it reads.
             conn.execute("CREATE TEMP VIEW nl2sql_eval_gold AS " + gold)
+            if schema:
+                conn.execute("SELECT set_config('search_path', 'public', true)")
             for tbl, col in conn.execute(GOLD_COLUMNS_SQL).fetchall():
                 tables.add(tbl)
                 if col:
@@ -164,8 +205,13 @@ def rves_reward(ratio):
     return 0.25
 
 
-def evaluate(conn, item, repeat):
+def evaluate(conn, item, repeat, wide=False):
+    """One question; `wide`: asked in the merged database, where the question's tables are in
+    the schema named after its database (search_path public: every table is qualified) and the
+    gold query is run with that schema on the path."""
     rec = {"id": item["id"], "db": item["db"], "question": item["question"], "gold": item["gold"]}
+    if wide:
+        conn.execute("SET search_path = public")
     t0 = time.monotonic()
     try:
         rec["predicted"] = conn.execute("SELECT nl2sql(%s)", (item["question"],)).fetchone()[0]
@@ -193,6 +239,10 @@ def evaluate(conn, item, repeat):
 
     rec["correct"] = False
     rec["gold_ms"] = rec["predicted_ms"] = rec["ves"] = rec["rves"] = None
+    if wide:
+        # The prediction ran with search_path public: its tables are qualified, and resolve the
+        # same with the question's schema on the path, where the gold query's resolve.
+        conn.execute(pgsql.SQL("SET search_path = {}, public").format(pgsql.Identifier(item["db"])))
     if rec["predicted"] is not None:
         cmp = conn.execute("SELECT nl2sql.compare_results(%s, %s, %s)",
                            (item["gold"], rec["predicted"], repeat)).fetchone()[0]
@@ -210,7 +260,7 @@ def evaluate(conn, item, repeat):
     elif rec["correct"]:
         rec["ves"] = rec["rves"] = 1.0
 
-    tables, columns = gold_columns(conn, item["gold"])
+    tables, columns = gold_columns(conn, item["gold"], item["db"] if wide else None)
     shown = set(trace.get("schema_columns", []))
     shown_tables = {c.rsplit(".", 1)[0] for c in shown}
     rec["schema_recall_columns"] = (len(columns & shown) / len(columns)) if columns else None
@@ -470,6 +520,8 @@ def main():
     ap.add_argument("--out-dir", default=str(ROOT / "eval" / "results"))
     ap.add_argument("--tag", default="", help="extra word in the result file names")
     ap.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
+    ap.add_argument("--wide", action="store_true",
+                    help=f"ask every question in {WIDE_DB}: the ten databases in one, a schema each (~60 tables)")
     ap.add_argument("--host", help="use this running server (socket dir or host) instead of starting one")
     ap.add_argument("--port", type=int, default=55440)
     ap.add_argument("--user", default="postgres")
@@ -490,8 +542,11 @@ def main():
     conn_kw = ({"host": args.host, "port": args.port, "user": args.user} if args.host else start_cluster(args))
     dbs = sorted({q["db"] for q in items})
     if not args.no_setup:
-        for db in dbs:
-            prepare_database(conn_kw, db)
+        if args.wide:
+            prepare_wide(conn_kw)
+        else:
+            for db in dbs:
+                prepare_database(conn_kw, db)
 
     if args.value_recall:
         run_value_recall(conn_kw, items, args.value_recall)
@@ -500,7 +555,7 @@ def main():
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     # --first reads and extends the results of the whole sample (records are kept by question).
-    selection = (f"s{args.sample}-seed{args.seed}" if args.sample else "all") + (f"-{args.tag}" if args.tag else "")
+    selection = (f"s{args.sample}-seed{args.seed}" if args.sample else "all") + ("-wide" if args.wide else "") + (f"-{args.tag}" if args.tag else "")
     if any(CONFIGS[c].get(SYNTHETIC) for c in configs):
         for db in dbs:
             ensure_synthetic(conn_kw, db, args.synthetic_per_table)
@@ -520,13 +575,15 @@ def main():
         url = None
         with path.open("a") as out:
             for i, item in enumerate(todo, 1):
-                conn = conns.get(item["db"])
+                db = WIDE_DB if args.wide else item["db"]
+                conn = conns.get(db)
                 if conn is None:
-                    conn = psycopg.connect(dbname=item["db"], autocommit=True, **conn_kw)
+                    conn = psycopg.connect(dbname=db, autocommit=True, **conn_kw)
                     url = configure(conn, CONFIGS[cfg])
-                    load_synthetic(conn, item["db"], bool(CONFIGS[cfg].get(SYNTHETIC)))
-                    conns[item["db"]] = conn
-                rec = evaluate(conn, item, args.repeat)
+                    if not args.wide:
+                        load_synthetic(conn, item["db"], bool(CONFIGS[cfg].get(SYNTHETIC)))
+                    conns[db] = conn
+                rec = evaluate(conn, item, args.repeat, args.wide)
                 rec["config"] = cfg
                 done[item["id"]] = rec
                 out.write(json.dumps(rec) + "\n")
