@@ -6,8 +6,9 @@
    the "disagreeing" row, every other one with another query). Overhead = wall time of
    nl2sql() - time waiting for the model on the critical path (trace.llm_wait_ms); LLM round
    trips = sequential waits (concurrent candidates count once). Zero-shot and full pipeline.
-2. The same on a generated schema of 1,000 tables x 20 columns, first call (cold sample cache)
-   and warm calls.
+2. The same on a generated schema of 1,000 tables x 20-50 columns with realistic names and
+   comments (bench/wide.py: ten business areas, foreign keys within each), first call (cold
+   sample cache) and warm calls.
 3. Prompt tokens per question on the whole spider-pg set: the zero-shot prompt, and the full
    pipeline's extraction and generation prompts (per-question schema); nl2sql's estimate (3.2
    characters a token) and, when the local model is installed, the Qwen2.5 tokenizer's count.
@@ -41,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "eval"))
 import harness  # noqa: E402  (shares the cluster and database set-up)
 import load  # noqa: E402  (bench/load.py, beside this file)
+import wide  # noqa: E402  (bench/wide.py, beside this file)
 import recall  # noqa: E402  (bench/recall.py, beside this file)
 
 LLM_HOME = Path(os.environ.get("NL2SQL_LLM_HOME", Path.home() / ".cache" / "nl2sql" / "llm"))
@@ -97,38 +99,6 @@ def connect(kw, db, url, settings=()):
     for k, v in settings:
         conn.execute("SELECT set_config(%s, %s, false)", (k, v))
     return conn
-
-
-def wide_schema(kw, tables, columns, rows):
-    db = f"bench_wide_{tables}x{columns}"
-    with psycopg.connect(dbname="postgres", autocommit=True, **kw) as c:
-        done = c.execute("SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
-                         (db,)).fetchone()
-        if done and done[0] == "complete":
-            with psycopg.connect(dbname=db, autocommit=True, **kw) as d:
-                d.execute("SET client_min_messages = warning")
-                d.execute("DROP EXTENSION IF EXISTS nl2sql CASCADE")
-                d.execute("CREATE EXTENSION nl2sql CASCADE")
-            return db
-        c.execute(f'DROP DATABASE IF EXISTS "{db}"')
-        c.execute(f'CREATE DATABASE "{db}"')
-    with psycopg.connect(dbname=db, autocommit=True, **kw) as c:
-        c.execute("SET client_min_messages = warning")
-        c.execute("CREATE EXTENSION nl2sql CASCADE")
-        types = ["integer", "text", "numeric(10,2)", "date", "boolean"]
-        for t in range(1, tables + 1):
-            cols = ", ".join(f"c{i:02d} {types[i % len(types)]}" for i in range(1, columns + 1))
-            c.execute(f"CREATE TABLE t{t:04d} (id integer PRIMARY KEY, {cols})")
-            vals = ", ".join(
-                {"integer": "g", "text": "'v' || (g % 7)", "numeric(10,2)": "g * 1.5",
-                 "date": "date '2020-01-01' + g", "boolean": "g % 2 = 0"}[types[i % len(types)]]
-                for i in range(1, columns + 1))
-            c.execute(f"INSERT INTO t{t:04d} SELECT g, {vals} FROM generate_series(1, {rows}) g")
-            if t > 1:
-                c.execute(f"ALTER TABLE t{t:04d} ADD FOREIGN KEY (c05) REFERENCES t{t - 1:04d} (id)")
-        c.execute("ANALYZE")
-        c.execute(f"COMMENT ON DATABASE \"{db}\" IS 'complete'")
-    return db
 
 
 def value_index_bench(kw, n_values, lookups):
@@ -302,9 +272,10 @@ def mock_rules(kw, items, delay_ms):
                 rules.append({"match": [asked], "content": "#SQL: " + q["gold"], "delay_ms": delay_ms})
     rules.append({"match": ["[parse-flood]"], "content": "#SQL: SELECT 1\n",
                   "repeat": {"text": "<think>x</think>\n", "times": 3_500_000}})
-    rules.append({"match": ["### Question: bench question", EXTRACTION], "content": "#columns: t0001.c01\n#values: none\n#select: count",
+    area, first, *_ = wide.plan()[0]
+    rules.append({"match": ["### Question: bench question", EXTRACTION], "content": f"#columns: {area}.{first}.name\n#values: none\n#select: count",
                   "delay_ms": delay_ms})
-    rules.append({"match": ["### Question: bench question"], "content": "#SQL: SELECT count(*) FROM t0001",
+    rules.append({"match": ["### Question: bench question"], "content": f"#SQL: SELECT count(*) FROM {area}.{first}",
                   "delay_ms": delay_ms})
     return rules
 
@@ -326,8 +297,13 @@ def overhead_bench(kw, items, url, args):
             c.close()
     if "wide" in set(args.skip.split(",")):
         return
-    print(f"\n2. The same on {args.tables} tables x {args.columns} columns")
-    db = wide_schema(kw, args.tables, args.columns, 20)
+    print(f"\n2. The same on {args.tables} tables x {args.columns}-50 columns (bench/wide.py)")
+    db = f"bench_wide_{args.tables}"
+    wide.create(kw, db, args.tables, args.columns, 50, 20)
+    with psycopg.connect(dbname=db, autocommit=True, **kw) as d:
+        d.execute("SET client_min_messages = warning")
+        d.execute("DROP EXTENSION IF EXISTS nl2sql CASCADE")
+        d.execute("CREATE EXTENSION nl2sql CASCADE")
     for name, settings in [("zero-shot", ZERO_SHOT), ("full", FULL)]:
         conn = connect(kw, db, url, settings)
         conn.execute("SELECT nl2sql.reset_cache()")

@@ -581,6 +581,7 @@ fn detail_name(d: Detail) -> String {
         Detail::Full => "full",
         Detail::Core => "core",
         Detail::Bare => "bare",
+        Detail::Names => "names",
     }
     .into()
 }

@@ -92,6 +92,9 @@ pub fn estimate_tokens(text: &str) -> usize {
 /// How much detail a rendering keeps; lower levels are tried when the budget is exceeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Detail {
+    /// Table and column names only, one line a table (Open-SQL's shortest form: on a wide
+    /// schema every table keeps a place in the prompt).
+    Names,
     /// Names, types and keys only.
     Bare,
     /// Plus comments and categorical values.
@@ -137,7 +140,7 @@ impl Schema {
         let mut used = 0;
         for (i, t) in self.tables.iter().enumerate() {
             let mut one = String::new();
-            render_table(&mut one, t, Detail::Bare);
+            render_table(&mut one, t, Detail::Names);
             used += estimate_tokens(&one);
             if used > max_tokens {
                 return i.max(1);
@@ -148,7 +151,7 @@ impl Schema {
 
     /// Renders in the Open-SQL format within `max_tokens`, dropping detail first, then tables.
     pub fn render(&self, max_tokens: usize) -> Rendered {
-        for detail in [Detail::Full, Detail::Core, Detail::Bare] {
+        for detail in [Detail::Full, Detail::Core, Detail::Bare, Detail::Names] {
             let text = self.render_tables(&self.tables, detail, 0);
             let tokens = estimate_tokens(&text);
             if tokens <= max_tokens {
@@ -158,7 +161,7 @@ impl Schema {
         // Still too large: keep the longest prefix of tables that fits. Start from the prefix
         // whose tables alone fit, then shrink until the foreign keys and the note fit too.
         let start = self.tables_within(max_tokens);
-        self.longest_prefix(max_tokens, start, |tables, omitted| self.render_tables(tables, Detail::Bare, omitted))
+        self.longest_prefix(max_tokens, start, |tables, omitted| self.render_tables(tables, Detail::Names, omitted))
     }
 
     /// Renders as CREATE TABLE statements (names, types, keys; no statistics) within
@@ -176,7 +179,7 @@ impl Schema {
             let text = render(&self.tables[..shown], all - shown);
             let tokens = estimate_tokens(&text);
             if tokens <= max_tokens || shown <= 1 {
-                return Rendered { text, tokens, detail: Detail::Bare, tables_shown: shown, tables_omitted: all - shown };
+                return Rendered { text, tokens, detail: Detail::Names, tables_shown: shown, tables_omitted: all - shown };
             }
             shown = (shown * 9 / 10).clamp(1, shown - 1);
         }
@@ -262,6 +265,11 @@ fn kind_note(kind: &str) -> Option<&'static str> {
 
 fn render_table(out: &mut String, t: &Table, detail: Detail) {
     let kind = kind_note(&t.kind).map(|k| format!(" -- {k}")).unwrap_or_default();
+    if detail == Detail::Names {
+        let cols: Vec<&str> = t.columns.iter().map(|c| c.ident.as_str()).collect();
+        let _ = writeln!(out, "# {}({}){kind}", t.ident, cols.join(", "));
+        return;
+    }
     let _ = write!(out, "# {} ({kind}", t.ident);
     if detail >= Detail::Core {
         if let Some(c) = t.comment.as_deref().filter(|c| !c.trim().is_empty()) {
@@ -617,8 +625,13 @@ CREATE TABLE \"Order Items\" (
         let full = s.render(10_000);
         let core = s.render(full.tokens - 1);
         assert!(core.detail < Detail::Full && core.tables_omitted == 0);
+        // Names only (Open-SQL's shortest form) keeps every table where types no longer fit.
+        let names = s.render_tables(&s.tables, Detail::Names, 0);
+        let short = s.render(estimate_tokens(&names));
+        assert_eq!((short.detail, short.tables_omitted), (Detail::Names, 0));
+        assert!(short.text.starts_with("# singer(singer_id, name, country, is_male)\n"), "{}", short.text);
         let tiny = s.render(10);
-        assert_eq!(tiny.detail, Detail::Bare);
+        assert_eq!(tiny.detail, Detail::Names);
         assert_eq!(tiny.tables_shown, 1);
         assert!(tiny.text.contains("1 more tables not shown"));
         // A foreign key to a table not shown is not rendered.

@@ -78,6 +78,16 @@ pub(super) fn interactive(
             }
             Ok(Action::Done) => "nothing has run yet: run the query with ExecuteSQL first".into(),
         };
+        // A small model repeats itself: say so, and say when the turns are running out.
+        let repeated = trace.turns.iter().any(|t| t.action == action.clone().ok() && t.observation.starts_with(&observation));
+        let left = settings.agent_max_turns.max(1) - turn - 1;
+        let mut observation = observation;
+        if repeated {
+            observation.push_str("\n(You did this already and got the same answer: take another step.)");
+        }
+        if answer.is_none() && left > 0 && left <= 2 {
+            observation.push_str(&format!("\n({left} turn{} left: run the query with ExecuteSQL now.)", if left == 1 { "" } else { "s" }));
+        }
         let observation = agent::clip(observation);
         trace.turns.push(Turn { thought, action: action.ok(), observation: observation.clone() });
         messages.push(Message::assistant(crate::refine::prefix(&own, crate::answer::MAX_SQL_BYTES)));
@@ -122,6 +132,12 @@ fn search_values(db: &mut dyn Database, what: &str) -> String {
 fn join_path(schema: &Schema, a: &str, b: &str) -> String {
     let (Some(x), Some(y)) = (agent::find_table(schema, a), agent::find_table(schema, b)) else {
         let missing = if agent::find_table(schema, a).is_none() { a } else { b };
+        // A schema's name: its tables.
+        let name = missing.trim().trim_matches('"');
+        let in_schema: Vec<&str> = schema.tables.iter().filter(|t| t.schema.eq_ignore_ascii_case(name)).map(|t| t.ident.as_str()).take(20).collect();
+        if !in_schema.is_empty() {
+            return format!("{name:?} is a schema, not a table; its tables: {}", in_schema.join(", "));
+        }
         return format!("no table {missing:?}: use the names listed under Tables");
     };
     match schema.join_path(x, y) {

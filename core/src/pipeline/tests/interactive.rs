@@ -64,7 +64,7 @@ fn failures_refusals_and_unreadable_turns_are_observations() {
     assert!(obs[0].starts_with("could not read the action (no Action line)"), "{}", obs[0]);
     assert!(obs[1].starts_with("refused: generated statement is not a read-only query"), "{}", obs[1]);
     assert_eq!(obs[2], "ERROR (42703): column \"nme\" does not exist");
-    assert_eq!(obs[3], "nothing has run yet: run the query with ExecuteSQL first");
+    assert!(obs[3].starts_with("nothing has run yet: run the query with ExecuteSQL first\n(2 turns left"), "{}", obs[3]);
     assert_eq!(db.executed, vec!["SELECT nme FROM singer", "SELECT name FROM singer"], "the refused statement never ran");
 }
 
@@ -101,4 +101,17 @@ fn privacy_keeps_values_and_rows_from_the_agent() {
     }
     assert!(a.trace.turns[0].observation.starts_with("no value search"));
     assert_eq!(a.trace.turns[2].observation, "1 row (columns: count)");
+}
+
+#[test]
+fn repeats_schemas_and_running_out_are_pointed_out() {
+    let mut s = sample_schema();
+    s.tables[0].schema = "music".into();
+    let mut llm = script(&["Action: JoinPath(\"music\", \"x\")"; 4]);
+    let (_, t) = ask(&q("which?"), &s, &Settings { agent_max_turns: 4, ..interactive() }, &mut llm, &mut FakeDb::default()).expect_err("never ran");
+    let obs: Vec<&str> = t.turns.iter().map(|t| t.observation.as_str()).collect();
+    assert_eq!(obs[0], "\"music\" is a schema, not a table; its tables: singer");
+    assert!(obs[1].contains("You did this already") && obs[1].ends_with("(2 turns left: run the query with ExecuteSQL now.)"), "{}", obs[1]);
+    assert!(obs[2].ends_with("(1 turn left: run the query with ExecuteSQL now.)"), "{}", obs[2]);
+    assert!(obs[3].ends_with("(You did this already and got the same answer: take another step.)"), "{}", obs[3]);
 }
