@@ -245,20 +245,86 @@ pub fn align(sql: &str, schema: &Schema, select: &[String], values: &mut dyn Val
     Aligned { sql: stmt.to_string(), fired }
 }
 
+/// Whether a table is on the search path: its ident is not schema-qualified (no dot outside
+/// double quotes).
+fn on_search_path(ident: &str) -> bool {
+    let mut quoted = false;
+    for c in ident.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            '.' if !quoted => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// The schema most of the statement's schema-qualified tables are in (ties: none).
+fn main_schema(stmt: &Statement) -> Option<String> {
+    struct Schemas(Vec<String>);
+    impl Visitor for Schemas {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table { name, .. } = t {
+                if let Some((Some(s), _)) = relation_name(name) {
+                    self.0.push(s);
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut found = Schemas(Vec::new());
+    let _ = Visit::visit(stmt, &mut found);
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for s in found.0 {
+        match counts.iter_mut().find(|(x, _)| *x == s) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((s, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    match counts.as_slice() {
+        [(s, n), rest @ ..] if rest.first().is_none_or(|(_, m)| m < n) => Some(s.clone()),
+        _ => None,
+    }
+}
+
 fn fix_tables(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
     let mut ctes: Vec<String> = Vec::new();
     let _ = Visit::visit(&*stmt, &mut CteNames(&mut ctes));
+    let preferred = main_schema(stmt);
     struct Fix<'a> {
         schema: &'a Schema,
         ctes: &'a [String],
+        preferred: Option<String>,
         fired: &'a mut Vec<String>,
     }
     impl VisitorMut for Fix<'_> {
         type Break = ();
         fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
             if let TableFactor::Table { name, args: None, .. } = t {
-                let Some((_, want)) = relation_name(name) else { return ControlFlow::Continue(()) };
-                if find_table(self.schema, name).is_some() || self.ctes.contains(&want) {
+                let Some((qualifier, want)) = relation_name(name) else { return ControlFlow::Continue(()) };
+                if self.ctes.contains(&want) && qualifier.is_none() {
+                    return ControlFlow::Continue(());
+                }
+                if let Some(i) = find_table(self.schema, name) {
+                    // Written without its schema, a table off the search path does not resolve:
+                    // the one table of that name, or the one in the schema the statement's
+                    // other tables are in (several schemas may hold a `singer`).
+                    if qualifier.is_some() || on_search_path(&self.schema.tables[i].ident) {
+                        return ControlFlow::Continue(());
+                    }
+                    let same: Vec<&crate::schema::Table> = self.schema.tables.iter().filter(|x| x.name == want).collect();
+                    let pick = match same.as_slice() {
+                        [only] => Some(*only),
+                        _ => same.iter().find(|x| self.preferred.as_deref() == Some(x.schema.as_str())).copied(),
+                    };
+                    if let Some(t) = pick.filter(|t| !on_search_path(&t.ident)) {
+                        if let Some(fixed) = object_name(&t.ident) {
+                            self.fired.push(format!("agent: table {name} -> {}", t.ident));
+                            *name = fixed;
+                        }
+                    }
                     return ControlFlow::Continue(());
                 }
                 let names = self.schema.tables.iter().map(|t| t.name.as_str());
@@ -274,7 +340,7 @@ fn fix_tables(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
             ControlFlow::Continue(())
         }
     }
-    let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, fired });
+    let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred, fired });
 }
 
 struct CteNames<'a>(&'a mut Vec<String>);
@@ -746,6 +812,33 @@ mod tests {
             }
             stored.iter().find(|s| s.eq_ignore_ascii_case(literal)).map(|s| s.to_string())
         }
+    }
+
+    #[test]
+    fn tables_off_the_search_path_get_their_schema() {
+        // Two schemas, each with a singer; the first also has singer_in_concert and concert.
+        let mut s = star_schema();
+        for t in s.tables.iter_mut() {
+            t.schema = "music".into();
+            t.ident = format!("music.{}", t.name);
+        }
+        let mut other = s.tables[1].clone();
+        other.oid = 9;
+        other.schema = "pop".into();
+        other.ident = "pop.singer".into();
+        s.tables.push(other);
+        let fix = |sql: &str| align(sql, &s, &[], &mut Index, Rules::ALL);
+        // Ambiguous: the schema of the statement's other tables decides.
+        let a = fix("SELECT count(*) FROM singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id");
+        assert_eq!(a.sql, "SELECT count(*) FROM music.singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id");
+        assert!(a.fired.contains(&"agent: table singer -> music.singer".to_string()), "{:?}", a.fired);
+        // One table of that name: qualified.
+        assert_eq!(fix("SELECT count(*) FROM stadium").sql, "SELECT count(*) FROM music.stadium");
+        // Ambiguous with nothing to decide by: left as written (PostgreSQL says what is wrong).
+        assert_eq!(fix("SELECT count(*) FROM singer").sql, "SELECT count(*) FROM singer");
+        // On the search path: nothing to do.
+        assert!(fix("SELECT count(*) FROM music.singer").fired.is_empty());
+        assert!(on_search_path("\"a.b\"") && !on_search_path("x.\"a\"") && on_search_path("singer"));
     }
 
     fn run(sql: &str) -> Aligned {
