@@ -292,7 +292,6 @@ fn main_schema(stmt: &Statement) -> Option<String> {
 fn fix_tables(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
     let mut ctes: Vec<String> = Vec::new();
     let _ = Visit::visit(&*stmt, &mut CteNames(&mut ctes));
-    let preferred = main_schema(stmt);
     struct Fix<'a> {
         schema: &'a Schema,
         ctes: &'a [String],
@@ -340,7 +339,13 @@ fn fix_tables(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
             ControlFlow::Continue(())
         }
     }
-    let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred, fired });
+    // Twice: the first pass qualifies the names only one schema holds, so that the second knows
+    // which schema the statement is in when a name is in several.
+    let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred: None, fired });
+    let preferred = main_schema(stmt);
+    if preferred.is_some() {
+        let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred, fired });
+    }
 }
 
 struct CteNames<'a>(&'a mut Vec<String>);
@@ -832,6 +837,9 @@ mod tests {
         let a = fix("SELECT count(*) FROM singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id");
         assert_eq!(a.sql, "SELECT count(*) FROM music.singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id");
         assert!(a.fired.contains(&"agent: table singer -> music.singer".to_string()), "{:?}", a.fired);
+        // The other table only one schema holds decides, written before or after it.
+        let b = fix("SELECT count(*) FROM singer AS s JOIN singer_in_concert AS c ON c.singer_id = s.singer_id");
+        assert_eq!(b.sql, "SELECT count(*) FROM music.singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id");
         // One table of that name: qualified.
         assert_eq!(fix("SELECT count(*) FROM stadium").sql, "SELECT count(*) FROM music.stadium");
         // Ambiguous with nothing to decide by: left as written (PostgreSQL says what is wrong).
