@@ -148,25 +148,28 @@ fn arguments(text: &str) -> Vec<String> {
     args
 }
 
-/// The tables as the agent's prompt lists them: names only, within `max_tokens` (the first
-/// that fit, and how many were left out).
+/// The tables as the agent's prompt lists them after its "### Tables: " heading: names only,
+/// within `max_tokens` with the heading (the first that fit, and how many were left out).
 pub fn table_list(schema: &Schema, max_tokens: usize) -> (String, usize) {
-    let mut out = String::from("### Tables: ");
+    let mut out = String::new();
+    // Characters so far, heading included: the estimate of the whole without re-counting it.
+    let mut chars = "### Tables: ".len();
     let mut shown = 0;
     for (i, t) in schema.tables.iter().enumerate() {
         interrupt::every(i, 1024);
         let piece = if shown == 0 { t.ident.clone() } else { format!(", {}", t.ident) };
-        if schema::estimate_tokens(&out) + schema::estimate_tokens(&piece) > max_tokens {
+        let piece_chars = piece.chars().count();
+        if (chars * 5).div_ceil(16) + schema::estimate_tokens(&piece) > max_tokens {
             break;
         }
         out.push_str(&piece);
+        chars += piece_chars;
         shown += 1;
     }
     let omitted = schema.tables.len() - shown;
     if omitted > 0 {
         out.push_str(&format!(" (and {omitted} more: SearchColumns finds them)"));
     }
-    out.push('\n');
     (out, omitted)
 }
 
@@ -276,7 +279,7 @@ mod tests {
         assert_eq!(s.join_path(1, 0), Some(vec!["\"Order Items\".singer_id = singer.singer_id".to_string()]));
         assert_eq!(s.join_path(0, 0), Some(vec![]));
         let (list, omitted) = table_list(&s, 1000);
-        assert_eq!((list.as_str(), omitted), ("### Tables: singer, \"Order Items\"\n", 0));
+        assert_eq!((list.as_str(), omitted), ("singer, \"Order Items\"", 0));
         assert_eq!(table_list(&s, 7).1, 1);
         assert!(describe_column(&s, 0, 2).starts_with("singer.country: text"), "{}", describe_column(&s, 0, 2));
         assert_eq!(matching_columns(&s, "country of the singers", 3)[0], (0, 2));

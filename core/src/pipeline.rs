@@ -255,6 +255,11 @@ impl Tokens {
         }
         (k, (max_tokens as usize).min(left / k - prompt) as u32)
     }
+
+    /// The error when not one request of about `prompt` tokens fits what is left.
+    fn over_budget(&self, prompt: usize) -> AskError {
+        AskError::OverBudget { needed: prompt + MIN_COMPLETION_TOKENS, budget: self.budget.unwrap_or(0), spent: self.total() }
+    }
 }
 
 /// The winning query, its rows, and how we got there.
@@ -594,7 +599,7 @@ fn shown_columns(schema: &Schema, rendered: &Rendered) -> Vec<String> {
 }
 
 fn record(trace: &mut Trace, stage: &'static str, messages: &[Message], r: &Result<Completion, LlmError>, secret: Option<&str>) {
-    let prompt_tokens_estimate: usize = messages.iter().map(|m| crate::schema::estimate_tokens(&m.content)).sum();
+    let prompt_tokens_estimate = estimate(messages);
     // The budget's count: the endpoint's usage where it reports one (once per request), else
     // our estimate (a failed request counts its prompt: it may have been read).
     match r {
@@ -708,14 +713,13 @@ fn zero_shot(
         let prompt = estimate(&messages);
         let (fits, max_tokens) = trace.tokens.plan(prompt, 1, settings.max_tokens);
         if fits == 0 {
-            let (budget, spent) = (trace.tokens.budget.unwrap_or(0), trace.tokens.total());
-            return Err(match trace.candidates.last() {
+            return Err(match last_failure {
                 // A correction that does not fit: the failure stands.
-                Some(_) => {
+                Some(failed) => {
                     trace.tokens.cut.push("correction round".into());
-                    last_failure.unwrap_or(AskError::OverBudget { needed: prompt + MIN_COMPLETION_TOKENS, budget, spent })
+                    failed
                 }
-                None => AskError::OverBudget { needed: prompt + MIN_COMPLETION_TOKENS, budget, spent },
+                None => trace.tokens.over_budget(prompt),
             });
         }
         let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens };
@@ -777,8 +781,8 @@ fn show_schema(trace: &mut Trace, schema: &Schema, settings: &Settings) -> Rende
 /// that name the schema's tables and columns.
 fn similar_values(q: &Question, extra: &[String], schema: &Schema, db: &mut dyn Database) -> Vec<ValueHint> {
     let mut lookup = q.text.clone();
-    let earlier = q.previous.as_ref().map(|p| p.question.clone());
-    for text in q.hint.iter().chain(extra).chain(earlier.iter()) {
+    let earlier = q.previous.as_ref().map(|p| &p.question);
+    for text in q.hint.iter().chain(extra).chain(earlier) {
         lookup.push(' ');
         lookup.push_str(text);
     }

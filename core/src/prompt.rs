@@ -11,6 +11,8 @@ use std::sync::OnceLock;
 const SYSTEM: &str = include_str!("prompts/system.txt");
 /// The heading of the schema block in the Open-SQL layout.
 const TABLES: &str = "### Tables, one column a line (name: type, (description), VALUES of categorical columns, e.g. sample values, range, PRIMARY_KEY):\n";
+/// The heading of the table names the interactive agent is shown.
+const NAMES: &str = "### Tables: ";
 /// The heading of the schema block written as CREATE TABLE statements.
 const DDL: &str = "### Tables, as PostgreSQL CREATE TABLE statements:\n";
 
@@ -44,6 +46,8 @@ pub enum Layout {
     OpenSql,
     /// CREATE TABLE statements: names, types and keys only.
     CreateTable,
+    /// The tables' names on one line (the interactive agent finds the rest with its tools).
+    TableNames,
 }
 
 /// The messages of one request: `task` says what to answer and how; `sections` (possibly
@@ -57,6 +61,7 @@ pub fn messages_in(layout: Layout, schema: &str, task: &str, sections: &str, que
     let heading = match layout {
         Layout::OpenSql => TABLES,
         Layout::CreateTable => DDL,
+        Layout::TableNames => NAMES,
     };
     let schema = schema.trim_end();
     let task = task.trim_end();

@@ -152,6 +152,12 @@ pub fn without_data(text: &str, seen: &str) -> String {
     out
 }
 
+/// What the model was sent in a conversation (never its own answers): what an error text
+/// may repeat.
+pub fn seen(messages: &[Message]) -> String {
+    messages.iter().filter(|m| m.role != "assistant").map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n")
+}
+
 /// A PostgreSQL error as the model may be told it: its SQLSTATE and wording with what it quoted
 /// removed unless `seen` (what the model was sent, never its own answers, or it could list
 /// guesses and learn which one a row holds) holds it; an error raised while reading the query
@@ -191,8 +197,7 @@ pub fn error_text(failure: &Failure, answer: &str, seen: &str, private: bool) ->
 /// only (its words could spell a row's value, e.g. a value cast to an operator name), and a
 /// plan's estimated cost (read from the column statistics) is left out.
 pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure, private: bool) -> Vec<Message> {
-    let seen: String =
-        messages.iter().filter(|m| m.role != "assistant").map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
+    let seen = seen(&messages);
     let ask = match failure {
         Failure::Syntax(e) => CORRECT_SYNTAX.replace("{error}", &crate::error::Diagnostic::message(e)),
         Failure::Timeout { ms } => CORRECT_TIMEOUT.replace("{timeout_ms}", &ms.to_string()),

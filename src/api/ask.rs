@@ -143,9 +143,8 @@ pub fn run(question: &str, hint: Option<&str>, previous: Option<Previous>) -> (R
     let secret = model.secret().map(str::to_string);
     let settings = settings();
     // Under nl2sql.privacy nothing is sampled: no rows are read for the prompt at all.
-    let samples = if settings.privacy { 0 } else { gucs::sample_rows() };
     let mut result = role::as_exec_role(|| {
-        let schema = catalog::load_schema(samples, gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r));
+        let schema = catalog::for_prompt(settings.privacy);
         pipeline::ask(&q, &schema, &settings, &mut model, &mut Sandboxed)
     });
     if gucs::on_low_confidence() == gucs::OnLowConfidence::Error {

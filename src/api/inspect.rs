@@ -12,12 +12,7 @@ mod nl2sql {
     #[pg_extern(volatile, parallel_unsafe)]
     fn schema_prompt() -> String {
         let privacy = crate::pg::session::privacy();
-        crate::pg::role::as_exec_role(|| {
-            let samples = if privacy { 0 } else { gucs::sample_rows() };
-            let schema = catalog::load_schema(samples, gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r));
-            let schema = if privacy { schema.without_data() } else { schema };
-            schema.render(gucs::schema_max_tokens()).text
-        })
+        crate::pg::role::as_exec_role(|| catalog::for_prompt(privacy).render(gucs::schema_max_tokens()).text)
     }
 
     /// The shortest chain of foreign keys joining two tables the calling role may read
@@ -28,7 +23,8 @@ mod nl2sql {
         from: pg_sys::Oid,
         to: pg_sys::Oid,
     ) -> TableIterator<'static, (name!(step, i32), name!(join_condition, String))> {
-        let schema = crate::pg::role::as_exec_role(|| catalog::load_schema(0, gucs::schema_max_tokens()).unwrap_or_else(|r| errors::raise(&r)));
+        // Names and keys only: nothing sampled.
+        let schema = crate::pg::role::as_exec_role(|| catalog::for_prompt(true));
         let find = |oid: pg_sys::Oid| {
             schema.tables.iter().position(|t| t.oid == u32::from(oid)).unwrap_or_else(|| {
                 errors::fail(

@@ -77,6 +77,19 @@ fn introspect(sql: &str, args: &[DatumWithOid]) -> Result<Option<String>, Report
     Ok(sandbox::catalog(|| text_query(sql, args)))
 }
 
+/// The schema the current role may SELECT from, as the prompts show it (within
+/// nl2sql.schema_max_tokens): sampled (nl2sql.sample_rows), or under nl2sql.privacy neither
+/// sampled nor carrying enum labels. Errors are raised.
+pub fn for_prompt(privacy: bool) -> Schema {
+    let samples = if privacy { 0 } else { crate::gucs::sample_rows() };
+    let schema = load_schema(samples, crate::gucs::schema_max_tokens()).unwrap_or_else(|r| crate::pg::errors::raise(&r));
+    if privacy {
+        schema.without_data()
+    } else {
+        schema
+    }
+}
+
 /// Tables, columns, keys and comments the current role may SELECT, with sampled statistics for
 /// the tables that can fit in `max_tokens`. The introspection is reused until DDL, the
 /// caller's roles or the search_path change.

@@ -171,7 +171,7 @@ fn model_if_configured(why: &str) -> Option<Model> {
 
 /// The schema the role may read.
 fn schema_for_prompts() -> Schema {
-    role::as_exec_role(|| catalog::load_schema(gucs::sample_rows(), gucs::schema_max_tokens()).unwrap_or_else(|r| raise(&r)))
+    role::as_exec_role(|| catalog::for_prompt(false))
 }
 
 /// The tables an example reads, rendered for the prompt that writes its chain of thought: only

@@ -16,6 +16,7 @@ use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::pipeline::{Previous, Trace};
 use pgrx::prelude::*;
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One call, as its history row holds it.
@@ -88,7 +89,7 @@ thread_local! {
     /// Rows written in the open transaction, with the subtransaction they were written in.
     static WRITTEN: RefCell<Vec<(pg_sys::SubTransactionId, Entry)>> = const { RefCell::new(Vec::new()) };
     /// Rows whose transaction rolled back, to write again at the next call.
-    static PENDING: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
+    static PENDING: RefCell<VecDeque<Entry>> = const { RefCell::new(VecDeque::new()) };
     static CALLBACKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
@@ -165,7 +166,7 @@ pub fn record(entry: Entry) -> Result<i64, String> {
     }
     register_callbacks();
     // One at a time, so that a cancel leaves the rest queued.
-    while let Some(e) = PENDING.with_borrow_mut(|p| (!p.is_empty()).then(|| p.remove(0))) {
+    while let Some(e) = PENDING.with_borrow_mut(VecDeque::pop_front) {
         check_for_interrupts!();
         if let Err(r) = insert(e) {
             warning!("nl2sql: a history row of an earlier call could not be written: {}", r.message);

@@ -200,8 +200,7 @@ pub(super) fn full(
         }
         if wave.is_empty() {
             if w == 0 {
-                let (budget, spent) = (trace.tokens.budget.unwrap_or(0), trace.tokens.total());
-                return Err(AskError::OverBudget { needed: largest + MIN_COMPLETION_TOKENS, budget, spent });
+                return Err(trace.tokens.over_budget(largest));
             }
             break;
         }

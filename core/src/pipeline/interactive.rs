@@ -19,24 +19,12 @@ pub(super) fn interactive(
 ) -> Result<(String, Execution), AskError> {
     let secret = llm.secret().map(str::to_string);
     let (tables, omitted) = agent::table_list(schema, settings.schema_max_tokens);
-    trace.schema = tables.clone();
     trace.schema_tokens = crate::schema::estimate_tokens(&tables);
     trace.tables_shown = schema.tables.len() - omitted;
     trace.tables_omitted = omitted;
-    let mut user = String::new();
-    user.push_str(&tables);
-    user.push_str(agent::TASK.trim_end());
-    user.push('\n');
-    user.push_str(&q.follow_up());
-    user.push_str("### Question: ");
-    user.push_str(q.text.trim());
-    user.push('\n');
-    if let Some(h) = q.hint.as_deref().map(str::trim).filter(|h| !h.is_empty()) {
-        user.push_str("### Note: ");
-        user.push_str(h);
-        user.push('\n');
-    }
-    let mut messages = vec![Message::system(crate::prompt::system()), Message::user(user)];
+    let mut messages =
+        crate::prompt::messages_in(crate::prompt::Layout::TableNames, &tables, agent::TASK, &q.follow_up(), &q.text, q.hint.as_deref());
+    trace.schema = tables;
     let mut answer: Option<(String, Execution)> = None;
     let mut last_failure: Option<AskError> = None;
     for turn in 0..settings.agent_max_turns.max(1) {
@@ -44,9 +32,8 @@ pub(super) fn interactive(
         let (fits, max_tokens) = trace.tokens.plan(prompt, 1, TURN_MAX_TOKENS.min(settings.max_tokens));
         if fits == 0 {
             trace.tokens.cut.push(format!("turns from {}", turn + 1));
-            if answer.is_none() && turn == 0 {
-                let (budget, spent) = (trace.tokens.budget.unwrap_or(0), trace.tokens.total());
-                return Err(AskError::OverBudget { needed: prompt + MIN_COMPLETION_TOKENS, budget, spent });
+            if turn == 0 {
+                return Err(trace.tokens.over_budget(prompt));
             }
             break;
         }
@@ -79,7 +66,7 @@ pub(super) fn interactive(
             Ok(Action::Done) => "nothing has run yet: run the query with ExecuteSQL first".into(),
         };
         // A small model repeats itself: say so, and say when the turns are running out.
-        let repeated = trace.turns.iter().any(|t| t.action == action.clone().ok() && t.observation.starts_with(&observation));
+        let repeated = trace.turns.iter().any(|t| t.action.as_ref() == action.as_ref().ok() && t.observation.starts_with(&observation));
         let left = settings.agent_max_turns.max(1) - turn - 1;
         let mut observation = observation;
         if repeated {
@@ -179,8 +166,7 @@ fn execute(
         Err(Outcome_::Failed(failure)) => {
             cand.error = Some(failure.summary());
             cand.error_kind = Some(failure.kind());
-            let seen: String = messages.iter().filter(|m| m.role != "assistant").map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
-            let observation = crate::refine::error_text(&failure, sql, &seen, settings.privacy).unwrap_or_else(|| failure.summary());
+            let observation = crate::refine::error_text(&failure, sql, &crate::refine::seen(messages), settings.privacy).unwrap_or_else(|| failure.summary());
             (observation, Err(AskError::Failed { sql: written, failure }))
         }
     };
