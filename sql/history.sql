@@ -8,9 +8,10 @@ BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'nl2sql_admin') THEN
         CREATE ROLE nl2sql_admin NOLOGIN;
     ELSIF EXISTS (SELECT FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) m.roleid
-                  WHERE r.rolname OPERATOR(pg_catalog.=) 'nl2sql_admin') THEN
-        RAISE WARNING 'role nl2sql_admin already exists and has members: they read every role''s nl2sql history'
-            USING HINT = 'Check its members with \du nl2sql_admin.';
+                  WHERE r.rolname OPERATOR(pg_catalog.=) 'nl2sql_admin')
+          OR EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'nl2sql_admin' AND rolcanlogin) THEN
+        RAISE WARNING 'role nl2sql_admin already exists and can log in or has members: they read every role''s nl2sql history'
+            USING HINT = 'Check it with \du nl2sql_admin.';
     END IF;
 END
 $$;

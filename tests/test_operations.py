@@ -163,6 +163,9 @@ def test_feedback_offers_a_checked_example_to_curators(connect, mock, admin):
             erin.execute("SELECT nl2sql.feedback(%s, false, 'SELECT count(*) FROM singer WHERE nation = 1')", (hid,))
         with pytest.raises(errors.InvalidParameterValue):
             erin.execute("SELECT nl2sql.feedback(%s, true, 'SELECT 1 FROM singer')", (hid,))
+        # A query that reads no table would be shown to every role: refused.
+        with pytest.raises(errors.InvalidParameterValue):
+            erin.execute("SELECT nl2sql.feedback(%s, false, 'SELECT 1')", (hid,))
         fixed = "SELECT count(*) FROM singer WHERE country = 'France'"
         ex2 = erin.execute("SELECT nl2sql.feedback(%s, false, %s)", (hid, fixed)).fetchone()[0]
         assert admin.execute("SELECT sql, enabled FROM nl2sql.examples WHERE id = %s", (ex2,)).fetchone() == (fixed, False)
@@ -331,7 +334,8 @@ def test_privacy_mode_sends_no_stored_value(connect, mock, admin):
             # Set by the DBA for the role; the role cannot turn it off: not with SET, not
             # before the library is loaded (a placeholder the load refuses), not in its
             # connection options, not by resetting or changing its own role settings.
-            admin.execute("ALTER ROLE ops_hal SET nl2sql.privacy = on")
+            # (Spelled as PostgreSQL also reads true: the catalog is read with its spellings.)
+            admin.execute("ALTER ROLE ops_hal SET nl2sql.privacy = 'tru'")
             hal = connect(user="ops_hal", options="-c nl2sql.privacy=off")
             hal.execute("SET nl2sql.privacy = off")
             mock.reset()
@@ -342,7 +346,9 @@ def test_privacy_mode_sends_no_stored_value(connect, mock, admin):
                 with pytest.raises(errors.InsufficientPrivilege):
                     hal.execute(sql)
             hal.execute("ALTER ROLE ops_hal RESET ALL")  # leaves what a superuser set
-            assert connect(user="ops_hal").execute("SHOW nl2sql.privacy").fetchone()[0] == "on"
+            fresh = connect(user="ops_hal")
+            fresh.execute("SELECT nl2sql.last_trace()")  # loads the library: the value is read as a boolean
+            assert fresh.execute("SHOW nl2sql.privacy").fetchone()[0] == "on"
         conn.execute("SET nl2sql.privacy = off")
     finally:
         admin.execute("SELECT * FROM nl2sql.drop_value_index('singer', 'country')")

@@ -310,10 +310,11 @@ fn fix_tables(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
                     // Written without its schema, a table off the search path does not resolve:
                     // the one table of that name, or the one in the schema the statement's
                     // other tables are in (several schemas may hold a `singer`).
-                    if qualifier.is_some() || on_search_path(&self.schema.tables[i].ident) {
+                    let same: Vec<&crate::schema::Table> = self.schema.tables.iter().filter(|x| x.name == want).collect();
+                    // PostgreSQL resolves it when one of that name is on the search path.
+                    if qualifier.is_some() || on_search_path(&self.schema.tables[i].ident) || same.iter().any(|x| on_search_path(&x.ident)) {
                         return ControlFlow::Continue(());
                     }
-                    let same: Vec<&crate::schema::Table> = self.schema.tables.iter().filter(|x| x.name == want).collect();
                     let pick = match same.as_slice() {
                         [only] => Some(*only),
                         _ => same.iter().find(|x| self.preferred.as_deref() == Some(x.schema.as_str())).copied(),
@@ -846,6 +847,14 @@ mod tests {
         assert_eq!(fix("SELECT count(*) FROM singer").sql, "SELECT count(*) FROM singer");
         // On the search path: nothing to do.
         assert!(fix("SELECT count(*) FROM music.singer").fired.is_empty());
+        // One of that name on the search path is what PostgreSQL reads, whichever is listed first.
+        let mut visible = s.tables[s.tables.len() - 1].clone();
+        visible.oid = 10;
+        visible.schema = "public".into();
+        visible.ident = "singer".into();
+        s.tables.push(visible);
+        let fix = |sql: &str| align(sql, &s, &[], &mut Index, Rules::ALL);
+        assert!(fix("SELECT count(*) FROM singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id").fired.is_empty());
         assert!(on_search_path("\"a.b\"") && !on_search_path("x.\"a\"") && on_search_path("singer"));
     }
 

@@ -312,7 +312,10 @@ fn breadth_first(graph: &FkGraph, sources: &[usize], target: usize) -> Vec<Optio
     for &t in sources {
         seen[t] = true;
     }
+    let mut step = 0usize;
     while let Some(u) = queue.pop_front() {
+        step += 1;
+        crate::interrupt::every(step, 1024);
         if u == target {
             break;
         }
@@ -329,7 +332,10 @@ fn breadth_first(graph: &FkGraph, sources: &[usize], target: usize) -> Vec<Optio
 
 impl Schema {
     fn fk_graph(&self) -> FkGraph {
-        let index = |ident: &str| self.tables.iter().position(|t| t.ident == ident);
+        // One pass over the tables, not one per foreign key: a schema may hold tens of thousands.
+        let by_ident: std::collections::HashMap<&str, usize> =
+            self.tables.iter().enumerate().map(|(i, t)| (t.ident.as_str(), i)).rev().collect();
+        let index = |ident: &str| by_ident.get(ident).copied();
         let mut graph: FkGraph = vec![vec![]; self.tables.len()];
         for (fi, fk) in self.foreign_keys.iter().enumerate() {
             if let (Some(a), Some(b)) = (index(&fk.table), index(&fk.ref_table)) {

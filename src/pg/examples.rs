@@ -215,6 +215,15 @@ pub fn add(question: &str, sql: &str, hint: Option<&str>) -> i64 {
 pub fn offer(question: &str, sql: &str, hint: Option<&str>) -> i64 {
     let sql = sql.trim();
     let reads = validate(question, sql, hint);
+    // An example that reads no table is shown to every role: the question must not travel so.
+    if reads.is_empty() {
+        fail(
+            SqlState::InvalidParameterValue,
+            "a query that reads no table cannot be offered as an example".into(),
+            Some("An example is shown to the roles that may read its tables; one that reads none would be shown to every role.".into()),
+            Some("Give feedback without a query (correct => false), or with one that reads the tables the question is about."),
+        );
+    }
     store(question.trim(), sql, None, hint.map(str::trim).filter(|h| !h.is_empty()), "feedback", false, reads)
 }
 

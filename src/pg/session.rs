@@ -57,7 +57,7 @@ pub fn fingerprint() -> u64 {
 }
 
 /// Whether nl2sql.privacy holds for this session: the setting, or a DBA's ALTER ROLE/DATABASE
-/// ... SET nl2sql.privacy = on for the session's or current role in this database, read from
+/// ... SET nl2sql.privacy = on (any spelling PostgreSQL reads as true: on, 1, t, tr, tru, true, y, ye, yes) for the session's or current role in this database, read from
 /// the catalog. (A role's own connection options can shadow the catalog's value before the
 /// library is loaded, and PostgreSQL then drops both when it refuses the role's: the catalog
 /// still says what the DBA set.)
@@ -71,7 +71,7 @@ pub fn privacy() -> bool {
                                                               WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())]::pg_catalog.oid[])
                           AND s.setrole OPERATOR(pg_catalog.=) ANY (ARRAY[0, $1, $2]::pg_catalog.oid[])
                           AND pg_catalog.lower(c.setting) OPERATOR(pg_catalog.=) ANY
-                              ('{nl2sql.privacy=on,nl2sql.privacy=true,nl2sql.privacy=yes,nl2sql.privacy=1,nl2sql.privacy=t,nl2sql.privacy=y}'::pg_catalog.text[]))",
+                              ('{nl2sql.privacy=on,nl2sql.privacy=1,nl2sql.privacy=t,nl2sql.privacy=tr,nl2sql.privacy=tru,nl2sql.privacy=true,nl2sql.privacy=y,nl2sql.privacy=ye,nl2sql.privacy=yes}'::pg_catalog.text[]))",
         // SAFETY: reads the session and current user ids.
         &[unsafe { pg_sys::GetSessionUserId() }.into(), unsafe { pg_sys::GetUserId() }.into()],
     )

@@ -166,7 +166,11 @@ fn execute(
         Err(Outcome_::Failed(failure)) => {
             cand.error = Some(failure.summary());
             cand.error_kind = Some(failure.kind());
-            let observation = crate::refine::error_text(&failure, sql, &crate::refine::seen(messages), settings.privacy).unwrap_or_else(|| failure.summary());
+            let observation = match &failure {
+                // The estimate comes from the column statistics: not under privacy.
+                Failure::Cost { max, .. } if settings.privacy => format!("not run: its estimated cost exceeds nl2sql.max_cost ({max:.0})"),
+                _ => crate::refine::error_text(&failure, sql, &crate::refine::seen(messages), settings.privacy).unwrap_or_else(|| failure.summary()),
+            };
             (observation, Err(AskError::Failed { sql: written, failure }))
         }
     };
@@ -177,9 +181,14 @@ fn execute(
 /// A result as an observation: how many rows, the first few (none under nl2sql.privacy).
 fn rows_observation(e: &Execution, private: bool) -> String {
     let n = e.rows.len();
-    let count = if e.truncated { format!("more than {n} rows") } else if n == 1 { "1 row".into() } else { format!("{n} rows") };
     let columns = e.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
-    if private || n == 0 {
+    // Under privacy not even the count: a query can turn a value into a number of rows.
+    if private {
+        let some = if n == 0 { "no rows" } else { "some rows (how many is withheld: nl2sql.privacy)" };
+        return format!("{some} (columns: {columns})");
+    }
+    let count = if e.truncated { format!("more than {n} rows") } else if n == 1 { "1 row".into() } else { format!("{n} rows") };
+    if n == 0 {
         return format!("{count} (columns: {columns})");
     }
     let shown: Vec<String> = e

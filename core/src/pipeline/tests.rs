@@ -87,6 +87,9 @@ impl Database for FakeDb {
         if sql.contains("slow") {
             return Err(Rejected::Failed(Failure::Timeout { ms: 5000 }));
         }
+        if sql.contains("costly") {
+            return Err(Rejected::Failed(Failure::Cost { estimate: 48213.0, max: 100.0 }));
+        }
         let (rows, ms) = self.results.get(sql).cloned().unwrap_or((vec![vec![Some("6".into())]], 1));
         Ok(Execution {
             columns: vec![ColumnInfo { name: "count".into(), type_oid: 20 }],

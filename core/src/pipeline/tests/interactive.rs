@@ -100,7 +100,25 @@ fn privacy_keeps_values_and_rows_from_the_agent() {
         assert!(!sent.contains(v), "{v} reached the model:\n{sent}");
     }
     assert!(a.trace.turns[0].observation.starts_with("no value search"));
-    assert_eq!(a.trace.turns[2].observation, "1 row (columns: count)");
+    // Not even the count: a query can spell a value as a number of rows.
+    assert_eq!(a.trace.turns[2].observation, "some rows (how many is withheld: nl2sql.privacy) (columns: count)");
+}
+
+#[test]
+fn privacy_leaks_no_row_count_and_no_cost_estimate() {
+    // A hostile model turns a value into a number of rows (generate_series up to a character's
+    // code), and reads a plan's estimate (column statistics) off a cost refusal.
+    let spell = "SELECT 1 FROM generate_series(1, ascii((SELECT name FROM singer LIMIT 1)))";
+    let mut llm = script(&[
+        &format!("Action: ExecuteSQL\n```sql\n{spell}\n```"),
+        "Action: ExecuteSQL\n```sql\nSELECT count(*) FROM singer AS costly\n```",
+        "Action: Done",
+    ]);
+    let mut db = FakeDb { results: [(spell.to_string(), (rows(&["1"; 74]), 1))].into_iter().collect(), ..Default::default() };
+    ask(&q("spell it"), &sample_schema(), &Settings { privacy: true, ..interactive() }, &mut llm, &mut db).expect("answer");
+    let sent = llm.seen.iter().flat_map(|r| r.messages.iter().map(|m| m.content.clone())).collect::<Vec<_>>().join("\n");
+    assert!(!sent.contains("74") && !sent.contains("48213"), "{sent}");
+    assert!(sent.contains("not run: its estimated cost exceeds nl2sql.max_cost (100)"), "{sent}");
 }
 
 #[test]
