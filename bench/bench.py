@@ -44,6 +44,7 @@ import harness  # noqa: E402  (shares the cluster and database set-up)
 import load  # noqa: E402  (bench/load.py, beside this file)
 import wide  # noqa: E402  (bench/wide.py, beside this file)
 import recall  # noqa: E402  (bench/recall.py, beside this file)
+import columns  # noqa: E402  (bench/columns.py, beside this file)
 
 LLM_HOME = Path(os.environ.get("NL2SQL_LLM_HOME", Path.home() / ".cache" / "nl2sql" / "llm"))
 LLM_URL = "http://127.0.0.1:%s" % os.environ.get("NL2SQL_LLM_PORT", "8080")  # scripts/local-llm.sh
@@ -206,7 +207,7 @@ def main():
     ap.add_argument("--columns", type=int, default=20)
     ap.add_argument("--values", type=int, default=1_000_000, help="distinct values for the value index bench")
     ap.add_argument("--lookups", type=int, default=200)
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: overhead,wide,load,tokens,values,recall,cancel")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: overhead,wide,load,tokens,values,recall,cancel,columns")
     ap.add_argument("--load-clients", type=int, default=20)
     ap.add_argument("--load-calls", type=int, default=100, help="nl2sql() calls per pgbench client")
     ap.add_argument("--port", type=int, default=55460)
@@ -243,6 +244,9 @@ def main():
         if "cancel" not in skip:
             print("\n6. Cancel latency while parsing a 60 MB answer")
             cancel_bench(kw, url)
+        if "columns" not in skip:
+            print("\n8. Column search: the built-in embedder beside the in-database sentence model (bench/columns.py)")
+            columns.run(kw, items)
     finally:
         mock.kill()
 

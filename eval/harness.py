@@ -232,6 +232,8 @@ def evaluate(conn, item, repeat, wide=False):
     rec["schema_tokens"] = trace.get("schema_tokens")
     gen = [c for c in calls if c.get("stage") == "generate"]
     rec["generation_prompt_tokens"] = max((c.get("prompt_tokens") or c.get("prompt_tokens_estimate", 0) for c in gen), default=None)
+    # Every call's prompt (the endpoint's count, else the estimate): the budget's target is per call.
+    rec["call_prompt_tokens"] = [c.get("prompt_tokens") or c.get("prompt_tokens_estimate", 0) for c in calls]
     rec["round_trips"] = trace.get("round_trips")
     rec["waves"] = trace.get("waves")
     rec["stopped_early"] = trace.get("stopped_early")
@@ -402,6 +404,9 @@ def summarize(records):
         "prompt_tokens": statistics.mean(prompt),
         "completion_tokens": statistics.mean(completion) if completion else None,
         "schema_recall": 100.0 * statistics.mean(col_recall) if col_recall else None,
+        "largest_prompt": max((t for r in records for t in r.get("call_prompt_tokens", [])), default=None),
+        "calls_within_4k": (100.0 * statistics.mean(1 if t <= 4096 else 0 for r in records for t in r.get("call_prompt_tokens", []))
+                            if any(r.get("call_prompt_tokens") for r in records) else None),
     }
 
 
@@ -439,6 +444,11 @@ def print_ablation(results):
               f"{s['latency_mean_s']:>8.2f}{s['llm_calls']:>7.2f}{fmt(s['round_trips'], '7.2f'):>7}"
               f"{s['prompt_tokens']:>11.0f}{fmt(s['generation_prompt_tokens'], '11.0f'):>11}"
               f"{fmt(s['completion_tokens'], '10.1f'):>10}")
+    for name, recs in results:
+        s = summarize(recs)
+        if s is not None and s["largest_prompt"] is not None:
+            print(f"  {name}: schema-link recall {fmt(s['schema_recall'], '.1f')} %, largest prompt {s['largest_prompt']:,} tokens, "
+                  f"{fmt(s['calls_within_4k'], '.1f')} % of calls within 4k")
     for name, recs in results:
         gens = sorted({g for r in recs for g in r.get("generators_right", {})})
         if len(gens) > 1:

@@ -32,7 +32,10 @@ CREATE TABLE nl2sql.example_store (
     added_by oid NOT NULL,
     added_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
     -- the built-in embedder's vector of question_masked
-    embedding vector(256) NOT NULL
+    embedding vector(256) NOT NULL,
+    -- the in-database sentence model's vector of question_masked (nl2sql.column_embedder =
+    -- minilm; NULL until nl2sql.refresh_value_indexes() or the insert computes it)
+    meaning vector(384)
 );
 CREATE INDEX example_store_embedding ON nl2sql.example_store USING hnsw (embedding vector_cosine_ops);
 -- pg_dump keeps what users added, and where the ids are; the built-in examples come with the
@@ -44,7 +47,7 @@ SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store_id_seq', '');
 -- effect at once; a dropped relation hides its examples).
 CREATE VIEW nl2sql.examples WITH (security_barrier) AS
 SELECT s.id, s.question, s.question_masked, s.sql, s.thought, s.hint, s.source, s.executed, s.enabled,
-       s.relations, s.added_by::pg_catalog.regrole AS added_by, s.added_at, s.embedding
+       s.relations, s.added_by::pg_catalog.regrole AS added_by, s.added_at, s.embedding, s.meaning
 FROM nl2sql.example_store s
 WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
                   WHERE NOT coalesce(pg_catalog.has_table_privilege(r.oid, 'SELECT'), false));

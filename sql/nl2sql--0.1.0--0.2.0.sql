@@ -238,8 +238,24 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
+-- The text a column is embedded from: "Y X (T): C (table: D)", table and column names, type and
+-- comments, without words every description would share (they dilute a sentence model's match).
+CREATE OR REPLACE FUNCTION nl2sql._column_description(rel oid, att int2)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('%s %s (%s)%s',
+                  c.relname, a.attname, format_type(a.atttypid, a.atttypmod),
+                  coalesce(': ' || col_description(c.oid, a.attnum), '')
+                  || coalesce(' (table: ' || obj_description(c.oid, 'pg_class') || ')', ''))
+    FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+    WHERE c.oid = rel AND a.attnum = att
+$$;
+
 -- Recomputes the schema embeddings of one relation (all user relations when NULL) with the
--- built-in embedder; with an endpoint embedder the rows are marked for lazy re-embedding.
+-- built-in embedder; with an endpoint or the in-database model the rows whose description
+-- changed are marked for nl2sql.refresh_value_indexes() to embed.
 CREATE OR REPLACE FUNCTION nl2sql._refresh_column_embeddings(rel oid DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
@@ -248,7 +264,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     n bigint;
-    builtin boolean := coalesce(current_setting('nl2sql.embedding_url', true), '') = '';
+    -- the built-in embedder stores signatures; an endpoint or the in-database model (column
+    -- embedder minilm) stores vectors, computed by nl2sql.refresh_value_indexes()
+    builtin boolean := coalesce(current_setting('nl2sql.embedding_url', true), '') = ''
+                       AND coalesce(current_setting('nl2sql.column_embedder', true), 'values') = 'values';
 BEGIN
     DELETE FROM nl2sql.column_embeddings e
     WHERE (rel IS NULL OR e.relid = rel)
@@ -257,7 +276,7 @@ BEGIN
     INSERT INTO nl2sql.column_embeddings AS e (relid, attnum, description, embedder, sig)
     SELECT c.oid, a.attnum, d.description,
            CASE WHEN builtin THEN nl2sql.builtin_embedder() ELSE 'pending' END,
-           CASE WHEN builtin THEN nl2sql.signature(c.relname || ' ' || a.attname)::bit(256) END
+           nl2sql.signature(c.relname || ' ' || a.attname)::bit(256)
     FROM pg_class c
     JOIN pg_namespace n ON n.oid = c.relnamespace
     JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
@@ -270,7 +289,9 @@ BEGIN
     ON CONFLICT (relid, attnum) DO UPDATE
         SET description = excluded.description, embedder = excluded.embedder, sig = excluded.sig,
             embedding = NULL
-        WHERE e.description IS DISTINCT FROM excluded.description OR e.embedder IS DISTINCT FROM excluded.embedder;
+        -- a vector stays while its description does (a refresh embeds only what changed)
+        WHERE e.description IS DISTINCT FROM excluded.description OR e.sig IS NULL
+           OR (builtin AND e.embedder IS DISTINCT FROM excluded.embedder);
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
@@ -407,7 +428,10 @@ CREATE TABLE nl2sql.example_store (
     added_by oid NOT NULL,
     added_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
     -- the built-in embedder's vector of question_masked
-    embedding vector(256) NOT NULL
+    embedding vector(256) NOT NULL,
+    -- the in-database sentence model's vector of question_masked (nl2sql.column_embedder =
+    -- minilm; NULL until nl2sql.refresh_value_indexes() or the insert computes it)
+    meaning vector(384)
 );
 CREATE INDEX example_store_embedding ON nl2sql.example_store USING hnsw (embedding vector_cosine_ops);
 -- pg_dump keeps what users added, and where the ids are; the built-in examples come with the
@@ -419,7 +443,7 @@ SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store_id_seq', '');
 -- effect at once; a dropped relation hides its examples).
 CREATE VIEW nl2sql.examples WITH (security_barrier) AS
 SELECT s.id, s.question, s.question_masked, s.sql, s.thought, s.hint, s.source, s.executed, s.enabled,
-       s.relations, s.added_by::pg_catalog.regrole AS added_by, s.added_at, s.embedding
+       s.relations, s.added_by::pg_catalog.regrole AS added_by, s.added_at, s.embedding, s.meaning
 FROM nl2sql.example_store s
 WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
                   WHERE NOT coalesce(pg_catalog.has_table_privilege(r.oid, 'SELECT'), false));
@@ -707,3 +731,6 @@ LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
 AS $$ SELECT s.step, s.join_condition FROM nl2sql._join_path($1::pg_catalog.oid, $2::pg_catalog.oid) s $$;
 COMMENT ON FUNCTION nl2sql.join_path(regclass, regclass) IS
     'the shortest chain of foreign keys joining two tables you may read, one join condition a row';
+
+-- Column descriptions in 0.2.0's shorter form, and a signature for every column.
+SELECT nl2sql._refresh_column_embeddings();

@@ -99,7 +99,8 @@ CREATE TABLE nl2sql.column_embeddings (
     attnum int2 NOT NULL,
     description text NOT NULL,
     embedder text NOT NULL,
-    -- built-in embedder: the signature of "table column" (names are what a question's words match)
+    -- the signature of "table column" (names are what a question's words match), for every
+    -- embedder: column search finds columns by their names and, with vectors, by meaning
     sig bit(256),
     embedding vector,
     PRIMARY KEY (relid, attnum)
@@ -253,22 +254,24 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
--- The text a column is embedded from: "a column named X in table Y of type T, about C".
+-- The text a column is embedded from: "Y X (T): C (table: D)", table and column names, type and
+-- comments, without words every description would share (they dilute a sentence model's match).
 CREATE FUNCTION nl2sql._column_description(rel oid, att int2)
 RETURNS text
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT format('a column named %s in table %s of type %s%s',
-                  a.attname, c.relname, format_type(a.atttypid, a.atttypmod),
-                  coalesce(', about ' || col_description(c.oid, a.attnum), '')
+    SELECT format('%s %s (%s)%s',
+                  c.relname, a.attname, format_type(a.atttypid, a.atttypmod),
+                  coalesce(': ' || col_description(c.oid, a.attnum), '')
                   || coalesce(' (table: ' || obj_description(c.oid, 'pg_class') || ')', ''))
     FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
     WHERE c.oid = rel AND a.attnum = att
 $$;
 
 -- Recomputes the schema embeddings of one relation (all user relations when NULL) with the
--- built-in embedder; with an endpoint embedder the rows are marked for lazy re-embedding.
+-- built-in embedder; with an endpoint or the in-database model the rows whose description
+-- changed are marked for nl2sql.refresh_value_indexes() to embed.
 CREATE FUNCTION nl2sql._refresh_column_embeddings(rel oid DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
@@ -277,7 +280,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     n bigint;
-    builtin boolean := coalesce(current_setting('nl2sql.embedding_url', true), '') = '';
+    -- the built-in embedder stores signatures; an endpoint or the in-database model (column
+    -- embedder minilm) stores vectors, computed by nl2sql.refresh_value_indexes()
+    builtin boolean := coalesce(current_setting('nl2sql.embedding_url', true), '') = ''
+                       AND coalesce(current_setting('nl2sql.column_embedder', true), 'values') = 'values';
 BEGIN
     DELETE FROM nl2sql.column_embeddings e
     WHERE (rel IS NULL OR e.relid = rel)
@@ -286,7 +292,7 @@ BEGIN
     INSERT INTO nl2sql.column_embeddings AS e (relid, attnum, description, embedder, sig)
     SELECT c.oid, a.attnum, d.description,
            CASE WHEN builtin THEN nl2sql.builtin_embedder() ELSE 'pending' END,
-           CASE WHEN builtin THEN nl2sql.signature(c.relname || ' ' || a.attname)::bit(256) END
+           nl2sql.signature(c.relname || ' ' || a.attname)::bit(256)
     FROM pg_class c
     JOIN pg_namespace n ON n.oid = c.relnamespace
     JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
@@ -299,7 +305,9 @@ BEGIN
     ON CONFLICT (relid, attnum) DO UPDATE
         SET description = excluded.description, embedder = excluded.embedder, sig = excluded.sig,
             embedding = NULL
-        WHERE e.description IS DISTINCT FROM excluded.description OR e.embedder IS DISTINCT FROM excluded.embedder;
+        -- a vector stays while its description does (a refresh embeds only what changed)
+        WHERE e.description IS DISTINCT FROM excluded.description OR e.sig IS NULL
+           OR (builtin AND e.embedder IS DISTINCT FROM excluded.embedder);
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END

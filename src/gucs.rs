@@ -28,7 +28,7 @@ static LLM_MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static STATEMENT_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 static MAX_ROWS: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 static MAX_CORRECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1);
-static SCHEMA_MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(8_000);
+static SCHEMA_MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(3_000);
 static SAMPLE_ROWS: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 static ALLOWED_FUNCTIONS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static EMBEDDING_URL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
@@ -68,12 +68,24 @@ static MAX_ANSWER_KB: GucSetting<i32> = GucSetting::<i32>::new(256);
 static LLM_API_KEY_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static EMBEDDING_API_KEY_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static PRIVACY: GucSetting<bool> = GucSetting::<bool>::new(false);
+static COLUMN_EMBEDDER: GucSetting<ColumnEmbedder> = GucSetting::<ColumnEmbedder>::new(ColumnEmbedder::Values);
 static ON_LOW_CONFIDENCE: GucSetting<OnLowConfidence> = GucSetting::<OnLowConfidence>::new(OnLowConfidence::Notice);
 static MAX_COST: GucSetting<f64> = GucSetting::<f64>::new(0.0);
 static MAX_TOKENS_PER_CALL: GucSetting<i32> = GucSetting::<i32>::new(0);
 static HISTORY: GucSetting<bool> = GucSetting::<bool>::new(true);
 static AGENT_MAX_TURNS: GucSetting<i32> = GucSetting::<i32>::new(10);
 static HISTORY_RETENTION_MIN: GucSetting<i32> = GucSetting::<i32>::new(30 * 24 * 60);
+
+/// Values of nl2sql.column_embedder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
+pub enum ColumnEmbedder {
+    /// The value index's embedder: built-in, or nl2sql.embedding_url.
+    #[name = c"values"]
+    Values,
+    /// all-MiniLM-L6-v2, run inside the backend.
+    #[name = c"minilm"]
+    MiniLm,
+}
 
 /// Values of nl2sql.on_low_confidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
@@ -216,8 +228,8 @@ pub fn init() {
     );
     GucRegistry::define_int_guc(
         c"nl2sql.schema_max_tokens",
-        c"Token budget of the schema part of a prompt; detail, then tables, are dropped beyond it.",
-        c"",
+        c"Token budget of the schema part of a prompt (estimated tokens).",
+        c"A schema over it is shown in Open-SQL's variable-length form: the tables linked to the question in full, the others by name.",
         &SCHEMA_MAX_TOKENS,
         100,
         1_000_000,
@@ -256,6 +268,14 @@ pub fn init() {
             None,
         )
     };
+    GucRegistry::define_enum_guc(
+        c"nl2sql.column_embedder",
+        c"What embeds column descriptions for column search: values (the value index's embedder) or minilm.",
+        c"minilm: the sentence model all-MiniLM-L6-v2 run inside the database, no network (its files under the share directory, see scripts/setup.sh). Settable only by superusers; nl2sql.refresh_value_indexes() embeds the descriptions.",
+        &COLUMN_EMBEDDER,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
     GucRegistry::define_string_guc(
         c"nl2sql.embedding_model",
         c"Model name sent with every embeddings request.",
@@ -654,6 +674,10 @@ fn operations() {
 
 pub fn privacy() -> bool {
     PRIVACY.get()
+}
+
+pub fn column_embedder() -> ColumnEmbedder {
+    COLUMN_EMBEDDER.get()
 }
 
 pub fn on_low_confidence() -> OnLowConfidence {

@@ -18,7 +18,7 @@ use crate::prompt::Layout;
 use crate::refine::{self, Failure, FailureKind};
 use crate::results;
 use crate::retrieve::{self, ValueHint};
-use crate::schema::{Detail, Focus, Rendered, Schema};
+use crate::schema::{Detail, Focus, Linking, Rendered, Schema};
 use crate::vote::{self, Ballot, Outcome};
 use crate::{generate, Execution};
 use serde::Serialize;
@@ -36,6 +36,11 @@ pub const MAX_HINT_CHARS: usize = 8_000;
 const EXTRACTION_MAX_TOKENS: u32 = 256;
 /// Longest earlier query a follow-up question carries, in bytes.
 pub const MAX_PREVIOUS_SQL_BYTES: usize = 64 * 1024;
+/// Least similarity for a found column to join the extraction's choice: every column of a
+/// table the question names scores about 0.55 through the table's name alone.
+pub const COLUMN_MATCH_MIN_SCORE: f32 = 0.6;
+/// Columns retrieval links to a question on a wide schema, at least (nl2sql.column_matches).
+const LINKED_COLUMNS: usize = 8;
 /// Least completion a request is sent with under a token budget (a short query).
 pub const MIN_COMPLETION_TOKENS: usize = 64;
 
@@ -54,11 +59,14 @@ pub trait Database: ValueLookup {
     fn skipped_value_columns(&mut self) -> Vec<String> {
         Vec::new()
     }
-    /// Columns whose names are similar to words of `text` (the schema embeddings), as
-    /// (table OID, column name); none by default.
-    fn similar_columns(&mut self, _text: &str) -> Vec<(u32, String)> {
+    /// Up to `k` columns whose names or descriptions are similar to `text` (the schema
+    /// embeddings), best first, as (table OID, column name, score); none by default.
+    fn similar_columns(&mut self, _text: &str, _k: usize) -> Vec<(u32, String, f32)> {
         Vec::new()
     }
+    /// Attaches sampled statistics to `tables` of `schema` (nl2sql.sample_rows) where the
+    /// schema came without them (a wide one); nothing by default.
+    fn sample(&mut self, _schema: &mut Schema, _tables: &[usize]) {}
     /// Up to `k` enabled examples whose masked question is nearest `masked`, among those whose
     /// SQL reads only what the caller may read; none by default.
     fn similar_examples(&mut self, _masked: &str, _k: usize) -> Vec<Example> {
@@ -181,7 +189,7 @@ impl Settings {
             mode: Mode::ZeroShot,
             max_corrections: 1,
             max_tokens: 1024,
-            schema_max_tokens: 8000,
+            schema_max_tokens: 3000,
             candidates: 1,
             first_wave: 1,
             agreement: 1,
@@ -279,8 +287,12 @@ pub struct Trace {
     pub schema_detail: String,
     pub tables_shown: usize,
     pub tables_omitted: usize,
-    /// Every column the generator was shown, as `table.column` written in SQL.
+    /// Every column the generator was shown, in any form, as `table.column` written in SQL.
     pub schema_columns: Vec<String>,
+    /// On a schema too wide to show whole: the columns retrieval linked to the question before
+    /// any model call (they keep their detail in the prompts).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub linked: Vec<String>,
     /// Stored values similar to words of the question, shown to the model.
     pub values: Vec<ValueHint>,
     /// Indexed columns the value search left out (their index could not be read in time).
@@ -591,12 +603,6 @@ fn detail_name(d: Detail) -> String {
     .into()
 }
 
-fn shown_columns(schema: &Schema, rendered: &Rendered) -> Vec<String> {
-    schema.tables[..rendered.tables_shown]
-        .iter()
-        .flat_map(|t| t.columns.iter().map(move |c| format!("{}.{}", t.ident, c.ident)))
-        .collect()
-}
 
 fn record(trace: &mut Trace, stage: &'static str, messages: &[Message], r: &Result<Completion, LlmError>, secret: Option<&str>) {
     let prompt_tokens_estimate = estimate(messages);
@@ -698,10 +704,18 @@ fn zero_shot(
     db: &mut dyn Database,
     trace: &mut Trace,
 ) -> Result<(String, Execution), AskError> {
-    let rendered = show_schema(trace, schema, settings);
+    let mut rendered = show_schema(trace, schema, settings);
+    let wide = rendered.detail < Detail::Full || rendered.tables_omitted > 0;
+    if wide {
+        // Linking looks the question's values up already.
+        let linking = link(q, schema, settings, db, trace);
+        rendered = show_linked(trace, &sampled(schema, &linking.columns, db), &linking, settings);
+    }
     let secret = llm.secret().map(str::to_string);
     if !settings.privacy {
-        trace.values = similar_values(q, &[], schema, db);
+        if !wide {
+            trace.values = similar_values(q, &[], schema, db);
+        }
         trace.values_skipped = db.skipped_value_columns();
     }
     let sections = retrieve::render_values(&trace.values) + &q.follow_up();
@@ -764,17 +778,90 @@ fn zero_shot(
     }
 }
 
-/// The SQL a candidate runs: aligned when rules fired, else as written.
 /// Renders the schema the generator sees and records it in the trace.
 fn show_schema(trace: &mut Trace, schema: &Schema, settings: &Settings) -> Rendered {
-    let rendered = schema.render(settings.schema_max_tokens);
+    shown(trace, schema.render(settings.schema_max_tokens))
+}
+
+/// Like show_schema, for Open-SQL's variable-length rendering of `schema` around `linking`.
+fn show_linked(trace: &mut Trace, schema: &Schema, linking: &Linking, settings: &Settings) -> Rendered {
+    shown(trace, schema.render_linked(settings.schema_max_tokens, linking))
+}
+
+/// Records the schema the generator sees in the trace.
+fn shown(trace: &mut Trace, rendered: Rendered) -> Rendered {
     trace.schema = rendered.text.clone();
     trace.schema_tokens = rendered.tokens;
     trace.schema_detail = detail_name(rendered.detail);
     trace.tables_shown = rendered.tables_shown;
     trace.tables_omitted = rendered.tables_omitted;
-    trace.schema_columns = shown_columns(schema, &rendered);
+    trace.schema_columns = rendered.columns.clone();
     rendered
+}
+
+
+/// `schema` with the tables of `columns` sampled (a wide schema comes without samples; the
+/// database caches them).
+fn sampled(schema: &Schema, columns: &[(usize, usize)], db: &mut dyn Database) -> Schema {
+    let mut tables: Vec<usize> = columns.iter().map(|c| c.0).collect();
+    tables.sort_unstable();
+    tables.dedup();
+    let mut s = schema.clone();
+    if !tables.is_empty() {
+        db.sample(&mut s, &tables);
+    }
+    s
+}
+
+/// Schema linking before any model call, for a schema too wide to show whole: the columns whose
+/// descriptions match the question (the schema embeddings) and those holding values it names
+/// (the value index), tables ranked by their best match.
+fn link(q: &Question, schema: &Schema, settings: &Settings, db: &mut dyn Database, trace: &mut Trace) -> Linking {
+    let mut linking = Linking::default();
+    let add = |linking: &mut Linking, t: usize, c: usize| {
+        if !linking.columns.contains(&(t, c)) {
+            linking.columns.push((t, c));
+        }
+        if !linking.rank.contains(&t) {
+            linking.rank.push(t);
+        }
+    };
+    let by_oid: HashMap<u32, usize> = schema.tables.iter().enumerate().map(|(i, t)| (t.oid, i)).collect();
+    let columns = db.similar_columns(&q.text, 2 * settings.column_matches.max(LINKED_COLUMNS));
+    for (n, (oid, column, _)) in columns.iter().enumerate() {
+        let Some(&t) = by_oid.get(oid) else { continue };
+        let Some(c) = schema.tables[t].columns.iter().position(|c| &c.name == column) else { continue };
+        // The best matches are linked; the rest only rank their tables.
+        if n < settings.column_matches.max(LINKED_COLUMNS) {
+            add(&mut linking, t, c);
+        } else if !linking.rank.contains(&t) {
+            linking.rank.push(t);
+        }
+    }
+    // The question's values (none under nl2sql.privacy), kept in the trace: zero-shot shows them.
+    if !settings.privacy {
+        trace.values = similar_values(q, &[], schema, db);
+        for (t, c) in value_columns(schema, &trace.values) {
+            add(&mut linking, t, c);
+        }
+    }
+    let name = |&(t, c): &(usize, usize)| format!("{}.{}", schema.tables[t].ident, schema.tables[t].columns[c].ident);
+    trace.linked = linking.columns.iter().map(name).collect();
+    linking
+}
+
+/// The columns that hold `values`, as (table, column) of `schema`.
+fn value_columns(schema: &Schema, values: &[ValueHint]) -> Vec<(usize, usize)> {
+    if values.is_empty() {
+        return Vec::new();
+    }
+    let by_name: HashMap<String, (usize, usize)> = schema
+        .tables
+        .iter()
+        .enumerate()
+        .flat_map(|(t, table)| table.columns.iter().enumerate().map(move |(c, col)| (format!("{}.{}", table.ident, col.ident), (t, c))))
+        .collect();
+    values.iter().filter_map(|v| by_name.get(&v.column).copied()).collect()
 }
 
 /// Stored values similar to the question, its hint and `extra` texts, leaving out the words

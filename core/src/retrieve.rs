@@ -278,8 +278,47 @@ pub fn render_values(hints: &[ValueHint]) -> String {
     out
 }
 
+/// Reciprocal rank fusion (Cormack et al., 2009; k = 60) of two rankings of the same items,
+/// given each item's two scores (higher is better; None: not in that ranking, as a match too
+/// weak to rank): the items' indices, best first. Ties go to the first ranking.
+pub fn fuse_ranks(scores: &[(Option<f32>, Option<f32>)]) -> Vec<usize> {
+    const K: f32 = 60.0;
+    let n = scores.len();
+    let contribution = |key: &dyn Fn(usize) -> Option<f32>| {
+        let mut ranked: Vec<(usize, f32)> = (0..n).filter_map(|i| key(i).map(|s| (i, s))).collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut out = vec![(0.0f32, usize::MAX); n];
+        for (r, &(i, _)) in ranked.iter().enumerate() {
+            out[i] = (1.0 / (K + r as f32), r);
+        }
+        out
+    };
+    let first = contribution(&|i| scores[i].0);
+    let second = contribution(&|i| scores[i].1);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| (first[b].0 + second[b].0).total_cmp(&(first[a].0 + second[a].0)).then(first[a].1.cmp(&first[b].1)).then(a.cmp(&b)));
+    order
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn rank_fusion_rewards_both_rankings() {
+        // 0: first by name, third by meaning; 1: second by both; 2: the reverse of 0 (a tie
+        // with 0, which the first ranking breaks); 3: last by both.
+        let s = |a: f32, b: f32| (Some(a), Some(b));
+        let scores = [s(1.0, 0.1), s(0.8, 0.5), s(0.2, 0.6), s(0.1, 0.0)];
+        assert_eq!(fuse_ranks(&scores), vec![0, 2, 1, 3]);
+        assert_eq!(fuse_ranks(&[]), Vec::<usize>::new());
+        // Not a match by name at all: ranked by meaning alone, before what neither ranks.
+        let scores = [(Some(0.9), None), (None, Some(0.2)), (None, Some(0.7)), (None, None)];
+        assert_eq!(fuse_ranks(&scores), vec![0, 2, 1, 3]);
+        // Both rankings beat either.
+        let scores = [(Some(0.9), None), (Some(0.7), Some(0.3)), (None, Some(0.8))];
+        assert_eq!(fuse_ranks(&scores)[0], 1);
+    }
+
+
     use super::*;
 
     #[test]

@@ -3,6 +3,9 @@
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
+mod budget;
+pub use budget::Linking;
+
 /// Tables and keys visible to the calling role.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct Schema {
@@ -81,6 +84,8 @@ pub const MAX_CATEGORICAL_VALUES: usize = 5;
 pub const SAMPLE_TEXTS: usize = 3;
 /// Longest value shown before it is cut.
 const MAX_VALUE_CHARS: usize = 40;
+/// Longest example value in a schema cut to fit its budget.
+const SHORT_VALUE_CHARS: usize = 24;
 
 /// Estimated tokens of a text: 3.2 characters a token, rounded up. On the spider-pg prompts the
 /// Qwen2.5 tokenizer averages 3.35 characters a token (`make bench` prints both counts), so this
@@ -111,6 +116,8 @@ pub struct Rendered {
     pub detail: Detail,
     pub tables_shown: usize,
     pub tables_omitted: usize,
+    /// The columns the text shows, in any form, as `table.column` (idents).
+    pub columns: Vec<String>,
 }
 
 impl Schema {
@@ -151,11 +158,14 @@ impl Schema {
 
     /// Renders in the Open-SQL format within `max_tokens`, dropping detail first, then tables.
     pub fn render(&self, max_tokens: usize) -> Rendered {
-        for detail in [Detail::Full, Detail::Core, Detail::Bare, Detail::Names] {
+        // Every other form is longer than the name lines: on a wide schema skip rendering them.
+        let names: usize = self.tables.iter().map(budget::name_line_chars).sum();
+        let details: &[Detail] = if (names * 5).div_ceil(16) > max_tokens { &[] } else { &[Detail::Full, Detail::Core, Detail::Bare, Detail::Names] };
+        for &detail in details {
             let text = self.render_tables(&self.tables, detail, 0);
             let tokens = estimate_tokens(&text);
             if tokens <= max_tokens {
-                return Rendered { text, tokens, detail, tables_shown: self.tables.len(), tables_omitted: 0 };
+                return Rendered { text, tokens, detail, tables_shown: self.tables.len(), tables_omitted: 0, columns: self.column_names(self.tables.len()) };
             }
         }
         // Still too large: keep the longest prefix of tables that fits. Start from the prefix
@@ -179,10 +189,22 @@ impl Schema {
             let text = render(&self.tables[..shown], all - shown);
             let tokens = estimate_tokens(&text);
             if tokens <= max_tokens || shown <= 1 {
-                return Rendered { text, tokens, detail: Detail::Names, tables_shown: shown, tables_omitted: all - shown };
+                return Rendered {
+                    text,
+                    tokens,
+                    detail: Detail::Names,
+                    tables_shown: shown,
+                    tables_omitted: all - shown,
+                    columns: self.column_names(shown),
+                };
             }
             shown = (shown * 9 / 10).clamp(1, shown - 1);
         }
+    }
+
+    /// The columns of the first `tables` tables, as `table.column`.
+    fn column_names(&self, tables: usize) -> Vec<String> {
+        self.tables[..tables].iter().flat_map(|t| t.columns.iter().map(move |c| format!("{}.{}", t.ident, c.ident))).collect()
     }
 
     fn ddl_tables(&self, tables: &[Table], omitted: usize) -> String {
@@ -241,15 +263,21 @@ impl Schema {
             .iter()
             .filter(|fk| shown.contains(&fk.table.as_str()) && shown.contains(&fk.ref_table.as_str()))
             .collect();
-        if !fks.is_empty() {
-            out.push_str("# FOREIGN KEYS:\n");
-            for fk in fks {
-                let lhs: Vec<String> = fk.columns.iter().map(|c| format!("{}.{}", fk.table, c)).collect();
-                let rhs: Vec<String> = fk.ref_columns.iter().map(|c| format!("{}.{}", fk.ref_table, c)).collect();
-                let _ = writeln!(out, "# {} = {}", lhs.join(", "), rhs.join(", "));
-            }
-        }
+        write_foreign_keys(&mut out, &fks);
         out
+    }
+}
+
+/// The `# FOREIGN KEYS:` section of the Open-SQL form (nothing when there are none).
+fn write_foreign_keys(out: &mut String, fks: &[&ForeignKey]) {
+    if fks.is_empty() {
+        return;
+    }
+    out.push_str("# FOREIGN KEYS:\n");
+    for fk in fks {
+        let lhs: Vec<String> = fk.columns.iter().map(|c| format!("{}.{}", fk.table, c)).collect();
+        let rhs: Vec<String> = fk.ref_columns.iter().map(|c| format!("{}.{}", fk.ref_table, c)).collect();
+        let _ = writeln!(out, "# {} = {}", lhs.join(", "), rhs.join(", "));
     }
 }
 
@@ -264,12 +292,19 @@ fn kind_note(kind: &str) -> Option<&'static str> {
 }
 
 fn render_table(out: &mut String, t: &Table, detail: Detail) {
-    let kind = kind_note(&t.kind).map(|k| format!(" -- {k}")).unwrap_or_default();
     if detail == Detail::Names {
+        let kind = kind_note(&t.kind).map(|k| format!(" -- {k}")).unwrap_or_default();
         let cols: Vec<&str> = t.columns.iter().map(|c| c.ident.as_str()).collect();
         let _ = writeln!(out, "# {}({}){kind}", t.ident, cols.join(", "));
         return;
     }
+    render_columns(out, t, detail, false, |_| true);
+}
+
+/// One table in the Open-SQL form: the columns `keep` accepts at `detail` (`short`: one example
+/// value, cut short), the others by name on one line.
+fn render_columns(out: &mut String, t: &Table, detail: Detail, short: bool, keep: impl Fn(&Column) -> bool) {
+    let kind = kind_note(&t.kind).map(|k| format!(" -- {k}")).unwrap_or_default();
     let _ = write!(out, "# {} ({kind}", t.ident);
     if detail >= Detail::Core {
         if let Some(c) = t.comment.as_deref().filter(|c| !c.trim().is_empty()) {
@@ -277,7 +312,12 @@ fn render_table(out: &mut String, t: &Table, detail: Detail) {
         }
     }
     out.push('\n');
+    let mut rest: Vec<&str> = Vec::new();
     for c in &t.columns {
+        if !keep(c) {
+            rest.push(c.ident.as_str());
+            continue;
+        }
         let _ = write!(out, "#   {}: {}", c.ident, c.data_type);
         if detail >= Detail::Core {
             if let Some(d) = c.comment.as_deref().filter(|d| !d.trim().is_empty()) {
@@ -288,7 +328,7 @@ fn render_table(out: &mut String, t: &Table, detail: Detail) {
             }
         }
         if detail >= Detail::Full {
-            if let Some(s) = sample_suffix(c) {
+            if let Some(s) = sample_suffix(c, short) {
                 out.push_str(&s);
             }
         }
@@ -296,6 +336,9 @@ fn render_table(out: &mut String, t: &Table, detail: Detail) {
             out.push_str(", PRIMARY_KEY");
         }
         out.push('\n');
+    }
+    if !rest.is_empty() {
+        let _ = writeln!(out, "#   other columns: {}", rest.join(", "));
     }
     out.push_str("# )\n");
 }
@@ -497,18 +540,23 @@ pub fn categorical_values(c: &Column) -> Option<Vec<String>> {
 pub fn values_note(c: &Column) -> Option<String> {
     match categorical_values(c) {
         Some(v) => Some(format!(", VALUES ({})", v.join(", "))),
-        None => sample_suffix(c),
+        None => sample_suffix(c, false),
     }
 }
 
-fn sample_suffix(c: &Column) -> Option<String> {
+/// Samples or range of a column; `short`: one sample text, cut at SHORT_VALUE_CHARS.
+fn sample_suffix(c: &Column, short: bool) -> Option<String> {
     if categorical_values(c).is_some() {
         return None;
     }
     let s = c.stats.as_ref()?;
     match c.category.as_str() {
         "S" if !s.values.is_empty() => {
-            let ex: Vec<String> = s.values.iter().take(SAMPLE_TEXTS).map(|v| literal(v, "S")).collect();
+            let ex: Vec<String> = if short {
+                s.values.iter().take(1).map(|v| literal(&cut(v, SHORT_VALUE_CHARS), "S")).collect()
+            } else {
+                s.values.iter().take(SAMPLE_TEXTS).map(|v| literal(v, "S")).collect()
+            };
             Some(format!(", e.g. ({})", ex.join(", ")))
         }
         "N" | "D" => match (&s.min, &s.max) {

@@ -1,4 +1,4 @@
--- The tables, views and columns the current role may SELECT, with keys and comments, as one jsonb document.
+-- The tables, views and columns the current role may SELECT, with keys and comments, as one json document (json, not jsonb: built as text, several times faster on thousands of columns).
 -- Run through SPI with the caller's privileges and search_path (which decides how names are
 -- qualified); every operator is pg_catalog's, whatever that path holds. Nothing reads table data.
 WITH rels AS (
@@ -6,6 +6,8 @@ WITH rels AS (
            CASE WHEN pg_catalog.pg_table_is_visible(c.oid) THEN pg_catalog.quote_ident(c.relname)
                 ELSE pg_catalog.concat(pg_catalog.quote_ident(n.nspname), '.', pg_catalog.quote_ident(c.relname)) END AS ident,
            td.description AS comment,
+           -- SELECT on the whole table: no column needs checking one by one
+           pg_catalog.has_table_privilege(c.oid, 'SELECT') AS all_columns,
            pg_catalog.pg_stat_get_tuples_inserted(c.oid) OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_updated(c.oid)
              OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_deleted(c.oid) AS changes
     FROM pg_catalog.pg_class c
@@ -38,7 +40,7 @@ WITH rels AS (
     LEFT JOIN pg_catalog.pg_description cd
            ON cd.objoid OPERATOR(pg_catalog.=) a.attrelid AND cd.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass AND cd.objsubid OPERATOR(pg_catalog.=) a.attnum
     WHERE a.attnum OPERATOR(pg_catalog.>) 0::pg_catalog.int2 AND NOT a.attisdropped
-      AND pg_catalog.has_column_privilege(a.attrelid, a.attnum, 'SELECT')
+      AND (r.all_columns OR pg_catalog.has_column_privilege(a.attrelid, a.attnum, 'SELECT'))
 ), keys AS (
     SELECT con.conrelid, con.contype, con.conkey, con.confrelid, con.confkey, con.conname
     FROM pg_catalog.pg_constraint con
@@ -47,24 +49,24 @@ WITH rels AS (
 ), table_columns AS (
     -- one pass over the columns, grouped by table (no per-table rescans of cols)
     SELECT c.attrelid,
-           pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+           pg_catalog.json_agg(pg_catalog.json_build_object(
                'name', c.attname, 'ident', c.ident, 'data_type', c.data_type,
                'category', c.category, 'not_null', c.not_null, 'comment', c.comment,
-               'enum_values', COALESCE(pg_catalog.to_jsonb(c.enum_values), '[]'::jsonb))
+               'enum_values', COALESCE(pg_catalog.to_json(c.enum_values), '[]'::json))
              ORDER BY c.attnum) AS columns
     FROM cols c
     GROUP BY c.attrelid
 ), primary_keys AS (
-    SELECT p.conrelid, pg_catalog.jsonb_agg(a.attname ORDER BY k.ord) AS columns
+    SELECT p.conrelid, pg_catalog.json_agg(a.attname ORDER BY k.ord) AS columns
     FROM keys p
     CROSS JOIN LATERAL pg_catalog.unnest(p.conkey) WITH ORDINALITY AS k(attnum, ord)
     JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) p.conrelid AND a.attnum OPERATOR(pg_catalog.=) k.attnum
     WHERE p.contype OPERATOR(pg_catalog.=) 'p'
     GROUP BY p.conrelid
 )
-SELECT pg_catalog.jsonb_build_object(
+SELECT pg_catalog.json_build_object(
     'tables', COALESCE((
-        SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+        SELECT pg_catalog.json_agg(pg_catalog.json_build_object(
             'oid', r.oid::int8,
             'schema', r.nspname,
             'name', r.relname,
@@ -74,13 +76,13 @@ SELECT pg_catalog.jsonb_build_object(
             'row_estimate', CASE WHEN r.reltuples OPERATOR(pg_catalog.>=) 0::pg_catalog.float4 THEN r.reltuples END,
             'changes', r.changes,
             'columns', tc.columns,
-            'primary_key', COALESCE(pk.columns, '[]'::jsonb))
+            'primary_key', COALESCE(pk.columns, '[]'::json))
           ORDER BY r.nspname, r.relname)
         FROM rels r
         JOIN table_columns tc ON tc.attrelid OPERATOR(pg_catalog.=) r.oid
-        LEFT JOIN primary_keys pk ON pk.conrelid OPERATOR(pg_catalog.=) r.oid), '[]'::jsonb),
+        LEFT JOIN primary_keys pk ON pk.conrelid OPERATOR(pg_catalog.=) r.oid), '[]'::json),
     'foreign_keys', COALESCE((
-        SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+        SELECT pg_catalog.json_agg(pg_catalog.json_build_object(
             'table', src.ident, 'columns', fk.cols, 'ref_table', dst.ident, 'ref_columns', fk.ref_cols)
           ORDER BY src.ident, fk.conname)
         FROM (
@@ -97,5 +99,5 @@ SELECT pg_catalog.jsonb_build_object(
         ) fk
         JOIN rels src ON src.oid OPERATOR(pg_catalog.=) fk.conrelid
         JOIN rels dst ON dst.oid OPERATOR(pg_catalog.=) fk.confrelid
-        WHERE fk.all_visible), '[]'::jsonb)
+        WHERE fk.all_visible), '[]'::json)
 )::text

@@ -232,10 +232,6 @@ fn unsure(trace: &Trace) {
     );
 }
 
-/// Least name similarity for a column match to join the extraction's choice: every column of a
-/// table the question names scores about 0.55 through the table's name alone.
-const COLUMN_MATCH_MIN_SCORE: f32 = 0.6;
-
 /// The database as the pipeline sees it: the sandbox (PostgreSQL's parse tree, the policy,
 /// execution), the value index.
 struct Sandboxed;
@@ -266,6 +262,10 @@ impl Database for Sandboxed {
             .collect()
     }
 
+    fn sample(&mut self, schema: &mut nl2sql_core::schema::Schema, tables: &[usize]) {
+        catalog::sample_tables(schema, tables);
+    }
+
     fn skipped_value_columns(&mut self) -> Vec<String> {
         values::take_skipped()
     }
@@ -274,12 +274,7 @@ impl Database for Sandboxed {
         crate::pg::examples::similar(masked, k)
     }
 
-    fn similar_columns(&mut self, text: &str) -> Vec<(u32, String)> {
-        let k = gucs::column_matches();
-        values::search_columns(text, k)
-            .into_iter()
-            .filter(|c| c.score >= COLUMN_MATCH_MIN_SCORE)
-            .map(|c| (u32::from(c.relid), c.column))
-            .collect()
+    fn similar_columns(&mut self, text: &str, k: usize) -> Vec<(u32, String, f32)> {
+        values::search_columns(text, k).into_iter().map(|c| (u32::from(c.relid), c.column, c.score)).collect()
     }
 }

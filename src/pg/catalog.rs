@@ -3,7 +3,7 @@
 
 use crate::pg::sandbox;
 use nl2sql_core::error::{Report, SqlState};
-use nl2sql_core::schema::{ColumnStats, Schema, Table};
+use nl2sql_core::schema::{ColumnStats, Detail, Schema, Table};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use serde::Deserialize;
@@ -108,12 +108,30 @@ pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report
             s
         }
     };
-    if sample_rows > 0 {
-        let fits = schema.tables_within(max_tokens);
-        refresh_changes(&mut schema.tables[..fits]);
-        attach_stats(&mut schema.tables[..fits], sample_rows);
+    // A schema that shows whole within the budget is sampled whole; a wider one is sampled
+    // where the question links to it (sample_tables, from the pipeline).
+    if sample_rows > 0 && schema.render(max_tokens).detail > Detail::Bare {
+        refresh_changes(&mut schema.tables);
+        attach_stats(&mut schema.tables, sample_rows);
     }
     Ok(schema)
+}
+
+/// Samples `tables` of `schema` (nl2sql.sample_rows; nothing under nl2sql.privacy), for a
+/// schema too wide to be sampled whole.
+pub fn sample_tables(schema: &mut Schema, tables: &[usize]) {
+    let sample_rows = crate::gucs::sample_rows();
+    if sample_rows == 0 || crate::pg::session::privacy() {
+        return;
+    }
+    // One read of the change counters for all of them, not one per table.
+    let picked: Vec<usize> = tables.iter().copied().filter(|&t| t < schema.tables.len()).collect();
+    let mut some: Vec<Table> = picked.iter().map(|&t| schema.tables[t].clone()).collect();
+    refresh_changes(&mut some);
+    attach_stats(&mut some, sample_rows);
+    for (t, table) in picked.into_iter().zip(some) {
+        schema.tables[t] = table;
+    }
 }
 
 /// Reads the tables' current row-change counters (the cached schema has old ones).

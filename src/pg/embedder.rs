@@ -44,6 +44,41 @@ pub fn for_stored_values() -> Embedder {
     e
 }
 
+/// What embeds column descriptions (nl2sql.column_embedder).
+pub enum Columns {
+    /// The value index's embedder: signatures (built-in) or the endpoint's vectors.
+    Values(Embedder),
+    /// all-MiniLM-L6-v2 in this backend.
+    MiniLm,
+}
+
+impl Columns {
+    /// The id stored with each column's vector.
+    pub fn id(&self) -> String {
+        match self {
+            Columns::Values(e) => e.id(),
+            Columns::MiniLm => format!("{}@nl2sql", nl2sql_core::minilm::ID),
+        }
+    }
+
+    /// Vectors of `texts`; None for the built-in embedder, which stores signatures.
+    pub fn vectors(&self, texts: &[String]) -> Option<Vec<Vec<f32>>> {
+        match self {
+            Columns::Values(Embedder::Builtin) => None,
+            Columns::Values(Embedder::Remote(ep)) => Some(embed(ep, texts)),
+            Columns::MiniLm => Some(crate::pg::minilm::embed(texts)),
+        }
+    }
+}
+
+/// The embedder of column descriptions.
+pub fn for_columns() -> Columns {
+    match gucs::column_embedder() {
+        gucs::ColumnEmbedder::Values => Columns::Values(current()),
+        gucs::ColumnEmbedder::MiniLm => Columns::MiniLm,
+    }
+}
+
 /// Embeds `texts` with the endpoint, in batches; raises the endpoint's error.
 pub fn embed(ep: &Endpoint, texts: &[String]) -> Vec<Vec<f32>> {
     if texts.is_empty() {

@@ -72,6 +72,39 @@ pub fn key(question: &str, sql: &str) -> (String, Vec<f32>) {
     (masked, v)
 }
 
+/// The sentence model's vectors of masked questions (pgvector literals) when
+/// nl2sql.column_embedder is minilm; None otherwise.
+fn meaning(masked: &[String]) -> Option<Vec<String>> {
+    if crate::gucs::column_embedder() != crate::gucs::ColumnEmbedder::MiniLm {
+        return None;
+    }
+    Some(crate::pg::minilm::embed(masked).iter().map(|v| crate::pg::embedder::vector_literal(v)).collect())
+}
+
+/// Computes the sentence model's vector of every example that has none (minilm only), as the
+/// extension's owner; how many.
+pub fn embed_meanings() -> usize {
+    if crate::gucs::column_embedder() != crate::gucs::ColumnEmbedder::MiniLm {
+        return 0;
+    }
+    owner::as_owner(|| {
+        let rows: Vec<(i64, String)> = spi::rows(
+            "SELECT id, question_masked FROM nl2sql.example_store WHERE meaning IS NULL ORDER BY id",
+            &[],
+            |r| Some((r.get::<i64>(1).ok()??, r.get::<String>(2).ok()??)),
+        );
+        let texts: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
+        let Some(vectors) = meaning(&texts) else { return 0 };
+        let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+        spi::write(
+            "UPDATE nl2sql.example_store s SET meaning = x.m::vector
+             FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::text[])) AS x(id, m) WHERE s.id = x.id",
+            &[ids.into(), vectors.into()],
+        );
+        rows.len()
+    })
+}
+
 /// A quoted schema name of pgvector (its operators are spelled out in queries that run with
 /// the caller's search_path).
 fn vector_schema() -> String {
@@ -120,10 +153,11 @@ fn validate(question: &str, sql: &str, hint: Option<&str>) -> Vec<pg_sys::Oid> {
 fn store(question: &str, sql: &str, thought: Option<&str>, hint: Option<&str>, source: &str, enabled: bool, reads: Vec<pg_sys::Oid>) -> i64 {
     let (masked, v) = key(question, sql);
     let by = owner::caller();
+    let meaning = meaning(std::slice::from_ref(&masked)).and_then(|mut v| v.pop());
     owner::as_owner(|| {
         spi::write_one::<i64>(
-            "INSERT INTO nl2sql.example_store (question, question_masked, sql, thought, hint, source, executed, enabled, relations, added_by, embedding)
-             VALUES ($1, $2, $3, $4, $5, $6, true, $7, $8::pg_catalog.oid[]::pg_catalog.regclass[], $9, $10::text::vector) RETURNING id",
+            "INSERT INTO nl2sql.example_store (question, question_masked, sql, thought, hint, source, executed, enabled, relations, added_by, embedding, meaning)
+             VALUES ($1, $2, $3, $4, $5, $6, true, $7, $8::pg_catalog.oid[]::pg_catalog.regclass[], $9, $10::text::vector, $11::text::vector) RETURNING id",
             &[
                 question.into(),
                 masked.as_str().into(),
@@ -135,6 +169,7 @@ fn store(question: &str, sql: &str, thought: Option<&str>, hint: Option<&str>, s
                 DatumWithOid::from(reads),
                 by.into(),
                 crate::pg::embedder::vector_literal(&v).as_str().into(),
+                meaning.into(),
             ],
         )
     })
@@ -253,14 +288,20 @@ pub fn similar(masked: &str, k: usize) -> Vec<Example> {
     }
     let v = crate::pg::embedder::vector_literal(&embed::embed(masked, embed::BUILTIN_DIMS));
     let vs = vector_schema();
+    // With the sentence model, examples it embedded rank by meaning, the others after them by
+    // the built-in embedder.
     let sql = format!(
         "SELECT id, question, sql, thought, hint, source,
-                (1 OPERATOR(pg_catalog.-) (embedding OPERATOR({vs}.<=>) $1::text::{vs}.vector))::float4
-         FROM nl2sql.examples WHERE enabled
-         ORDER BY embedding OPERATOR({vs}.<=>) $1::text::{vs}.vector LIMIT $2"
+                (1 OPERATOR(pg_catalog.-) d)::float4
+         FROM (SELECT *, CASE WHEN $3::text IS NOT NULL AND meaning IS NOT NULL
+                              THEN meaning OPERATOR({vs}.<=>) $3::text::{vs}.vector
+                              ELSE embedding OPERATOR({vs}.<=>) $1::text::{vs}.vector END AS d
+               FROM nl2sql.examples WHERE enabled) e
+         ORDER BY ($3::text IS NOT NULL AND meaning IS NULL), d LIMIT $2"
     );
     sandbox::savepoint(|| {
-        spi::rows(&sql, &[v.as_str().into(), (k as i64).into()], |r| {
+        let by_meaning: Option<String> = meaning(&[masked.to_string()]).and_then(|mut m| m.pop());
+        spi::rows(&sql, &[v.as_str().into(), (k as i64).into(), by_meaning.into()], |r| {
             Some(Example {
                 id: r.get::<i64>(1).ok()??,
                 question: r.get::<String>(2).ok()??,

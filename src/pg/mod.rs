@@ -6,6 +6,7 @@ pub mod errors;
 pub mod examples;
 pub mod history;
 pub mod hooks;
+pub mod minilm;
 pub mod model;
 pub mod owner;
 pub mod policy;

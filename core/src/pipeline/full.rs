@@ -34,7 +34,20 @@ pub(super) fn full(
 ) -> Result<(String, Execution), AskError> {
     let secret = llm.secret().map(str::to_string);
     let llm_error = |e: &LlmError| AskError::Llm(Report::from_diagnostic(e).redact(secret.as_deref()));
-    let whole = schema.render(settings.schema_max_tokens);
+    // Open-SQL's variable-length schema: when the whole schema does not fit the budget in full,
+    // the columns and values retrieved for the question decide which tables keep their detail.
+    // A wide schema comes without samples: the linked tables are sampled here.
+    let mut linking = Linking::default();
+    let mut whole = schema.render(settings.schema_max_tokens);
+    let wide = whole.detail < Detail::Full || whole.tables_omitted > 0;
+    let mut owned = None;
+    if wide {
+        linking = link(q, schema, settings, db, trace);
+        let s = sampled(schema, &linking.columns, db);
+        whole = s.render_linked(settings.schema_max_tokens, &linking);
+        owned = Some(s);
+    }
+    let schema = owned.as_ref().unwrap_or(schema);
 
     // Extraction: columns, entities, and what the answer returns.
     let mut ex = Extraction::default();
@@ -92,7 +105,8 @@ pub(super) fn full(
     }
     let mut matched: Vec<(usize, usize)> = Vec::new();
     if extraction && settings.column_matches > 0 {
-        for (oid, column) in db.similar_columns(&q.text).into_iter().take(settings.column_matches) {
+        let found = db.similar_columns(&q.text, settings.column_matches);
+        for (oid, column, _) in found.into_iter().filter(|c| c.2 >= COLUMN_MATCH_MIN_SCORE) {
             if let Some(t) = schema.tables.iter().position(|t| t.oid == oid) {
                 if let Some(c) = schema.tables[t].columns.iter().position(|c| c.name == column) {
                     matched.push((t, c));
@@ -101,14 +115,7 @@ pub(super) fn full(
         }
     }
     // Columns the retrieved values live in belong to the question too.
-    let mut from_values: Vec<(usize, usize)> = Vec::new();
-    for v in &trace.values {
-        for (t, table) in schema.tables.iter().enumerate() {
-            if let Some(c) = table.columns.iter().position(|c| v.column == format!("{}.{}", table.ident, c.ident)) {
-                from_values.push((t, c));
-            }
-        }
-    }
+    let from_values = value_columns(schema, &trace.values);
     let focus = if extraction && !chosen.is_empty() {
         let mut all = chosen.clone();
         all.extend(matched.iter().copied());
@@ -129,7 +136,22 @@ pub(super) fn full(
             full_schema_tokens: whole.tokens,
         });
     }
-    let rendered = show_schema(trace, &focus.schema, settings);
+    // On a wide schema the candidates see the per-question tables in full and the others by
+    // name: a table the extraction missed can still be written.
+    let rendered = if wide {
+        let mut columns = linking.columns.clone();
+        for t in &focus.schema.tables {
+            if let Some(ti) = schema.tables.iter().position(|x| x.ident == t.ident) {
+                columns.extend(t.columns.iter().filter_map(|c| schema.tables[ti].columns.iter().position(|x| x.name == c.name).map(|ci| (ti, ci))));
+            }
+        }
+        // The extraction's choice first, then what retrieval linked.
+        let chosen: Vec<(usize, usize)> = columns.iter().copied().filter(|c| !linking.columns.contains(c)).collect();
+        let linked = if chosen.is_empty() { linking.clone() } else { Linking { columns: chosen, rank: linking.rank.clone() } };
+        show_linked(trace, &sampled(schema, &linked.columns, db), &linked, settings)
+    } else {
+        show_schema(trace, &focus.schema, settings)
+    };
 
     // Examples (few-shot) for the candidates: the question masked by the schema's names and the
     // stored values found in it.

@@ -87,10 +87,20 @@ pub(super) fn interactive(
     }
 }
 
+/// Columns one SearchColumns turn shows at most.
+const AGENT_COLUMNS: usize = 10;
+
 /// SearchColumns: the database's column search, else columns sharing a word with the query.
 fn search_columns(schema: &Schema, db: &mut dyn Database, what: &str) -> String {
     let mut found: Vec<(usize, usize)> = Vec::new();
-    for (oid, column) in db.similar_columns(what) {
+    let mut close = db.similar_columns(what, AGENT_COLUMNS);
+    // The close ones; else the closest few, however far (a search by meaning scores lower).
+    if close.iter().any(|c| c.2 >= COLUMN_MATCH_MIN_SCORE) {
+        close.retain(|c| c.2 >= COLUMN_MATCH_MIN_SCORE);
+    } else {
+        close.truncate(AGENT_COLUMNS / 2);
+    }
+    for (oid, column, _) in close {
         if let Some(t) = schema.tables.iter().position(|t| t.oid == oid) {
             if let Some(c) = schema.tables[t].columns.iter().position(|c| c.name == column) {
                 found.push((t, c));

@@ -62,6 +62,8 @@ struct FakeDb {
     examples: Vec<Example>,
     /// Masked questions examples were searched by.
     masked: Vec<String>,
+    /// Tables the pipeline asked to sample.
+    sampled: Vec<usize>,
 }
 
 impl ValueLookup for FakeDb {
@@ -105,12 +107,21 @@ impl Database for FakeDb {
         self.skipped = skip.to_vec();
         self.values.clone()
     }
-    fn similar_columns(&mut self, _text: &str) -> Vec<(u32, String)> {
-        self.columns.clone()
+    fn similar_columns(&mut self, _text: &str, k: usize) -> Vec<(u32, String, f32)> {
+        self.columns.iter().take(k).map(|(t, c)| (*t, c.clone(), 0.8)).collect()
     }
     fn similar_examples(&mut self, masked: &str, k: usize) -> Vec<Example> {
         self.masked.push(masked.to_string());
         self.examples.iter().take(k).cloned().collect()
+    }
+    fn sample(&mut self, schema: &mut Schema, tables: &[usize]) {
+        for &t in tables {
+            self.sampled.push(t);
+            for c in &mut schema.tables[t].columns {
+                c.stats = Some(crate::schema::ColumnStats { values: vec![format!("sample of {}", c.name)], distinct: 99, ..Default::default() });
+                c.category = "S".into();
+            }
+        }
     }
 }
 
@@ -860,6 +871,50 @@ fn abstains_below_min_confidence_with_the_candidates_in_detail() {
     let mut llm = script(&["SELECT count(*) FROM singer"]);
     let a = ask(&q("How many singers?"), &sample_schema(), &settings(), &mut llm, &mut FakeDb::default()).expect("answer");
     assert!(a.trace.confidence.is_none() && abstain_below(a, 1.0).is_ok());
+}
+
+/// star_schema() among `n` unrelated tables of twelve columns each.
+fn wide_star(n: usize) -> Schema {
+    let mut s = star_schema();
+    for i in 0..n {
+        let mut t = s.tables[3].clone();
+        t.oid = 100 + i as u32;
+        t.name = format!("ledger_{i}");
+        t.ident = t.name.clone();
+        t.columns = (0..12).map(|c| { let mut col = s.tables[3].columns[1].clone(); col.name = format!("entry_{c}"); col.ident = col.name.clone(); col }).collect();
+        t.primary_key = vec![];
+        s.tables.push(t);
+    }
+    s
+}
+
+#[test]
+fn wide_schema_links_before_the_model_and_keeps_names() {
+    let schema = wide_star(60);
+    // Room for every name line (listed first, in schema order, for the model's cache) and the
+    // per-question tables, not for every table in full.
+    let s = Settings { schema_max_tokens: 2800, candidates: 1, first_wave: 1, ..full() };
+    assert!(schema.render(2800).detail < crate::schema::Detail::Full, "the test needs a schema too wide to show whole");
+    let mut db = FakeDb { columns: vec![(2, "country".into()), (2, "name".into())], ..Default::default() };
+    let mut llm = script(&[
+        "#columns: singer.name, concert.concert_name\n#values: singer.country = 'France'\n#select: singer name; concert name",
+        "#SQL: SELECT 1",
+    ]);
+    let a = ask(&q("Which French singers sang in which concerts?"), &schema, &s, &mut llm, &mut db).expect("answer");
+    // Retrieval linked singer's columns before any model call; only linked tables were sampled.
+    assert_eq!(a.trace.linked, vec!["singer.country", "singer.name"]);
+    assert!(db.sampled.contains(&1) && !db.sampled.contains(&10), "{:?}", db.sampled);
+    // The extraction saw singer in full (sampled) and every other table by name.
+    let extract = &llm.prompts()[0][1].content;
+    assert!(extract.contains("#   country: text, e.g. ('sample of country')"), "{extract}");
+    assert!(extract.contains("# All tables (names only):\n# concert(") && extract.contains("# ledger_59(entry_0,"), "{extract}");
+    // The candidate saw the extraction's tables and the join path in full, the rest by name.
+    let gen = &llm.prompts()[1][1].content;
+    assert!(gen.contains("# singer_in_concert (\n") && gen.contains("#   concert_name: text"), "{gen}");
+    assert!(gen.contains("# stadium(stadium_id, name, capacity)"), "{gen}");
+    assert!(a.trace.schema_tokens <= 2800);
+    assert_eq!(a.trace.tables_omitted, 0);
+    assert!(a.trace.schema_columns.contains(&"ledger_0.entry_3".to_string()));
 }
 
 #[path = "tests/interactive.rs"]

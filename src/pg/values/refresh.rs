@@ -55,13 +55,19 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
         }
     }
     let embedder = embedder::for_stored_values();
-    owner::as_owner(|| match embedder {
-        Embedder::Remote(ep) => {
-            drain_queue(&ep);
-            embed_pending_columns(&ep);
+    let columns = embedder::for_columns();
+    owner::as_owner(|| {
+        if let Embedder::Remote(ep) = &embedder {
+            drain_queue(ep);
         }
-        // Columns an endpoint embedded before the built-in embedder came back get their signatures.
-        Embedder::Builtin => spi::write("SELECT nl2sql._refresh_column_embeddings(NULL)", &[]),
+        // New and changed relations (with the built-in embedder: every row's signature as
+        // its embedding); with vectors, then every description not yet in this embedder's.
+        spi::write("SELECT nl2sql._refresh_column_embeddings(NULL)", &[]);
+        if !matches!(columns, embedder::Columns::Values(Embedder::Builtin)) {
+            embed_pending_columns(&columns);
+            // The examples library's masked questions, with the same model.
+            crate::pg::examples::embed_meanings();
+        }
     });
     out
 }
@@ -148,9 +154,10 @@ fn drain_queue(ep: &nl2sql_core::http::Endpoint) {
     }
 }
 
-/// Embeds the schema descriptions that the endpoint embedder has not seen yet.
-pub(super) fn embed_pending_columns(ep: &nl2sql_core::http::Endpoint) {
-    let id = Embedder::Remote(ep.clone()).id();
+/// Embeds the schema descriptions that the column embedder (an endpoint, or the in-database
+/// model) has not seen yet.
+pub(super) fn embed_pending_columns(columns: &embedder::Columns) {
+    let id = columns.id();
     let pending: Vec<(pg_sys::Oid, i16, String)> = spi::rows(
         "SELECT relid, attnum, description FROM nl2sql.column_embeddings WHERE embedder <> $1",
         &[id.as_str().into()],
@@ -160,12 +167,12 @@ pub(super) fn embed_pending_columns(ep: &nl2sql_core::http::Endpoint) {
         return;
     }
     let texts: Vec<String> = pending.iter().map(|p| p.2.clone()).collect();
-    let vectors = embedder::embed(ep, &texts);
+    let Some(vectors) = columns.vectors(&texts) else { return };
     let relids: Vec<pg_sys::Oid> = pending.iter().map(|p| p.0).collect();
     let attnums: Vec<i16> = pending.iter().map(|p| p.1).collect();
     let lits: Vec<String> = vectors.iter().map(|v| embedder::vector_literal(v)).collect();
     spi::write(
-        "UPDATE nl2sql.column_embeddings ce SET embedding = x.e::vector, embedder = $4, sig = NULL
+        "UPDATE nl2sql.column_embeddings ce SET embedding = x.e::vector, embedder = $4
          FROM ROWS FROM (pg_catalog.unnest($1::oid[]), pg_catalog.unnest($2::int2[]), pg_catalog.unnest($3::text[])) AS x(relid, attnum, e)
          WHERE ce.relid = x.relid AND ce.attnum = x.attnum",
         &[relids.into(), attnums.into(), lits.into(), id.as_str().into()],

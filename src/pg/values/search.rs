@@ -402,11 +402,8 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
         return vec![];
     }
     let caller = owner::caller();
-    let emb = embedder::current();
-    let qvec = match &emb {
-        Embedder::Builtin => None,
-        Embedder::Remote(ep) => embedder::embed(ep, &[query.to_string()]).first().map(|x| embedder::vector_literal(x)),
-    };
+    let emb = embedder::for_columns();
+    let qvec = emb.vectors(&[query.to_string()]).and_then(|v| v.first().map(|x| embedder::vector_literal(x)));
     let remote = qvec.is_some();
     let sql = column_sql(remote);
     let sigs: Vec<String> = phrases.iter().map(|p| embed::signature_text(p)).collect();
@@ -433,7 +430,8 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
         .unwrap_or_default()
     });
     let phrase_features: Vec<_> = phrases.iter().map(|p| embed::features(p)).collect();
-    let mut scored: Vec<FoundColumn> = rows
+    let query_features = embed::features(query);
+    let scored: Vec<(FoundColumn, f32, Option<f32>)> = rows
         .into_iter()
         .map(|(relid, column, table, description, cosine)| {
             let names = embed::features(&format!("{table} {column}"));
@@ -442,41 +440,54 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
                 .iter()
                 .map(|p| embed::feature_cosine(p, &own).max(0.9 * embed::feature_cosine(p, &names)))
                 .fold(0f32, f32::max);
-            let about = embed::feature_cosine(&embed::features(query), &embed::features(&description));
+            let about = embed::feature_cosine(&query_features, &embed::features(&description));
             let score = lexical.max(about).max(cosine.unwrap_or(0.0)).min(1.0);
-            FoundColumn { relid, column, score }
+            (FoundColumn { relid, column, score }, lexical.max(about), cosine)
         })
         .collect();
-    scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.column.cmp(&b.column)));
-    scored.truncate(k);
-    scored
+    let by_score = |a: &FoundColumn, b: &FoundColumn| b.score.total_cmp(&a.score).then(a.column.cmp(&b.column));
+    if !scored.iter().any(|s| s.2.is_some()) {
+        let mut found: Vec<FoundColumn> = scored.into_iter().map(|s| s.0).collect();
+        found.sort_by(by_score);
+        found.truncate(k);
+        return found;
+    }
+    // Names and meaning are two rankings whose scores do not compare (a sentence model's
+    // cosines run lower): reciprocal rank fusion orders by both.
+    // Names rank only where they match (the score at which a column joins the extraction's
+    // choice); below it a name similarity is noise that would outvote meaning.
+    let min = nl2sql_core::pipeline::COLUMN_MATCH_MIN_SCORE;
+    let mut fused = retrieve::fuse_ranks(&scored.iter().map(|s| ((s.1 >= min).then_some(s.1), s.2)).collect::<Vec<_>>());
+    fused.truncate(k);
+    let mut found: Vec<Option<FoundColumn>> = scored.into_iter().map(|s| Some(s.0)).collect();
+    fused.into_iter().filter_map(|i| found.get_mut(i).and_then(Option::take)).collect()
 }
 
-/// Candidate columns: per query phrase, the columns whose names' signatures are nearest
-/// (built-in), or the nearest descriptions by the endpoint's vectors. For the built-in
-/// embedder the embedder is checked outside the nearest-neighbour scan so that the HNSW index
-/// on signatures serves it (rows of an endpoint embedder have no signature).
+/// Candidate columns: per query phrase, the columns whose names' signatures are nearest (every
+/// row has one, whatever its embedder; the scan is unfiltered so that the HNSW index on
+/// signatures serves it); with vectors (`remote`), also the nearest descriptions by meaning
+/// (filtered inside: another embedder's vectors may have other dimensions).
 fn column_sql(remote: bool) -> String {
+    let by_name = "SELECT x.relid, x.attnum FROM pg_catalog.unnest($3::text[]) AS p(sig)
+                   CROSS JOIN LATERAL (SELECT relid, attnum FROM nl2sql.column_embeddings y
+                                       ORDER BY y.sig <~> p.sig::bit(256) LIMIT 50) x";
     let (source, cosine) = if remote {
         (
-            // Filtered inside: another endpoint's vectors may have other dimensions.
-            "FROM (SELECT * FROM nl2sql.column_embeddings x WHERE x.embedder = $2
-                   ORDER BY x.embedding <=> $4::vector LIMIT 200) ce",
-            "(1 - (ce.embedding <=> $4::vector))::float4",
+            format!(
+                "({by_name} UNION SELECT v.relid, v.attnum FROM (SELECT relid, attnum FROM nl2sql.column_embeddings x
+                 WHERE x.embedder = $2 ORDER BY x.embedding <=> $4::vector LIMIT 200) v)"
+            ),
+            "CASE WHEN ce.embedder = $2 THEN (1 - (ce.embedding <=> $4::vector))::float4 END",
         )
     } else {
-        (
-            "FROM pg_catalog.unnest($3::text[]) AS p(sig)
-             CROSS JOIN LATERAL (SELECT * FROM nl2sql.column_embeddings x
-                                 ORDER BY x.sig <~> p.sig::bit(256) LIMIT 50) ce",
-            "NULL::float4",
-        )
+        (format!("({by_name})"), "NULL::float4")
     };
     format!(
         "SELECT DISTINCT ce.relid, a.attname::text, c.relname::text, ce.description, {cosine}
-         {source}
+         FROM {source} k
+         JOIN nl2sql.column_embeddings ce ON ce.relid = k.relid AND ce.attnum = k.attnum
          JOIN pg_catalog.pg_attribute a ON a.attrelid = ce.relid AND a.attnum = ce.attnum
          JOIN pg_catalog.pg_class c ON c.oid = ce.relid
-         WHERE ce.embedder = $2 AND pg_catalog.has_column_privilege($1, ce.relid, ce.attnum, 'SELECT')"
+         WHERE pg_catalog.has_column_privilege($1, ce.relid, ce.attnum, 'SELECT')"
     )
 }
