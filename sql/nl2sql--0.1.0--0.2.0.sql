@@ -245,10 +245,13 @@ RETURNS text
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT format('%s %s (%s)%s',
-                  c.relname, a.attname, format_type(a.atttypid, a.atttypmod),
-                  coalesce(': ' || col_description(c.oid, a.attnum), '')
-                  || coalesce(' (table: ' || obj_description(c.oid, 'pg_class') || ')', ''))
+    -- comments are cut (a sentence model reads 128 tokens; a huge one would be copied into
+    -- every column's row)
+    SELECT left(format('%s %s (%s)%s',
+                       c.relname, a.attname, format_type(a.atttypid, a.atttypmod),
+                       coalesce(': ' || left(col_description(c.oid, a.attnum), 1000), '')
+                       || coalesce(' (table: ' || left(obj_description(c.oid, 'pg_class'), 1000) || ')', '')),
+                2000)
     FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
     WHERE c.oid = rel AND a.attnum = att
 $$;
@@ -264,11 +267,15 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     n bigint;
+    builtin boolean;
+BEGIN
+    -- The library is loaded first: until it is, a setting of its is a placeholder any role may
+    -- have set; loading it drops what a role had no right to set.
+    PERFORM nl2sql.builtin_embedder();
     -- the built-in embedder stores signatures; an endpoint or the in-database model (column
     -- embedder minilm) stores vectors, computed by nl2sql.refresh_value_indexes()
-    builtin boolean := coalesce(current_setting('nl2sql.embedding_url', true), '') = ''
-                       AND coalesce(current_setting('nl2sql.column_embedder', true), 'values') = 'values';
-BEGIN
+    builtin := coalesce(current_setting('nl2sql.embedding_url', true), '') = ''
+               AND coalesce(current_setting('nl2sql.column_embedder', true), 'values') = 'values';
     DELETE FROM nl2sql.column_embeddings e
     WHERE (rel IS NULL OR e.relid = rel)
       AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = e.relid AND a.attnum = e.attnum

@@ -1,6 +1,8 @@
 """Wide schemas: Open-SQL's variable-length schema within nl2sql.schema_max_tokens, linked by
 retrieval before any model call, and column search by meaning with the in-database sentence
 model (nl2sql.column_embedder = minilm)."""
+import os
+
 import psycopg
 import pytest
 from psycopg import errors
@@ -123,3 +125,112 @@ def test_column_embedder_is_for_superusers(wide):
         finally:
             c.execute("RESET ROLE")
             c.execute("DROP ROLE wide_ann")
+
+
+def test_a_placeholder_set_before_the_library_loads_is_not_trusted(wide):
+    """A role sets nl2sql.column_embedder while the library is not loaded yet (a placeholder
+    any role may set); the SECURITY DEFINER refresh its DDL runs loads the library first, which
+    drops a value the role had no right to set."""
+    with psycopg.connect(autocommit=True, **wide) as admin:
+        admin.execute("DROP ROLE IF EXISTS wide_bob")
+        admin.execute("CREATE ROLE wide_bob")
+        admin.execute("GRANT CREATE ON SCHEMA public TO wide_bob")
+        try:
+            with psycopg.connect(autocommit=True, **wide) as c:  # a new backend: not loaded
+                c.execute("SET client_min_messages = error")
+                c.execute("SET ROLE wide_bob")
+                c.execute("SET nl2sql.column_embedder = 'minilm'")
+                c.execute("CREATE TABLE bob_t (a int, b text)")
+            rows = admin.execute("SELECT DISTINCT embedder FROM nl2sql.column_embeddings "
+                                 "WHERE relid = 'bob_t'::regclass").fetchall()
+            assert rows == [("builtin-v1",)], rows
+        finally:
+            admin.execute("DROP TABLE IF EXISTS bob_t")
+            admin.execute("REVOKE CREATE ON SCHEMA public FROM wide_bob")
+            admin.execute("DROP ROLE wide_bob")
+
+
+def test_huge_comments_and_search_texts_are_cut(wide):
+    """A table owner's megabyte comment is not copied into every column's description, and a
+    search text longer than a question is refused before any work."""
+    with psycopg.connect(autocommit=True, **wide) as c:
+        c.execute("CREATE TABLE huge_comment (a int, b int, c int)")
+        try:
+            c.execute("DO $$ BEGIN EXECUTE format('COMMENT ON TABLE huge_comment IS %L', repeat('x', 1000000)); "
+                      "EXECUTE format('COMMENT ON COLUMN huge_comment.a IS %L', repeat('y', 1000000)); END $$")
+            n, longest = c.execute("SELECT count(*), max(length(description)) FROM nl2sql.column_embeddings "
+                                   "WHERE relid = 'huge_comment'::regclass").fetchone()
+            assert n == 3 and longest <= 2000, (n, longest)
+        finally:
+            c.execute("DROP TABLE huge_comment")
+        for fn in ("search_columns", "search_values"):
+            with pytest.raises(errors.InvalidParameterValue):
+                c.execute(f"SELECT * FROM nl2sql.{fn}(repeat('a ', 100000), 1)")
+        assert c.execute("SELECT count(*) FROM nl2sql.search_columns(repeat('a ', 4000), 1)").fetchone()[0] <= 1
+
+
+@pytest.mark.parametrize("embedder", ["values", "minilm"])
+def test_columns_a_role_cannot_read_do_not_crowd_out_its_own(wide, embedder):
+    """A hostile owner makes 300 columns whose names and comments match a common question; a
+    role that cannot read them still finds the one column it can read."""
+    with psycopg.connect(autocommit=True, **wide) as c:
+        c.execute("SET client_min_messages = warning")
+        c.execute("DROP ROLE IF EXISTS wide_victim")
+        c.execute("CREATE ROLE wide_victim")
+        cols = ", ".join(f"revenue_{i} numeric" for i in range(300))
+        c.execute(f"CREATE TABLE customer_revenue_bait ({cols})")
+        c.execute("DO $$ BEGIN FOR i IN 0..299 LOOP EXECUTE format("
+                  "'COMMENT ON COLUMN customer_revenue_bait.%I IS %L', 'revenue_' || i, 'customer revenue'); "
+                  "END LOOP; END $$")
+        c.execute("CREATE TABLE sales (sale_id int, revenue numeric)")
+        c.execute("GRANT SELECT ON sales TO wide_victim")
+        try:
+            c.execute(f"SET nl2sql.column_embedder = {embedder}")
+            c.execute("SELECT count(*) FROM nl2sql.refresh_value_indexes()")
+            c.execute("SET ROLE wide_victim")
+            found = [r[0] for r in c.execute("SELECT relation::text || '.' || column_name "
+                                             "FROM nl2sql.search_columns('customer revenue', 5)")]
+            assert "sales.revenue" in found, found
+            assert not any(f.startswith("customer_revenue_bait.") for f in found), found
+        finally:
+            c.execute("RESET ROLE")
+            c.execute("RESET nl2sql.column_embedder")
+            c.execute("DROP TABLE customer_revenue_bait, sales")
+            c.execute("DROP ROLE wide_victim")
+            c.execute("SELECT count(*) FROM nl2sql.refresh_value_indexes()")
+
+
+def test_a_missing_model_degrades_column_search_to_names(wide):
+    """With nl2sql.column_embedder = minilm and the model's files gone, column search warns
+    (without the server's paths, for a plain role) and ranks by names instead of failing
+    every question."""
+    with psycopg.connect(autocommit=True, **wide) as c:
+        share = c.execute("SELECT setting FROM pg_config WHERE name = 'SHAREDIR'").fetchone()[0]
+    model = os.path.join(share, "extension", "nl2sql", "all-MiniLM-L6-v2")
+    if not os.path.isdir(model) or not os.access(os.path.dirname(model), os.W_OK):
+        pytest.skip("the model's directory cannot be moved aside here")
+    hidden = model + ".moved-by-test"
+    os.rename(model, hidden)
+    try:
+        with psycopg.connect(autocommit=True, **wide) as c:  # a new backend: nothing loaded
+            c.execute("DROP ROLE IF EXISTS wide_carol")
+            c.execute("CREATE ROLE wide_carol")
+            c.execute("GRANT SELECT ON support_ticket TO wide_carol")
+            warnings = []
+            # (a notice's fields are read in the handler: they are gone after it)
+            c.add_notice_handler(lambda d: warnings.append((d.sqlstate, d.message_primary, d.message_detail, d.message_hint)))
+            try:
+                c.execute("SET nl2sql.column_embedder = minilm")
+                c.execute("SET ROLE wide_carol")
+                found = [r[0] for r in c.execute("SELECT relation::text || '.' || column_name "
+                                                 "FROM nl2sql.search_columns('support ticket status', 3)")]
+                assert "support_ticket.status" in found, found
+                w = [d for d in warnings if d[0] == "58P01"]
+                assert w and w[0][2] is None and "superuser" in w[0][3], warnings
+                assert share not in str(warnings)
+            finally:
+                c.execute("RESET ROLE")
+                c.execute("REVOKE SELECT ON support_ticket FROM wide_carol")
+                c.execute("DROP ROLE wide_carol")
+    finally:
+        os.rename(hidden, model)

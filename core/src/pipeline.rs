@@ -709,7 +709,7 @@ fn zero_shot(
     if wide {
         // Linking looks the question's values up already.
         let linking = link(q, schema, settings, db, trace);
-        rendered = show_linked(trace, &sampled(schema, &linking.columns, db), &linking, settings);
+        rendered = show_linked(trace, &sampled(schema, &linking.columns, settings, db), &linking, settings);
     }
     let secret = llm.secret().map(str::to_string);
     if !settings.privacy {
@@ -801,8 +801,11 @@ fn shown(trace: &mut Trace, rendered: Rendered) -> Rendered {
 
 
 /// `schema` with the tables of `columns` sampled (a wide schema comes without samples; the
-/// database caches them).
-fn sampled(schema: &Schema, columns: &[(usize, usize)], db: &mut dyn Database) -> Schema {
+/// database caches them); as it is under nl2sql.privacy, which reads no rows for a prompt.
+fn sampled(schema: &Schema, columns: &[(usize, usize)], settings: &Settings, db: &mut dyn Database) -> Schema {
+    if settings.privacy {
+        return schema.clone();
+    }
     let mut tables: Vec<usize> = columns.iter().map(|c| c.0).collect();
     tables.sort_unstable();
     tables.dedup();

@@ -13,6 +13,18 @@ mod nl2sql {
         built.into_iter().map(|b| (b.relid, b.column, b.status, b.values, b.phrases, b.skipped, b.seconds))
     }
 
+    /// Raises 22023 for a search text longer than a question may be.
+    fn searchable(query: &str) {
+        use nl2sql_core::error::{Report, SqlState};
+        use nl2sql_core::pipeline::MAX_QUESTION_CHARS;
+        if query.chars().nth(MAX_QUESTION_CHARS).is_some() {
+            crate::pg::errors::raise(
+                &Report::new(SqlState::InvalidParameterValue, format!("search text is too long (at most {MAX_QUESTION_CHARS} characters)"))
+                    .hint("Search with the words of a question, not a document."),
+            );
+        }
+    }
+
     /// The built-in embedder's 256-bit signature of a text.
     #[pg_extern(immutable, strict, parallel_safe)]
     fn signature(text: &str) -> crate::pg::types::Bits {
@@ -125,6 +137,7 @@ mod nl2sql {
         query: &str,
         k: i32,
     ) -> TableIterator<'static, (name!(relation, pg_sys::Oid), name!(column_name, String), name!(value, String), name!(score, f32))> {
+        searchable(query);
         let found = values::search_values(query, &[], k.max(0) as usize, crate::gucs::value_threshold());
         TableIterator::new(found.into_iter().map(|f| (f.relid, f.column, f.value, f.score)))
     }
@@ -134,6 +147,7 @@ mod nl2sql {
         query: &str,
         k: i32,
     ) -> TableIterator<'static, (name!(relation, pg_sys::Oid), name!(column_name, String), name!(score, f32))> {
+        searchable(query);
         let found = values::search_columns(query, k.max(0) as usize);
         TableIterator::new(found.into_iter().map(|f| (f.relid, f.column, f.score)))
     }

@@ -61,6 +61,23 @@ impl Columns {
         }
     }
 
+    /// The vector of a question; None for the built-in embedder, and None with a WARNING when
+    /// the in-database model cannot be loaded (search falls back to names: a missing model
+    /// must not fail every role's questions).
+    pub fn query_vector(&self, text: &str) -> Option<Vec<f32>> {
+        let texts = [text.to_string()];
+        match self {
+            Columns::MiniLm => match crate::pg::minilm::try_embed(&texts) {
+                Ok(v) => v.into_iter().next(),
+                Err(r) => {
+                    crate::pg::errors::warn(&r);
+                    None
+                }
+            },
+            _ => self.vectors(&texts).and_then(|v| v.into_iter().next()),
+        }
+    }
+
     /// Vectors of `texts`; None for the built-in embedder, which stores signatures.
     pub fn vectors(&self, texts: &[String]) -> Option<Vec<Vec<f32>>> {
         match self {

@@ -21,6 +21,18 @@ pub fn raise(d: &dyn Diagnostic) -> ! {
     unreachable!("ERROR does not return")
 }
 
+/// Sends `d` as a WARNING.
+pub fn warn(d: &dyn Diagnostic) {
+    let mut e = ErrorReport::new(errcode(d.sqlstate()), d.message(), "nl2sql");
+    if let Some(detail) = d.detail() {
+        e = e.set_detail(detail);
+    }
+    if let Some(hint) = d.hint() {
+        e = e.set_hint(hint);
+    }
+    e.report(PgLogLevel::WARNING);
+}
+
 /// Raises an ERROR with this SQLSTATE, message, detail and hint; never returns.
 pub fn fail(state: SqlState, message: String, detail: Option<String>, hint: Option<&str>) -> ! {
     let mut r = Report::new(state, message);

@@ -28,24 +28,36 @@ pub fn directory() -> PathBuf {
     PathBuf::from(share).join("extension").join("nl2sql").join(minilm::ID)
 }
 
-/// The model, loaded on first use; raises 58P01 when its files are missing or unreadable.
-fn model() -> Rc<Model> {
+/// The model, loaded on first use; 58P01 when its files are missing or unreadable (the
+/// server's paths in the detail for superusers only).
+fn model() -> Result<Rc<Model>, Report> {
     if let Some(m) = MODEL.with_borrow(|m| m.clone()) {
-        return m;
+        return Ok(m);
     }
     let dir = directory();
     match Model::load(&dir) {
         Ok(m) => {
             let m = Rc::new(m);
             MODEL.with_borrow_mut(|slot| *slot = Some(m.clone()));
-            m
+            Ok(m)
         }
-        Err(e) => errors::raise(
-            &Report::new(SqlState::Other(*b"58P01"), format!("could not load the sentence model {}", minilm::ID))
-                .detail(format!("{}: {e}", dir.display()))
-                .hint("scripts/setup.sh installs its files; or SET nl2sql.column_embedder = values."),
-        ),
+        Err(e) => {
+            let r = Report::new(SqlState::Other(*b"58P01"), format!("could not load the sentence model {}", minilm::ID))
+                .hint("scripts/setup.sh installs its files; until then a superuser can SET nl2sql.column_embedder = values.");
+            // SAFETY: superuser() reads the current user's catalog entry; a backend is running.
+            let superuser = unsafe { pg_sys::superuser() };
+            Err(if superuser { r.detail(format!("{}: {e}", dir.display())) } else { r })
+        }
     }
+}
+
+/// Like embed, with the model's load failure returned instead of raised.
+pub fn try_embed(texts: &[String]) -> Result<Vec<Vec<f32>>, Report> {
+    if texts.is_empty() {
+        return Ok(vec![]);
+    }
+    model()?;
+    Ok(embed(texts))
 }
 
 /// Unit vectors of `texts` (384 dimensions), cancel honoured between texts and layers.
@@ -53,7 +65,7 @@ pub fn embed(texts: &[String]) -> Vec<Vec<f32>> {
     if texts.is_empty() {
         return vec![];
     }
-    let m = model();
+    let m = model().unwrap_or_else(|r| errors::raise(&r));
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let mut out = Vec::with_capacity(texts.len());
     // Chunks: progress for long runs (a schema of 30,000 columns takes minutes).

@@ -56,6 +56,26 @@ pub fn write_rows<T>(sql: &str, args: &[DatumWithOid], row: impl Fn(&SpiHeapTupl
     })
 }
 
+/// Like set_local, for another extension's setting that an older version of it lacks: where it
+/// cannot be set, nothing is (the reason is logged at DEBUG1). Before that extension's library
+/// is loaded the value waits as a placeholder, applied when it loads.
+pub fn set_local_quietly(name: &std::ffi::CStr, value: &str) {
+    let value = std::ffi::CString::new(value).unwrap_or_default();
+    // SAFETY: as set_local; with elevel DEBUG1 a failure is reported at that level and returns 0.
+    unsafe {
+        pg_sys::set_config_option(
+            name.as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_LOCAL,
+            true,
+            pg_sys::DEBUG1 as i32,
+            false,
+        );
+    }
+}
+
 /// Sets a setting for the rest of the current GUC nest level or subtransaction (undone with
 /// it), without a query.
 pub fn set_local(name: &std::ffi::CStr, value: &str) {

@@ -58,12 +58,12 @@ impl Tokenizer {
     pub fn encode(&self, text: &str, max_tokens: usize) -> Vec<u32> {
         let room = max_tokens.max(2) - 2;
         let mut ids = vec![self.cls];
-        for word in basic_tokens(text) {
-            if ids.len() > room {
-                break;
-            }
-            self.wordpiece(&word, &mut ids);
-        }
+        // Words are read only until the ids are full: the cost is bounded by max_tokens, not
+        // by the text's length.
+        each_basic_token(text, |word| {
+            self.wordpiece(word, &mut ids);
+            ids.len() <= room
+        });
         ids.truncate(room + 1);
         ids.push(self.sep);
         ids
@@ -72,6 +72,10 @@ impl Tokenizer {
     /// Greedy longest-match-first pieces of one word, or one `[UNK]` when a part of it matches
     /// nothing or it is too long.
     fn wordpiece(&self, word: &str, out: &mut Vec<u32>) {
+        if word.chars().nth(MAX_WORD_CHARS).is_some() {
+            out.push(self.unk);
+            return;
+        }
         let bounds: Vec<usize> = word
             .char_indices()
             .map(|(i, _)| i)
@@ -117,53 +121,67 @@ impl Tokenizer {
 
 /// BERT's basic tokenisation: the words and punctuation marks that WordPiece then splits.
 pub fn basic_tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    each_basic_token(text, |w| {
+        out.push(w.to_string());
+        true
+    });
+    out
+}
+
+/// Calls `f` with each of `text`'s basic tokens in order, until `f` returns false. One pass,
+/// holding one word at a time.
+fn each_basic_token(text: &str, mut f: impl FnMut(&str) -> bool) {
     // Clean: drop NUL, U+FFFD and control characters; any whitespace (Unicode's White_Space,
-    // which holds BERT's Zs, tab, newline and carriage return) becomes a space; put spaces
-    // around CJK ideographs.
-    let mut clean = String::with_capacity(text.len() + 8);
+    // which holds BERT's Zs, tab, newline and carriage return) ends a word; a CJK ideograph
+    // is a word of its own.
+    let mut word = String::new();
     for c in text.chars() {
         if c == '\0' || c == '\u{fffd}' || is_control(c) {
             continue;
         }
-        if is_cjk(c) {
-            clean.push(' ');
-            clean.push(c);
-            clean.push(' ');
-        } else if c.is_whitespace() {
-            clean.push(' ');
-        } else {
-            clean.push(c);
-        }
-    }
-    let mut out = Vec::new();
-    for word in clean.split(char::is_whitespace).filter(|w| !w.is_empty()) {
-        // Strip accents (decompose, drop the nonspacing marks), then lowercase character by
-        // character: the order and the per-character lowercase (no final sigma) of the fast
-        // tokenizer (tokenizer.json) that sentence-transformers runs.
-        let mut piece = String::with_capacity(word.len());
-        let chars = word
-            .nfd()
-            .filter(|c| c.general_category() != GeneralCategory::NonspacingMark)
-            .flat_map(char::to_lowercase);
-        for c in chars {
-            if is_punctuation(c) {
-                if !piece.is_empty() {
-                    out.push(std::mem::take(&mut piece));
-                }
-                out.push(c.to_string());
-            } else if c.is_whitespace() {
-                if !piece.is_empty() {
-                    out.push(std::mem::take(&mut piece));
-                }
-            } else {
-                piece.push(c);
+        if is_cjk(c) || c.is_whitespace() {
+            if !split_word(&word, &mut f) {
+                return;
             }
-        }
-        if !piece.is_empty() {
-            out.push(piece);
+            word.clear();
+            if is_cjk(c) && !f(c.encode_utf8(&mut [0; 4])) {
+                return;
+            }
+        } else {
+            word.push(c);
         }
     }
-    out
+    split_word(&word, &mut f);
+}
+
+/// Passes the pieces of one whitespace-free `word` to `f`; false when `f` asked to stop.
+fn split_word(word: &str, f: &mut impl FnMut(&str) -> bool) -> bool {
+    if word.is_empty() {
+        return true;
+    }
+    // Strip accents (decompose, drop the nonspacing marks), then lowercase character by
+    // character: the order and the per-character lowercase (no final sigma) of the fast
+    // tokenizer (tokenizer.json) that sentence-transformers runs.
+    let mut piece = String::with_capacity(word.len());
+    let chars = word
+        .nfd()
+        .filter(|c| c.general_category() != GeneralCategory::NonspacingMark)
+        .flat_map(char::to_lowercase);
+    for c in chars {
+        if is_punctuation(c) || c.is_whitespace() {
+            if !piece.is_empty() && !f(&piece) {
+                return false;
+            }
+            piece.clear();
+            if is_punctuation(c) && !f(c.encode_utf8(&mut [0; 4])) {
+                return false;
+            }
+        } else {
+            piece.push(c);
+        }
+    }
+    piece.is_empty() || f(&piece)
 }
 
 /// BERT's control characters: every "other" category (Cc, Cf, Co, Cn, Cs) but tab, newline
@@ -218,6 +236,21 @@ mod tests {
             t.encode("Hello, World!", 128),
             vec![2, id("hello"), id(","), id("world"), id("!"), 3]
         );
+    }
+
+    #[test]
+    fn reading_stops_when_the_ids_are_full() {
+        let mut seen = 0;
+        each_basic_token(&"a, b ".repeat(1000), |_| {
+            seen += 1;
+            seen < 3
+        });
+        assert_eq!(seen, 3);
+        // A long text costs what its first words cost; a long word is one [UNK].
+        let t = tok();
+        let ids = t.encode(&"a ".repeat(5_000_000), 8);
+        assert_eq!(ids, vec![2, id("a"), id("a"), id("a"), id("a"), id("a"), id("a"), 3]);
+        assert_eq!(t.encode(&"b".repeat(1_000_000), 8), vec![2, 1, 3]);
     }
 
     #[test]

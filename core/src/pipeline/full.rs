@@ -43,7 +43,7 @@ pub(super) fn full(
     let mut owned = None;
     if wide {
         linking = link(q, schema, settings, db, trace);
-        let s = sampled(schema, &linking.columns, db);
+        let s = sampled(schema, &linking.columns, settings, db);
         whole = s.render_linked(settings.schema_max_tokens, &linking);
         owned = Some(s);
     }
@@ -148,7 +148,7 @@ pub(super) fn full(
         // The extraction's choice first, then what retrieval linked.
         let chosen: Vec<(usize, usize)> = columns.iter().copied().filter(|c| !linking.columns.contains(c)).collect();
         let linked = if chosen.is_empty() { linking.clone() } else { Linking { columns: chosen, rank: linking.rank.clone() } };
-        show_linked(trace, &sampled(schema, &linked.columns, db), &linked, settings)
+        show_linked(trace, &sampled(schema, &linked.columns, settings, db), &linked, settings)
     } else {
         show_schema(trace, &focus.schema, settings)
     };

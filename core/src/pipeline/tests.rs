@@ -917,5 +917,23 @@ fn wide_schema_links_before_the_model_and_keeps_names() {
     assert!(a.trace.schema_columns.contains(&"ledger_0.entry_3".to_string()));
 }
 
+#[test]
+fn wide_schema_reads_no_rows_under_privacy() {
+    // nl2sql.privacy: the linked tables are not sampled, in zero-shot and in the full pipeline.
+    let schema = wide_star(60);
+    for mode in [Mode::Full, Mode::ZeroShot] {
+        let s = Settings { mode, schema_max_tokens: 2800, candidates: 1, first_wave: 1, privacy: true, ..full() };
+        let mut db = FakeDb { columns: vec![(2, "country".into()), (2, "name".into())], ..Default::default() };
+        let extraction = "#columns: singer.name, concert.concert_name\n#values: singer.country = 'France'\n#select: singer name";
+        let mut llm = if mode == Mode::Full { script(&[extraction, "#SQL: SELECT 1"]) } else { script(&["#SQL: SELECT 1"]) };
+        let a = ask(&q("Which French singers sang in which concerts?"), &schema, &s, &mut llm, &mut db).expect("answer");
+        assert_eq!(a.trace.linked, vec!["singer.country", "singer.name"], "{mode:?}");
+        assert!(db.sampled.is_empty(), "{mode:?}: {:?}", db.sampled);
+        for p in llm.prompts() {
+            assert!(!p.iter().any(|m| m.content.contains("sample of")), "{mode:?}");
+        }
+    }
+}
+
 #[path = "tests/interactive.rs"]
 mod interactive;

@@ -403,7 +403,7 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
     }
     let caller = owner::caller();
     let emb = embedder::for_columns();
-    let qvec = emb.vectors(&[query.to_string()]).and_then(|v| v.first().map(|x| embedder::vector_literal(x)));
+    let qvec = emb.query_vector(query).map(|x| embedder::vector_literal(&x));
     let remote = qvec.is_some();
     let sql = column_sql(remote);
     let sigs: Vec<String> = phrases.iter().map(|p| embed::signature_text(p)).collect();
@@ -417,6 +417,8 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
         sandbox::discarded(|| {
             spi::set_local(c"lock_timeout", READ_LOCK_TIMEOUT);
             spi::set_local(c"hnsw.ef_search", &gucs::search_ef().to_string());
+            // Columns the caller cannot read must not crowd out those it can (pgvector 0.8).
+            spi::set_local_quietly(c"hnsw.iterative_scan", "strict_order");
             spi::rows(&sql, &args, |r| {
                 Some((
                     r.get::<pg_sys::Oid>(1).ok()??,
@@ -463,19 +465,23 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
     fused.into_iter().filter_map(|i| found.get_mut(i).and_then(Option::take)).collect()
 }
 
-/// Candidate columns: per query phrase, the columns whose names' signatures are nearest (every
-/// row has one, whatever its embedder; the scan is unfiltered so that the HNSW index on
-/// signatures serves it); with vectors (`remote`), also the nearest descriptions by meaning
-/// (filtered inside: another embedder's vectors may have other dimensions).
+/// Candidate columns: per query phrase, the readable columns whose names' signatures are
+/// nearest (every row has one, whatever its embedder; the HNSW index on signatures serves it,
+/// scanning on past the columns the caller cannot read: hnsw.iterative_scan); with vectors (`remote`), also the nearest descriptions by meaning
+/// among those the caller may read (filtered inside: another embedder's vectors may have other
+/// dimensions, and columns the caller cannot read must not crowd out those it can; the scan
+/// is sequential anyway, the vectors having no index).
 fn column_sql(remote: bool) -> String {
     let by_name = "SELECT x.relid, x.attnum FROM pg_catalog.unnest($3::text[]) AS p(sig)
                    CROSS JOIN LATERAL (SELECT relid, attnum FROM nl2sql.column_embeddings y
+                                       WHERE pg_catalog.has_column_privilege($1, y.relid, y.attnum, 'SELECT')
                                        ORDER BY y.sig <~> p.sig::bit(256) LIMIT 50) x";
     let (source, cosine) = if remote {
         (
             format!(
                 "({by_name} UNION SELECT v.relid, v.attnum FROM (SELECT relid, attnum FROM nl2sql.column_embeddings x
-                 WHERE x.embedder = $2 ORDER BY x.embedding <=> $4::vector LIMIT 200) v)"
+                 WHERE x.embedder = $2 AND pg_catalog.has_column_privilege($1, x.relid, x.attnum, 'SELECT')
+                 ORDER BY x.embedding <=> $4::vector LIMIT 200) v)"
             ),
             "CASE WHEN ce.embedder = $2 THEN (1 - (ce.embedding <=> $4::vector))::float4 END",
         )
