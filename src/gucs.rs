@@ -53,6 +53,7 @@ static AGREEMENT: GucSetting<i32> = GucSetting::<i32>::new(2);
 static MIN_CONFIDENCE: GucSetting<f64> = GucSetting::<f64>::new(0.5);
 static USE_EXTRACTION: GucSetting<bool> = GucSetting::<bool>::new(true);
 static EXTRACTION_MIN_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(2_000);
+static EXTRACTION_MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(8_000);
 static LLM_N: GucSetting<bool> = GucSetting::<bool>::new(true);
 static USE_CHAIN_OF_THOUGHT: GucSetting<bool> = GucSetting::<bool>::new(false);
 static ALIGN_AGENT: GucSetting<bool> = GucSetting::<bool>::new(true);
@@ -490,6 +491,16 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
+    GucRegistry::define_int_guc(
+        c"nl2sql.extraction_max_tokens",
+        c"Largest schema (estimated tokens) the extraction is shown whole when the candidates' is cut to nl2sql.schema_max_tokens.",
+        c"The same prompt for every question, which an endpoint's cache keeps; a wider schema is linked by column and value search first.",
+        &EXTRACTION_MAX_TOKENS,
+        0,
+        1_000_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
     GucRegistry::define_bool_guc(
         c"nl2sql.use_chain_of_thought",
         c"Whether candidates are written with the structured chain of thought.",
@@ -855,6 +866,10 @@ pub fn use_extraction() -> bool {
 
 pub fn extraction_min_tokens() -> usize {
     EXTRACTION_MIN_TOKENS.get().max(0) as usize
+}
+
+pub fn extraction_max_tokens() -> usize {
+    EXTRACTION_MAX_TOKENS.get().max(0) as usize
 }
 
 pub fn llm_n() -> bool {

@@ -164,6 +164,9 @@ pub struct Settings {
     /// Extraction runs only when the whole schema is larger than this (estimated tokens):
     /// a smaller one goes whole to the candidates, and their prompt starts as every other's.
     pub extraction_min_tokens: usize,
+    /// On a schema wider than schema_max_tokens, the extraction still sees it whole when it
+    /// fits this (estimated tokens): one prompt for every question, which an endpoint caches.
+    pub extraction_max_tokens: usize,
     pub chain_of_thought: bool,
     pub alignment: Rules,
     /// Columns from the schema embeddings added to the per-question schema.
@@ -196,6 +199,7 @@ impl Settings {
             temperature: 0.0,
             extraction: false,
             extraction_min_tokens: 0,
+            extraction_max_tokens: 0,
             chain_of_thought: false,
             alignment: Rules { agent: false, function: false, style: false },
             column_matches: 0,

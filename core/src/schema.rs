@@ -118,6 +118,9 @@ pub struct Rendered {
     pub tables_omitted: usize,
     /// The columns the text shows, in any form, as `table.column` (idents).
     pub columns: Vec<String>,
+    /// Indices of the tables whose columns the text details (with types), in Open-SQL's
+    /// renderings; none in the names-only and CREATE TABLE forms.
+    pub detailed: Vec<usize>,
 }
 
 impl Schema {
@@ -165,7 +168,8 @@ impl Schema {
             let text = self.render_tables(&self.tables, detail, 0);
             let tokens = estimate_tokens(&text);
             if tokens <= max_tokens {
-                return Rendered { text, tokens, detail, tables_shown: self.tables.len(), tables_omitted: 0, columns: self.column_names(self.tables.len()) };
+                let detailed = if detail == Detail::Names { vec![] } else { (0..self.tables.len()).collect() };
+                return Rendered { text, tokens, detail, tables_shown: self.tables.len(), tables_omitted: 0, columns: self.column_names(self.tables.len()), detailed };
             }
         }
         // Still too large: keep the longest prefix of tables that fits. Start from the prefix
@@ -196,6 +200,7 @@ impl Schema {
                     tables_shown: shown,
                     tables_omitted: all - shown,
                     columns: self.column_names(shown),
+                    detailed: vec![],
                 };
             }
             shown = (shown * 9 / 10).clamp(1, shown - 1);
@@ -249,7 +254,7 @@ impl Schema {
         out
     }
 
-    fn render_tables(&self, tables: &[Table], detail: Detail, omitted: usize) -> String {
+    pub(crate) fn render_tables(&self, tables: &[Table], detail: Detail, omitted: usize) -> String {
         let mut out = String::new();
         for t in tables {
             render_table(&mut out, t, detail);

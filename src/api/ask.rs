@@ -202,6 +202,7 @@ pub fn settings() -> Settings {
         temperature: gucs::temperature(),
         extraction: gucs::use_extraction(),
         extraction_min_tokens: gucs::extraction_min_tokens(),
+        extraction_max_tokens: gucs::extraction_max_tokens(),
         chain_of_thought: gucs::use_chain_of_thought(),
         alignment: Rules { agent, function, style },
         column_matches: gucs::column_matches(),

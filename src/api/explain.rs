@@ -80,6 +80,7 @@ fn settings() -> Value {
         "max_corrections": s.max_corrections,
         "use_extraction": s.extraction,
         "extraction_min_tokens": s.extraction_min_tokens,
+        "extraction_max_tokens": s.extraction_max_tokens,
         "llm_n": gucs::llm_n(),
         "use_chain_of_thought": s.chain_of_thought,
         "align_agent": s.alignment.agent,

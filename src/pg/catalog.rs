@@ -82,7 +82,9 @@ fn introspect(sql: &str, args: &[DatumWithOid]) -> Result<Option<String>, Report
 /// sampled nor carrying enum labels. Errors are raised.
 pub fn for_prompt(privacy: bool) -> Schema {
     let samples = if privacy { 0 } else { crate::gucs::sample_rows() };
-    let schema = load_schema(samples, crate::gucs::schema_max_tokens()).unwrap_or_else(|r| crate::pg::errors::raise(&r));
+    // Sampled whole when the extraction sees it whole (nl2sql.extraction_max_tokens).
+    let budget = crate::gucs::schema_max_tokens().max(crate::gucs::extraction_max_tokens());
+    let schema = load_schema(samples, budget).unwrap_or_else(|r| crate::pg::errors::raise(&r));
     if privacy {
         schema.without_data()
     } else {

@@ -3,6 +3,7 @@
 //! agree, alignments, sandboxed execution, corrections by error type, and the vote.
 
 use super::*;
+use crate::schema::{estimate_tokens, Table};
 
 /// A candidate of the full path and its result.
 struct Pool {
@@ -34,18 +35,27 @@ pub(super) fn full(
 ) -> Result<(String, Execution), AskError> {
     let secret = llm.secret().map(str::to_string);
     let llm_error = |e: &LlmError| AskError::Llm(Report::from_diagnostic(e).redact(secret.as_deref()));
-    // Open-SQL's variable-length schema: when the whole schema does not fit the budget in full,
-    // the columns and values retrieved for the question decide which tables keep their detail.
-    // A wide schema comes without samples: the linked tables are sampled here.
+    // A schema wider than nl2sql.schema_max_tokens: the extraction still sees it whole when it
+    // fits nl2sql.extraction_max_tokens (the same prompt for every question, which an
+    // endpoint's cache keeps). Wider still, Open-SQL's variable-length schema: the columns and
+    // values retrieved for the question decide which tables keep their detail (such a schema
+    // comes without samples: the linked tables are sampled here).
     let mut linking = Linking::default();
     let mut whole = schema.render(settings.schema_max_tokens);
     let wide = whole.detail < Detail::Full || whole.tables_omitted > 0;
+    let mut entire = false;
     let mut owned = None;
     if wide {
         linking = link(q, schema, settings, db, trace);
-        let s = sampled(schema, &linking.columns, settings, db);
-        whole = s.render_linked(settings.schema_max_tokens, &linking);
-        owned = Some(s);
+        let r = schema.render(settings.extraction_max_tokens);
+        if settings.extraction && r.detail == Detail::Full && r.tables_omitted == 0 {
+            whole = r;
+            entire = true;
+        } else {
+            let s = sampled(schema, &linking.columns, settings, db);
+            whole = s.render_linked(settings.schema_max_tokens, &linking);
+            owned = Some(s);
+        }
     }
     let schema = owned.as_ref().unwrap_or(schema);
 
@@ -123,6 +133,10 @@ pub(super) fn full(
         all.sort_unstable();
         all.dedup();
         schema.focus(&all)
+    } else if wide {
+        // No choice on a wide schema: the linked tables (the CREATE TABLE prompt shows the
+        // focus; a wide schema whole would not fit).
+        schema.focus(&linking.columns)
     } else {
         Focus { schema: schema.clone(), ..Default::default() }
     };
@@ -136,19 +150,29 @@ pub(super) fn full(
             full_schema_tokens: whole.tokens,
         });
     }
-    // On a wide schema the candidates see the per-question tables in full and the others by
-    // name: a table the extraction missed can still be written.
-    let rendered = if wide {
-        let mut columns = linking.columns.clone();
+    // On a wide schema the candidates see the extraction's own schema, whose tokens an
+    // endpoint's cache holds (only what follows is read again: on a local model the prompt's
+    // length is its latency), then the tables the extraction chose that it showed by name
+    // only, in the focus's form: a table the extraction missed can still be written.
+    let rendered = if entire {
+        // After an extraction on the entire schema: every table by name (the same lines for
+        // every question), the focus's tables in full (OpenSearch-SQL's per-question schema).
+        let mut columns: Vec<(usize, usize)> = Vec::new();
         for t in &focus.schema.tables {
             if let Some(ti) = schema.tables.iter().position(|x| x.ident == t.ident) {
                 columns.extend(t.columns.iter().filter_map(|c| schema.tables[ti].columns.iter().position(|x| x.name == c.name).map(|ci| (ti, ci))));
             }
         }
-        // The extraction's choice first, then what retrieval linked.
-        let chosen: Vec<(usize, usize)> = columns.iter().copied().filter(|c| !linking.columns.contains(c)).collect();
-        let linked = if chosen.is_empty() { linking.clone() } else { Linking { columns: chosen, rank: linking.rank.clone() } };
-        show_linked(trace, &sampled(schema, &linked.columns, settings, db), &linked, settings)
+        let linked = if columns.is_empty() { linking.clone() } else { Linking { columns, rank: linking.rank.clone() } };
+        show_linked(trace, schema, &linked, settings)
+    } else if wide {
+        let more = extraction.then(|| also_for_question(&whole, &focus, schema, settings, db)).flatten();
+        let mut r = whole.clone();
+        if let Some(more) = more {
+            r.text = format!("{}{ALSO_HEADER}{more}", r.text);
+            r.tokens = estimate_tokens(&r.text);
+        }
+        shown(trace, r)
     } else {
         show_schema(trace, &focus.schema, settings)
     };
@@ -337,6 +361,28 @@ pub(super) fn full(
 
 /// The examples nearest the masked question, among those whose SQL the caller may read, into
 /// the trace (none when nl2sql.examples is 0).
+/// Heading of the tables the candidates see in detail beyond the extraction's schema.
+const ALSO_HEADER: &str = "# Also for this question:\n";
+
+/// The focus's tables that `whole` shows by name only, in the focus's form (chosen columns,
+/// keys and join columns), sampled, in the most detail that keeps the candidates' schema
+/// within nl2sql.schema_max_tokens; None when there are none or there is no room.
+fn also_for_question(whole: &Rendered, focus: &Focus, schema: &Schema, settings: &Settings, db: &mut dyn Database) -> Option<String> {
+    let detailed: HashSet<&str> = whole.detailed.iter().map(|&t| schema.tables[t].ident.as_str()).collect();
+    let missing: Vec<usize> = (0..focus.schema.tables.len()).filter(|&t| !detailed.contains(focus.schema.tables[t].ident.as_str())).collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let first_columns: Vec<(usize, usize)> = missing.iter().map(|&t| (t, 0)).collect();
+    let sampled = sampled(&focus.schema, &first_columns, settings, db);
+    let tables: Vec<Table> = missing.iter().map(|&t| sampled.tables[t].clone()).collect();
+    let room = settings.schema_max_tokens;
+    [Detail::Full, Detail::Core, Detail::Bare].into_iter().find_map(|detail| {
+        let text = sampled.render_tables(&tables, detail, 0);
+        (estimate_tokens(&format!("{}{ALSO_HEADER}{text}", whole.text)) <= room).then_some(text)
+    })
+}
+
 fn find_examples(q: &Question, schema: &Schema, values: &[String], settings: &Settings, db: &mut dyn Database, trace: &mut Trace) {
     if settings.examples == 0 {
         return;

@@ -142,6 +142,7 @@ fn full() -> Settings {
         temperature: 0.7,
         extraction: true,
         extraction_min_tokens: 0,
+        extraction_max_tokens: 0,
         chain_of_thought: true,
         alignment: Rules::ALL,
         column_matches: 3,
@@ -908,13 +909,42 @@ fn wide_schema_links_before_the_model_and_keeps_names() {
     let extract = &llm.prompts()[0][1].content;
     assert!(extract.contains("#   country: text, e.g. ('sample of country')"), "{extract}");
     assert!(extract.contains("# All tables (names only):\n# concert(") && extract.contains("# ledger_59(entry_0,"), "{extract}");
-    // The candidate saw the extraction's tables and the join path in full, the rest by name.
+    // The candidate saw the extraction's schema itself (an endpoint's cache holds it), then
+    // the extraction's tables and the join path that it showed by name only, in full.
     let gen = &llm.prompts()[1][1].content;
-    assert!(gen.contains("# singer_in_concert (\n") && gen.contains("#   concert_name: text"), "{gen}");
+    let cut = gen.find("# Also for this question:\n").expect("the chosen tables after the shared schema");
+    assert!(extract.starts_with(&gen[..cut]) && extract[cut..].starts_with("### "), "{gen}");
+    let also = &gen[cut..];
+    assert!(also.contains("# singer_in_concert (\n") && also.contains("#   concert_name: text"), "{gen}");
+    assert!(!also.contains("# singer (\n"), "singer is in the shared part already: {gen}");
     assert!(gen.contains("# stadium(stadium_id, name, capacity)"), "{gen}");
     assert!(a.trace.schema_tokens <= 2800);
     assert_eq!(a.trace.tables_omitted, 0);
     assert!(a.trace.schema_columns.contains(&"ledger_0.entry_3".to_string()));
+}
+
+#[test]
+fn a_wide_schema_within_the_extraction_budget_goes_whole_to_the_extraction() {
+    // Wider than nl2sql.schema_max_tokens, within nl2sql.extraction_max_tokens: the extraction
+    // sees every table in full (a prompt the same for every question), the candidate every
+    // table by name and the extraction's tables in full.
+    let schema = wide_star(60);
+    let s = Settings { schema_max_tokens: 2800, extraction_max_tokens: 1_000_000, candidates: 1, first_wave: 1, ..full() };
+    let mut db = FakeDb { columns: vec![(2, "country".into())], ..Default::default() };
+    let mut llm = script(&["#columns: singer.name, concert.concert_name\n#select: singer name", "#SQL: SELECT 1"]);
+    let a = ask(&q("Which singers sang in which concerts?"), &schema, &s, &mut llm, &mut db).expect("answer");
+    let extract = &llm.prompts()[0][1].content;
+    assert!(extract.contains("# ledger_59 (\n") && !extract.contains("(names only)"), "{extract}");
+    // Another question's extraction prompt is the same up to its task.
+    let mut llm2 = script(&["#columns: stadium.stadium_id", "#SQL: SELECT 1"]);
+    ask(&q("How many stadiums are there?"), &schema, &s, &mut llm2, &mut FakeDb::default()).expect("answer");
+    let task = extract.find("\n### ").expect("a task after the schema");
+    assert_eq!(&llm2.prompts()[0][1].content[..task], &extract[..task]);
+    let gen = &llm.prompts()[1][1].content;
+    assert!(gen.contains("# All tables (names only):\n") && gen.contains("# singer_in_concert (\n") && gen.contains("#   concert_name: text"), "{gen}");
+    assert!(!gen.contains("# ledger_59 (\n"), "{gen}");
+    assert!(a.trace.schema_tokens <= 2800 && a.trace.tables_omitted == 0);
+    assert!(db.sampled.is_empty(), "the schema came sampled: {:?}", db.sampled);
 }
 
 #[test]

@@ -184,7 +184,9 @@ impl Schema {
             columns.extend(table.columns.iter().map(|c| format!("{}.{}", table.ident, c.ident)));
         }
         let tokens = estimate_tokens(&text);
-        Rendered { text, tokens, detail, tables_shown: shown, tables_omitted: self.tables.len() - shown, columns }
+        let mut detailed = detailed.to_vec();
+        detailed.sort_unstable();
+        Rendered { text, tokens, detail, tables_shown: shown, tables_omitted: self.tables.len() - shown, columns, detailed }
     }
 }
 
