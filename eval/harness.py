@@ -405,6 +405,7 @@ def summarize(records):
         "completion_tokens": statistics.mean(completion) if completion else None,
         "schema_recall": 100.0 * statistics.mean(col_recall) if col_recall else None,
         "largest_prompt": max((t for r in records for t in r.get("call_prompt_tokens", [])), default=None),
+        "largest_generation_prompt": max((r["generation_prompt_tokens"] for r in records if r.get("generation_prompt_tokens")), default=None),
         "calls_within_4k": (100.0 * statistics.mean(1 if t <= 4096 else 0 for r in records for t in r.get("call_prompt_tokens", []))
                             if any(r.get("call_prompt_tokens") for r in records) else None),
     }
@@ -447,7 +448,8 @@ def print_ablation(results):
     for name, recs in results:
         s = summarize(recs)
         if s is not None and s["largest_prompt"] is not None:
-            print(f"  {name}: schema-link recall {fmt(s['schema_recall'], '.1f')} %, largest prompt {s['largest_prompt']:,} tokens, "
+            print(f"  {name}: schema-link recall {fmt(s['schema_recall'], '.1f')} %, largest prompt {s['largest_prompt']:,} tokens "
+                  f"(generation: {fmt(s['largest_generation_prompt'], ',')}), "
                   f"{fmt(s['calls_within_4k'], '.1f')} % of calls within 4k")
     for name, recs in results:
         gens = sorted({g for r in recs for g in r.get("generators_right", {})})

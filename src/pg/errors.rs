@@ -10,19 +10,16 @@ fn errcode(state: SqlState) -> PgSqlErrorCode {
 
 /// Raises `d` as an ERROR; never returns.
 pub fn raise(d: &dyn Diagnostic) -> ! {
-    let mut e = ErrorReport::new(errcode(d.sqlstate()), d.message(), "nl2sql");
-    if let Some(detail) = d.detail() {
-        e = e.set_detail(detail);
-    }
-    if let Some(hint) = d.hint() {
-        e = e.set_hint(hint);
-    }
-    e.report(PgLogLevel::ERROR);
+    report(d, PgLogLevel::ERROR);
     unreachable!("ERROR does not return")
 }
 
 /// Sends `d` as a WARNING.
 pub fn warn(d: &dyn Diagnostic) {
+    report(d, PgLogLevel::WARNING);
+}
+
+fn report(d: &dyn Diagnostic, level: PgLogLevel) {
     let mut e = ErrorReport::new(errcode(d.sqlstate()), d.message(), "nl2sql");
     if let Some(detail) = d.detail() {
         e = e.set_detail(detail);
@@ -30,7 +27,7 @@ pub fn warn(d: &dyn Diagnostic) {
     if let Some(hint) = d.hint() {
         e = e.set_hint(hint);
     }
-    e.report(PgLogLevel::WARNING);
+    e.report(level);
 }
 
 /// Raises an ERROR with this SQLSTATE, message, detail and hint; never returns.

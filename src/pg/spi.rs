@@ -60,27 +60,19 @@ pub fn write_rows<T>(sql: &str, args: &[DatumWithOid], row: impl Fn(&SpiHeapTupl
 /// cannot be set, nothing is (the reason is logged at DEBUG1). Before that extension's library
 /// is loaded the value waits as a placeholder, applied when it loads.
 pub fn set_local_quietly(name: &std::ffi::CStr, value: &str) {
-    let value = std::ffi::CString::new(value).unwrap_or_default();
-    // SAFETY: as set_local; with elevel DEBUG1 a failure is reported at that level and returns 0.
-    unsafe {
-        pg_sys::set_config_option(
-            name.as_ptr(),
-            value.as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_LOCAL,
-            true,
-            pg_sys::DEBUG1 as i32,
-            false,
-        );
-    }
+    set_local_at(name, value, pg_sys::DEBUG1 as i32);
 }
 
 /// Sets a setting for the rest of the current GUC nest level or subtransaction (undone with
 /// it), without a query.
 pub fn set_local(name: &std::ffi::CStr, value: &str) {
+    set_local_at(name, value, pg_sys::PGERROR as i32);
+}
+
+/// SET LOCAL of `name`; a failure is reported at `elevel` (below ERROR it returns).
+fn set_local_at(name: &std::ffi::CStr, value: &str, elevel: i32) {
     let value = std::ffi::CString::new(value).unwrap_or_default();
-    // SAFETY: SET LOCAL of a setting by name; an invalid value raises an ERROR.
+    // SAFETY: SET LOCAL of a setting by name; at ERROR an invalid value raises.
     unsafe {
         pg_sys::set_config_option(
             name.as_ptr(),
@@ -89,7 +81,7 @@ pub fn set_local(name: &std::ffi::CStr, value: &str) {
             pg_sys::GucSource::PGC_S_SESSION,
             pg_sys::GucAction::GUC_ACTION_LOCAL,
             true,
-            pg_sys::PGERROR as i32,
+            elevel,
             false,
         );
     }
