@@ -533,7 +533,7 @@ def main():
     ap.add_argument("--tag", default="", help="extra word in the result file names")
     ap.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
     ap.add_argument("--wide", action="store_true",
-                    help=f"ask every question in {WIDE_DB}: the ten databases in one, a schema each (~60 tables)")
+                    help=f"ask every question in {WIDE_DB}: the ten databases in one, a schema each (35 tables)")
     ap.add_argument("--host", help="use this running server (socket dir or host) instead of starting one")
     ap.add_argument("--port", type=int, default=55440)
     ap.add_argument("--user", default="postgres")
