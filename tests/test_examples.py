@@ -159,3 +159,29 @@ def test_writing_missing_chains_of_thought(connect, mock, clean):
     assert admin.execute("SELECT nl2sql.write_example_thoughts()").fetchone()[0] == 1
     assert admin.execute("SELECT thought FROM nl2sql.examples WHERE source = 'user'").fetchone()[0].startswith("#reason:")
     assert admin.execute("SELECT nl2sql.write_example_thoughts()").fetchone()[0] == 0
+
+
+def test_chains_of_thought_show_no_rows_of_tables_with_row_level_security(connect, mock, clean):
+    """A chain of thought is shown to every role that may read the example's tables; a curator
+    whose policy shows rows another reader's hides must not have them written into it: the
+    prompt that writes it carries no samples of a table with row-level security."""
+    admin = clean
+    admin.execute("DROP TABLE IF EXISTS rls_vault")
+    admin.execute("CREATE TABLE rls_vault (id int, label text)")
+    admin.execute("INSERT INTO rls_vault VALUES (1, 'zz-rls-secret'), (2, 'zz-rls-secret')")
+    admin.execute("ALTER TABLE rls_vault ENABLE ROW LEVEL SECURITY")
+    try:
+        with scratch_role(admin, "rls_cur", "GRANT nl2sql_curator TO rls_cur", "GRANT SELECT ON rls_vault TO rls_cur",
+                          "CREATE POLICY cur_sees_all ON rls_vault FOR SELECT TO rls_cur USING (true)"):
+            admin.execute("SET ROLE rls_cur")
+            try:
+                assert admin.execute("SELECT count(*) FROM rls_vault").fetchone()[0] == 2
+                mock.reset()
+                admin.execute("SELECT nl2sql.add_example('How many labels are there?', 'SELECT count(label) FROM rls_vault')")
+            finally:
+                admin.execute("RESET ROLE")
+            sent = prompts(mock)
+            assert sent and any("rls_vault" in p for p in sent), sent
+            assert not any("zz-rls-secret" in p for p in sent), sent
+    finally:
+        admin.execute("DROP TABLE IF EXISTS rls_vault")

@@ -99,6 +99,12 @@ SET ROLE ex_curator;
 SELECT nl2sql.remove_example(id) FROM nl2sql.examples WHERE question = 'How many stadiums are there?';
 SELECT nl2sql.remove_example(-1);
 RESET ROLE;
+-- Nor may a curator touch an example about tables it may not read (singer): as if absent.
+SELECT nl2sql.add_example('How many singers?', 'SELECT count(*) FROM singer') AS singers \gset
+SET ROLE ex_curator;
+SELECT nl2sql.enable_example(:singers, false) AS disabled, nl2sql.remove_example(:singers) AS removed;
+RESET ROLE;
+SELECT enabled FROM nl2sql.examples WHERE id = :singers;
 
 -- The settings: k examples (0, the default: none), and the generators candidates are asked with.
 SHOW nl2sql.examples;

@@ -204,9 +204,23 @@ fn model_if_configured(why: &str) -> Option<Model> {
     }
 }
 
-/// The schema the role may read.
+/// The schema the role may read, for prompts whose answers other roles are shown (chains of
+/// thought, synthetic pairs): no samples of tables with row-level security, whose rows this
+/// role's policies may show and another reader's hide.
 fn schema_for_prompts() -> Schema {
-    role::as_exec_role(|| catalog::for_prompt(false))
+    let mut schema = role::as_exec_role(|| catalog::for_prompt(false));
+    let oids: Vec<pg_sys::Oid> = schema.tables.iter().map(|t| pg_sys::Oid::from(t.oid)).collect();
+    let secured: Vec<u32> = spi::rows(
+        "SELECT oid FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) ANY ($1) AND relrowsecurity",
+        &[oids.into()],
+        |r| r.get::<pg_sys::Oid>(1).ok().flatten().map(u32::from),
+    );
+    for t in schema.tables.iter_mut().filter(|t| secured.contains(&t.oid)) {
+        for c in &mut t.columns {
+            c.stats = None;
+        }
+    }
+    schema
 }
 
 /// The tables an example reads, rendered for the prompt that writes its chain of thought: only
@@ -262,21 +276,28 @@ pub fn offer(question: &str, sql: &str, hint: Option<&str>) -> i64 {
     store(question.trim(), sql, None, hint.map(str::trim).filter(|h| !h.is_empty()), "feedback", false, reads)
 }
 
-/// nl2sql.remove_example(): whether it existed.
+/// The condition, on example_store `s`, that the role `$2` may see the example (the view's
+/// filter, for a given role: the writes below run as the extension's owner).
+const VISIBLE_TO: &str = "NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
+                    WHERE NOT coalesce(pg_catalog.has_table_privilege($2::pg_catalog.oid, r.oid, 'SELECT'), false))";
+
+/// nl2sql.remove_example(): whether it existed among the examples the caller may see (a
+/// curator cannot touch an example about tables it may not read, nor learn that it exists).
 pub fn remove(id: i64) -> bool {
     require_curator("remove examples");
     require_primary("remove examples");
-    owner::as_owner(|| spi::write_one::<i64>("DELETE FROM nl2sql.example_store WHERE id = $1 RETURNING id", &[id.into()])).is_some()
+    let caller = owner::caller();
+    let sql = format!("DELETE FROM nl2sql.example_store s WHERE s.id = $1 AND {VISIBLE_TO} RETURNING s.id");
+    owner::as_owner(|| spi::write_one::<i64>(&sql, &[id.into(), caller.into()])).is_some()
 }
 
-/// nl2sql.enable_example(): whether it exists.
+/// nl2sql.enable_example(): whether it exists among the examples the caller may see.
 pub fn set_enabled(id: i64, enabled: bool) -> bool {
     require_curator("enable or disable examples");
     require_primary("enable or disable examples");
-    owner::as_owner(|| {
-        spi::write_one::<i64>("UPDATE nl2sql.example_store SET enabled = $2 WHERE id = $1 RETURNING id", &[id.into(), enabled.into()])
-    })
-    .is_some()
+    let caller = owner::caller();
+    let sql = format!("UPDATE nl2sql.example_store s SET enabled = $3 WHERE s.id = $1 AND {VISIBLE_TO} RETURNING s.id");
+    owner::as_owner(|| spi::write_one::<i64>(&sql, &[id.into(), caller.into(), enabled.into()])).is_some()
 }
 
 /// The `k` enabled examples nearest the masked question among those the current role may
