@@ -9,6 +9,12 @@ DO $$
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'nl2sql_curator') THEN
         CREATE ROLE nl2sql_curator NOLOGIN;
+    ELSIF EXISTS (SELECT FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) m.roleid
+                  WHERE r.rolname OPERATOR(pg_catalog.=) 'nl2sql_curator')
+          OR EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'nl2sql_curator' AND rolcanlogin) THEN
+        -- roles belong to the cluster: one made for another database, or by someone else
+        RAISE WARNING 'role nl2sql_curator already exists and can log in or has members: they write the examples every role''s prompts are shown'
+            USING HINT = 'Check it with \du nl2sql_curator.';
     END IF;
 END
 $$;

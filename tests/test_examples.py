@@ -185,3 +185,23 @@ def test_chains_of_thought_show_no_rows_of_tables_with_row_level_security(connec
             assert not any("zz-rls-secret" in p for p in sent), sent
     finally:
         admin.execute("DROP TABLE IF EXISTS rls_vault")
+
+
+def test_roles_found_with_members_are_warned_about(connect, conninfo):
+    """nl2sql_curator and nl2sql_admin belong to the cluster: CREATE EXTENSION in another
+    database, finding them with members, says so rather than trusting them silently."""
+    import psycopg
+    admin = connect()
+    admin.execute("DROP DATABASE IF EXISTS nl2sql_roles_test")
+    admin.execute("CREATE DATABASE nl2sql_roles_test")
+    with scratch_role(admin, "roles_member", "GRANT nl2sql_curator TO roles_member", "GRANT nl2sql_admin TO roles_member"):
+        try:
+            with psycopg.connect(autocommit=True, **{**conninfo, "dbname": "nl2sql_roles_test"}) as c:
+                seen = []
+                c.add_notice_handler(lambda d: seen.append((d.severity_nonlocalized, d.message_primary)))
+                c.execute("CREATE EXTENSION nl2sql CASCADE")
+            warned = [m for s, m in seen if s == "WARNING"]
+            assert any("nl2sql_curator already exists" in m for m in warned), seen
+            assert any("nl2sql_admin already exists" in m for m in warned), seen
+        finally:
+            admin.execute("DROP DATABASE IF EXISTS nl2sql_roles_test WITH (FORCE)")
