@@ -607,7 +607,6 @@ fn detail_name(d: Detail) -> String {
     .into()
 }
 
-
 fn record(trace: &mut Trace, stage: &'static str, messages: &[Message], r: &Result<Completion, LlmError>, secret: Option<&str>) {
     let prompt_tokens_estimate = estimate(messages);
     // The budget's count: the endpoint's usage where it reports one (once per request), else
@@ -803,14 +802,17 @@ fn shown(trace: &mut Trace, rendered: Rendered) -> Rendered {
     rendered
 }
 
-
-/// `schema` with the tables of `columns` sampled (a wide schema comes without samples; the
-/// database caches them); as it is under nl2sql.privacy, which reads no rows for a prompt.
+/// `schema` with the tables of `columns` sampled (see sampled_tables).
 fn sampled(schema: &Schema, columns: &[(usize, usize)], settings: &Settings, db: &mut dyn Database) -> Schema {
+    sampled_tables(schema, columns.iter().map(|c| c.0).collect(), settings, db)
+}
+
+/// `schema` with `tables` sampled (a wide schema comes without samples; the database caches
+/// them); as it is under nl2sql.privacy, which reads no rows for a prompt.
+fn sampled_tables(schema: &Schema, mut tables: Vec<usize>, settings: &Settings, db: &mut dyn Database) -> Schema {
     if settings.privacy {
         return schema.clone();
     }
-    let mut tables: Vec<usize> = columns.iter().map(|c| c.0).collect();
     tables.sort_unstable();
     tables.dedup();
     let mut s = schema.clone();
@@ -818,6 +820,12 @@ fn sampled(schema: &Schema, columns: &[(usize, usize)], settings: &Settings, db:
         db.sample(&mut s, &tables);
     }
     s
+}
+
+/// The (table, column) of `schema` that a column search found as (table OID, column name).
+fn column_at(schema: &Schema, oid: u32, column: &str) -> Option<(usize, usize)> {
+    let t = schema.tables.iter().position(|t| t.oid == oid)?;
+    schema.tables[t].columns.iter().position(|c| c.name == column).map(|c| (t, c))
 }
 
 /// Schema linking before any model call, for a schema too wide to show whole: the columns whose
@@ -833,11 +841,9 @@ fn link(q: &Question, schema: &Schema, settings: &Settings, db: &mut dyn Databas
             linking.rank.push(t);
         }
     };
-    let by_oid: HashMap<u32, usize> = schema.tables.iter().enumerate().map(|(i, t)| (t.oid, i)).collect();
     let columns = db.similar_columns(&q.text, 2 * settings.column_matches.max(LINKED_COLUMNS));
     for (n, (oid, column, _)) in columns.iter().enumerate() {
-        let Some(&t) = by_oid.get(oid) else { continue };
-        let Some(c) = schema.tables[t].columns.iter().position(|c| &c.name == column) else { continue };
+        let Some((t, c)) = column_at(schema, *oid, column) else { continue };
         // The best matches are linked; the rest only rank their tables.
         if n < settings.column_matches.max(LINKED_COLUMNS) {
             add(&mut linking, t, c);

@@ -302,6 +302,8 @@ pub fn fuse_ranks(scores: &[(Option<f32>, Option<f32>)]) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn rank_fusion_rewards_both_rankings() {
         // 0: first by name, third by meaning; 1: second by both; 2: the reverse of 0 (a tie
@@ -317,9 +319,6 @@ mod tests {
         let scores = [(Some(0.9), None), (Some(0.7), Some(0.3)), (None, Some(0.8))];
         assert_eq!(fuse_ranks(&scores)[0], 1);
     }
-
-
-    use super::*;
 
     #[test]
     fn stopwords_are_sorted() {

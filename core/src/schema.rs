@@ -262,14 +262,15 @@ impl Schema {
         if omitted > 0 {
             let _ = writeln!(out, "# ... {omitted} more tables not shown (schema larger than the prompt budget)");
         }
-        let shown: std::collections::HashSet<&str> = tables.iter().map(|t| t.ident.as_str()).collect();
-        let fks: Vec<&ForeignKey> = self
-            .foreign_keys
-            .iter()
-            .filter(|fk| shown.contains(&fk.table.as_str()) && shown.contains(&fk.ref_table.as_str()))
-            .collect();
+        let fks = self.foreign_keys_among(tables.iter());
         write_foreign_keys(&mut out, &fks);
         out
+    }
+
+    /// The foreign keys whose two tables are both among `tables`.
+    fn foreign_keys_among<'a>(&self, tables: impl Iterator<Item = &'a Table>) -> Vec<&ForeignKey> {
+        let shown: std::collections::HashSet<&str> = tables.map(|t| t.ident.as_str()).collect();
+        self.foreign_keys.iter().filter(|fk| shown.contains(fk.table.as_str()) && shown.contains(fk.ref_table.as_str())).collect()
     }
 }
 

@@ -47,8 +47,8 @@ pub(super) fn full(
     let mut owned = None;
     if wide {
         linking = link(q, schema, settings, db, trace);
-        let r = schema.render(settings.extraction_max_tokens);
-        if settings.extraction && r.detail == Detail::Full && r.tables_omitted == 0 {
+        let r = settings.extraction.then(|| schema.render(settings.extraction_max_tokens));
+        if let Some(r) = r.filter(|r| r.detail == Detail::Full && r.tables_omitted == 0) {
             whole = r;
             entire = true;
         } else {
@@ -116,13 +116,7 @@ pub(super) fn full(
     let mut matched: Vec<(usize, usize)> = Vec::new();
     if extraction && settings.column_matches > 0 {
         let found = db.similar_columns(&q.text, settings.column_matches);
-        for (oid, column, _) in found.into_iter().filter(|c| c.2 >= COLUMN_MATCH_MIN_SCORE) {
-            if let Some(t) = schema.tables.iter().position(|t| t.oid == oid) {
-                if let Some(c) = schema.tables[t].columns.iter().position(|c| c.name == column) {
-                    matched.push((t, c));
-                }
-            }
-        }
+        matched.extend(found.iter().filter(|c| c.2 >= COLUMN_MATCH_MIN_SCORE).filter_map(|(oid, column, _)| column_at(schema, *oid, column)));
     }
     // Columns the retrieved values live in belong to the question too.
     let from_values = value_columns(schema, &trace.values);
@@ -359,8 +353,6 @@ pub(super) fn full(
     }
 }
 
-/// The examples nearest the masked question, among those whose SQL the caller may read, into
-/// the trace (none when nl2sql.examples is 0).
 /// Heading of the tables the candidates see in detail beyond the extraction's schema.
 const ALSO_HEADER: &str = "# Also for this question:\n";
 
@@ -373,8 +365,7 @@ fn also_for_question(whole: &Rendered, focus: &Focus, schema: &Schema, settings:
     if missing.is_empty() {
         return None;
     }
-    let first_columns: Vec<(usize, usize)> = missing.iter().map(|&t| (t, 0)).collect();
-    let sampled = sampled(&focus.schema, &first_columns, settings, db);
+    let sampled = sampled_tables(&focus.schema, missing.clone(), settings, db);
     let tables: Vec<Table> = missing.iter().map(|&t| sampled.tables[t].clone()).collect();
     let room = settings.schema_max_tokens;
     [Detail::Full, Detail::Core, Detail::Bare].into_iter().find_map(|detail| {
@@ -383,6 +374,8 @@ fn also_for_question(whole: &Rendered, focus: &Focus, schema: &Schema, settings:
     })
 }
 
+/// The examples nearest the masked question, among those whose SQL the caller may read, into
+/// the trace (none when nl2sql.examples is 0).
 fn find_examples(q: &Question, schema: &Schema, values: &[String], settings: &Settings, db: &mut dyn Database, trace: &mut Trace) {
     if settings.examples == 0 {
         return;

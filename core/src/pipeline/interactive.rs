@@ -100,13 +100,7 @@ fn search_columns(schema: &Schema, db: &mut dyn Database, what: &str) -> String 
     } else {
         close.truncate(AGENT_COLUMNS / 2);
     }
-    for (oid, column, _) in close {
-        if let Some(t) = schema.tables.iter().position(|t| t.oid == oid) {
-            if let Some(c) = schema.tables[t].columns.iter().position(|c| c.name == column) {
-                found.push((t, c));
-            }
-        }
-    }
+    found.extend(close.iter().filter_map(|(oid, column, _)| column_at(schema, *oid, column)));
     if found.is_empty() {
         found = agent::matching_columns(schema, what, 5);
     }

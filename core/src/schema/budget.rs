@@ -135,12 +135,7 @@ impl Schema {
         let mut out = String::new();
         let mut sorted = detailed.to_vec();
         sorted.sort_unstable();
-        let shown: std::collections::HashSet<&str> = sorted.iter().map(|&t| self.tables[t].ident.as_str()).collect();
-        let fks: Vec<&ForeignKey> = self
-            .foreign_keys
-            .iter()
-            .filter(|fk| shown.contains(fk.table.as_str()) && shown.contains(fk.ref_table.as_str()))
-            .collect();
+        let fks = self.foreign_keys_among(sorted.iter().map(|&t| &self.tables[t]));
         // The name lines first: when every table has one they are the same for every question
         // (schema order), a prefix a model server's cache keeps.
         if !named.is_empty() {
