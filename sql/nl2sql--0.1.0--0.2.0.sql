@@ -246,11 +246,11 @@ LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     -- comments are cut (a sentence model reads 128 tokens; a huge one would be copied into
-    -- every column's row)
+    -- every column's row); substr reads only the slice it keeps of a stored comment
     SELECT left(format('%s %s (%s)%s',
                        c.relname, a.attname, format_type(a.atttypid, a.atttypmod),
-                       coalesce(': ' || left(col_description(c.oid, a.attnum), 1000), '')
-                       || coalesce(' (table: ' || left(obj_description(c.oid, 'pg_class'), 1000) || ')', '')),
+                       coalesce(': ' || substr(col_description(c.oid, a.attnum), 1, 1000), '')
+                       || coalesce(' (table: ' || substr(obj_description(c.oid, 'pg_class'), 1, 1000) || ')', '')),
                 2000)
     FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
     WHERE c.oid = rel AND a.attnum = att

@@ -164,27 +164,39 @@ def test_writing_missing_chains_of_thought(connect, mock, clean):
 def test_chains_of_thought_show_no_rows_of_tables_with_row_level_security(connect, mock, clean):
     """A chain of thought is shown to every role that may read the example's tables; a curator
     whose policy shows rows another reader's hides must not have them written into it: the
-    prompt that writes it carries no samples of a table with row-level security."""
+    prompt that writes it carries no samples of a table with row-level security, nor of a view
+    (whose rows may depend on who reads it)."""
     admin = clean
     admin.execute("DROP TABLE IF EXISTS rls_vault")
     admin.execute("CREATE TABLE rls_vault (id int, label text)")
     admin.execute("INSERT INTO rls_vault VALUES (1, 'zz-rls-secret'), (2, 'zz-rls-secret')")
     admin.execute("ALTER TABLE rls_vault ENABLE ROW LEVEL SECURITY")
+    # A view that shows each reader its own rows (no row-level security anywhere).
+    admin.execute("DROP TABLE IF EXISTS rls_plain")
+    admin.execute("CREATE TABLE rls_plain (owner name, label text)")
+    admin.execute("INSERT INTO rls_plain VALUES ('rls_cur', 'zz-rls-secret'), ('rls_cur', 'zz-rls-secret'), ('bob', 'x')")
     try:
         with scratch_role(admin, "rls_cur", "GRANT nl2sql_curator TO rls_cur", "GRANT SELECT ON rls_vault TO rls_cur",
                           "CREATE POLICY cur_sees_all ON rls_vault FOR SELECT TO rls_cur USING (true)"):
+            admin.execute("CREATE VIEW rls_mine WITH (security_barrier) AS "
+                          "SELECT label FROM rls_plain WHERE owner = current_user")
+            admin.execute("GRANT SELECT ON rls_mine TO rls_cur")
             admin.execute("SET ROLE rls_cur")
             try:
                 assert admin.execute("SELECT count(*) FROM rls_vault").fetchone()[0] == 2
-                mock.reset()
-                admin.execute("SELECT nl2sql.add_example('How many labels are there?', 'SELECT count(label) FROM rls_vault')")
+                assert admin.execute("SELECT count(*) FROM rls_mine").fetchone()[0] == 2
+                for table in ("rls_vault", "rls_mine"):
+                    mock.reset()
+                    admin.execute("SELECT nl2sql.add_example('How many labels are there?', "
+                                  f"'SELECT count(label) FROM {table}')")
+                    sent = prompts(mock)
+                    assert sent and any(table in p for p in sent), sent
+                    assert not any("zz-rls-secret" in p for p in sent), (table, sent)
             finally:
                 admin.execute("RESET ROLE")
-            sent = prompts(mock)
-            assert sent and any("rls_vault" in p for p in sent), sent
-            assert not any("zz-rls-secret" in p for p in sent), sent
     finally:
-        admin.execute("DROP TABLE IF EXISTS rls_vault")
+        admin.execute("DROP VIEW IF EXISTS rls_mine")
+        admin.execute("DROP TABLE IF EXISTS rls_vault, rls_plain")
 
 
 def test_roles_found_with_members_are_warned_about(connect, conninfo):

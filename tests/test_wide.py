@@ -228,9 +228,23 @@ def test_a_missing_model_degrades_column_search_to_names(wide):
                 w = [d for d in warnings if d[0] == "58P01"]
                 assert w and w[0][2] is None and "superuser" in w[0][3], warnings
                 assert share not in str(warnings)
+                # A refresh a DBA lets her run fails (it is maintenance), and the model loads
+                # as the extension's owner: still no path for her.
+                c.execute("RESET ROLE")
+                c.execute("GRANT EXECUTE ON FUNCTION nl2sql.refresh_value_indexes(regclass), "
+                          "nl2sql._refresh_value_indexes(oid) TO wide_carol")
+                c.execute("UPDATE nl2sql.column_embeddings SET embedder = 'pending' WHERE relid = 'support_ticket'::regclass")
+                c.execute("SET ROLE wide_carol")
+                with pytest.raises(psycopg.Error) as e:
+                    c.execute("SELECT count(*) FROM nl2sql.refresh_value_indexes()")
+                assert e.value.sqlstate == "58P01" and e.value.diag.message_detail is None, e.value.diag.message_detail
             finally:
                 c.execute("RESET ROLE")
+                c.execute("REVOKE ALL ON FUNCTION nl2sql.refresh_value_indexes(regclass), "
+                          "nl2sql._refresh_value_indexes(oid) FROM wide_carol")
                 c.execute("REVOKE SELECT ON support_ticket FROM wide_carol")
                 c.execute("DROP ROLE wide_carol")
+                c.execute("RESET nl2sql.column_embedder")
+                c.execute("SELECT count(*) FROM nl2sql.refresh_value_indexes()")
     finally:
         os.rename(hidden, model)

@@ -205,13 +205,13 @@ fn model_if_configured(why: &str) -> Option<Model> {
 }
 
 /// The schema the role may read, for prompts whose answers other roles are shown (chains of
-/// thought, synthetic pairs): no samples of tables with row-level security, whose rows this
-/// role's policies may show and another reader's hide.
+/// thought, synthetic pairs): no samples of tables with row-level security or of views, whose
+/// rows may depend on who reads them (policies, security_invoker, current_user in a view).
 fn schema_for_prompts() -> Schema {
     let mut schema = role::as_exec_role(|| catalog::for_prompt(false));
     let oids: Vec<pg_sys::Oid> = schema.tables.iter().map(|t| pg_sys::Oid::from(t.oid)).collect();
     let secured: Vec<u32> = spi::rows(
-        "SELECT oid FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) ANY ($1) AND relrowsecurity",
+        "SELECT oid FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) ANY ($1) AND (relrowsecurity OR relkind OPERATOR(pg_catalog.=) 'v')",
         &[oids.into()],
         |r| r.get::<pg_sys::Oid>(1).ok().flatten().map(u32::from),
     );

@@ -44,8 +44,9 @@ fn model() -> Result<Rc<Model>, Report> {
         Err(e) => {
             let r = Report::new(SqlState::Other(*b"58P01"), format!("could not load the sentence model {}", minilm::ID))
                 .hint("scripts/setup.sh installs its files; until then a superuser can SET nl2sql.column_embedder = values.");
-            // SAFETY: superuser() reads the current user's catalog entry; a backend is running.
-            let superuser = unsafe { pg_sys::superuser() };
+            // The role that called, not the one nl2sql acts as (a refresh embeds as the
+            // extension's owner). SAFETY: reads a role's catalog entry; a backend is running.
+            let superuser = unsafe { pg_sys::superuser_arg(pg_sys::GetOuterUserId()) };
             Err(if superuser { r.detail(format!("{}: {e}", dir.display())) } else { r })
         }
     }
