@@ -507,6 +507,11 @@ def select_questions(args):
     if args.ids:
         wanted = {int(i) for i in args.ids.split(",")}
         items = [q for q in items if q["id"] in wanted]
+    if args.not_in:
+        # Held out: none of the questions a result file answered (rules were written after
+        # reading that run's failures; these questions were not read).
+        seen = {json.loads(line)["id"] for line in open(args.not_in) if line.strip()}
+        items = [q for q in items if q["id"] not in seen]
     if args.sample and args.sample < len(items):
         items = random.Random(args.seed).sample(items, args.sample)
         # The first N of the sample's random order: a smaller random subset of the same questions.
@@ -525,6 +530,7 @@ def main():
                     help="pairs asked per table when a config needs synthetic examples (default 3)")
     ap.add_argument("--db", action="append", help="only this database (repeatable)")
     ap.add_argument("--ids", help="only these question ids, comma-separated")
+    ap.add_argument("--not-in", metavar="RESULTS", help="leave out the questions of this result file (a held-out sample)")
     ap.add_argument("--configs", default=ABLATION,
                     help="comma-separated settings to compare (default: the ablation of the full "
                          "pipeline): " + ", ".join(CONFIGS))

@@ -1,9 +1,11 @@
 //! Alignments: rules on the sqlparser AST that fix what candidates commonly get wrong, with the
 //! catalog and the value index instead of another model call.
 //!
-//! - agent: names of tables and columns that do not exist become the real ones when exactly one
-//!   is close (case, quoting, a typo, a plural); string literals that are not stored in their
-//!   column become the stored value the value index finds ('john' -> 'JOHN');
+//! - agent (names.rs): names of tables and columns that do not exist become the real ones when
+//!   exactly one is close (case, quoting, a typo, a plural, a schema's name for its table, the
+//!   other table of a join, a part of a longer name); a one-table query's columns that only the
+//!   table its foreign key points to has get that table joined; string literals that are not
+//!   stored in their column become the stored value the value index finds ('john' -> 'JOHN');
 //! - function: an aggregate in WHERE without GROUP BY becomes a scalar subquery; an aggregate in
 //!   ORDER BY without GROUP BY is unwrapped; nested aggregates become ORDER BY ... LIMIT 1; an
 //!   inner join that only re-finds the row a NOT NULL foreign key points to is dropped;
@@ -20,7 +22,7 @@ use serde::Serialize;
 use sqlparser::ast::{
     BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, JoinConstraint,
     JoinOperator, LimitClause, ObjectName, ObjectNamePart, OrderByKind, OrderBySort, Query, SelectItem, SetExpr, Statement,
-    TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
+    TableFactor, Visit, VisitMut, Visitor, VisitorMut,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -215,15 +217,28 @@ fn resolve(schema: &Schema, scope: &Scope, e: &Expr) -> Option<(usize, usize)> {
 }
 
 /// Aligns one candidate; returns it unchanged (and no rule) when it does not parse.
-pub fn align(sql: &str, schema: &Schema, select: &[String], values: &mut dyn ValueLookup, rules: Rules) -> Aligned {
+/// What earlier stages said of the question: what its SELECT list returns (the extraction) and
+/// the tables linked to it (the per-question schema's, by their idents).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Context<'a> {
+    pub select: &'a [String],
+    pub linked: &'a [String],
+}
+
+pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLookup, rules: Rules) -> Aligned {
     let unchanged = || Aligned { sql: sql.to_string(), fired: vec![] };
     let Ok(mut stmts) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else { return unchanged() };
     let [stmt] = stmts.as_mut_slice() else { return unchanged() };
     let mut fired = Vec::new();
     if rules.agent {
-        fix_tables(schema, stmt, &mut fired);
+        schema_as_table(schema, stmt, cx.linked, &mut fired);
+        fix_tables(schema, stmt, cx.linked, &mut fired);
         let sc = scope(schema, stmt);
         fix_columns(schema, &sc, stmt, &mut fired);
+        if let Statement::Query(q) = stmt {
+            join_for_columns(schema, &sc, q, &mut fired);
+        }
+        let sc = scope(schema, stmt);
         fix_values(schema, &sc, stmt, values, &mut fired);
     }
     let sc = scope(schema, stmt);
@@ -236,240 +251,13 @@ pub fn align(sql: &str, schema: &Schema, select: &[String], values: &mut dyn Val
         }
         if rules.style {
             nulls_under_limit(schema, &sc, q, &mut fired);
-            select_list(schema, &sc, q, select, &mut fired);
+            select_list(schema, &sc, q, cx.select, &mut fired);
         }
     }
     if fired.is_empty() {
         return unchanged();
     }
     Aligned { sql: stmt.to_string(), fired }
-}
-
-/// Whether a table is on the search path: its ident is not schema-qualified (no dot outside
-/// double quotes).
-fn on_search_path(ident: &str) -> bool {
-    let mut quoted = false;
-    for c in ident.chars() {
-        match c {
-            '"' => quoted = !quoted,
-            '.' if !quoted => return false,
-            _ => {}
-        }
-    }
-    true
-}
-
-/// The schema most of the statement's schema-qualified tables are in (ties: none).
-fn main_schema(stmt: &Statement) -> Option<String> {
-    struct Schemas(Vec<String>);
-    impl Visitor for Schemas {
-        type Break = ();
-        fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
-            if let TableFactor::Table { name, .. } = t {
-                if let Some((Some(s), _)) = relation_name(name) {
-                    self.0.push(s);
-                }
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let mut found = Schemas(Vec::new());
-    let _ = Visit::visit(stmt, &mut found);
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    for s in found.0 {
-        match counts.iter_mut().find(|(x, _)| *x == s) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((s, 1)),
-        }
-    }
-    counts.sort_by(|a, b| b.1.cmp(&a.1));
-    match counts.as_slice() {
-        [(s, n), rest @ ..] if rest.first().is_none_or(|(_, m)| m < n) => Some(s.clone()),
-        _ => None,
-    }
-}
-
-fn fix_tables(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
-    let mut ctes: Vec<String> = Vec::new();
-    let _ = Visit::visit(&*stmt, &mut CteNames(&mut ctes));
-    struct Fix<'a> {
-        schema: &'a Schema,
-        ctes: &'a [String],
-        preferred: Option<String>,
-        fired: &'a mut Vec<String>,
-    }
-    impl VisitorMut for Fix<'_> {
-        type Break = ();
-        fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
-            if let TableFactor::Table { name, args: None, .. } = t {
-                let Some((qualifier, want)) = relation_name(name) else { return ControlFlow::Continue(()) };
-                if self.ctes.contains(&want) && qualifier.is_none() {
-                    return ControlFlow::Continue(());
-                }
-                if let Some(i) = find_table(self.schema, name) {
-                    // Written without its schema, a table off the search path does not resolve:
-                    // the one table of that name, or the one in the schema the statement's
-                    // other tables are in (several schemas may hold a `singer`).
-                    let same: Vec<&crate::schema::Table> = self.schema.tables.iter().filter(|x| x.name == want).collect();
-                    // PostgreSQL resolves it when one of that name is on the search path.
-                    if qualifier.is_some() || on_search_path(&self.schema.tables[i].ident) || same.iter().any(|x| on_search_path(&x.ident)) {
-                        return ControlFlow::Continue(());
-                    }
-                    let pick = match same.as_slice() {
-                        [only] => Some(*only),
-                        _ => same.iter().find(|x| self.preferred.as_deref() == Some(x.schema.as_str())).copied(),
-                    };
-                    if let Some(t) = pick.filter(|t| !on_search_path(&t.ident)) {
-                        if let Some(fixed) = object_name(&t.ident) {
-                            self.fired.push(format!("agent: table {name} -> {}", t.ident));
-                            *name = fixed;
-                        }
-                    }
-                    return ControlFlow::Continue(());
-                }
-                let names = self.schema.tables.iter().map(|t| t.name.as_str());
-                if let Some(best) = closest(&want, names) {
-                    if let Some(t) = self.schema.tables.iter().find(|t| t.name == best) {
-                        if let Some(fixed) = object_name(&t.ident) {
-                            self.fired.push(format!("agent: table {name} -> {}", t.ident));
-                            *name = fixed;
-                        }
-                    }
-                }
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    // Twice: the first pass qualifies the names only one schema holds, so that the second knows
-    // which schema the statement is in when a name is in several.
-    let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred: None, fired });
-    let preferred = main_schema(stmt);
-    if preferred.is_some() {
-        let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred, fired });
-    }
-}
-
-struct CteNames<'a>(&'a mut Vec<String>);
-
-impl Visitor for CteNames<'_> {
-    type Break = ();
-    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
-        if let Some(w) = &q.with {
-            self.0.extend(w.cte_tables.iter().map(|c| fold(&c.alias.name)));
-        }
-        ControlFlow::Continue(())
-    }
-}
-
-fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fired: &mut Vec<String>) {
-    let _ = sqlparser::ast::visit_expressions_mut(stmt, |e| {
-        let (qualifier, name) = match e {
-            Expr::Identifier(i) => (None, i.clone()),
-            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
-                (Some(fold(&parts[parts.len() - 2])), parts[parts.len() - 1].clone())
-            }
-            _ => return ControlFlow::<()>::Continue(()),
-        };
-        let want = fold(&name);
-        if resolve(schema, sc, e).is_some() || sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) {
-            return ControlFlow::Continue(());
-        }
-        let tables: Vec<usize> = match &qualifier {
-            Some(q) => match sc.names.get(q) {
-                Some(t) => vec![*t],
-                None => return ControlFlow::Continue(()),
-            },
-            None => sc.tables.clone(),
-        };
-        // The column exists somewhere in scope under this exact name: ambiguous, not wrong.
-        if qualifier.is_none() && tables.iter().filter(|&&t| schema.tables[t].columns.iter().any(|c| c.name == want)).count() > 1 {
-            return ControlFlow::Continue(());
-        }
-        let names: Vec<&str> = tables.iter().flat_map(|&t| schema.tables[t].columns.iter().map(|c| c.name.as_str())).collect();
-        let mut unique = names.clone();
-        unique.sort_unstable();
-        unique.dedup();
-        if let Some(best) = closest(&want, unique.into_iter()) {
-            // Unqualified, and the fix would be ambiguous itself: leave it to PostgreSQL.
-            if qualifier.is_none() && names.iter().filter(|n| **n == best).count() > 1 {
-                return ControlFlow::Continue(());
-            }
-            let fixed = ident(best);
-            fired.push(format!("agent: column {name} -> {fixed}"));
-            match e {
-                Expr::Identifier(i) => *i = fixed,
-                Expr::CompoundIdentifier(parts) => {
-                    if let Some(last) = parts.last_mut() {
-                        *last = fixed;
-                    }
-                }
-                _ => {}
-            }
-        }
-        ControlFlow::Continue(())
-    });
-}
-
-fn string_literal(e: &Expr) -> Option<&str> {
-    match e {
-        Expr::Value(v) => match &v.value {
-            Value::SingleQuotedString(s) => Some(s),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-fn set_literal(e: &mut Expr, s: &str) {
-    *e = Expr::Value(Value::SingleQuotedString(s.to_string()).with_empty_span());
-}
-
-fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, values: &mut dyn ValueLookup, fired: &mut Vec<String>) {
-    let mut lookup = |col: &Expr, lit: &mut Expr, fired: &mut Vec<String>| {
-        let (Some((t, c)), Some(old)) = (resolve(schema, sc, col), string_literal(lit).map(str::to_string)) else { return };
-        let table = &schema.tables[t];
-        let column = &table.columns[c];
-        if !matches!(column.category.as_str(), "S" | "E" | "") {
-            return;
-        }
-        // Every value of the column is known from the statistics: no index needed.
-        if let Some(st) = column.stats.as_ref().filter(|s| s.complete && s.distinct as usize == s.values.len() && s.distinct > 0) {
-            if st.values.contains(&old) {
-                return;
-            }
-            let folded = crate::embed::fold(&old);
-            let same: Vec<&String> = st.values.iter().filter(|v| crate::embed::fold(v) == folded).collect();
-            if let [stored] = same.as_slice() {
-                fired.push(format!("agent: value {}.{} '{old}' -> '{stored}'", table.ident, column.ident));
-                set_literal(lit, stored);
-                return;
-            }
-        }
-        if let Some(stored) = values.closest_value(table.oid, &column.name, &old) {
-            if stored != old {
-                fired.push(format!("agent: value {}.{} '{old}' -> '{stored}'", table.ident, column.ident));
-                set_literal(lit, &stored);
-            }
-        }
-    };
-    let _ = sqlparser::ast::visit_expressions_mut(stmt, |e| {
-        match e {
-            Expr::BinaryOp { left, op: BinaryOperator::Eq | BinaryOperator::NotEq, right } => {
-                if string_literal(right).is_some() {
-                    lookup(left, right, fired);
-                } else if string_literal(left).is_some() {
-                    lookup(right, left, fired);
-                }
-            }
-            Expr::InList { expr, list, .. } => {
-                for item in list.iter_mut() {
-                    lookup(expr, item, fired);
-                }
-            }
-            _ => {}
-        }
-        ControlFlow::<()>::Continue(())
-    });
 }
 
 fn aggregate_name(e: &Expr) -> Option<String> {
@@ -803,192 +591,8 @@ fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, select: &[String], fi
     }
 }
 
+mod names;
+use names::{fix_columns, fix_tables, fix_values, join_for_columns, schema_as_table};
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::schema::tests::star_schema;
-
-    /// A value index over one column: singer.country holds 'France' and 'United States'.
-    struct Index;
-    impl ValueLookup for Index {
-        fn closest_value(&mut self, table: u32, column: &str, literal: &str) -> Option<String> {
-            let stored = ["France", "United States"];
-            if table != 2 || column != "country" || stored.contains(&literal) {
-                return None;
-            }
-            stored.iter().find(|s| s.eq_ignore_ascii_case(literal)).map(|s| s.to_string())
-        }
-    }
-
-    #[test]
-    fn tables_off_the_search_path_get_their_schema() {
-        // Two schemas, each with a singer; the first also has singer_in_concert and concert.
-        let mut s = star_schema();
-        for t in s.tables.iter_mut() {
-            t.schema = "music".into();
-            t.ident = format!("music.{}", t.name);
-        }
-        let mut other = s.tables[1].clone();
-        other.oid = 9;
-        other.schema = "pop".into();
-        other.ident = "pop.singer".into();
-        s.tables.push(other);
-        let fix = |sql: &str| align(sql, &s, &[], &mut Index, Rules::ALL);
-        // Ambiguous: the schema of the statement's other tables decides.
-        let a = fix("SELECT count(*) FROM singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id");
-        assert_eq!(a.sql, "SELECT count(*) FROM music.singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id");
-        assert!(a.fired.contains(&"agent: table singer -> music.singer".to_string()), "{:?}", a.fired);
-        // The other table only one schema holds decides, written before or after it.
-        let b = fix("SELECT count(*) FROM singer AS s JOIN singer_in_concert AS c ON c.singer_id = s.singer_id");
-        assert_eq!(b.sql, "SELECT count(*) FROM music.singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id");
-        // One table of that name: qualified.
-        assert_eq!(fix("SELECT count(*) FROM stadium").sql, "SELECT count(*) FROM music.stadium");
-        // Ambiguous with nothing to decide by: left as written (PostgreSQL says what is wrong).
-        assert_eq!(fix("SELECT count(*) FROM singer").sql, "SELECT count(*) FROM singer");
-        // On the search path: nothing to do.
-        assert!(fix("SELECT count(*) FROM music.singer").fired.is_empty());
-        // One of that name on the search path is what PostgreSQL reads, whichever is listed first.
-        let mut visible = s.tables[s.tables.len() - 1].clone();
-        visible.oid = 10;
-        visible.schema = "public".into();
-        visible.ident = "singer".into();
-        s.tables.push(visible);
-        let fix = |sql: &str| align(sql, &s, &[], &mut Index, Rules::ALL);
-        assert!(fix("SELECT count(*) FROM singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id").fired.is_empty());
-        assert!(on_search_path("\"a.b\"") && !on_search_path("x.\"a\"") && on_search_path("singer"));
-    }
-
-    fn run(sql: &str) -> Aligned {
-        let mut s = star_schema();
-        // singer.age is nullable, singer_in_concert.singer_id is a NOT NULL foreign key.
-        s.tables[2].columns[1].not_null = true;
-        s.tables[2].columns[0].not_null = true;
-        align(sql, &s, &[], &mut Index, Rules::ALL)
-    }
-
-    #[test]
-    fn unchanged_when_nothing_is_wrong() {
-        let a = run("SELECT name FROM singer WHERE country = 'France'");
-        assert_eq!(a, Aligned { sql: "SELECT name FROM singer WHERE country = 'France'".into(), fired: vec![] });
-    }
-
-    #[test]
-    fn agent_fixes_names() {
-        let a = run("SELECT nme, s.contry FROM singers AS s");
-        assert_eq!(a.sql, "SELECT name, s.country FROM singer AS s");
-        assert_eq!(a.fired.len(), 3, "{:?}", a.fired);
-        // Output aliases and functions are not columns.
-        let b = run("SELECT count(*) AS total FROM singer ORDER BY total DESC, current_date");
-        assert!(b.fired.is_empty(), "{:?}", b.fired);
-        // Ambiguous: stadium.name and singer.name are both close to "nam".
-        let c = run("SELECT nam FROM singer, stadium");
-        assert!(c.fired.is_empty(), "{:?}", c.fired);
-    }
-
-    #[test]
-    fn agent_fixes_values_from_complete_statistics() {
-        struct Nothing;
-        impl ValueLookup for Nothing {
-            fn closest_value(&mut self, _: u32, _: &str, _: &str) -> Option<String> {
-                None
-            }
-        }
-        let s = crate::schema::tests::sample_schema();
-        let a = align("SELECT name FROM singer WHERE country = 'FRANCE' AND name = 'rose white'", &s, &[], &mut Nothing, Rules::ALL);
-        // country's three values are all known; name's six are too.
-        assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'France' AND name = 'Rose White'");
-        let b = align("SELECT name FROM singer WHERE country = 'Spain'", &s, &[], &mut Nothing, Rules::ALL);
-        assert!(b.fired.is_empty(), "absent values stay: the answer may be no rows");
-    }
-
-    #[test]
-    fn aggregates_inside_subqueries_are_left_alone() {
-        let sql = "SELECT name FROM singer WHERE age = (SELECT max(age) FROM singer)";
-        assert!(run(sql).fired.is_empty(), "{:?}", run(sql).fired);
-        let a = run("SELECT name FROM singer WHERE age > avg(age) AND age IN (SELECT min(age) FROM singer)");
-        assert_eq!(a.sql, "SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer) AND age IN (SELECT min(age) FROM singer)");
-    }
-
-    #[test]
-    fn agent_fixes_values() {
-        let a = run("SELECT name FROM singer WHERE country = 'france' OR country IN ('UNITED STATES', 'France')");
-        assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'France' OR country IN ('United States', 'France')");
-        assert_eq!(a.fired.len(), 2);
-    }
-
-    #[test]
-    fn function_aggregate_in_where() {
-        let a = run("SELECT name FROM singer WHERE age = max(age)");
-        assert_eq!(a.sql, "SELECT name FROM singer WHERE age = (SELECT max(age) FROM singer)");
-    }
-
-    #[test]
-    fn function_aggregate_in_order_by() {
-        let a = run("SELECT name FROM singer ORDER BY max(age) DESC LIMIT 1");
-        // age is nullable, so the style rule adds its IS NOT NULL too.
-        assert_eq!(a.sql, "SELECT name FROM singer WHERE age IS NOT NULL ORDER BY age DESC LIMIT 1");
-        assert!(a.fired[0].starts_with("function: max() in ORDER BY"), "{:?}", a.fired);
-    }
-
-    #[test]
-    fn function_nested_aggregates() {
-        let a = run("SELECT country, max(count(*)) FROM singer GROUP BY country");
-        assert_eq!(a.sql, "SELECT country, count(*) FROM singer GROUP BY country ORDER BY count(*) DESC LIMIT 1");
-        // With a LIMIT of its own, or two nested aggregates, no rewrite says the same.
-        assert!(run("SELECT max(count(*)) FROM singer GROUP BY country LIMIT 5").fired.is_empty());
-        assert!(run("SELECT max(count(*)), min(count(*)) FROM singer GROUP BY country").fired.is_empty());
-    }
-
-    #[test]
-    fn function_redundant_join() {
-        let a = run("SELECT count(*) FROM singer_in_concert AS sic JOIN singer AS s ON sic.singer_id = s.singer_id");
-        assert_eq!(a.sql, "SELECT count(*) FROM singer_in_concert AS sic");
-        // Used elsewhere: kept.
-        let b = run("SELECT s.name FROM singer_in_concert AS sic JOIN singer AS s ON sic.singer_id = s.singer_id");
-        assert!(b.fired.is_empty(), "{:?}", b.fired);
-    }
-
-    #[test]
-    fn style_nulls_under_limit() {
-        let a = run("SELECT name FROM singer WHERE country = 'France' ORDER BY age DESC LIMIT 1");
-        assert_eq!(a.sql, "SELECT name FROM singer WHERE (country = 'France') AND age IS NOT NULL ORDER BY age DESC LIMIT 1");
-        // A NOT NULL column, or no LIMIT: nothing to do.
-        assert!(run("SELECT concert_id FROM singer_in_concert ORDER BY singer_id LIMIT 1").fired.is_empty());
-        assert!(run("SELECT name FROM singer ORDER BY age DESC").fired.is_empty());
-        // NULLs already come last: ascending order, or DESC NULLS LAST.
-        assert!(run("SELECT name FROM singer ORDER BY age LIMIT 1").fired.is_empty());
-        assert!(run("SELECT name FROM singer ORDER BY age DESC NULLS LAST LIMIT 1").fired.is_empty());
-        assert_eq!(run("SELECT name FROM singer ORDER BY age NULLS FIRST LIMIT 1").fired.len(), 1);
-    }
-
-    #[test]
-    fn style_select_list() {
-        let mut s = star_schema();
-        let a = align("SELECT singer_id, name FROM singer", &s, &["name of the singer".into()], &mut Index, Rules::ALL);
-        assert_eq!(a.sql, "SELECT name FROM singer");
-        let b = align("SELECT singer_id, name FROM singer", &s, &["singer id".into(), "name".into()], &mut Index, Rules::ALL);
-        assert!(b.fired.is_empty());
-        // The rule runs (three columns, two asked for) and keeps the id that was asked for.
-        let c = align("SELECT singer_id, name, age FROM singer", &s, &["singer id".into(), "name".into()], &mut Index, Rules::ALL);
-        assert!(c.fired.is_empty(), "{:?}", c.fired);
-        // Only keys go: a column ending in "id" that is no key ("paid") stays.
-        let mut paid = star_schema();
-        paid.tables[1].columns.push(serde_json::from_value(serde_json::json!({"name": "paid", "ident": "paid", "data_type": "boolean", "comment": null})).expect("column"));
-        let d = align("SELECT paid, name FROM singer", &paid, &["name".into()], &mut Index, Rules::ALL);
-        assert!(d.fired.is_empty(), "{:?}", d.fired);
-        // A foreign key nobody asked for goes.
-        let e = align("SELECT sic.singer_id, sic.concert_id FROM singer_in_concert AS sic", &s, &["concert".into()], &mut Index, Rules::ALL);
-        assert!(e.fired.is_empty(), "both are keys: trimming would leave nothing asked for");
-        let f = align("SELECT stadium_id, name FROM stadium", &s, &["stadium name".into()], &mut Index, Rules::ALL);
-        assert_eq!(f.sql, "SELECT name FROM stadium");
-        s.tables.clear();
-        assert!(align("not sql", &s, &[], &mut Index, Rules::ALL).fired.is_empty());
-    }
-
-    #[test]
-    fn rules_can_be_switched_off() {
-        let s = star_schema();
-        let none = Rules { agent: false, function: false, style: false };
-        assert!(align("SELECT nme FROM singers", &s, &[], &mut Index, none).fired.is_empty());
-    }
-}
+mod tests;

@@ -117,23 +117,67 @@ pub fn resolve(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
             by_column.entry(norm(&c.name)).or_default().push((ti, ci));
         }
     }
-    let mut out: Vec<ColumnRef> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut each: Vec<Vec<ColumnRef>> = Vec::with_capacity(names.len());
     for (i, name) in names.iter().enumerate() {
         crate::interrupt::every(i + 1, 256);
         let (table, column) = match name.rsplit_once('.') {
-            Some((t, c)) => (Some(norm(t.rsplit('.').next().unwrap_or(t))), norm(c)),
+            Some((t, c)) => (Some(t), norm(c)),
             None => (None, norm(name)),
         };
-        for &(ti, ci) in by_column.get(&column).map(Vec::as_slice).unwrap_or(&[]) {
-            let t = &schema.tables[ti];
-            if let Some(tn) = &table {
-                if norm(&t.name) != *tn && norm(&t.ident) != *tn {
-                    continue;
+        let holders = by_column.get(&column).map(Vec::as_slice).unwrap_or(&[]);
+        // schema.table names the one of that schema; else (no schema, or one that does not
+        // hold it) every table of that name.
+        let named = |tn: &str, qualified: bool| {
+            holders
+                .iter()
+                .copied()
+                .filter(|&(ti, _)| {
+                    let t = &schema.tables[ti];
+                    if qualified {
+                        norm(&t.ident) == tn || format!("{}.{}", norm(&t.schema), norm(&t.name)) == tn
+                    } else {
+                        norm(&t.name) == tn || norm(&t.ident) == tn
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        let found = match table {
+            None => holders.to_vec(),
+            Some(t) => {
+                let full: Vec<String> = t.split('.').map(norm).collect();
+                let exact = if full.len() > 1 { named(&full.join("."), true) } else { vec![] };
+                if exact.is_empty() {
+                    named(full.last().map(String::as_str).unwrap_or(""), false)
+                } else {
+                    exact
                 }
             }
-            if seen.insert((ti, ci)) {
-                out.push((ti, ci));
+        };
+        each.push(found);
+    }
+    // A table name several schemas hold: the copy in the schema the names that are not
+    // ambiguous are all in (`singer.name` beside `song.year` that only one schema has).
+    let schemas = |refs: &[ColumnRef]| {
+        let mut s: Vec<&str> = refs.iter().map(|&(ti, _)| schema.tables[ti].schema.as_str()).collect();
+        s.sort_unstable();
+        s.dedup();
+        s
+    };
+    let mut settled: Vec<&str> = each.iter().map(|r| schemas(r)).filter(|s| s.len() == 1).map(|s| s[0]).collect();
+    settled.sort_unstable();
+    settled.dedup();
+    let mut out: Vec<ColumnRef> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for refs in each {
+        let kept: Vec<ColumnRef> = match settled.as_slice() {
+            [only] if schemas(&refs).len() > 1 && refs.iter().any(|&(ti, _)| schema.tables[ti].schema == *only) => {
+                refs.into_iter().filter(|&(ti, _)| schema.tables[ti].schema == *only).collect()
+            }
+            _ => refs,
+        };
+        for r in kept {
+            if seen.insert(r) {
+                out.push(r);
             }
         }
     }
@@ -169,6 +213,29 @@ mod tests {
         let s = sample_schema();
         let r = resolve(&s, &["SINGER.Name".into(), "\"Order Items\".\"select\"".into(), "singer_id".into(), "nope".into()]);
         assert_eq!(r, vec![(0, 1), (1, 1), (0, 0), (1, 0)]);
+    }
+
+    #[test]
+    fn a_schema_in_the_name_picks_that_schema_s_table() {
+        // singer in two schemas: music (index 1) and pop (index 4).
+        let mut s = crate::schema::tests::star_schema();
+        for t in s.tables.iter_mut() {
+            t.schema = "music".into();
+            t.ident = format!("music.{}", t.name);
+        }
+        let mut pop = s.tables[1].clone();
+        pop.schema = "pop".into();
+        pop.ident = "pop.singer".into();
+        s.tables.push(pop);
+        assert_eq!(resolve(&s, &["pop.singer.name".into()]), vec![(4, 1)]);
+        assert_eq!(resolve(&s, &["\"music\".singer.name".into()]), vec![(1, 1)]);
+        assert_eq!(resolve(&s, &["singer.name".into()]), vec![(1, 1), (4, 1)]);
+        // A schema that holds no such table: read as the table's name alone.
+        assert_eq!(resolve(&s, &["jazz.singer.name".into()]), vec![(1, 1), (4, 1)]);
+        // The other names settle which schema: concert is only music's.
+        assert_eq!(resolve(&s, &["singer.name".into(), "concert.year".into()]), vec![(1, 1), (0, 3)]);
+        // A bare column: every table of that schema that has it.
+        assert_eq!(resolve(&s, &["name".into(), "concert.year".into()]), vec![(1, 1), (3, 1), (0, 3)]);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //!
 //! Everything outside this crate (PostgreSQL, HTTP) comes in through the traits.
 
-use crate::align::{self, Rules, ValueLookup};
+use crate::align::{self, Context, Rules, ValueLookup};
 use crate::answer::extract_sql;
 use crate::error::{Diagnostic, Report, SqlState};
 use crate::examples::{self, Example};
@@ -750,7 +750,7 @@ fn zero_shot(
         let mut cand = CandidateTrace { round, corrects, raw: traced(&completion.content), ..Default::default() };
         // The foundation's path: no alignment rules.
         let plain = Settings { alignment: Rules { agent: false, function: false, style: false }, ..settings.clone() };
-        let (sql, outcome) = evaluate(&completion.content, &plain, db, schema, &[], &mut cand);
+        let (sql, outcome) = evaluate(&completion.content, &plain, db, schema, Context::default(), &mut cand);
         cand.sql = sql.clone();
         match outcome {
             Ok(execution) => {
@@ -928,7 +928,7 @@ fn evaluate(
     settings: &Settings,
     db: &mut dyn Database,
     schema: &Schema,
-    select: &[String],
+    cx: Context,
     cand: &mut CandidateTrace,
 ) -> (Option<String>, Result<Execution, Outcome_>) {
     let Some(text) = extract_sql(content) else {
@@ -945,7 +945,7 @@ fn evaluate(
     if rules.agent || rules.function || rules.style {
         // Under nl2sql.privacy no stored value goes into a query: the query is kept (history)
         // and shown to the model again (a follow-up).
-        let aligned = if settings.privacy { align::align(&run.sql, schema, select, &mut NoValues, rules) } else { align::align(&run.sql, schema, select, db, rules) };
+        let aligned = if settings.privacy { align::align(&run.sql, schema, cx, &mut NoValues, rules) } else { align::align(&run.sql, schema, cx, db, rules) };
         if !aligned.fired.is_empty() {
             // Alignment must not turn a safe query into an unsafe one: check it again.
             match guard::check(&aligned.sql) {

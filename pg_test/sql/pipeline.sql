@@ -37,6 +37,12 @@ SELECT * FROM nl2sql_run('How big is somerset park?');
 SELECT c->>'aligned' AS aligned, c->'rules' AS rules
 FROM jsonb_array_elements(nl2sql.last_trace()->'candidates') AS c LIMIT 1;
 SELECT nl2sql.drop_value_index('stadium', 'name');
+-- A column written with the wrong table of a join takes the other table's alias; columns a
+-- one-table query takes that only the table its foreign key points to has get that table joined.
+SELECT * FROM nl2sql_run('Which concerts were held in stadiums of more than 5000 seats?');
+SELECT c->>'aligned' AS aligned, c->'rules' AS rules FROM jsonb_array_elements(nl2sql.last_trace()->'candidates') AS c LIMIT 1;
+SELECT * FROM nl2sql_run('How big were the venues of the 2014 concerts?');
+SELECT c->>'aligned' AS aligned, c->'rules' AS rules FROM jsonb_array_elements(nl2sql.last_trace()->'candidates') AS c LIMIT 1;
 -- function: an aggregate in WHERE, an aggregate in ORDER BY, nested aggregates, a join that
 -- only re-finds the row a NOT NULL foreign key points to.
 SELECT * FROM nl2sql_run('Who is the oldest singer?');

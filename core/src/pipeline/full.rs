@@ -194,6 +194,9 @@ pub(super) fn full(
             (g, generate::query(g.layout(), &text, settings.chain_of_thought, &sections, &q.text, q.hint.as_deref()))
         })
         .collect();
+    // The alignments' context: an unqualified name several schemas hold is the linked one's.
+    let linked: Vec<String> = focus.schema.tables.iter().map(|t| t.ident.clone()).collect();
+    let cx = Context { select: &ex.select, linked: &linked };
     let n = settings.candidates.max(1);
     let temperature = if n == 1 { 0.0 } else { settings.temperature };
     let mut pool = Pool {
@@ -272,7 +275,7 @@ pub(super) fn full(
                     settings,
                     db,
                     schema,
-                    &ex.select,
+                    cx,
                     &mut pool,
                     trace,
                 ),
@@ -327,7 +330,7 @@ pub(super) fn full(
             record(trace, "correct", &conv, &reply, secret.as_deref());
             if let Ok(c) = reply {
                 let generator = trace.candidates.get(parent).and_then(|p| p.generator);
-                consider(&c.content, round, Some(parent), generator, conv, settings, db, schema, &ex.select, &mut pool, trace);
+                consider(&c.content, round, Some(parent), generator, conv, settings, db, schema, cx, &mut pool, trace);
             }
         }
     }
@@ -453,7 +456,7 @@ fn consider(
     settings: &Settings,
     db: &mut dyn Database,
     schema: &Schema,
-    select: &[String],
+    cx: Context,
     pool: &mut Pool,
     trace: &mut Trace,
 ) {
@@ -482,7 +485,7 @@ fn consider(
             }
         }
     }
-    let (sql, outcome) = evaluate(content, settings, db, schema, select, &mut cand);
+    let (sql, outcome) = evaluate(content, settings, db, schema, cx, &mut cand);
     cand.sql = sql.clone();
     match outcome {
         Ok(execution) => {

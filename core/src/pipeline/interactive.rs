@@ -151,7 +151,7 @@ fn execute(
 ) -> (String, Result<(String, Execution), AskError>) {
     let content = format!("```sql\n{sql}\n```");
     let mut cand = CandidateTrace { round: turn, generator: Some("interactive"), raw: traced(sql), ..Default::default() };
-    let (written, outcome) = evaluate(&content, settings, db, schema, &[], &mut cand);
+    let (written, outcome) = evaluate(&content, settings, db, schema, Context::default(), &mut cand);
     cand.sql = written.clone();
     let result = match outcome {
         Ok(execution) => {

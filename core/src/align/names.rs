@@ -1,0 +1,519 @@
+//! Agent alignments: names of tables and columns, and string values, made the ones the catalog
+//! and the value index hold.
+
+use super::{closest, find_table, fold, ident, object_name, relation_name, resolve, Scope, ValueLookup, NOT_COLUMNS};
+use crate::schema::Schema;
+use sqlparser::ast::{BinaryOperator, Expr, Query, Select, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use std::collections::HashSet;
+use std::ops::ControlFlow;
+
+/// Whether a table is on the search path: its ident is not schema-qualified (no dot outside
+/// double quotes).
+pub(super) fn on_search_path(ident: &str) -> bool {
+    let mut quoted = false;
+    for c in ident.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            '.' if !quoted => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// The schema most of the statement's schema-qualified tables are in (ties: none).
+fn main_schema(stmt: &Statement) -> Option<String> {
+    struct Schemas(Vec<String>);
+    impl Visitor for Schemas {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table { name, .. } = t {
+                if let Some((Some(s), _)) = relation_name(name) {
+                    self.0.push(s);
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut found = Schemas(Vec::new());
+    let _ = Visit::visit(stmt, &mut found);
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for s in found.0 {
+        match counts.iter_mut().find(|(x, _)| *x == s) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((s, 1)),
+        }
+    }
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+    match counts.as_slice() {
+        [(s, n), rest @ ..] if rest.first().is_none_or(|(_, m)| m < n) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, linked: &[String], fired: &mut Vec<String>) {
+    let mut ctes: Vec<String> = Vec::new();
+    let _ = Visit::visit(&*stmt, &mut CteNames(&mut ctes));
+    struct Fix<'a> {
+        schema: &'a Schema,
+        ctes: &'a [String],
+        preferred: Option<String>,
+        linked: &'a [String],
+        fired: &'a mut Vec<String>,
+    }
+    impl VisitorMut for Fix<'_> {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table { name, args: None, .. } = t {
+                let Some((qualifier, want)) = relation_name(name) else { return ControlFlow::Continue(()) };
+                if self.ctes.contains(&want) && qualifier.is_none() {
+                    return ControlFlow::Continue(());
+                }
+                if let Some(i) = find_table(self.schema, name) {
+                    // Written without its schema, a table off the search path does not resolve:
+                    // the one table of that name, or the one in the schema the statement's
+                    // other tables are in (several schemas may hold a `singer`).
+                    let same: Vec<&crate::schema::Table> = self.schema.tables.iter().filter(|x| x.name == want).collect();
+                    // PostgreSQL resolves it when one of that name is on the search path.
+                    if qualifier.is_some() || on_search_path(&self.schema.tables[i].ident) || same.iter().any(|x| on_search_path(&x.ident)) {
+                        return ControlFlow::Continue(());
+                    }
+                    let pick = match same.as_slice() {
+                        [only] => Some(*only),
+                        _ => same.iter().find(|x| self.preferred.as_deref() == Some(x.schema.as_str())).copied().or_else(|| {
+                            // Nothing in the statement decides: the one the question was linked to.
+                            let linked: Vec<_> = same.iter().filter(|x| self.linked.contains(&x.ident)).collect();
+                            match linked.as_slice() {
+                                [one] => Some(**one),
+                                _ => None,
+                            }
+                        }),
+                    };
+                    if let Some(t) = pick.filter(|t| !on_search_path(&t.ident)) {
+                        if let Some(fixed) = object_name(&t.ident) {
+                            self.fired.push(format!("agent: table {name} -> {}", t.ident));
+                            *name = fixed;
+                        }
+                    }
+                    return ControlFlow::Continue(());
+                }
+                let names = self.schema.tables.iter().map(|t| t.name.as_str());
+                if let Some(best) = closest(&want, names) {
+                    if let Some(t) = self.schema.tables.iter().find(|t| t.name == best) {
+                        if let Some(fixed) = object_name(&t.ident) {
+                            self.fired.push(format!("agent: table {name} -> {}", t.ident));
+                            *name = fixed;
+                        }
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    // Twice: the first pass qualifies the names only one schema holds, so that the second knows
+    // which schema the statement is in when a name is in several.
+    // When the statement has no schema of its own, the tables linked to the question decide.
+    let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred: None, linked: &[], fired });
+    let preferred = main_schema(stmt);
+    let linked = if preferred.is_some() { &[][..] } else { linked };
+    if preferred.is_some() || !linked.is_empty() {
+        let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred, linked, fired });
+    }
+}
+
+struct CteNames<'a>(&'a mut Vec<String>);
+
+impl Visitor for CteNames<'_> {
+    type Break = ();
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        if let Some(w) = &q.with {
+            self.0.extend(w.cte_tables.iter().map(|c| fold(&c.alias.name)));
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fired: &mut Vec<String>) {
+    // Both sides of `a.x = b.x`: a join on a column of that name, whose tables stay as written
+    // (given the other table, `a.x` would become `b.x = b.x`).
+    let mut join_keys: HashSet<String> = HashSet::new();
+    let _ = sqlparser::ast::visit_expressions(&*stmt, |e| {
+        if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = e {
+            if let (Expr::CompoundIdentifier(l), Expr::CompoundIdentifier(r)) = (left.as_ref(), right.as_ref()) {
+                if l.last().map(fold) == r.last().map(fold) {
+                    join_keys.extend([left.to_string(), right.to_string()]);
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    let _ = sqlparser::ast::visit_expressions_mut(stmt, |e| {
+        let (qualifier, name) = match e {
+            Expr::Identifier(i) => (None, i.clone()),
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                (Some(fold(&parts[parts.len() - 2])), parts[parts.len() - 1].clone())
+            }
+            _ => return ControlFlow::<()>::Continue(()),
+        };
+        let want = fold(&name);
+        if resolve(schema, sc, e).is_some() || sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) {
+            return ControlFlow::Continue(());
+        }
+        let tables: Vec<usize> = match &qualifier {
+            Some(q) => match sc.names.get(q) {
+                Some(t) => vec![*t],
+                None => return ControlFlow::Continue(()),
+            },
+            None => sc.tables.clone(),
+        };
+        // The column exists somewhere in scope under this exact name: ambiguous, not wrong.
+        if qualifier.is_none() && tables.iter().filter(|&&t| schema.tables[t].columns.iter().any(|c| c.name == want)).count() > 1 {
+            return ControlFlow::Continue(());
+        }
+        let names: Vec<&str> = tables.iter().flat_map(|&t| schema.tables[t].columns.iter().map(|c| c.name.as_str())).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        // A typo of one of its table's columns; else, written with the wrong table of the
+        // statement, the one other table that has it; else a longer name made of it.
+        let best = closest(&want, unique.iter().copied());
+        if best.is_none() && !join_keys.contains(&e.to_string()) {
+            if let (Some(q), Expr::CompoundIdentifier(parts)) = (&qualifier, &mut *e) {
+                if let Some(owner) = other_holder(schema, sc, q, &want) {
+                    fired.push(format!("agent: column {q}.{name} -> {owner}.{name}"));
+                    let n = parts.len();
+                    *parts = vec![ident(&owner), parts[n - 1].clone()];
+                    return ControlFlow::Continue(());
+                }
+            }
+        }
+        if let Some(best) = best.or_else(|| made_of(&want, unique.iter().copied())) {
+            // Unqualified, and the fix would be ambiguous itself: leave it to PostgreSQL.
+            if qualifier.is_none() && names.iter().filter(|n| **n == best).count() > 1 {
+                return ControlFlow::Continue(());
+            }
+            let fixed = ident(best);
+            fired.push(format!("agent: column {name} -> {fixed}"));
+            match e {
+                Expr::Identifier(i) => *i = fixed,
+                Expr::CompoundIdentifier(parts) => {
+                    if let Some(last) = parts.last_mut() {
+                        *last = fixed;
+                    }
+                }
+                _ => {}
+            }
+        }
+        ControlFlow::Continue(())
+    });
+}
+
+fn string_literal(e: &Expr) -> Option<&str> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) => Some(s),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn set_literal(e: &mut Expr, s: &str) {
+    *e = Expr::Value(Value::SingleQuotedString(s.to_string()).with_empty_span());
+}
+
+pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, values: &mut dyn ValueLookup, fired: &mut Vec<String>) {
+    let mut lookup = |col: &Expr, lit: &mut Expr, fired: &mut Vec<String>| {
+        let (Some((t, c)), Some(old)) = (resolve(schema, sc, col), string_literal(lit).map(str::to_string)) else { return };
+        let table = &schema.tables[t];
+        let column = &table.columns[c];
+        if !matches!(column.category.as_str(), "S" | "E" | "") {
+            return;
+        }
+        // Every value of the column is known from the statistics: no index needed.
+        if let Some(st) = column.stats.as_ref().filter(|s| s.complete && s.distinct as usize == s.values.len() && s.distinct > 0) {
+            if st.values.contains(&old) {
+                return;
+            }
+            let folded = crate::embed::fold(&old);
+            let same: Vec<&String> = st.values.iter().filter(|v| crate::embed::fold(v) == folded).collect();
+            if let [stored] = same.as_slice() {
+                fired.push(format!("agent: value {}.{} '{old}' -> '{stored}'", table.ident, column.ident));
+                set_literal(lit, stored);
+                return;
+            }
+        }
+        if let Some(stored) = values.closest_value(table.oid, &column.name, &old) {
+            if stored != old {
+                fired.push(format!("agent: value {}.{} '{old}' -> '{stored}'", table.ident, column.ident));
+                set_literal(lit, &stored);
+            }
+        }
+    };
+    let _ = sqlparser::ast::visit_expressions_mut(stmt, |e| {
+        match e {
+            Expr::BinaryOp { left, op: BinaryOperator::Eq | BinaryOperator::NotEq, right } => {
+                if string_literal(right).is_some() {
+                    lookup(left, right, fired);
+                } else if string_literal(left).is_some() {
+                    lookup(right, left, fired);
+                }
+            }
+            Expr::InList { expr, list, .. } => {
+                for item in list.iter_mut() {
+                    lookup(expr, item, fired);
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+}
+
+/// How the statement refers to the one table in scope, other than `qualifier`'s, that has
+/// `column`: its alias, or its name when it has none. None when no table or several do.
+fn other_holder(schema: &Schema, sc: &Scope, qualifier: &str, column: &str) -> Option<String> {
+    let own = sc.names.get(qualifier).copied();
+    let holders: Vec<usize> =
+        sc.tables.iter().copied().filter(|&t| Some(t) != own && schema.tables[t].columns.iter().any(|c| c.name == column)).collect();
+    let [t] = holders.as_slice() else { return None };
+    let refs: Vec<&String> = sc.names.iter().filter(|(_, i)| **i == *t).map(|(n, _)| n).collect();
+    // An aliased table is known by its alias only.
+    let aliases: Vec<&String> = refs.iter().copied().filter(|n| **n != schema.tables[*t].name).collect();
+    match (aliases.as_slice(), refs.as_slice()) {
+        ([a], _) => Some((*a).clone()),
+        ([], [n]) => Some((*n).clone()),
+        _ => None,
+    }
+}
+
+/// The one name among `names` whose words (split at underscores) contain all of `want`'s in a
+/// row: `age` for pet_age, `first name` never (one name, not two).
+fn made_of<'a>(want: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let words: Vec<&str> = want.split('_').filter(|w| !w.is_empty()).collect();
+    if words.is_empty() {
+        return None;
+    }
+    let found: Vec<&str> = names
+        .filter(|n| {
+            let parts: Vec<&str> = n.split('_').collect();
+            parts.len() > words.len() && parts.windows(words.len()).any(|w| w == words.as_slice())
+        })
+        .collect();
+    match found.as_slice() {
+        [one] => Some(one),
+        _ => None,
+    }
+}
+
+/// A schema's name written as a table (`FROM sales` for sales.orders): the one table of that
+/// schema holding every column the SELECT takes from it (the question's linked tables decide
+/// between several). Left alone when it takes none.
+pub(super) fn schema_as_table(schema: &Schema, stmt: &mut Statement, linked: &[String], fired: &mut Vec<String>) {
+    struct Fix<'a> {
+        schema: &'a Schema,
+        linked: &'a [String],
+        fired: &'a mut Vec<String>,
+    }
+    impl VisitorMut for Fix<'_> {
+        type Break = ();
+        fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
+            let used = own_columns(s);
+            // The tables of this FROM that resolve, by the name the SELECT knows them by.
+            let mut known: Vec<usize> = Vec::new();
+            let mut schemas: Vec<(String, String)> = Vec::new();
+            for f in s.from.iter().flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation))) {
+                let TableFactor::Table { name, alias, args: None, .. } = f else { continue };
+                if let Some(i) = find_table(self.schema, name) {
+                    known.push(i);
+                } else if let Some((None, want)) = relation_name(name) {
+                    if self.schema.tables.iter().any(|t| t.schema == want) {
+                        let by = alias.as_ref().map(|a| fold(&a.name)).unwrap_or_else(|| want.clone());
+                        schemas.push((want, by));
+                    }
+                }
+            }
+            for (want, by) in schemas {
+                // Its columns: those written with its name, and unqualified ones no other table has.
+                let cols: Vec<&String> = used
+                    .iter()
+                    .filter(|(q, c)| match q {
+                        Some(q) => *q == by,
+                        None => !known.iter().any(|&k| self.schema.tables[k].columns.iter().any(|x| x.name == *c)),
+                    })
+                    .map(|(_, c)| c)
+                    .collect();
+                if cols.is_empty() {
+                    continue;
+                }
+                let holds: Vec<&crate::schema::Table> = self
+                    .schema
+                    .tables
+                    .iter()
+                    .filter(|t| t.schema == want && cols.iter().all(|c| t.columns.iter().any(|x| x.name == **c)))
+                    .collect();
+                let pick = match holds.as_slice() {
+                    [one] => Some(*one),
+                    _ => match holds.iter().filter(|t| self.linked.contains(&t.ident)).collect::<Vec<_>>().as_slice() {
+                        [one] => Some(**one),
+                        _ => None,
+                    },
+                };
+                let Some(t) = pick else { continue };
+                let Some(fixed) = object_name(&t.ident) else { continue };
+                for f in s.from.iter_mut().flat_map(|t| std::iter::once(&mut t.relation).chain(t.joins.iter_mut().map(|j| &mut j.relation))) {
+                    if let TableFactor::Table { name, alias, args: None, .. } = f {
+                        let same_by = alias.as_ref().map(|a| fold(&a.name)).unwrap_or_else(|| want.clone()) == by;
+                        if same_by && relation_name(name) == Some((None, want.clone())) {
+                            self.fired.push(format!("agent: table {name} -> {} (a schema's name; the table with its columns)", t.ident));
+                            *name = fixed.clone();
+                        }
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = stmt.visit(&mut Fix { schema, linked, fired });
+}
+
+/// The column references of one SELECT (or ORDER BY), not of its subqueries: (qualifier,
+/// column), folded.
+fn own_columns(s: &impl Visit) -> Vec<(Option<String>, String)> {
+    struct Refs {
+        depth: usize,
+        found: Vec<(Option<String>, String)>,
+    }
+    impl Visitor for Refs {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if self.depth == 0 {
+                match e {
+                    Expr::Identifier(i) if !NOT_COLUMNS.contains(&fold(i).as_str()) => self.found.push((None, fold(i))),
+                    Expr::CompoundIdentifier(p) if p.len() == 2 => self.found.push((Some(fold(&p[0])), fold(&p[1]))),
+                    _ => {}
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut r = Refs { depth: 0, found: vec![] };
+    let _ = s.visit(&mut r);
+    r.found
+}
+
+/// Columns a one-table query takes that its table lacks and the one table a foreign key of it
+/// points to has (`SELECT name FROM player` where the name is person's): that table joined on
+/// the key and every column qualified. Many rows to one: the rows stay the rows of the table.
+pub(super) fn join_for_columns(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
+    let order_by = &mut q.order_by;
+    let SetExpr::Select(s) = q.body.as_mut() else { return };
+    let [from] = s.from.as_slice() else { return };
+    let TableFactor::Table { name, alias, args: None, .. } = &from.relation else { return };
+    if !from.joins.is_empty() {
+        return;
+    }
+    let Some(t) = find_table(schema, name) else { return };
+    let table = &schema.tables[t];
+    let by = alias.as_ref().map(|a| fold(&a.name)).unwrap_or_else(|| table.name.clone());
+    let mut used = own_columns(&**s);
+    if let Some(ob) = order_by.as_ref() {
+        used.extend(own_columns(ob));
+    }
+    let has = |t: &crate::schema::Table, c: &str| t.columns.iter().any(|x| x.name == c);
+    let mut missing: Vec<&str> = Vec::new();
+    for (qualifier, c) in &used {
+        match qualifier {
+            Some(x) if *x != by => return,
+            _ if has(table, c) || sc.other.contains(c) => {}
+            _ => missing.push(c),
+        }
+    }
+    if missing.is_empty() {
+        return;
+    }
+    missing.sort_unstable();
+    missing.dedup();
+    // The one key of the table whose referenced table has every missing column.
+    let keys: Vec<(&crate::schema::ForeignKey, &crate::schema::Table)> = schema
+        .foreign_keys
+        .iter()
+        .filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1)
+        .filter_map(|fk| schema.tables.iter().find(|u| u.ident == fk.ref_table).map(|u| (fk, u)))
+        .filter(|(_, u)| missing.iter().all(|c| has(u, c)))
+        .collect();
+    let [(fk, parent)] = keys.as_slice() else { return };
+    if parent.name == by || parent.oid == table.oid {
+        return;
+    }
+    let (key, referenced) = (&fk.columns[0], &fk.ref_columns[0]);
+    let text = format!(
+        "SELECT 1 FROM x JOIN {} ON {}.{} = {}.{}",
+        parent.ident,
+        ident(&by),
+        ident(key),
+        ident(&parent.name),
+        ident(referenced)
+    );
+    let Ok(parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &text) else { return };
+    let Some(Statement::Query(helper)) = parsed.into_iter().next() else { return };
+    let SetExpr::Select(hs) = *helper.body else { return };
+    let Some(join) = hs.from.into_iter().next().and_then(|f| f.joins.into_iter().next()) else { return };
+    // Every column now says its table: the two may share names (the key's, for one).
+    struct Qualify<'a> {
+        depth: usize,
+        table: &'a crate::schema::Table,
+        by: &'a str,
+        parent: &'a str,
+        other: &'a [String],
+    }
+    impl VisitorMut for Qualify<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            if self.depth > 0 {
+                return ControlFlow::Continue(());
+            }
+            let column = match e {
+                Expr::Identifier(i) => fold(i),
+                Expr::CompoundIdentifier(p) if p.len() == 2 => fold(&p[1]),
+                _ => return ControlFlow::Continue(()),
+            };
+            if NOT_COLUMNS.contains(&column.as_str()) || (matches!(e, Expr::Identifier(_)) && self.other.contains(&column)) {
+                return ControlFlow::Continue(());
+            }
+            let owner = if self.table.columns.iter().any(|c| c.name == column) { self.by } else { self.parent };
+            let last = match e {
+                Expr::Identifier(i) => i.clone(),
+                Expr::CompoundIdentifier(p) => p[1].clone(),
+                _ => return ControlFlow::Continue(()),
+            };
+            *e = Expr::CompoundIdentifier(vec![ident(owner), last]);
+            ControlFlow::Continue(())
+        }
+    }
+    let mut v = Qualify { depth: 0, table, by: &by, parent: &parent.name, other: &sc.other };
+    let _ = s.visit(&mut v);
+    if let Some(ob) = order_by.as_mut() {
+        let _ = ob.visit(&mut v);
+    }
+    fired.push(format!("agent: {} joined on {}.{} for {}", parent.ident, by, key, missing.join(", ")));
+    s.from[0].joins.push(join);
+}

@@ -1,0 +1,281 @@
+use super::names::on_search_path;
+use super::*;
+use crate::schema::tests::star_schema;
+
+/// A value index over one column: singer.country holds 'France' and 'United States'.
+struct Index;
+impl ValueLookup for Index {
+    fn closest_value(&mut self, table: u32, column: &str, literal: &str) -> Option<String> {
+        let stored = ["France", "United States"];
+        if table != 2 || column != "country" || stored.contains(&literal) {
+            return None;
+        }
+        stored.iter().find(|s| s.eq_ignore_ascii_case(literal)).map(|s| s.to_string())
+    }
+}
+
+#[test]
+fn tables_off_the_search_path_get_their_schema() {
+    // Two schemas, each with a singer; the first also has singer_in_concert and concert.
+    let mut s = star_schema();
+    for t in s.tables.iter_mut() {
+        t.schema = "music".into();
+        t.ident = format!("music.{}", t.name);
+    }
+    let mut other = s.tables[1].clone();
+    other.oid = 9;
+    other.schema = "pop".into();
+    other.ident = "pop.singer".into();
+    s.tables.push(other);
+    let fix = |sql: &str| align(sql, &s, Context::default(), &mut Index, Rules::ALL);
+    // Ambiguous: the schema of the statement's other tables decides.
+    let a = fix("SELECT count(*) FROM singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id");
+    assert_eq!(a.sql, "SELECT count(*) FROM music.singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id");
+    assert!(a.fired.contains(&"agent: table singer -> music.singer".to_string()), "{:?}", a.fired);
+    // The other table only one schema holds decides, written before or after it.
+    let b = fix("SELECT count(*) FROM singer AS s JOIN singer_in_concert AS c ON c.singer_id = s.singer_id");
+    assert_eq!(b.sql, "SELECT count(*) FROM music.singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id");
+    // One table of that name: qualified.
+    assert_eq!(fix("SELECT count(*) FROM stadium").sql, "SELECT count(*) FROM music.stadium");
+    // Ambiguous with nothing to decide by: left as written (PostgreSQL says what is wrong).
+    assert_eq!(fix("SELECT count(*) FROM singer").sql, "SELECT count(*) FROM singer");
+    // ... unless the question was linked to one of them; the statement's own schema goes first.
+    let linked = vec!["pop.singer".to_string()];
+    let by_link = |sql: &str| align(sql, &s, Context { select: &[], linked: &linked }, &mut Index, Rules::ALL);
+    assert_eq!(by_link("SELECT count(*) FROM singer").sql, "SELECT count(*) FROM pop.singer");
+    assert_eq!(
+        by_link("SELECT count(*) FROM singer AS s JOIN singer_in_concert AS c ON c.singer_id = s.singer_id").sql,
+        "SELECT count(*) FROM music.singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id"
+    );
+    // On the search path: nothing to do.
+    assert!(fix("SELECT count(*) FROM music.singer").fired.is_empty());
+    // One of that name on the search path is what PostgreSQL reads, whichever is listed first.
+    let mut visible = s.tables[s.tables.len() - 1].clone();
+    visible.oid = 10;
+    visible.schema = "public".into();
+    visible.ident = "singer".into();
+    s.tables.push(visible);
+    let fix = |sql: &str| align(sql, &s, Context::default(), &mut Index, Rules::ALL);
+    assert!(fix("SELECT count(*) FROM singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id").fired.is_empty());
+    assert!(on_search_path("\"a.b\"") && !on_search_path("x.\"a\"") && on_search_path("singer"));
+}
+
+#[test]
+fn schema_names_written_as_tables() {
+    let mut s = star_schema();
+    for t in s.tables.iter_mut() {
+        t.schema = "music".into();
+        t.ident = format!("music.{}", t.name);
+    }
+    let fix = |sql: &str| align(sql, &s, Context::default(), &mut Index, Rules::ALL);
+    // The one table of the schema with every column the SELECT takes from it.
+    let a = fix("SELECT name, capacity FROM music WHERE capacity > 100");
+    assert_eq!(a.sql, "SELECT name, capacity FROM music.stadium WHERE capacity > 100");
+    assert!(a.fired[0].starts_with("agent: table music -> music.stadium"), "{:?}", a.fired);
+    assert_eq!(fix("SELECT m.concert_name FROM music AS m").sql, "SELECT m.concert_name FROM music.concert AS m");
+    // Each SELECT by its own columns.
+    assert_eq!(
+        fix("SELECT name FROM music WHERE singer_id NOT IN (SELECT singer_id FROM music WHERE concert_id = 1)").sql,
+        "SELECT name FROM music.singer WHERE singer_id NOT IN (SELECT singer_id FROM music.singer_in_concert WHERE concert_id = 1)"
+    );
+    // Several tables hold them: the linked one, else left as written; no column: left alone.
+    assert_eq!(fix("SELECT name FROM music").sql, "SELECT name FROM music");
+    let linked = vec!["music.singer".to_string()];
+    assert_eq!(
+        align("SELECT name FROM music", &s, Context { select: &[], linked: &linked }, &mut Index, Rules::ALL).sql,
+        "SELECT name FROM music.singer"
+    );
+    assert!(fix("SELECT count(*) FROM music").fired.is_empty());
+    // A name that is a table is never read as a schema.
+    assert!(fix("SELECT name FROM music.singer").fired.is_empty());
+}
+
+#[test]
+fn columns_written_with_the_wrong_table() {
+    // year is concert's: T2 is stadium, T1 concert.
+    let a = run("SELECT T2.name FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id WHERE T2.year = 2014");
+    assert_eq!(a.sql, "SELECT T2.name FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id WHERE t1.year = 2014");
+    assert_eq!(a.fired, vec!["agent: column t2.year -> t1.year".to_string()]);
+    // Without an alias, by the table's name.
+    assert_eq!(
+        run("SELECT stadium.year FROM concert JOIN stadium ON concert.stadium_id = stadium.stadium_id").sql,
+        "SELECT concert.year FROM concert JOIN stadium ON concert.stadium_id = stadium.stadium_id"
+    );
+    // Two other tables have it: left for PostgreSQL to reject.
+    let sql = "SELECT sic.name, g.age FROM singer_in_concert AS sic JOIN singer AS g ON g.singer_id = sic.singer_id JOIN concert AS c ON c.concert_id = sic.concert_id JOIN stadium AS st ON st.stadium_id = c.stadium_id";
+    assert!(run(sql).fired.is_empty(), "{:?}", run(sql).fired);
+    // A self-join: which alias is meant is not known.
+    let sql = "SELECT a.capacity FROM concert AS c JOIN stadium AS a ON a.stadium_id = c.stadium_id JOIN stadium AS b ON b.stadium_id = c.stadium_id WHERE c.capacity > 1";
+    assert!(run(sql).fired.is_empty(), "{:?}", run(sql).fired);
+}
+
+#[test]
+fn columns_named_by_a_part_of_their_name() {
+    // concert's name is concert_name; an id could be concert_id or stadium_id.
+    let a = run("SELECT name FROM concert");
+    assert_eq!(a.sql, "SELECT concert_name FROM concert");
+    assert!(run("SELECT id FROM concert").fired.is_empty());
+    // Words, not letters: `cert` is not in concert_name.
+    assert!(run("SELECT cert FROM concert").fired.is_empty());
+}
+
+#[test]
+fn columns_of_the_table_a_foreign_key_points_to() {
+    // name and age are singer's; singer_in_concert points to singer and concert.
+    let a = run("SELECT name FROM singer_in_concert WHERE concert_id = 1");
+    assert_eq!(
+        a.sql,
+        "SELECT singer.name FROM singer_in_concert JOIN singer ON singer_in_concert.singer_id = singer.singer_id WHERE singer_in_concert.concert_id = 1"
+    );
+    assert_eq!(a.fired, vec!["agent: singer joined on singer_in_concert.singer_id for name".to_string()]);
+    // With an alias, a column written with it, and ORDER BY.
+    assert_eq!(
+        run("SELECT s.name, singer_id FROM singer_in_concert AS s ORDER BY age DESC").sql,
+        "SELECT singer.name, s.singer_id FROM singer_in_concert AS s JOIN singer ON s.singer_id = singer.singer_id ORDER BY singer.age DESC"
+    );
+    // capacity is the stadium's, concert's key points there.
+    assert_eq!(
+        run("SELECT concert_name, capacity FROM concert").sql,
+        "SELECT concert.concert_name, stadium.capacity FROM concert JOIN stadium ON concert.stadium_id = stadium.stadium_id"
+    );
+    // No one table has them all, or the table has them: nothing to join.
+    assert!(run("SELECT concert_name, name FROM singer_in_concert").fired.is_empty());
+    assert!(run("SELECT name FROM singer").fired.is_empty());
+    // Its subqueries are their own business.
+    let sql = "SELECT concert_id FROM singer_in_concert WHERE singer_id IN (SELECT singer_id FROM singer WHERE age > 30)";
+    assert!(run(sql).fired.is_empty(), "{:?}", run(sql).fired);
+}
+
+fn run(sql: &str) -> Aligned {
+    let mut s = star_schema();
+    // singer.age is nullable, singer_in_concert.singer_id is a NOT NULL foreign key.
+    s.tables[2].columns[1].not_null = true;
+    s.tables[2].columns[0].not_null = true;
+    align(sql, &s, Context::default(), &mut Index, Rules::ALL)
+}
+
+#[test]
+fn unchanged_when_nothing_is_wrong() {
+    let a = run("SELECT name FROM singer WHERE country = 'France'");
+    assert_eq!(a, Aligned { sql: "SELECT name FROM singer WHERE country = 'France'".into(), fired: vec![] });
+}
+
+#[test]
+fn agent_fixes_names() {
+    let a = run("SELECT nme, s.contry FROM singers AS s");
+    assert_eq!(a.sql, "SELECT name, s.country FROM singer AS s");
+    assert_eq!(a.fired.len(), 3, "{:?}", a.fired);
+    // Output aliases and functions are not columns.
+    let b = run("SELECT count(*) AS total FROM singer ORDER BY total DESC, current_date");
+    assert!(b.fired.is_empty(), "{:?}", b.fired);
+    // Ambiguous: stadium.name and singer.name are both close to "nam".
+    let c = run("SELECT nam FROM singer, stadium");
+    assert!(c.fired.is_empty(), "{:?}", c.fired);
+}
+
+#[test]
+fn agent_fixes_values_from_complete_statistics() {
+    struct Nothing;
+    impl ValueLookup for Nothing {
+        fn closest_value(&mut self, _: u32, _: &str, _: &str) -> Option<String> {
+            None
+        }
+    }
+    let s = crate::schema::tests::sample_schema();
+    let a = align("SELECT name FROM singer WHERE country = 'FRANCE' AND name = 'rose white'", &s, Context::default(), &mut Nothing, Rules::ALL);
+    // country's three values are all known; name's six are too.
+    assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'France' AND name = 'Rose White'");
+    let b = align("SELECT name FROM singer WHERE country = 'Spain'", &s, Context::default(), &mut Nothing, Rules::ALL);
+    assert!(b.fired.is_empty(), "absent values stay: the answer may be no rows");
+}
+
+#[test]
+fn aggregates_inside_subqueries_are_left_alone() {
+    let sql = "SELECT name FROM singer WHERE age = (SELECT max(age) FROM singer)";
+    assert!(run(sql).fired.is_empty(), "{:?}", run(sql).fired);
+    let a = run("SELECT name FROM singer WHERE age > avg(age) AND age IN (SELECT min(age) FROM singer)");
+    assert_eq!(a.sql, "SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer) AND age IN (SELECT min(age) FROM singer)");
+}
+
+#[test]
+fn agent_fixes_values() {
+    let a = run("SELECT name FROM singer WHERE country = 'france' OR country IN ('UNITED STATES', 'France')");
+    assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'France' OR country IN ('United States', 'France')");
+    assert_eq!(a.fired.len(), 2);
+}
+
+#[test]
+fn function_aggregate_in_where() {
+    let a = run("SELECT name FROM singer WHERE age = max(age)");
+    assert_eq!(a.sql, "SELECT name FROM singer WHERE age = (SELECT max(age) FROM singer)");
+}
+
+#[test]
+fn function_aggregate_in_order_by() {
+    let a = run("SELECT name FROM singer ORDER BY max(age) DESC LIMIT 1");
+    // age is nullable, so the style rule adds its IS NOT NULL too.
+    assert_eq!(a.sql, "SELECT name FROM singer WHERE age IS NOT NULL ORDER BY age DESC LIMIT 1");
+    assert!(a.fired[0].starts_with("function: max() in ORDER BY"), "{:?}", a.fired);
+}
+
+#[test]
+fn function_nested_aggregates() {
+    let a = run("SELECT country, max(count(*)) FROM singer GROUP BY country");
+    assert_eq!(a.sql, "SELECT country, count(*) FROM singer GROUP BY country ORDER BY count(*) DESC LIMIT 1");
+    // With a LIMIT of its own, or two nested aggregates, no rewrite says the same.
+    assert!(run("SELECT max(count(*)) FROM singer GROUP BY country LIMIT 5").fired.is_empty());
+    assert!(run("SELECT max(count(*)), min(count(*)) FROM singer GROUP BY country").fired.is_empty());
+}
+
+#[test]
+fn function_redundant_join() {
+    let a = run("SELECT count(*) FROM singer_in_concert AS sic JOIN singer AS s ON sic.singer_id = s.singer_id");
+    assert_eq!(a.sql, "SELECT count(*) FROM singer_in_concert AS sic");
+    // Used elsewhere: kept.
+    let b = run("SELECT s.name FROM singer_in_concert AS sic JOIN singer AS s ON sic.singer_id = s.singer_id");
+    assert!(b.fired.is_empty(), "{:?}", b.fired);
+}
+
+#[test]
+fn style_nulls_under_limit() {
+    let a = run("SELECT name FROM singer WHERE country = 'France' ORDER BY age DESC LIMIT 1");
+    assert_eq!(a.sql, "SELECT name FROM singer WHERE (country = 'France') AND age IS NOT NULL ORDER BY age DESC LIMIT 1");
+    // A NOT NULL column, or no LIMIT: nothing to do.
+    assert!(run("SELECT concert_id FROM singer_in_concert ORDER BY singer_id LIMIT 1").fired.is_empty());
+    assert!(run("SELECT name FROM singer ORDER BY age DESC").fired.is_empty());
+    // NULLs already come last: ascending order, or DESC NULLS LAST.
+    assert!(run("SELECT name FROM singer ORDER BY age LIMIT 1").fired.is_empty());
+    assert!(run("SELECT name FROM singer ORDER BY age DESC NULLS LAST LIMIT 1").fired.is_empty());
+    assert_eq!(run("SELECT name FROM singer ORDER BY age NULLS FIRST LIMIT 1").fired.len(), 1);
+}
+
+#[test]
+fn style_select_list() {
+    let mut s = star_schema();
+    let a = align("SELECT singer_id, name FROM singer", &s, Context { select: &["name of the singer".into()], linked: &[] }, &mut Index, Rules::ALL);
+    assert_eq!(a.sql, "SELECT name FROM singer");
+    let b = align("SELECT singer_id, name FROM singer", &s, Context { select: &["singer id".into(), "name".into()], linked: &[] }, &mut Index, Rules::ALL);
+    assert!(b.fired.is_empty());
+    // The rule runs (three columns, two asked for) and keeps the id that was asked for.
+    let c = align("SELECT singer_id, name, age FROM singer", &s, Context { select: &["singer id".into(), "name".into()], linked: &[] }, &mut Index, Rules::ALL);
+    assert!(c.fired.is_empty(), "{:?}", c.fired);
+    // Only keys go: a column ending in "id" that is no key ("paid") stays.
+    let mut paid = star_schema();
+    paid.tables[1].columns.push(serde_json::from_value(serde_json::json!({"name": "paid", "ident": "paid", "data_type": "boolean", "comment": null})).expect("column"));
+    let d = align("SELECT paid, name FROM singer", &paid, Context { select: &["name".into()], linked: &[] }, &mut Index, Rules::ALL);
+    assert!(d.fired.is_empty(), "{:?}", d.fired);
+    // A foreign key nobody asked for goes.
+    let e = align("SELECT sic.singer_id, sic.concert_id FROM singer_in_concert AS sic", &s, Context { select: &["concert".into()], linked: &[] }, &mut Index, Rules::ALL);
+    assert!(e.fired.is_empty(), "both are keys: trimming would leave nothing asked for");
+    let f = align("SELECT stadium_id, name FROM stadium", &s, Context { select: &["stadium name".into()], linked: &[] }, &mut Index, Rules::ALL);
+    assert_eq!(f.sql, "SELECT name FROM stadium");
+    s.tables.clear();
+    assert!(align("not sql", &s, Context::default(), &mut Index, Rules::ALL).fired.is_empty());
+}
+
+#[test]
+fn rules_can_be_switched_off() {
+    let s = star_schema();
+    let none = Rules { agent: false, function: false, style: false };
+    assert!(align("SELECT nme FROM singers", &s, Context::default(), &mut Index, none).fired.is_empty());
+}
