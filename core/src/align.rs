@@ -308,12 +308,26 @@ fn aggregate_in_where(q: &mut Query, fired: &mut Vec<String>) {
     let from = from.join(", ");
     let Some(selection) = s.selection.as_mut() else { return };
     // Aggregates of this WHERE only: one inside a subquery belongs to that subquery's FROM.
-    struct TopLevel<'a> {
+    top_level_exprs(selection, |e| {
+        if aggregate_name(e).is_some() {
+            let sub = format!("SELECT {e} FROM {from}");
+            if let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &sub) {
+                if let Some(Statement::Query(q)) = parsed.pop() {
+                    fired.push(format!("function: aggregate {e} in WHERE -> scalar subquery"));
+                    *e = Expr::Subquery(q);
+                }
+            }
+        }
+    });
+}
+
+/// Calls `f` on the expressions of `node` that are not inside a subquery, children first.
+fn top_level_exprs(node: &mut impl VisitMut, f: impl FnMut(&mut Expr)) {
+    struct TopLevel<F> {
         depth: usize,
-        from: String,
-        fired: &'a mut Vec<String>,
+        f: F,
     }
-    impl VisitorMut for TopLevel<'_> {
+    impl<F: FnMut(&mut Expr)> VisitorMut for TopLevel<F> {
         type Break = ();
         fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
             self.depth += 1;
@@ -324,19 +338,13 @@ fn aggregate_in_where(q: &mut Query, fired: &mut Vec<String>) {
             ControlFlow::Continue(())
         }
         fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
-            if self.depth == 0 && aggregate_name(e).is_some() {
-                let sub = format!("SELECT {e} FROM {}", self.from);
-                if let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &sub) {
-                    if let Some(Statement::Query(q)) = parsed.pop() {
-                        self.fired.push(format!("function: aggregate {e} in WHERE -> scalar subquery"));
-                        *e = Expr::Subquery(q);
-                    }
-                }
+            if self.depth == 0 {
+                (self.f)(e);
             }
             ControlFlow::Continue(())
         }
     }
-    let _ = selection.visit(&mut TopLevel { depth: 0, from, fired });
+    let _ = VisitMut::visit(node, &mut TopLevel { depth: 0, f });
 }
 
 fn aggregate_in_order_by(q: &mut Query, fired: &mut Vec<String>) {

@@ -218,15 +218,7 @@ mod tests {
     #[test]
     fn a_schema_in_the_name_picks_that_schema_s_table() {
         // singer in two schemas: music (index 1) and pop (index 4).
-        let mut s = crate::schema::tests::star_schema();
-        for t in s.tables.iter_mut() {
-            t.schema = "music".into();
-            t.ident = format!("music.{}", t.name);
-        }
-        let mut pop = s.tables[1].clone();
-        pop.schema = "pop".into();
-        pop.ident = "pop.singer".into();
-        s.tables.push(pop);
+        let s = crate::schema::tests::two_schemas();
         assert_eq!(resolve(&s, &["pop.singer.name".into()]), vec![(4, 1)]);
         assert_eq!(resolve(&s, &["\"music\".singer.name".into()]), vec![(1, 1)]);
         assert_eq!(resolve(&s, &["singer.name".into()]), vec![(1, 1), (4, 1)]);

@@ -708,6 +708,26 @@ CREATE TABLE \"Order Items\" (
     }
 
     /// concert_singer's shape: singer_in_concert joins singer and concert, concert has a stadium.
+    /// The star schema in schema `music`, and a second `singer` in schema `pop` (index 4):
+    /// neither on the search path.
+    pub fn two_schemas() -> Schema {
+        let mut s = star_schema();
+        for t in s.tables.iter_mut() {
+            t.schema = "music".into();
+            t.ident = format!("music.{}", t.name);
+        }
+        for fk in s.foreign_keys.iter_mut() {
+            fk.table = format!("music.{}", fk.table);
+            fk.ref_table = format!("music.{}", fk.ref_table);
+        }
+        let mut pop = s.tables[1].clone();
+        pop.oid = 9;
+        pop.schema = "pop".into();
+        pop.ident = "pop.singer".into();
+        s.tables.push(pop);
+        s
+    }
+
     pub fn star_schema() -> Schema {
         let t = |oid: u32, name: &str, cols: &[&str], pk: &[&str]| -> serde_json::Value {
             serde_json::json!({"oid": oid, "schema": "public", "name": name, "ident": name, "kind": "r", "comment": null,

@@ -1,7 +1,7 @@
 //! Agent alignments: names of tables and columns, and string values, made the ones the catalog
 //! and the value index hold.
 
-use super::{closest, find_table, fold, ident, object_name, relation_name, resolve, Scope, ValueLookup, NOT_COLUMNS};
+use super::{closest, find_table, fold, ident, object_name, relation_name, resolve, top_level_exprs, Scope, ValueLookup, NOT_COLUMNS};
 use crate::schema::Schema;
 use sqlparser::ast::{BinaryOperator, Expr, Query, Select, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
 use sqlparser::dialect::PostgreSqlDialect;
@@ -381,35 +381,14 @@ pub(super) fn schema_as_table(schema: &Schema, stmt: &mut Statement, linked: &[S
 
 /// The column references of one SELECT (or ORDER BY), not of its subqueries: (qualifier,
 /// column), folded.
-fn own_columns(s: &impl Visit) -> Vec<(Option<String>, String)> {
-    struct Refs {
-        depth: usize,
-        found: Vec<(Option<String>, String)>,
-    }
-    impl Visitor for Refs {
-        type Break = ();
-        fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
-            self.depth += 1;
-            ControlFlow::Continue(())
-        }
-        fn post_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
-            self.depth -= 1;
-            ControlFlow::Continue(())
-        }
-        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-            if self.depth == 0 {
-                match e {
-                    Expr::Identifier(i) if !NOT_COLUMNS.contains(&fold(i).as_str()) => self.found.push((None, fold(i))),
-                    Expr::CompoundIdentifier(p) if p.len() == 2 => self.found.push((Some(fold(&p[0])), fold(&p[1]))),
-                    _ => {}
-                }
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let mut r = Refs { depth: 0, found: vec![] };
-    let _ = s.visit(&mut r);
-    r.found
+fn own_columns(node: &mut impl VisitMut) -> Vec<(Option<String>, String)> {
+    let mut found = Vec::new();
+    top_level_exprs(node, |e| match e {
+        Expr::Identifier(i) if !NOT_COLUMNS.contains(&fold(i).as_str()) => found.push((None, fold(i))),
+        Expr::CompoundIdentifier(p) if p.len() == 2 => found.push((Some(fold(&p[0])), fold(&p[1]))),
+        _ => {}
+    });
+    found
 }
 
 /// Columns a one-table query takes that its table lacks and the one table a foreign key of it
@@ -426,8 +405,8 @@ pub(super) fn join_for_columns(schema: &Schema, sc: &Scope, q: &mut Query, fired
     let Some(t) = find_table(schema, name) else { return };
     let table = &schema.tables[t];
     let by = alias.as_ref().map(|a| fold(&a.name)).unwrap_or_else(|| table.name.clone());
-    let mut used = own_columns(&**s);
-    if let Some(ob) = order_by.as_ref() {
+    let mut used = own_columns(&mut **s);
+    if let Some(ob) = order_by.as_mut() {
         used.extend(own_columns(ob));
     }
     let has = |t: &crate::schema::Table, c: &str| t.columns.iter().any(|x| x.name == c);
@@ -470,49 +449,21 @@ pub(super) fn join_for_columns(schema: &Schema, sc: &Scope, q: &mut Query, fired
     let SetExpr::Select(hs) = *helper.body else { return };
     let Some(join) = hs.from.into_iter().next().and_then(|f| f.joins.into_iter().next()) else { return };
     // Every column now says its table: the two may share names (the key's, for one).
-    struct Qualify<'a> {
-        depth: usize,
-        table: &'a crate::schema::Table,
-        by: &'a str,
-        parent: &'a str,
-        other: &'a [String],
-    }
-    impl VisitorMut for Qualify<'_> {
-        type Break = ();
-        fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-            self.depth += 1;
-            ControlFlow::Continue(())
+    let mut qualify = |e: &mut Expr| {
+        let (column, last) = match e {
+            Expr::Identifier(i) => (fold(i), i.clone()),
+            Expr::CompoundIdentifier(p) if p.len() == 2 => (fold(&p[1]), p[1].clone()),
+            _ => return,
+        };
+        if NOT_COLUMNS.contains(&column.as_str()) || (matches!(e, Expr::Identifier(_)) && sc.other.contains(&column)) {
+            return;
         }
-        fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-            self.depth -= 1;
-            ControlFlow::Continue(())
-        }
-        fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
-            if self.depth > 0 {
-                return ControlFlow::Continue(());
-            }
-            let column = match e {
-                Expr::Identifier(i) => fold(i),
-                Expr::CompoundIdentifier(p) if p.len() == 2 => fold(&p[1]),
-                _ => return ControlFlow::Continue(()),
-            };
-            if NOT_COLUMNS.contains(&column.as_str()) || (matches!(e, Expr::Identifier(_)) && self.other.contains(&column)) {
-                return ControlFlow::Continue(());
-            }
-            let owner = if self.table.columns.iter().any(|c| c.name == column) { self.by } else { self.parent };
-            let last = match e {
-                Expr::Identifier(i) => i.clone(),
-                Expr::CompoundIdentifier(p) => p[1].clone(),
-                _ => return ControlFlow::Continue(()),
-            };
-            *e = Expr::CompoundIdentifier(vec![ident(owner), last]);
-            ControlFlow::Continue(())
-        }
-    }
-    let mut v = Qualify { depth: 0, table, by: &by, parent: &parent.name, other: &sc.other };
-    let _ = s.visit(&mut v);
+        let owner = if has(table, &column) { by.as_str() } else { parent.name.as_str() };
+        *e = Expr::CompoundIdentifier(vec![ident(owner), last]);
+    };
+    top_level_exprs(&mut **s, &mut qualify);
     if let Some(ob) = order_by.as_mut() {
-        let _ = ob.visit(&mut v);
+        top_level_exprs(ob, &mut qualify);
     }
     fired.push(format!("agent: {} joined on {}.{} for {}", parent.ident, by, key, missing.join(", ")));
     s.from[0].joins.push(join);

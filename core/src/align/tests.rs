@@ -1,6 +1,6 @@
 use super::names::on_search_path;
 use super::*;
-use crate::schema::tests::star_schema;
+use crate::schema::tests::{star_schema, two_schemas};
 
 /// A value index over one column: singer.country holds 'France' and 'United States'.
 struct Index;
@@ -17,16 +17,7 @@ impl ValueLookup for Index {
 #[test]
 fn tables_off_the_search_path_get_their_schema() {
     // Two schemas, each with a singer; the first also has singer_in_concert and concert.
-    let mut s = star_schema();
-    for t in s.tables.iter_mut() {
-        t.schema = "music".into();
-        t.ident = format!("music.{}", t.name);
-    }
-    let mut other = s.tables[1].clone();
-    other.oid = 9;
-    other.schema = "pop".into();
-    other.ident = "pop.singer".into();
-    s.tables.push(other);
+    let mut s = two_schemas();
     let fix = |sql: &str| align(sql, &s, Context::default(), &mut Index, Rules::ALL);
     // Ambiguous: the schema of the statement's other tables decides.
     let a = fix("SELECT count(*) FROM singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id");
@@ -62,11 +53,7 @@ fn tables_off_the_search_path_get_their_schema() {
 
 #[test]
 fn schema_names_written_as_tables() {
-    let mut s = star_schema();
-    for t in s.tables.iter_mut() {
-        t.schema = "music".into();
-        t.ident = format!("music.{}", t.name);
-    }
+    let s = two_schemas();
     let fix = |sql: &str| align(sql, &s, Context::default(), &mut Index, Rules::ALL);
     // The one table of the schema with every column the SELECT takes from it.
     let a = fix("SELECT name, capacity FROM music WHERE capacity > 100");

@@ -453,20 +453,7 @@ fn alignment_fixes_names_and_values_before_execution() {
 #[test]
 fn a_name_several_schemas_hold_is_the_one_the_question_was_linked_to() {
     // singer in music and in pop, neither on the search path; the extraction chose pop's.
-    let mut s = star_schema();
-    for t in s.tables.iter_mut() {
-        t.schema = "music".into();
-        t.ident = format!("music.{}", t.name);
-    }
-    for fk in s.foreign_keys.iter_mut() {
-        fk.table = format!("music.{}", fk.table);
-        fk.ref_table = format!("music.{}", fk.ref_table);
-    }
-    let mut pop = s.tables[1].clone();
-    pop.oid = 9;
-    pop.schema = "pop".into();
-    pop.ident = "pop.singer".into();
-    s.tables.push(pop);
+    let s = crate::schema::tests::two_schemas();
     let settings = Settings { candidates: 1, first_wave: 1, ..full() };
     let mut db = FakeDb::default();
     let mut llm = script(&["#columns: pop.singer.name\n#values: none\n#select: name", "#SQL: SELECT name FROM singer"]);
