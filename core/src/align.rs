@@ -494,8 +494,7 @@ fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<S
             bare.extend(b2);
         }
         let bare_in_t = bare.iter().any(|b| {
-            schema.tables[t].columns.iter().any(|c| &c.name == b)
-                && !sc.tables.iter().any(|&o| o != t && schema.tables[o].columns.iter().any(|c| &c.name == b))
+            schema.tables[t].has_column(b) && !sc.tables.iter().any(|&o| o != t && schema.tables[o].has_column(b))
         });
         if quals.contains(&me) || quals.contains(&"*".to_string()) || bare.contains(&"*".to_string()) || bare_in_t {
             i += 1;

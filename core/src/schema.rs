@@ -123,6 +123,13 @@ pub struct Rendered {
     pub detailed: Vec<usize>,
 }
 
+impl Table {
+    /// Whether the table has a column of that (folded) name.
+    pub fn has_column(&self, name: &str) -> bool {
+        self.columns.iter().any(|c| c.name == name)
+    }
+}
+
 impl Schema {
     /// The schema without anything read from rows: no samples, categorical values, ranges or
     /// enum labels (nl2sql.privacy). Names, types, keys and comments stay.
@@ -707,7 +714,6 @@ CREATE TABLE \"Order Items\" (
         assert!(s.tables_within(10) >= bare.tables_shown);
     }
 
-    /// concert_singer's shape: singer_in_concert joins singer and concert, concert has a stadium.
     /// The star schema in schema `music`, and a second `singer` in schema `pop` (index 4):
     /// neither on the search path.
     pub fn two_schemas() -> Schema {
@@ -728,6 +734,7 @@ CREATE TABLE \"Order Items\" (
         s
     }
 
+    /// concert_singer's shape: singer_in_concert joins singer and concert, concert has a stadium.
     pub fn star_schema() -> Schema {
         let t = |oid: u32, name: &str, cols: &[&str], pk: &[&str]| -> serde_json::Value {
             serde_json::json!({"oid": oid, "schema": "public", "name": name, "ident": name, "kind": "r", "comment": null,

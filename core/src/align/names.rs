@@ -2,7 +2,7 @@
 //! and the value index hold.
 
 use super::{closest, find_table, fold, ident, object_name, relation_name, resolve, top_level_exprs, Scope, ValueLookup, NOT_COLUMNS};
-use crate::schema::Schema;
+use crate::schema::{Schema, Table};
 use sqlparser::ast::{BinaryOperator, Expr, Query, Select, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -75,22 +75,14 @@ pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, linked: &[String
                     // Written without its schema, a table off the search path does not resolve:
                     // the one table of that name, or the one in the schema the statement's
                     // other tables are in (several schemas may hold a `singer`).
-                    let same: Vec<&crate::schema::Table> = self.schema.tables.iter().filter(|x| x.name == want).collect();
+                    let same: Vec<&Table> = self.schema.tables.iter().filter(|x| x.name == want).collect();
                     // PostgreSQL resolves it when one of that name is on the search path.
                     if qualifier.is_some() || on_search_path(&self.schema.tables[i].ident) || same.iter().any(|x| on_search_path(&x.ident)) {
                         return ControlFlow::Continue(());
                     }
-                    let pick = match same.as_slice() {
-                        [only] => Some(*only),
-                        _ => same.iter().find(|x| self.preferred.as_deref() == Some(x.schema.as_str())).copied().or_else(|| {
-                            // Nothing in the statement decides: the one the question was linked to.
-                            let linked: Vec<_> = same.iter().filter(|x| self.linked.contains(&x.ident)).collect();
-                            match linked.as_slice() {
-                                [one] => Some(**one),
-                                _ => None,
-                            }
-                        }),
-                    };
+                    // The statement's schema first; when nothing in it decides, the linked one.
+                    let preferred = same.iter().find(|x| self.preferred.as_deref() == Some(x.schema.as_str())).copied();
+                    let pick = if same.len() > 1 && preferred.is_some() { preferred } else { one_or_linked(&same, self.linked) };
                     if let Some(t) = pick.filter(|t| !on_search_path(&t.ident)) {
                         if let Some(fixed) = object_name(&t.ident) {
                             self.fired.push(format!("agent: table {name} -> {}", t.ident));
@@ -169,7 +161,7 @@ pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fir
             None => sc.tables.clone(),
         };
         // The column exists somewhere in scope under this exact name: ambiguous, not wrong.
-        if qualifier.is_none() && tables.iter().filter(|&&t| schema.tables[t].columns.iter().any(|c| c.name == want)).count() > 1 {
+        if qualifier.is_none() && tables.iter().filter(|&&t| schema.tables[t].has_column(&want)).count() > 1 {
             return ControlFlow::Continue(());
         }
         let names: Vec<&str> = tables.iter().flat_map(|&t| schema.tables[t].columns.iter().map(|c| c.name.as_str())).collect();
@@ -272,12 +264,26 @@ pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, valu
     });
 }
 
+/// The only one of `tables`; else the only one of them the question was linked to.
+fn one_or_linked<'a>(tables: &[&'a Table], linked: &[String]) -> Option<&'a Table> {
+    match tables {
+        [one] => Some(*one),
+        _ => {
+            let mut of_question = tables.iter().filter(|t| linked.contains(&t.ident));
+            match (of_question.next(), of_question.next()) {
+                (Some(one), None) => Some(*one),
+                _ => None,
+            }
+        }
+    }
+}
+
 /// How the statement refers to the one table in scope, other than `qualifier`'s, that has
 /// `column`: its alias, or its name when it has none. None when no table or several do.
 fn other_holder(schema: &Schema, sc: &Scope, qualifier: &str, column: &str) -> Option<String> {
     let own = sc.names.get(qualifier).copied();
     let holders: Vec<usize> =
-        sc.tables.iter().copied().filter(|&t| Some(t) != own && schema.tables[t].columns.iter().any(|c| c.name == column)).collect();
+        sc.tables.iter().copied().filter(|&t| Some(t) != own && schema.tables[t].has_column(column)).collect();
     let [t] = holders.as_slice() else { return None };
     let refs: Vec<&String> = sc.names.iter().filter(|(_, i)| **i == *t).map(|(n, _)| n).collect();
     // An aliased table is known by its alias only.
@@ -341,27 +347,20 @@ pub(super) fn schema_as_table(schema: &Schema, stmt: &mut Statement, linked: &[S
                     .iter()
                     .filter(|(q, c)| match q {
                         Some(q) => *q == by,
-                        None => !known.iter().any(|&k| self.schema.tables[k].columns.iter().any(|x| x.name == *c)),
+                        None => !known.iter().any(|&k| self.schema.tables[k].has_column(c)),
                     })
                     .map(|(_, c)| c)
                     .collect();
                 if cols.is_empty() {
                     continue;
                 }
-                let holds: Vec<&crate::schema::Table> = self
+                let holds: Vec<&Table> = self
                     .schema
                     .tables
                     .iter()
-                    .filter(|t| t.schema == want && cols.iter().all(|c| t.columns.iter().any(|x| x.name == **c)))
+                    .filter(|t| t.schema == want && cols.iter().all(|c| t.has_column(c)))
                     .collect();
-                let pick = match holds.as_slice() {
-                    [one] => Some(*one),
-                    _ => match holds.iter().filter(|t| self.linked.contains(&t.ident)).collect::<Vec<_>>().as_slice() {
-                        [one] => Some(**one),
-                        _ => None,
-                    },
-                };
-                let Some(t) = pick else { continue };
+                let Some(t) = one_or_linked(&holds, self.linked) else { continue };
                 let Some(fixed) = object_name(&t.ident) else { continue };
                 for f in s.from.iter_mut().flat_map(|t| std::iter::once(&mut t.relation).chain(t.joins.iter_mut().map(|j| &mut j.relation))) {
                     if let TableFactor::Table { name, alias, args: None, .. } = f {
@@ -409,12 +408,11 @@ pub(super) fn join_for_columns(schema: &Schema, sc: &Scope, q: &mut Query, fired
     if let Some(ob) = order_by.as_mut() {
         used.extend(own_columns(ob));
     }
-    let has = |t: &crate::schema::Table, c: &str| t.columns.iter().any(|x| x.name == c);
     let mut missing: Vec<&str> = Vec::new();
     for (qualifier, c) in &used {
         match qualifier {
             Some(x) if *x != by => return,
-            _ if has(table, c) || sc.other.contains(c) => {}
+            _ if table.has_column(c) || sc.other.contains(c) => {}
             _ => missing.push(c),
         }
     }
@@ -424,12 +422,12 @@ pub(super) fn join_for_columns(schema: &Schema, sc: &Scope, q: &mut Query, fired
     missing.sort_unstable();
     missing.dedup();
     // The one key of the table whose referenced table has every missing column.
-    let keys: Vec<(&crate::schema::ForeignKey, &crate::schema::Table)> = schema
+    let keys: Vec<(&crate::schema::ForeignKey, &Table)> = schema
         .foreign_keys
         .iter()
         .filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1)
         .filter_map(|fk| schema.tables.iter().find(|u| u.ident == fk.ref_table).map(|u| (fk, u)))
-        .filter(|(_, u)| missing.iter().all(|c| has(u, c)))
+        .filter(|(_, u)| missing.iter().all(|c| u.has_column(c)))
         .collect();
     let [(fk, parent)] = keys.as_slice() else { return };
     if parent.name == by || parent.oid == table.oid {
@@ -458,7 +456,7 @@ pub(super) fn join_for_columns(schema: &Schema, sc: &Scope, q: &mut Query, fired
         if NOT_COLUMNS.contains(&column.as_str()) || (matches!(e, Expr::Identifier(_)) && sc.other.contains(&column)) {
             return;
         }
-        let owner = if has(table, &column) { by.as_str() } else { parent.name.as_str() };
+        let owner = if table.has_column(&column) { by.as_str() } else { parent.name.as_str() };
         *e = Expr::CompoundIdentifier(vec![ident(owner), last]);
     };
     top_level_exprs(&mut **s, &mut qualify);
