@@ -72,10 +72,12 @@ fn fold(i: &Ident) -> String {
     }
 }
 
-/// An identifier as PostgreSQL needs it written: quoted unless it is plain lowercase.
+/// An identifier as PostgreSQL needs it written: quoted unless it is plain lowercase and not a
+/// name PostgreSQL reads as something else (`current_user` unquoted is the function).
 fn ident(name: &str) -> Ident {
     let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !NOT_COLUMNS.contains(&name);
     if plain {
         Ident::new(name)
     } else {

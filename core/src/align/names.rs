@@ -3,7 +3,7 @@
 
 use super::{closest, find_table, fold, ident, object_name, relation_name, resolve, top_level_exprs, Scope, ValueLookup, NOT_COLUMNS};
 use crate::schema::{Schema, Table};
-use sqlparser::ast::{BinaryOperator, Expr, Query, Select, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
+use sqlparser::ast::{BinaryOperator, Expr, Query, Select, SelectItem, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use std::collections::HashSet;
@@ -398,7 +398,8 @@ pub(super) fn join_for_columns(schema: &Schema, sc: &Scope, q: &mut Query, fired
     let SetExpr::Select(s) = q.body.as_mut() else { return };
     let [from] = s.from.as_slice() else { return };
     let TableFactor::Table { name, alias, args: None, .. } = &from.relation else { return };
-    if !from.joins.is_empty() {
+    // `*` would return the joined table's columns too.
+    if !from.joins.is_empty() || s.projection.iter().any(|p| matches!(p, SelectItem::Wildcard(_))) {
         return;
     }
     let Some(t) = find_table(schema, name) else { return };
@@ -433,15 +434,9 @@ pub(super) fn join_for_columns(schema: &Schema, sc: &Scope, q: &mut Query, fired
     if parent.name == by || parent.oid == table.oid {
         return;
     }
+    // A key's columns come as identifiers (quoted where needed), like tables' idents.
     let (key, referenced) = (&fk.columns[0], &fk.ref_columns[0]);
-    let text = format!(
-        "SELECT 1 FROM x JOIN {} ON {}.{} = {}.{}",
-        parent.ident,
-        ident(&by),
-        ident(key),
-        ident(&parent.name),
-        ident(referenced)
-    );
+    let text = format!("SELECT 1 FROM x JOIN {} ON {}.{key} = {}.{referenced}", parent.ident, ident(&by), ident(&parent.name));
     let Ok(parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &text) else { return };
     let Some(Statement::Query(helper)) = parsed.into_iter().next() else { return };
     let SetExpr::Select(hs) = *helper.body else { return };

@@ -97,6 +97,16 @@ fn columns_written_with_the_wrong_table() {
 }
 
 #[test]
+fn names_postgresql_reads_as_functions_are_quoted() {
+    // A column named current_user, written unquoted, would be the role's name.
+    let mut s = star_schema();
+    s.tables[1].columns[2].name = "current_user".into();
+    let a = align("SELECT current_usr FROM singer", &s, Context::default(), &mut Index, Rules::ALL);
+    assert_eq!(a.sql, "SELECT \"current_user\" FROM singer");
+    assert_eq!(ident("name").to_string(), "name");
+}
+
+#[test]
 fn columns_named_by_a_part_of_their_name() {
     // concert's name is concert_name; an id could be concert_id or stadium_id.
     let a = run("SELECT name FROM concert");
@@ -128,6 +138,18 @@ fn columns_of_the_table_a_foreign_key_points_to() {
     // No one table has them all, or the table has them: nothing to join.
     assert!(run("SELECT concert_name, name FROM singer_in_concert").fired.is_empty());
     assert!(run("SELECT name FROM singer").fired.is_empty());
+    // `*` would grow by the joined table's columns.
+    assert!(run("SELECT * FROM singer_in_concert WHERE name = 'x'").fired.is_empty());
+    // A key column that needs quotes is written as its identifier, once.
+    let mut s = star_schema();
+    let key = s.tables[0].columns.iter_mut().find(|c| c.name == "stadium_id").expect("concert.stadium_id");
+    key.name = "StadiumId".into();
+    key.ident = "\"StadiumId\"".into();
+    s.foreign_keys[0].columns = vec!["\"StadiumId\"".into()];
+    assert_eq!(
+        align("SELECT capacity FROM concert", &s, Context::default(), &mut Index, Rules::ALL).sql,
+        "SELECT stadium.capacity FROM concert JOIN stadium ON concert.\"StadiumId\" = stadium.stadium_id"
+    );
     // Its subqueries are their own business.
     let sql = "SELECT concert_id FROM singer_in_concert WHERE singer_id IN (SELECT singer_id FROM singer WHERE age > 30)";
     assert!(run(sql).fired.is_empty(), "{:?}", run(sql).fired);
