@@ -438,6 +438,10 @@ CREATE TABLE nl2sql.example_store (
     -- the relations the SQL needs SELECT on, from PostgreSQL's parse of it when it was added
     -- (regclass: pg_dump writes names, so a restore points at the same tables again)
     relations regclass[] NOT NULL DEFAULT '{}',
+    -- the relations whose sample rows the model was shown when it wrote the chain of thought
+    -- or, for a synthetic pair, the pair itself: such text may quote rows, and is shown only
+    -- while those rows are the same for every reader (no row-level security, not a view)
+    sampled regclass[] NOT NULL DEFAULT '{}',
     added_by oid NOT NULL,
     added_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
     -- the built-in embedder's vector of question_masked
@@ -453,13 +457,22 @@ SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store', 'WHERE source
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store_id_seq', '');
 
 -- Every role sees the examples whose relations it may SELECT from now (GRANT and REVOKE take
--- effect at once; a dropped relation hides its examples).
+-- effect at once; a dropped relation hides its examples). Text the model wrote from sample rows
+-- of a table that has since got row-level security (or become a view) may quote rows some
+-- readers may not see: the chain of thought is hidden then (nl2sql.write_example_thoughts()
+-- writes it again, without those samples), and a synthetic pair altogether.
 CREATE VIEW nl2sql.examples WITH (security_barrier) AS
-SELECT s.id, s.question, s.question_masked, s.sql, s.thought, s.hint, s.source, s.executed, s.enabled,
-       s.relations, s.added_by::pg_catalog.regrole AS added_by, s.added_at, s.embedding, s.meaning
+SELECT s.id, s.question, s.question_masked, s.sql, CASE WHEN x.exposed THEN NULL ELSE s.thought END AS thought,
+       s.hint, s.source, s.executed, s.enabled, s.relations, s.added_by::pg_catalog.regrole AS added_by,
+       s.added_at, s.embedding, s.meaning
 FROM nl2sql.example_store s
+CROSS JOIN LATERAL (SELECT EXISTS (SELECT FROM pg_catalog.pg_class c
+                                   WHERE c.oid OPERATOR(pg_catalog.=) ANY (s.sampled::pg_catalog.oid[])
+                                     AND (c.relrowsecurity OR c.relkind OPERATOR(pg_catalog.<>) ALL ('{r,p,m}'::pg_catalog."char"[])))
+                    AS exposed) x
 WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
-                  WHERE NOT coalesce(pg_catalog.has_table_privilege(r.oid, 'SELECT'), false));
+                  WHERE NOT coalesce(pg_catalog.has_table_privilege(r.oid, 'SELECT'), false))
+  AND NOT (x.exposed AND s.source OPERATOR(pg_catalog.=) 'synthetic');
 GRANT SELECT ON nl2sql.examples TO PUBLIC;
 COMMENT ON VIEW nl2sql.examples IS
     'the examples library: the examples whose SQL reads only what the current role may read';

@@ -100,11 +100,12 @@ def test_synthetic_pairs_are_kept_only_when_they_run_and_return_rows(connect, mo
     assert first[1:4] == (6, 3, 2)
     assert sum(r[3] for r in rows) == 2
     assert all(r[4] > 0 and r[5] > 0 for r in rows)
-    kept = admin.execute("SELECT question, sql, executed, relations::text FROM nl2sql.examples "
-                         "WHERE source = 'synthetic' ORDER BY id").fetchall()
-    # Shown only to roles that may read what the query reads and the tables the model was shown.
-    assert kept == [("How many singers are there?", "SELECT count(*) FROM singer", True, "{concert,singer}"),
-                    ("How many stadiums are there?", "SELECT count(*) FROM stadium", True, "{concert,stadium}")]
+    kept = admin.execute("SELECT e.question, e.sql, e.executed, e.relations::text, s.sampled::text FROM nl2sql.examples e "
+                         "JOIN nl2sql.example_store s USING (id) WHERE e.source = 'synthetic' ORDER BY id").fetchall()
+    # Shown only to roles that may read what the query reads and the tables the model was shown;
+    # written from the samples of the scope's tables.
+    assert kept == [("How many singers are there?", "SELECT count(*) FROM singer", True, "{concert,singer}", "{concert}"),
+                    ("How many stadiums are there?", "SELECT count(*) FROM stadium", True, "{concert,stadium}", "{concert}")]
     assert any(n.startswith("nl2sql: 1/7 concert: 6 pairs written, 3 ran, 2 kept") for n in notices), notices
     assert any("synthetic examples kept of" in n and "completion tokens" in n for n in notices), notices
     with pytest.raises(errors.InvalidParameterValue):
@@ -197,6 +198,60 @@ def test_chains_of_thought_show_no_rows_of_tables_with_row_level_security(connec
     finally:
         admin.execute("DROP VIEW IF EXISTS rls_mine")
         admin.execute("DROP TABLE IF EXISTS rls_vault, rls_plain")
+
+
+def test_text_written_from_samples_is_hidden_once_the_table_gets_row_level_security(connect, mock, clean):
+    """A chain of thought or a synthetic pair written while a table had no row-level security
+    may quote its rows, which every reader could read then. Once the table gets row-level
+    security, a reader its policy shows none of them must not read them in the example: the
+    thought is hidden until written again without samples, the synthetic pair altogether."""
+    admin = clean
+    admin.execute("DROP TABLE IF EXISTS later_vault")
+    admin.execute("CREATE TABLE later_vault (id int, label text)")
+    admin.execute("INSERT INTO later_vault VALUES (1, 'zz-later-secret'), (2, 'zz-later-secret')")
+    try:
+        with scratch_role(admin, "lv_reader", "GRANT SELECT ON later_vault TO lv_reader"):
+            mock.reset()
+            ex = admin.execute("SELECT nl2sql.add_example('How many vault labels are there?', "
+                               "'SELECT count(label) FROM later_vault')").fetchone()[0]
+            # The samples were shown, and the model quoted one.
+            assert any("zz-later-secret" in p for p in prompts(mock))
+            stored = "SELECT sampled::text FROM nl2sql.example_store WHERE id = %s"
+            assert admin.execute(stored, (ex,)).fetchone()[0] == "{later_vault}"
+            # A synthetic pair written from the same samples (as generate_examples stores one).
+            synthetic = ("INSERT INTO nl2sql.example_store (question, question_masked, sql, source, executed, relations, sampled, added_by, embedding) "
+                         "SELECT %s, k.masked, %s, 'synthetic', true, '{later_vault}', %s, 10, k.embedding::vector "
+                         "FROM nl2sql._example_key(%s, %s) k")
+            q, sql = "Which vault rows say zz-later-secret?", "SELECT id FROM later_vault WHERE label = 'zz-later-secret'"
+            admin.execute(synthetic, (q, sql, "{later_vault}", q, sql))
+            reader = connect()
+            reader.execute("SET ROLE lv_reader")
+            seen = "SELECT coalesce(string_agg(concat_ws(' ', question, sql, thought), ' '), '') FROM nl2sql.examples"
+            # Everyone with SELECT read those rows: shown.
+            assert reader.execute(seen).fetchone()[0].count("zz-later-secret") == 3
+            admin.execute("ALTER TABLE later_vault ENABLE ROW LEVEL SECURITY")
+            assert reader.execute("SELECT count(*) FROM later_vault").fetchone()[0] == 0
+            assert "zz-later-secret" not in reader.execute(seen).fetchone()[0]
+            # Nor in a prompt made for the reader.
+            reader.execute("SET nl2sql.examples = 3")
+            mock.reset()
+            with contextlib.suppress(errors.Error):  # the scripted answer reads singer
+                ask(reader, "[examples] How many vault labels are there?")
+            assert not any("zz-later-secret" in p for p in prompts(mock))
+            # The user's example stays, without its thought; written again, without the samples.
+            assert reader.execute("SELECT thought FROM nl2sql.examples WHERE id = %s", (ex,)).fetchone() == (None,)
+            mock.reset()
+            assert admin.execute("SELECT nl2sql.write_example_thoughts()").fetchone()[0] == 1
+            assert prompts(mock) and not any("zz-later-secret" in p for p in prompts(mock))
+            assert admin.execute(stored, (ex,)).fetchone()[0] == "{}"
+            assert reader.execute("SELECT thought FROM nl2sql.examples WHERE id = %s", (ex,)).fetchone()[0] is not None
+            # A pair written while the table had row-level security saw no samples: shown.
+            q, sql = "How many vault rows?", "SELECT count(*) FROM later_vault"
+            admin.execute(synthetic, (q, sql, "{}", q, sql))
+            assert reader.execute("SELECT count(*) FROM nl2sql.examples WHERE source = 'synthetic'").fetchone()[0] == 1
+            reader.execute("RESET ROLE")
+    finally:
+        admin.execute("DROP TABLE IF EXISTS later_vault")
 
 
 def test_roles_found_with_members_are_warned_about(connect, conninfo):

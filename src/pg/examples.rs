@@ -148,16 +148,26 @@ fn validate(question: &str, sql: &str, hint: Option<&str>) -> Vec<pg_sys::Oid> {
     }
 }
 
-/// Stores one example as the extension owner; its id.
+/// Stores one example as the extension owner; its id. `sampled`: the relations whose sample
+/// rows the model saw when it wrote the thought or the pair (a subset of `reads`).
 #[allow(clippy::too_many_arguments)]
-fn store(question: &str, sql: &str, thought: Option<&str>, hint: Option<&str>, source: &str, enabled: bool, reads: Vec<pg_sys::Oid>) -> i64 {
+fn store(
+    question: &str,
+    sql: &str,
+    thought: Option<&str>,
+    hint: Option<&str>,
+    source: &str,
+    enabled: bool,
+    reads: Vec<pg_sys::Oid>,
+    sampled: Vec<pg_sys::Oid>,
+) -> i64 {
     let (masked, v) = key(question, sql);
     let by = owner::caller();
     let meaning = meaning(std::slice::from_ref(&masked)).and_then(|mut v| v.pop());
     owner::as_owner(|| {
         spi::write_one::<i64>(
-            "INSERT INTO nl2sql.example_store (question, question_masked, sql, thought, hint, source, executed, enabled, relations, added_by, embedding, meaning)
-             VALUES ($1, $2, $3, $4, $5, $6, true, $7, $8::pg_catalog.oid[]::pg_catalog.regclass[], $9, $10::text::vector, $11::text::vector) RETURNING id",
+            "INSERT INTO nl2sql.example_store (question, question_masked, sql, thought, hint, source, executed, enabled, relations, sampled, added_by, embedding, meaning)
+             VALUES ($1, $2, $3, $4, $5, $6, true, $7, $8::pg_catalog.oid[]::pg_catalog.regclass[], $9::pg_catalog.oid[]::pg_catalog.regclass[], $10, $11::text::vector, $12::text::vector) RETURNING id",
             &[
                 question.into(),
                 masked.as_str().into(),
@@ -167,6 +177,7 @@ fn store(question: &str, sql: &str, thought: Option<&str>, hint: Option<&str>, s
                 source.into(),
                 enabled.into(),
                 DatumWithOid::from(reads),
+                DatumWithOid::from(sampled),
                 by.into(),
                 crate::pg::embedder::vector_literal(&v).as_str().into(),
                 meaning.into(),
@@ -206,12 +217,15 @@ fn model_if_configured(why: &str) -> Option<Model> {
 
 /// The schema the role may read, for prompts whose answers other roles are shown (chains of
 /// thought, synthetic pairs): no samples of tables with row-level security or of views, whose
-/// rows may depend on who reads them (policies, security_invoker, current_user in a view).
+/// rows may depend on who reads them (policies, security_invoker, current_user in a view), or
+/// of foreign tables (whose rows may depend on the reader's user mapping). The view
+/// nl2sql.examples hides what was written from samples of a table that later became one of these.
 fn schema_for_prompts() -> Schema {
     let mut schema = role::as_exec_role(|| catalog::for_prompt(false));
     let oids: Vec<pg_sys::Oid> = schema.tables.iter().map(|t| pg_sys::Oid::from(t.oid)).collect();
     let secured: Vec<u32> = spi::rows(
-        "SELECT oid FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) ANY ($1) AND (relrowsecurity OR relkind OPERATOR(pg_catalog.=) 'v')",
+        "SELECT oid FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) ANY ($1)
+           AND (relrowsecurity OR relkind OPERATOR(pg_catalog.<>) ALL ('{r,p,m}'::pg_catalog.\"char\"[]))",
         &[oids.into()],
         |r| r.get::<pg_sys::Oid>(1).ok().flatten().map(u32::from),
     );
@@ -223,12 +237,18 @@ fn schema_for_prompts() -> Schema {
     schema
 }
 
+/// The tables of a prompt whose sample rows it shows.
+fn sampled(scope: &Schema) -> Vec<pg_sys::Oid> {
+    scope.tables.iter().filter(|t| t.columns.iter().any(|c| c.stats.is_some())).map(|t| pg_sys::Oid::from(t.oid)).collect()
+}
+
 /// The tables an example reads, rendered for the prompt that writes its chain of thought: only
 /// those, so that what the model writes (and other roles are shown with the example) names
-/// nothing beyond what the example's readers may read.
-fn example_schema(schema: &Schema, reads: &[pg_sys::Oid]) -> String {
+/// nothing beyond what the example's readers may read; and those whose samples it shows.
+fn example_schema(schema: &Schema, reads: &[pg_sys::Oid]) -> (String, Vec<pg_sys::Oid>) {
     let tables: Vec<usize> = (0..schema.tables.len()).filter(|&t| reads.iter().any(|r| u32::from(*r) == schema.tables[t].oid)).collect();
-    scope_schema(schema, &tables).render(gucs::schema_max_tokens()).text
+    let scope = scope_schema(schema, &tables);
+    (scope.render(gucs::schema_max_tokens()).text, sampled(&scope))
 }
 
 /// Asks the model for an example's chain of thought (Query-CoT-SQL); None when it fails.
@@ -252,10 +272,12 @@ pub fn add(question: &str, sql: &str, hint: Option<&str>) -> i64 {
     let sql = sql.trim();
     let reads = validate(question, sql, hint);
     let written = model_if_configured("chain of thought not written").and_then(|mut m| {
-        let schema = example_schema(&schema_for_prompts(), &reads);
-        thought(&mut m, &schema, question, sql)
+        let (schema, sampled) = example_schema(&schema_for_prompts(), &reads);
+        thought(&mut m, &schema, question, sql).map(|t| (t, sampled))
     });
-    store(question.trim(), sql, written.as_deref(), hint.map(str::trim).filter(|h| !h.is_empty()), "user", true, reads)
+    let (thought, sampled) = written.unzip();
+    let hint = hint.map(str::trim).filter(|h| !h.is_empty());
+    store(question.trim(), sql, thought.as_deref(), hint, "user", true, reads, sampled.unwrap_or_default())
 }
 
 /// A call's query offered by nl2sql.feedback(): checked and run as add_example() does, with the
@@ -273,7 +295,7 @@ pub fn offer(question: &str, sql: &str, hint: Option<&str>) -> i64 {
             Some("Give feedback without a query (correct => false), or with one that reads the tables the question is about."),
         );
     }
-    store(question.trim(), sql, None, hint.map(str::trim).filter(|h| !h.is_empty()), "feedback", false, reads)
+    store(question.trim(), sql, None, hint.map(str::trim).filter(|h| !h.is_empty()), "feedback", false, reads, Vec::new())
 }
 
 /// The condition, on example_store `s`, that the role `$2` may see the example (the view's
@@ -437,7 +459,7 @@ pub fn generate(per_table: i32) -> Vec<Generated> {
                     reads.sort_unstable_by_key(|o| u32::from(*o));
                     reads.dedup();
                     seen_sql.insert(form);
-                    store(&question, &sql, None, None, "synthetic", true, reads);
+                    store(&question, &sql, None, None, "synthetic", true, reads, sampled(&sub));
                     row.kept += 1;
                 }
             }
@@ -492,8 +514,20 @@ pub fn write_thoughts(max: i32) -> i64 {
     let mut written = 0;
     for (i, (id, question, sql, reads)) in todo.iter().enumerate() {
         check_for_interrupts!();
-        if let Some(t) = thought(&mut model, &example_schema(&schema, reads), question, sql) {
-            owner::as_owner(|| spi::write("UPDATE nl2sql.example_store SET thought = $2 WHERE id = $1", &[(*id).into(), t.as_str().into()]));
+        let (text, shown) = example_schema(&schema, reads);
+        if let Some(t) = thought(&mut model, &text, question, sql) {
+            // A synthetic pair keeps the samples it was written from; the thought replaces
+            // what an earlier thought was written from.
+            owner::as_owner(|| {
+                spi::write(
+                    "UPDATE nl2sql.example_store SET thought = $2,
+                            sampled = CASE WHEN source OPERATOR(pg_catalog.=) 'synthetic'
+                                           THEN ARRAY(SELECT DISTINCT x FROM pg_catalog.unnest(sampled::pg_catalog.oid[] OPERATOR(pg_catalog.||) $3) x)
+                                           ELSE $3 END::pg_catalog.regclass[]
+                     WHERE id = $1",
+                    &[(*id).into(), t.as_str().into(), DatumWithOid::from(shown)],
+                )
+            });
             written += 1;
         }
         notice!("nl2sql: {}/{} chains of thought", i + 1, todo.len());
