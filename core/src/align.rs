@@ -16,7 +16,7 @@
 //! Names are resolved over every table the statement reads (aliases included), which covers
 //! correlated subqueries; an ambiguous name is left alone for PostgreSQL to reject.
 
-use crate::embed::edit_similarity;
+use crate::embed::{self, folded_edit_similarity};
 use crate::schema::Schema;
 use serde::Serialize;
 use sqlparser::ast::{
@@ -91,14 +91,27 @@ fn object_name(ident_text: &str) -> Option<ObjectName> {
 
 /// The unique name closest to `want` among `names` (case-insensitive, then a typo or a plural
 /// away); None when none is close or two are equally close.
+/// Linear in the names, each compared only when its length allows (a name's edit distance is at
+/// least the difference of lengths), with cancel checked.
 fn closest<'a>(want: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let mut scored: Vec<(f32, &str)> = names
-        .map(|n| {
-            let s = if n.eq_ignore_ascii_case(want) { 1.0 } else { edit_similarity(want, n) };
-            (s, n)
-        })
-        .filter(|(s, _)| *s >= NAME_SIMILARITY)
-        .collect();
+    let w: Vec<char> = embed::fold(want).chars().collect();
+    let mut scored: Vec<(f32, &str)> = Vec::new();
+    for (i, n) in names.enumerate() {
+        crate::interrupt::every(i, 256);
+        let s = if n.eq_ignore_ascii_case(want) {
+            1.0
+        } else {
+            let c: Vec<char> = embed::fold(n).chars().collect();
+            let longest = w.len().max(c.len());
+            if longest == 0 || w.len().abs_diff(c.len()) as f32 > (1.0 - NAME_SIMILARITY) * longest as f32 {
+                continue;
+            }
+            folded_edit_similarity(&w, &c)
+        };
+        if s >= NAME_SIMILARITY {
+            scored.push((s, n));
+        }
+    }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     scored.dedup_by(|a, b| a.1 == b.1);
     match scored.as_slice() {

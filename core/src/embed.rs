@@ -261,6 +261,11 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 pub fn edit_similarity(a: &str, b: &str) -> f32 {
     let a: Vec<char> = fold(a).chars().collect();
     let b: Vec<char> = fold(b).chars().collect();
+    folded_edit_similarity(&a, &b)
+}
+
+/// [`edit_similarity`] of texts already folded, as characters.
+pub fn folded_edit_similarity(a: &[char], b: &[char]) -> f32 {
     let n = a.len().max(b.len());
     if n == 0 {
         return 0.0;

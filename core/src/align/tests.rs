@@ -288,3 +288,23 @@ fn rules_can_be_switched_off() {
     let none = Rules { agent: false, function: false, style: false };
     assert!(align("SELECT nme FROM singers", &s, Context::default(), &mut Index, none).fired.is_empty());
 }
+
+#[test]
+fn the_typo_search_is_cancellable_and_skips_names_of_other_lengths() {
+    thread_local! { static CALLS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) }; }
+    crate::interrupt::register(|| CALLS.set(CALLS.get() + 1));
+    // A wide table: 3,000 columns.
+    let mut s = star_schema();
+    let mut col = s.tables[1].columns[0].clone();
+    for i in 0..3_000 {
+        col.name = format!("measure_{i:04}_value");
+        col.ident = col.name.clone();
+        s.tables[1].columns.push(col.clone());
+    }
+    // A typo is still found among them; a name far longer than any column is compared to none.
+    let fixed = align("SELECT measure_0042_valeu FROM singer", &s, Context::default(), &mut Index, Rules::ALL);
+    assert_eq!(fixed.sql, "SELECT measure_0042_value FROM singer");
+    let long = format!("SELECT {} FROM singer", "x".repeat(10_000));
+    assert!(align(&long, &s, Context::default(), &mut Index, Rules::ALL).fired.is_empty());
+    assert!(CALLS.get() >= 20, "{}", CALLS.get());
+}
