@@ -35,8 +35,8 @@ CREATE TABLE nl2sql.example_store (
     -- the relations the SQL needs SELECT on, from PostgreSQL's parse of it when it was added
     -- (regclass: pg_dump writes names, so a restore points at the same tables again)
     relations regclass[] NOT NULL DEFAULT '{}',
-    -- the relations whose sample rows the model was shown when it wrote the chain of thought
-    -- or, for a synthetic pair, the pair itself: such text may quote rows, and is shown only
+    -- the relations whose rows the model was shown when it wrote the chain of thought, a
+    -- synthetic pair or an offered call's query: such text may quote rows, and is shown only
     -- while those rows are the same for every reader (no row-level security, not a view)
     sampled regclass[] NOT NULL DEFAULT '{}',
     added_by oid NOT NULL,
@@ -54,10 +54,12 @@ SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store', 'WHERE source
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store_id_seq', '');
 
 -- Every role sees the examples whose relations it may SELECT from now (GRANT and REVOKE take
--- effect at once; a dropped relation hides its examples). Text the model wrote from sample rows
--- of a table that has since got row-level security (or become a view) may quote rows some
--- readers may not see: the chain of thought is hidden then (nl2sql.write_example_thoughts()
--- writes it again, without those samples), and a synthetic pair altogether.
+-- effect at once; a dropped relation takes its examples with it). Text the model wrote from
+-- rows of a table that has since got row-level security (or become a view) may quote rows
+-- some readers may not see: the chain of thought is hidden then (nl2sql.write_example_thoughts()
+-- writes it again, without those samples), and a synthetic pair or an offered call's query
+-- (source feedback, written by the model from the asker's rows) altogether. src/pg/examples.rs
+-- (VISIBLE_TO) holds the same condition for the curators' writes.
 CREATE VIEW nl2sql.examples WITH (security_barrier) AS
 SELECT s.id, s.question, s.question_masked, s.sql, CASE WHEN x.exposed THEN NULL ELSE s.thought END AS thought,
        s.hint, s.source, s.executed, s.enabled, s.relations, s.added_by::pg_catalog.regrole AS added_by,
@@ -69,7 +71,7 @@ CROSS JOIN LATERAL (SELECT EXISTS (SELECT FROM pg_catalog.pg_class c
                     AS exposed) x
 WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
                   WHERE NOT coalesce(pg_catalog.has_table_privilege(r.oid, 'SELECT'), false))
-  AND NOT (x.exposed AND s.source OPERATOR(pg_catalog.=) 'synthetic');
+  AND NOT (x.exposed AND s.source OPERATOR(pg_catalog.=) ANY ('{synthetic,feedback}'::pg_catalog.text[]));
 GRANT SELECT ON nl2sql.examples TO PUBLIC;
 COMMENT ON VIEW nl2sql.examples IS
     'the examples library: the examples whose SQL reads only what the current role may read';

@@ -398,6 +398,11 @@ BEGIN
         END LOOP;
         DELETE FROM nl2sql.column_embeddings
         WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid);
+        -- the examples of a dropped relation go with it (its OID may name another one later)
+        IF obj.object_type <> 'table column' THEN
+            DELETE FROM nl2sql.example_store
+            WHERE obj.objid = ANY (relations::oid[]) OR obj.objid = ANY (sampled::oid[]);
+        END IF;
     END LOOP;
 EXCEPTION WHEN OTHERS THEN
     RAISE WARNING 'nl2sql could not follow this DROP: %', SQLERRM;

@@ -184,6 +184,39 @@ def test_feedback_offers_a_checked_example_to_curators(connect, mock, admin):
         assert any(fixed in p for p in prompts(mock))
 
 
+def test_feedback_on_rows_that_depend_on_the_reader_offers_no_example(connect, mock, admin):
+    """The model wrote the call's query from the asker's rows (samples, values): under row-level
+    security those are rows other readers of the table may not see, so the query is not offered
+    as an example; one offered before the table got row-level security is hidden from then on."""
+    with roles(admin, "ops_hana", "ops_ivan"):
+        hana, ivan = connect(user="ops_hana"), connect(user="ops_ivan")
+        seen = []
+        hana.add_notice_handler(lambda d: seen.append(d.message_primary))
+        try:
+            admin.execute("ALTER TABLE singer ENABLE ROW LEVEL SECURITY")
+            hana.execute("SELECT nl2sql('[ops-count] How many singers?')")
+            hid = trace(hana)["history_id"]
+            assert hana.execute("SELECT nl2sql.feedback(%s, true)", (hid,)).fetchone()[0] is None
+            assert any("not offered as an example" in n and "singer" in n for n in seen), seen
+            assert hana.execute("SELECT feedback, example_id FROM nl2sql.history WHERE id = %s", (hid,)).fetchone() == (True, None)
+            assert admin.execute("SELECT count(*) FROM nl2sql.example_store WHERE source = 'feedback'").fetchone()[0] == 0
+            # Offered while every reader saw the same rows: shown, until row-level security.
+            admin.execute("ALTER TABLE singer DISABLE ROW LEVEL SECURITY")
+            hana.execute("SELECT nl2sql('[ops-count] How many singers?')")
+            ex = hana.execute("SELECT nl2sql.feedback(%s, true)", (trace(hana)["history_id"],)).fetchone()[0]
+            shown = "SELECT count(*) FROM nl2sql.examples WHERE id = %s"
+            assert ivan.execute(shown, (ex,)).fetchone()[0] == 1
+            admin.execute("ALTER TABLE singer ENABLE ROW LEVEL SECURITY")
+            assert ivan.execute(shown, (ex,)).fetchone()[0] == 0
+            assert admin.execute(shown, (ex,)).fetchone()[0] == 0
+            # Hidden from curators too: not enabled, not removed, as if absent.
+            assert admin.execute("SELECT nl2sql.enable_example(%s)", (ex,)).fetchone()[0] is False
+            assert admin.execute("SELECT nl2sql.remove_example(%s)", (ex,)).fetchone()[0] is False
+        finally:
+            admin.execute("ALTER TABLE singer DISABLE ROW LEVEL SECURITY")
+        assert ivan.execute(shown, (ex,)).fetchone()[0] == 1
+
+
 def test_follow_ups_by_history_id_or_passed(connect, mock, admin):
     with roles(admin, "ops_gus"):
         conn = connect()

@@ -215,20 +215,33 @@ fn model_if_configured(why: &str) -> Option<Model> {
     }
 }
 
+/// The relations among `oids` whose rows may depend on who reads them: row-level security,
+/// views (policies, security_invoker, current_user in a view), foreign tables and tables whose
+/// partitions or children are (the reader's user mapping). Text the model writes from their
+/// rows is never shown to other roles; the view nl2sql.examples hides what was written from
+/// rows of a table that later became one of these (row-level security, a view).
+fn reader_dependent(oids: &[pg_sys::Oid]) -> Vec<u32> {
+    let mut out: Vec<u32> = spi::rows(
+        "SELECT oid FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) ANY ($1)
+           AND (relrowsecurity OR relkind OPERATOR(pg_catalog.<>) ALL ('{r,p,m}'::pg_catalog.\"char\"[]))",
+        &[oids.to_vec().into()],
+        |r| r.get::<pg_sys::Oid>(1).ok().flatten().map(u32::from),
+    );
+    for &o in oids {
+        check_for_interrupts!();
+        if !out.contains(&u32::from(o)) && crate::pg::policy::reaches_foreign(o) {
+            out.push(u32::from(o));
+        }
+    }
+    out
+}
+
 /// The schema the role may read, for prompts whose answers other roles are shown (chains of
-/// thought, synthetic pairs): no samples of tables with row-level security or of views, whose
-/// rows may depend on who reads them (policies, security_invoker, current_user in a view), or
-/// of foreign tables (whose rows may depend on the reader's user mapping). The view
-/// nl2sql.examples hides what was written from samples of a table that later became one of these.
+/// thought, synthetic pairs): no samples of relations whose rows depend on the reader.
 fn schema_for_prompts() -> Schema {
     let mut schema = role::as_exec_role(|| catalog::for_prompt(false));
     let oids: Vec<pg_sys::Oid> = schema.tables.iter().map(|t| pg_sys::Oid::from(t.oid)).collect();
-    let secured: Vec<u32> = spi::rows(
-        "SELECT oid FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) ANY ($1)
-           AND (relrowsecurity OR relkind OPERATOR(pg_catalog.<>) ALL ('{r,p,m}'::pg_catalog.\"char\"[]))",
-        &[oids.into()],
-        |r| r.get::<pg_sys::Oid>(1).ok().flatten().map(u32::from),
-    );
+    let secured = reader_dependent(&oids);
     for t in schema.tables.iter_mut().filter(|t| secured.contains(&t.oid)) {
         for c in &mut t.columns {
             c.stats = None;
@@ -282,8 +295,10 @@ pub fn add(question: &str, sql: &str, hint: Option<&str>) -> i64 {
 
 /// A call's query offered by nl2sql.feedback(): checked and run as add_example() does, with the
 /// caller's rights, and stored disabled (source feedback) until a curator enables it; its id.
-/// Its chain of thought is written later (nl2sql.write_example_thoughts()).
-pub fn offer(question: &str, sql: &str, hint: Option<&str>) -> i64 {
+/// Its chain of thought is written later (nl2sql.write_example_thoughts()). None, with a
+/// NOTICE, when it reads a relation whose rows depend on the reader: the model wrote it from
+/// the asker's rows (samples, values), which the example's other readers may not see.
+pub fn offer(question: &str, sql: &str, hint: Option<&str>) -> Option<i64> {
     let sql = sql.trim();
     let reads = validate(question, sql, hint);
     // An example that reads no table is shown to every role: the question must not travel so.
@@ -295,13 +310,26 @@ pub fn offer(question: &str, sql: &str, hint: Option<&str>) -> i64 {
             Some("Give feedback without a query (correct => false), or with one that reads the tables the question is about."),
         );
     }
-    store(question.trim(), sql, None, hint.map(str::trim).filter(|h| !h.is_empty()), "feedback", false, reads, Vec::new())
+    let dependent = reader_dependent(&reads);
+    if let Some(&first) = dependent.first() {
+        let name = spi::read::<String>("SELECT $1::pg_catalog.regclass::pg_catalog.text", &[pg_sys::Oid::from(first).into()]).unwrap_or_default();
+        notice!(
+            "nl2sql: feedback recorded; the query is not offered as an example: {name} shows each reader its own rows (row-level security, a view or a foreign table)"
+        );
+        return None;
+    }
+    let sampled = reads.clone();
+    Some(store(question.trim(), sql, None, hint.map(str::trim).filter(|h| !h.is_empty()), "feedback", false, reads, sampled))
 }
 
 /// The condition, on example_store `s`, that the role `$2` may see the example (the view's
-/// filter, for a given role: the writes below run as the extension's owner).
+/// filter in sql/examples.sql, for a given role: the writes below run as the extension's owner).
 const VISIBLE_TO: &str = "NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
-                    WHERE NOT coalesce(pg_catalog.has_table_privilege($2::pg_catalog.oid, r.oid, 'SELECT'), false))";
+                    WHERE NOT coalesce(pg_catalog.has_table_privilege($2::pg_catalog.oid, r.oid, 'SELECT'), false))
+     AND NOT (s.source OPERATOR(pg_catalog.=) ANY ('{synthetic,feedback}'::pg_catalog.text[])
+              AND EXISTS (SELECT FROM pg_catalog.pg_class c
+                          WHERE c.oid OPERATOR(pg_catalog.=) ANY (s.sampled::pg_catalog.oid[])
+                            AND (c.relrowsecurity OR c.relkind OPERATOR(pg_catalog.<>) ALL ('{r,p,m}'::pg_catalog.\"char\"[]))))";
 
 /// nl2sql.remove_example(): whether it existed among the examples the caller may see (a
 /// curator cannot touch an example about tables it may not read, nor learn that it exists).
@@ -458,8 +486,14 @@ pub fn generate(per_table: i32) -> Vec<Generated> {
                     reads.extend(sub.tables.iter().map(|t| pg_sys::Oid::from(t.oid)));
                     reads.sort_unstable_by_key(|o| u32::from(*o));
                     reads.dedup();
+                    // Kept because it returned rows for this role: a table whose rows depend on
+                    // the reader would make the pair tell others what only this role sees.
+                    if !reader_dependent(&reads).is_empty() {
+                        continue;
+                    }
                     seen_sql.insert(form);
-                    store(&question, &sql, None, None, "synthetic", true, reads, sampled(&sub));
+                    let sampled = reads.clone();
+                    store(&question, &sql, None, None, "synthetic", true, reads, sampled);
                     row.kept += 1;
                 }
             }

@@ -290,7 +290,7 @@ pub fn feedback(id: i64, correct: bool, corrected: Option<&str>) -> Option<i64> 
         (false, c) => c.map(str::to_string),
     };
     // Checked through the guard and the sandbox with the caller's rights, as add_example does.
-    let example = offered.map(|q| examples::offer(&question, &q, hint.as_deref()));
+    let example = offered.and_then(|q| examples::offer(&question, &q, hint.as_deref()));
     owner::as_owner(|| {
         spi::write(
             "UPDATE nl2sql.history SET corrected_sql = $2, example_id = $3 WHERE id OPERATOR(pg_catalog.=) $1",
