@@ -3,7 +3,8 @@
 
 For each question: nl2sql() in the question's database, its trace, and nl2sql.compare_results()
 against the gold query. Reports execution accuracy (EX: rows as multisets, as lists when the gold
-query has ORDER BY, values by text form), VES (BIRD: sqrt(gold_ms / predicted_ms) for correct
+query has ORDER BY, values by text form, columns in the gold query's order; "EX any": in any
+column order, as Spider's own evaluation counts it), VES (BIRD: sqrt(gold_ms / predicted_ms) for correct
 answers) and R-VES (BIRD's reward buckets), per database and overall; schema-link recall (gold
 columns the model was shown); LLM calls, tokens and latency. One JSON line per question is
 appended to the result file as soon as it is known, so a run can be stopped and resumed.
@@ -239,7 +240,7 @@ def evaluate(conn, item, repeat, wide=False):
     rec["stopped_early"] = trace.get("stopped_early")
     rec["confidence"] = trace.get("confidence")
 
-    rec["correct"] = False
+    rec["correct"] = rec["correct_any_column_order"] = False
     rec["gold_ms"] = rec["predicted_ms"] = rec["ves"] = rec["rves"] = None
     if wide:
         # The prediction ran with search_path public: its tables are qualified, and resolve the
@@ -249,6 +250,7 @@ def evaluate(conn, item, repeat, wide=False):
         cmp = conn.execute("SELECT nl2sql.compare_results(%s, %s, %s)",
                            (item["gold"], rec["predicted"], repeat)).fetchone()[0]
         rec["correct"] = cmp["match"] is True
+        rec["correct_any_column_order"] = cmp.get("match_any_column_order") is True
         rec["gold_ms"] = cmp["reference"].get("ms")
         rec["predicted_ms"] = cmp["predicted"].get("ms")
         if cmp["predicted"].get("error"):
@@ -394,6 +396,8 @@ def summarize(records):
         "stopped_early": sum(1 for r in records if r.get("stopped_early")),
         "n": n,
         "ex": pct([1 if r["correct"] else 0 for r in records]),
+        # Spider's execution accuracy: the same rows with the columns in any order.
+        "ex_any": pct([1 if r.get("correct_any_column_order", r["correct"]) else 0 for r in records]),
         "oracle": pct([1 if r.get("oracle", r["correct"]) else 0 for r in records]),
         "ves": pct([r["ves"] or 0 for r in records]),
         "rves": pct([r["rves"] or 0 for r in records]),
@@ -431,7 +435,7 @@ def print_table(title, records):
 
 def print_ablation(results):
     print("\nAblation (same questions; Δ against the first row)")
-    print(f"{'config':<20}{'EX':>7}{'ΔEX':>7}{'oracle':>7}{'VES':>7}{'R-VES':>7}{'p50 s':>7}{'p90 s':>7}{'mean s':>8}{'calls':>7}"
+    print(f"{'config':<20}{'EX':>7}{'ΔEX':>7}{'EX any':>7}{'oracle':>7}{'VES':>7}{'R-VES':>7}{'p50 s':>7}{'p90 s':>7}{'mean s':>8}{'calls':>7}"
           f"{'trips':>7}{'prompt tok':>11}{'gen prompt':>11}{'compl tok':>10}")
     base = None
     for name, recs in results:
@@ -440,7 +444,7 @@ def print_ablation(results):
             continue
         base = s["ex"] if base is None else base
         delta = "—" if name == results[0][0] else f"{s['ex'] - base:+.1f}"
-        print(f"{name:<20}{s['ex']:>7.1f}{delta:>7}{s['oracle']:>7.1f}{s['ves']:>7.1f}{s['rves']:>7.1f}{s['latency_p50_s']:>7.2f}"
+        print(f"{name:<20}{s['ex']:>7.1f}{delta:>7}{s['ex_any']:>7.1f}{s['oracle']:>7.1f}{s['ves']:>7.1f}{s['rves']:>7.1f}{s['latency_p50_s']:>7.2f}"
               f"{s['latency_p90_s']:>7.2f}"
               f"{s['latency_mean_s']:>8.2f}{s['llm_calls']:>7.2f}{fmt(s['round_trips'], '7.2f'):>7}"
               f"{s['prompt_tokens']:>11.0f}{fmt(s['generation_prompt_tokens'], '11.0f'):>11}"
@@ -510,7 +514,7 @@ def select_questions(args):
     if args.not_in:
         # Held out: none of the questions a result file answered (rules were written after
         # reading that run's failures; these questions were not read).
-        seen = {json.loads(line)["id"] for line in open(args.not_in) if line.strip()}
+        seen = {json.loads(line)["id"] for f in args.not_in for line in open(f) if line.strip()}
         items = [q for q in items if q["id"] not in seen]
     if args.sample and args.sample < len(items):
         items = random.Random(args.seed).sample(items, args.sample)
@@ -530,7 +534,8 @@ def main():
                     help="pairs asked per table when a config needs synthetic examples (default 3)")
     ap.add_argument("--db", action="append", help="only this database (repeatable)")
     ap.add_argument("--ids", help="only these question ids, comma-separated")
-    ap.add_argument("--not-in", metavar="RESULTS", help="leave out the questions of this result file (a held-out sample)")
+    ap.add_argument("--not-in", metavar="RESULTS", action="append",
+                    help="leave out the questions of this result file (a held-out sample); repeatable")
     ap.add_argument("--configs", default=ABLATION,
                     help="comma-separated settings to compare (default: the ablation of the full "
                          "pipeline): " + ", ".join(CONFIGS))

@@ -11,7 +11,9 @@ nl2sql.compare_results(), and replays a few selection rules on the same groups:
   answers), non-empty before empty, ties to the group holding the earliest candidate;
 - first: the first candidate that executed with rows (the first generator at temperature 0);
 - generators: the group that more generators (prompts) agree on, then the vote: agreement
-  between differently asked prompts is not sampling noise.
+  between differently asked prompts is not sampling noise;
+- empty-majority: the vote, where an empty result loses to a non-empty one only when it holds no
+  strict majority of the votes (most samples agreeing that nothing matches is an answer).
 
 Prints EX for each and, with --show, the questions where some candidate was right and the vote
 was not. Nothing here changes the product: it tells which rule to try in it.
@@ -54,7 +56,7 @@ def main():
         except psycopg.Error:
             return False
 
-    totals = {"recorded": 0, "vote-earliest": 0, "first": 0, "generators": 0, "oracle": 0}
+    totals = {"recorded": 0, "vote-earliest": 0, "first": 0, "generators": 0, "empty-majority": 0, "oracle": 0}
     n = 0
     for line in open(args.results):
         rec = json.loads(line)
@@ -97,7 +99,10 @@ def main():
         vote = sorted(groups, key=lambda g: (not nonempty(g), -g[2], min(g[1])))
         first = sorted(groups, key=lambda g: (not nonempty(g), min(g[1])))
         by_gens = sorted(groups, key=lambda g: (not nonempty(g), -len(g[4]), -g[2], min(g[1])))
-        picks = {"vote-earliest": vote, "first": first, "generators": by_gens}
+        total = sum(g[2] for g in groups)
+        weak_empty = lambda g: not nonempty(g) and 2 * g[2] <= total
+        majority = sorted(groups, key=lambda g: (weak_empty(g), -g[2], min(g[1])))
+        picks = {"vote-earliest": vote, "first": first, "generators": by_gens, "empty-majority": majority}
         for k, v in picks.items():
             totals[k] += bool(v and v[0][3])
         totals["oracle"] += oracle

@@ -1,4 +1,5 @@
-//! Self-consistency vote: candidates that return the same rows form a group; the largest
+//! Self-consistency vote: candidates that return the same rows (in any column order) form a
+//! group; the largest
 //! group wins, empty results lose to non-empty ones, ties go to the cheapest plan (the planner's
 //! estimate) and then the fastest execution, and
 //! confidence is the winning group's share of all candidates.
@@ -46,7 +47,8 @@ pub struct Outcome {
 }
 
 fn key(b: &Ballot) -> Vec<Row> {
-    let mut rows = b.rows.clone();
+    // `name, count` and `count, name` give one answer.
+    let mut rows = crate::results::canonical_columns(&b.rows, b.ordered);
     if !b.ordered {
         rows.sort();
     }
@@ -121,6 +123,27 @@ mod tests {
         assert_eq!(o.groups[0].candidates, vec![4, 2, 0]);
         assert_eq!(o.winner, 4, "the fastest of the winning group");
         assert!((o.confidence - 0.6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_same_rows_in_another_column_order_agree() {
+        let two = |candidate: usize, r: &[[&str; 2]]| Ballot {
+            candidate,
+            rows: r.iter().map(|x| x.iter().map(|v| Some(v.to_string())).collect()).collect(),
+            ordered: false,
+            elapsed: Duration::from_millis(1),
+            cost: None,
+            weight: 1,
+        };
+        let b = vec![
+            two(0, &[["a", "1"], ["b", "2"]]),
+            two(1, &[["2", "b"], ["1", "a"]]),
+            two(2, &[["a", "2"], ["b", "1"]]),
+        ];
+        let o = vote(&b, 3).expect("outcome");
+        assert_eq!(o.groups.len(), 2);
+        assert_eq!(o.groups[0].votes, 2);
+        assert!(o.groups[0].candidates.contains(&0) && o.groups[0].candidates.contains(&1));
     }
 
     #[test]

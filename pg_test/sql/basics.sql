@@ -56,3 +56,11 @@ SELECT nl2sql(repeat('why? ', 209716));
 \echo :LAST_ERROR_SQLSTATE
 SELECT nl2sql('How many singers do we have?', repeat('x', 10000));
 \echo :LAST_ERROR_SQLSTATE
+
+-- The evaluation's judge: the same rows; in the reference's column order, and in any.
+SELECT r->'match' AS same_order, r->'match_any_column_order' AS any_order, r->'ordered' AS ordered
+FROM nl2sql.compare_results('SELECT name, age FROM singer', 'SELECT age, name FROM singer') r;
+SELECT r->'match' AS same_order, r->'match_any_column_order' AS any_order
+FROM nl2sql.compare_results('SELECT name, age FROM singer ORDER BY age, name', 'SELECT name, age FROM singer ORDER BY age, name') r;
+SELECT r->'match' AS same_order, r->'match_any_column_order' AS any_order
+FROM nl2sql.compare_results('SELECT name, age FROM singer', 'SELECT name, singer_id FROM singer') r;

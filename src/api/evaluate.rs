@@ -13,7 +13,8 @@ mod nl2sql {
 
     /// Runs `reference` and `predicted` in the sandbox (each `repeat` times, for timing) and
     /// says whether they give the same rows: as lists when the reference has a top-level
-    /// ORDER BY, else as multisets, values by their text form.
+    /// ORDER BY, else as multisets, values by their text form; `match` with the columns in the
+    /// reference's order, `match_any_column_order` in any (Spider's execution accuracy).
     #[pg_extern(volatile, parallel_unsafe)]
     fn compare_results(
         reference: &str,
@@ -26,12 +27,16 @@ mod nl2sql {
         let ordered = results::orders_rows(reference).unwrap_or(false);
         let (gold, gold_json) = timed(reference, repeat, max_rows);
         let (pred, pred_json) = timed(predicted, repeat, max_rows);
-        let matched = match (&gold, &pred) {
-            (Some(g), Some(p)) => Value::Bool(!g.truncated && !p.truncated && results::same_rows(&g.rows, &p.rows, ordered)),
+        let judge = |same: fn(&[results::Row], &[results::Row], bool) -> bool| match (&gold, &pred) {
+            (Some(g), Some(p)) => Value::Bool(!g.truncated && !p.truncated && same(&g.rows, &p.rows, ordered)),
             (None, _) => Value::Null,
             (Some(_), None) => Value::Bool(false),
         };
-        pgrx::JsonB(json!({"match": matched, "ordered": ordered, "reference": gold_json, "predicted": pred_json}))
+        let (matched, any_order) = (judge(results::same_rows), judge(results::same_rows_any_column_order));
+        pgrx::JsonB(json!({
+            "match": matched, "match_any_column_order": any_order, "ordered": ordered,
+            "reference": gold_json, "predicted": pred_json
+        }))
     }
 
     /// The columns `sql` compares with string literals, and the literals (for value recall).
