@@ -4,7 +4,9 @@
 //! - agent (names.rs): names of tables and columns that do not exist become the real ones when
 //!   exactly one is close (case, quoting, a typo, a plural, a schema's name for its table, the
 //!   other table of a join, a part of a longer name); a one-table query's columns that only the
-//!   table its foreign key points to has get that table joined; string literals that are not
+//!   table its foreign key points to has get that table joined; an inner join equating two keys
+//!   that no foreign key links goes through the one table whose keys link both (joins.rs);
+//!   string literals that are not
 //!   stored in their column become the stored value the value index finds ('john' -> 'JOHN');
 //! - function: an aggregate in WHERE without GROUP BY becomes a scalar subquery; an aggregate in
 //!   ORDER BY without GROUP BY is unwrapped; nested aggregates become ORDER BY ... LIMIT 1; an
@@ -252,6 +254,7 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
         fix_columns(schema, &sc, stmt, &mut fired);
         if let Statement::Query(q) = stmt {
             join_for_columns(schema, &sc, q, &mut fired);
+            bridge_joins(schema, &sc, q, &mut fired);
         }
         let sc = scope(schema, stmt);
         fix_values(schema, &sc, stmt, values, &mut fired);
@@ -613,7 +616,9 @@ fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, select: &[String], fi
     }
 }
 
+mod joins;
 mod names;
+use joins::bridge_joins;
 use names::{fix_columns, fix_tables, fix_values, join_for_columns, schema_as_table};
 
 #[cfg(test)]

@@ -308,3 +308,34 @@ fn the_typo_search_is_cancellable_and_skips_names_of_other_lengths() {
     assert!(align(&long, &s, Context::default(), &mut Index, Rules::ALL).fired.is_empty());
     assert!(CALLS.get() >= 20, "{}", CALLS.get());
 }
+
+#[test]
+fn keys_no_foreign_key_links_are_joined_through_the_table_that_links_them() {
+    let s = star_schema();
+    let fix = |sql: &str| align(sql, &s, Context::default(), &mut Index, Rules::ALL);
+    // A singer's id read as a concert's: through singer_in_concert.
+    let a = fix("SELECT s.name FROM singer AS s JOIN concert AS c ON s.singer_id = c.concert_id");
+    assert_eq!(
+        a.sql,
+        "SELECT s.name FROM singer AS s JOIN singer_in_concert ON singer_in_concert.singer_id = s.singer_id \
+         JOIN concert AS c ON c.concert_id = singer_in_concert.concert_id"
+    );
+    assert!(a.fired.contains(&"agent: singer joined to concert through singer_in_concert".to_string()), "{:?}", a.fired);
+    // A key pointing one way and one pointed at the other: through concert; either side first.
+    assert_eq!(
+        fix("SELECT count(*) FROM stadium JOIN singer_in_concert AS x ON x.concert_id = stadium.stadium_id").sql,
+        "SELECT count(*) FROM stadium JOIN concert ON concert.stadium_id = stadium.stadium_id \
+         JOIN singer_in_concert AS x ON x.concert_id = concert.concert_id"
+    );
+    // Left alone: the two ends of one foreign key; columns that are no keys; outer joins; the
+    // bridge already in the statement; more than one condition.
+    for sql in [
+        "SELECT 1 FROM concert JOIN stadium ON concert.stadium_id = stadium.stadium_id",
+        "SELECT 1 FROM singer JOIN concert ON singer.age = concert.year",
+        "SELECT 1 FROM singer AS s LEFT JOIN concert AS c ON s.singer_id = c.concert_id",
+        "SELECT 1 FROM singer_in_concert JOIN singer AS s ON true JOIN concert AS c ON s.singer_id = c.concert_id",
+        "SELECT 1 FROM singer AS s JOIN concert AS c ON s.singer_id = c.concert_id AND c.year = '2014'",
+    ] {
+        assert!(!fix(sql).fired.iter().any(|f| f.contains("through")), "{sql}: {:?}", fix(sql).fired);
+    }
+}

@@ -1,0 +1,136 @@
+//! Agent alignment of joins: a join that equates the keys of two tables no foreign key links,
+//! where the foreign keys link them through one third table, joins through that table.
+//!
+//! `car_makers JOIN continents ON car_makers.country = continents.contid`, with
+//! car_makers.country -> countries.countryid and countries.continent -> continents.contid, reads
+//! a country's id as a continent's; the model meant the path through countries.
+
+use super::{fold, relation_name, Scope};
+use crate::schema::{Schema, Table};
+use sqlparser::ast::{BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, Query, SetExpr, Statement, TableFactor};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+/// One-column foreign keys: (table ident, column ident, referenced table ident, column ident).
+fn key_pairs(schema: &Schema) -> Vec<(&str, &str, &str, &str)> {
+    schema
+        .foreign_keys
+        .iter()
+        .filter(|fk| fk.columns.len() == 1 && fk.ref_columns.len() == 1)
+        .map(|fk| (fk.table.as_str(), fk.columns[0].as_str(), fk.ref_table.as_str(), fk.ref_columns[0].as_str()))
+        .collect()
+}
+
+/// Whether `(a, x)` and `(b, y)` are the two ends of one foreign key, either way.
+fn linked(keys: &[(&str, &str, &str, &str)], a: (&str, &str), b: (&str, &str)) -> bool {
+    keys.iter().any(|&(t, c, rt, rc)| ((t, c) == a && (rt, rc) == b) || ((t, c) == b && (rt, rc) == a))
+}
+
+/// Whether a column is one end of some foreign key.
+fn is_key(keys: &[(&str, &str, &str, &str)], at: (&str, &str)) -> bool {
+    keys.iter().any(|&(t, c, rt, rc)| (t, c) == at || (rt, rc) == at)
+}
+
+/// The column's identifier in its table (as foreign keys write it).
+fn column_ident<'a>(table: &'a Table, name: &str) -> Option<&'a str> {
+    table.columns.iter().find(|c| c.name == name).map(|c| c.ident.as_str())
+}
+
+/// `q.c = r.d`, both qualified: (q, c, r, d) as written.
+fn key_equality(e: &Expr) -> Option<(&Ident, &Ident, &Ident, &Ident)> {
+    let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = e else { return None };
+    match (left.as_ref(), right.as_ref()) {
+        (Expr::CompoundIdentifier(l), Expr::CompoundIdentifier(r)) if l.len() == 2 && r.len() == 2 => Some((&l[0], &l[1], &r[0], &r[1])),
+        _ => None,
+    }
+}
+
+/// The name a FROM item is referred to by (its alias, else its table's name), folded.
+fn referred_as(t: &TableFactor) -> Option<String> {
+    match t {
+        TableFactor::Table { alias: Some(a), .. } => Some(fold(&a.name)),
+        TableFactor::Table { name, alias: None, .. } => relation_name(name).map(|(_, t)| t),
+        _ => None,
+    }
+}
+
+fn on_mut(op: &mut JoinOperator) -> Option<&mut Expr> {
+    match op {
+        JoinOperator::Join(JoinConstraint::On(e)) | JoinOperator::Inner(JoinConstraint::On(e)) => Some(e),
+        _ => None,
+    }
+}
+
+/// Joins through a bridge table where an inner join's only condition equates two keys that no
+/// foreign key links and one table's foreign keys link both; the statement's own SELECT only.
+pub(super) fn bridge_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
+    let SetExpr::Select(s) = q.body.as_mut() else { return };
+    let keys = key_pairs(schema);
+    if keys.is_empty() {
+        return;
+    }
+    for from in &mut s.from {
+        let mut k = 0;
+        while k < from.joins.len() {
+            crate::interrupt::every(k, 64);
+            let earlier: Vec<String> =
+                std::iter::once(&from.relation).chain(from.joins[..k].iter().map(|j| &j.relation)).filter_map(referred_as).collect();
+            match bridge(schema, sc, &keys, &earlier, &mut from.joins[k], fired) {
+                Some(join) => {
+                    from.joins.insert(k, join);
+                    k += 2;
+                }
+                None => k += 1,
+            }
+        }
+    }
+}
+
+/// For one join: the bridge's join to put before it (its own condition rewritten to the
+/// bridge), or None.
+fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], earlier: &[String], join: &mut Join, fired: &mut Vec<String>) -> Option<Join> {
+    let later = referred_as(&join.relation)?;
+    let on = on_mut(&mut join.join_operator)?;
+    let (q1, c1, q2, c2) = key_equality(on)?;
+    // Which side is the joined table, which one an earlier one.
+    let ((eq, ec), (lq, lc)) = match (fold(q1), fold(q2)) {
+        (a, b) if b == later && earlier.contains(&a) => ((q1, c1), (q2, c2)),
+        (a, b) if a == later && earlier.contains(&b) => ((q2, c2), (q1, c1)),
+        _ => return None,
+    };
+    let (te, tl) = (&schema.tables[*sc.names.get(&fold(eq))?], &schema.tables[*sc.names.get(&fold(lq))?]);
+    if te.oid == tl.oid {
+        return None;
+    }
+    let (ex, lx) = (column_ident(te, &fold(ec))?, column_ident(tl, &fold(lc))?);
+    let (e_end, l_end) = ((te.ident.as_str(), ex), (tl.ident.as_str(), lx));
+    // Two keys, not the two ends of one foreign key.
+    if linked(keys, e_end, l_end) || !is_key(keys, e_end) || !is_key(keys, l_end) {
+        return None;
+    }
+    // The one table, not in the statement, whose columns link to both.
+    let mut found = Vec::new();
+    for b in &schema.tables {
+        if b.oid == te.oid || b.oid == tl.oid || sc.names.contains_key(&b.name) {
+            continue;
+        }
+        let to_e: Vec<&str> = b.columns.iter().map(|c| c.ident.as_str()).filter(|c| linked(keys, (&b.ident, c), e_end)).collect();
+        let to_l: Vec<&str> = b.columns.iter().map(|c| c.ident.as_str()).filter(|c| linked(keys, (&b.ident, c), l_end)).collect();
+        if let ([x], [y]) = (to_e.as_slice(), to_l.as_slice()) {
+            if x != y {
+                found.push((b, *x, *y));
+            }
+        }
+    }
+    let [(b, bx, by)] = found.as_slice() else { return None };
+    let bq = super::ident(&b.name);
+    let text = format!("SELECT 1 FROM x JOIN {} ON {bq}.{bx} = {eq}.{ec} JOIN y ON {lq}.{lc} = {bq}.{by}", b.ident);
+    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &text).ok()?;
+    let Some(Statement::Query(helper)) = parsed.into_iter().next() else { return None };
+    let SetExpr::Select(hs) = *helper.body else { return None };
+    let mut joins = hs.from.into_iter().next()?.joins.into_iter();
+    let (through, mut rest) = (joins.next()?, joins.next()?);
+    *on = on_mut(&mut rest.join_operator)?.clone();
+    fired.push(format!("agent: {} joined to {} through {}", te.name, tl.name, b.ident));
+    Some(through)
+}
