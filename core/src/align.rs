@@ -235,7 +235,7 @@ fn resolve(schema: &Schema, scope: &Scope, e: &Expr) -> Option<(usize, usize)> {
 
 /// Aligns one candidate; returns it unchanged (and no rule) when it does not parse.
 /// What earlier stages said of the question: what its SELECT list returns (the extraction) and
-/// the tables linked to it (the per-question schema's, by their idents).
+/// the tables linked to it (the per-question schema's, by their idents, most relevant first).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Context<'a> {
     pub select: &'a [String],

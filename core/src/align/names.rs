@@ -264,17 +264,12 @@ pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, valu
     });
 }
 
-/// The only one of `tables`; else the only one of them the question was linked to.
+/// The only one of `tables`; else the one of them the question was linked to, the best
+/// linked when several were (`linked` comes best first).
 fn one_or_linked<'a>(tables: &[&'a Table], linked: &[String]) -> Option<&'a Table> {
     match tables {
         [one] => Some(*one),
-        _ => {
-            let mut of_question = tables.iter().filter(|t| linked.contains(&t.ident));
-            match (of_question.next(), of_question.next()) {
-                (Some(one), None) => Some(*one),
-                _ => None,
-            }
-        }
+        _ => linked.iter().find_map(|l| tables.iter().find(|t| t.ident == *l).copied()),
     }
 }
 

@@ -34,6 +34,12 @@ fn tables_off_the_search_path_get_their_schema() {
     let linked = vec!["pop.singer".to_string()];
     let by_link = |sql: &str| align(sql, &s, Context { select: &[], linked: &linked }, &mut Index, Rules::ALL);
     assert_eq!(by_link("SELECT count(*) FROM singer").sql, "SELECT count(*) FROM pop.singer");
+    // Both linked: the more relevant (listed first).
+    for (first, second) in [("pop.singer", "music.singer"), ("music.singer", "pop.singer")] {
+        let both = vec![first.to_string(), second.to_string()];
+        let a = align("SELECT count(*) FROM singer", &s, Context { select: &[], linked: &both }, &mut Index, Rules::ALL);
+        assert_eq!(a.sql, format!("SELECT count(*) FROM {first}"));
+    }
     assert_eq!(
         by_link("SELECT count(*) FROM singer AS s JOIN singer_in_concert AS c ON c.singer_id = s.singer_id").sql,
         "SELECT count(*) FROM music.singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id"

@@ -194,8 +194,11 @@ pub(super) fn full(
             (g, generate::query(g.layout(), &text, settings.chain_of_thought, &sections, &q.text, q.hint.as_deref()))
         })
         .collect();
-    // The alignments' context: an unqualified name several schemas hold is the linked one's.
-    let linked: Vec<String> = focus.schema.tables.iter().map(|t| t.ident.clone()).collect();
+    // The alignments' context: an unqualified name several schemas hold is the linked one's
+    // (the most relevant of them, by the linking's rank).
+    let rank = |ident: &str| linking.rank.iter().position(|&i| schema.tables.get(i).is_some_and(|t| t.ident == ident)).unwrap_or(usize::MAX);
+    let mut linked: Vec<String> = focus.schema.tables.iter().map(|t| t.ident.clone()).collect();
+    linked.sort_by_cached_key(|t| rank(t));
     let cx = Context { select: &ex.select, linked: &linked };
     let n = settings.candidates.max(1);
     let temperature = if n == 1 { 0.0 } else { settings.temperature };
