@@ -31,6 +31,17 @@ fn is_key(keys: &[(&str, &str, &str, &str)], at: (&str, &str)) -> bool {
     keys.iter().any(|&(t, c, rt, rc)| (t, c) == at || (rt, rc) == at)
 }
 
+/// The other ends of the foreign keys `at` is one end of: (table ident, column ident).
+fn other_ends<'a>(keys: &[(&'a str, &'a str, &'a str, &'a str)], at: (&str, &str)) -> Vec<(&'a str, &'a str)> {
+    let mut out: Vec<(&str, &str)> = keys
+        .iter()
+        .filter_map(|&(t, c, rt, rc)| if (t, c) == at { Some((rt, rc)) } else if (rt, rc) == at { Some((t, c)) } else { None })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// The column's identifier in its table (as foreign keys write it).
 fn column_ident<'a>(table: &'a Table, name: &str) -> Option<&'a str> {
     table.columns.iter().find(|c| c.name == name).map(|c| c.ident.as_str())
@@ -108,21 +119,23 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], earlie
     if linked(keys, e_end, l_end) || !is_key(keys, e_end) || !is_key(keys, l_end) {
         return None;
     }
-    // The one table, not in the statement, whose columns link to both.
+    // The one table, not in the statement, with one column linked to each (linear in the keys).
+    let (to_e, to_l) = (other_ends(keys, e_end), other_ends(keys, l_end));
     let mut found = Vec::new();
-    for b in &schema.tables {
-        if b.oid == te.oid || b.oid == tl.oid || sc.names.contains_key(&b.name) {
-            continue;
-        }
-        let to_e: Vec<&str> = b.columns.iter().map(|c| c.ident.as_str()).filter(|c| linked(keys, (&b.ident, c), e_end)).collect();
-        let to_l: Vec<&str> = b.columns.iter().map(|c| c.ident.as_str()).filter(|c| linked(keys, (&b.ident, c), l_end)).collect();
-        if let ([x], [y]) = (to_e.as_slice(), to_l.as_slice()) {
-            if x != y {
-                found.push((b, *x, *y));
+    for &(bt, bx) in &to_e {
+        let ys: Vec<&str> = to_l.iter().filter(|(t, _)| *t == bt).map(|&(_, y)| y).collect();
+        let xs = to_e.iter().filter(|(t, _)| *t == bt).count();
+        if let ([y], 1) = (ys.as_slice(), xs) {
+            if *y != bx && bt != te.ident && bt != tl.ident {
+                found.push((bt, bx, *y));
             }
         }
     }
-    let [(b, bx, by)] = found.as_slice() else { return None };
+    let [(bt, bx, by)] = found.as_slice() else { return None };
+    let b = schema.tables.iter().find(|t| t.ident == *bt)?;
+    if sc.names.contains_key(&b.name) {
+        return None;
+    }
     let bq = super::ident(&b.name);
     let text = format!("SELECT 1 FROM x JOIN {} ON {bq}.{bx} = {eq}.{ec} JOIN y ON {lq}.{lc} = {bq}.{by}", b.ident);
     let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &text).ok()?;
