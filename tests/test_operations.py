@@ -206,6 +206,9 @@ def test_feedback_on_rows_that_depend_on_the_reader_offers_no_example(connect, m
             ex = hana.execute("SELECT nl2sql.feedback(%s, true)", (trace(hana)["history_id"],)).fetchone()[0]
             shown = "SELECT count(*) FROM nl2sql.examples WHERE id = %s"
             assert ivan.execute(shown, (ex,)).fetchone()[0] == 1
+            # Its chain of thought, written later, leaves what the query was written from.
+            assert admin.execute("SELECT nl2sql.write_example_thoughts()").fetchone()[0] >= 1
+            assert admin.execute("SELECT sampled::text FROM nl2sql.example_store WHERE id = %s", (ex,)).fetchone()[0] == "{singer}"
             admin.execute("ALTER TABLE singer ENABLE ROW LEVEL SECURITY")
             assert ivan.execute(shown, (ex,)).fetchone()[0] == 0
             assert admin.execute(shown, (ex,)).fetchone()[0] == 0

@@ -550,14 +550,14 @@ pub fn write_thoughts(max: i32) -> i64 {
         check_for_interrupts!();
         let (text, shown) = example_schema(&schema, reads);
         if let Some(t) = thought(&mut model, &text, question, sql) {
-            // A synthetic pair keeps the samples it was written from; the thought replaces
-            // what an earlier thought was written from.
+            // A synthetic pair or an offered query was written from rows of every relation it
+            // reads (`sampled` holds them all, the thought's among them); a curator's example
+            // records what the new thought was written from.
             owner::as_owner(|| {
                 spi::write(
                     "UPDATE nl2sql.example_store SET thought = $2,
-                            sampled = CASE WHEN source OPERATOR(pg_catalog.=) 'synthetic'
-                                           THEN ARRAY(SELECT DISTINCT x FROM pg_catalog.unnest(sampled::pg_catalog.oid[] OPERATOR(pg_catalog.||) $3) x)
-                                           ELSE $3 END::pg_catalog.regclass[]
+                            sampled = CASE WHEN source OPERATOR(pg_catalog.=) ANY ('{synthetic,feedback}'::pg_catalog.text[])
+                                           THEN sampled ELSE $3::pg_catalog.oid[]::pg_catalog.regclass[] END
                      WHERE id = $1",
                     &[(*id).into(), t.as_str().into(), DatumWithOid::from(shown)],
                 )
