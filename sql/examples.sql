@@ -48,6 +48,9 @@ CREATE TABLE nl2sql.example_store (
     meaning vector(384)
 );
 CREATE INDEX example_store_embedding ON nl2sql.example_store USING hnsw (embedding vector_cosine_ops);
+-- A dropped relation's examples, found by the sql_drop trigger (values.sql).
+CREATE INDEX example_store_relations ON nl2sql.example_store USING gin (relations);
+CREATE INDEX example_store_sampled ON nl2sql.example_store USING gin (sampled);
 -- pg_dump keeps what users added, and where the ids are; the built-in examples come with the
 -- extension.
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store', 'WHERE source <> ''builtin''');

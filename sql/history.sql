@@ -46,7 +46,11 @@ CREATE TABLE nl2sql.history (
     feedback boolean,
     corrected_sql text,
     feedback_at timestamptz,
-    example_id bigint
+    example_id bigint,
+    -- the relations whose rows (samples, stored values, query results) the call's prompts
+    -- showed the model: its query may quote them, so nl2sql.feedback() offers it as an
+    -- example only while those rows are the same for every reader
+    shown regclass[] NOT NULL DEFAULT '{}'
 );
 CREATE INDEX history_asked_at ON nl2sql.history (asked_at);
 CREATE INDEX history_asked_by ON nl2sql.history (asked_by, id);

@@ -379,33 +379,37 @@ DECLARE
     dropped record;
     retired record;
 BEGIN
-    PERFORM nextval('nl2sql.ddl_version');
-    FOR obj IN
-        SELECT * FROM pg_event_trigger_dropped_objects()
-        WHERE classid = 'pg_class'::regclass AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
-          AND coalesce(schema_name, '') <> 'nl2sql'
-    LOOP
-        FOR dropped IN
-            DELETE FROM nl2sql.value_index
-            WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid)
-            RETURNING id, generation
+    -- The examples of a dropped relation go with it (its OID may name another one later).
+    -- Outside the block below, which swallows errors: a DROP whose examples cannot be deleted
+    -- (a lock not granted in time, say) fails instead of leaving them behind.
+    DELETE FROM nl2sql.example_store s
+    USING pg_event_trigger_dropped_objects() o
+    WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0
+      AND (s.relations @> ARRAY[o.objid::regclass] OR s.sampled @> ARRAY[o.objid::regclass]);
+    BEGIN
+        PERFORM nextval('nl2sql.ddl_version');
+        FOR obj IN
+            SELECT * FROM pg_event_trigger_dropped_objects()
+            WHERE classid = 'pg_class'::regclass AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
+              AND coalesce(schema_name, '') <> 'nl2sql'
         LOOP
-            PERFORM nl2sql._drop_entries(dropped.id, dropped.generation);
-            FOR retired IN DELETE FROM nl2sql.value_generations g WHERE g.column_id = dropped.id RETURNING g.column_id, g.generation
+            FOR dropped IN
+                DELETE FROM nl2sql.value_index
+                WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid)
+                RETURNING id, generation
             LOOP
-                PERFORM nl2sql._drop_entries(retired.column_id, retired.generation);
+                PERFORM nl2sql._drop_entries(dropped.id, dropped.generation);
+                FOR retired IN DELETE FROM nl2sql.value_generations g WHERE g.column_id = dropped.id RETURNING g.column_id, g.generation
+                LOOP
+                    PERFORM nl2sql._drop_entries(retired.column_id, retired.generation);
+                END LOOP;
             END LOOP;
+            DELETE FROM nl2sql.column_embeddings
+            WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid);
         END LOOP;
-        DELETE FROM nl2sql.column_embeddings
-        WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid);
-        -- the examples of a dropped relation go with it (its OID may name another one later)
-        IF obj.object_type <> 'table column' THEN
-            DELETE FROM nl2sql.example_store
-            WHERE obj.objid = ANY (relations::oid[]) OR obj.objid = ANY (sampled::oid[]);
-        END IF;
-    END LOOP;
-EXCEPTION WHEN OTHERS THEN
-    RAISE WARNING 'nl2sql could not follow this DROP: %', SQLERRM;
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'nl2sql could not follow this DROP: %', SQLERRM;
+    END;
 END
 $$;
 

@@ -135,8 +135,37 @@ def test_a_dropped_table_takes_its_examples_with_it(connect, mock, clean):
     ex = admin.execute("SELECT nl2sql.add_example('How many rows are gone soon?', 'SELECT count(*) FROM gone_soon')").fetchone()[0]
     kept = admin.execute("SELECT nl2sql.add_example('How many concerts were held in 2014?', "
                          "'SELECT count(*) FROM concert WHERE year = 2014')").fetchone()[0]
+    # A dropped column is not the table: its examples stay.
+    admin.execute("ALTER TABLE gone_soon ADD COLUMN spare int")
+    admin.execute("ALTER TABLE gone_soon DROP COLUMN spare")
+    assert admin.execute("SELECT count(*) FROM nl2sql.example_store WHERE id = %s", (ex,)).fetchone()[0] == 1
+    # A DROP whose examples cannot be deleted in time fails, rather than leaving them behind.
+    blocker = connect()
+    blocker.execute("BEGIN")
+    blocker.execute("LOCK TABLE nl2sql.example_store IN SHARE MODE")
+    try:
+        admin.execute("SET lock_timeout = '200ms'")
+        with pytest.raises(errors.LockNotAvailable):
+            admin.execute("DROP TABLE gone_soon")
+    finally:
+        admin.execute("RESET lock_timeout")
+        blocker.execute("ROLLBACK")
+    assert admin.execute("SELECT to_regclass('gone_soon') IS NOT NULL").fetchone()[0]
+    assert admin.execute("SELECT count(*) FROM nl2sql.example_store WHERE id = %s", (ex,)).fetchone()[0] == 1
     admin.execute("DROP TABLE gone_soon")
     assert admin.execute("SELECT id FROM nl2sql.example_store WHERE id IN (%s, %s)", (ex, kept)).fetchall() == [(kept,)]
+
+
+def test_an_example_cannot_read_a_temporary_table(connect, clean):
+    """A temporary table goes at the end of its session with no sql_drop trigger to take its
+    examples with it; its OID could name another table later."""
+    admin = clean
+    admin.execute("CREATE TEMP TABLE scratch_pad (id int)")
+    admin.execute("INSERT INTO scratch_pad VALUES (1)")
+    with pytest.raises(errors.FeatureNotSupported) as e:
+        admin.execute("SELECT nl2sql.add_example('How many rows are on the pad?', 'SELECT count(*) FROM scratch_pad')")
+    assert "temporary" in e.value.diag.message_primary
+    assert admin.execute("SELECT count(*) FROM nl2sql.example_store WHERE source <> 'builtin'").fetchone()[0] == 0
 
 
 def test_generating_needs_the_curator_right(connect, clean):

@@ -206,18 +206,74 @@ def test_feedback_on_rows_that_depend_on_the_reader_offers_no_example(connect, m
             ex = hana.execute("SELECT nl2sql.feedback(%s, true)", (trace(hana)["history_id"],)).fetchone()[0]
             shown = "SELECT count(*) FROM nl2sql.examples WHERE id = %s"
             assert ivan.execute(shown, (ex,)).fetchone()[0] == 1
-            # Its chain of thought, written later, leaves what the query was written from.
+            # It records every relation whose rows the call's prompts showed (the whole schema's
+            # samples here), and its chain of thought, written later, leaves that as it was.
+            everything = "{concert,singer,singer_in_concert,stadium}"
+            assert admin.execute("SELECT sampled::text FROM nl2sql.example_store WHERE id = %s", (ex,)).fetchone()[0] == everything
             assert admin.execute("SELECT nl2sql.write_example_thoughts()").fetchone()[0] >= 1
-            assert admin.execute("SELECT sampled::text FROM nl2sql.example_store WHERE id = %s", (ex,)).fetchone()[0] == "{singer}"
+            assert admin.execute("SELECT sampled::text FROM nl2sql.example_store WHERE id = %s", (ex,)).fetchone()[0] == everything
             admin.execute("ALTER TABLE singer ENABLE ROW LEVEL SECURITY")
             assert ivan.execute(shown, (ex,)).fetchone()[0] == 0
             assert admin.execute(shown, (ex,)).fetchone()[0] == 0
-            # Hidden from curators too: not enabled, not removed, as if absent.
+            # Hidden from curators too: not enabled, as if absent.
             assert admin.execute("SELECT nl2sql.enable_example(%s)", (ex,)).fetchone()[0] is False
-            assert admin.execute("SELECT nl2sql.remove_example(%s)", (ex,)).fetchone()[0] is False
         finally:
             admin.execute("ALTER TABLE singer DISABLE ROW LEVEL SECURITY")
         assert ivan.execute(shown, (ex,)).fetchone()[0] == 1
+        # A curator removes a hidden one (a table's owner turning row-level security on cannot
+        # keep it in the library), as long as it may read the tables the example reads.
+        admin.execute("ALTER TABLE singer ENABLE ROW LEVEL SECURITY")
+        try:
+            assert admin.execute("SELECT nl2sql.remove_example(%s)", (ex,)).fetchone()[0] is True
+        finally:
+            admin.execute("ALTER TABLE singer DISABLE ROW LEVEL SECURITY")
+        assert admin.execute("SELECT count(*) FROM nl2sql.example_store WHERE id = %s", (ex,)).fetchone()[0] == 0
+
+
+def test_feedback_checks_every_relation_the_prompts_showed(connect, mock, admin):
+    """The model may copy rows it was shown into any part of its query (a literal, a comment), not
+    only from the tables the query reads: a call whose prompts showed rows of a table under
+    row-level security offers no example, whatever its query reads."""
+    with roles(admin, "ops_jude", "ops_kim"):
+        jude = connect(user="ops_jude")
+        seen = []
+        jude.add_notice_handler(lambda d: seen.append(d.message_primary))
+        admin.execute("ALTER TABLE singer ENABLE ROW LEVEL SECURITY")
+        admin.execute("CREATE POLICY own_singers ON singer FOR SELECT USING (country = 'France')")
+        try:
+            assert jude.execute("SELECT nl2sql('[ops-concerts] How many concerts were there?')").fetchone()[0] == \
+                "SELECT count(*) FROM concert"
+            hid = trace(jude)["history_id"]
+            # The whole schema went to the model, with samples of every table jude may read.
+            shown = admin.execute("SELECT shown::text[] FROM nl2sql.history WHERE id = %s", (hid,)).fetchone()[0]
+            assert {"concert", "singer", "stadium", "singer_in_concert"} <= set(shown), shown
+            assert jude.execute("SELECT nl2sql.feedback(%s, true)", (hid,)).fetchone()[0] is None
+            assert any("not offered as an example" in n and "showed rows of singer" in n for n in seen), seen
+            assert admin.execute("SELECT count(*) FROM nl2sql.example_store WHERE source = 'feedback'").fetchone()[0] == 0
+        finally:
+            admin.execute("DROP POLICY own_singers ON singer")
+            admin.execute("ALTER TABLE singer DISABLE ROW LEVEL SECURITY")
+        # Without row-level security it is offered, and records every relation it was written from.
+        jude.execute("SELECT nl2sql('[ops-concerts] How many concerts were there?')")
+        ex = jude.execute("SELECT nl2sql.feedback(%s, true)", (trace(jude)["history_id"],)).fetchone()[0]
+        assert ex is not None
+        sampled = admin.execute("SELECT sampled::text[], relations::text[] FROM nl2sql.example_store WHERE id = %s", (ex,)).fetchone()
+        assert "singer" in sampled[0] and sampled[1] == ["concert"]
+        # A follow-up's prompt carries the earlier call's query: it inherits what that call was shown.
+        kim = connect(user="ops_kim")
+        kim.execute("SET nl2sql.sample_rows = 0")
+        kim.execute("SET nl2sql.use_values = off")
+        kim.execute("SELECT nl2sql('[ops-count] How many singers?')")
+        alone = trace(kim)["history_id"]
+        assert admin.execute("SELECT shown::text[] FROM nl2sql.history WHERE id = %s", (alone,)).fetchone()[0] == ["singer"]
+        kim.execute("RESET nl2sql.sample_rows")
+        kim.execute("SELECT nl2sql('[ops-concerts] How many concerts were there?')")
+        first = trace(kim)["history_id"]
+        kim.execute("SET nl2sql.sample_rows = 0")
+        kim.execute("SELECT nl2sql('[ops-follow] and from France?', follows => %s)", (first,))
+        follow = trace(kim)["history_id"]
+        shown = admin.execute("SELECT shown::text[] FROM nl2sql.history WHERE id = %s", (follow,)).fetchone()[0]
+        assert {"concert", "singer", "stadium", "singer_in_concert"} <= set(shown), shown
 
 
 def test_follow_ups_by_history_id_or_passed(connect, mock, admin):

@@ -142,10 +142,16 @@ pub fn run(question: &str, hint: Option<&str>, previous: Option<Previous>) -> (R
     let mut model = Model::from_settings().unwrap_or_else(|e| errors::raise(&e.report(None)));
     let secret = model.secret().map(str::to_string);
     let settings = settings();
+    let mut db = Sandboxed::default();
+    // A follow-up's prompt carries the earlier call's query, which may quote what it was shown.
+    if let Some(id) = q.previous.as_ref().and_then(|p| p.history_id) {
+        db.shown.extend(history::shown(id));
+    }
     // Under nl2sql.privacy nothing is sampled: no rows are read for the prompt at all.
     let mut result = role::as_exec_role(|| {
         let schema = catalog::for_prompt(settings.privacy);
-        pipeline::ask(&q, &schema, &settings, &mut model, &mut Sandboxed)
+        db.saw(schema.tables.iter().filter(|t| t.columns.iter().any(|c| c.stats.is_some())).map(|t| t.oid));
+        pipeline::ask(&q, &schema, &settings, &mut model, &mut db)
     });
     if gucs::on_low_confidence() == gucs::OnLowConfidence::Error {
         result = result.and_then(|a| pipeline::abstain_below(a, gucs::min_confidence()));
@@ -162,7 +168,7 @@ pub fn run(question: &str, hint: Option<&str>, previous: Option<Previous>) -> (R
         Ok(a) => &mut a.trace,
         Err((_, t)) => t,
     };
-    match history::record(history::Entry::of(asked_at, question, hint, trace, sql.as_deref(), error)) {
+    match history::record(history::Entry::of(asked_at, question, hint, trace, sql.as_deref(), error, db.shown())) {
         Ok(id) => trace.history_id = Some(id),
         Err(why) => trace.history_skipped = Some(why),
     }
@@ -234,25 +240,50 @@ fn unsure(trace: &Trace) {
 }
 
 /// The database as the pipeline sees it: the sandbox (PostgreSQL's parse tree, the policy,
-/// execution), the value index.
-struct Sandboxed;
+/// execution), the value index. It notes the relations whose rows reach the model (samples,
+/// stored values, the rows of executed queries, which the agent and corrections are shown):
+/// the call's history row keeps them for nl2sql.feedback().
+#[derive(Default)]
+struct Sandboxed {
+    shown: Vec<pg_sys::Oid>,
+}
+
+impl Sandboxed {
+    fn saw(&mut self, oids: impl IntoIterator<Item = u32>) {
+        self.shown.extend(oids.into_iter().map(pg_sys::Oid::from));
+    }
+
+    /// The relations noted, sorted, once each.
+    fn shown(&self) -> Vec<pg_sys::Oid> {
+        let mut v = self.shown.clone();
+        v.sort_unstable_by_key(|o| u32::from(*o));
+        v.dedup();
+        v
+    }
+}
 
 impl ValueLookup for Sandboxed {
     fn closest_value(&mut self, table: u32, column: &str, literal: &str) -> Option<String> {
-        values::closest_stored(pg_sys::Oid::from(table), column, literal)
+        let found = values::closest_stored(pg_sys::Oid::from(table), column, literal);
+        if found.is_some() {
+            self.saw([table]);
+        }
+        found
     }
 }
 
 impl Database for Sandboxed {
     fn execute(&mut self, sql: &str) -> Result<Execution, Rejected> {
-        sandbox::execute(sql, sandbox::Limits::from_settings())
+        sandbox::execute_noting(sql, sandbox::Limits::from_settings(), &mut self.shown)
     }
 
     fn similar_values(&mut self, text: &str, skip: &[String]) -> Vec<ValueHint> {
         if !gucs::use_values() || gucs::value_top_k() == 0 {
             return Vec::new();
         }
-        values::search_values(text, skip, gucs::value_top_k(), gucs::value_threshold())
+        let found = values::search_values(text, skip, gucs::value_top_k(), gucs::value_threshold());
+        self.shown.extend(found.iter().map(|f| f.relid));
+        found
             .into_iter()
             .map(|f| ValueHint {
                 // The table as the schema prompt writes it (qualified only when not on the path).
@@ -265,6 +296,8 @@ impl Database for Sandboxed {
 
     fn sample(&mut self, schema: &mut nl2sql_core::schema::Schema, tables: &[usize]) {
         catalog::sample_tables(schema, tables);
+        let sampled = tables.iter().filter_map(|&t| schema.tables.get(t)).filter(|t| t.columns.iter().any(|c| c.stats.is_some()));
+        self.saw(sampled.map(|t| t.oid).collect::<Vec<_>>());
     }
 
     fn skipped_value_columns(&mut self) -> Vec<String> {

@@ -131,7 +131,10 @@ fn validate(question: &str, sql: &str, hint: Option<&str>) -> Vec<pg_sys::Oid> {
         fail(SqlState::ProgramLimitExceeded, format!("example query is too long ({} bytes, at most {MAX_SQL_BYTES})", sql.len()), None, None);
     }
     match role::as_exec_role(|| sandbox::execute_reading(sql, sandbox::Limits::from_settings())) {
-        Ok((_, reads)) => reads,
+        Ok((_, reads)) => {
+            refuse_temporary(&reads);
+            reads
+        }
         Err(Rejected::Refused(e)) => {
             let detail = e.detail().map(|d| format!("{d}\nExample query: {sql}")).unwrap_or_else(|| format!("Example query: {sql}"));
             fail(e.sqlstate(), format!("example query refused: {}", e.message()), Some(detail), Some("An example must be one read-only query nl2sql would run."))
@@ -146,6 +149,28 @@ fn validate(question: &str, sql: &str, hint: Option<&str>) -> Vec<pg_sys::Oid> {
             )
         }
     }
+}
+
+/// A temporary relation goes at the end of its session without the sql_drop trigger that takes
+/// a dropped relation's examples with it: its OID could name another relation later.
+fn refuse_temporary(reads: &[pg_sys::Oid]) {
+    if let Some(name) = temporary(reads) {
+        fail(
+            SqlState::FeatureNotSupported,
+            format!("an example cannot read temporary relation {name}"),
+            Some("Examples outlive the session; a temporary relation does not.".into()),
+            Some("Write the example over permanent tables."),
+        );
+    }
+}
+
+/// The first temporary relation among `oids`, by name.
+fn temporary(oids: &[pg_sys::Oid]) -> Option<String> {
+    spi::read::<String>(
+        "SELECT c.oid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_class c
+         WHERE c.oid OPERATOR(pg_catalog.=) ANY ($1) AND c.relpersistence OPERATOR(pg_catalog.=) 't' LIMIT 1",
+        &[oids.to_vec().into()],
+    )
 }
 
 /// Stores one example as the extension owner; its id. `sampled`: the relations whose sample
@@ -296,9 +321,11 @@ pub fn add(question: &str, sql: &str, hint: Option<&str>) -> i64 {
 /// A call's query offered by nl2sql.feedback(): checked and run as add_example() does, with the
 /// caller's rights, and stored disabled (source feedback) until a curator enables it; its id.
 /// Its chain of thought is written later (nl2sql.write_example_thoughts()). None, with a
-/// NOTICE, when it reads a relation whose rows depend on the reader: the model wrote it from
-/// the asker's rows (samples, values), which the example's other readers may not see.
-pub fn offer(question: &str, sql: &str, hint: Option<&str>) -> Option<i64> {
+/// NOTICE, when it reads a relation whose rows depend on the reader, or the call's prompts
+/// showed rows of one (`shown`): the model wrote it from the asker's rows (samples, values,
+/// results), which the example's other readers may not see, and may quote them anywhere in it
+/// (a literal, a comment). A shown relation dropped since is taken for one.
+pub fn offer(question: &str, sql: &str, hint: Option<&str>, shown: &[pg_sys::Oid]) -> Option<i64> {
     let sql = sql.trim();
     let reads = validate(question, sql, hint);
     // An example that reads no table is shown to every role: the question must not travel so.
@@ -310,20 +337,40 @@ pub fn offer(question: &str, sql: &str, hint: Option<&str>) -> Option<i64> {
             Some("Give feedback without a query (correct => false), or with one that reads the tables the question is about."),
         );
     }
-    let dependent = reader_dependent(&reads);
+    let mut sampled: Vec<pg_sys::Oid> = reads.iter().chain(shown).copied().collect();
+    sampled.sort_unstable_by_key(|o| u32::from(*o));
+    sampled.dedup();
+    let gone: Vec<pg_sys::Oid> = spi::rows(
+        "SELECT o FROM pg_catalog.unnest($1::pg_catalog.oid[]) AS o
+         WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) o)",
+        &[sampled.clone().into()],
+        |r| r.get::<pg_sys::Oid>(1).ok().flatten(),
+    );
+    if !gone.is_empty() {
+        notice!("nl2sql: feedback recorded; the query is not offered as an example: a table whose rows the call's prompts showed no longer exists");
+        return None;
+    }
+    let dependent = reader_dependent(&sampled);
     if let Some(&first) = dependent.first() {
         let name = spi::read::<String>("SELECT $1::pg_catalog.regclass::pg_catalog.text", &[pg_sys::Oid::from(first).into()]).unwrap_or_default();
+        let how = if reads.iter().any(|r| u32::from(*r) == first) { "it reads" } else { "the call's prompts showed rows of" };
         notice!(
-            "nl2sql: feedback recorded; the query is not offered as an example: {name} shows each reader its own rows (row-level security, a view or a foreign table)"
+            "nl2sql: feedback recorded; the query is not offered as an example: {how} {name}, which shows each reader its own rows (row-level security, a view or a foreign table)"
         );
         return None;
     }
-    let sampled = reads.clone();
     Some(store(question.trim(), sql, None, hint.map(str::trim).filter(|h| !h.is_empty()), "feedback", false, reads, sampled))
 }
 
+/// The condition, on example_store `s`, that the role `$2` may read every relation the
+/// example's SQL reads.
+const READABLE_BY: &str = "NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
+                    WHERE NOT coalesce(pg_catalog.has_table_privilege($2::pg_catalog.oid, r.oid, 'SELECT'), false))";
+
 /// The condition, on example_store `s`, that the role `$2` may see the example (the view's
-/// filter in sql/examples.sql, for a given role: the writes below run as the extension's owner).
+/// filter in sql/examples.sql, for a given role: the writes below run as the extension's owner):
+/// [`READABLE_BY`], and not a pair hidden because it was written from rows that depend on
+/// the reader.
 const VISIBLE_TO: &str = "NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
                     WHERE NOT coalesce(pg_catalog.has_table_privilege($2::pg_catalog.oid, r.oid, 'SELECT'), false))
      AND NOT (s.source OPERATOR(pg_catalog.=) ANY ('{synthetic,feedback}'::pg_catalog.text[])
@@ -331,13 +378,15 @@ const VISIBLE_TO: &str = "NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations)
                           WHERE c.oid OPERATOR(pg_catalog.=) ANY (s.sampled::pg_catalog.oid[])
                             AND (c.relrowsecurity OR c.relkind OPERATOR(pg_catalog.<>) ALL ('{r,p,m}'::pg_catalog.\"char\"[]))))";
 
-/// nl2sql.remove_example(): whether it existed among the examples the caller may see (a
-/// curator cannot touch an example about tables it may not read, nor learn that it exists).
+/// nl2sql.remove_example(): whether it existed among the examples about tables the caller may
+/// read (a curator cannot touch an example about tables it may not read, nor learn that it
+/// exists). A pair hidden because a table got row-level security can be removed: nothing of it
+/// is shown, and a table's owner turning row-level security on cannot keep it from removal.
 pub fn remove(id: i64) -> bool {
     require_curator("remove examples");
     require_primary("remove examples");
     let caller = owner::caller();
-    let sql = format!("DELETE FROM nl2sql.example_store s WHERE s.id = $1 AND {VISIBLE_TO} RETURNING s.id");
+    let sql = format!("DELETE FROM nl2sql.example_store s WHERE s.id = $1 AND {READABLE_BY} RETURNING s.id");
     owner::as_owner(|| spi::write_one::<i64>(&sql, &[id.into(), caller.into()])).is_some()
 }
 
@@ -488,7 +537,7 @@ pub fn generate(per_table: i32) -> Vec<Generated> {
                     reads.dedup();
                     // Kept because it returned rows for this role: a table whose rows depend on
                     // the reader would make the pair tell others what only this role sees.
-                    if !reader_dependent(&reads).is_empty() {
+                    if !reader_dependent(&reads).is_empty() || temporary(&reads).is_some() {
                         continue;
                     }
                     seen_sql.insert(form);

@@ -14,6 +14,7 @@ use crate::pg::errors::fail;
 use crate::pg::{examples, owner, sandbox, spi};
 use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::pipeline::{Previous, Trace};
+use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -38,12 +39,23 @@ pub struct Entry {
     pub latency_ms: f64,
     pub sqlstate: Option<String>,
     pub error: Option<String>,
+    /// The relations whose rows the call's prompts showed the model (samples, stored values,
+    /// query results), sorted.
+    pub shown: Vec<pg_sys::Oid>,
 }
 
 impl Entry {
     /// The row of a call from its trace; `sql` the chosen query, `error` (SQLSTATE, message)
-    /// when it failed.
-    pub fn of(asked_at: f64, question: &str, hint: Option<&str>, trace: &Trace, sql: Option<&str>, error: Option<(String, String)>) -> Entry {
+    /// when it failed, `shown` the relations whose rows its prompts showed.
+    pub fn of(
+        asked_at: f64,
+        question: &str,
+        hint: Option<&str>,
+        trace: &Trace,
+        sql: Option<&str>,
+        error: Option<(String, String)>,
+        shown: Vec<pg_sys::Oid>,
+    ) -> Entry {
         let vote = trace.vote.as_ref().map(|v| {
             serde_json::Value::Array(
                 v.groups
@@ -76,6 +88,7 @@ impl Entry {
             latency_ms: trace.wall_ms,
             sqlstate: error.as_ref().map(|e| e.0.clone()),
             error: error.map(|e| e.1),
+            shown,
         }
     }
 }
@@ -182,9 +195,10 @@ fn insert(e: Entry) -> Result<i64, Report> {
         owner::as_owner(|| {
             spi::write_one::<i64>(
                 "INSERT INTO nl2sql.history (asked_by, role_name, asked_at, question, hint, follows, mode, sql, confidence,
-                     candidates, vote, prompt_tokens, completion_tokens, latency_ms, sqlstate, error)
+                     candidates, vote, prompt_tokens, completion_tokens, latency_ms, sqlstate, error, shown)
                  VALUES ($1, COALESCE((SELECT rolname FROM pg_catalog.pg_roles WHERE oid OPERATOR(pg_catalog.=) $1), $1::pg_catalog.text::pg_catalog.name),
-                         pg_catalog.to_timestamp($2), $3, $4, $5, $6, $7, $8, $9, $10::pg_catalog.text::pg_catalog.jsonb, $11, $12, $13, $14, $15)
+                         pg_catalog.to_timestamp($2), $3, $4, $5, $6, $7, $8, $9, $10::pg_catalog.text::pg_catalog.jsonb, $11, $12, $13, $14, $15,
+                         $16::pg_catalog.oid[]::pg_catalog.regclass[])
                  RETURNING id",
                 &[
                     e.asked_by.into(),
@@ -202,6 +216,7 @@ fn insert(e: Entry) -> Result<i64, Report> {
                     e.latency_ms.into(),
                     e.sqlstate.as_deref().into(),
                     e.error.as_deref().into(),
+                    DatumWithOid::from(e.shown.clone()),
                 ],
             )
         })
@@ -213,22 +228,45 @@ fn insert(e: Entry) -> Result<i64, Report> {
 
 const NOT_YOURS: &str = "Each role sees, follows up and gives feedback on its own calls; members of nl2sql_admin on every call.";
 
-/// A call of the caller's own (or any, for nl2sql_admin) read through row-level security:
-/// (question, hint, sql, feedback given).
-fn own_call(id: i64) -> (String, Option<String>, Option<String>, bool) {
+/// A call of the caller's own (or any, for nl2sql_admin), read through row-level security.
+struct Call {
+    question: String,
+    hint: Option<String>,
+    sql: Option<String>,
+    /// Feedback was given on it.
+    given: bool,
+    /// The relations whose rows its prompts showed the model.
+    shown: Vec<pg_sys::Oid>,
+}
+
+fn own_call(id: i64) -> Call {
     spi::read_row(
-        "SELECT question, hint, sql, feedback IS NOT NULL FROM nl2sql.history WHERE id OPERATOR(pg_catalog.=) $1",
+        "SELECT question, hint, sql, feedback IS NOT NULL, shown::pg_catalog.oid[] FROM nl2sql.history WHERE id OPERATOR(pg_catalog.=) $1",
         &[id.into()],
-        |r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()?, r.get::<String>(3).ok()?, r.get::<bool>(4).ok()??)),
+        |r| {
+            Some(Call {
+                question: r.get::<String>(1).ok()??,
+                hint: r.get::<String>(2).ok()?,
+                sql: r.get::<String>(3).ok()?,
+                given: r.get::<bool>(4).ok()??,
+                shown: r.get::<Vec<pg_sys::Oid>>(5).ok()??,
+            })
+        },
     )
     .unwrap_or_else(|| {
         fail(SqlState::Other(*b"42704"), format!("history entry {id} does not exist"), Some(NOT_YOURS.into()), None)
     })
 }
 
+/// The relations whose rows a call of the caller's own showed the model (a follow-up's prompt
+/// carries that call's query, which may quote them).
+pub fn shown(id: i64) -> Vec<pg_sys::Oid> {
+    own_call(id).shown
+}
+
 /// The earlier question and query of a follow-up given by history id.
 pub fn previous(id: i64) -> Previous {
-    let (question, _, sql, _) = own_call(id);
+    let Call { question, sql, .. } = own_call(id);
     let Some(sql) = sql else {
         fail(
             SqlState::InvalidParameterValue,
@@ -253,7 +291,7 @@ pub fn feedback(id: i64, correct: bool, corrected: Option<&str>) -> Option<i64> 
         );
     }
     let corrected = corrected.map(str::trim).filter(|s| !s.is_empty());
-    let (question, hint, sql, given) = own_call(id);
+    let Call { question, hint, sql, given, shown } = own_call(id);
     // Claimed first: of two concurrent feedbacks on one call, one waits and then finds it given.
     let claimed = !given
         && owner::as_owner(|| {
@@ -290,7 +328,7 @@ pub fn feedback(id: i64, correct: bool, corrected: Option<&str>) -> Option<i64> 
         (false, c) => c.map(str::to_string),
     };
     // Checked through the guard and the sandbox with the caller's rights, as add_example does.
-    let example = offered.and_then(|q| examples::offer(&question, &q, hint.as_deref()));
+    let example = offered.and_then(|q| examples::offer(&question, &q, hint.as_deref(), &shown));
     owner::as_owner(|| {
         spi::write(
             "UPDATE nl2sql.history SET corrected_sql = $2, example_id = $3 WHERE id OPERATOR(pg_catalog.=) $1",

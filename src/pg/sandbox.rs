@@ -94,6 +94,13 @@ pub fn execute(sql: &str, limits: Limits) -> Result<Execution, Rejected> {
 
 /// [`execute`], with the relations the role needed SELECT on to run the query (policy::check).
 pub fn execute_reading(sql: &str, limits: Limits) -> Result<(Execution, Vec<pg_sys::Oid>), Rejected> {
+    let mut reads = Vec::new();
+    execute_noting(sql, limits, &mut reads).map(|e| (e, reads))
+}
+
+/// [`execute`], noting in `reads` the relations the query reads once PostgreSQL has checked it,
+/// also when it then fails (an error raised while it ran may quote a row).
+pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -> Result<Execution, Rejected> {
     let Ok(csql) = CString::new(sql) else {
         return Err(Rejected::Failed(Failure::Execution(Report::new(SqlState::SyntaxError, "generated SQL contains a NUL byte"))));
     };
@@ -109,8 +116,9 @@ pub fn execute_reading(sql: &str, limits: Limits) -> Result<(Execution, Vec<pg_s
                 let mut verdicts = HashMap::new();
                 READING.set(true);
                 // SAFETY: inside the subtransaction; the tree lives in its memory context.
-                let (query, reads) = unsafe { policy::check(&csql, &allowed, foreign, &mut verdicts) }?;
-                Ok(unsafe { run(query, &csql, limits) }.map(|e| (e, reads)))
+                let (query, read) = unsafe { policy::check(&csql, &allowed, foreign, &mut verdicts) }?;
+                reads.extend(read);
+                Ok(unsafe { run(query, &csql, limits) })
             })
         })
     });
