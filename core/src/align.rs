@@ -5,7 +5,9 @@
 //!   exactly one is close (case, quoting, a typo, a plural, a schema's name for its table, the
 //!   other table of a join, a part of a longer name); a one-table query's columns that only the
 //!   table its foreign key points to has get that table joined; an inner join equating two keys
-//!   that no foreign key links goes through the one table whose keys link both (joins.rs);
+//!   that no foreign key links goes through the one table whose keys link both (joins.rs); a
+//!   foreign key compared with another column of the table it points to, of another type,
+//!   is compared with the column it references (keys.rs);
 //!   string literals that are not
 //!   stored in their column become the stored value the value index finds ('john' -> 'JOHN');
 //! - function: an aggregate in WHERE without GROUP BY becomes a scalar subquery; an aggregate in
@@ -257,6 +259,9 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
             bridge_joins(schema, &sc, q, &mut fired);
         }
         let sc = scope(schema, stmt);
+        if let Statement::Query(q) = stmt {
+            key_comparisons(schema, &sc, q, &mut fired);
+        }
         fix_values(schema, &sc, stmt, values, &mut fired);
     }
     let sc = scope(schema, stmt);
@@ -617,8 +622,10 @@ fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, select: &[String], fi
 }
 
 mod joins;
+mod keys;
 mod names;
 use joins::bridge_joins;
+use keys::key_comparisons;
 use names::{fix_columns, fix_tables, fix_values, join_for_columns, schema_as_table};
 
 #[cfg(test)]

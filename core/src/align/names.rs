@@ -388,7 +388,34 @@ fn own_columns(node: &mut impl VisitMut) -> Vec<(Option<String>, String)> {
 /// Columns a one-table query takes that its table lacks and the one table a foreign key of it
 /// points to has (`SELECT name FROM player` where the name is person's): that table joined on
 /// the key and every column qualified. Many rows to one: the rows stay the rows of the table.
+/// The statement and each of its subqueries (`... NOT IN (SELECT stuid FROM has_pet WHERE
+/// pettype = 'cat')`, where the type is the pet's) on their own.
 pub(super) fn join_for_columns(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
+    struct Each<'a> {
+        schema: &'a Schema,
+        sc: &'a Scope,
+        fired: &'a mut Vec<String>,
+        depth: usize,
+    }
+    impl VisitorMut for Each<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+            join_one(self.schema, self.sc, q, self.depth > 0, self.fired);
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = VisitMut::visit(q, &mut Each { schema, sc, fired, depth: 0 });
+}
+
+/// [`join_for_columns`] on one query. In a subquery (`nested`), a name that a table of the
+/// statement has may be a column of the enclosing query, which PostgreSQL resolves there: then
+/// nothing is joined.
+fn join_one(schema: &Schema, sc: &Scope, q: &mut Query, nested: bool, fired: &mut Vec<String>) {
     let order_by = &mut q.order_by;
     let SetExpr::Select(s) = q.body.as_mut() else { return };
     let [from] = s.from.as_slice() else { return };
@@ -409,6 +436,7 @@ pub(super) fn join_for_columns(schema: &Schema, sc: &Scope, q: &mut Query, fired
         match qualifier {
             Some(x) if *x != by => return,
             _ if table.has_column(c) || sc.other.contains(c) => {}
+            None if nested && sc.tables.iter().any(|&u| u != t && schema.tables[u].has_column(c)) => return,
             _ => missing.push(c),
         }
     }

@@ -156,9 +156,38 @@ fn columns_of_the_table_a_foreign_key_points_to() {
         align("SELECT capacity FROM concert", &s, Context::default(), &mut Index, Rules::ALL).sql,
         "SELECT stadium.capacity FROM concert JOIN stadium ON concert.\"StadiumId\" = stadium.stadium_id"
     );
-    // Its subqueries are their own business.
+    // Its subqueries are their own business: one that needs nothing is left alone.
     let sql = "SELECT concert_id FROM singer_in_concert WHERE singer_id IN (SELECT singer_id FROM singer WHERE age > 30)";
     assert!(run(sql).fired.is_empty(), "{:?}", run(sql).fired);
+}
+
+#[test]
+fn subqueries_get_the_table_a_foreign_key_points_to() {
+    // The year is the concert's: the subquery's own table points there.
+    let a = run("SELECT name FROM singer WHERE singer_id NOT IN (SELECT singer_id FROM singer_in_concert WHERE year = 2014)");
+    assert_eq!(
+        a.sql,
+        "SELECT name FROM singer WHERE singer_id NOT IN (SELECT singer_in_concert.singer_id FROM singer_in_concert \
+         JOIN concert ON singer_in_concert.concert_id = concert.concert_id WHERE concert.year = 2014)"
+    );
+    assert_eq!(a.fired, vec!["agent: concert joined on singer_in_concert.concert_id for year".to_string()]);
+    // In a scalar subquery two levels down.
+    assert_eq!(
+        run("SELECT name FROM stadium WHERE stadium_id IN (SELECT stadium_id FROM concert WHERE concert_id = (SELECT max(concert_id) FROM singer_in_concert WHERE age > 30))").sql,
+        "SELECT name FROM stadium WHERE stadium_id IN (SELECT stadium_id FROM concert WHERE concert_id = (SELECT max(singer_in_concert.concert_id) \
+         FROM singer_in_concert JOIN singer ON singer_in_concert.singer_id = singer.singer_id WHERE singer.age > 30))"
+    );
+    // Where the enclosing query reads the table that has the column, PostgreSQL takes it from
+    // there (a correlated subquery): nothing joined.
+    let from_outside = "SELECT concert_name FROM concert WHERE stadium_id = (SELECT max(stadium_id) FROM singer_in_concert WHERE year > 2000)";
+    assert!(run(from_outside).fired.is_empty(), "{:?}", run(from_outside).fired);
+    // A name a table of the enclosing query has may be that query's column (a correlated
+    // subquery PostgreSQL resolves outside): nothing joined.
+    let correlated = "SELECT concert_name FROM concert WHERE EXISTS (SELECT 1 FROM singer_in_concert WHERE concert_id = 1 AND year = 2014)";
+    assert!(run(correlated).fired.is_empty(), "{:?}", run(correlated).fired);
+    // A column written with the enclosing query's alias: left as written.
+    let outer = "SELECT c.concert_name FROM concert AS c WHERE EXISTS (SELECT 1 FROM singer_in_concert WHERE c.year = 2014)";
+    assert!(run(outer).fired.is_empty(), "{:?}", run(outer).fired);
 }
 
 fn run(sql: &str) -> Aligned {
@@ -343,5 +372,50 @@ fn keys_no_foreign_key_links_are_joined_through_the_table_that_links_them() {
         "SELECT 1 FROM singer AS s JOIN concert AS c ON s.singer_id = c.concert_id AND c.year = '2014'",
     ] {
         assert!(!fix(sql).fired.iter().any(|f| f.contains("through")), "{sql}: {:?}", fix(sql).fired);
+    }
+}
+
+/// brand(id integer, name text, code integer), product(id integer, brand integer -> brand.id,
+/// title text): the foreign key's name says "brand", it holds the brand's id.
+fn brands() -> crate::schema::Schema {
+    let col = |n: &str, t: &str, cat: &str| serde_json::json!({"name": n, "ident": n, "data_type": t, "category": cat, "comment": null});
+    serde_json::from_value(serde_json::json!({
+        "tables": [
+            {"oid": 1, "schema": "public", "name": "brand", "ident": "brand", "kind": "r", "comment": null, "primary_key": ["id"],
+             "columns": [col("id", "integer", "N"), col("name", "text", "S"), col("code", "integer", "N")]},
+            {"oid": 2, "schema": "public", "name": "product", "ident": "product", "kind": "r", "comment": null, "primary_key": ["id"],
+             "columns": [col("id", "integer", "N"), col("brand", "integer", "N"), col("title", "text", "S")]},
+        ],
+        "foreign_keys": [{"table": "product", "columns": ["brand"], "ref_table": "brand", "ref_columns": ["id"]}]
+    }))
+    .expect("brands")
+}
+
+#[test]
+fn a_foreign_key_compared_with_the_wrong_column_of_its_table() {
+    let s = brands();
+    let run = |sql: &str| align(sql, &s, Context::default(), &mut Index, Rules::ALL);
+    let a = run("SELECT id, name FROM brand WHERE name IN (SELECT brand FROM product GROUP BY brand HAVING count(*) > 3)");
+    assert_eq!(a.sql, "SELECT id, name FROM brand WHERE id IN (SELECT brand FROM product GROUP BY brand HAVING count(*) > 3)");
+    assert_eq!(a.fired, vec!["agent: brand.name compared with product.brand -> brand.id (the key it references)".to_string()]);
+    // In a join's condition, either way round, qualified or not.
+    assert_eq!(
+        run("SELECT p.title FROM product AS p JOIN brand AS b ON b.name = p.brand WHERE b.name = 'Acme'").sql,
+        "SELECT p.title FROM product AS p JOIN brand AS b ON b.id = p.brand WHERE b.name = 'Acme'"
+    );
+    assert_eq!(
+        run("SELECT title FROM product JOIN brand ON product.brand = brand.name").sql,
+        "SELECT title FROM product JOIN brand ON product.brand = brand.id"
+    );
+    // A column of the key's own type may be meant (PostgreSQL runs it): left alone. So are the
+    // referenced column itself, another table's column, and a name two tables of a level hold.
+    for sql in [
+        "SELECT title FROM product JOIN brand ON product.brand = brand.code",
+        "SELECT title FROM product JOIN brand ON product.brand = brand.id",
+        "SELECT id FROM brand WHERE id IN (SELECT brand FROM product)",
+        "SELECT title FROM product WHERE title IN (SELECT brand FROM product)",
+        "SELECT title FROM product JOIN brand ON product.brand = brand.id WHERE id = brand",
+    ] {
+        assert!(run(sql).fired.is_empty(), "{sql}: {:?}", run(sql).fired);
     }
 }
