@@ -62,6 +62,8 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     # every candidate in one wave: what smaller n would have chosen is read off its candidates
     "full-n5-one-wave": {"nl2sql.candidates": "5", "nl2sql.agreement": "0"},
     "full-n1": {"nl2sql.candidates": "1"},
+    # one greedy candidate per generator, no temperature samples
+    "full-n2": {"nl2sql.candidates": "2"},
     "full-no-early-stop": {"nl2sql.agreement": "0"},
     # issue 12: examples (few-shot), diverse generators, synthetic pairs
     "full-examples": {"nl2sql.examples": "3"},
