@@ -359,6 +359,10 @@ pub struct ExtractionTrace {
     pub columns: Vec<String>,
     /// Columns the schema embeddings matched.
     pub column_matches: Vec<String>,
+    /// Found columns and stored values of units of the database the extraction chose nothing
+    /// from, left out of the per-question schema and the prompts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub set_aside: Vec<String>,
     pub focus: Focus,
     /// Tokens of the whole schema shown to the extraction.
     pub full_schema_tokens: usize,

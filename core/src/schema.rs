@@ -402,6 +402,38 @@ impl Schema {
         graph
     }
 
+    /// The units a question's tables come from, one number per table: the tables of one schema
+    /// are one unit, and so are tables a foreign key links (across schemas too). A database
+    /// with one schema is one unit; ten databases merged, a schema each, are ten.
+    pub fn units(&self) -> Vec<usize> {
+        fn root(parent: &mut [usize], mut x: usize) -> usize {
+            while parent[x] != x {
+                parent[x] = parent[parent[x]];
+                x = parent[x];
+            }
+            x
+        }
+        let mut parent: Vec<usize> = (0..self.tables.len()).collect();
+        let mut union = |parent: &mut Vec<usize>, a: usize, b: usize| {
+            let (ra, rb) = (root(parent, a), root(parent, b));
+            if ra != rb {
+                parent[ra.max(rb)] = ra.min(rb);
+            }
+        };
+        let mut first_of_schema: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for (i, t) in self.tables.iter().enumerate() {
+            crate::interrupt::every(i, 1024);
+            let first = *first_of_schema.entry(t.schema.as_str()).or_insert(i);
+            union(&mut parent, first, i);
+        }
+        for (i, edges) in self.fk_graph().iter().enumerate() {
+            for &(j, _) in edges {
+                union(&mut parent, i, j);
+            }
+        }
+        (0..self.tables.len()).map(|i| root(&mut parent, i)).collect()
+    }
+
     /// The shortest chain of foreign keys joining table `from` to table `to` (Interactive-T2S's
     /// FindShortestPath on the table graph), as join conditions in order from `from`:
     /// `a.x = b.y`; empty for one table, None when no chain joins them.
@@ -779,6 +811,18 @@ CREATE TABLE \"Order Items\" (
         // stadium.name shares its name with the chosen singer.name.
         assert!(f.added_columns.contains(&"stadium.name".to_string()));
         assert_eq!(f.schema.foreign_keys.len(), 3);
+    }
+
+    #[test]
+    fn units_are_schemas_and_tables_a_foreign_key_links() {
+        assert_eq!(star_schema().units(), vec![0, 0, 0, 0]);
+        // pop.singer is a schema of its own.
+        assert_eq!(two_schemas().units(), vec![0, 0, 0, 0, 4]);
+        // A foreign key across schemas makes them one unit.
+        let mut s = two_schemas();
+        s.foreign_keys.push(serde_json::from_value(serde_json::json!(
+            {"table": "pop.singer", "columns": ["singer_id"], "ref_table": "music.singer", "ref_columns": ["singer_id"]})).expect("fk"));
+        assert_eq!(s.units(), vec![0, 0, 0, 0, 0]);
     }
 
     #[test]

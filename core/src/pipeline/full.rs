@@ -119,7 +119,9 @@ pub(super) fn full(
         matched.extend(found.iter().filter(|c| c.2 >= COLUMN_MATCH_MIN_SCORE).filter_map(|(oid, column, _)| column_at(schema, *oid, column)));
     }
     // Columns the retrieved values live in belong to the question too.
-    let from_values = value_columns(schema, &trace.values);
+    let mut from_values = value_columns(schema, &trace.values);
+    // ... when they are in a unit of the database the extraction chose from.
+    let set_aside = if extraction && !chosen.is_empty() { other_units(schema, &chosen, &mut matched, &mut from_values, trace) } else { Vec::new() };
     let focus = if extraction && !chosen.is_empty() {
         let mut all = chosen.clone();
         all.extend(matched.iter().copied());
@@ -140,6 +142,7 @@ pub(super) fn full(
             parsed: ex.clone(),
             columns: chosen.iter().map(name).collect(),
             column_matches: matched.iter().map(name).collect(),
+            set_aside,
             focus: focus.clone(),
             full_schema_tokens: whole.tokens,
         });
@@ -357,6 +360,54 @@ pub(super) fn full(
         (None, Some((sql, error))) => Err(AskError::Refused { sql, error }),
         (None, None) => Err(AskError::Failed { sql: None, failure: Failure::Syntax(GuardError::NoStatement) }),
     }
+}
+
+/// A question's tables come from one unit of the database (Schema::units: a schema, tables a
+/// foreign key links). On a database of several units, the columns the column search found and
+/// the stored values found in units the extraction chose no column from are set aside (from
+/// the per-question schema and from the prompts' values): the question "how many singers are
+/// from each country?" finds a countries table of a car database too. A database of one unit
+/// keeps everything. The columns and values set aside, as `table.column`.
+fn other_units(
+    schema: &Schema,
+    chosen: &[(usize, usize)],
+    matched: &mut Vec<(usize, usize)>,
+    from_values: &mut Vec<(usize, usize)>,
+    trace: &mut Trace,
+) -> Vec<String> {
+    let units = schema.units();
+    let keep: HashSet<usize> = chosen.iter().map(|c| units[c.0]).collect();
+    let name = |&(t, c): &(usize, usize)| format!("{}.{}", schema.tables[t].ident, schema.tables[t].columns[c].ident);
+    let mut aside: Vec<String> = Vec::new();
+    for list in [matched, from_values] {
+        list.retain(|c| {
+            let kept = keep.contains(&units[c.0]);
+            if !kept {
+                aside.push(name(c));
+            }
+            kept
+        });
+    }
+    // A value's column as the prompt writes it -> its table's unit.
+    let wanted: HashSet<&str> = trace.values.iter().map(|v| v.column.as_str()).collect();
+    let mut unit_of: HashMap<String, usize> = HashMap::new();
+    for (t, table) in schema.tables.iter().enumerate() {
+        for col in &table.columns {
+            let n = format!("{}.{}", table.ident, col.ident);
+            if wanted.contains(n.as_str()) {
+                unit_of.insert(n, units[t]);
+            }
+        }
+    }
+    trace.values.retain(|v| {
+        let kept = unit_of.get(&v.column).is_none_or(|u| keep.contains(u));
+        if !kept {
+            aside.push(format!("{} = '{}'", v.column, v.value));
+        }
+        kept
+    });
+    aside.dedup();
+    aside
 }
 
 /// Heading of the tables the candidates see in detail beyond the extraction's schema.

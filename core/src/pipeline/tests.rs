@@ -979,3 +979,31 @@ fn wide_schema_reads_no_rows_under_privacy() {
 
 #[path = "tests/interactive.rs"]
 mod interactive;
+
+#[test]
+fn found_columns_and_values_of_units_the_extraction_chose_nothing_from_are_set_aside() {
+    // music (four tables a foreign key links) and pop (a singer of its own): two units.
+    let s = crate::schema::tests::two_schemas();
+    let mut db = FakeDb {
+        columns: vec![(9, "country".into()), (4, "capacity".into())],
+        values: vec![
+            ValueHint { column: "pop.singer.country".into(), value: "Chile".into(), score: 1.0 },
+            ValueHint { column: "music.singer.country".into(), value: "France".into(), score: 1.0 },
+        ],
+        ..Default::default()
+    };
+    let mut llm = script(&["#columns: music.singer.country\n#values: none\n#select: country; number of singers", "#SQL: SELECT 1", "#SQL: SELECT 1", "#SQL: SELECT 1"]);
+    let a = ask(&q("How many singers are from each country?"), &s, &full(), &mut llm, &mut db).expect("answer");
+    let ex = a.trace.extraction.as_ref().expect("extraction");
+    assert_eq!(ex.column_matches, vec!["music.stadium.capacity"]);
+    assert_eq!(ex.set_aside, vec!["pop.singer.country".to_string(), "pop.singer.country = 'Chile'".to_string()]);
+    assert!(ex.focus.schema.tables.iter().all(|t| t.schema == "music"), "{:?}", ex.focus.schema.tables.iter().map(|t| &t.ident).collect::<Vec<_>>());
+    let gen = &llm.prompts()[1][1].content;
+    assert!(gen.contains("'France'") && !gen.contains("'Chile'"), "{gen}");
+    // One unit (every table in one schema): nothing is set aside.
+    let mut db = FakeDb { columns: vec![(4, "capacity".into())], ..Default::default() };
+    let mut llm = script(&["#columns: singer.country\n#values: none\n#select: country", "#SQL: SELECT 1", "#SQL: SELECT 1", "#SQL: SELECT 1"]);
+    let a = ask(&q("How many singers are from each country?"), &star_schema(), &full(), &mut llm, &mut db).expect("answer");
+    assert!(a.trace.extraction.as_ref().expect("extraction").set_aside.is_empty());
+    assert_eq!(a.trace.extraction.as_ref().expect("extraction").column_matches, vec!["stadium.capacity"]);
+}
