@@ -297,6 +297,9 @@ def evaluate(conn, item, repeat, wide=False):
         if g:
             rec["generators_right"][g] = rec["generators_right"].get(g, False) or right_by_sql[q]
     rec["examples"] = [e.get("id") for e in trace.get("examples", [])]
+    ex = trace.get("extraction") or {}
+    # What the extraction chose, what column search added, what was set aside (another unit's).
+    rec["extraction"] = {k: ex.get(k) for k in ("parsed", "columns", "column_matches", "set_aside") if k in ex} or None
     return rec
 
 
