@@ -107,26 +107,31 @@ fn norm(ident: &str) -> String {
     ident.trim().trim_matches('"').to_lowercase()
 }
 
-/// The schema's columns that `names` ("table.column" or "column", quoted or not, any case)
-/// refer to; a bare column name refers to every table that has it.
-/// Linear in the names and the schema: one index of column names, built once.
-pub fn resolve(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
-    let mut by_column: std::collections::HashMap<String, Vec<ColumnRef>> = std::collections::HashMap::new();
-    for (ti, t) in schema.tables.iter().enumerate() {
-        for (ci, c) in t.columns.iter().enumerate() {
-            by_column.entry(norm(&c.name)).or_default().push((ti, ci));
+/// Every column of the schema by its normalised name: built once per call, linear in the schema.
+struct Holders(std::collections::HashMap<String, Vec<ColumnRef>>);
+
+impl Holders {
+    fn new(schema: &Schema) -> Holders {
+        let mut by_column: std::collections::HashMap<String, Vec<ColumnRef>> = std::collections::HashMap::new();
+        for (ti, t) in schema.tables.iter().enumerate() {
+            for (ci, c) in t.columns.iter().enumerate() {
+                by_column.entry(norm(&c.name)).or_default().push((ti, ci));
+            }
         }
+        Holders(by_column)
     }
-    let mut each: Vec<Vec<ColumnRef>> = Vec::with_capacity(names.len());
-    for (i, name) in names.iter().enumerate() {
-        crate::interrupt::every(i + 1, 256);
-        let (table, column) = match name.rsplit_once('.') {
-            Some((t, c)) => (Some(t), norm(c)),
-            None => (None, norm(name)),
-        };
-        let holders = by_column.get(&column).map(Vec::as_slice).unwrap_or(&[]);
-        // schema.table names the one of that schema; else (no schema, or one that does not
-        // hold it) every table of that name.
+
+    /// The tables' columns of that name.
+    fn of(&self, column: &str) -> &[ColumnRef] {
+        self.0.get(column).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The columns one name refers to: schema.table names the one of that schema; else (no
+    /// schema, or one that does not hold it) every table of that name; a bare column every
+    /// table that has it.
+    fn find(&self, schema: &Schema, name: &str) -> Vec<ColumnRef> {
+        let (table, column) = split(name);
+        let holders = self.of(&column);
         let named = |tn: &str, qualified: bool| {
             holders
                 .iter()
@@ -141,7 +146,7 @@ pub fn resolve(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
                 })
                 .collect::<Vec<_>>()
         };
-        let found = match table {
+        match table {
             None => holders.to_vec(),
             Some(t) => {
                 let full: Vec<String> = t.split('.').map(norm).collect();
@@ -152,8 +157,27 @@ pub fn resolve(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
                     exact
                 }
             }
-        };
-        each.push(found);
+        }
+    }
+}
+
+/// "table.column" -> (Some(table), column), "column" -> (None, column), the column normalised.
+fn split(name: &str) -> (Option<&str>, String) {
+    match name.rsplit_once('.') {
+        Some((t, c)) => (Some(t), norm(c)),
+        None => (None, norm(name)),
+    }
+}
+
+/// The schema's columns that `names` ("table.column" or "column", quoted or not, any case)
+/// refer to; a bare column name refers to every table that has it.
+/// Linear in the names and the schema: one index of column names, built once.
+pub fn resolve(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
+    let index = Holders::new(schema);
+    let mut each: Vec<Vec<ColumnRef>> = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        crate::interrupt::every(i + 1, 256);
+        each.push(index.find(schema, name));
     }
     // A table name several schemas hold: the copy in the schema the names that are not
     // ambiguous are all in (`singer.name` beside `song.year` that only one schema has).
@@ -184,10 +208,39 @@ pub fn resolve(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
     out
 }
 
+/// The columns that `names` written with a table that has no such column may have meant:
+/// every table's column of that name (`singer.nationality` where only `people` has a
+/// `nationality`). Empty for names that resolve, and for bare names that match nothing.
+pub fn misplaced(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
+    let index = Holders::new(schema);
+    let mut out: Vec<ColumnRef> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (i, name) in names.iter().enumerate() {
+        crate::interrupt::every(i + 1, 256);
+        let (table, column) = split(name);
+        if table.is_some() && index.find(schema, name).is_empty() {
+            out.extend(index.of(&column).iter().copied().filter(|&c| seen.insert(c)));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::schema::tests::sample_schema;
+
+    #[test]
+    fn misplaced_names_mean_the_tables_that_have_the_column() {
+        let s = crate::schema::tests::two_schemas();
+        // pop.singer has no capacity: music.stadium's; a name that resolves means nothing here.
+        assert_eq!(misplaced(&s, &["pop.singer.capacity".into(), "pop.singer.name".into()]), vec![(3, 2)]);
+        assert_eq!(misplaced(&s, &["singer.capacity".into(), "stadium.capacity".into()]), vec![(3, 2)]);
+        // Bare names and names no table has: nothing.
+        assert!(misplaced(&s, &["capacity".into(), "singer.nope".into()]).is_empty());
+        // A common name: every table that has it.
+        assert_eq!(misplaced(&s, &["concert.name".into()]).len(), 3);
+    }
 
     #[test]
     fn parses_the_three_lines() {

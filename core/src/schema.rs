@@ -414,7 +414,7 @@ impl Schema {
             x
         }
         let mut parent: Vec<usize> = (0..self.tables.len()).collect();
-        let mut union = |parent: &mut Vec<usize>, a: usize, b: usize| {
+        let union = |parent: &mut Vec<usize>, a: usize, b: usize| {
             let (ra, rb) = (root(parent, a), root(parent, b));
             if ra != rb {
                 parent[ra.max(rb)] = ra.min(rb);

@@ -120,8 +120,16 @@ pub(super) fn full(
     }
     // Columns the retrieved values live in belong to the question too.
     let mut from_values = value_columns(schema, &trace.values);
-    // ... when they are in a unit of the database the extraction chose from.
-    let set_aside = if extraction && !chosen.is_empty() { other_units(schema, &chosen, &mut matched, &mut from_values, trace) } else { Vec::new() };
+    // ... when they are in a unit of the database the extraction chose from, or meant to: a
+    // column it wrote with a table that lacks it keeps the units of the tables that have it.
+    let set_aside = if extraction && !chosen.is_empty() {
+        let names: Vec<String> = ex.columns.iter().chain(&ex.value_columns).cloned().collect();
+        let mut units_of = chosen.clone();
+        units_of.extend(extract::misplaced(schema, &names));
+        other_units(schema, &units_of, &mut matched, &mut from_values, trace)
+    } else {
+        Vec::new()
+    };
     let focus = if extraction && !chosen.is_empty() {
         let mut all = chosen.clone();
         all.extend(matched.iter().copied());
@@ -367,7 +375,8 @@ pub(super) fn full(
 /// the stored values found in units the extraction chose no column from are set aside (from
 /// the per-question schema and from the prompts' values): the question "how many singers are
 /// from each country?" finds a countries table of a car database too. A database of one unit
-/// keeps everything. The columns and values set aside, as `table.column`.
+/// keeps everything. `chosen`: the columns whose units stay. The columns and values set
+/// aside, as `table.column`.
 fn other_units(
     schema: &Schema,
     chosen: &[(usize, usize)],

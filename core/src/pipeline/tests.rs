@@ -1000,6 +1000,14 @@ fn found_columns_and_values_of_units_the_extraction_chose_nothing_from_are_set_a
     assert!(ex.focus.schema.tables.iter().all(|t| t.schema == "music"), "{:?}", ex.focus.schema.tables.iter().map(|t| &t.ident).collect::<Vec<_>>());
     let gen = &llm.prompts()[1][1].content;
     assert!(gen.contains("'France'") && !gen.contains("'Chile'"), "{gen}");
+    // A column written with a table that lacks it (pop.singer has no capacity): the units of
+    // the tables that have one stay (music's stadium), so its found column is not set aside.
+    let mut db = FakeDb { columns: vec![(4, "capacity".into())], ..Default::default() };
+    let mut llm = script(&["#columns: pop.singer.name, pop.singer.capacity\n#values: none\n#select: name; capacity", "#SQL: SELECT 1", "#SQL: SELECT 1", "#SQL: SELECT 1"]);
+    let a = ask(&q("Which singer sang at the largest stadium?"), &s, &full(), &mut llm, &mut db).expect("answer");
+    let ex = a.trace.extraction.as_ref().expect("extraction");
+    assert!(ex.set_aside.is_empty(), "{:?}", ex.set_aside);
+    assert_eq!(ex.column_matches, vec!["music.stadium.capacity"]);
     // One unit (every table in one schema): nothing is set aside.
     let mut db = FakeDb { columns: vec![(4, "capacity".into())], ..Default::default() };
     let mut llm = script(&["#columns: singer.country\n#values: none\n#select: country", "#SQL: SELECT 1", "#SQL: SELECT 1", "#SQL: SELECT 1"]);
