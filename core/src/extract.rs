@@ -107,29 +107,34 @@ fn norm(ident: &str) -> String {
     ident.trim().trim_matches('"').to_lowercase()
 }
 
-/// Every column of the schema by its normalised name: built once per call, linear in the schema.
-struct Holders(std::collections::HashMap<String, Vec<ColumnRef>>);
+/// The schema's columns by their normalised names, to read the extraction's names against:
+/// built once per question, linear in the schema.
+pub struct Columns<'a> {
+    schema: &'a Schema,
+    by_column: std::collections::HashMap<String, Vec<ColumnRef>>,
+}
 
-impl Holders {
-    fn new(schema: &Schema) -> Holders {
+impl<'a> Columns<'a> {
+    pub fn new(schema: &'a Schema) -> Columns<'a> {
         let mut by_column: std::collections::HashMap<String, Vec<ColumnRef>> = std::collections::HashMap::new();
         for (ti, t) in schema.tables.iter().enumerate() {
             for (ci, c) in t.columns.iter().enumerate() {
                 by_column.entry(norm(&c.name)).or_default().push((ti, ci));
             }
         }
-        Holders(by_column)
+        Columns { schema, by_column }
     }
 
     /// The tables' columns of that name.
     fn of(&self, column: &str) -> &[ColumnRef] {
-        self.0.get(column).map(Vec::as_slice).unwrap_or(&[])
+        self.by_column.get(column).map(Vec::as_slice).unwrap_or(&[])
     }
 
     /// The columns one name refers to: schema.table names the one of that schema; else (no
     /// schema, or one that does not hold it) every table of that name; a bare column every
     /// table that has it.
-    fn find(&self, schema: &Schema, name: &str) -> Vec<ColumnRef> {
+    fn find(&self, name: &str) -> Vec<ColumnRef> {
+        let schema = self.schema;
         let (table, column) = split(name);
         let holders = self.of(&column);
         let named = |tn: &str, qualified: bool| {
@@ -159,6 +164,61 @@ impl Holders {
             }
         }
     }
+
+    /// The schema's columns that `names` ("table.column" or "column", quoted or not, any case)
+    /// refer to; a bare column name refers to every table that has it.
+    /// Linear in the names.
+    pub fn resolve(&self, names: &[String]) -> Vec<ColumnRef> {
+        let schema = self.schema;
+        let mut each: Vec<Vec<ColumnRef>> = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            crate::interrupt::every(i + 1, 256);
+            each.push(self.find(name));
+        }
+        // A table name several schemas hold: the copy in the schema the names that are not
+        // ambiguous are all in (`singer.name` beside `song.year` that only one schema has).
+        let schemas = |refs: &[ColumnRef]| {
+            let mut s: Vec<&str> = refs.iter().map(|&(ti, _)| schema.tables[ti].schema.as_str()).collect();
+            s.sort_unstable();
+            s.dedup();
+            s
+        };
+        let mut settled: Vec<&str> = each.iter().map(|r| schemas(r)).filter(|s| s.len() == 1).map(|s| s[0]).collect();
+        settled.sort_unstable();
+        settled.dedup();
+        let mut out: Vec<ColumnRef> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for refs in each {
+            let kept: Vec<ColumnRef> = match settled.as_slice() {
+                [only] if schemas(&refs).len() > 1 && refs.iter().any(|&(ti, _)| schema.tables[ti].schema == *only) => {
+                    refs.into_iter().filter(|&(ti, _)| schema.tables[ti].schema == *only).collect()
+                }
+                _ => refs,
+            };
+            for r in kept {
+                if seen.insert(r) {
+                    out.push(r);
+                }
+            }
+        }
+        out
+    }
+
+    /// The columns that `names` written with a table that has no such column may have meant:
+    /// every table's column of that name (`singer.nationality` where only `people` has a
+    /// `nationality`). Empty for names that resolve, and for bare names that match nothing.
+    pub fn misplaced(&self, names: &[String]) -> Vec<ColumnRef> {
+        let mut out: Vec<ColumnRef> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (i, name) in names.iter().enumerate() {
+            crate::interrupt::every(i + 1, 256);
+            let (table, column) = split(name);
+            if table.is_some() && self.find(name).is_empty() {
+                out.extend(self.of(&column).iter().copied().filter(|&c| seen.insert(c)));
+            }
+        }
+        out
+    }
 }
 
 /// "table.column" -> (Some(table), column), "column" -> (None, column), the column normalised.
@@ -169,66 +229,18 @@ fn split(name: &str) -> (Option<&str>, String) {
     }
 }
 
-/// The schema's columns that `names` ("table.column" or "column", quoted or not, any case)
-/// refer to; a bare column name refers to every table that has it.
-/// Linear in the names and the schema: one index of column names, built once.
-pub fn resolve(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
-    let index = Holders::new(schema);
-    let mut each: Vec<Vec<ColumnRef>> = Vec::with_capacity(names.len());
-    for (i, name) in names.iter().enumerate() {
-        crate::interrupt::every(i + 1, 256);
-        each.push(index.find(schema, name));
-    }
-    // A table name several schemas hold: the copy in the schema the names that are not
-    // ambiguous are all in (`singer.name` beside `song.year` that only one schema has).
-    let schemas = |refs: &[ColumnRef]| {
-        let mut s: Vec<&str> = refs.iter().map(|&(ti, _)| schema.tables[ti].schema.as_str()).collect();
-        s.sort_unstable();
-        s.dedup();
-        s
-    };
-    let mut settled: Vec<&str> = each.iter().map(|r| schemas(r)).filter(|s| s.len() == 1).map(|s| s[0]).collect();
-    settled.sort_unstable();
-    settled.dedup();
-    let mut out: Vec<ColumnRef> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for refs in each {
-        let kept: Vec<ColumnRef> = match settled.as_slice() {
-            [only] if schemas(&refs).len() > 1 && refs.iter().any(|&(ti, _)| schema.tables[ti].schema == *only) => {
-                refs.into_iter().filter(|&(ti, _)| schema.tables[ti].schema == *only).collect()
-            }
-            _ => refs,
-        };
-        for r in kept {
-            if seen.insert(r) {
-                out.push(r);
-            }
-        }
-    }
-    out
-}
-
-/// The columns that `names` written with a table that has no such column may have meant:
-/// every table's column of that name (`singer.nationality` where only `people` has a
-/// `nationality`). Empty for names that resolve, and for bare names that match nothing.
-pub fn misplaced(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
-    let index = Holders::new(schema);
-    let mut out: Vec<ColumnRef> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for (i, name) in names.iter().enumerate() {
-        crate::interrupt::every(i + 1, 256);
-        let (table, column) = split(name);
-        if table.is_some() && index.find(schema, name).is_empty() {
-            out.extend(index.of(&column).iter().copied().filter(|&c| seen.insert(c)));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::schema::tests::sample_schema;
+
+    fn resolve(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
+        Columns::new(schema).resolve(names)
+    }
+
+    fn misplaced(schema: &Schema, names: &[String]) -> Vec<ColumnRef> {
+        Columns::new(schema).misplaced(names)
+    }
 
     #[test]
     fn misplaced_names_mean_the_tables_that_have_the_column() {

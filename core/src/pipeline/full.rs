@@ -107,8 +107,9 @@ pub(super) fn full(
         trace.values = similar_values(q, &ex.entities, schema, db);
         trace.values_skipped = db.skipped_value_columns();
     }
-    let mut chosen = extract::resolve(schema, &ex.columns);
-    for c in extract::resolve(schema, &ex.value_columns) {
+    let columns = extract::Columns::new(schema);
+    let mut chosen = columns.resolve(&ex.columns);
+    for c in columns.resolve(&ex.value_columns) {
         if !chosen.contains(&c) {
             chosen.push(c);
         }
@@ -125,7 +126,7 @@ pub(super) fn full(
     let set_aside = if extraction && !chosen.is_empty() {
         let names: Vec<String> = ex.columns.iter().chain(&ex.value_columns).cloned().collect();
         let mut units_of = chosen.clone();
-        units_of.extend(extract::misplaced(schema, &names));
+        units_of.extend(columns.misplaced(&names));
         other_units(schema, &units_of, &mut matched, &mut from_values, trace)
     } else {
         Vec::new()
@@ -387,35 +388,29 @@ fn other_units(
     let units = schema.units();
     let keep: HashSet<usize> = chosen.iter().map(|c| units[c.0]).collect();
     let name = |&(t, c): &(usize, usize)| format!("{}.{}", schema.tables[t].ident, schema.tables[t].columns[c].ident);
+    // Set aside, once each; `from_values` holds every found value's column, named as the value
+    // names it, so the values go with their columns.
     let mut aside: Vec<String> = Vec::new();
+    let mut gone: HashSet<String> = HashSet::new();
     for list in [matched, from_values] {
         list.retain(|c| {
             let kept = keep.contains(&units[c.0]);
             if !kept {
-                aside.push(name(c));
+                let n = name(c);
+                if gone.insert(n.clone()) {
+                    aside.push(n);
+                }
             }
             kept
         });
     }
-    // A value's column as the prompt writes it -> its table's unit.
-    let wanted: HashSet<&str> = trace.values.iter().map(|v| v.column.as_str()).collect();
-    let mut unit_of: HashMap<String, usize> = HashMap::new();
-    for (t, table) in schema.tables.iter().enumerate() {
-        for col in &table.columns {
-            let n = format!("{}.{}", table.ident, col.ident);
-            if wanted.contains(n.as_str()) {
-                unit_of.insert(n, units[t]);
-            }
-        }
-    }
     trace.values.retain(|v| {
-        let kept = unit_of.get(&v.column).is_none_or(|u| keep.contains(u));
+        let kept = !gone.contains(&v.column);
         if !kept {
             aside.push(format!("{} = '{}'", v.column, v.value));
         }
         kept
     });
-    aside.dedup();
     aside
 }
 
