@@ -25,7 +25,7 @@ use crate::schema::Schema;
 use serde::Serialize;
 use sqlparser::ast::{
     BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, JoinConstraint,
-    JoinOperator, LimitClause, ObjectName, ObjectNamePart, OrderByKind, OrderBySort, Query, SelectItem, SetExpr, Statement,
+    JoinOperator, LimitClause, ObjectName, ObjectNamePart, OrderBy, OrderByKind, OrderBySort, Query, SelectItem, SetExpr, Statement,
     TableFactor, Visit, VisitMut, Visitor, VisitorMut,
 };
 use sqlparser::dialect::PostgreSqlDialect;
@@ -235,15 +235,17 @@ fn resolve(schema: &Schema, scope: &Scope, e: &Expr) -> Option<(usize, usize)> {
     }
 }
 
-/// Aligns one candidate; returns it unchanged (and no rule) when it does not parse.
-/// What earlier stages said of the question: what its SELECT list returns (the extraction) and
-/// the tables linked to it (the per-question schema's, by their idents, most relevant first).
+/// What earlier stages said of the question: what its SELECT list returns (the extraction),
+/// the tables linked to it (the per-question schema's, by their idents, most relevant first) and
+/// the question itself (empty when unknown: the rules that read it do not run).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Context<'a> {
     pub select: &'a [String],
     pub linked: &'a [String],
+    pub question: &'a str,
 }
 
+/// Aligns one candidate; returns it unchanged (and no rule) when it does not parse.
 pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLookup, rules: Rules) -> Aligned {
     let unchanged = || Aligned { sql: sql.to_string(), fired: vec![] };
     let Ok(mut stmts) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else { return unchanged() };
@@ -257,6 +259,7 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
         if let Statement::Query(q) = stmt {
             join_for_columns(schema, &sc, q, &mut fired);
             bridge_joins(schema, &sc, q, &mut fired);
+            ambiguous_columns(schema, &sc, q, &mut fired);
         }
         let sc = scope(schema, stmt);
         if let Statement::Query(q) = stmt {
@@ -271,10 +274,11 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
             aggregate_in_order_by(q, &mut fired);
             nested_aggregates(q, &mut fired);
             redundant_joins(schema, &sc, q, &mut fired);
+            unmentioned_joins(schema, &sc, q, cx.question, &mut fired);
         }
         if rules.style {
             nulls_under_limit(schema, &sc, q, &mut fired);
-            select_list(schema, &sc, q, cx.select, &mut fired);
+            select_list(schema, &sc, q, cx, &mut fired);
         }
     }
     if fired.is_empty() {
@@ -482,6 +486,49 @@ fn names_used(e: &impl Visit) -> (Vec<String>, Vec<String>) {
     (n.0, n.1)
 }
 
+/// Whether anything in `s` or the statement's ORDER BY, but the ON condition of join `i`, uses
+/// the table `t` joined there (as `me`, its alias or name): a qualifier, a `*`, or a bare name
+/// only `t` has among the statement's tables.
+fn used_outside_on(schema: &Schema, sc: &Scope, s: &sqlparser::ast::Select, order: Option<&OrderBy>, i: usize, me: &str, t: usize) -> bool {
+    let mut others = s.clone();
+    others.from[0].joins[i].join_operator = JoinOperator::CrossJoin(JoinConstraint::None);
+    let (mut quals, mut bare) = names_used(&others);
+    if let Some(o) = order {
+        let (q2, b2) = names_used(o);
+        quals.extend(q2);
+        bare.extend(b2);
+    }
+    let bare_in_t = bare.iter().any(|b| {
+        schema.tables[t].has_column(b) && !sc.tables.iter().any(|&o| o != t && schema.tables[o].has_column(b))
+    });
+    quals.iter().any(|q| q == me || q == "*") || bare.iter().any(|b| b == "*") || bare_in_t
+}
+
+/// The inner join `i` of a one-item FROM: (its ON condition, its table's index, how the statement
+/// refers to it, its name as written).
+fn inner_join(schema: &Schema, s: &sqlparser::ast::Select, i: usize) -> Option<(Expr, usize, String, String)> {
+    let join = s.from.first()?.joins.get(i)?;
+    let constraint = match &join.join_operator {
+        JoinOperator::Join(JoinConstraint::On(c)) | JoinOperator::Inner(JoinConstraint::On(c)) => c.clone(),
+        _ => return None,
+    };
+    let TableFactor::Table { name, alias, args: None, .. } = &join.relation else { return None };
+    let t = find_table(schema, name)?;
+    let me = alias.as_ref().map(|a| fold(&a.name)).or_else(|| relation_name(name).map(|(_, n)| n)).unwrap_or_default();
+    Some((constraint, t, me, name.to_string()))
+}
+
+/// Whether `fk_side` (table, column) holds a one-column foreign key to `ref_side`.
+fn references(schema: &Schema, fk_side: (usize, usize), ref_side: (usize, usize)) -> bool {
+    let (a, b) = (&schema.tables[fk_side.0], &schema.tables[ref_side.0]);
+    schema.foreign_keys.iter().any(|fk| {
+        fk.table == a.ident
+            && fk.ref_table == b.ident
+            && fk.columns == [a.columns[fk_side.1].ident.clone()]
+            && fk.ref_columns == [b.columns[ref_side.1].ident.clone()]
+    })
+}
+
 fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
     let order = q.order_by.clone();
     let Some(s) = body_select(q) else { return };
@@ -490,36 +537,11 @@ fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<S
     }
     let mut i = 0;
     while i < s.from[0].joins.len() {
-        let join = &s.from[0].joins[i];
-        let constraint = match &join.join_operator {
-            JoinOperator::Join(JoinConstraint::On(c)) | JoinOperator::Inner(JoinConstraint::On(c)) => c.clone(),
-            _ => {
-                i += 1;
-                continue;
-            }
-        };
-        let TableFactor::Table { name, alias, args: None, .. } = &join.relation else {
+        let Some((constraint, t, me, name)) = inner_join(schema, s, i) else {
             i += 1;
             continue;
         };
-        let Some(t) = find_table(schema, name) else {
-            i += 1;
-            continue;
-        };
-        let me = alias.as_ref().map(|a| fold(&a.name)).or_else(|| relation_name(name).map(|(_, n)| n)).unwrap_or_default();
-        // Is the joined table used anywhere but in its own ON condition?
-        let mut others = s.clone();
-        others.from[0].joins[i].join_operator = JoinOperator::CrossJoin(JoinConstraint::None);
-        let (mut quals, mut bare) = names_used(&others);
-        if let Some(o) = &order {
-            let (q2, b2) = names_used(o);
-            quals.extend(q2);
-            bare.extend(b2);
-        }
-        let bare_in_t = bare.iter().any(|b| {
-            schema.tables[t].has_column(b) && !sc.tables.iter().any(|&o| o != t && schema.tables[o].has_column(b))
-        });
-        if quals.contains(&me) || quals.contains(&"*".to_string()) || bare.contains(&"*".to_string()) || bare_in_t {
+        if used_outside_on(schema, sc, s, order.as_ref(), i, &me, t) {
             i += 1;
             continue;
         }
@@ -537,12 +559,7 @@ fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<S
                 && pk.len() == 1
                 && schema.tables[t].columns[ca].name == pk[0]
                 && schema.tables[tb].columns[cb].not_null
-                && schema.foreign_keys.iter().any(|fk| {
-                    fk.table == schema.tables[tb].ident
-                        && fk.ref_table == schema.tables[t].ident
-                        && fk.columns == [schema.tables[tb].columns[cb].ident.clone()]
-                        && fk.ref_columns == [schema.tables[t].columns[ca].ident.clone()]
-                })
+                && references(schema, (tb, cb), (ta, ca))
         });
         if redundant {
             fired.push(format!("function: redundant join of {name} dropped"));
@@ -584,8 +601,20 @@ fn nulls_under_limit(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec
     }
 }
 
-fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, select: &[String], fired: &mut Vec<String>) {
+/// Whether a column is an id: a key (primary or foreign) of its table, or named id / *_id.
+fn is_key(schema: &Schema, t: usize, c: usize) -> bool {
+    let table = &schema.tables[t];
+    let column = &table.columns[c];
+    table.primary_key.contains(&column.name)
+        || schema.foreign_keys.iter().any(|fk| fk.table == table.ident && fk.columns.contains(&column.ident))
+        || column.name.eq_ignore_ascii_case("id")
+        || column.name.to_lowercase().ends_with("_id")
+}
+
+fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, cx: Context, fired: &mut Vec<String>) {
+    let select = cx.select;
     if select.is_empty() {
+        unasked_keys(schema, sc, q, cx.question, fired);
         return;
     }
     let Some(s) = body_select(q) else { return };
@@ -598,16 +627,9 @@ fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, select: &[String], fi
     if words.iter().any(|w| matches!(*w, "id" | "ids" | "identifier" | "identifiers")) {
         return;
     }
-    // An id column: a key (primary or foreign) of its table, or named id / *_id.
     let is_key = |e: &Expr| -> Option<String> {
         let (t, c) = resolve(schema, sc, e)?;
-        let table = &schema.tables[t];
-        let column = &table.columns[c];
-        let key = table.primary_key.contains(&column.name)
-            || schema.foreign_keys.iter().any(|fk| fk.table == table.ident && fk.columns.contains(&column.ident))
-            || column.name.eq_ignore_ascii_case("id")
-            || column.name.to_lowercase().ends_with("_id");
-        key.then(|| column.name.to_lowercase())
+        is_key(schema, t, c).then(|| schema.tables[t].columns[c].name.to_lowercase())
     };
     let unasked = |p: &SelectItem| -> bool {
         let SelectItem::UnnamedExpr(e @ (Expr::Identifier(_) | Expr::CompoundIdentifier(_))) = p else { return false };
@@ -624,8 +646,10 @@ fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, select: &[String], fi
 mod joins;
 mod keys;
 mod names;
-use joins::bridge_joins;
+mod question;
+use joins::{ambiguous_columns, bridge_joins};
 use keys::key_comparisons;
+use question::{unasked_keys, unmentioned_joins};
 use names::{fix_columns, fix_tables, fix_values, join_for_columns, schema_as_table};
 
 #[cfg(test)]

@@ -147,3 +147,85 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], earlie
     fired.push(format!("agent: {} joined to {} through {}", te.name, tl.name, b.ident));
     Some(through)
 }
+
+/// The `q.c = r.d` equalities of a condition's ANDed terms, folded: (q, c, r, d).
+fn equalities(e: &Expr, out: &mut Vec<(String, String, String, String)>) {
+    match e {
+        Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+            equalities(left, out);
+            equalities(right, out);
+        }
+        Expr::Nested(inner) => equalities(inner, out),
+        _ => {
+            if let Some((a, b, c, d)) = key_equality(e) {
+                out.push((fold(a), fold(b), fold(c), fold(d)));
+            }
+        }
+    }
+}
+
+/// A bare column that several inner-joined tables of the statement's SELECT have, where the ON
+/// conditions equate it across all of them (`JOIN model_list AS m ON m.model = n.model`): every
+/// joined row holds one value for it, so it is taken from the first of them. PostgreSQL refuses
+/// it as ambiguous. Expressions inside subqueries keep their own scope and are left alone.
+pub(super) fn ambiguous_columns(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
+    let Some(s) = super::body_select(q) else { return };
+    let [from] = s.from.as_slice() else { return };
+    // The FROM items, by the name the statement refers to them with; any other kind of item
+    // (a subquery, a function) may hold the name too.
+    let mut items: Vec<(String, usize)> = Vec::new();
+    for t in std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation)) {
+        let TableFactor::Table { name, args: None, .. } = t else { return };
+        let (Some(r), Some(i)) = (referred_as(t), super::find_table(schema, name)) else { return };
+        items.push((r, i));
+    }
+    let mut eqs = Vec::new();
+    for j in &from.joins {
+        match &j.join_operator {
+            JoinOperator::Join(JoinConstraint::On(e)) | JoinOperator::Inner(JoinConstraint::On(e)) => equalities(e, &mut eqs),
+            _ => return,
+        }
+    }
+    // Which item a bare name is taken from: the first holder, when the equalities on that very
+    // column connect every holder (grown from the first, linear in holders × equalities).
+    let owner = |name: &str| -> Option<String> {
+        let holders: Vec<&str> = items.iter().filter(|(_, t)| schema.tables[*t].has_column(name)).map(|(r, _)| r.as_str()).collect();
+        if holders.len() < 2 || sc.other.iter().any(|o| o == name) {
+            return None;
+        }
+        let mut reached = vec![holders[0]];
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for (a, c, b, d) in &eqs {
+                if c != name || d != name {
+                    continue;
+                }
+                for (x, y) in [(a, b), (b, a)] {
+                    if reached.contains(&x.as_str()) && !reached.contains(&y.as_str()) && holders.contains(&y.as_str()) {
+                        reached.push(y);
+                        grew = true;
+                    }
+                }
+            }
+        }
+        (reached.len() == holders.len()).then(|| holders[0].to_string())
+    };
+    let mut changed: Vec<String> = Vec::new();
+    let mut qualify = |e: &mut Expr| {
+        let Expr::Identifier(i) = e else { return };
+        let name = fold(i);
+        if let Some(r) = owner(&name) {
+            changed.push(format!("{name} -> {r}.{name}"));
+            *e = Expr::CompoundIdentifier(vec![super::ident(&r), i.clone()]);
+        }
+    };
+    super::top_level_exprs(s, &mut qualify);
+    if let Some(o) = q.order_by.as_mut() {
+        super::top_level_exprs(o, &mut qualify);
+    }
+    changed.dedup();
+    for c in changed {
+        fired.push(format!("agent: ambiguous column {c}"));
+    }
+}

@@ -236,6 +236,16 @@ pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, valu
                 set_literal(lit, stored);
                 return;
             }
+            // A column of one- or two-letter codes ('F', 'M') and the word spelled out
+            // ('Female'): the one code the word starts with.
+            if folded.len() > 2 && st.values.iter().all(|v| crate::embed::fold(v).len() <= 2) {
+                let codes: Vec<&String> = st.values.iter().filter(|v| !v.trim().is_empty() && folded.starts_with(&crate::embed::fold(v))).collect();
+                if let [code] = codes.as_slice() {
+                    fired.push(format!("agent: value {}.{} '{old}' -> '{code}' (a code)", table.ident, column.ident));
+                    set_literal(lit, code);
+                    return;
+                }
+            }
         }
         if let Some(stored) = values.closest_value(table.oid, &column.name, &old) {
             if stored != old {

@@ -32,12 +32,12 @@ fn tables_off_the_search_path_get_their_schema() {
     assert_eq!(fix("SELECT count(*) FROM singer").sql, "SELECT count(*) FROM singer");
     // ... unless the question was linked to one of them; the statement's own schema goes first.
     let linked = vec!["pop.singer".to_string()];
-    let by_link = |sql: &str| align(sql, &s, Context { select: &[], linked: &linked }, &mut Index, Rules::ALL);
+    let by_link = |sql: &str| align(sql, &s, Context { select: &[], linked: &linked, question: "" }, &mut Index, Rules::ALL);
     assert_eq!(by_link("SELECT count(*) FROM singer").sql, "SELECT count(*) FROM pop.singer");
     // Both linked: the more relevant (listed first).
     for (first, second) in [("pop.singer", "music.singer"), ("music.singer", "pop.singer")] {
         let both = vec![first.to_string(), second.to_string()];
-        let a = align("SELECT count(*) FROM singer", &s, Context { select: &[], linked: &both }, &mut Index, Rules::ALL);
+        let a = align("SELECT count(*) FROM singer", &s, Context { select: &[], linked: &both, question: "" }, &mut Index, Rules::ALL);
         assert_eq!(a.sql, format!("SELECT count(*) FROM {first}"));
     }
     assert_eq!(
@@ -75,7 +75,7 @@ fn schema_names_written_as_tables() {
     assert_eq!(fix("SELECT name FROM music").sql, "SELECT name FROM music");
     let linked = vec!["music.singer".to_string()];
     assert_eq!(
-        align("SELECT name FROM music", &s, Context { select: &[], linked: &linked }, &mut Index, Rules::ALL).sql,
+        align("SELECT name FROM music", &s, Context { select: &[], linked: &linked, question: "" }, &mut Index, Rules::ALL).sql,
         "SELECT name FROM music.singer"
     );
     assert!(fix("SELECT count(*) FROM music").fired.is_empty());
@@ -296,22 +296,22 @@ fn style_nulls_under_limit() {
 #[test]
 fn style_select_list() {
     let mut s = star_schema();
-    let a = align("SELECT singer_id, name FROM singer", &s, Context { select: &["name of the singer".into()], linked: &[] }, &mut Index, Rules::ALL);
+    let a = align("SELECT singer_id, name FROM singer", &s, Context { select: &["name of the singer".into()], linked: &[], question: "" }, &mut Index, Rules::ALL);
     assert_eq!(a.sql, "SELECT name FROM singer");
-    let b = align("SELECT singer_id, name FROM singer", &s, Context { select: &["singer id".into(), "name".into()], linked: &[] }, &mut Index, Rules::ALL);
+    let b = align("SELECT singer_id, name FROM singer", &s, Context { select: &["singer id".into(), "name".into()], linked: &[], question: "" }, &mut Index, Rules::ALL);
     assert!(b.fired.is_empty());
     // The rule runs (three columns, two asked for) and keeps the id that was asked for.
-    let c = align("SELECT singer_id, name, age FROM singer", &s, Context { select: &["singer id".into(), "name".into()], linked: &[] }, &mut Index, Rules::ALL);
+    let c = align("SELECT singer_id, name, age FROM singer", &s, Context { select: &["singer id".into(), "name".into()], linked: &[], question: "" }, &mut Index, Rules::ALL);
     assert!(c.fired.is_empty(), "{:?}", c.fired);
     // Only keys go: a column ending in "id" that is no key ("paid") stays.
     let mut paid = star_schema();
     paid.tables[1].columns.push(serde_json::from_value(serde_json::json!({"name": "paid", "ident": "paid", "data_type": "boolean", "comment": null})).expect("column"));
-    let d = align("SELECT paid, name FROM singer", &paid, Context { select: &["name".into()], linked: &[] }, &mut Index, Rules::ALL);
+    let d = align("SELECT paid, name FROM singer", &paid, Context { select: &["name".into()], linked: &[], question: "" }, &mut Index, Rules::ALL);
     assert!(d.fired.is_empty(), "{:?}", d.fired);
     // A foreign key nobody asked for goes.
-    let e = align("SELECT sic.singer_id, sic.concert_id FROM singer_in_concert AS sic", &s, Context { select: &["concert".into()], linked: &[] }, &mut Index, Rules::ALL);
+    let e = align("SELECT sic.singer_id, sic.concert_id FROM singer_in_concert AS sic", &s, Context { select: &["concert".into()], linked: &[], question: "" }, &mut Index, Rules::ALL);
     assert!(e.fired.is_empty(), "both are keys: trimming would leave nothing asked for");
-    let f = align("SELECT stadium_id, name FROM stadium", &s, Context { select: &["stadium name".into()], linked: &[] }, &mut Index, Rules::ALL);
+    let f = align("SELECT stadium_id, name FROM stadium", &s, Context { select: &["stadium name".into()], linked: &[], question: "" }, &mut Index, Rules::ALL);
     assert_eq!(f.sql, "SELECT name FROM stadium");
     s.tables.clear();
     assert!(align("not sql", &s, Context::default(), &mut Index, Rules::ALL).fired.is_empty());
@@ -418,4 +418,99 @@ fn a_foreign_key_compared_with_the_wrong_column_of_its_table() {
     ] {
         assert!(run(sql).fired.is_empty(), "{sql}: {:?}", run(sql).fired);
     }
+}
+
+#[test]
+fn agent_spelled_out_codes_become_the_code() {
+    struct Nothing;
+    impl ValueLookup for Nothing {
+        fn closest_value(&mut self, _: u32, _: &str, _: &str) -> Option<String> {
+            None
+        }
+    }
+    let mut s = crate::schema::tests::sample_schema();
+    let singer = s.tables.iter_mut().find(|t| t.name == "singer").expect("singer");
+    let country = singer.columns.iter_mut().find(|c| c.name == "country").expect("country");
+    country.stats = Some(crate::schema::ColumnStats { values: vec!["F".into(), "M".into()], distinct: 2, complete: true, min: None, max: None });
+    let fix = |sql: &str| align(sql, &s, Context::default(), &mut Nothing, Rules::ALL);
+    let a = fix("SELECT name FROM singer WHERE country = 'Female' OR country = 'male'");
+    assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'F' OR country = 'M'");
+    assert!(a.fired.iter().any(|f| f.ends_with("'Female' -> 'F' (a code)")), "{:?}", a.fired);
+    // No code starts it, or the literal is a code's length itself: left alone.
+    assert!(fix("SELECT name FROM singer WHERE country = 'Other'").fired.is_empty());
+    assert!(fix("SELECT name FROM singer WHERE country = 'Fm'").fired.is_empty());
+    // Values that are not codes: no prefix matching ('Fr' is no code for 'France').
+    let country = s.tables.iter_mut().find(|t| t.name == "singer").and_then(|t| t.columns.iter_mut().find(|c| c.name == "country")).expect("country");
+    country.stats = Some(crate::schema::ColumnStats { values: vec!["Fra".into(), "Mex".into()], distinct: 2, complete: true, min: None, max: None });
+    assert!(align("SELECT name FROM singer WHERE country = 'France'", &s, Context::default(), &mut Nothing, Rules::ALL).fired.is_empty());
+}
+
+#[test]
+fn agent_qualifies_a_column_the_join_equates() {
+    let s = star_schema();
+    let run = |sql: &str| align(sql, &s, Context::default(), &mut Index, Rules::ALL);
+    let a = run("SELECT stadium_id, count(*) FROM concert AS c JOIN stadium AS s ON c.stadium_id = s.stadium_id GROUP BY stadium_id ORDER BY stadium_id");
+    assert_eq!(a.sql, "SELECT c.stadium_id, count(*) FROM concert AS c JOIN stadium AS s ON c.stadium_id = s.stadium_id GROUP BY c.stadium_id ORDER BY c.stadium_id");
+    assert_eq!(a.fired, vec!["agent: ambiguous column stadium_id -> c.stadium_id".to_string()]);
+    // Three tables, equated in a chain (through a bridge), one of the conditions ANDed.
+    let b = run("SELECT singer_id FROM singer JOIN singer_in_concert AS sic ON sic.singer_id = singer.singer_id AND sic.concert_id = sic.concert_id");
+    assert_eq!(b.sql, "SELECT singer.singer_id FROM singer JOIN singer_in_concert AS sic ON sic.singer_id = singer.singer_id AND sic.concert_id = sic.concert_id");
+    // Not equated (two different names), not every holder equated, an outer join, or inside a
+    // subquery (its own scope): left to PostgreSQL.
+    for sql in [
+        "SELECT name FROM singer JOIN stadium ON singer.age = stadium.capacity",
+        "SELECT name FROM singer JOIN singer_in_concert AS sic ON sic.singer_id = singer.singer_id JOIN concert ON concert.concert_id = sic.concert_id JOIN stadium ON stadium.stadium_id = concert.stadium_id",
+        "SELECT stadium_id FROM concert LEFT JOIN stadium ON concert.stadium_id = stadium.stadium_id",
+        "SELECT 1 FROM singer WHERE EXISTS (SELECT stadium_id FROM concert AS c JOIN stadium AS s ON c.year = s.name)",
+    ] {
+        let r = run(sql);
+        assert!(!r.fired.iter().any(|f| f.contains("ambiguous")), "{sql}: {:?}", r.fired);
+    }
+    // Two names, each equated across its own holders.
+    let c = run("SELECT name FROM singer JOIN stadium ON singer.name = stadium.name JOIN concert ON concert.stadium_id = stadium.stadium_id WHERE stadium_id = 1");
+    assert_eq!(c.sql, "SELECT singer.name FROM singer JOIN stadium ON singer.name = stadium.name JOIN concert ON concert.stadium_id = stadium.stadium_id WHERE stadium.stadium_id = 1");
+}
+
+#[test]
+fn function_drops_a_join_the_question_never_names() {
+    let s = star_schema();
+    let ask = |sql: &str, question: &str| align(sql, &s, Context { select: &[], linked: &[], question }, &mut Index, Rules::ALL);
+    let sql = "SELECT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id ORDER BY T1.age LIMIT 1";
+    let a = ask(sql, "What is the name of the youngest singer?");
+    assert_eq!(a.sql, "SELECT T1.name FROM singer AS T1 ORDER BY T1.age LIMIT 1");
+    assert!(a.fired.iter().any(|f| f.contains("join of singer_in_concert dropped (the question names no concert)")), "{:?}", a.fired);
+    // The question names it (a plural, a longer word): kept.
+    assert!(ask(sql, "Name the youngest singer who sang at concerts.").fired.is_empty());
+    // Grouped or aggregated: count(*) counts the joined rows, kept.
+    let counted = "SELECT T1.name, count(*) FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id GROUP BY T1.name";
+    assert!(ask(counted, "the count for each singer").fired.is_empty());
+    assert!(ask("SELECT count(*) FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id", "how many singers").fired.is_empty());
+    // No question (the zero-shot path, tests): kept.
+    assert!(ask(sql, "").fired.is_empty());
+    // Its columns are used: kept.
+    let used = "SELECT T1.name, T2.concert_id FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id";
+    assert!(ask(used, "the singers").fired.is_empty());
+    // A bridge another join goes through: its columns are used there.
+    let bridge = "SELECT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id JOIN concert AS T3 ON T3.concert_id = T2.concert_id WHERE T3.year = '2014'";
+    assert!(ask(bridge, "singers in 2014").fired.is_empty());
+    // The joined table is the one the foreign key points to (one row, not many): not this rule.
+    let parent = "SELECT c.year FROM concert AS c JOIN stadium AS s ON c.stadium_id = s.stadium_id";
+    assert!(!ask(parent, "the years").fired.iter().any(|f| f.contains("the question names no")));
+}
+
+#[test]
+fn style_unasked_keys_without_extraction() {
+    let s = star_schema();
+    let ask = |sql: &str, question: &str| align(sql, &s, Context { select: &[], linked: &[], question }, &mut Index, Rules::ALL);
+    let sql = "SELECT s.stadium_id, count(*), s.name FROM stadium AS s JOIN concert AS c ON c.stadium_id = s.stadium_id GROUP BY s.stadium_id, s.name";
+    let a = ask(sql, "For each stadium, return the number of concerts and its name.");
+    assert_eq!(a.sql, "SELECT count(*), s.name FROM stadium AS s JOIN concert AS c ON c.stadium_id = s.stadium_id GROUP BY s.stadium_id, s.name");
+    // Asked for ("id", or the column's own name), under DISTINCT, or nothing else of its table
+    // in the list: kept.
+    assert!(ask(sql, "Give each stadium's id, name and number of concerts.").fired.is_empty());
+    assert!(ask(sql, "What are the names and ids of the stadiums, with their concert counts?").fired.is_empty());
+    let named = ask(sql, "Show the stadium_id, the name and the count.");
+    assert!(named.fired.is_empty(), "{:?}", named.fired);
+    assert!(ask("SELECT DISTINCT s.stadium_id, s.name FROM stadium AS s", "stadium names").fired.is_empty());
+    assert!(ask("SELECT c.stadium_id, count(*) FROM concert AS c GROUP BY c.stadium_id", "concerts per stadium").fired.is_empty());
 }

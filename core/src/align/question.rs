@@ -1,0 +1,123 @@
+//! Rules that read the question's own words: a join to a table the question never names, and
+//! key columns nobody asked for when no extraction said what the answer returns.
+//!
+//! `SELECT singer.name FROM singer JOIN singer_in_concert ON …` for "the youngest singer" keeps
+//! only singers with a concert, once per concert; the question says nothing of concerts.
+
+use super::{body_select, has_aggregate, inner_join, no_group_by, is_key, references, resolve, used_outside_on, Scope};
+use crate::schema::Schema;
+use sqlparser::ast::{BinaryOperator, Expr, Query, SelectItem};
+
+/// Words that join the words of a name and say nothing of what it holds.
+const CONNECTIVES: &[&str] = &["a", "an", "and", "at", "by", "for", "has", "have", "in", "is", "of", "on", "per", "the", "to", "with"];
+
+/// A name's or a text's words, lowercased, a plural's final `s` taken off (`concerts` → concert).
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let w = w.to_lowercase();
+            match w.strip_suffix('s') {
+                Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_string(),
+                _ => w,
+            }
+        })
+        .collect()
+}
+
+/// Whether one of the question's words is `word`, or starts it or with it when both have four
+/// letters or more (`arranged` names arrange, `teacher` names teach).
+fn mentioned(question: &[String], word: &str) -> bool {
+    question.iter().any(|q| {
+        q == word || (q.len() >= 4 && word.len() >= 4 && (q.starts_with(word) || word.starts_with(q.as_str())))
+    })
+}
+
+/// Drops an inner join to a table that holds a foreign key to the table it is joined with, when
+/// nothing but its ON condition uses it and the question names none of its name's own words (the
+/// words no other table of the statement has): such a join only keeps the rows that have a match
+/// there, once per match. The statement's own SELECT only; a table joined first stays, and so does
+/// every join of a grouped or aggregated SELECT (`count(*)` counts the joined rows).
+pub(super) fn unmentioned_joins(schema: &Schema, sc: &Scope, q: &mut Query, question: &str, fired: &mut Vec<String>) {
+    if question.is_empty() {
+        return;
+    }
+    let asked = words(question);
+    let order = q.order_by.clone();
+    let Some(s) = body_select(q) else { return };
+    let aggregated = s.projection.iter().any(|p| match p {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e),
+        _ => false,
+    }) || s.having.is_some();
+    if s.from.len() != 1 || aggregated || !no_group_by(s) {
+        return;
+    }
+    let mut i = 0;
+    while i < s.from[0].joins.len() {
+        crate::interrupt::check();
+        let Some((constraint, t, me, name)) = inner_join(schema, s, i) else {
+            i += 1;
+            continue;
+        };
+        // ON t.fk = other.key: each row of the other table meets none, one or many of t's.
+        let child = match &constraint {
+            Expr::BinaryOp { left, op: BinaryOperator::Eq, right } => [(left, right), (right, left)].iter().any(|(mine, theirs)| {
+                match (resolve(schema, sc, mine), resolve(schema, sc, theirs)) {
+                    (Some(a), Some(b)) => a.0 == t && b.0 != t && references(schema, a, b),
+                    _ => false,
+                }
+            }),
+            _ => false,
+        };
+        if !child || used_outside_on(schema, sc, s, order.as_ref(), i, &me, t) {
+            i += 1;
+            continue;
+        }
+        let others: Vec<String> = sc.tables.iter().filter(|&&o| o != t).flat_map(|&o| words(&schema.tables[o].name)).collect();
+        let own: Vec<String> =
+            words(&schema.tables[t].name).into_iter().filter(|w| !CONNECTIVES.contains(&w.as_str()) && !others.contains(w)).collect();
+        if own.is_empty() || own.iter().any(|w| mentioned(&asked, w)) {
+            i += 1;
+            continue;
+        }
+        fired.push(format!("function: join of {name} dropped (the question names no {})", own.join(" ")));
+        s.from[0].joins.remove(i);
+    }
+}
+
+/// Without the extraction's word on what the answer returns: a key column the question does not
+/// ask for leaves a SELECT list where another column of its table stands for the row
+/// (`SELECT shop.shop_id, shop.name, count(*)` for "the name of each shop"). Not under DISTINCT,
+/// whose rows the key keeps apart.
+pub(super) fn unasked_keys(schema: &Schema, sc: &Scope, q: &mut Query, question: &str, fired: &mut Vec<String>) {
+    if question.is_empty() {
+        return;
+    }
+    let asked = words(question);
+    if asked.iter().any(|w| matches!(w.as_str(), "id" | "ids" | "identifier" | "key")) {
+        return;
+    }
+    let Some(s) = body_select(q) else { return };
+    if s.distinct.is_some() || s.projection.len() < 2 {
+        return;
+    }
+    let column = |p: &SelectItem| -> Option<(usize, usize)> {
+        let SelectItem::UnnamedExpr(e @ (Expr::Identifier(_) | Expr::CompoundIdentifier(_))) = p else { return None };
+        resolve(schema, sc, e)
+    };
+    // A column of the table that is no key: it stands for the row.
+    let stand_in: Vec<usize> = s.projection.iter().filter_map(column).filter(|&(t, c)| !is_key(schema, t, c)).map(|(t, _)| t).collect();
+    let joined = question.to_lowercase().replace(['_', ' '], "");
+    let unasked = |p: &SelectItem| -> bool {
+        column(p).is_some_and(|(t, c)| {
+            is_key(schema, t, c) && stand_in.contains(&t) && !joined.contains(&schema.tables[t].columns[c].name.to_lowercase().replace('_', ""))
+        })
+    };
+    let dropped: Vec<String> = s.projection.iter().filter(|p| unasked(p)).map(|p| p.to_string()).collect();
+    if dropped.is_empty() {
+        return;
+    }
+    let keep: Vec<SelectItem> = s.projection.iter().filter(|p| !unasked(p)).cloned().collect();
+    s.projection = keep;
+    fired.push(format!("style: SELECT list trimmed to what was asked (dropped {})", dropped.join(", ")));
+}
