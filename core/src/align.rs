@@ -7,15 +7,20 @@
 //!   table its foreign key points to has get that table joined; an inner join equating two keys
 //!   that no foreign key links goes through the one table whose keys link both (joins.rs); a
 //!   foreign key compared with another column of the table it points to, of another type,
-//!   is compared with the column it references (keys.rs);
+//!   is compared with the column it references (keys.rs); a bare column the inner joins equate
+//!   across every table that has it is taken from the first (joins.rs);
 //!   string literals that are not
-//!   stored in their column become the stored value the value index finds ('john' -> 'JOHN');
+//!   stored in their column become the stored value the value index finds ('john' -> 'JOHN'),
+//!   or the one code a spelled-out word starts with in a column of codes ('Female' -> 'F');
 //! - function: an aggregate in WHERE without GROUP BY becomes a scalar subquery; an aggregate in
 //!   ORDER BY without GROUP BY is unwrapped; nested aggregates become ORDER BY ... LIMIT 1; an
-//!   inner join that only re-finds the row a NOT NULL foreign key points to is dropped;
+//!   inner join that only re-finds the row a NOT NULL foreign key points to is dropped, and so
+//!   is a one-to-many join the question never names in a SELECT that neither groups, aggregates
+//!   nor uses a window (question.rs);
 //! - style: ORDER BY ... LIMIT on a nullable column gets IS NOT NULL (PostgreSQL sorts NULLs
 //!   first in DESC order); id columns nobody asked for leave a SELECT list that the extraction
-//!   said returns fewer things.
+//!   said returns fewer things, or, with no extraction, where another column of their table
+//!   stands for the row (question.rs).
 //!
 //! Names are resolved over every table the statement reads (aliases included), which covers
 //! correlated subqueries; an ambiguous name is left alone for PostgreSQL to reject.
@@ -486,10 +491,38 @@ fn names_used(e: &impl Visit) -> (Vec<String>, Vec<String>) {
     (n.0, n.1)
 }
 
+/// Whether a join matches columns by name (USING, NATURAL), which no expression shows.
+fn joined_by_names(op: &JoinOperator) -> bool {
+    use JoinOperator as J;
+    let c = match op {
+        J::Join(c) | J::Inner(c) | J::Left(c) | J::LeftOuter(c) | J::Right(c) | J::RightOuter(c) | J::FullOuter(c) | J::CrossJoin(c) => c,
+        J::Semi(c) | J::LeftSemi(c) | J::RightSemi(c) | J::Anti(c) | J::LeftAnti(c) | J::RightAnti(c) => c,
+        _ => return false,
+    };
+    matches!(c, JoinConstraint::Using(_) | JoinConstraint::Natural)
+}
+
 /// Whether anything in `s` or the statement's ORDER BY, but the ON condition of join `i`, uses
-/// the table `t` joined there (as `me`, its alias or name): a qualifier, a `*`, or a bare name
-/// only `t` has among the statement's tables.
-fn used_outside_on(schema: &Schema, sc: &Scope, s: &sqlparser::ast::Select, order: Option<&OrderBy>, i: usize, me: &str, t: usize) -> bool {
+/// the table `t` joined there (as `me`, its alias or name): a qualifier, a `*`, a bare name `t`
+/// has and no other item of the FROM has (one inside a subquery may be its own table's: counted
+/// all the same), or another join by USING or NATURAL (its columns are no expressions).
+fn used_outside_on(schema: &Schema, s: &sqlparser::ast::Select, order: Option<&OrderBy>, i: usize, me: &str, t: usize) -> bool {
+    let Some(from) = s.from.first() else { return true };
+    let mut outer: Vec<Option<usize>> = Vec::new();
+    for (k, item) in std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation)).enumerate() {
+        if k != i + 1 {
+            outer.push(match item {
+                TableFactor::Table { name, args: None, .. } => find_table(schema, name),
+                _ => None,
+            });
+        }
+    }
+    let by_names = from.joins.iter().enumerate().any(|(k, j)| k != i && joined_by_names(&j.join_operator));
+    // Something of the FROM that is no table of the catalog (a subquery, a function) may
+    // hold any name.
+    if by_names || outer.iter().any(Option::is_none) {
+        return true;
+    }
     let mut others = s.clone();
     others.from[0].joins[i].join_operator = JoinOperator::CrossJoin(JoinConstraint::None);
     let (mut quals, mut bare) = names_used(&others);
@@ -499,7 +532,7 @@ fn used_outside_on(schema: &Schema, sc: &Scope, s: &sqlparser::ast::Select, orde
         bare.extend(b2);
     }
     let bare_in_t = bare.iter().any(|b| {
-        schema.tables[t].has_column(b) && !sc.tables.iter().any(|&o| o != t && schema.tables[o].has_column(b))
+        schema.tables[t].has_column(b) && !outer.iter().flatten().any(|&o| o != t && schema.tables[o].has_column(b))
     });
     quals.iter().any(|q| q == me || q == "*") || bare.iter().any(|b| b == "*") || bare_in_t
 }
@@ -541,7 +574,7 @@ fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<S
             i += 1;
             continue;
         };
-        if used_outside_on(schema, sc, s, order.as_ref(), i, &me, t) {
+        if used_outside_on(schema, s, order.as_ref(), i, &me, t) {
             i += 1;
             continue;
         }
@@ -617,6 +650,9 @@ fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, cx: Context, fired: &
         unasked_keys(schema, sc, q, cx.question, fired);
         return;
     }
+    if positional(q) {
+        return;
+    }
     let Some(s) = body_select(q) else { return };
     if s.projection.len() <= select.len() || s.distinct.is_some() {
         return;
@@ -649,7 +685,7 @@ mod names;
 mod question;
 use joins::{ambiguous_columns, bridge_joins};
 use keys::key_comparisons;
-use question::{unasked_keys, unmentioned_joins};
+use question::{positional, unasked_keys, unmentioned_joins};
 use names::{fix_columns, fix_tables, fix_values, join_for_columns, schema_as_table};
 
 #[cfg(test)]

@@ -235,6 +235,18 @@ impl Question {
     fn follow_up(&self) -> String {
         self.previous.as_ref().map(|p| crate::prompt::follow_up(&p.question, &p.sql)).unwrap_or_default()
     }
+
+    /// Everything the user said for this question, for the alignment rules that read its words:
+    /// the question, the hint, and for a follow-up the earlier question and its query (whose
+    /// tables the follow-up keeps).
+    fn said(&self) -> String {
+        let mut out = self.text.clone();
+        for part in [self.hint.as_deref(), self.previous.as_ref().map(|p| p.question.as_str()), self.previous.as_ref().map(|p| p.sql.as_str())].into_iter().flatten() {
+            out.push('\n');
+            out.push_str(part);
+        }
+        out
+    }
 }
 
 /// Tokens one question used: the endpoint's usage where it reports one, else our estimate.

@@ -224,6 +224,7 @@ pub(super) fn ambiguous_columns(schema: &Schema, sc: &Scope, q: &mut Query, fire
     if let Some(o) = q.order_by.as_mut() {
         super::top_level_exprs(o, &mut qualify);
     }
+    changed.sort_unstable();
     changed.dedup();
     for c in changed {
         fired.push(format!("agent: ambiguous column {c}"));

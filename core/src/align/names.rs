@@ -239,7 +239,10 @@ pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, valu
             // A column of one- or two-letter codes ('F', 'M') and the word spelled out
             // ('Female'): the one code the word starts with.
             if folded.len() > 2 && st.values.iter().all(|v| crate::embed::fold(v).len() <= 2) {
-                let codes: Vec<&String> = st.values.iter().filter(|v| !v.trim().is_empty() && folded.starts_with(&crate::embed::fold(v))).collect();
+                let codes: Vec<&String> = st.values.iter().filter(|v| {
+                    let code = crate::embed::fold(v);
+                    !code.is_empty() && folded.starts_with(&code)
+                }).collect();
                 if let [code] = codes.as_slice() {
                     fired.push(format!("agent: value {}.{} '{old}' -> '{code}' (a code)", table.ident, column.ident));
                     set_literal(lit, code);

@@ -4,9 +4,12 @@
 //! `SELECT singer.name FROM singer JOIN singer_in_concert ON …` for "the youngest singer" keeps
 //! only singers with a concert, once per concert; the question says nothing of concerts.
 
-use super::{body_select, has_aggregate, inner_join, no_group_by, is_key, references, resolve, used_outside_on, Scope};
+use super::{body_select, find_table, has_aggregate, inner_join, is_key, no_group_by, references, resolve, used_outside_on, Scope};
 use crate::schema::Schema;
-use sqlparser::ast::{BinaryOperator, Expr, Query, SelectItem};
+use sqlparser::ast::{
+    visit_expressions, BinaryOperator, Distinct, Expr, GroupByExpr, OrderBy, OrderByKind, Query, SelectItem, SetExpr, TableFactor, Value, Visit,
+};
+use std::ops::ControlFlow;
 
 /// Words that join the words of a name and say nothing of what it holds.
 const CONNECTIVES: &[&str] = &["a", "an", "and", "at", "by", "for", "has", "have", "in", "is", "of", "on", "per", "the", "to", "with"];
@@ -25,11 +28,13 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether one of the question's words is `word`, or starts it or with it when both have four
-/// letters or more (`arranged` names arrange, `teacher` names teach).
+/// Whether one of the question's words is `word`, starts it or with it when both have four
+/// letters or more (`arranged` names arrange, `teacher` names teach), or shares its first five
+/// letters (`evaluated` names evaluation).
 fn mentioned(question: &[String], word: &str) -> bool {
+    let common = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
     question.iter().any(|q| {
-        q == word || (q.len() >= 4 && word.len() >= 4 && (q.starts_with(word) || word.starts_with(q.as_str())))
+        q == word || (q.len() >= 4 && word.len() >= 4 && (q.starts_with(word) || word.starts_with(q.as_str()))) || common(q, word) >= 5
     })
 }
 
@@ -46,9 +51,10 @@ pub(super) fn unmentioned_joins(schema: &Schema, sc: &Scope, q: &mut Query, ques
     let order = q.order_by.clone();
     let Some(s) = body_select(q) else { return };
     let aggregated = s.projection.iter().any(|p| match p {
-        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e),
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e) || windowed(e),
         _ => false,
-    }) || s.having.is_some();
+    }) || s.having.is_some()
+        || order.as_ref().is_some_and(windowed);
     if s.from.len() != 1 || aggregated || !no_group_by(s) {
         return;
     }
@@ -69,7 +75,7 @@ pub(super) fn unmentioned_joins(schema: &Schema, sc: &Scope, q: &mut Query, ques
             }),
             _ => false,
         };
-        if !child || used_outside_on(schema, sc, s, order.as_ref(), i, &me, t) {
+        if !child || used_outside_on(schema, s, order.as_ref(), i, &me, t) {
             i += 1;
             continue;
         }
@@ -85,12 +91,47 @@ pub(super) fn unmentioned_joins(schema: &Schema, sc: &Scope, q: &mut Query, ques
     }
 }
 
+/// Whether an expression calls a window function (`count(*) OVER ()` counts the joined rows too).
+fn windowed<V: Visit>(e: &V) -> bool {
+    let mut found = false;
+    let _ = visit_expressions(e, |x| {
+        if matches!(x, Expr::Function(f) if f.over.is_some()) {
+            found = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    found
+}
+
+/// Whether a statement's ORDER BY or its SELECT's GROUP BY or DISTINCT ON names a column by its
+/// position in the SELECT list, which trimming the list would move.
+pub(super) fn positional(q: &Query) -> bool {
+    let number = |e: &Expr| matches!(e, Expr::Value(v) if matches!(v.value, Value::Number(..)));
+    let in_order = q.order_by.as_ref().is_some_and(|o| match &o.kind {
+        OrderByKind::Expressions(es) => es.iter().any(|x| number(&x.expr)),
+        _ => true,
+    });
+    let in_select = match q.body.as_ref() {
+        SetExpr::Select(s) => {
+            (match &s.group_by {
+                GroupByExpr::Expressions(es, _) => es.iter().any(number),
+                GroupByExpr::All(_) => true,
+            }) || matches!(s.distinct, Some(Distinct::On(_)))
+        }
+        _ => false,
+    };
+    in_order || in_select
+}
+
 /// Without the extraction's word on what the answer returns: a key column the question does not
 /// ask for leaves a SELECT list where another column of its table stands for the row
-/// (`SELECT shop.shop_id, shop.name, count(*)` for "the name of each shop"). Not under DISTINCT,
-/// whose rows the key keeps apart.
+/// (`SELECT shop.shop_id, shop.name, count(*)` for "the name of each shop"). Only ids (numeric
+/// keys, columns named id or *_id: a text key such as a country's name is an answer); not under
+/// DISTINCT, whose rows the key keeps apart, nor where the FROM has the table twice (a self-join's
+/// columns are of different rows) or the list is referred to by position.
 pub(super) fn unasked_keys(schema: &Schema, sc: &Scope, q: &mut Query, question: &str, fired: &mut Vec<String>) {
-    if question.is_empty() {
+    if question.is_empty() || positional(q) {
         return;
     }
     let asked = words(question);
@@ -101,16 +142,35 @@ pub(super) fn unasked_keys(schema: &Schema, sc: &Scope, q: &mut Query, question:
     if s.distinct.is_some() || s.projection.len() < 2 {
         return;
     }
+    let mut from: Vec<usize> = Vec::new();
+    for f in &s.from {
+        for t in std::iter::once(&f.relation).chain(f.joins.iter().map(|j| &j.relation)) {
+            if let TableFactor::Table { name, .. } = t {
+                from.extend(find_table(schema, name));
+            }
+        }
+    }
+    let mut unique = from.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    if unique.len() != from.len() {
+        return;
+    }
     let column = |p: &SelectItem| -> Option<(usize, usize)> {
         let SelectItem::UnnamedExpr(e @ (Expr::Identifier(_) | Expr::CompoundIdentifier(_))) = p else { return None };
         resolve(schema, sc, e)
+    };
+    let id = |t: usize, c: usize| -> bool {
+        let col = &schema.tables[t].columns[c];
+        let name = col.name.to_lowercase();
+        is_key(schema, t, c) && (col.category == "N" || name == "id" || name.ends_with("_id"))
     };
     // A column of the table that is no key: it stands for the row.
     let stand_in: Vec<usize> = s.projection.iter().filter_map(column).filter(|&(t, c)| !is_key(schema, t, c)).map(|(t, _)| t).collect();
     let joined = question.to_lowercase().replace(['_', ' '], "");
     let unasked = |p: &SelectItem| -> bool {
         column(p).is_some_and(|(t, c)| {
-            is_key(schema, t, c) && stand_in.contains(&t) && !joined.contains(&schema.tables[t].columns[c].name.to_lowercase().replace('_', ""))
+            id(t, c) && stand_in.contains(&t) && !joined.contains(&schema.tables[t].columns[c].name.to_lowercase().replace('_', ""))
         })
     };
     let dropped: Vec<String> = s.projection.iter().filter(|p| unasked(p)).map(|p| p.to_string()).collect();

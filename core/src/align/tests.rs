@@ -439,6 +439,10 @@ fn agent_spelled_out_codes_become_the_code() {
     // No code starts it, or the literal is a code's length itself: left alone.
     assert!(fix("SELECT name FROM singer WHERE country = 'Other'").fired.is_empty());
     assert!(fix("SELECT name FROM singer WHERE country = 'Fm'").fired.is_empty());
+    // A stored value with no letter or digit ('?') is no code every word starts with.
+    let country = s.tables.iter_mut().find(|t| t.name == "singer").and_then(|t| t.columns.iter_mut().find(|c| c.name == "country")).expect("country");
+    country.stats = Some(crate::schema::ColumnStats { values: vec!["F".into(), "?".into()], distinct: 2, complete: true, min: None, max: None });
+    assert!(align("SELECT name FROM singer WHERE country = 'Other'", &s, Context::default(), &mut Nothing, Rules::ALL).fired.is_empty());
     // Values that are not codes: no prefix matching ('Fr' is no code for 'France').
     let country = s.tables.iter_mut().find(|t| t.name == "singer").and_then(|t| t.columns.iter_mut().find(|c| c.name == "country")).expect("country");
     country.stats = Some(crate::schema::ColumnStats { values: vec!["Fra".into(), "Mex".into()], distinct: 2, complete: true, min: None, max: None });
@@ -485,6 +489,11 @@ fn function_drops_a_join_the_question_never_names() {
     let counted = "SELECT T1.name, count(*) FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id GROUP BY T1.name";
     assert!(ask(counted, "the count for each singer").fired.is_empty());
     assert!(ask("SELECT count(*) FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id", "how many singers").fired.is_empty());
+    // A window function counts the joined rows too; a later join by USING reads its columns
+    // unseen; a bare name of its columns in a subquery may be its own: kept.
+    assert!(ask("SELECT T1.name, count(*) OVER () FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id", "the singers").fired.is_empty());
+    assert!(ask("SELECT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id JOIN concert USING (concert_id)", "the singers").fired.is_empty());
+    assert!(ask("SELECT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id WHERE concert_id IN (SELECT concert_id FROM concert WHERE year = '2014')", "the singers of 2014").fired.is_empty());
     // No question (the zero-shot path, tests): kept.
     assert!(ask(sql, "").fired.is_empty());
     // Its columns are used: kept.
@@ -513,4 +522,13 @@ fn style_unasked_keys_without_extraction() {
     assert!(named.fired.is_empty(), "{:?}", named.fired);
     assert!(ask("SELECT DISTINCT s.stadium_id, s.name FROM stadium AS s", "stadium names").fired.is_empty());
     assert!(ask("SELECT c.stadium_id, count(*) FROM concert AS c GROUP BY c.stadium_id", "concerts per stadium").fired.is_empty());
+    // The list referred to by position, a self-join (the name is another row's), a key that is
+    // no id (a text key such as a name is an answer): kept.
+    assert!(ask("SELECT s.stadium_id, s.name FROM stadium AS s ORDER BY 1", "stadium names").fired.is_empty());
+    assert!(ask("SELECT s.stadium_id, s.name, count(*) FROM stadium AS s JOIN concert AS c ON c.stadium_id = s.stadium_id GROUP BY 1, 2", "names and concerts").fired.is_empty());
+    assert!(ask("SELECT a.stadium_id, b.name FROM stadium AS a JOIN stadium AS b ON a.capacity = b.capacity", "stadium names").fired.is_empty());
+    let mut named = star_schema();
+    named.tables[3].primary_key = vec!["name".into()];
+    let by_name = align("SELECT name, capacity FROM stadium", &named, Context { select: &[], linked: &[], question: "the stadiums and their capacity" }, &mut Index, Rules::ALL);
+    assert!(by_name.fired.is_empty(), "{:?}", by_name.fired);
 }

@@ -211,7 +211,8 @@ pub(super) fn full(
     let rank = |ident: &str| linking.rank.iter().position(|&i| schema.tables.get(i).is_some_and(|t| t.ident == ident)).unwrap_or(usize::MAX);
     let mut linked: Vec<String> = focus.schema.tables.iter().map(|t| t.ident.clone()).collect();
     linked.sort_by_cached_key(|t| rank(t));
-    let cx = Context { select: &ex.select, linked: &linked, question: &q.text };
+    let said = q.said();
+    let cx = Context { select: &ex.select, linked: &linked, question: &said };
     let n = settings.candidates.max(1);
     let temperature = if n == 1 { 0.0 } else { settings.temperature };
     let mut pool = Pool {

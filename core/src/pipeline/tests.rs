@@ -852,6 +852,11 @@ fn follow_up_carries_the_earlier_question_and_query() {
         assert_eq!(a.trace.follows.as_ref().and_then(|p| p.history_id), Some(3));
         assert!(db.lookups[0].contains("France"), "values are looked up for the earlier question too");
     }
+    // The rules that read the question read the earlier question and query too (a follow-up
+    // keeps the earlier query's tables), and the hint.
+    let q = Question { text: "and the youngest?".into(), hint: Some("only pop".into()), previous: Some(Previous { question: "Singers who performed?".into(), sql: "SELECT name FROM singer JOIN singer_in_concert USING (singer_id)".into(), history_id: None }) };
+    let said = q.said();
+    assert!(said.starts_with("and the youngest?") && said.contains("only pop") && said.contains("performed") && said.contains("singer_in_concert"), "{said}");
     let bad = Question { text: "and then?".into(), previous: Some(Previous { question: " ".into(), sql: "SELECT 1".into(), history_id: None }), ..Default::default() };
     assert_eq!(validate(&bad).expect_err("empty").sqlstate().code(), "22023");
 }
