@@ -7,7 +7,7 @@
 use super::{body_select, find_table, has_aggregate, inner_join, is_key, no_group_by, references, resolve, used_outside_on, Scope};
 use crate::schema::Schema;
 use sqlparser::ast::{
-    visit_expressions, BinaryOperator, Distinct, Expr, GroupByExpr, OrderBy, OrderByKind, Query, SelectItem, SetExpr, TableFactor, Value, Visit,
+    visit_expressions, BinaryOperator, Distinct, Expr, GroupByExpr, OrderByKind, Query, SelectItem, SetExpr, TableFactor, Value, Visit,
 };
 use std::ops::ControlFlow;
 
