@@ -379,15 +379,18 @@ fn top_level_exprs(node: &mut impl VisitMut, f: impl FnMut(&mut Expr)) {
     let _ = VisitMut::visit(node, &mut TopLevel { depth: 0, f });
 }
 
+/// Whether a SELECT groups, or its list calls an aggregate (outside subqueries).
+fn aggregated(s: &sqlparser::ast::Select) -> bool {
+    !no_group_by(s)
+        || s.projection.iter().any(|p| match p {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e),
+            _ => false,
+        })
+}
+
 fn aggregate_in_order_by(q: &mut Query, fired: &mut Vec<String>) {
     let grouped_or_aggregated = match q.body.as_ref() {
-        SetExpr::Select(s) => {
-            !no_group_by(s)
-                || s.projection.iter().any(|p| match p {
-                    SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e),
-                    _ => false,
-                })
-        }
+        SetExpr::Select(s) => aggregated(s),
         _ => true,
     };
     if grouped_or_aggregated {

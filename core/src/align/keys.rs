@@ -11,7 +11,7 @@ use sqlparser::ast::{BinaryOperator, Expr, Query, Select, SelectItem, SetExpr, T
 use std::ops::ControlFlow;
 
 /// The tables a SELECT's FROM reads directly (joins included), by index.
-fn from_tables(schema: &Schema, s: &Select) -> Vec<usize> {
+pub(super) fn from_tables(schema: &Schema, s: &Select) -> Vec<usize> {
     let mut out = Vec::new();
     for f in &s.from {
         for t in std::iter::once(&f.relation).chain(f.joins.iter().map(|j| &j.relation)) {

@@ -4,10 +4,11 @@
 //! `SELECT singer.name FROM singer JOIN singer_in_concert ON …` for "the youngest singer" keeps
 //! only singers with a concert, once per concert; the question says nothing of concerts.
 
-use super::{body_select, find_table, has_aggregate, inner_join, is_key, no_group_by, references, resolve, used_outside_on, Scope};
+use super::keys::from_tables;
+use super::{aggregated, body_select, inner_join, is_key, references, resolve, used_outside_on, Scope};
 use crate::schema::Schema;
 use sqlparser::ast::{
-    visit_expressions, BinaryOperator, Distinct, Expr, GroupByExpr, OrderByKind, Query, SelectItem, SetExpr, TableFactor, Value, Visit,
+    visit_expressions, BinaryOperator, Distinct, Expr, GroupByExpr, OrderByKind, Query, SelectItem, SetExpr, Value, Visit,
 };
 use std::ops::ControlFlow;
 
@@ -50,12 +51,8 @@ pub(super) fn unmentioned_joins(schema: &Schema, sc: &Scope, q: &mut Query, ques
     let asked = words(question);
     let order = q.order_by.clone();
     let Some(s) = body_select(q) else { return };
-    let aggregated = s.projection.iter().any(|p| match p {
-        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e) || windowed(e),
-        _ => false,
-    }) || s.having.is_some()
-        || order.as_ref().is_some_and(windowed);
-    if s.from.len() != 1 || aggregated || !no_group_by(s) {
+    let counted = aggregated(s) || s.having.is_some() || s.projection.iter().any(windowed) || order.as_ref().is_some_and(windowed);
+    if s.from.len() != 1 || counted {
         return;
     }
     let mut i = 0;
@@ -142,14 +139,7 @@ pub(super) fn unasked_keys(schema: &Schema, sc: &Scope, q: &mut Query, question:
     if s.distinct.is_some() || s.projection.len() < 2 {
         return;
     }
-    let mut from: Vec<usize> = Vec::new();
-    for f in &s.from {
-        for t in std::iter::once(&f.relation).chain(f.joins.iter().map(|j| &j.relation)) {
-            if let TableFactor::Table { name, .. } = t {
-                from.extend(find_table(schema, name));
-            }
-        }
-    }
+    let from = from_tables(schema, s);
     let mut unique = from.clone();
     unique.sort_unstable();
     unique.dedup();

@@ -14,6 +14,14 @@ impl ValueLookup for Index {
     }
 }
 
+/// A value index that finds nothing: only the statistics speak.
+struct Nothing;
+impl ValueLookup for Nothing {
+    fn closest_value(&mut self, _: u32, _: &str, _: &str) -> Option<String> {
+        None
+    }
+}
+
 #[test]
 fn tables_off_the_search_path_get_their_schema() {
     // Two schemas, each with a singer; the first also has singer_in_concert and concert.
@@ -219,12 +227,6 @@ fn agent_fixes_names() {
 
 #[test]
 fn agent_fixes_values_from_complete_statistics() {
-    struct Nothing;
-    impl ValueLookup for Nothing {
-        fn closest_value(&mut self, _: u32, _: &str, _: &str) -> Option<String> {
-            None
-        }
-    }
     let s = crate::schema::tests::sample_schema();
     let a = align("SELECT name FROM singer WHERE country = 'FRANCE' AND name = 'rose white'", &s, Context::default(), &mut Nothing, Rules::ALL);
     // country's three values are all known; name's six are too.
@@ -422,12 +424,6 @@ fn a_foreign_key_compared_with_the_wrong_column_of_its_table() {
 
 #[test]
 fn agent_spelled_out_codes_become_the_code() {
-    struct Nothing;
-    impl ValueLookup for Nothing {
-        fn closest_value(&mut self, _: u32, _: &str, _: &str) -> Option<String> {
-            None
-        }
-    }
     let mut s = crate::schema::tests::sample_schema();
     let singer = s.tables.iter_mut().find(|t| t.name == "singer").expect("singer");
     let country = singer.columns.iter_mut().find(|c| c.name == "country").expect("country");
