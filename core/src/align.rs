@@ -284,6 +284,7 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
         if rules.style {
             nulls_under_limit(schema, &sc, q, &mut fired);
             select_list(schema, &sc, q, cx, &mut fired);
+            question_order(q, cx.question, &mut fired);
         }
     }
     if fired.is_empty() {
@@ -688,7 +689,7 @@ mod names;
 mod question;
 use joins::{ambiguous_columns, bridge_joins};
 use keys::key_comparisons;
-use question::{positional, unasked_keys, unmentioned_joins};
+use question::{positional, question_order, unasked_keys, unmentioned_joins};
 use names::{fix_columns, fix_tables, fix_values, join_for_columns, schema_as_table};
 
 #[cfg(test)]

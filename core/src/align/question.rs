@@ -171,3 +171,103 @@ pub(super) fn unasked_keys(schema: &Schema, sc: &Scope, q: &mut Query, question:
     s.projection = keep;
     fired.push(format!("style: SELECT list trimmed to what was asked (dropped {})", dropped.join(", ")));
 }
+
+/// Words a question uses for an aggregate's result (`how many` for count, `oldest` for max).
+fn aggregate_words(name: &str) -> &'static [&'static str] {
+    match name {
+        "count" => &["number", "count", "amount"],
+        "avg" => &["average", "avg", "mean"],
+        "max" => &["maximum", "max", "highest", "largest", "biggest", "most", "oldest", "latest", "longest", "greatest"],
+        "min" => &["minimum", "min", "lowest", "smallest", "least", "youngest", "earliest", "shortest", "fewest"],
+        "sum" => &["total", "sum"],
+        _ => &[],
+    }
+}
+
+/// Where the question first names a word of `name` (as `mentioned` matches), skipping
+/// connectives; for a name of words run together (`pettype`), a question word of three letters or
+/// more that starts or ends it.
+fn first_mention(asked: &[String], name: &str) -> Option<usize> {
+    let common = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let own = words(name);
+    let named = own
+        .iter()
+        .filter(|w| !CONNECTIVES.contains(&w.as_str()))
+        .filter_map(|w| {
+            asked.iter().position(|q| {
+                q == w || (q.len() >= 4 && w.len() >= 4 && (q.starts_with(w.as_str()) || w.starts_with(q.as_str()))) || common(q, w) >= 5
+            })
+        })
+        .min();
+    if named.is_some() {
+        return named;
+    }
+    let whole: String = own.concat();
+    asked.iter().position(|q| {
+        q.len() >= 3 && q.len() < whole.len() && !CONNECTIVES.contains(&q.as_str()) && (whole.starts_with(q.as_str()) || whole.ends_with(q.as_str()))
+    })
+}
+
+/// The column a select item reads (`t.name`), its last identifier.
+fn column_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Identifier(i) => Some(i.value.clone()),
+        Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()),
+        Expr::Nested(inner) => column_name(inner),
+        _ => None,
+    }
+}
+
+/// Puts a SELECT list's aggregates and its plain columns in the order the question asks for them
+/// (`SELECT avg(age), max(age), pettype` for "the average and maximum age for each type of pet";
+/// `SELECT name, count(*)` for "the name of each shop and its number of employees"). Only when the
+/// question names every item, and names all of one kind before all of the other; each kind keeps
+/// its own order. The statement's own SELECT only; never when the list is referred to by position.
+pub(super) fn question_order(q: &mut Query, question: &str, fired: &mut Vec<String>) {
+    if question.is_empty() || positional(q) {
+        return;
+    }
+    let asked = words(question);
+    let Some(s) = body_select(q) else { return };
+    if s.projection.len() < 2 {
+        return;
+    }
+    // (is an aggregate, where the question names it) per item; any other kind of item: no rule.
+    let mut items = Vec::with_capacity(s.projection.len());
+    for p in &s.projection {
+        crate::interrupt::check();
+        let e = match p {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+            _ => return,
+        };
+        let item = if let Some(name) = super::aggregate_name(e) {
+            let by_word = aggregate_words(&name).iter().filter_map(|w| asked.iter().position(|q| q == w)).min();
+            (true, by_word)
+        } else {
+            (false, column_name(e).and_then(|c| first_mention(&asked, &c)))
+        };
+        let (_, Some(at)) = item else { return };
+        items.push((item.0, at));
+    }
+    let span = |agg: bool| {
+        let at = items.iter().filter(|i| i.0 == agg).map(|i| i.1);
+        (at.clone().min(), at.max())
+    };
+    let ((Some(a_first), Some(a_last)), (Some(p_first), Some(p_last))) = (span(true), span(false)) else { return };
+    let aggregates_first = if a_last < p_first {
+        true
+    } else if p_last < a_first {
+        false
+    } else {
+        return;
+    };
+    if items.first().map(|i| i.0) == Some(aggregates_first) && items.windows(2).all(|w| w[0].0 == w[1].0 || w[0].0 == aggregates_first) {
+        return;
+    }
+    let (mut front, back): (Vec<_>, Vec<_>) =
+        s.projection.drain(..).zip(items.iter()).partition(|(_, i)| i.0 == aggregates_first);
+    front.extend(back);
+    s.projection = front.into_iter().map(|(p, _)| p).collect();
+    let list: Vec<String> = s.projection.iter().map(|p| p.to_string()).collect();
+    fired.push(format!("style: SELECT list in the order the question asks ({})", list.join(", ")));
+}
