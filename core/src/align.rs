@@ -8,7 +8,9 @@
 //!   that no foreign key links goes through the one table whose keys link both (joins.rs); a
 //!   foreign key compared with another column of the table it points to, of another type,
 //!   is compared with the column it references (keys.rs); a bare column the inner joins equate
-//!   across every table that has it is taken from the first (joins.rs);
+//!   across every table that has it is taken from the first (joins.rs); a one-table query
+//!   reading columns its table lacks, all of which one other table has, reads that table when
+//!   the question never names the written one (question.rs);
 //!   string literals that are not
 //!   stored in their column become the stored value the value index finds ('john' -> 'JOHN'),
 //!   or the one code a spelled-out word starts with in a column of codes ('Female' -> 'F');
@@ -20,7 +22,8 @@
 //! - style: ORDER BY ... LIMIT on a nullable column gets IS NOT NULL (PostgreSQL sorts NULLs
 //!   first in DESC order); id columns nobody asked for leave a SELECT list that the extraction
 //!   said returns fewer things, or, with no extraction, where another column of their table
-//!   stands for the row (question.rs).
+//!   stands for the row, and aggregates and plain columns are listed in the order the question
+//!   names them (question.rs).
 //!
 //! Names are resolved over every table the statement reads (aliases included), which covers
 //! correlated subqueries; an ambiguous name is left alone for PostgreSQL to reject.
@@ -259,6 +262,9 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
     if rules.agent {
         schema_as_table(schema, stmt, cx.linked, &mut fired);
         fix_tables(schema, stmt, cx.linked, &mut fired);
+        if let Statement::Query(q) = stmt {
+            other_table(schema, q, cx.linked, cx.question, &mut fired);
+        }
         let sc = scope(schema, stmt);
         fix_columns(schema, &sc, stmt, &mut fired);
         if let Statement::Query(q) = stmt {
@@ -689,7 +695,7 @@ mod names;
 mod question;
 use joins::{ambiguous_columns, bridge_joins};
 use keys::key_comparisons;
-use question::{positional, question_order, unasked_keys, unmentioned_joins};
+use question::{other_table, positional, question_order, unasked_keys, unmentioned_joins};
 use names::{fix_columns, fix_tables, fix_values, join_for_columns, schema_as_table};
 
 #[cfg(test)]

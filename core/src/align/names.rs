@@ -279,7 +279,7 @@ pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, valu
 
 /// The only one of `tables`; else the one of them the question was linked to, the best
 /// linked when several were (`linked` comes best first).
-fn one_or_linked<'a>(tables: &[&'a Table], linked: &[String]) -> Option<&'a Table> {
+pub(super) fn one_or_linked<'a>(tables: &[&'a Table], linked: &[String]) -> Option<&'a Table> {
     match tables {
         [one] => Some(*one),
         _ => linked.iter().find_map(|l| tables.iter().find(|t| t.ident == *l).copied()),
@@ -388,7 +388,7 @@ pub(super) fn schema_as_table(schema: &Schema, stmt: &mut Statement, linked: &[S
 
 /// The column references of one SELECT (or ORDER BY), not of its subqueries: (qualifier,
 /// column), folded.
-fn own_columns(node: &mut impl VisitMut) -> Vec<(Option<String>, String)> {
+pub(super) fn own_columns(node: &mut impl VisitMut) -> Vec<(Option<String>, String)> {
     let mut found = Vec::new();
     top_level_exprs(node, |e| match e {
         Expr::Identifier(i) if !NOT_COLUMNS.contains(&fold(i).as_str()) => found.push((None, fold(i))),

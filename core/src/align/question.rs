@@ -5,10 +5,11 @@
 //! only singers with a concert, once per concert; the question says nothing of concerts.
 
 use super::keys::from_tables;
-use super::{aggregated, body_select, inner_join, is_key, references, resolve, used_outside_on, Scope};
-use crate::schema::Schema;
+use super::names::{one_or_linked, own_columns};
+use super::{aggregated, body_select, find_table, fold, inner_join, is_key, object_name, references, resolve, used_outside_on, Scope};
+use crate::schema::{Schema, Table};
 use sqlparser::ast::{
-    visit_expressions, BinaryOperator, Distinct, Expr, GroupByExpr, OrderByKind, Query, SelectItem, SetExpr, Value, Visit,
+    visit_expressions, BinaryOperator, Distinct, Expr, GroupByExpr, OrderByKind, Query, SelectItem, SetExpr, TableFactor, Value, Visit,
 };
 use std::ops::ControlFlow;
 
@@ -270,4 +271,79 @@ pub(super) fn question_order(q: &mut Query, question: &str, fired: &mut Vec<Stri
     s.projection = front.into_iter().map(|(p, _)| p).collect();
     let list: Vec<String> = s.projection.iter().map(|p| p.to_string()).collect();
     fired.push(format!("style: SELECT list in the order the question asks ({})", list.join(", ")));
+}
+
+/// A one-table SELECT reading columns its table lacks, where one other table of its schema has
+/// every column it reads (`SELECT maker, model FROM car_names` where model_list has both): that
+/// table, when the question names none of the written table's own words (a question about the
+/// written table's rows wants the foreign-key join [`super::names`] adds instead). The statement's
+/// own SELECT; its WHERE, GROUP BY, HAVING and ORDER BY count, its subqueries do not, and a
+/// subquery naming the written table by name leaves it alone.
+pub(super) fn other_table(schema: &Schema, q: &mut Query, linked: &[String], question: &str, fired: &mut Vec<String>) {
+    if question.is_empty() {
+        return;
+    }
+    let mut used = match q.order_by.as_mut() {
+        Some(o) => own_columns(o),
+        None => Vec::new(),
+    };
+    let Some(s) = body_select(q) else { return };
+    if s.from.len() != 1 || !s.from[0].joins.is_empty() {
+        return;
+    }
+    used.extend(own_columns(s));
+    let TableFactor::Table { name, alias, args: None, .. } = &s.from[0].relation else { return };
+    let Some(t) = find_table(schema, name) else { return };
+    let aliased = alias.is_some();
+    let written = &schema.tables[t];
+    let by = alias.as_ref().map(|a| fold(&a.name)).unwrap_or_else(|| written.name.clone());
+    let aliases: Vec<String> = s
+        .projection
+        .iter()
+        .filter_map(|p| match p {
+            SelectItem::ExprWithAlias { alias, .. } => Some(fold(alias)),
+            _ => None,
+        })
+        .collect();
+    let mut cols: Vec<String> = Vec::new();
+    for (qualifier, c) in used {
+        if qualifier.as_ref().is_some_and(|q| *q != by) {
+            return;
+        }
+        if !aliases.contains(&c) && !cols.contains(&c) {
+            cols.push(c);
+        }
+    }
+    if cols.is_empty() || cols.iter().all(|c| written.has_column(c)) {
+        return;
+    }
+    let holds: Vec<&Table> =
+        schema.tables.iter().enumerate().filter(|&(i, x)| i != t && x.schema == written.schema && cols.iter().all(|c| x.has_column(c))).map(|(_, x)| x).collect();
+    let Some(holder) = one_or_linked(&holds, linked) else { return };
+    // The written table's own words, those the other's name lacks (car_names: none of `car`).
+    let theirs = words(&holder.name);
+    let own: Vec<String> = words(&written.name).into_iter().filter(|w| !CONNECTIVES.contains(&w.as_str()) && !theirs.contains(w)).collect();
+    let asked = words(question);
+    if own.is_empty() || own.iter().any(|w| mentioned(&asked, w)) {
+        return;
+    }
+    // Without an alias, a subquery may name the written table: `car_names.model` would dangle.
+    if !aliased {
+        let mut named = false;
+        let _ = visit_expressions(&*q, |e| {
+            if matches!(e, Expr::CompoundIdentifier(p) if p.len() >= 2 && fold(&p[p.len() - 2]) == by) {
+                named = true;
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        if named {
+            return;
+        }
+    }
+    let Some(fixed) = object_name(&holder.ident) else { return };
+    let Some(s) = body_select(q) else { return };
+    if let TableFactor::Table { name, .. } = &mut s.from[0].relation {
+        fired.push(format!("agent: table {name} -> {} (it has every column the query reads)", holder.ident));
+        *name = fixed;
+    }
 }

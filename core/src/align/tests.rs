@@ -561,3 +561,29 @@ fn style_select_list_in_the_order_asked() {
     unchanged("SELECT country, count(*) FROM singer GROUP BY country UNION SELECT 'all', count(*) FROM singer", "The number of singers for each country.");
     unchanged("SELECT country, count(*) FROM singer GROUP BY country", "");
 }
+
+#[test]
+fn agent_the_table_that_has_every_column() {
+    let s = star_schema();
+    let ask = |sql: &str, question: &str, linked: &[String]| align(sql, &s, Context { select: &[], linked, question }, &mut Index, Rules::ALL);
+    let switched = |a: &Aligned| a.fired.iter().any(|f| f.contains("it has every column"));
+    // concert has neither column; stadium has both (singer only the name); the question says
+    // nothing of concerts.
+    let a = ask("SELECT name, capacity FROM concert ORDER BY capacity DESC", "What are the names and capacities of all venues?", &[]);
+    assert_eq!(a.sql, "SELECT name, capacity FROM stadium ORDER BY capacity DESC");
+    assert!(switched(&a), "{:?}", a.fired);
+    let aliased = ask("SELECT c.name FROM concert AS c WHERE c.capacity > 100", "Names of the big venues", &[]);
+    assert_eq!(aliased.sql, "SELECT c.name FROM stadium AS c WHERE c.capacity > 100");
+    // Two tables have the name: the linked one, else none.
+    assert!(!switched(&ask("SELECT name FROM concert", "names of the venues", &[])));
+    let linked = vec!["stadium".to_string()];
+    assert_eq!(ask("SELECT name FROM concert", "names of the venues", &linked).sql, "SELECT name FROM stadium");
+    // Left alone: the question names the written table (its rows are meant: the key's join
+    // serves it); every column is there; a join; a subquery names the table; no question.
+    assert!(!switched(&ask("SELECT name, capacity FROM concert", "the venue name and capacity of each concert", &[])));
+    assert!(!switched(&ask("SELECT concert_name, year FROM concert", "names and years of the shows", &[])));
+    assert!(!switched(&ask("SELECT name, capacity FROM concert JOIN singer_in_concert USING (concert_id)", "venues", &[])));
+    let correlated = "SELECT name, capacity FROM concert WHERE EXISTS (SELECT 1 FROM singer_in_concert WHERE singer_in_concert.concert_id = concert.concert_id)";
+    assert!(!switched(&ask(correlated, "venues with a singer", &[])));
+    assert!(!switched(&ask("SELECT name, capacity FROM concert", "", &[])));
+}
