@@ -173,6 +173,9 @@ pub(super) fn unasked_keys(schema: &Schema, sc: &Scope, q: &mut Query, question:
     fired.push(format!("style: SELECT list trimmed to what was asked (dropped {})", dropped.join(", ")));
 }
 
+/// Words that start a list of what the answer returns ("list the name and the count").
+const LISTING: &[&str] = &["list", "show", "give", "return", "display", "find", "report", "output", "provide", "tell"];
+
 /// Words a question uses for an aggregate's result (`how many` for count, `oldest` for max).
 fn aggregate_words(name: &str) -> &'static [&'static str] {
     match name {
@@ -223,7 +226,9 @@ fn column_name(e: &Expr) -> Option<String> {
 /// (`SELECT avg(age), max(age), pettype` for "the average and maximum age for each type of pet";
 /// `SELECT name, count(*)` for "the name of each shop and its number of employees"). Only when the
 /// question names every item, and names all of one kind before all of the other; each kind keeps
-/// its own order. The statement's own SELECT only; never when the list is referred to by position.
+/// its own order. Where a listing word ("list", "show", "return"...) starts a clause that names
+/// every item, the order is read from the last such clause. The statement's own SELECT only;
+/// never when the list is referred to by position.
 pub(super) fn question_order(q: &mut Query, question: &str, fired: &mut Vec<String>) {
     if question.is_empty() || positional(q) {
         return;
@@ -233,23 +238,41 @@ pub(super) fn question_order(q: &mut Query, question: &str, fired: &mut Vec<Stri
     if s.projection.len() < 2 {
         return;
     }
-    // (is an aggregate, where the question names it) per item; any other kind of item: no rule.
-    let mut items = Vec::with_capacity(s.projection.len());
+    // Per item: the aggregate's name, or None for a column; any other kind of item: no rule.
+    let mut kinds: Vec<(Option<String>, Option<String>)> = Vec::with_capacity(s.projection.len());
     for p in &s.projection {
         crate::interrupt::check();
         let e = match p {
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
             _ => return,
         };
-        let item = if let Some(name) = super::aggregate_name(e) {
-            let by_word = aggregate_words(&name).iter().filter_map(|w| asked.iter().position(|q| q == w)).min();
-            (true, by_word)
-        } else {
-            (false, column_name(e).and_then(|c| first_mention(&asked, &c)))
-        };
-        let (_, Some(at)) = item else { return };
-        items.push((item.0, at));
+        match super::aggregate_name(e) {
+            Some(name) => kinds.push((Some(name), None)),
+            None => match column_name(e) {
+                Some(c) => kinds.push((None, Some(c))),
+                None => return,
+            },
+        }
     }
+    // (is an aggregate, where the question names it) per item, reading from word `from` on.
+    let place = |from: usize| -> Option<Vec<(bool, usize)>> {
+        let tail = &asked[from..];
+        kinds
+            .iter()
+            .map(|(aggregate, column)| {
+                let at = match (aggregate, column) {
+                    (Some(name), _) => aggregate_words(name).iter().filter_map(|w| tail.iter().position(|q| q == w)).min(),
+                    (None, Some(c)) => first_mention(tail, c),
+                    (None, None) => None,
+                };
+                at.map(|at| (aggregate.is_some(), from + at))
+            })
+            .collect()
+    };
+    // The last listing clause that names every item ("... each maker? Only list the count and
+    // the maker's full name"), else the whole question.
+    let clauses = asked.iter().enumerate().rev().filter(|(_, w)| LISTING.contains(&w.as_str())).map(|(i, _)| i + 1);
+    let Some(items) = clauses.chain(std::iter::once(0)).find_map(place) else { return };
     let span = |agg: bool| {
         let at = items.iter().filter(|i| i.0 == agg).map(|i| i.1);
         (at.clone().min(), at.max())

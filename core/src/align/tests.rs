@@ -543,6 +543,9 @@ fn style_select_list_in_the_order_asked() {
     assert_eq!(b.sql, "SELECT s.name, count(*) FROM stadium AS s JOIN concert AS c ON c.stadium_id = s.stadium_id GROUP BY s.name");
     let c = ask("SELECT songname, count(*) FROM singer GROUP BY songname", "What is the count for each song name?");
     assert_eq!(c.sql, "SELECT count(*), songname FROM singer GROUP BY songname");
+    // A listing clause that names every item decides, not an earlier mention of a column.
+    let d = ask("SELECT country, count(*) FROM singer GROUP BY country", "For each singer country, list the number of singers and the country.");
+    assert_eq!(d.sql, "SELECT count(*), country FROM singer GROUP BY country");
     // Left as written: already in order; "how many" opening the question (the count is its
     // subject, not a place in a list); an item the question does not name; the kinds interleaved
     // in the question; an item that is neither a column nor an aggregate; the list referred to by
