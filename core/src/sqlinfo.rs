@@ -26,7 +26,8 @@ pub fn string_comparisons(sql: &str) -> Vec<Comparison> {
 
 struct Collect(Vec<Comparison>);
 
-fn column(e: &Expr) -> Option<String> {
+/// The column an expression reads (`t.name` → name), folded as PostgreSQL folds unquoted names.
+pub(crate) fn column(e: &Expr) -> Option<String> {
     let fold = |i: &Ident| if i.quote_style.is_some() { i.value.clone() } else { i.value.to_lowercase() };
     match e {
         Expr::Identifier(i) => Some(fold(i)),

@@ -34,10 +34,13 @@ fn words(text: &str) -> Vec<String> {
 /// letters or more (`arranged` names arrange, `teacher` names teach), or shares its first five
 /// letters (`evaluated` names evaluation).
 fn mentioned(question: &[String], word: &str) -> bool {
-    let common = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
-    question.iter().any(|q| {
-        q == word || (q.len() >= 4 && word.len() >= 4 && (q.starts_with(word) || word.starts_with(q.as_str()))) || common(q, word) >= 5
-    })
+    question.iter().any(|q| names(q, word))
+}
+
+/// Whether the question's word `q` names `word`, as [`mentioned`] reads it.
+fn names(q: &str, word: &str) -> bool {
+    let common = q.chars().zip(word.chars()).take_while(|(x, y)| x == y).count();
+    q == word || (q.len() >= 4 && word.len() >= 4 && (q.starts_with(word) || word.starts_with(q))) || common >= 5
 }
 
 /// Drops an inner join to a table that holds a foreign key to the table it is joined with, when
@@ -192,17 +195,8 @@ fn aggregate_words(name: &str) -> &'static [&'static str] {
 /// connectives; for a name of words run together (`pettype`), a question word of three letters or
 /// more that starts or ends it.
 fn first_mention(asked: &[String], name: &str) -> Option<usize> {
-    let common = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
     let own = words(name);
-    let named = own
-        .iter()
-        .filter(|w| !CONNECTIVES.contains(&w.as_str()))
-        .filter_map(|w| {
-            asked.iter().position(|q| {
-                q == w || (q.len() >= 4 && w.len() >= 4 && (q.starts_with(w.as_str()) || w.starts_with(q.as_str()))) || common(q, w) >= 5
-            })
-        })
-        .min();
+    let named = own.iter().filter(|w| !CONNECTIVES.contains(&w.as_str())).filter_map(|w| asked.iter().position(|q| names(q, w))).min();
     if named.is_some() {
         return named;
     }
@@ -212,14 +206,10 @@ fn first_mention(asked: &[String], name: &str) -> Option<usize> {
     })
 }
 
-/// The column a select item reads (`t.name`), its last identifier.
-fn column_name(e: &Expr) -> Option<String> {
-    match e {
-        Expr::Identifier(i) => Some(i.value.clone()),
-        Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()),
-        Expr::Nested(inner) => column_name(inner),
-        _ => None,
-    }
+/// What a select item is to [`question_order`]: an aggregate (by its function's name) or a column.
+enum Item {
+    Aggregate(String),
+    Column(String),
 }
 
 /// Puts a SELECT list's aggregates and its plain columns in the order the question asks for them
@@ -238,20 +228,18 @@ pub(super) fn question_order(q: &mut Query, question: &str, fired: &mut Vec<Stri
     if s.projection.len() < 2 {
         return;
     }
-    // Per item: the aggregate's name, or None for a column; any other kind of item: no rule.
-    let mut kinds: Vec<(Option<String>, Option<String>)> = Vec::with_capacity(s.projection.len());
+    // Any other kind of item: no rule.
+    let mut kinds: Vec<Item> = Vec::with_capacity(s.projection.len());
     for p in &s.projection {
         crate::interrupt::check();
         let e = match p {
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
             _ => return,
         };
-        match super::aggregate_name(e) {
-            Some(name) => kinds.push((Some(name), None)),
-            None => match column_name(e) {
-                Some(c) => kinds.push((None, Some(c))),
-                None => return,
-            },
+        match (super::aggregate_name(e), crate::sqlinfo::column(e)) {
+            (Some(name), _) => kinds.push(Item::Aggregate(name)),
+            (None, Some(c)) => kinds.push(Item::Column(c)),
+            (None, None) => return,
         }
     }
     // (is an aggregate, where the question names it) per item, reading from word `from` on.
@@ -259,13 +247,11 @@ pub(super) fn question_order(q: &mut Query, question: &str, fired: &mut Vec<Stri
         let tail = &asked[from..];
         kinds
             .iter()
-            .map(|(aggregate, column)| {
-                let at = match (aggregate, column) {
-                    (Some(name), _) => aggregate_words(name).iter().filter_map(|w| tail.iter().position(|q| q == w)).min(),
-                    (None, Some(c)) => first_mention(tail, c),
-                    (None, None) => None,
-                };
-                at.map(|at| (aggregate.is_some(), from + at))
+            .map(|item| match item {
+                Item::Aggregate(name) => {
+                    aggregate_words(name).iter().filter_map(|w| tail.iter().position(|q| q == w)).min().map(|at| (true, from + at))
+                }
+                Item::Column(c) => first_mention(tail, c).map(|at| (false, from + at)),
             })
             .collect()
     };
@@ -285,7 +271,8 @@ pub(super) fn question_order(q: &mut Query, question: &str, fired: &mut Vec<Stri
     } else {
         return;
     };
-    if items.first().map(|i| i.0) == Some(aggregates_first) && items.windows(2).all(|w| w[0].0 == w[1].0 || w[0].0 == aggregates_first) {
+    // Already in order: every item of the kind that goes first comes before every other.
+    if items.is_sorted_by_key(|i| i.0 != aggregates_first) {
         return;
     }
     let (mut front, back): (Vec<_>, Vec<_>) =
@@ -300,8 +287,9 @@ pub(super) fn question_order(q: &mut Query, question: &str, fired: &mut Vec<Stri
 /// every column it reads (`SELECT maker, model FROM car_names` where model_list has both): that
 /// table, when the question names none of the written table's own words (a question about the
 /// written table's rows wants the foreign-key join [`super::names`] adds instead). The statement's
-/// own SELECT; its WHERE, GROUP BY, HAVING and ORDER BY count, its subqueries do not, and a
-/// subquery naming the written table by name leaves it alone.
+/// own SELECT; its WHERE, GROUP BY, HAVING and ORDER BY count, its subqueries do not. Without an
+/// alias, a column qualified with the written table's name anywhere (a subquery's included)
+/// leaves it alone.
 pub(super) fn other_table(schema: &Schema, q: &mut Query, linked: &[String], question: &str, fired: &mut Vec<String>) {
     if question.is_empty() {
         return;
