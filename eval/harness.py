@@ -40,6 +40,7 @@ DEFAULTS = {
     "nl2sql.align_agent": "on", "nl2sql.align_function": "on", "nl2sql.align_style": "on",
     "nl2sql.candidates": "5", "nl2sql.agreement": "2", "nl2sql.temperature": "0.7",
     "nl2sql.generators": "open_sql,create_table", "nl2sql.examples": "0",
+    "nl2sql.alone_confidence": "0.3",
 }
 # Not a setting: whether the database's synthetic examples (nl2sql.generate_examples, made once
 # per database and kept in eval/results/synthetic-<db>.json) are in the library for the run.
@@ -65,6 +66,11 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     # one greedy candidate per generator, no temperature samples
     "full-n2": {"nl2sql.candidates": "2"},
     "full-no-early-stop": {"nl2sql.agreement": "0"},
+    # the first generator asked alone and its confidence traced, but never standing alone:
+    # which nl2sql.alone_confidence would have stopped where is read off its candidates
+    "full-scored": {"nl2sql.alone_confidence": "1"},
+    # every generator of the first wave asked at once (before the first answer could stand alone)
+    "full-no-alone": {"nl2sql.alone_confidence": "0"},
     # issue 12: examples (few-shot), diverse generators, synthetic pairs
     "full-examples": {"nl2sql.examples": "3"},
     "full-synthetic": {SYNTHETIC: "on", "nl2sql.examples": "3"},
@@ -240,6 +246,8 @@ def evaluate(conn, item, repeat, wide=False):
     rec["round_trips"] = trace.get("round_trips")
     rec["waves"] = trace.get("waves")
     rec["stopped_early"] = trace.get("stopped_early")
+    # The first generator's answer stood alone (nl2sql.alone_confidence): how sure the model was.
+    rec["alone"] = trace.get("alone")
     rec["confidence"] = trace.get("confidence")
 
     rec["correct"] = rec["correct_any_column_order"] = False
@@ -399,6 +407,7 @@ def summarize(records):
         "generation_prompt_tokens": statistics.mean(gen_prompt) if gen_prompt else None,
         "round_trips": statistics.mean(trips) if trips else None,
         "stopped_early": sum(1 for r in records if r.get("stopped_early")),
+        "alone": sum(1 for r in records if r.get("alone") is not None),
         "n": n,
         "ex": pct([1 if r["correct"] else 0 for r in records]),
         # Spider's execution accuracy: the same rows with the columns in any order.
@@ -466,6 +475,11 @@ def print_ablation(results):
             shares = ", ".join(f"{g} {100.0 * sum(1 for r in recs if r.get('generators_right', {}).get(g)) / len(recs):.1f}"
                                for g in gens)
             print(f"  {name}: some candidate right, by generator: {shares}")
+    for name, recs in results:
+        s = summarize(recs)
+        if s is not None and s["stopped_early"]:
+            print(f"  {name}: stopped after the first wave on {s['stopped_early']} of {s['n']}, "
+                  f"{s['alone']} of them on a first answer that stood alone")
 
 
 # --- synthetic examples ------------------------------------------------------------------------

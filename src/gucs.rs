@@ -51,6 +51,7 @@ static CANDIDATES: GucSetting<i32> = GucSetting::<i32>::new(5);
 static TEMPERATURE: GucSetting<f64> = GucSetting::<f64>::new(0.7);
 static AGREEMENT: GucSetting<i32> = GucSetting::<i32>::new(2);
 static MIN_CONFIDENCE: GucSetting<f64> = GucSetting::<f64>::new(0.5);
+static ALONE_CONFIDENCE: GucSetting<f64> = GucSetting::<f64>::new(0.3);
 static USE_EXTRACTION: GucSetting<bool> = GucSetting::<bool>::new(true);
 static EXTRACTION_MIN_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(2_000);
 static EXTRACTION_MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(8_000);
@@ -464,6 +465,16 @@ pub fn init() {
         GucFlags::default(),
     );
     GucRegistry::define_float_guc(
+        c"nl2sql.alone_confidence",
+        c"The first generator's answer stands alone when every token of it was at least this probable to the model; 0 asks every generator.",
+        c"Asks the first generator alone, with logprobs; the others only when its answer is less sure, fails or returns no rows. Needs an endpoint that returns logprobs (llama.cpp's server, vLLM, OpenAI).",
+        &ALONE_CONFIDENCE,
+        0.0,
+        1.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_float_guc(
         c"nl2sql.min_confidence",
         c"Share of candidates that must agree; below it nl2sql() still answers but raises a NOTICE.",
         c"",
@@ -854,6 +865,10 @@ pub fn temperature() -> f32 {
 
 pub fn agreement() -> usize {
     AGREEMENT.get().max(0) as usize
+}
+
+pub fn alone_confidence() -> f32 {
+    ALONE_CONFIDENCE.get() as f32
 }
 
 pub fn min_confidence() -> f64 {

@@ -22,6 +22,9 @@ Rule fields (besides "match"):
                the next item of "sequence" (or "content"), as OpenAI and vLLM answer; false:
                only its first answer (a server that ignores n). Without it, such a request is
                refused with HTTP 400 as llama.cpp's server refuses it.
+  logprob      a request asking for "logprobs" gets them: every word of the answer this log
+               probability, with itself as its only alternative (as llama.cpp's server answers);
+               without it, a request asking for them gets none (an endpoint that ignores them)
 
 POST /v1/embeddings answers every input with a deterministic 64-dimensional vector (signed
 hashed character trigrams, normalised), so similar strings get similar vectors. An input
@@ -36,6 +39,7 @@ import argparse
 import hashlib
 import json
 import math
+import re
 import sys
 import threading
 import time
@@ -151,8 +155,9 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(rule["status"], body_text)
         if "raw" in rule:
             return self._send(200, rule["raw"])
-        texts = []
+        texts, scores = [], []
         for one in contents:
+            scores.append(one.get("logprob") if body.get("logprobs") else None)
             content = one.get("content", "").replace("{authorization}", self.headers.get("Authorization") or "")
             if "repeat" in one:
                 content += one["repeat"]["text"] * int(one["repeat"]["times"]) + one.get("suffix", "")
@@ -163,14 +168,21 @@ class Handler(BaseHTTPRequestHandler):
             "id": "mock-%d" % idx,
             "object": "chat.completion",
             "model": body.get("model", "mock"),
-            "choices": [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
-                        for i, t in enumerate(texts)],
+            "choices": [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop",
+                         **({"logprobs": {"content": tokens(t, lp)}} if lp is not None else {})}
+                        for i, (t, lp) in enumerate(zip(texts, scores))],
             "usage": {"prompt_tokens": prompt_chars // 4, "completion_tokens": completion,
                       "total_tokens": prompt_chars // 4 + completion},
         }
         self._send(200, json.dumps(reply))
         with LOCK:
             self.entry["answered"] = time.time()
+
+
+def tokens(text, logprob):
+    """The answer's words, each with its leading whitespace, as log-probability entries."""
+    words = re.findall(r"\s*\S+", text)
+    return [{"token": w, "logprob": logprob, "top_logprobs": [{"token": w, "logprob": logprob}]} for w in words]
 
 
 def embed(text, dims=64):

@@ -63,8 +63,11 @@ def test_ablation_table(tmp_path):
     assert "full: some candidate right, by generator: create_table" in out.stdout
     full = {r["id"]: r for r in map(json.loads, (tmp_path / "full-all.jsonl").read_text().splitlines())}
     # The scripted model answers every candidate alike: the first wave agrees and sampling stops;
-    # the schema is below nl2sql.extraction_min_tokens, so that wave is the only round trip.
-    assert full[0]["correct"] and full[0]["stopped_early"] and full[0]["round_trips"] == 1
+    # the schema is below nl2sql.extraction_min_tokens, so that wave is the only one. Its answers
+    # carry no log probabilities: the first generator's cannot stand alone (nl2sql.alone_confidence)
+    # and the other is asked after it, a second round trip.
+    assert full[0]["correct"] and full[0]["stopped_early"] and full[0]["round_trips"] == 2
+    assert full[0]["waves"] == 1
     assert full[0]["generation_prompt_tokens"] > 0
     n1 = [json.loads(x) for x in (tmp_path / "full-n1-all.jsonl").read_text().splitlines()]
     assert all(r["waves"] == 1 and not r["stopped_early"] for r in n1 if r["predicted"])

@@ -1,4 +1,5 @@
 """Behaviour that needs more than one session, timing, or a look at what crossed the wire."""
+import math
 import os
 import threading
 import time
@@ -106,8 +107,42 @@ def test_candidates_in_one_request_where_the_endpoint_takes_n(connect, mock):
     assert len(reqs) == 2 and all("n" not in r["body"] for r in reqs)
 
 
-def test_cancel_while_candidates_are_generated(connect, mock):
+def test_a_sure_first_answer_stands_alone(connect, mock):
+    conn = connect()
+    assert ask(conn, "[sure] how many singers?") == "SELECT count(*) FROM singer"
+    reqs = mock.requests()
+    # One request, for the Open-SQL prompt, asking for log probabilities; the CREATE TABLE
+    # generator is never asked.
+    assert len(reqs) == 1 and reqs[0]["body"]["logprobs"] is True and reqs[0]["body"]["top_logprobs"] == 5
+    assert "CREATE TABLE" not in reqs[0]["body"]["messages"][1]["content"]
+    trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+    assert abs(trace["alone"] - math.exp(-0.05)) < 1e-6 and trace["stopped_early"] and trace["round_trips"] == 1
+    assert trace["confidence"] == 1.0 and trace["samples"] == 1
+    # Less sure: the other generator is asked after it, without log probabilities, and they agree.
+    mock.reset()
+    assert ask(conn, "[unsure] how many singers?") == "SELECT count(*) FROM singer"
+    reqs = mock.requests()
+    assert [r["body"].get("logprobs", False) for r in reqs] == [True, False]
+    assert "CREATE TABLE" in reqs[1]["body"]["messages"][1]["content"]
+    trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+    assert "alone" not in trace and trace["round_trips"] == 2 and trace["confidence"] == 1.0
+    assert abs(trace["candidates"][0]["confidence"] - math.exp(-2.0)) < 1e-6
+    # Off (or nl2sql.agreement = 0): both generators at once, nothing scored.
+    for setting in ("nl2sql.alone_confidence = 0", "nl2sql.agreement = 0"):
+        fresh = connect()
+        fresh.execute(f"SET {setting}")
+        mock.reset()
+        assert ask(fresh, "[sure] how many singers?") == "SELECT count(*) FROM singer"
+        reqs = mock.requests()
+        assert len(reqs) >= 2 and not any("logprobs" in r["body"] for r in reqs), setting
+
+
+# With nl2sql.alone_confidence on, the first generator is in flight alone (one scored request);
+# off, both generators' requests are.
+@pytest.mark.parametrize("alone,in_flight", [("0.3", 1), ("0", 2)])
+def test_cancel_while_candidates_are_generated(connect, mock, alone, in_flight):
     conn, other = connect(), connect()
+    conn.execute(f"SET nl2sql.alone_confidence = {alone}")
     pid = conn.info.backend_pid
     cancelled_at = []
 
@@ -126,7 +161,9 @@ def test_cancel_while_candidates_are_generated(connect, mock):
     assert returned - cancelled_at[0] < 1.0
     # Extraction was done and the candidates were in flight when the cancel came.
     reqs = mock.requests()
-    assert len(reqs) == 3 and "### Task: write" in reqs[2]["body"]["messages"][1]["content"]
+    assert len(reqs) == 1 + in_flight
+    assert all("### Task: write" in r["body"]["messages"][1]["content"] for r in reqs[1:])
+    assert [r["body"].get("logprobs", False) for r in reqs[1:]] == [alone != "0"] * in_flight
     assert conn.execute("SELECT 1").fetchone() == (1,)
 
 

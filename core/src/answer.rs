@@ -27,6 +27,11 @@ pub const MAX_SQL_BYTES: usize = 64 * 1024;
 /// Languages of a fenced block that count as SQL.
 const SQL_FENCES: &[&str] = &["sql", "postgresql", "postgres", "pgsql", "psql", "plpgsql"];
 
+/// Whether `word` names a code fence's language that counts as SQL.
+pub fn is_sql_fence(word: &str) -> bool {
+    SQL_FENCES.iter().any(|l| l.eq_ignore_ascii_case(word))
+}
+
 /// The SQL text found in `answer`, or None when the answer holds no SQL at all.
 pub fn extract_sql(answer: &str) -> Option<String> {
     let answer = strip_think(answer);

@@ -53,6 +53,9 @@ pub struct Completion {
     pub same_request: bool,
     pub latency: Duration,
     pub attempts: u32,
+    /// The probability of the answer's least likely token, its code fence left out, where the
+    /// request asked for log probabilities and the endpoint returned them.
+    pub confidence: Option<f32>,
 }
 
 /// Sends one request and waits for it, calling `poll` every few milliseconds.
@@ -71,7 +74,7 @@ pub fn chat_many(ep: &Endpoint, reqs: Vec<ChatRequest>, poll: &mut dyn FnMut()) 
         .map(|req| {
             let ep = ep.clone();
             let job: Box<dyn FnOnce() -> Result<Completion, LlmError> + Send> = Box::new(move || {
-                let reply = http::post_json(&ep, &request_body(&ep, &req, None))?;
+                let reply = http::post_json(&ep, &request_body(&ep, &req, None, false))?;
                 parse_completion(&ep, &reply.text, reply.latency, reply.attempts)
             });
             job
@@ -117,7 +120,7 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
         once.max_retries = 0;
         once.max_body = ep.max_body.saturating_mul(n);
         let limit = ep.max_body;
-        let body = request_body(ep, &req, Some(n));
+        let body = request_body(ep, &req, Some(n), false);
         Box::new(move || {
             let reply = http::post_json(&once, &body)?;
             parse_choices(&once, &reply.text, reply.latency, reply.attempts, n, limit)
@@ -159,7 +162,102 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
 }
 
 /// The request's JSON; `n`: several answers at once (OpenAI's parameter).
-fn request_body(ep: &Endpoint, req: &ChatRequest, n: Option<usize>) -> String {
+/// Endpoints (URL and model) of this process that refused the `logprobs` parameter.
+static NO_LOGPROBS: Lazy<Mutex<HashSet<String>>> = Lazy::new(|| Mutex::new(HashSet::new()));
+
+/// One request whose answer carries its confidence (OpenAI's `logprobs`; llama.cpp's server,
+/// vLLM and OpenAI return them). An endpoint that refuses the parameter (HTTP 400 or 422) is
+/// asked again without it, and gets no `logprobs` again from this process; its answers then
+/// have no confidence.
+pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> Result<Completion, LlmError> {
+    let key = endpoint_key(ep);
+    if NO_LOGPROBS.lock().map(|s| s.contains(&key)).unwrap_or(true) {
+        return chat(ep, req, poll);
+    }
+    let job: Box<dyn FnOnce() -> Result<Completion, LlmError> + Send> = {
+        let ep = ep.clone();
+        let body = request_body(&ep, &req, None, true);
+        Box::new(move || {
+            let reply = http::post_json(&ep, &body)?;
+            parse_completion(&ep, &reply.text, reply.latency, reply.attempts)
+        })
+    };
+    let lost = || Err(ep.bad_response("the worker thread could not run", ""));
+    match http::run_concurrently(vec![job], poll, lost).pop().unwrap_or_else(lost) {
+        Err(e) if matches!(e.kind, ErrorKind::Http { status: 400 | 422, .. }) => {
+            let again = chat(ep, req, poll);
+            // A prompt too long for the model fails the same way without it: logprobs stay on.
+            if again.is_ok() {
+                if let Ok(mut s) = NO_LOGPROBS.lock() {
+                    s.insert(key);
+                }
+            }
+            again
+        }
+        answer => answer,
+    }
+}
+
+/// Alternatives read per token: OpenAI allows up to 20.
+const TOP_LOGPROBS: usize = 5;
+
+/// How sure the model was of its answer, from OpenAI's `logprobs.content` (each token with its
+/// `logprob` and `top_logprobs`): the probability of its least sure token, where a token's
+/// probability includes the alternatives that differ from it only in case and surrounding
+/// whitespace (`count` and ` COUNT` are one choice in SQL). Tokens of form are left out: the
+/// code fence (backticks, the language word after them), whitespace, semicolons and the name
+/// after AS (an alias names a column; it changes no row). None when no token has a log
+/// probability.
+pub fn confidence(tokens: &[Value]) -> Option<f32> {
+    let text = |t: &Value| t.get("token").and_then(Value::as_str).unwrap_or("").to_string();
+    let logprob = |t: &Value| t.get("logprob").and_then(Value::as_f64).filter(|lp| lp.is_finite());
+    #[derive(PartialEq)]
+    enum Alias {
+        No,
+        Before,
+        In,
+    }
+    let mut lowest: Option<f64> = None;
+    let mut after_fence = false;
+    let mut alias = Alias::No;
+    for (i, t) in tokens.iter().enumerate() {
+        crate::interrupt::every(i, 4096);
+        let own = text(t);
+        let word = own.trim().to_lowercase();
+        let fence = own.contains('`');
+        let language = after_fence && !own.contains('\n') && crate::answer::is_sql_fence(&word);
+        after_fence = fence;
+        // An alias's name, after AS: its first token, and those that go on the same word.
+        let name = !word.is_empty() && word.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '"');
+        alias = match alias {
+            Alias::Before if name => Alias::In,
+            Alias::In if name && !own.starts_with(char::is_whitespace) => Alias::In,
+            _ if word == "as" => Alias::Before,
+            _ => Alias::No,
+        };
+        if fence || language || alias == Alias::In || word.chars().all(|c| c == ';') {
+            continue;
+        }
+        let Some(lp) = logprob(t) else { continue };
+        let alike: f64 = t
+            .get("top_logprobs")
+            .and_then(Value::as_array)
+            .map(|alts| {
+                alts.iter()
+                    .take(20)
+                    .filter(|a| text(a) != own && text(a).trim().to_lowercase() == word)
+                    .filter_map(logprob)
+                    .map(f64::exp)
+                    .sum()
+            })
+            .unwrap_or(0.0);
+        let p = (lp.exp() + alike).min(1.0);
+        lowest = Some(lowest.map_or(p, |l: f64| l.min(p)));
+    }
+    lowest.map(|p| p.clamp(0.0, 1.0) as f32)
+}
+
+fn request_body(ep: &Endpoint, req: &ChatRequest, n: Option<usize>, logprobs: bool) -> String {
     let mut body = serde_json::json!({
         "messages": req.messages,
         "temperature": req.temperature,
@@ -171,6 +269,10 @@ fn request_body(ep: &Endpoint, req: &ChatRequest, n: Option<usize>) -> String {
     }
     if let Some(n) = n {
         body["n"] = Value::from(n as u64);
+    }
+    if logprobs {
+        body["logprobs"] = Value::Bool(true);
+        body["top_logprobs"] = Value::from(TOP_LOGPROBS as u64);
     }
     body.to_string()
 }
@@ -236,6 +338,11 @@ pub fn parse_choices(ep: &Endpoint, text: &str, latency: Duration, attempts: u32
                 same_request: !first,
                 latency,
                 attempts,
+                confidence: choice
+                    .get("logprobs")
+                    .and_then(|l| l.get("content"))
+                    .and_then(Value::as_array)
+                    .and_then(|t| confidence(t)),
             })
         })
         .collect())
@@ -367,6 +474,69 @@ mod tests {
         let rs = sample(&ep, request(), 2, true, &mut || {});
         assert!(rs.iter().all(|r| matches!(r, Err(e) if matches!(e.kind, ErrorKind::Http { status: 400, .. }))), "{rs:?}");
         assert!(!single_choice(&ep));
+        h.join().expect("server");
+    }
+
+    fn scored_body(tokens: &[(&str, f64)]) -> String {
+        let content: String = tokens.iter().map(|(t, _)| *t).collect();
+        let lp: Vec<Value> = tokens.iter().map(|(t, l)| serde_json::json!({"token": t, "logprob": l})).collect();
+        serde_json::json!({"choices": [{"message": {"content": content}, "finish_reason": "stop", "logprobs": {"content": lp}}],
+                           "usage": {"prompt_tokens": 12, "completion_tokens": 3}})
+        .to_string()
+    }
+
+    #[test]
+    fn confidence_is_the_least_likely_token_of_the_query_not_of_its_fence() {
+        let tokens = [("```", -1.5), ("sql", -0.9), ("\n", -0.4), ("SELECT", -0.01), (" name", -0.2), (" FROM", 0.0), (" t", -0.05), ("\n", -2.0), ("```", -3.0)];
+        let (url, h) = serve(vec![(200, scored_body(&tokens), 0)]);
+        let c = chat_scored(&endpoint(Service::Llm, url), request(), &mut || {}).expect("answer");
+        assert_eq!(c.content, "```sql\nSELECT name FROM t\n```");
+        assert!((c.confidence.expect("scored") - (-0.2f32).exp()).abs() < 1e-6, "{:?}", c.confidence);
+        let seen = h.join().expect("server");
+        assert!(seen[0].contains("\"logprobs\":true"), "{}", seen[0]);
+        // A plain request asks for none and reads none.
+        let (url, h) = serve(vec![(200, ok_body("SELECT 1"), 0)]);
+        assert_eq!(chat(&endpoint(Service::Llm, url), request(), &mut || {}).expect("answer").confidence, None);
+        assert!(!h.join().expect("server")[0].contains("logprobs"));
+        // Alternatives that differ only in case count with the token; others do not.
+        let alts = |own: &str, lp: f64, others: &[(&str, f64)]| {
+            let mut top = vec![serde_json::json!({"token": own, "logprob": lp})];
+            top.extend(others.iter().map(|(t, l)| serde_json::json!({"token": t, "logprob": l})));
+            serde_json::json!({"token": own, "logprob": lp, "top_logprobs": top})
+        };
+        let p = confidence(&[alts(" count", 0.6f64.ln(), &[(" COUNT", 0.3f64.ln()), (" sum", 0.1f64.ln())]), alts(";\n", 0.5f64.ln(), &[])]);
+        assert!((p.expect("scored") - 0.9).abs() < 1e-6, "{p:?}");
+        let p = confidence(&[alts(" name", 0.7f64.ln(), &[(" title", 0.3f64.ln())])]);
+        assert!((p.expect("scored") - 0.7).abs() < 1e-6, "{p:?}");
+        // An alias's name is left out; what follows it is not.
+        let tok = |t: &str, p: f64| serde_json::json!({"token": t, "logprob": p.ln()});
+        let p = confidence(&[tok(" AVG(age)", 0.95), tok(" AS", 0.9), tok(" average", 0.5), tok("_age", 0.6), tok(" FROM", 0.8)]);
+        assert!((p.expect("scored") - 0.8).abs() < 1e-6, "{p:?}");
+        // No log probabilities, or none that is a number: no confidence.
+        assert_eq!(confidence(&[serde_json::json!({"token": "SELECT"})]), None);
+        assert_eq!(confidence(&[]), None);
+    }
+
+    #[test]
+    fn an_endpoint_refusing_logprobs_is_asked_again_without_them_from_then_on() {
+        let refusal = r#"{"error":{"code":400,"message":"Unrecognized request argument supplied: logprobs"}}"#;
+        let replies = vec![(400, refusal.to_string(), 0), (200, ok_body("SELECT 1"), 0), (200, ok_body("SELECT 2"), 0)];
+        let (url, h) = serve(replies);
+        let ep = endpoint(Service::Llm, url);
+        let first = chat_scored(&ep, request(), &mut || {}).expect("answer");
+        assert_eq!((first.content.as_str(), first.confidence), ("SELECT 1", None));
+        assert_eq!(chat_scored(&ep, request(), &mut || {}).expect("answer").content, "SELECT 2");
+        let seen = h.join().expect("server");
+        assert_eq!(seen.iter().map(|r| r.contains("logprobs")).collect::<Vec<_>>(), [true, false, false]);
+    }
+
+    #[test]
+    fn a_request_failing_without_logprobs_too_leaves_them_on() {
+        let too_long = r#"{"error":{"message":"This model's maximum context length is 8192 tokens"}}"#;
+        let (url, h) = serve(vec![(400, too_long.to_string(), 0), (400, too_long.to_string(), 0), (200, scored_body(&[("SELECT 1", -0.1)]), 0)]);
+        let ep = endpoint(Service::Llm, url);
+        assert!(matches!(chat_scored(&ep, request(), &mut || {}), Err(e) if matches!(e.kind, ErrorKind::Http { status: 400, .. })));
+        assert!(chat_scored(&ep, request(), &mut || {}).expect("answer").confidence.is_some());
         h.join().expect("server");
     }
 

@@ -81,6 +81,11 @@ pub trait Llm {
     fn chat_many(&mut self, reqs: Vec<ChatRequest>) -> Vec<Result<Completion, LlmError>> {
         reqs.into_iter().map(|r| self.chat(r)).collect()
     }
+    /// One answer with its confidence (the probability of its least likely token) where the
+    /// endpoint gives one; by default a plain request, whose answer has none.
+    fn chat_scored(&mut self, req: ChatRequest) -> Result<Completion, LlmError> {
+        self.chat(req)
+    }
     /// `n` answers to one request (the candidates): by default `n` copies of it at once; an
     /// endpoint that takes OpenAI's `n` parameter answers them in one request.
     fn sample(&mut self, req: ChatRequest, n: usize) -> Vec<Result<Completion, LlmError>> {
@@ -183,6 +188,10 @@ pub struct Settings {
     pub token_budget: Option<usize>,
     /// Turns of the interactive agent (nl2sql.agent_max_turns).
     pub agent_max_turns: usize,
+    /// With several generators, the first is asked alone first, and its answer stands alone
+    /// (no other candidate is asked) when it ran, returned rows, and its least likely token
+    /// was at least this probable (nl2sql.alone_confidence); 0 asks the whole first wave.
+    pub alone: f32,
 }
 
 impl Settings {
@@ -208,6 +217,7 @@ impl Settings {
             privacy: false,
             token_budget: None,
             agent_max_turns: 10,
+            alone: 0.0,
         }
     }
 }
@@ -340,6 +350,9 @@ pub struct Trace {
     pub waves: usize,
     /// Sampling stopped before n candidates because enough agreed.
     pub stopped_early: bool,
+    /// The first generator's answer stood alone: its confidence (nl2sql.alone_confidence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alone: Option<f32>,
     pub vote: Option<Outcome>,
     /// Candidates sampled (round 0): what the confidence is a share of.
     pub samples: usize,
@@ -427,6 +440,9 @@ pub struct CandidateTrace {
     pub error_kind: Option<FailureKind>,
     /// PostgreSQL's SQLSTATE of an execution error.
     pub sqlstate: Option<String>,
+    /// The probability of the answer's least likely token, where it was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

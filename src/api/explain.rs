@@ -76,6 +76,7 @@ fn settings() -> Value {
         "candidates": s.candidates,
         "first_wave": s.first_wave,
         "agreement": gucs::agreement(),
+        "alone_confidence": s.alone,
         "temperature": s.temperature,
         "max_corrections": s.max_corrections,
         "use_extraction": s.extraction,

@@ -46,6 +46,12 @@ impl Llm for Model {
         })
     }
 
+    fn chat_scored(&mut self, req: ChatRequest) -> Result<Completion, LlmError> {
+        llm::chat_scored(&self.endpoint, req, &mut || {
+            check_for_interrupts!();
+        })
+    }
+
     fn sample(&mut self, req: ChatRequest, n: usize) -> Vec<Result<Completion, LlmError>> {
         llm::sample(&self.endpoint, req, n, gucs::llm_n(), &mut || {
             check_for_interrupts!();

@@ -265,11 +265,38 @@ pub(super) fn full(
         }
         let size = wave.len();
         trace.waves += 1;
+        let mut errors = Vec::new();
+        // nl2sql.alone_confidence: the first generator is asked alone, and an answer the model
+        // was sure of, token by token, that runs and returns rows is the answer.
+        if w == 0 && settings.alone > 0.0 && size > 1 && prompts.len() > 1 {
+            let (g, t) = wave.remove(0);
+            let waited = Instant::now();
+            let reply = llm.chat_scored(ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens });
+            trace.round_trips += 1;
+            trace.llm_wait_ms += ms(waited.elapsed());
+            let (generator, messages) = &prompts[g];
+            record(trace, "generate", messages, &reply, secret.as_deref());
+            match reply {
+                Ok(c) => {
+                    let at = trace.candidates.len();
+                    consider(&c.content, 0, None, Some(generator.name()), messages.clone(), settings, db, schema, cx, &mut pool, trace);
+                    if let Some(cand) = trace.candidates.get_mut(at) {
+                        cand.confidence = c.confidence;
+                        if cand.ok && cand.rows.is_some_and(|r| r > 0) && c.confidence.is_some_and(|p| p >= settings.alone) {
+                            trace.alone = c.confidence;
+                            trace.stopped_early = true;
+                            break;
+                        }
+                    }
+                }
+                Err(e) => errors.push(e),
+            }
+        }
         let waited = Instant::now();
         // One generator: its samples in one request where the endpoint takes n.
         let replies = if wave.iter().all(|&(g, t)| g == wave[0].0 && t == wave[0].1) {
             let req = ChatRequest { messages: prompts[wave[0].0].1.clone(), temperature: wave[0].1, max_tokens };
-            llm.sample(req, size)
+            llm.sample(req, wave.len())
         } else {
             let reqs =
                 wave.iter().map(|&(g, t)| ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens }).collect();
@@ -277,7 +304,6 @@ pub(super) fn full(
         };
         trace.round_trips += 1;
         trace.llm_wait_ms += ms(waited.elapsed());
-        let mut errors = Vec::new();
         for (reply, &(g, _)) in replies.into_iter().zip(&wave) {
             let (generator, messages) = &prompts[g];
             record(trace, "generate", messages, &reply, secret.as_deref());

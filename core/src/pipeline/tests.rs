@@ -25,6 +25,7 @@ impl Llm for Script {
             same_request: false,
             latency: Duration::from_millis(5),
             attempts: 1,
+            confidence: None,
         })
     }
     fn secret(&self) -> Option<&str> {
@@ -151,6 +152,7 @@ fn full() -> Settings {
         privacy: false,
         token_budget: None,
         agent_max_turns: 10,
+        alone: 0.0,
     }
 }
 
@@ -716,6 +718,94 @@ fn generators_that_agree_stop_after_one_wave() {
     assert_eq!(llm.seen.len(), 2);
     assert!(a.trace.stopped_early);
     assert_eq!(a.trace.confidence, Some(1.0));
+}
+
+/// A model that scores its answers: `scores[i]` is the confidence of the i-th scored answer.
+struct Scored {
+    inner: Script,
+    scores: Vec<Option<f32>>,
+    scored: usize,
+}
+
+impl Llm for Scored {
+    fn chat(&mut self, req: ChatRequest) -> Result<Completion, LlmError> {
+        self.inner.chat(req)
+    }
+    fn chat_scored(&mut self, req: ChatRequest) -> Result<Completion, LlmError> {
+        let confidence = self.scores.get(self.scored).copied().flatten();
+        self.scored += 1;
+        self.inner.chat(req).map(|c| Completion { confidence, ..c })
+    }
+}
+
+fn scored(answers: &[&str], scores: &[Option<f32>]) -> Scored {
+    Scored { inner: script(answers), scores: scores.to_vec(), scored: 0 }
+}
+
+fn alone(p: f32) -> Settings {
+    Settings { alone: p, examples: 0, ..diverse() }
+}
+
+#[test]
+fn a_sure_first_answer_stands_alone() {
+    let mut llm = scored(&["SELECT count(*) FROM singer", "SELECT count(DISTINCT name) FROM singer"], &[Some(0.95)]);
+    let a = ask(&q("How many singers?"), &star_schema(), &alone(0.9), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!((llm.scored, llm.inner.seen.len()), (1, 1), "the other generator is not asked");
+    assert_eq!(a.sql, "SELECT count(*) FROM singer");
+    let t = &a.trace;
+    assert_eq!((t.alone, t.stopped_early, t.waves, t.round_trips), (Some(0.95), true, 1, 1));
+    assert_eq!(t.candidates[0].confidence, Some(0.95));
+    // The vote's share stays what it is (one sample of one): the bar it passed was the model's.
+    assert_eq!(t.confidence, Some(1.0));
+}
+
+#[test]
+fn an_unsure_first_answer_asks_the_other_generators() {
+    let mut llm = scored(&["SELECT count(*) FROM singer", "SELECT count(*) FROM singer"], &[Some(0.5)]);
+    let a = ask(&q("How many singers?"), &star_schema(), &alone(0.9), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!((llm.scored, llm.inner.seen.len()), (1, 2));
+    assert!(llm.inner.prompts()[1][1].content.contains("CREATE TABLE"), "the second is the CREATE TABLE generator");
+    let t = &a.trace;
+    assert_eq!((t.alone, t.stopped_early, t.waves, t.round_trips), (None, true, 1, 2));
+    assert_eq!(t.candidates.iter().map(|c| c.confidence).collect::<Vec<_>>(), [Some(0.5), None]);
+    assert_eq!(t.confidence, Some(1.0));
+}
+
+#[test]
+fn a_sure_answer_that_fails_returns_nothing_or_comes_unscored_does_not_stand_alone() {
+    // Empty.
+    let mut db = FakeDb::default();
+    db.results.insert("SELECT name FROM singer WHERE country = 'Fr'".into(), (vec![], 1));
+    let mut llm = scored(&["SELECT name FROM singer WHERE country = 'Fr'", "SELECT name FROM singer", "SELECT name FROM singer"], &[Some(0.99)]);
+    let a = ask(&q("Singers from France?"), &star_schema(), &alone(0.9), &mut llm, &mut db).expect("answer");
+    assert_eq!((a.trace.alone, a.sql.as_str()), (None, "SELECT name FROM singer"));
+    assert!(llm.inner.seen.len() >= 3, "the other generator and the second wave are asked");
+    // Not a query at all.
+    let mut llm = scored(&["I do not know.", "SELECT count(*) FROM singer", "SELECT count(*) FROM singer"], &[Some(0.99)]);
+    let a = ask(&q("How many singers?"), &star_schema(), &alone(0.9), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!((a.trace.alone, a.sql.as_str()), (None, "SELECT count(*) FROM singer"));
+    // An endpoint that gives no log probabilities.
+    let mut llm = scored(&["SELECT count(*) FROM singer", "SELECT count(*) FROM singer"], &[None]);
+    let a = ask(&q("How many singers?"), &star_schema(), &alone(0.9), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!((a.trace.alone, llm.inner.seen.len(), a.trace.confidence), (None, 2, Some(1.0)));
+}
+
+#[test]
+fn a_first_generator_that_is_down_leaves_the_others() {
+    let mut llm = Scored { inner: Script { answers: vec![Err(down()), Ok("SELECT count(*) FROM singer".into())], seen: vec![] }, scores: vec![], scored: 0 };
+    let a = ask(&q("How many singers?"), &star_schema(), &alone(0.9), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!(a.sql, "SELECT count(*) FROM singer");
+    assert_eq!((a.trace.candidates[0].generator, a.trace.alone), (Some("create_table"), None));
+    // Every generator down: the endpoint's error.
+    let mut llm = Scored { inner: Script { answers: vec![Err(down()), Err(down())], seen: vec![] }, scores: vec![], scored: 0 };
+    assert!(ask(&q("How many singers?"), &star_schema(), &alone(0.9), &mut llm, &mut FakeDb::default()).is_err());
+}
+
+#[test]
+fn alone_off_asks_the_whole_first_wave_unscored() {
+    let mut llm = scored(&["SELECT count(*) FROM singer", "SELECT count(*) FROM singer"], &[Some(0.99)]);
+    let a = ask(&q("How many singers?"), &star_schema(), &alone(0.0), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!((llm.scored, llm.inner.seen.len(), a.trace.round_trips, a.trace.alone), (0, 2, 1, None));
 }
 
 #[test]
