@@ -175,11 +175,18 @@ pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> R
         return chat(ep, req, poll);
     }
     let job: Box<dyn FnOnce() -> Result<Completion, LlmError> + Send> = {
-        let ep = ep.clone();
-        let body = request_body(&ep, &req, None, true);
+        // Each token comes with its alternatives (some hundred bytes of JSON): room for them,
+        // while the answer itself keeps the usual limit.
+        let mut scored = ep.clone();
+        scored.max_body = ep.max_body.saturating_mul(SCORED_BODY_FACTOR);
+        let limit = ep.max_body;
+        let body = request_body(ep, &req, None, true);
         Box::new(move || {
-            let reply = http::post_json(&ep, &body)?;
-            parse_completion(&ep, &reply.text, reply.latency, reply.attempts)
+            let reply = http::post_json(&scored, &body)?;
+            parse_choices(&scored, &reply.text, reply.latency, reply.attempts, 1, limit)?
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| Err(scored.bad_response("no choices in the response", &reply.text)))
         })
     };
     let lost = || Err(ep.bad_response("the worker thread could not run", ""));
@@ -200,6 +207,8 @@ pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> R
 
 /// Alternatives read per token: OpenAI allows up to 20.
 const TOP_LOGPROBS: usize = 5;
+/// How much larger than nl2sql.max_answer_bytes a response with log probabilities may be.
+const SCORED_BODY_FACTOR: usize = 16;
 
 /// How sure the model was of its answer, from OpenAI's `logprobs.content` (each token with its
 /// `logprob` and `top_logprobs`): the probability of its least sure token, where a token's
@@ -515,6 +524,21 @@ mod tests {
         // No log probabilities, or none that is a number: no confidence.
         assert_eq!(confidence(&[serde_json::json!({"token": "SELECT"})]), None);
         assert_eq!(confidence(&[]), None);
+    }
+
+    #[test]
+    fn log_probabilities_do_not_count_against_the_answer_limit_the_answer_does() {
+        // 40 tokens with their alternatives: far more JSON than the 600-byte limit of an answer.
+        let tokens: Vec<(&str, f64)> = vec![(" x", -0.01); 40];
+        let body = scored_body(&tokens);
+        assert!(body.len() > 1000);
+        let (url, h) = serve(vec![(200, body, 0), (200, scored_body(&[(&"y".repeat(700), -0.01)]), 0)]);
+        let mut ep = endpoint(Service::Llm, url);
+        ep.max_body = 600;
+        assert!(chat_scored(&ep, request(), &mut || {}).expect("answer").confidence.is_some());
+        let too_long = chat_scored(&ep, request(), &mut || {});
+        assert!(matches!(too_long, Err(e) if matches!(e.kind, ErrorKind::TooLarge { limit: 600, .. })));
+        h.join().expect("server");
     }
 
     #[test]
