@@ -162,23 +162,34 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
 }
 
 /// The request's JSON; `n`: several answers at once (OpenAI's parameter).
-/// Endpoints (URL and model) of this process that refused the `logprobs` parameter.
-static NO_LOGPROBS: Lazy<Mutex<HashSet<String>>> = Lazy::new(|| Mutex::new(HashSet::new()));
+/// Endpoints (URL and model) of this process that give no log probabilities: they refused the
+/// `logprobs` parameter, or answered without them.
+static UNSCORED: Lazy<Mutex<HashSet<String>>> = Lazy::new(|| Mutex::new(HashSet::new()));
+
+fn remember_unscored(ep: &Endpoint) {
+    if let Ok(mut s) = UNSCORED.lock() {
+        s.insert(endpoint_key(ep));
+    }
+}
+
+/// Whether the endpoint may give an answer's log probabilities: not known to give none.
+pub fn can_score(ep: &Endpoint) -> bool {
+    UNSCORED.lock().map(|s| !s.contains(&endpoint_key(ep))).unwrap_or(false)
+}
 
 /// One request whose answer carries its confidence (OpenAI's `logprobs`; llama.cpp's server,
-/// vLLM and OpenAI return them). An endpoint that refuses the parameter (HTTP 400 or 422) is
-/// asked again without it, and gets no `logprobs` again from this process; its answers then
-/// have no confidence.
+/// vLLM and OpenAI return them). An endpoint that refuses the parameter (HTTP 400 or 422, or
+/// 500 as older servers do) is asked again without it; when that works, or when it answered
+/// without log probabilities, it is not asked for them again by this process ([`can_score`]).
 pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> Result<Completion, LlmError> {
-    let key = endpoint_key(ep);
-    if NO_LOGPROBS.lock().map(|s| s.contains(&key)).unwrap_or(true) {
+    if !can_score(ep) {
         return chat(ep, req, poll);
     }
     let job: Box<dyn FnOnce() -> Result<Completion, LlmError> + Send> = {
         // Each token comes with its alternatives (some hundred bytes of JSON): room for them,
         // while the answer itself keeps the usual limit.
         let mut scored = ep.clone();
-        scored.max_body = ep.max_body.saturating_mul(SCORED_BODY_FACTOR);
+        scored.max_body = ep.max_body.saturating_mul(SCORED_BODY_FACTOR).max((req.max_tokens as usize).saturating_mul(SCORED_TOKEN_BYTES));
         let limit = ep.max_body;
         let body = request_body(ep, &req, None, true);
         Box::new(move || {
@@ -191,15 +202,17 @@ pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> R
     };
     let lost = || Err(ep.bad_response("the worker thread could not run", ""));
     match http::run_concurrently(vec![job], poll, lost).pop().unwrap_or_else(lost) {
-        Err(e) if matches!(e.kind, ErrorKind::Http { status: 400 | 422, .. }) => {
+        Err(e) if matches!(e.kind, ErrorKind::Http { status: 400 | 422, .. } | ErrorKind::Server { status: 500, .. }) => {
             let again = chat(ep, req, poll);
-            // A prompt too long for the model fails the same way without it: logprobs stay on.
+            // A prompt too long for the model fails the same way without it: scoring stays on.
             if again.is_ok() {
-                if let Ok(mut s) = NO_LOGPROBS.lock() {
-                    s.insert(key);
-                }
+                remember_unscored(ep);
             }
             again
+        }
+        Ok(c) if c.confidence.is_none() => {
+            remember_unscored(ep);
+            Ok(c)
         }
         answer => answer,
     }
@@ -207,16 +220,24 @@ pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> R
 
 /// Alternatives read per token: OpenAI allows up to 20.
 const TOP_LOGPROBS: usize = 5;
-/// How much larger than nl2sql.max_answer_bytes a response with log probabilities may be.
+/// How much larger than nl2sql.max_answer_bytes a response with log probabilities may be, and
+/// at least how many bytes per completion token it may take (a token and its alternatives).
 const SCORED_BODY_FACTOR: usize = 16;
+const SCORED_TOKEN_BYTES: usize = 2048;
+/// Names after AS that are a type (`CAST(x AS integer)`), not an alias: they change the rows.
+const TYPE_WORDS: &[&str] = &[
+    "int", "integer", "bigint", "smallint", "numeric", "decimal", "real", "float", "double", "text", "varchar",
+    "char", "character", "date", "time", "timestamp", "timestamptz", "interval", "boolean", "bool", "money",
+];
 
 /// How sure the model was of its answer, from OpenAI's `logprobs.content` (each token with its
 /// `logprob` and `top_logprobs`): the probability of its least sure token, where a token's
 /// probability includes the alternatives that differ from it only in case and surrounding
-/// whitespace (`count` and ` COUNT` are one choice in SQL). Tokens of form are left out: the
-/// code fence (backticks, the language word after them), whitespace, semicolons and the name
-/// after AS (an alias names a column; it changes no row). None when no token has a log
-/// probability.
+/// whitespace (`count` and ` COUNT` are one choice in SQL), except within quotes (`'Paris'`
+/// and `'paris'` are different values). Tokens of form are left out: the code fence (backticks,
+/// the language word after them), whitespace, semicolons and the name after AS unless it is a
+/// type (an alias names a column; it changes no row; a cast's type does). None when no token
+/// has a log probability.
 pub fn confidence(tokens: &[Value]) -> Option<f32> {
     let text = |t: &Value| t.get("token").and_then(Value::as_str).unwrap_or("").to_string();
     let logprob = |t: &Value| t.get("logprob").and_then(Value::as_f64).filter(|lp| lp.is_finite());
@@ -229,6 +250,7 @@ pub fn confidence(tokens: &[Value]) -> Option<f32> {
     let mut lowest: Option<f64> = None;
     let mut after_fence = false;
     let mut alias = Alias::No;
+    let mut in_quote = false;
     for (i, t) in tokens.iter().enumerate() {
         crate::interrupt::every(i, 4096);
         let own = text(t);
@@ -237,7 +259,14 @@ pub fn confidence(tokens: &[Value]) -> Option<f32> {
         let language = after_fence && !own.contains('\n') && crate::answer::is_sql_fence(&word);
         after_fence = fence;
         // An alias's name, after AS: its first token, and those that go on the same word.
-        let name = !word.is_empty() && word.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '"');
+        let name = !word.is_empty()
+            && word.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '"')
+            && !TYPE_WORDS.contains(&word.as_str());
+        // Within a string or quoted name, case is the value's: no alternatives merge.
+        let quoted = in_quote || own.contains(['\'', '"']);
+        if own.matches('\'').count() % 2 == 1 {
+            in_quote = !in_quote;
+        }
         alias = match alias {
             Alias::Before if name => Alias::In,
             Alias::In if name && !own.starts_with(char::is_whitespace) => Alias::In,
@@ -248,8 +277,7 @@ pub fn confidence(tokens: &[Value]) -> Option<f32> {
             continue;
         }
         let Some(lp) = logprob(t) else { continue };
-        let alike: f64 = t
-            .get("top_logprobs")
+        let alike: f64 = if quoted { None } else { t.get("top_logprobs") }
             .and_then(Value::as_array)
             .map(|alts| {
                 alts.iter()
@@ -538,6 +566,43 @@ mod tests {
         assert!(chat_scored(&ep, request(), &mut || {}).expect("answer").confidence.is_some());
         let too_long = chat_scored(&ep, request(), &mut || {});
         assert!(matches!(too_long, Err(e) if matches!(e.kind, ErrorKind::TooLarge { limit: 600, .. })));
+        h.join().expect("server");
+    }
+
+    #[test]
+    fn confidence_keeps_cast_types_and_quoted_case() {
+        let alts = |own: &str, lp: f64, others: &[(&str, f64)]| {
+            let mut top = vec![serde_json::json!({"token": own, "logprob": lp})];
+            top.extend(others.iter().map(|(t, l)| serde_json::json!({"token": t, "logprob": l})));
+            serde_json::json!({"token": own, "logprob": lp, "top_logprobs": top})
+        };
+        let tok = |t: &str, p: f64| serde_json::json!({"token": t, "logprob": p.ln()});
+        // A cast's type after AS is scored; an alias is not.
+        let p = confidence(&[tok(" CAST(x", 0.9), tok(" AS", 0.9), tok(" integer", 0.4), tok(")", 0.9)]);
+        assert!((p.expect("scored") - 0.4).abs() < 1e-6, "{p:?}");
+        // Case variants merge outside quotes only: 'Paris' and 'paris' are two values.
+        let p = confidence(&[tok(" WHERE city =", 0.9), alts(" '", 0.9f64.ln(), &[]), alts("Paris", 0.6f64.ln(), &[("paris", 0.4f64.ln())]), tok("'", 0.9)]);
+        assert!((p.expect("scored") - 0.6).abs() < 1e-6, "{p:?}");
+        // Hostile shapes: null logprobs, tokens that are not strings, numbers out of range.
+        assert_eq!(confidence(&[serde_json::json!({"token": 7, "logprob": -0.1})]), None, "no text: not a token of the query");
+        assert_eq!(confidence(&[serde_json::json!({"token": "x", "logprob": null})]), None);
+        assert_eq!(confidence(&[serde_json::json!({"token": "x", "logprob": 5.0})]), Some(1.0));
+        let body = serde_json::json!({"choices": [{"message": {"content": "SELECT 1"}, "logprobs": null}]}).to_string();
+        let (url, h) = serve(vec![(200, body, 0)]);
+        let ep = endpoint(Service::Llm, url);
+        assert_eq!(chat_scored(&ep, request(), &mut || {}).expect("answer").confidence, None);
+        // An endpoint that answers without log probabilities is not asked for them again.
+        assert!(!can_score(&ep));
+        h.join().expect("server");
+    }
+
+    #[test]
+    fn an_older_server_refusing_logprobs_with_500_is_asked_without_them() {
+        let refusal = r#"{"error":{"code":500,"message":"logprobs is not supported","type":"server_error"}}"#;
+        let (url, h) = serve(vec![(500, refusal.to_string(), 0), (200, ok_body("SELECT 1"), 0)]);
+        let ep = endpoint(Service::Llm, url);
+        assert_eq!(chat_scored(&ep, request(), &mut || {}).expect("answer").content, "SELECT 1");
+        assert!(!can_score(&ep));
         h.join().expect("server");
     }
 

@@ -86,6 +86,11 @@ pub trait Llm {
     fn chat_scored(&mut self, req: ChatRequest) -> Result<Completion, LlmError> {
         self.chat(req)
     }
+    /// Whether [`Llm::chat_scored`] may give a confidence (not known to give none); false by
+    /// default.
+    fn can_score(&self) -> bool {
+        false
+    }
     /// `n` answers to one request (the candidates): by default `n` copies of it at once; an
     /// endpoint that takes OpenAI's `n` parameter answers them in one request.
     fn sample(&mut self, req: ChatRequest, n: usize) -> Vec<Result<Completion, LlmError>> {
@@ -190,7 +195,8 @@ pub struct Settings {
     pub agent_max_turns: usize,
     /// With several generators, the first is asked alone first, and its answer stands alone
     /// (no other candidate is asked) when it ran, returned rows, and its least likely token
-    /// was at least this probable (nl2sql.alone_confidence); 0 asks the whole first wave.
+    /// was at least this probable (nl2sql.alone_confidence); 0 asks the whole first wave, 1
+    /// asks the first alone and scores it but never lets it stand alone (to choose a threshold).
     pub alone: f32,
 }
 

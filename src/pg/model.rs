@@ -52,6 +52,10 @@ impl Llm for Model {
         })
     }
 
+    fn can_score(&self) -> bool {
+        llm::can_score(&self.endpoint)
+    }
+
     fn sample(&mut self, req: ChatRequest, n: usize) -> Vec<Result<Completion, LlmError>> {
         llm::sample(&self.endpoint, req, n, gucs::llm_n(), &mut || {
             check_for_interrupts!();

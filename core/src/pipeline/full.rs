@@ -268,7 +268,7 @@ pub(super) fn full(
         let mut errors = Vec::new();
         // nl2sql.alone_confidence: the first generator is asked alone, and an answer the model
         // was sure of, token by token, that runs and returns rows is the answer.
-        if w == 0 && settings.alone > 0.0 && size > 1 && prompts.len() > 1 {
+        if w == 0 && settings.alone > 0.0 && size > 1 && prompts.len() > 1 && llm.can_score() {
             let (g, t) = wave.remove(0);
             let waited = Instant::now();
             let reply = llm.chat_scored(ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens });
@@ -282,13 +282,16 @@ pub(super) fn full(
                     consider(&c.content, 0, None, Some(generator.name()), messages.clone(), settings, db, schema, cx, &mut pool, trace);
                     if let Some(cand) = trace.candidates.get_mut(at) {
                         cand.confidence = c.confidence;
-                        if cand.ok && cand.rows.is_some_and(|r| r > 0) && c.confidence.is_some_and(|p| p >= settings.alone) {
+                        let sure = settings.alone < 1.0 && c.confidence.is_some_and(|p| p >= settings.alone);
+                        if sure && cand.ok && cand.rows.is_some_and(|r| r > 0) {
                             trace.alone = c.confidence;
                             trace.stopped_early = true;
                             break;
                         }
                     }
                 }
+                // The endpoint itself is unreachable or refuses us: the others would fail alike.
+                Err(e) if endpoint_down(&e) => return Err(llm_error(&e)),
                 Err(e) => errors.push(e),
             }
         }
@@ -478,6 +481,15 @@ fn find_examples(q: &Question, schema: &Schema, values: &[String], settings: &Se
     }
     trace.examples = found;
     trace.masked_question = Some(masked);
+}
+
+/// Errors of the endpoint as a whole (not of one request): nothing else asked of it would work.
+fn endpoint_down(e: &LlmError) -> bool {
+    use crate::http::ErrorKind;
+    matches!(
+        e.kind,
+        ErrorKind::Auth { .. } | ErrorKind::Connect { .. } | ErrorKind::BadUrl { .. } | ErrorKind::NotConfigured | ErrorKind::RateLimited { .. }
+    )
 }
 
 /// Whether the executed candidates already agree enough to stop sampling.

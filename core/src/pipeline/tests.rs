@@ -725,6 +725,8 @@ struct Scored {
     inner: Script,
     scores: Vec<Option<f32>>,
     scored: usize,
+    /// Whether the endpoint may score (not known to give no log probabilities).
+    can: bool,
 }
 
 impl Llm for Scored {
@@ -736,10 +738,16 @@ impl Llm for Scored {
         self.scored += 1;
         self.inner.chat(req).map(|c| Completion { confidence, ..c })
     }
+    fn can_score(&self) -> bool {
+        self.can
+    }
+    fn secret(&self) -> Option<&str> {
+        self.inner.secret()
+    }
 }
 
 fn scored(answers: &[&str], scores: &[Option<f32>]) -> Scored {
-    Scored { inner: script(answers), scores: scores.to_vec(), scored: 0 }
+    Scored { inner: script(answers), scores: scores.to_vec(), scored: 0, can: true }
 }
 
 fn alone(p: f32) -> Settings {
@@ -790,15 +798,48 @@ fn a_sure_answer_that_fails_returns_nothing_or_comes_unscored_does_not_stand_alo
     assert_eq!((a.trace.alone, llm.inner.seen.len(), a.trace.confidence), (None, 2, Some(1.0)));
 }
 
+fn timed_out() -> LlmError {
+    crate::http::EndpointError { service: crate::http::Service::Llm, kind: crate::http::ErrorKind::Timeout { url: "u".into(), ms: 120_000 } }
+}
+
 #[test]
-fn a_first_generator_that_is_down_leaves_the_others() {
-    let mut llm = Scored { inner: Script { answers: vec![Err(down()), Ok("SELECT count(*) FROM singer".into())], seen: vec![] }, scores: vec![], scored: 0 };
+fn a_first_generator_that_times_out_leaves_the_others_one_that_is_down_fails_at_once() {
+    let down_first = |first: LlmError| Scored {
+        inner: Script { answers: vec![Err(first), Ok("SELECT count(*) FROM singer".into())], seen: vec![] },
+        scores: vec![],
+        scored: 0,
+        can: true,
+    };
+    // One answer lost (it took too long): the others are asked.
+    let mut llm = down_first(timed_out());
     let a = ask(&q("How many singers?"), &star_schema(), &alone(0.9), &mut llm, &mut FakeDb::default()).expect("answer");
     assert_eq!(a.sql, "SELECT count(*) FROM singer");
     assert_eq!((a.trace.candidates[0].generator, a.trace.alone), (Some("create_table"), None));
-    // Every generator down: the endpoint's error.
-    let mut llm = Scored { inner: Script { answers: vec![Err(down()), Err(down())], seen: vec![] }, scores: vec![], scored: 0 };
-    assert!(ask(&q("How many singers?"), &star_schema(), &alone(0.9), &mut llm, &mut FakeDb::default()).is_err());
+    // The endpoint refuses the key: asking the others would fail alike, so the question fails now.
+    let mut llm = down_first(down());
+    let (e, _) = ask(&q("How many singers?"), &star_schema(), &alone(0.9), &mut llm, &mut FakeDb::default()).expect_err("auth");
+    assert_eq!((e.sqlstate().code(), llm.inner.seen.len()), ("28000", 1));
+    assert!(!format!("{e:?}").contains("sk-secret-key"));
+    // Every generator timing out: the endpoint's error.
+    let mut llm = Scored { inner: Script { answers: vec![Err(timed_out()), Err(timed_out())], seen: vec![] }, scores: vec![], scored: 0, can: true };
+    let (e, _) = ask(&q("How many singers?"), &star_schema(), &alone(0.9), &mut llm, &mut FakeDb::default()).expect_err("timeouts");
+    assert_eq!((e.sqlstate().code(), llm.inner.seen.len()), ("57014", 2));
+}
+
+#[test]
+fn an_endpoint_that_cannot_score_gets_the_whole_first_wave_at_once() {
+    let mut llm = scored(&["SELECT count(*) FROM singer", "SELECT count(*) FROM singer"], &[Some(0.99)]);
+    llm.can = false;
+    let a = ask(&q("How many singers?"), &star_schema(), &alone(0.9), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!((llm.scored, llm.inner.seen.len(), a.trace.round_trips, a.trace.alone), (0, 2, 1, None));
+}
+
+#[test]
+fn alone_at_one_scores_the_first_answer_but_never_lets_it_stand_alone() {
+    let mut llm = scored(&["SELECT count(*) FROM singer", "SELECT count(*) FROM singer"], &[Some(1.0)]);
+    let a = ask(&q("How many singers?"), &star_schema(), &alone(1.0), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!((llm.scored, llm.inner.seen.len(), a.trace.alone), (1, 2, None));
+    assert_eq!(a.trace.candidates[0].confidence, Some(1.0));
 }
 
 #[test]
