@@ -220,6 +220,15 @@ impl Diagnostic for EndpointError {
 }
 
 impl EndpointError {
+    /// Whether the error is the endpoint's as a whole, not one request's: it refuses the
+    /// credentials, rate-limits, cannot be reached or is not set; another request would fail alike.
+    pub fn is_the_endpoints(&self) -> bool {
+        matches!(
+            self.kind,
+            ErrorKind::Auth { .. } | ErrorKind::RateLimited { .. } | ErrorKind::Connect { .. } | ErrorKind::BadUrl { .. } | ErrorKind::NotConfigured
+        )
+    }
+
     /// The error as a report, with the API key scrubbed from every text.
     pub fn report(&self, key: Option<&Secret>) -> Report {
         Report::from_diagnostic(self).redact(key.map(|k| k.expose()))

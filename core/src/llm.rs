@@ -87,21 +87,31 @@ pub fn chat_many(ep: &Endpoint, reqs: Vec<ChatRequest>, poll: &mut dyn FnMut()) 
 /// The answers of one request for several, or why there are none.
 pub type Choices = Result<Vec<Result<Completion, LlmError>>, LlmError>;
 
-/// Endpoints (URL and model) of this process that refused or ignored the `n` parameter.
-static SINGLE_CHOICE: Lazy<Mutex<HashSet<String>>> = Lazy::new(|| Mutex::new(HashSet::new()));
+/// Endpoints (URL and model) this process has learnt something of, for the rest of its life.
+struct Endpoints(Lazy<Mutex<HashSet<String>>>);
+
+impl Endpoints {
+    const fn new() -> Endpoints {
+        Endpoints(Lazy::new(|| Mutex::new(HashSet::new())))
+    }
+
+    /// Whether `ep` is one of them; yes when the memory cannot be read (the cautious answer).
+    fn has(&self, ep: &Endpoint) -> bool {
+        self.0.lock().map(|s| s.contains(&endpoint_key(ep))).unwrap_or(true)
+    }
+
+    fn add(&self, ep: &Endpoint) {
+        if let Ok(mut s) = self.0.lock() {
+            s.insert(endpoint_key(ep));
+        }
+    }
+}
+
+/// Endpoints that refused or ignored the `n` parameter.
+static SINGLE_CHOICE: Endpoints = Endpoints::new();
 
 fn endpoint_key(ep: &Endpoint) -> String {
     format!("{}\n{}", ep.url(), ep.model.as_deref().unwrap_or(""))
-}
-
-fn single_choice(ep: &Endpoint) -> bool {
-    SINGLE_CHOICE.lock().map(|s| s.contains(&endpoint_key(ep))).unwrap_or(true)
-}
-
-fn remember_single_choice(ep: &Endpoint) {
-    if let Ok(mut s) = SINGLE_CHOICE.lock() {
-        s.insert(endpoint_key(ep));
-    }
 }
 
 /// `n` answers to one request: one request with OpenAI's `n` parameter (vLLM and OpenAI take
@@ -112,7 +122,7 @@ fn remember_single_choice(ep: &Endpoint) {
 /// `n` again from this process. Authentication, rate-limit, timeout and connection failures are
 /// the endpoint's own: they are returned as they are. `use_n` false never sends `n`.
 pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut dyn FnMut()) -> Vec<Result<Completion, LlmError>> {
-    if n <= 1 || !use_n || single_choice(ep) {
+    if n <= 1 || !use_n || SINGLE_CHOICE.has(ep) {
         return chat_many(ep, vec![req; n], poll);
     }
     let job: Box<dyn FnOnce() -> Choices + Send> = {
@@ -131,50 +141,33 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
     match answer {
         Ok(mut answers) => {
             if answers.len() < n {
-                remember_single_choice(ep);
+                SINGLE_CHOICE.add(ep);
                 let rest = n - answers.len();
                 answers.extend(chat_many(ep, vec![req; rest], poll));
             }
             answers
         }
-        Err(e)
-            if matches!(
-                e.kind,
-                ErrorKind::Auth { .. }
-                    | ErrorKind::RateLimited { .. }
-                    | ErrorKind::Timeout { .. }
-                    | ErrorKind::Connect { .. }
-                    | ErrorKind::BadUrl { .. }
-                    | ErrorKind::NotConfigured
-            ) =>
-        {
+        Err(e) if e.is_the_endpoints() || matches!(e.kind, ErrorKind::Timeout { .. }) => {
             vec![Err(e); n]
         }
         Err(_) => {
             let answers = chat_many(ep, vec![req; n], poll);
             // A question too long for the model fails the same way alone: n stays on.
             if answers.iter().any(|a| a.is_ok()) {
-                remember_single_choice(ep);
+                SINGLE_CHOICE.add(ep);
             }
             answers
         }
     }
 }
 
-/// The request's JSON; `n`: several answers at once (OpenAI's parameter).
-/// Endpoints (URL and model) of this process that give no log probabilities: they refused the
-/// `logprobs` parameter, or answered without them.
-static UNSCORED: Lazy<Mutex<HashSet<String>>> = Lazy::new(|| Mutex::new(HashSet::new()));
-
-fn remember_unscored(ep: &Endpoint) {
-    if let Ok(mut s) = UNSCORED.lock() {
-        s.insert(endpoint_key(ep));
-    }
-}
+/// Endpoints that give no log probabilities: they refused the `logprobs` parameter, or
+/// answered without them.
+static UNSCORED: Endpoints = Endpoints::new();
 
 /// Whether the endpoint may give an answer's log probabilities: not known to give none.
 pub fn can_score(ep: &Endpoint) -> bool {
-    UNSCORED.lock().map(|s| !s.contains(&endpoint_key(ep))).unwrap_or(false)
+    !UNSCORED.has(ep)
 }
 
 /// One request whose answer carries its confidence (OpenAI's `logprobs`; llama.cpp's server,
@@ -194,10 +187,7 @@ pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> R
         let body = request_body(ep, &req, None, true);
         Box::new(move || {
             let reply = http::post_json(&scored, &body)?;
-            parse_choices(&scored, &reply.text, reply.latency, reply.attempts, 1, limit)?
-                .into_iter()
-                .next()
-                .unwrap_or_else(|| Err(scored.bad_response("no choices in the response", &reply.text)))
+            first_choice(&scored, &reply.text, reply.latency, reply.attempts, limit)
         })
     };
     let lost = || Err(ep.bad_response("the worker thread could not run", ""));
@@ -206,12 +196,12 @@ pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> R
             let again = chat(ep, req, poll);
             // A prompt too long for the model fails the same way without it: scoring stays on.
             if again.is_ok() {
-                remember_unscored(ep);
+                UNSCORED.add(ep);
             }
             again
         }
         Ok(c) if c.confidence.is_none() => {
-            remember_unscored(ep);
+            UNSCORED.add(ep);
             Ok(c)
         }
         answer => answer,
@@ -239,7 +229,9 @@ const TYPE_WORDS: &[&str] = &[
 /// type (an alias names a column; it changes no row; a cast's type does). None when no token
 /// has a log probability.
 pub fn confidence(tokens: &[Value]) -> Option<f32> {
-    let text = |t: &Value| t.get("token").and_then(Value::as_str).unwrap_or("").to_string();
+    fn text(t: &Value) -> &str {
+        t.get("token").and_then(Value::as_str).unwrap_or("")
+    }
     let logprob = |t: &Value| t.get("logprob").and_then(Value::as_f64).filter(|lp| lp.is_finite());
     #[derive(PartialEq)]
     enum Alias {
@@ -288,12 +280,15 @@ pub fn confidence(tokens: &[Value]) -> Option<f32> {
                     .sum()
             })
             .unwrap_or(0.0);
+        // Within 0 and 1: a finite log probability's exp is not negative.
         let p = (lp.exp() + alike).min(1.0);
         lowest = Some(lowest.map_or(p, |l: f64| l.min(p)));
     }
-    lowest.map(|p| p.clamp(0.0, 1.0) as f32)
+    lowest.map(|p| p as f32)
 }
 
+/// The request's JSON; `n`: several answers at once (OpenAI's parameter); `logprobs`: each
+/// answer token's log probability and its likeliest alternatives.
 fn request_body(ep: &Endpoint, req: &ChatRequest, n: Option<usize>, logprobs: bool) -> String {
     let mut body = serde_json::json!({
         "messages": req.messages,
@@ -316,7 +311,12 @@ fn request_body(ep: &Endpoint, req: &ChatRequest, n: Option<usize>, logprobs: bo
 
 /// Reads an OpenAI chat completion response: its first answer.
 pub fn parse_completion(ep: &Endpoint, text: &str, latency: Duration, attempts: u32) -> Result<Completion, LlmError> {
-    parse_choices(ep, text, latency, attempts, 1, usize::MAX)?
+    first_choice(ep, text, latency, attempts, usize::MAX)
+}
+
+/// The first answer of a response, at most `limit` bytes.
+fn first_choice(ep: &Endpoint, text: &str, latency: Duration, attempts: u32, limit: usize) -> Result<Completion, LlmError> {
+    parse_choices(ep, text, latency, attempts, 1, limit)?
         .into_iter()
         .next()
         .unwrap_or_else(|| Err(ep.bad_response("no choices in the response", text)))
@@ -497,7 +497,7 @@ mod tests {
         ep.max_retries = 2;
         let rs = sample(&ep, request(), 2, true, &mut || {});
         assert!(rs.iter().all(|r| r.is_ok()), "{rs:?}");
-        assert!(single_choice(&ep));
+        assert!(SINGLE_CHOICE.has(&ep));
         let seen = h.join().expect("server");
         assert_eq!(seen.len(), 3, "the request for two answers is not retried");
     }
@@ -510,7 +510,7 @@ mod tests {
         let ep = endpoint(Service::Llm, url);
         let rs = sample(&ep, request(), 2, true, &mut || {});
         assert!(rs.iter().all(|r| matches!(r, Err(e) if matches!(e.kind, ErrorKind::Http { status: 400, .. }))), "{rs:?}");
-        assert!(!single_choice(&ep));
+        assert!(!SINGLE_CHOICE.has(&ep));
         h.join().expect("server");
     }
 

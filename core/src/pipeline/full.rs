@@ -291,7 +291,7 @@ pub(super) fn full(
                     }
                 }
                 // The endpoint itself is unreachable or refuses us: the others would fail alike.
-                Err(e) if endpoint_down(&e) => return Err(llm_error(&e)),
+                Err(e) if e.is_the_endpoints() => return Err(llm_error(&e)),
                 Err(e) => errors.push(e),
             }
         }
@@ -481,15 +481,6 @@ fn find_examples(q: &Question, schema: &Schema, values: &[String], settings: &Se
     }
     trace.examples = found;
     trace.masked_question = Some(masked);
-}
-
-/// Errors of the endpoint as a whole (not of one request): nothing else asked of it would work.
-fn endpoint_down(e: &LlmError) -> bool {
-    use crate::http::ErrorKind;
-    matches!(
-        e.kind,
-        ErrorKind::Auth { .. } | ErrorKind::Connect { .. } | ErrorKind::BadUrl { .. } | ErrorKind::NotConfigured | ErrorKind::RateLimited { .. }
-    )
 }
 
 /// Whether the executed candidates already agree enough to stop sampling.
