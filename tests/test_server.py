@@ -137,6 +137,29 @@ def test_a_sure_first_answer_stands_alone(connect, mock):
         assert len(reqs) >= 2 and not any("logprobs" in r["body"] for r in reqs), setting
 
 
+# A hostile model sure of its answer gets no further than an unsure one: the answer that would
+# stand alone is judged like every other (PostgreSQL's parse tree, the function policy), and a
+# refused one stands for nothing.
+@pytest.mark.parametrize("tag,state", [
+    ("[sure-write]", "25006"),    # a data-modifying WITH
+    ("[sure-two]", "42601"),      # two statements
+    ("[sure-setting]", "42501"),  # set_config on this very setting
+    ("[sure-file]", "42501"),     # attribute notation: (text).pg_read_file
+    ("[sure-escaped]", "42601"),  # the same function as a Unicode-escaped identifier: refused unparsed
+])
+def test_a_sure_hostile_answer_is_refused_as_any_other(connect, mock, tag, state):
+    conn = connect()
+    before = conn.execute("SELECT count(*) FROM singer").fetchone()[0]
+    with pytest.raises(psycopg.Error) as e:
+        ask(conn, f"{tag} singers?")
+    assert e.value.sqlstate == state, e.value
+    assert conn.execute("SELECT count(*) FROM singer").fetchone()[0] == before
+    reqs = mock.requests()
+    # It was asked for alone and sure, and did not stand alone: the other generator was asked.
+    assert reqs[0]["body"]["logprobs"] is True and len(reqs) > 1
+    assert conn.execute("SHOW nl2sql.alone_confidence").fetchone()[0] == "0.3"
+
+
 # With nl2sql.alone_confidence on, the first generator is in flight alone (one scored request);
 # off, both generators' requests are.
 @pytest.mark.parametrize("alone,in_flight", [("0.3", 1), ("0", 2)])
