@@ -23,6 +23,10 @@
    answer takes to process, the time until the call ends with 57014 (goal < 200 ms).
 7. Load (bench/load.py): pgbench, 20 clients x 100 nl2sql() calls against the fixed-delay mock:
    errors, throughput, latency p50/p95, backend memory after warm-up and at the end.
+8. Column search: the built-in embedder beside the in-database sentence model (bench/columns.py).
+9. Relationships nobody declared (bench/relationships.py): inferred against declared foreign
+   keys on both benchmarks with the keys dropped, profiling the 1,000-table schema, and one
+   pair check on tables of 1M rows.
 """
 import argparse
 import json
@@ -45,6 +49,7 @@ import load  # noqa: E402  (bench/load.py, beside this file)
 import wide  # noqa: E402  (bench/wide.py, beside this file)
 import recall  # noqa: E402  (bench/recall.py, beside this file)
 import columns  # noqa: E402  (bench/columns.py, beside this file)
+import relationships  # noqa: E402  (bench/relationships.py, beside this file)
 
 LLM_HOME = Path(os.environ.get("NL2SQL_LLM_HOME", Path.home() / ".cache" / "nl2sql" / "llm"))
 LLM_URL = "http://127.0.0.1:%s" % os.environ.get("NL2SQL_LLM_PORT", "8080")  # scripts/local-llm.sh
@@ -207,7 +212,7 @@ def main():
     ap.add_argument("--columns", type=int, default=20)
     ap.add_argument("--values", type=int, default=1_000_000, help="distinct values for the value index bench")
     ap.add_argument("--lookups", type=int, default=200)
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: overhead,wide,load,tokens,values,recall,cancel,columns")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: overhead,wide,load,tokens,values,recall,cancel,columns,relationships")
     ap.add_argument("--load-clients", type=int, default=20)
     ap.add_argument("--load-calls", type=int, default=100, help="nl2sql() calls per pgbench client")
     ap.add_argument("--port", type=int, default=55460)
@@ -217,7 +222,7 @@ def main():
     items = json.loads((harness.BENCH / "questions.json").read_text())
     kw = harness.start_cluster(argparse.Namespace(pgdir=args.pgdir, port=args.port))
     for db in sorted({q["db"] for q in items}):
-        harness.prepare_database(kw, db)
+        harness.prepare_database(kw, "spider-pg", db)
 
     rules = mock_rules(kw, items, args.delay_ms) + load.rules(args.delay_ms)
     mock, url = start_mock(rules, os.path.join(tempfile.mkdtemp(), "port"))
@@ -247,6 +252,9 @@ def main():
         if "columns" not in skip:
             print("\n8. Column search: the built-in embedder beside the in-database sentence model (bench/columns.py)")
             columns.run(kw, items)
+        if "relationships" not in skip:
+            print("\n9. Relationships nobody declared (bench/relationships.py)")
+            relationships.run(kw, args.tables)
     finally:
         mock.kill()
 

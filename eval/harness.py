@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Evaluation harness for nl2sql on the spider-pg slice.
+"""Evaluation harness for nl2sql on two benchmarks: spider-pg and defog-instruct (--bench).
 
-For each question: nl2sql() in the question's database, its trace, and nl2sql.compare_results()
-against the gold query. Reports execution accuracy (EX: rows as multisets, as lists when the gold
+For each question: nl2sql() in the question's database, its trace, and the judgement against
+the gold query: nl2sql.compare_results() on spider-pg, sql-eval's rule on defog-instruct
+(eval/judge.py). Every report gives the tuning and the held-out databases apart
+(eval/benchmarks.py: SPLITS); --no-keys asks copies of the databases with no declared key.
+Reports execution accuracy (EX: rows as multisets, as lists when the gold
 query has ORDER BY, values by text form, columns in the gold query's order; "EX any": in any
 column order, as Spider's own evaluation counts it), VES (BIRD: sqrt(gold_ms / predicted_ms) for correct
 answers) and R-VES (BIRD's reward buckets), per database and overall; schema-link recall (gold
@@ -17,7 +20,6 @@ import json
 import math
 import os
 import random
-import statistics
 import subprocess
 import sys
 import time
@@ -26,8 +28,12 @@ from pathlib import Path
 import psycopg
 from psycopg import sql as pgsql
 
+import benchmarks
+import judge
+from report import print_ablation, print_parts, print_table
+
 ROOT = Path(__file__).resolve().parent.parent
-BENCH = Path(os.environ.get("NL2SQL_BENCH", ROOT.parent / "shared" / "bench" / "spider-pg"))
+BENCH = benchmarks.bench_dir("spider-pg")
 
 # Named settings for ablations; each names every setting it depends on, over DEFAULTS.
 # "zero-shot" is the foundation: one zero-shot generation from the full Open-SQL schema with
@@ -109,22 +115,20 @@ def start_cluster(args):
     return {"host": args.pgdir, "port": args.port, "user": "postgres"}
 
 
-def prepare_database(conn_kw, db):
-    """Creates `db` from its dump if missing; (re)creates the extension so it matches the build."""
-    with psycopg.connect(dbname="postgres", autocommit=True, **conn_kw) as c:
-        exists = c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchone()
-        if not exists:
-            log(f"loading {db}")
-            c.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(db)))
-            subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", str(conn_kw["host"]),
-                            "-p", str(conn_kw["port"]), "-U", conn_kw["user"], "-d", db,
-                            "-f", str(BENCH / "dumps" / f"{db}.sql")], check=True, stdout=subprocess.DEVNULL)
-    with psycopg.connect(dbname=db, autocommit=True, **conn_kw) as c:
+def prepare_database(conn_kw, bench, db, no_keys=False):
+    """Loads `db` when missing (benchmarks.load); (re)creates the extension so it matches the
+    build; does what a DBA deploying nl2sql does: indexes the values of every table's text
+    columns and profiles the relationships nobody declared. Returns the database's name."""
+    name = benchmarks.load(conn_kw, bench, db, no_keys)
+    with psycopg.connect(dbname=name, autocommit=True, **conn_kw) as c:
         c.execute("SET client_min_messages = warning")
         c.execute("DROP EXTENSION IF EXISTS nl2sql CASCADE")
         c.execute("CREATE EXTENSION nl2sql CASCADE")
-        # What a DBA deploying nl2sql does: index the values of every table's text columns.
-        c.execute("SELECT count(*) FROM nl2sql.create_value_indexes()")
+        schemas = [r[0] for r in c.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' AND nspname NOT IN ('information_schema', 'nl2sql')")]
+        c.execute("SELECT count(*) FROM nl2sql.create_value_indexes(%s)", (schemas,))
+        c.execute("SELECT count(*) FROM nl2sql.profile_relationships()")
+    return name
 
 
 WIDE_DB = "spider_wide"
@@ -201,6 +205,37 @@ def gold_columns(conn, gold, schema=None):
     return tables, columns
 
 
+def run_read_only(conn, sql, timeout="10s"):
+    """(rows, width, ms) of one query, read-only, within `timeout`; rolled back."""
+    with conn.transaction(force_rollback=True):
+        conn.execute("SET LOCAL transaction_read_only = on")
+        conn.execute(f"SET LOCAL statement_timeout = '{timeout}'")
+        t0 = time.monotonic()
+        cur = conn.execute(sql)
+        rows = cur.fetchall() if cur.description else []
+        return rows, len(cur.description or []), (time.monotonic() - t0) * 1000
+
+
+def sql_eval_judgement(conn, gold, rec):
+    """Judges rec["predicted"] by sql-eval's rule (eval/judge.py) against every acceptable
+    gold query; records the answer's error, if it fails, as spider-pg's judgement does."""
+    golds, gold_ms = [], None
+    for q in judge.acceptable_queries(gold):
+        try:
+            rows, width, ms = run_read_only(conn, q)
+            golds.append((rows, width))
+            gold_ms = ms if gold_ms is None else gold_ms
+        except psycopg.Error as e:
+            rec["gold_error"] = e.diag.message_primary
+    try:
+        rows, width, ms = run_read_only(conn, rec["predicted"])
+    except psycopg.Error as e:
+        rec["error"], rec["sqlstate"] = e.diag.message_primary, e.sqlstate
+        return
+    rec["correct"] = rec["correct_any_column_order"] = judge.judge(golds, (rows, width))
+    rec["gold_ms"], rec["predicted_ms"] = gold_ms, ms
+
+
 def rves_reward(ratio):
     """BIRD's R-VES reward for time ratio gold/predicted of a correct answer."""
     if ratio >= 2:
@@ -218,12 +253,12 @@ def evaluate(conn, item, repeat, wide=False):
     """One question; `wide`: asked in the merged database, where the question's tables are in
     the schema named after its database (search_path public: every table is qualified) and the
     gold query is run with that schema on the path."""
-    rec = {"id": item["id"], "db": item["db"], "question": item["question"], "gold": item["gold"]}
+    rec = {k: item.get(k) for k in ("id", "db", "question", "gold", "hint", "suite", "category", "bench", "part", "no_keys")}
     if wide:
         conn.execute("SET search_path = public")
     t0 = time.monotonic()
     try:
-        rec["predicted"] = conn.execute("SELECT nl2sql(%s)", (item["question"],)).fetchone()[0]
+        rec["predicted"] = conn.execute("SELECT nl2sql(%s, %s)", (item["question"], item.get("hint"))).fetchone()[0]
         rec["error"], rec["sqlstate"] = None, None
     except psycopg.Error as e:
         rec["predicted"] = None
@@ -256,7 +291,9 @@ def evaluate(conn, item, repeat, wide=False):
         # The prediction ran with search_path public: its tables are qualified, and resolve the
         # same with the question's schema on the path, where the gold query's resolve.
         conn.execute(pgsql.SQL("SET search_path = {}, public").format(pgsql.Identifier(item["db"])))
-    if rec["predicted"] is not None:
+    if rec["predicted"] is not None and item.get("bench") == "defog-instruct":
+        sql_eval_judgement(conn, item["gold"], rec)
+    elif rec["predicted"] is not None:
         cmp = conn.execute("SELECT nl2sql.compare_results(%s, %s, %s)",
                            (item["gold"], rec["predicted"], repeat)).fetchone()[0]
         rec["correct"] = cmp["match"] is True
@@ -274,7 +311,8 @@ def evaluate(conn, item, repeat, wide=False):
     elif rec["correct"]:
         rec["ves"] = rec["rves"] = 1.0
 
-    tables, columns = gold_columns(conn, item["gold"], item["db"] if wide else None)
+    gold = judge.acceptable_queries(item["gold"])[0] if item.get("bench") == "defog-instruct" else item["gold"]
+    tables, columns = gold_columns(conn, gold, item["db"] if wide else None)
     shown = set(trace.get("schema_columns", []))
     shown_tables = {c.rsplit(".", 1)[0] for c in shown}
     rec["schema_recall_columns"] = (len(columns & shown) / len(columns)) if columns else None
@@ -294,11 +332,7 @@ def evaluate(conn, item, repeat, wide=False):
         if not q or not ran.get("ok") or ran.get("rows") is None:
             continue
         if q not in right_by_sql:
-            try:
-                m = conn.execute("SELECT nl2sql.compare_results(%s, %s, 1)", (item["gold"], q)).fetchone()[0]
-                right_by_sql[q] = m["match"] is True
-            except psycopg.Error:
-                right_by_sql[q] = False
+            right_by_sql[q] = candidate_right(conn, item, q)
         if right_by_sql[q]:
             rec["oracle"] = True
         g = c.get("generator")
@@ -309,6 +343,19 @@ def evaluate(conn, item, repeat, wide=False):
     # What the extraction chose, what column search added, what was set aside (another unit's).
     rec["extraction"] = {k: ex.get(k) for k in ("parsed", "columns", "column_matches", "set_aside") if k in ex} or None
     return rec
+
+
+def candidate_right(conn, item, sql):
+    """Whether one candidate's query is right by the benchmark's rule."""
+    if item.get("bench") == "defog-instruct":
+        probe = {"predicted": sql, "correct": False}
+        sql_eval_judgement(conn, item["gold"], probe)
+        return probe["correct"]
+    try:
+        m = conn.execute("SELECT nl2sql.compare_results(%s, %s, 1)", (item["gold"], sql)).fetchone()[0]
+        return m["match"] is True
+    except psycopg.Error:
+        return False
 
 
 # --- value recall (no LLM) -------------------------------------------------------------------
@@ -358,7 +405,7 @@ def run_value_recall(conn_kw, items, k):
     by_db = {}
     conns = {}
     for item in items:
-        conn = conns.get(item["db"]) or psycopg.connect(dbname=item["db"], autocommit=True, **conn_kw)
+        conn = conns.get(item["db"]) or psycopg.connect(dbname=item.get("dbname", item["db"]), autocommit=True, **conn_kw)
         conns[item["db"]] = conn
         f, t, misses = value_recall(conn, item, k)
         agg = by_db.setdefault(item["db"], [[0, 0], [0, 0], []])
@@ -386,100 +433,6 @@ def run_value_recall(conn_kw, items, k):
     for m in misses[:10]:
         print(f"  missed #{m['id']}: {m['column']} = {m['literal']!r}; got {m['retrieved']}")
     return found[1], total[1]
-
-
-# --- reporting ---------------------------------------------------------------------------------
-
-def summarize(records):
-    n = len(records)
-    if n == 0:
-        return None
-    pct = lambda xs: 100.0 * sum(xs) / n  # noqa: E731
-    lat = sorted(r["latency_ms"] for r in records)
-    col_recall = [r["schema_recall_columns"] for r in records if r.get("schema_recall_columns") is not None]
-    prompt = [r["prompt_tokens"] if r.get("prompt_tokens") is not None else r.get("prompt_tokens_estimate", 0)
-              for r in records]
-    completion = [r["completion_tokens"] for r in records if r.get("completion_tokens") is not None]
-    gen_prompt = [r["generation_prompt_tokens"] for r in records if r.get("generation_prompt_tokens") is not None]
-    trips = [r["round_trips"] for r in records if r.get("round_trips") is not None]
-    return {
-        "latency_mean_s": statistics.mean(r["latency_ms"] for r in records) / 1000,
-        "generation_prompt_tokens": statistics.mean(gen_prompt) if gen_prompt else None,
-        "round_trips": statistics.mean(trips) if trips else None,
-        "stopped_early": sum(1 for r in records if r.get("stopped_early")),
-        "alone": sum(1 for r in records if r.get("alone") is not None),
-        "n": n,
-        "ex": pct([1 if r["correct"] else 0 for r in records]),
-        # Spider's execution accuracy: the same rows with the columns in any order.
-        "ex_any": pct([1 if r.get("correct_any_column_order", r["correct"]) else 0 for r in records]),
-        "oracle": pct([1 if r.get("oracle", r["correct"]) else 0 for r in records]),
-        "ves": pct([r["ves"] or 0 for r in records]),
-        "rves": pct([r["rves"] or 0 for r in records]),
-        "errors": sum(1 for r in records if r.get("predicted") is None),
-        "latency_p50_s": lat[len(lat) // 2] / 1000,
-        "latency_p90_s": lat[min(len(lat) - 1, (9 * len(lat)) // 10)] / 1000,
-        "llm_calls": statistics.mean(r["llm_calls"] for r in records),
-        "prompt_tokens": statistics.mean(prompt),
-        "completion_tokens": statistics.mean(completion) if completion else None,
-        "schema_recall": 100.0 * statistics.mean(col_recall) if col_recall else None,
-        "largest_prompt": max((t for r in records for t in r.get("call_prompt_tokens", [])), default=None),
-        "largest_generation_prompt": max((r["generation_prompt_tokens"] for r in records if r.get("generation_prompt_tokens")), default=None),
-        "calls_within_4k": (100.0 * statistics.mean(1 if t <= 4096 else 0 for r in records for t in r.get("call_prompt_tokens", []))
-                            if any(r.get("call_prompt_tokens") for r in records) else None),
-    }
-
-
-def fmt(v, spec):
-    return "—" if v is None else format(v, spec)
-
-
-def print_table(title, records):
-    print(f"\n{title}")
-    print(f"{'database':<26}{'n':>5}{'EX':>7}{'VES':>7}{'R-VES':>7}{'failed':>8}{'p50 s':>7}"
-          f"{'calls':>7}{'prompt tok':>11}{'compl tok':>10}{'schema rec':>11}")
-    dbs = sorted({r["db"] for r in records})
-    for name, rs in [(db, [r for r in records if r["db"] == db]) for db in dbs] + [("all", records)]:
-        s = summarize(rs)
-        if name == "all":
-            print("-" * 106)
-        print(f"{name:<26}{s['n']:>5}{s['ex']:>7.1f}{s['ves']:>7.1f}{s['rves']:>7.1f}{s['errors']:>8}"
-              f"{s['latency_p50_s']:>7.2f}{s['llm_calls']:>7.2f}{s['prompt_tokens']:>11.0f}"
-              f"{fmt(s['completion_tokens'], '10.1f'):>10}{fmt(s['schema_recall'], '10.1f'):>11}")
-
-
-def print_ablation(results):
-    print("\nAblation (same questions; Δ against the first row)")
-    print(f"{'config':<20}{'EX':>7}{'ΔEX':>7}{'EX any':>7}{'oracle':>7}{'VES':>7}{'R-VES':>7}{'p50 s':>7}{'p90 s':>7}{'mean s':>8}{'calls':>7}"
-          f"{'trips':>7}{'prompt tok':>11}{'gen prompt':>11}{'compl tok':>10}")
-    base = None
-    for name, recs in results:
-        s = summarize(recs)
-        if s is None:
-            continue
-        base = s["ex"] if base is None else base
-        delta = "—" if name == results[0][0] else f"{s['ex'] - base:+.1f}"
-        print(f"{name:<20}{s['ex']:>7.1f}{delta:>7}{s['ex_any']:>7.1f}{s['oracle']:>7.1f}{s['ves']:>7.1f}{s['rves']:>7.1f}{s['latency_p50_s']:>7.2f}"
-              f"{s['latency_p90_s']:>7.2f}"
-              f"{s['latency_mean_s']:>8.2f}{s['llm_calls']:>7.2f}{fmt(s['round_trips'], '7.2f'):>7}"
-              f"{s['prompt_tokens']:>11.0f}{fmt(s['generation_prompt_tokens'], '11.0f'):>11}"
-              f"{fmt(s['completion_tokens'], '10.1f'):>10}")
-    for name, recs in results:
-        s = summarize(recs)
-        if s is not None and s["largest_prompt"] is not None:
-            print(f"  {name}: schema-link recall {fmt(s['schema_recall'], '.1f')} %, largest prompt {s['largest_prompt']:,} tokens "
-                  f"(generation: {fmt(s['largest_generation_prompt'], ',')}), "
-                  f"{fmt(s['calls_within_4k'], '.1f')} % of calls within 4k")
-    for name, recs in results:
-        gens = sorted({g for r in recs for g in r.get("generators_right", {})})
-        if len(gens) > 1:
-            shares = ", ".join(f"{g} {100.0 * sum(1 for r in recs if r.get('generators_right', {}).get(g)) / len(recs):.1f}"
-                               for g in gens)
-            print(f"  {name}: some candidate right, by generator: {shares}")
-    for name, recs in results:
-        s = summarize(recs)
-        if s is not None and s["stopped_early"]:
-            print(f"  {name}: stopped after the first wave on {s['stopped_early']} of {s['n']}, "
-                  f"{s['alone']} of them on a first answer that stood alone")
 
 
 # --- synthetic examples ------------------------------------------------------------------------
@@ -524,7 +477,12 @@ def load_synthetic(conn, db, wanted):
 # --- main --------------------------------------------------------------------------------------
 
 def select_questions(args):
-    items = json.loads((BENCH / "questions.json").read_text())
+    items = benchmarks.questions(args.bench)
+    for q in items:
+        q.update(bench=args.bench, part=benchmarks.part_of(args.bench, q["db"]), no_keys=args.no_keys,
+                 dbname=q["db"] + (benchmarks.NO_KEYS_SUFFIX if args.no_keys else ""))
+    if args.part:
+        items = [q for q in items if q["part"] == args.part]
     if args.db:
         items = [q for q in items if q["db"] in args.db]
     if args.ids:
@@ -546,6 +504,12 @@ def select_questions(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bench", default="spider-pg", choices=sorted(benchmarks.SPLITS),
+                    help="which benchmark's questions (default spider-pg)")
+    ap.add_argument("--part", choices=["tuning", "held-out"],
+                    help="only the databases of this part of the split (default: both, reported apart)")
+    ap.add_argument("--no-keys", action="store_true",
+                    help="ask copies of the databases with every primary key, unique and foreign key constraint dropped")
     ap.add_argument("--sample", type=int, help="a random subset of N questions")
     ap.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     ap.add_argument("--first", type=int, help="only the first N questions of the sample (its random order)")
@@ -578,6 +542,8 @@ def main():
     for c in configs:
         if c not in CONFIGS:
             sys.exit(f"unknown config {c!r}; known: {', '.join(CONFIGS)}")
+    if args.wide and (args.bench != "spider-pg" or args.no_keys):
+        sys.exit("--wide merges the spider-pg databases with their keys")
     items = select_questions(args)
     if not items:
         sys.exit("no questions selected")
@@ -588,7 +554,7 @@ def main():
             prepare_wide(conn_kw)
         else:
             for db in dbs:
-                prepare_database(conn_kw, db)
+                prepare_database(conn_kw, args.bench, db, args.no_keys)
 
     if args.value_recall:
         run_value_recall(conn_kw, items, args.value_recall)
@@ -597,9 +563,11 @@ def main():
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     # --first reads and extends the results of the whole sample (records are kept by question).
-    selection = (f"s{args.sample}-seed{args.seed}" if args.sample else "all") + ("-wide" if args.wide else "") + (f"-{args.tag}" if args.tag else "")
+    selection = ("" if args.bench == "spider-pg" else f"{args.bench}-") + (f"s{args.sample}-seed{args.seed}" if args.sample else "all") \
+        + ("-wide" if args.wide else "") + ("-nokeys" if args.no_keys else "") + (f"-{args.part}" if args.part else "") \
+        + (f"-{args.tag}" if args.tag else "")
     if any(CONFIGS[c].get(SYNTHETIC) for c in configs):
-        for db in dbs:
+        for db in sorted({q["dbname"] for q in items}):
             ensure_synthetic(conn_kw, db, args.synthetic_per_table)
     results = []
     for cfg in configs:
@@ -617,13 +585,13 @@ def main():
         url = None
         with path.open("a") as out:
             for i, item in enumerate(todo, 1):
-                db = WIDE_DB if args.wide else item["db"]
+                db = WIDE_DB if args.wide else item["dbname"]
                 conn = conns.get(db)
                 if conn is None:
                     conn = psycopg.connect(dbname=db, autocommit=True, **conn_kw)
                     url = configure(conn, CONFIGS[cfg])
                     if not args.wide:
-                        load_synthetic(conn, item["db"], bool(CONFIGS[cfg].get(SYNTHETIC)))
+                        load_synthetic(conn, item["dbname"], bool(CONFIGS[cfg].get(SYNTHETIC)))
                     conns[db] = conn
                 rec = evaluate(conn, item, args.repeat, args.wide)
                 rec["config"] = cfg
@@ -640,6 +608,7 @@ def main():
         results.append((cfg, recs))
         print_table(f"config {cfg}: {len(recs)} questions ({selection}); endpoint {url or 'as before'}; "
                     f"results in {path}", recs)
+        print_parts(f"config {cfg}", recs)
     if len(results) > 1:
         print_ablation(results)
 

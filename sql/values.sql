@@ -406,6 +406,13 @@ BEGIN
             END LOOP;
             DELETE FROM nl2sql.column_embeddings
             WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid);
+            -- relationships and keys of the relation, or of the column (relationships.sql)
+            DELETE FROM nl2sql.relationship_store
+            WHERE (from_relation::oid = obj.objid AND (obj.object_type <> 'table column' OR obj.address_names[3] = ANY (from_columns)))
+               OR (to_relation::oid = obj.objid AND (obj.object_type <> 'table column' OR obj.address_names[3] = ANY (to_columns)));
+            DELETE FROM nl2sql.key_store
+            WHERE relation::oid = obj.objid AND (obj.object_type <> 'table column' OR obj.address_names[3] = ANY (columns));
+            DELETE FROM nl2sql.profile_store WHERE relation::oid = obj.objid AND obj.object_type <> 'table column';
         END LOOP;
     EXCEPTION WHEN OTHERS THEN
         RAISE WARNING 'nl2sql could not follow this DROP: %', SQLERRM;

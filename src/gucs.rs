@@ -37,6 +37,9 @@ static EMBEDDING_API_KEY: GucSetting<Option<CString>> = GucSetting::<Option<CStr
 static EMBEDDING_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(60_000);
 static EMBEDDING_BATCH: GucSetting<i32> = GucSetting::<i32>::new(64);
 static USE_VALUES: GucSetting<bool> = GucSetting::<bool>::new(true);
+static PROFILE_ROWS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+static PROFILE_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+static USE_INFERRED_RELATIONSHIPS: GucSetting<bool> = GucSetting::<bool>::new(true);
 static VALUE_THRESHOLD: GucSetting<f64> = GucSetting::<f64>::new(0.65);
 static VALUE_TOP_K: GucSetting<i32> = GucSetting::<i32>::new(5);
 static INDEX_MAX_VALUE_LENGTH: GucSetting<i32> = GucSetting::<i32>::new(200);
@@ -333,6 +336,34 @@ pub fn init() {
         c"Whether nl2sql() shows the model stored values similar to words of the question.",
         c"Needs value indexes (nl2sql.create_value_index). Off: the ablation without value retrieval.",
         &USE_VALUES,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.profile_rows",
+        c"Rows nl2sql.profile_relationships() reads of each table (a block sample of a larger one).",
+        c"",
+        &PROFILE_ROWS,
+        100,
+        10_000_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"nl2sql.profile_timeout",
+        c"Time allowed for each read profiling makes of a table.",
+        c"A table or a check that takes longer is left out, with a NOTICE.",
+        &PROFILE_TIMEOUT_MS,
+        100,
+        3_600_000,
+        GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_bool_guc(
+        c"nl2sql.use_inferred_relationships",
+        c"Whether keys and relationships profiling inferred are used like declared ones.",
+        c"Relationships a DBA confirmed are used either way; off: the ablation without inference.",
+        &USE_INFERRED_RELATIONSHIPS,
         GucContext::Userset,
         GucFlags::default(),
     );
@@ -813,6 +844,18 @@ pub fn embedding_batch() -> usize {
 
 pub fn use_values() -> bool {
     USE_VALUES.get()
+}
+
+pub fn profile_rows() -> i32 {
+    PROFILE_ROWS.get().max(100)
+}
+
+pub fn profile_timeout() -> Duration {
+    Duration::from_millis(PROFILE_TIMEOUT_MS.get().max(1) as u64)
+}
+
+pub fn use_inferred_relationships() -> bool {
+    USE_INFERRED_RELATIONSHIPS.get()
 }
 
 pub fn value_threshold() -> f32 {

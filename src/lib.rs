@@ -18,6 +18,12 @@ extension_sql_file!("../sql/examples.sql", name = "examples", requires = ["boots
 extension_sql_file!("../sql/examples_builtin.sql", name = "examples_builtin", requires = ["examples", _example_key]);
 extension_sql_file!("../sql/history.sql", name = "history", requires = ["bootstrap"]);
 extension_sql_file!("../sql/inspect_api.sql", name = "inspect_api", requires = [_join_path]);
+extension_sql_file!("../sql/relationships.sql", name = "relationships", requires = ["bootstrap"]);
+extension_sql_file!(
+    "../sql/relationships_api.sql",
+    name = "relationships_api",
+    requires = ["relationships", _profile_relationships, _decide_relationship]
+);
 extension_sql_file!("../sql/values_api.sql", name = "values_api", finalize);
 
 #[pg_guard]

@@ -19,6 +19,7 @@ pub mod minilm;
 pub mod lookup;
 pub mod pipeline;
 pub mod policy;
+pub mod profile;
 pub mod prompt;
 pub mod refine;
 pub mod results;

@@ -33,6 +33,9 @@ pub struct Table {
     pub columns: Vec<Column>,
     #[serde(default)]
     pub primary_key: Vec<String>,
+    /// The primary key is none declared but one profiling found in the data.
+    #[serde(default)]
+    pub key_inferred: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -76,6 +79,9 @@ pub struct ForeignKey {
     pub columns: Vec<String>,
     pub ref_table: String,
     pub ref_columns: Vec<String>,
+    /// Not declared: profiling found it in the data (one a DBA confirmed counts as declared).
+    #[serde(default)]
+    pub inferred: bool,
 }
 
 /// How many values make a column categorical (Open-SQL: up to five).
@@ -237,7 +243,7 @@ impl Schema {
                     line.push_str(" NOT NULL");
                 }
                 if let Some(fk) = fks.iter().find(|fk| fk.columns.len() == 1 && fk.columns[0] == c.ident) {
-                    let _ = write!(line, " REFERENCES {} ({})", fk.ref_table, fk.ref_columns.join(", "));
+                    let _ = write!(line, " REFERENCES {} ({}){}", fk.ref_table, fk.ref_columns.join(", "), inferred_note(fk, " /* inferred */"));
                 }
                 lines.push(line);
             }
@@ -250,7 +256,13 @@ impl Schema {
                 lines.push(format!("  PRIMARY KEY ({})", key.join(", ")));
             }
             for fk in fks.iter().filter(|fk| fk.columns.len() > 1) {
-                lines.push(format!("  FOREIGN KEY ({}) REFERENCES {} ({})", fk.columns.join(", "), fk.ref_table, fk.ref_columns.join(", ")));
+                lines.push(format!(
+                    "  FOREIGN KEY ({}) REFERENCES {} ({}){}",
+                    fk.columns.join(", "),
+                    fk.ref_table,
+                    fk.ref_columns.join(", "),
+                    inferred_note(fk, " /* inferred */")
+                ));
             }
             out.push_str(&lines.join(",\n"));
             out.push_str("\n);\n");
@@ -290,7 +302,16 @@ fn write_foreign_keys(out: &mut String, fks: &[&ForeignKey]) {
     for fk in fks {
         let lhs: Vec<String> = fk.columns.iter().map(|c| format!("{}.{}", fk.table, c)).collect();
         let rhs: Vec<String> = fk.ref_columns.iter().map(|c| format!("{}.{}", fk.ref_table, c)).collect();
-        let _ = writeln!(out, "# {} = {}", lhs.join(", "), rhs.join(", "));
+        let _ = writeln!(out, "# {} = {}{}", lhs.join(", "), rhs.join(", "), inferred_note(fk, " (inferred)"));
+    }
+}
+
+/// How a prompt marks a relationship profiling inferred (nothing for a declared one).
+fn inferred_note(fk: &ForeignKey, note: &'static str) -> &'static str {
+    if fk.inferred {
+        note
+    } else {
+        ""
     }
 }
 

@@ -1,6 +1,8 @@
 -- The tables, views and columns the current role may SELECT, with keys and comments, as one json document (json, not jsonb: built as text, several times faster on thousands of columns).
 -- Run through SPI with the caller's privileges and search_path (which decides how names are
 -- qualified); every operator is pg_catalog's, whatever that path holds. Nothing reads table data.
+-- Besides the declared keys: relationships a DBA confirmed, and ($1) those and the keys
+-- profiling inferred, from the views that show only what the caller may read (relationships.sql).
 WITH rels AS (
     SELECT c.oid, n.nspname, c.relname, c.relkind, c.reltuples,
            CASE WHEN pg_catalog.pg_table_is_visible(c.oid) THEN pg_catalog.quote_ident(c.relname)
@@ -63,6 +65,19 @@ WITH rels AS (
     JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) p.conrelid AND a.attnum OPERATOR(pg_catalog.=) k.attnum
     WHERE p.contype OPERATOR(pg_catalog.=) 'p'
     GROUP BY p.conrelid
+), inferred_keys AS (
+    -- one key a table: the first profiling kept (it keeps at most one)
+    SELECT DISTINCT ON (k.relation::pg_catalog.oid) k.relation::pg_catalog.oid AS relid, pg_catalog.to_json(k.columns) AS columns
+    FROM nl2sql.candidate_keys k
+    WHERE $1 AND k.source OPERATOR(pg_catalog.=) 'inferred'
+    ORDER BY k.relation::pg_catalog.oid, k.columns
+), stored_links AS (
+    SELECT s.from_relation::pg_catalog.oid AS conrelid, s.to_relation::pg_catalog.oid AS confrelid,
+           ARRAY(SELECT pg_catalog.quote_ident(c) FROM pg_catalog.unnest(s.from_columns) WITH ORDINALITY u(c, o) ORDER BY u.o) AS cols,
+           ARRAY(SELECT pg_catalog.quote_ident(c) FROM pg_catalog.unnest(s.to_columns) WITH ORDINALITY u(c, o) ORDER BY u.o) AS ref_cols,
+           s.source OPERATOR(pg_catalog.=) 'inferred' AS inferred
+    FROM nl2sql.relationships s
+    WHERE s.source OPERATOR(pg_catalog.=) 'confirmed' OR ($1 AND s.source OPERATOR(pg_catalog.=) 'inferred')
 )
 SELECT pg_catalog.json_build_object(
     'tables', COALESCE((
@@ -76,26 +91,32 @@ SELECT pg_catalog.json_build_object(
             'row_estimate', CASE WHEN r.reltuples OPERATOR(pg_catalog.>=) 0::pg_catalog.float4 THEN r.reltuples END,
             'changes', r.changes,
             'columns', tc.columns,
-            'primary_key', COALESCE(pk.columns, '[]'::json))
+            'primary_key', COALESCE(pk.columns, ik.columns, '[]'::json),
+            'key_inferred', pk.columns IS NULL AND ik.columns IS NOT NULL)
           ORDER BY r.nspname, r.relname)
         FROM rels r
         JOIN table_columns tc ON tc.attrelid OPERATOR(pg_catalog.=) r.oid
-        LEFT JOIN primary_keys pk ON pk.conrelid OPERATOR(pg_catalog.=) r.oid), '[]'::json),
+        LEFT JOIN primary_keys pk ON pk.conrelid OPERATOR(pg_catalog.=) r.oid
+        LEFT JOIN inferred_keys ik ON ik.relid OPERATOR(pg_catalog.=) r.oid), '[]'::json),
     'foreign_keys', COALESCE((
         SELECT pg_catalog.json_agg(pg_catalog.json_build_object(
-            'table', src.ident, 'columns', fk.cols, 'ref_table', dst.ident, 'ref_columns', fk.ref_cols)
-          ORDER BY src.ident, fk.conname)
+            'table', src.ident, 'columns', fk.cols, 'ref_table', dst.ident, 'ref_columns', fk.ref_cols, 'inferred', fk.inferred)
+          ORDER BY fk.inferred, src.ident, fk.conname)
         FROM (
             SELECT f.conrelid, f.confrelid, f.conname,
                    pg_catalog.array_agg(sc.ident ORDER BY k.ord) AS cols,
                    pg_catalog.array_agg(dc.ident ORDER BY k.ord) AS ref_cols,
-                   pg_catalog.count(sc.ident) OPERATOR(pg_catalog.=) pg_catalog.count(*) AND pg_catalog.count(dc.ident) OPERATOR(pg_catalog.=) pg_catalog.count(*) AS all_visible
+                   pg_catalog.count(sc.ident) OPERATOR(pg_catalog.=) pg_catalog.count(*) AND pg_catalog.count(dc.ident) OPERATOR(pg_catalog.=) pg_catalog.count(*) AS all_visible,
+                   false AS inferred
             FROM keys f
             CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(f.conkey), pg_catalog.unnest(f.confkey)) WITH ORDINALITY AS k(src_att, dst_att, ord)
             LEFT JOIN cols sc ON sc.attrelid OPERATOR(pg_catalog.=) f.conrelid AND sc.attnum OPERATOR(pg_catalog.=) k.src_att
             LEFT JOIN cols dc ON dc.attrelid OPERATOR(pg_catalog.=) f.confrelid AND dc.attnum OPERATOR(pg_catalog.=) k.dst_att
             WHERE f.contype OPERATOR(pg_catalog.=) 'f'
             GROUP BY f.conrelid, f.confrelid, f.conname
+            UNION ALL
+            -- relationships profiling or a DBA stored: the view showed only columns the caller may read
+            SELECT l.conrelid, l.confrelid, NULL, l.cols, l.ref_cols, true, l.inferred FROM stored_links l
         ) fk
         JOIN rels src ON src.oid OPERATOR(pg_catalog.=) fk.conrelid
         JOIN rels dst ON dst.oid OPERATOR(pg_catalog.=) fk.confrelid

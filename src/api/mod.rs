@@ -6,4 +6,5 @@ pub mod examples;
 pub mod explain;
 pub mod history;
 pub mod inspect;
+pub mod relationships;
 pub mod values;

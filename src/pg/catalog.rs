@@ -14,13 +14,15 @@ use std::time::{Duration, Instant};
 const SCHEMA_SQL: &str = include_str!("../../sql/introspect/schema.sql");
 const STATS_SQL: &str = "SELECT nl2sql.column_stats($1::pg_catalog.oid::pg_catalog.regclass, $2)::text";
 /// What the introspected schema depends on: DDL (nl2sql.ddl_version, bumped by the event
-/// triggers, GRANT and REVOKE included), the roles the caller acts with (memberships change
-/// without DDL in this database), and the search_path (which names need qualifying).
-const SCHEMA_KEY_SQL: &str = "SELECT pg_catalog.format('%s|%s|%s',
+/// triggers, GRANT and REVOKE included, and by profiling and the DBA's decisions on
+/// relationships), the roles the caller acts with (memberships change without DDL in this
+/// database), the search_path (which names need qualifying), and whether inferred
+/// relationships are used ($1).
+const SCHEMA_KEY_SQL: &str = "SELECT pg_catalog.format('%s|%s|%s|%s',
         (SELECT last_value FROM nl2sql.ddl_version),
         (SELECT pg_catalog.string_agg(oid::text, ',' ORDER BY oid) FROM pg_catalog.pg_roles
          WHERE pg_catalog.pg_has_role(current_user, oid, 'USAGE')),
-        pg_catalog.current_setting('search_path'))";
+        pg_catalog.current_setting('search_path'), $1)";
 /// Rows inserted, updated and deleted per table, read fresh: they tell when samples are stale.
 const CHANGES_SQL: &str = "SELECT o::int8, pg_catalog.pg_stat_get_tuples_inserted(o) OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_updated(o)
         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_deleted(o) FROM pg_catalog.unnest($1::pg_catalog.oid[]) AS o";
@@ -96,12 +98,13 @@ pub fn for_prompt(privacy: bool) -> Schema {
 /// the tables that can fit in `max_tokens`. The introspection is reused until DDL, the
 /// caller's roles or the search_path change.
 pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report> {
-    let key = introspect(SCHEMA_KEY_SQL, &[])?.unwrap_or_default();
+    let inferred = crate::gucs::use_inferred_relationships();
+    let key = introspect(SCHEMA_KEY_SQL, &[DatumWithOid::from(inferred)])?.unwrap_or_default();
     let cached = SCHEMA.with_borrow(|c| c.as_ref().filter(|(k, _)| !key.is_empty() && *k == key).map(|(_, s)| s.clone()));
     let mut schema = match cached {
         Some(s) => s,
         None => {
-            let json = introspect(SCHEMA_SQL, &[])?
+            let json = introspect(SCHEMA_SQL, &[DatumWithOid::from(inferred)])?
                 .ok_or_else(|| Report::new(SqlState::InternalError, "catalog introspection returned nothing"))?;
             let s: Schema = serde_json::from_str(&json).map_err(|e| {
                 Report::new(SqlState::InternalError, format!("catalog introspection returned bad JSON: {e}"))

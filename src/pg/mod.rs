@@ -10,6 +10,7 @@ pub mod minilm;
 pub mod model;
 pub mod owner;
 pub mod policy;
+pub mod profile;
 pub mod receiver;
 pub mod role;
 pub mod sandbox;

@@ -221,6 +221,7 @@ mod tests {
                 changes: None,
                 columns,
                 primary_key: vec!["col_0".into()],
+                key_inferred: false,
             });
         }
         s.foreign_keys.push(ForeignKey {
@@ -228,6 +229,7 @@ mod tests {
             columns: vec!["col_3".into()],
             ref_table: "table_2".into(),
             ref_columns: vec!["col_0".into()],
+            inferred: false,
         });
         s
     }

@@ -1,0 +1,83 @@
+-- Relationships nobody declared: a small shop without a single key or foreign key, profiled
+-- as a DBA would; what the prompt, the join paths and the views show; the DBA's decisions.
+CREATE SCHEMA shop;
+CREATE TABLE shop.customers (id int NOT NULL, name text, city text);
+CREATE TABLE shop.orders (order_no int NOT NULL, customer_id int, placed date, total numeric(8,2));
+CREATE TABLE shop.order_lines (order_no int NOT NULL, product_code text NOT NULL, qty int);
+CREATE TABLE shop.products (product_code text NOT NULL, label text, price numeric(8,2));
+INSERT INTO shop.customers VALUES (1, 'Ada', 'Oslo'), (2, 'Bo', 'Oslo'), (3, 'Cy', 'Rome'), (4, 'Di', 'Rome');
+INSERT INTO shop.orders VALUES (10, 1, '2024-01-02', 5), (11, 1, '2024-01-03', 7), (12, 3, '2024-02-01', 9), (13, NULL, '2024-02-02', 1);
+INSERT INTO shop.products VALUES ('P1', 'pen', 1.5), ('P2', 'ink', 3), ('P3', 'pad', 2);
+INSERT INTO shop.order_lines VALUES (10, 'P1', 2), (10, 'P2', 1), (11, 'P1', 1), (12, 'P3', 4), (13, 'P2', 1);
+
+-- Nothing declared, nothing known yet.
+SELECT * FROM nl2sql.relationships WHERE from_relation::text LIKE 'shop.%';
+
+-- Profiling reads each table (as its owner, at most nl2sql.profile_rows rows) and keeps what
+-- it finds: keys unique and never NULL, and columns whose names and values point at a key.
+SET client_min_messages = warning;
+SELECT from_relation, from_columns, to_relation, to_columns, source, score FROM nl2sql.profile_relationships(ARRAY['shop']);
+RESET client_min_messages;
+SELECT from_relation, from_columns, to_relation, to_columns, source, evidence FROM nl2sql.relationships
+WHERE from_relation::text LIKE 'shop.%' ORDER BY 1, 2;
+SELECT relation, columns, source, evidence FROM nl2sql.candidate_keys WHERE relation::text LIKE 'shop.%' ORDER BY 1;
+
+-- The model is shown them as keys and join lines, marked as inferred.
+SELECT line FROM regexp_split_to_table(nl2sql.schema_prompt(), E'\n') AS line
+WHERE line ~ '(shop\.|PRIMARY_KEY|inferred|FOREIGN KEYS)' AND line !~ '^# (singer|stadium|concert|singer_in_concert)\.';
+SELECT * FROM nl2sql.join_path('shop.order_lines', 'shop.customers');
+-- Switched off, only confirmed ones are used.
+SET nl2sql.use_inferred_relationships = off;
+SELECT * FROM nl2sql.join_path('shop.order_lines', 'shop.customers');
+RESET nl2sql.use_inferred_relationships;
+
+-- A DBA rejects one: profiling never brings it back; forgetting the decision does.
+SELECT nl2sql.reject_relationship('shop.orders', 'customer_id', 'shop.customers', 'id');
+SET client_min_messages = warning;
+SELECT from_relation, from_columns, to_relation, to_columns, source FROM nl2sql.profile_relationships(ARRAY['shop']);
+RESET client_min_messages;
+SELECT * FROM nl2sql.join_path('shop.orders', 'shop.customers');
+SELECT nl2sql.forget_relationship('shop.orders', 'customer_id', 'shop.customers', 'id');
+SET client_min_messages = warning;
+SELECT count(*) AS found_again FROM nl2sql.profile_relationships(ARRAY['shop'])
+WHERE from_relation = 'shop.orders'::regclass AND source = 'inferred';
+RESET client_min_messages;
+
+-- And confirms or adds one profiling cannot find (no name ties city to anything).
+CREATE TABLE shop.cities (city text NOT NULL, country text);
+INSERT INTO shop.cities VALUES ('Oslo', 'Norway'), ('Rome', 'Italy');
+SELECT nl2sql.confirm_relationship('shop.customers', 'city', 'shop.cities', 'city');
+SELECT from_relation, from_columns, to_relation, to_columns, source, decided_by FROM nl2sql.relationships
+WHERE to_relation = 'shop.cities'::regclass;
+SELECT * FROM nl2sql.join_path('shop.orders', 'shop.cities');
+
+-- Decisions are checked.
+SELECT nl2sql.confirm_relationship('shop.customers', 'name', 'shop.orders', 'total');
+SELECT nl2sql.confirm_relationship('shop.customers', 'nope', 'shop.cities', 'city');
+SELECT nl2sql.confirm_relationship('shop.customers', ARRAY['city', 'name']::name[], 'shop.cities', ARRAY['city']::name[]);
+SELECT nl2sql.reject_relationship('singer_in_concert', 'singer_id', 'singer', 'singer_id');
+
+-- Roles see only relationships between columns they may read, and decide only on their own
+-- tables; profiling skips tables a role does not own.
+CREATE ROLE rel_reader;
+GRANT USAGE ON SCHEMA shop TO rel_reader;
+GRANT SELECT ON shop.orders TO rel_reader;
+GRANT SELECT (order_no, qty) ON shop.order_lines TO rel_reader;
+SET ROLE rel_reader;
+SELECT from_relation, from_columns, to_relation, to_columns, source FROM nl2sql.relationships WHERE from_relation::text LIKE 'shop.%';
+SELECT relation, columns FROM nl2sql.candidate_keys WHERE relation::text LIKE 'shop.%';
+SELECT nl2sql.reject_relationship('shop.order_lines', 'order_no', 'shop.orders', 'order_no');
+SELECT * FROM nl2sql.profile_relationships(ARRAY['shop']);
+SELECT count(*) FROM nl2sql.relationship_store;
+RESET ROLE;
+
+-- Dropped columns and tables take their relationships and keys with them.
+ALTER TABLE shop.customers DROP COLUMN city;
+SELECT count(*) AS to_cities FROM nl2sql.relationships WHERE to_relation = 'shop.cities'::regclass;
+DROP TABLE shop.products;
+SELECT from_relation, from_columns, to_relation, to_columns FROM nl2sql.relationships WHERE from_relation::text LIKE 'shop.%' ORDER BY 1, 2;
+
+DROP SCHEMA shop CASCADE;
+DROP ROLE rel_reader;
+SELECT (SELECT count(*) FROM nl2sql.relationship_store) + (SELECT count(*) FROM nl2sql.key_store)
+       + (SELECT count(*) FROM nl2sql.profile_store) AS left_behind;

@@ -1,0 +1,143 @@
+//! A DBA's decision on one relationship: confirm it (adding it when profiling did not find it),
+//! reject it (profiling never brings it back), or forget the decision. Who may: the owner of
+//! the referencing table (or a member of its owning role), a superuser, or a member of
+//! nl2sql_curator, as for the examples every role's prompts are shown.
+
+use crate::pg::errors::fail;
+use crate::pg::{owner, spi};
+use nl2sql_core::error::SqlState;
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+
+/// Most columns one relationship joins on.
+const MAX_COLUMNS: usize = 4;
+
+/// What is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Confirm,
+    Reject,
+    Forget,
+}
+
+impl Decision {
+    fn stored(self) -> &'static str {
+        match self {
+            Decision::Confirm => "confirmed",
+            Decision::Reject => "rejected",
+            Decision::Forget => "forget",
+        }
+    }
+}
+
+/// Checks and keeps a decision on `from`(`from_columns`) → `to`(`to_columns`).
+pub fn decide(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_columns: Vec<String>, decision: Decision) {
+    let caller = owner::caller();
+    let (from_name, to_name) = (relation(from), relation(to));
+    if from_columns.is_empty() || from_columns.len() > MAX_COLUMNS || from_columns.len() != to_columns.len() {
+        fail(
+            SqlState::InvalidParameterValue,
+            format!("a relationship joins 1 to {MAX_COLUMNS} columns on each side, as many on one as on the other"),
+            Some(format!("{} column(s) of {from_name}, {} of {to_name}", from_columns.len(), to_columns.len())),
+            None,
+        );
+    }
+    if !may_decide(from, caller) {
+        fail(
+            SqlState::InsufficientPrivilege,
+            format!("permission denied to decide on relationships of {from_name}"),
+            None,
+            Some("The owner of the referencing table, a superuser or a member of nl2sql_curator may."),
+        );
+    }
+    let from_types = types(from, &from_name, &from_columns);
+    let to_types = types(to, &to_name, &to_columns);
+    if decision == Decision::Confirm {
+        for ((fc, ft), (tc, tt)) in from_columns.iter().zip(&from_types).zip(to_columns.iter().zip(&to_types)) {
+            if ft.1 != tt.1 {
+                fail(
+                    SqlState::from_code("42804"),
+                    format!("{from_name}.{fc} and {to_name}.{tc} cannot be joined on"),
+                    Some(format!("{fc} is {} and {tc} is {}", ft.0, tt.0)),
+                    Some("Both columns of each pair must be of one kind: numbers, strings, dates, ..."),
+                );
+            }
+        }
+    }
+    if declared(from, &from_columns, to, &to_columns) && decision != Decision::Forget {
+        fail(
+            SqlState::ObjectNotInPrerequisiteState,
+            format!("{from_name} ({}) → {to_name} ({}) is a declared foreign key", from_columns.join(", "), to_columns.join(", ")),
+            None,
+            Some("A declared foreign key needs no decision; drop the constraint to stop using it."),
+        );
+    }
+    let args = [
+        DatumWithOid::from(from),
+        DatumWithOid::from(from_columns),
+        DatumWithOid::from(to),
+        DatumWithOid::from(to_columns),
+        DatumWithOid::from(decision.stored()),
+        DatumWithOid::from(caller),
+    ];
+    owner::as_owner(|| {
+        spi::write(
+            "SELECT nl2sql._relationship_decide($1::pg_catalog.oid::pg_catalog.regclass, $2::pg_catalog.name[],
+                                                $3::pg_catalog.oid::pg_catalog.regclass, $4::pg_catalog.name[], $5, $6)",
+            &args,
+        )
+    });
+}
+
+/// The relation's name as SQL writes it; 42P01 when there is none.
+fn relation(rel: pg_sys::Oid) -> String {
+    spi::read::<String>(
+        "SELECT c.oid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_class c
+         WHERE c.oid OPERATOR(pg_catalog.=) $1 AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog.\"char\"[])",
+        &[rel.into()],
+    )
+    .unwrap_or_else(|| fail(SqlState::UndefinedTable, format!("relation with OID {} does not exist", u32::from(rel)), None, None))
+}
+
+/// Whether `role` may decide on relationships from `rel`.
+fn may_decide(rel: pg_sys::Oid, role: pg_sys::Oid) -> bool {
+    spi::read::<bool>(
+        "SELECT pg_catalog.pg_has_role($2, c.relowner, 'USAGE') OR r.rolsuper
+                OR pg_catalog.pg_has_role($2, 'nl2sql_curator', 'USAGE')
+         FROM pg_catalog.pg_class c, pg_catalog.pg_roles r
+         WHERE c.oid OPERATOR(pg_catalog.=) $1 AND r.oid OPERATOR(pg_catalog.=) $2",
+        &[rel.into(), role.into()],
+    )
+    .unwrap_or(false)
+}
+
+/// Each column's type and type category, in order; 42703 for a column the relation lacks.
+fn types(rel: pg_sys::Oid, name: &str, columns: &[String]) -> Vec<(String, String)> {
+    columns
+        .iter()
+        .map(|c| {
+            spi::read_row(
+                "SELECT pg_catalog.format_type(a.atttypid, a.atttypmod), coalesce(b.typcategory, t.typcategory)::pg_catalog.text
+                 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid
+                 LEFT JOIN pg_catalog.pg_type b ON b.oid OPERATOR(pg_catalog.=) t.typbasetype
+                 WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $2
+                   AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
+                &[rel.into(), c.as_str().into()],
+                |r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()??)),
+            )
+            .unwrap_or_else(|| fail(SqlState::from_code("42703"), format!("column \"{c}\" of relation {name} does not exist"), None, None))
+        })
+        .collect()
+}
+
+/// Whether a foreign key with exactly these columns is declared.
+fn declared(from: pg_sys::Oid, from_columns: &[String], to: pg_sys::Oid, to_columns: &[String]) -> bool {
+    spi::read::<bool>(
+        "SELECT EXISTS (SELECT FROM nl2sql.relationships r
+                        WHERE r.source OPERATOR(pg_catalog.=) 'declared'
+                          AND r.from_relation::pg_catalog.oid OPERATOR(pg_catalog.=) $1 AND r.to_relation::pg_catalog.oid OPERATOR(pg_catalog.=) $3
+                          AND r.from_columns::pg_catalog.text[] OPERATOR(pg_catalog.=) $2 AND r.to_columns::pg_catalog.text[] OPERATOR(pg_catalog.=) $4)",
+        &[from.into(), from_columns.to_vec().into(), to.into(), to_columns.to_vec().into()],
+    )
+    .unwrap_or(false)
+}

@@ -1,0 +1,183 @@
+//! Profiling: keys and relationships nobody declared, found in the data by
+//! nl2sql.profile_relationships() (and again by nl2sql.refresh_value_indexes() once a profiled
+//! table changed), kept in sql/relationships.sql's stores, steered by the DBA's decisions
+//! ([`decide`]). Each table is read as its owner in a restricted context, read-only, within
+//! nl2sql.profile_timeout, at most nl2sql.profile_rows rows of it ([`read`]); the decisions are
+//! the core's (nl2sql_core::profile). Reads take only ACCESS SHARE locks, which DML never waits
+//! on; the stores are written as the extension owner.
+
+mod decide;
+mod read;
+
+pub use decide::{decide, Decision};
+
+use crate::gucs;
+use crate::pg::{owner, spi};
+use nl2sql_core::profile::{self, Findings, TableProfile};
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+use serde_json::json;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// NOTICEs on a long run: at most one this often.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// One row of profile_relationships(): a relationship stored for a profiled table.
+pub type Row = (pg_sys::Oid, Vec<String>, pg_sys::Oid, Vec<String>, String, Option<f32>, Option<String>);
+
+/// Profiles the tables of `schemas` (every user schema when None) the caller may profile, keeps
+/// what was found, and returns the relationships now stored for them that the caller may see.
+pub fn run(schemas: Option<Vec<String>>) -> Vec<Row> {
+    let caller = owner::caller();
+    let listed = read::tables(schemas.as_deref(), caller);
+    let (mine, others): (Vec<_>, Vec<_>) = listed.into_iter().partition(|t| t.may_profile);
+    if !others.is_empty() {
+        notice!(
+            "nl2sql: {} tables skipped: only their owners (and superusers) may profile them, e.g. {}.{}",
+            others.len(),
+            others[0].schema,
+            others[0].name
+        );
+    }
+    let oids = profile_tables(mine);
+    stored(&oids)
+}
+
+/// Profiles again when some table profiled before changed, or a table of a profiled schema was
+/// added (from nl2sql.refresh_value_indexes()); nothing when profiling never ran.
+pub fn refresh_if_changed() {
+    let caller = owner::caller();
+    let before: HashMap<u32, Option<i64>> = owner::as_owner(|| {
+        spi::rows("SELECT relation::pg_catalog.oid, changes FROM nl2sql.profile_store", &[], |r| {
+            Some((u32::from(r.get::<pg_sys::Oid>(1).ok()??), r.get::<i64>(2).ok()?))
+        })
+    })
+    .into_iter()
+    .collect();
+    if before.is_empty() {
+        return;
+    }
+    let listed: Vec<read::Listed> = read::tables(None, caller).into_iter().filter(|t| t.may_profile).collect();
+    let changed = listed.iter().any(|t| before.get(&u32::from(t.oid)).is_none_or(|c| *c != t.changes));
+    if changed {
+        let n = profile_tables(listed).len();
+        notice!("nl2sql: tables changed since they were profiled; {n} tables profiled again");
+    }
+}
+
+/// Reads, infers and keeps; the OIDs of the tables profiled.
+fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
+    let started = Instant::now();
+    let max_rows = gucs::profile_rows();
+    let timeout = gucs::profile_timeout();
+    let total = listed.len();
+    if total > 0 {
+        notice!("nl2sql: profiling {total} tables (at most {max_rows} rows of each)");
+    }
+    let mut estimates = HashMap::new();
+    let mut changes = HashMap::new();
+    let mut tables: Vec<TableProfile> = Vec::with_capacity(total);
+    let mut last_notice = Instant::now();
+    for (i, t) in listed.into_iter().enumerate() {
+        check_for_interrupts!();
+        let (oid, estimate, label) = (t.oid, t.row_estimate, format!("{}.{}", t.schema, t.name));
+        changes.insert(u32::from(oid), t.changes);
+        let sampling = read::Sampling::for_table(estimate, max_rows);
+        match read::profile(t, sampling, max_rows, timeout) {
+            Ok(p) => {
+                estimates.insert(u32::from(oid), estimate);
+                tables.push(p);
+            }
+            Err(why) => notice!("nl2sql: table {label} not profiled: {why}"),
+        }
+        if last_notice.elapsed() >= PROGRESS_EVERY {
+            notice!("nl2sql: profiled {} of {total} tables ({:.0} s)", i + 1, started.elapsed().as_secs_f64());
+            last_notice = Instant::now();
+        }
+    }
+    let mut checks = read::Checks { timeout, max_rows, estimates };
+    let findings = profile::infer(&tables, &mut checks);
+    for ((f, fc), (t, tc)) in findings.unchecked.iter().take(5) {
+        notice!(
+            "nl2sql: {}.{} may hold {}.{}, but its values could not be checked within nl2sql.profile_timeout; confirm it with nl2sql.confirm_relationship() if it does",
+            tables[*f].name,
+            tables[*f].columns[*fc].name,
+            tables[*t].name,
+            tables[*t].columns[*tc].name
+        );
+    }
+    save(&tables, &findings, &changes);
+    if total > 0 {
+        notice!(
+            "nl2sql: profiled {} tables in {:.1} s: {} relationships and {} keys inferred",
+            tables.len(),
+            started.elapsed().as_secs_f64(),
+            findings.links.len(),
+            findings.keys.len()
+        );
+    }
+    tables.iter().map(|t| pg_sys::Oid::from(t.oid)).collect()
+}
+
+/// Keeps the findings for the tables read (nl2sql._profile_save, as the extension owner).
+fn save(tables: &[TableProfile], f: &Findings, changes: &HashMap<u32, Option<i64>>) {
+    let column = |(t, c): (usize, usize)| (tables[t].oid, tables[t].columns[c].name.as_str());
+    let links: Vec<serde_json::Value> = f
+        .links
+        .iter()
+        .map(|l| {
+            let ((from, fc), (to, tc)) = (column(l.from), column(l.to));
+            json!({"from": from, "from_column": fc, "to": to, "to_column": tc, "score": l.score, "evidence": l.evidence})
+        })
+        .collect();
+    let keys: Vec<serde_json::Value> = f
+        .keys
+        .iter()
+        .map(|k| {
+            let t = &tables[k.table];
+            let cols: Vec<&str> = k.columns.iter().map(|&c| t.columns[c].name.as_str()).collect();
+            json!({"relation": t.oid, "columns": cols, "score": k.score, "evidence": k.evidence})
+        })
+        .collect();
+    let args = [
+        DatumWithOid::from(tables.iter().map(|t| pg_sys::Oid::from(t.oid)).collect::<Vec<_>>()),
+        DatumWithOid::from(tables.iter().map(|t| t.rows).collect::<Vec<i64>>()),
+        DatumWithOid::from(tables.iter().map(|t| t.complete).collect::<Vec<bool>>()),
+        DatumWithOid::from(tables.iter().map(|t| changes.get(&t.oid).copied().flatten()).collect::<Vec<Option<i64>>>()),
+        DatumWithOid::from(pgrx::Json(serde_json::Value::Array(links))),
+        DatumWithOid::from(pgrx::Json(serde_json::Value::Array(keys))),
+    ];
+    owner::as_owner(|| {
+        spi::write(
+            "SELECT nl2sql._profile_save($1::pg_catalog.oid[], $2::pg_catalog.int8[], $3::pg_catalog.bool[], $4::pg_catalog.int8[], $5, $6)",
+            &args,
+        )
+    });
+}
+
+/// The relationships stored for `oids` that the caller may see (nl2sql.relationships, read as
+/// the caller), inferred ones first by score.
+fn stored(oids: &[pg_sys::Oid]) -> Vec<Row> {
+    let args = [DatumWithOid::from(oids.to_vec())];
+    spi::rows(
+        "SELECT from_relation::pg_catalog.oid, from_columns::pg_catalog.text[], to_relation::pg_catalog.oid, to_columns::pg_catalog.text[],
+                source, score, evidence
+         FROM nl2sql.relationships
+         WHERE source OPERATOR(pg_catalog.<>) 'declared'
+           AND (from_relation::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) OR to_relation::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1))
+         ORDER BY from_relation::pg_catalog.text, from_columns, to_relation::pg_catalog.text",
+        &args,
+        |r| {
+            Some((
+                r.get::<pg_sys::Oid>(1).ok()??,
+                r.get::<Vec<String>>(2).ok()??,
+                r.get::<pg_sys::Oid>(3).ok()??,
+                r.get::<Vec<String>>(4).ok()??,
+                r.get::<String>(5).ok()??,
+                r.get::<f32>(6).ok()?,
+                r.get::<String>(7).ok()?,
+            ))
+        },
+    )
+}

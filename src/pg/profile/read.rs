@@ -1,0 +1,182 @@
+//! What profiling reads of the database: the tables to profile, a bounded sample of each (as
+//! the table's owner, in a restricted context, read-only, with a timeout), and the checks the
+//! core's decisions ask for ([`Probe`]).
+
+use crate::pg::{owner, sandbox, spi};
+use nl2sql_core::profile::{ColumnProfile, Family, Probe, TableProfile};
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+use serde::Deserialize;
+use std::time::Duration;
+
+const TABLES_SQL: &str = include_str!("../../../sql/queries/profile_tables.sql");
+/// Values kept per column for the containment checks (all of them for a key of a table read
+/// whole when it has no more).
+pub const KEEP_VALUES: i32 = 1000;
+/// Sample a table larger than the rows to read by blocks, this many times the share needed
+/// (blocks are not all full), then take the first rows.
+const OVERSAMPLE: f64 = 3.0;
+
+/// A table the listing found, before it is read.
+pub struct Listed {
+    pub oid: pg_sys::Oid,
+    pub schema: String,
+    pub name: String,
+    pub row_estimate: f64,
+    pub may_profile: bool,
+    pub changes: Option<i64>,
+    pub declared_key: bool,
+    pub columns: Vec<ColumnProfile>,
+}
+
+/// The tables of `schemas` (all user schemas when None) with columns of the types keys are
+/// made of, and whether `caller` may profile each.
+pub fn tables(schemas: Option<&[String]>, caller: pg_sys::Oid) -> Vec<Listed> {
+    let args = [DatumWithOid::from(schemas.map(<[String]>::to_vec)), DatumWithOid::from(caller)];
+    spi::rows(TABLES_SQL, &args, |r| {
+        let columns: Vec<ColumnProfile> = serde_json::from_str(&r.get::<String>(8).ok()??).ok()?;
+        Some(Listed {
+            oid: r.get::<pg_sys::Oid>(1).ok()??,
+            schema: r.get::<String>(2).ok()??,
+            name: r.get::<String>(3).ok()??,
+            row_estimate: r.get::<f64>(4).ok()?.unwrap_or(-1.0),
+            may_profile: r.get::<bool>(5).ok()?.unwrap_or(false),
+            changes: r.get::<i64>(6).ok()?,
+            declared_key: r.get::<bool>(7).ok()?.unwrap_or(false),
+            columns,
+        })
+    })
+}
+
+/// How a table is read: at most `max_rows` rows, by a block sample of `percent` when larger.
+#[derive(Debug, Clone, Copy)]
+pub struct Sampling {
+    pub max_rows: i32,
+    pub percent: f64,
+}
+
+impl Sampling {
+    pub fn for_table(row_estimate: f64, max_rows: i32) -> Sampling {
+        if row_estimate > max_rows as f64 {
+            let percent = (100.0 * OVERSAMPLE * max_rows as f64 / row_estimate).min(100.0);
+            Sampling { max_rows, percent }
+        } else {
+            // one more row than wanted tells a table larger than its estimate
+            Sampling { max_rows: max_rows.saturating_add(1), percent: 100.0 }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Sampled {
+    rows: i64,
+    columns: Vec<(i64, i64, Option<Vec<String>>)>,
+}
+
+/// Reads `t` as its owner; None (with the reason) when that failed or took longer than
+/// `timeout` (a policy that raises, a lock): the table is left out.
+pub fn profile(t: Listed, sampling: Sampling, wanted_rows: i32, timeout: Duration) -> Result<TableProfile, String> {
+    let names: Vec<String> = t.columns.iter().map(|c| c.name.clone()).collect();
+    let args = [
+        DatumWithOid::from(t.oid),
+        DatumWithOid::from(names),
+        DatumWithOid::from(sampling.max_rows),
+        DatumWithOid::from(sampling.percent),
+        DatumWithOid::from(KEEP_VALUES),
+    ];
+    let read = sandbox::isolated(timeout, || {
+        owner::as_table_owner(t.oid, || {
+            spi::read::<String>(
+                "SELECT nl2sql._profile_table($1::pg_catalog.oid::pg_catalog.regclass, $2::pg_catalog.name[], $3, $4, $5)::pg_catalog.text",
+                &args,
+            )
+        })
+    });
+    let json = match read {
+        Ok(Some(j)) => j,
+        Ok(None) => return Err("nothing was read".into()),
+        Err(f) => return Err(failure_text(&f)),
+    };
+    let s: Sampled = serde_json::from_str(&json).map_err(|e| format!("unexpected profile: {e}"))?;
+    let mut columns = t.columns;
+    for (c, (nulls, distinct, values)) in columns.iter_mut().zip(s.columns) {
+        c.nulls = nulls;
+        c.distinct = distinct;
+        c.values = values.unwrap_or_default();
+    }
+    Ok(TableProfile {
+        oid: u32::from(t.oid),
+        schema: t.schema,
+        name: t.name,
+        complete: sampling.percent >= 100.0 && s.rows <= wanted_rows as i64,
+        rows: s.rows,
+        declared_key: t.declared_key,
+        columns,
+    })
+}
+
+fn failure_text(f: &nl2sql_core::refine::Failure) -> String {
+    match f {
+        nl2sql_core::refine::Failure::Timeout { ms } => format!("reading it took longer than {ms} ms"),
+        nl2sql_core::refine::Failure::Execution(r) | nl2sql_core::refine::Failure::Analysis(r) => r.message.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The database answering the core's checks, each read as the checked table's owner,
+/// read-only, within `timeout`.
+pub struct Checks {
+    pub timeout: Duration,
+    pub max_rows: i32,
+    /// The row estimate of each profiled table, by OID, to sample pairs as the profile did.
+    pub estimates: std::collections::HashMap<u32, f64>,
+}
+
+impl Probe for Checks {
+    fn found(&mut self, table: &TableProfile, column: &ColumnProfile, family: Family, values: &[String]) -> Option<usize> {
+        check_for_interrupts!();
+        let oid = pg_sys::Oid::from(table.oid);
+        let args = [
+            DatumWithOid::from(oid),
+            DatumWithOid::from(column.name.as_str()),
+            DatumWithOid::from(values.to_vec()),
+            DatumWithOid::from(family.array_type()),
+        ];
+        let n = sandbox::isolated(self.timeout, || {
+            owner::as_table_owner(oid, || {
+                spi::read::<i64>(
+                    "SELECT nl2sql._profile_probe($1::pg_catalog.oid::pg_catalog.regclass, $2::pg_catalog.name, $3::pg_catalog.text[], $4)",
+                    &args,
+                )
+            })
+        });
+        n.ok().flatten().map(|n| n.max(0) as usize)
+    }
+
+    fn distinct_pairs(&mut self, table: &TableProfile, pairs: &[(usize, usize)]) -> Vec<Option<i64>> {
+        check_for_interrupts!();
+        let oid = pg_sys::Oid::from(table.oid);
+        let estimate = self.estimates.get(&table.oid).copied().unwrap_or(-1.0);
+        let sampling = Sampling::for_table(estimate, self.max_rows);
+        let name = |c: usize| table.columns[c].name.clone();
+        let args = [
+            DatumWithOid::from(oid),
+            DatumWithOid::from(pairs.iter().map(|p| name(p.0)).collect::<Vec<_>>()),
+            DatumWithOid::from(pairs.iter().map(|p| name(p.1)).collect::<Vec<_>>()),
+            DatumWithOid::from(sampling.max_rows),
+            DatumWithOid::from(sampling.percent),
+        ];
+        let counts = sandbox::isolated(self.timeout, || {
+            owner::as_table_owner(oid, || {
+                spi::read::<Vec<Option<i64>>>(
+                    "SELECT nl2sql._profile_pairs($1::pg_catalog.oid::pg_catalog.regclass, $2::pg_catalog.name[], $3::pg_catalog.name[], $4, $5)",
+                    &args,
+                )
+            })
+        });
+        match counts {
+            Ok(Some(c)) if c.len() == pairs.len() => c,
+            _ => vec![None; pairs.len()],
+        }
+    }
+}
