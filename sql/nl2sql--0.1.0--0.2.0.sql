@@ -959,9 +959,11 @@ BEGIN
 END
 $$;
 
--- How many of `vals` some row of rel.col holds, compared as `array_type` (a built-in array
--- type nl2sql chose: int8[], numeric[], text[] or uuid[]) so that an index on the column serves.
-CREATE FUNCTION nl2sql._profile_probe(rel regclass, col name, vals text[], array_type text)
+-- How many of `vals` some row of rel.col holds, compared as the column's own built-in type
+-- (`type_name`: int2, int4, int8, numeric, text, varchar, bpchar or uuid), so that an index on
+-- the column serves, and the values are a quoted constant, not a parameter: without an index,
+-- PostgreSQL then hashes them and reads the table once.
+CREATE FUNCTION nl2sql._profile_probe(rel regclass, col name, vals text[], type_name name)
 RETURNS bigint
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -969,11 +971,11 @@ AS $$
 DECLARE
     found bigint;
 BEGIN
-    IF array_type NOT IN ('pg_catalog.int8[]', 'pg_catalog.numeric[]', 'pg_catalog.text[]', 'pg_catalog.uuid[]') THEN
-        RAISE EXCEPTION 'nl2sql._profile_probe: unexpected type %', array_type;
+    IF type_name NOT IN ('int2', 'int4', 'int8', 'numeric', 'text', 'varchar', 'bpchar', 'uuid') THEN
+        RAISE EXCEPTION 'nl2sql._profile_probe: unexpected type %', type_name;
     END IF;
-    EXECUTE format('SELECT count(DISTINCT %1$I) FROM %2$s WHERE %1$I = ANY ($1::%3$s)', col, rel, array_type)
-        INTO found USING vals;
+    EXECUTE format('SELECT count(DISTINCT %1$I) FROM %2$s WHERE %1$I = ANY (%3$L::pg_catalog.%4$I[])', col, rel, vals::text, type_name)
+        INTO found;
     RETURN found;
 END
 $$;

@@ -108,6 +108,32 @@ def test_values_added_on_the_primary_are_found_on_the_standby(standby):
         replica.close()
 
 
+def test_relationships_profiled_on_the_primary_serve_on_the_standby(standby):
+    """Profiling writes on the primary; the standby's prompts and join paths read what it kept,
+    without a transaction ID; profiling itself is refused there."""
+    primary, info = standby
+    primary.execute("CREATE TABLE berths (berth_no int NOT NULL, harbour_id int)")
+    primary.execute("INSERT INTO berths VALUES (1, 2), (2, 2), (3, 3)")
+    primary.execute("SELECT * FROM nl2sql.profile_relationships(ARRAY['public'])")
+    replica = psycopg.connect(autocommit=True, **info)
+    try:
+        caught_up(primary, replica)
+        assert "berths.harbour_id = harbours.id (inferred)" in replica.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+        steps = replica.execute("SELECT join_condition FROM nl2sql.join_path('berths', 'harbours')").fetchall()
+        assert steps == [("berths.harbour_id = harbours.id",)]
+        assert replica.execute("SELECT pg_current_xact_id_if_assigned() IS NULL").fetchone()[0]
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction) as e:
+            replica.execute("SELECT * FROM nl2sql.profile_relationships()")
+        assert e.value.diag.message_primary == "cannot profile relationships on a hot standby"
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            replica.execute("SELECT nl2sql.reject_relationship('berths', 'harbour_id', 'harbours', 'id')")
+    finally:
+        replica.close()
+        primary.execute("DROP TABLE berths")
+        for store in ("relationship_store", "key_store", "profile_store"):
+            primary.execute(f"DELETE FROM nl2sql.{store}")
+
+
 def test_history_feedback_and_follow_ups_on_a_standby(standby):
     """Behind a pooler, reads go to standbys: a question there is answered, not recorded (the
     trace says why); feedback is refused (it writes); a follow-up names a call recorded on the

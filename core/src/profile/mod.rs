@@ -42,15 +42,6 @@ impl Family {
         }
     }
 
-    /// The array type a probe compares values as (built in: nothing another role wrote).
-    pub fn array_type(self) -> &'static str {
-        match self {
-            Family::Integer => "pg_catalog.int8[]",
-            Family::Decimal => "pg_catalog.numeric[]",
-            Family::Text => "pg_catalog.text[]",
-            Family::Uuid => "pg_catalog.uuid[]",
-        }
-    }
 }
 
 /// What was read of one column.
@@ -128,7 +119,7 @@ impl TableProfile {
 pub trait Probe {
     /// How many of `values` some row of the table's column holds; None when that could not be
     /// told in the time allowed.
-    fn found(&mut self, table: &TableProfile, column: &ColumnProfile, family: Family, values: &[String]) -> Option<usize>;
+    fn found(&mut self, table: &TableProfile, column: &ColumnProfile, values: &[String]) -> Option<usize>;
 
     /// For each pair of columns, the distinct non-NULL pairs among the rows read (the same
     /// sample as the profile when the table is large); None where it could not be told.
@@ -219,8 +210,13 @@ fn table_names(tables: &[TableProfile]) -> Vec<TableNames> {
 #[allow(clippy::type_complexity)]
 fn candidates(tables: &[TableProfile], names: &[TableNames]) -> Vec<((usize, usize), Vec<((usize, usize), f32)>)> {
     let index = names::FormIndex::new(names.iter());
-    let keys_of: Vec<Vec<usize>> =
-        tables.iter().map(|t| (0..t.columns.len()).filter(|&c| t.columns[c].family().is_some() && t.is_key(c)).collect()).collect();
+    // a column holding a declared foreign key is another table's key, not its own table's
+    // (unless declared unique too: a one-to-one extension of the table it references)
+    let target = |t: &TableProfile, c: usize| {
+        let col = &t.columns[c];
+        col.family().is_some() && t.is_key(c) && (!col.declared_reference || col.declared_unique)
+    };
+    let keys_of: Vec<Vec<usize>> = tables.iter().map(|t| (0..t.columns.len()).filter(|&c| target(t, c)).collect()).collect();
     let same_name = names::by_name(
         tables.iter().enumerate().flat_map(|(ti, t)| keys_of[ti].iter().map(move |&c| (ti, c, t.columns[c].name.as_str()))),
     );
@@ -251,13 +247,21 @@ fn candidates(tables: &[TableProfile], names: &[TableNames]) -> Vec<((usize, usi
                     continue;
                 }
                 if let Some(s) = names::link(&names[ti], &col.name, &names[t2], &key.name, key.declared_unique) {
-                    targets.push(((t2, c2), s));
+                    targets.push(((t2, c2), s, names[t2].home(&key.name, key.declared_unique)));
                 }
             }
-            // only the strongest names are worth checking against the data
-            if let Some(top) = targets.iter().map(|(_, s)| *s).reduce(f32::max) {
-                targets.retain(|(_, s)| *s >= top);
-                out.push(((ti, ci), targets));
+            // only the strongest names are worth checking against the data; among those, the
+            // column that identifies its table best (lead_target.id, not lead_target's own
+            // reference customer_target_id), and a table of the column's own schema before
+            // another schema's of the same name
+            if let Some(top) = targets.iter().map(|(_, s, _)| *s).reduce(f32::max) {
+                targets.retain(|(_, s, _)| *s >= top);
+                let home = targets.iter().map(|(_, _, h)| *h).max().unwrap_or(0);
+                targets.retain(|(_, _, h)| *h == home);
+                if targets.iter().any(|((t2, _), _, _)| tables[*t2].schema == t.schema) {
+                    targets.retain(|((t2, _), _, _)| tables[*t2].schema == t.schema);
+                }
+                out.push(((ti, ci), targets.into_iter().map(|(to, s, _)| (to, s)).collect()));
             }
         }
     }
@@ -276,7 +280,7 @@ fn containment(tables: &[TableProfile], from: (usize, usize), to: (usize, usize)
         let held: HashSet<&str> = k.values.iter().map(String::as_str).collect();
         f.values.iter().filter(|v| held.contains(v.as_str())).count()
     } else {
-        probe.found(tt, k, k.family()?, &f.values)?
+        probe.found(tt, k, &f.values)?
     };
     Some(found as f64 / f.values.len() as f64)
 }

@@ -166,19 +166,19 @@ impl TableNames {
         had || ws.is_empty()
     }
 
-    /// How surely `column` identifies this table's rows, by its name: 3 declared as its key,
-    /// 2 a bare identifier (`id`, `code`), 2 or 1 an identifier naming the table (`stuid` in
-    /// student, `feature_type_code` in reference_feature_types), 1 an initial and `id` (`uid`
-    /// in users); 0 a column that names something else (`merchant_id` in coupons).
+    /// How surely `column` identifies this table's rows, by its name: 4 declared as its key,
+    /// 3 a bare identifier (`id`, `code`), 1 to 3 an identifier naming the table ([`refers`]:
+    /// `stuid` in student, `feature_type_code` in reference_feature_types), 1 an initial and
+    /// `id` (`uid` in users); 0 a column that names something else (`merchant_id` in coupons).
     pub fn home(&self, column: &str, declared: bool) -> u8 {
         if declared {
-            return 3;
+            return 4;
         }
         let e = self.entities(column);
         if e.bare {
-            return 2;
+            return 3;
         }
-        let r = refers(&e.names, &self.forms);
+        let r = refers(&e, &self.forms);
         if r > 0 {
             return r;
         }
@@ -211,6 +211,8 @@ pub fn schema_prefix<'a>(tables: impl Iterator<Item = &'a str> + Clone) -> Strin
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Entities {
     pub names: Vec<String>,
+    /// Those of `names` that are all the words joined (`claimsummary`, not `summary`).
+    pub joined: Vec<String>,
     pub bare: bool,
 }
 
@@ -228,7 +230,11 @@ fn entities(column: &str, prefix: &str) -> Entities {
             out.bare = true;
             continue;
         }
-        for n in [ws.concat(), ws[ws.len() - 1].clone()] {
+        let whole = ws.concat();
+        if !out.joined.contains(&whole) {
+            out.joined.push(whole.clone());
+        }
+        for n in [whole, ws[ws.len() - 1].clone()] {
             if !out.names.contains(&n) {
                 out.names.push(n);
             }
@@ -250,27 +256,32 @@ fn names(e: &str, f: &str) -> u8 {
     }
 }
 
-/// How strongly some entity names some form of a table: the best [`names`] times the
-/// form's own strength, capped at 2.
-pub fn refers(entities: &[String], forms: &[(String, u8)]) -> u8 {
+/// How strongly a column's entities name a table: 3 all its words are the table's whole name
+/// (`claim_summary_id` of claim_summary, `visitor_id` of visitor), 2 its last word is
+/// (`caused_by_ship_id` of ship), 1 a word of the table's name or an abbreviation of it
+/// (`maker` of car_makers, `stu` of student); else 0.
+pub fn refers(e: &Entities, forms: &[(String, u8)]) -> u8 {
     let mut best = 0;
-    for e in entities {
+    for name in &e.names {
+        let whole = e.joined.contains(name);
         for (f, strength) in forms {
-            let n = names(e, f);
-            if n == 2 {
-                best = best.max(*strength);
-            } else if n == 1 {
-                best = best.max(1);
-            }
+            let level = match names(name, f) {
+                2 if *strength == 2 && whole => 3,
+                2 => *strength,
+                1 => 1,
+                _ => 0,
+            };
+            best = best.max(level);
         }
     }
     best
 }
 
 /// How strongly the name of `from_column` (of `from`) says it holds `to_column` of `to`,
-/// which identifies `to`'s rows by its name (or is declared its key): 1.0 the same name, 0.9
-/// naming the table whole, 0.8 a word or an abbreviation of it; None when the names do not
-/// relate (and for two bare identifiers: `id` and `id` say nothing).
+/// which identifies `to`'s rows by its name (or is declared its key): 0.95 naming the table
+/// whole, 0.9 by its last word, 0.8 by a word or an abbreviation, and 0.05 more for the same
+/// name on both sides (a same name alone counts 0.85); None when the names do not relate (and
+/// for two bare identifiers: `id` and `id` say nothing).
 pub fn link(from: &TableNames, from_column: &str, to: &TableNames, to_column: &str, to_declared: bool) -> Option<f32> {
     if to.home(to_column, to_declared) == 0 {
         return None;
@@ -279,14 +290,15 @@ pub fn link(from: &TableNames, from_column: &str, to: &TableNames, to_column: &s
     if e.names.is_empty() {
         return None;
     }
-    if from_column.eq_ignore_ascii_case(to_column) {
-        return Some(1.0);
-    }
-    match refers(&e.names, to.forms()) {
-        2 => Some(0.9),
-        1 => Some(0.8),
-        _ => None,
-    }
+    let same = from_column.eq_ignore_ascii_case(to_column);
+    let base = match refers(&e, to.forms()) {
+        3 => 0.95,
+        2 => 0.9,
+        1 => 0.8,
+        _ if same => 0.8,
+        _ => return None,
+    };
+    Some(if same { base + 0.05 } else { base })
 }
 
 /// The tables whose forms an entity may name, found without comparing every pair: the same

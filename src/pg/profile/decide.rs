@@ -32,6 +32,7 @@ impl Decision {
 
 /// Checks and keeps a decision on `from`(`from_columns`) → `to`(`to_columns`).
 pub fn decide(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_columns: Vec<String>, decision: Decision) {
+    super::require_primary("decide on relationships");
     let caller = owner::caller();
     let (from_name, to_name) = (relation(from), relation(to));
     if from_columns.is_empty() || from_columns.len() > MAX_COLUMNS || from_columns.len() != to_columns.len() {

@@ -29,6 +29,7 @@ pub type Row = (pg_sys::Oid, Vec<String>, pg_sys::Oid, Vec<String>, String, Opti
 /// Profiles the tables of `schemas` (every user schema when None) the caller may profile, keeps
 /// what was found, and returns the relationships now stored for them that the caller may see.
 pub fn run(schemas: Option<Vec<String>>) -> Vec<Row> {
+    require_primary("profile relationships");
     let caller = owner::caller();
     let listed = read::tables(schemas.as_deref(), caller);
     let (mine, others): (Vec<_>, Vec<_>) = listed.into_iter().partition(|t| t.may_profile);
@@ -63,6 +64,19 @@ pub fn refresh_if_changed() {
     if changed {
         let n = profile_tables(listed).len();
         notice!("nl2sql: tables changed since they were profiled; {n} tables profiled again");
+    }
+}
+
+/// Raises 25006 on a hot standby: the stores are written on the primary, standbys read them.
+fn require_primary(what: &str) {
+    // SAFETY: reads shared memory state.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        crate::pg::errors::fail(
+            nl2sql_core::error::SqlState::ReadOnlySqlTransaction,
+            format!("cannot {what} on a hot standby"),
+            Some("Relationships are profiled and decided on the primary; standbys read them.".into()),
+            None,
+        );
     }
 }
 

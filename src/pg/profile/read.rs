@@ -3,7 +3,7 @@
 //! core's decisions ask for ([`Probe`]).
 
 use crate::pg::{owner, sandbox, spi};
-use nl2sql_core::profile::{ColumnProfile, Family, Probe, TableProfile};
+use nl2sql_core::profile::{ColumnProfile, Probe, TableProfile};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use serde::Deserialize;
@@ -133,19 +133,19 @@ pub struct Checks {
 }
 
 impl Probe for Checks {
-    fn found(&mut self, table: &TableProfile, column: &ColumnProfile, family: Family, values: &[String]) -> Option<usize> {
+    fn found(&mut self, table: &TableProfile, column: &ColumnProfile, values: &[String]) -> Option<usize> {
         check_for_interrupts!();
         let oid = pg_sys::Oid::from(table.oid);
         let args = [
             DatumWithOid::from(oid),
             DatumWithOid::from(column.name.as_str()),
             DatumWithOid::from(values.to_vec()),
-            DatumWithOid::from(family.array_type()),
+            DatumWithOid::from(column.type_name.as_str()),
         ];
         let n = sandbox::isolated(self.timeout, || {
             owner::as_table_owner(oid, || {
                 spi::read::<i64>(
-                    "SELECT nl2sql._profile_probe($1::pg_catalog.oid::pg_catalog.regclass, $2::pg_catalog.name, $3::pg_catalog.text[], $4)",
+                    "SELECT nl2sql._profile_probe($1::pg_catalog.oid::pg_catalog.regclass, $2::pg_catalog.name, $3::pg_catalog.text[], $4::pg_catalog.name)",
                     &args,
                 )
             })

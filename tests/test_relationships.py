@@ -1,0 +1,172 @@
+"""Profiling relationships nobody declared, against hostile table owners, odd names, slow reads
+and cancels; what the stores allow; and a dump and restore keeping the DBA's decisions."""
+import os
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+KEYLESS = """
+CREATE SCHEMA {s};
+CREATE TABLE {s}.customers (id int NOT NULL, name text);
+CREATE TABLE {s}.orders (order_no int NOT NULL, customer_id int, total numeric);
+INSERT INTO {s}.customers SELECT g, 'c' || g FROM generate_series(1, 50) g;
+INSERT INTO {s}.orders SELECT g, 1 + g % 50, g FROM generate_series(1, 200) g;
+"""
+
+
+def notices(conn):
+    got = []
+    conn.add_notice_handler(lambda d: got.append(d.message_primary))
+    return got
+
+
+def inferred(conn, schema):
+    return conn.execute(
+        "SELECT format('%%s.%%s -> %%s.%%s', from_relation, from_columns[1], to_relation, to_columns[1]), source "
+        "FROM nl2sql.relationships WHERE from_relation::text LIKE %s ORDER BY 1", (schema + ".%",)).fetchall()
+
+
+@pytest.fixture
+def db(connect):
+    c = connect()
+    c.execute("SET client_min_messages = warning")
+    yield c
+    c.execute("DROP SCHEMA IF EXISTS rel_a CASCADE")
+    c.execute("DROP SCHEMA IF EXISTS rel_m CASCADE")
+    c.execute("DROP SCHEMA IF EXISTS \"rel odd\" CASCADE")
+    for role in ("rel_mallory", "rel_viewer"):
+        if c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+            c.execute(f"DROP OWNED BY {role}")
+            c.execute(f"DROP ROLE {role}")
+
+
+def test_a_hostile_owners_policy_runs_as_that_owner_and_only_skips_its_table(db):
+    # mallory's table forces row-level security with a policy that tries to make her a
+    # superuser and to write while it is read; a superuser profiles everything
+    db.execute(KEYLESS.format(s="rel_a"))
+    db.execute("CREATE ROLE rel_mallory")
+    db.execute("CREATE SCHEMA rel_m AUTHORIZATION rel_mallory")
+    db.execute("SET ROLE rel_mallory")
+    db.execute("CREATE TABLE rel_m.loot (id int NOT NULL, customer_id int)")
+    db.execute("INSERT INTO rel_m.loot VALUES (1, 1), (2, 2)")
+    db.execute("CREATE TABLE rel_m.notes (t text)")
+    db.execute("""CREATE FUNCTION rel_m.grab() RETURNS boolean LANGUAGE plpgsql AS $$
+                  BEGIN
+                      BEGIN ALTER ROLE rel_mallory SUPERUSER; EXCEPTION WHEN OTHERS THEN NULL; END;
+                      INSERT INTO rel_m.notes VALUES (current_user);
+                      RETURN true;
+                  END $$""")
+    db.execute("ALTER TABLE rel_m.loot ENABLE ROW LEVEL SECURITY")
+    db.execute("ALTER TABLE rel_m.loot FORCE ROW LEVEL SECURITY")
+    db.execute("CREATE POLICY p ON rel_m.loot USING (rel_m.grab())")
+    db.execute("RESET ROLE")
+    db.execute("SET client_min_messages = notice")
+    said = notices(db)
+    db.execute("SELECT * FROM nl2sql.profile_relationships(ARRAY['rel_a', 'rel_m'])").fetchall()
+    assert not db.execute("SELECT rolsuper FROM pg_roles WHERE rolname = 'rel_mallory'").fetchone()[0]
+    assert db.execute("SELECT count(*) FROM rel_m.notes").fetchone()[0] == 0
+    assert any("rel_m.loot not profiled" in m for m in said), said
+    # the other tables were profiled all the same
+    assert inferred(db, "rel_a") == [("rel_a.orders.customer_id -> rel_a.customers.id", "inferred")]
+
+
+def test_names_that_need_quoting_are_read_and_never_spliced(db):
+    db.execute('CREATE SCHEMA "rel odd"')
+    db.execute('CREATE TABLE "rel odd"."Clients; DROP TABLE x" ("Client Id" int NOT NULL, "na""me" text)')
+    db.execute('CREATE TABLE "rel odd".invoices ("Client Id" int, amount int)')
+    db.execute('INSERT INTO "rel odd"."Clients; DROP TABLE x" SELECT g, g::text FROM generate_series(1, 5) g')
+    db.execute('INSERT INTO "rel odd".invoices SELECT 1 + g % 5, g FROM generate_series(1, 20) g')
+    rows = db.execute("SELECT from_columns, to_relation::text, to_columns FROM nl2sql.profile_relationships(ARRAY['rel odd'])").fetchall()
+    assert rows == [(["Client Id"], '"rel odd"."Clients; DROP TABLE x"', ["Client Id"])]
+    keys = db.execute("""SELECT columns FROM nl2sql.candidate_keys WHERE relation = '"rel odd"."Clients; DROP TABLE x"'::regclass""").fetchall()
+    assert keys == [(["Client Id"],)]
+
+
+def test_a_slow_table_runs_out_of_time_and_a_cancel_ends_profiling(db, connect):
+    db.execute(KEYLESS.format(s="rel_a"))
+    db.execute("CREATE TABLE rel_a.slow (id int NOT NULL)")
+    db.execute("INSERT INTO rel_a.slow SELECT generate_series(1, 1000)")
+    db.execute("ALTER TABLE rel_a.slow ENABLE ROW LEVEL SECURITY")
+    db.execute("ALTER TABLE rel_a.slow FORCE ROW LEVEL SECURITY")
+    db.execute("CREATE POLICY p ON rel_a.slow USING (pg_sleep(0.01) IS NOT NULL)")
+    # its owner (not a superuser, who would bypass the policy) reads it too: 1,000 rows x 10 ms
+    db.execute("CREATE ROLE rel_viewer")
+    db.execute("GRANT USAGE ON SCHEMA rel_a TO rel_viewer")
+    db.execute("ALTER TABLE rel_a.slow OWNER TO rel_viewer")
+    db.execute("SET client_min_messages = notice")
+    db.execute("SET nl2sql.profile_timeout = '300ms'")
+    said = notices(db)
+    t0 = time.monotonic()
+    db.execute("SELECT * FROM nl2sql.profile_relationships(ARRAY['rel_a'])").fetchall()
+    assert time.monotonic() - t0 < 5
+    assert any("rel_a.slow not profiled: reading it took longer than 300 ms" in m for m in said), said
+    assert inferred(db, "rel_a") == [("rel_a.orders.customer_id -> rel_a.customers.id", "inferred")]
+    # with time enough, a cancel ends it at once, and nothing of the run is kept
+    db.execute("SELECT nl2sql.forget_relationship('rel_a.orders', 'customer_id', 'rel_a.customers', 'id')")
+    db.execute("SET nl2sql.profile_timeout = '60s'")
+    pid = db.execute("SELECT pg_backend_pid()").fetchone()[0]
+    other = connect()
+    timer = threading.Timer(1.0, lambda: other.execute("SELECT pg_cancel_backend(%s)", (pid,)))
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        db.execute("SELECT * FROM nl2sql.profile_relationships(ARRAY['rel_a'])").fetchall()
+    assert time.monotonic() - t0 < 4
+    timer.join()
+    assert inferred(db, "rel_a") == []
+
+
+def test_the_stores_are_the_extension_owners(db):
+    db.execute("CREATE ROLE rel_viewer")
+    db.execute("SET ROLE rel_viewer")
+    for sql in ("SELECT * FROM nl2sql.relationship_store",
+                "INSERT INTO nl2sql.key_store VALUES ('pg_class', '{oid}')",
+                "SELECT nl2sql._profile_save('{}', '{}', '{}', '{}', '[]', '[]')",
+                "SELECT nl2sql._relationship_decide('singer', '{singer_id}', 'concert', '{concert_id}', 'confirmed', 10)"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            db.execute(sql)
+    db.execute("RESET ROLE")
+
+
+def test_dump_and_restore_keep_what_was_found_and_decided(conninfo):
+    source, target = "nl2sql_rel_source", "nl2sql_rel_restored"
+    admin = psycopg.connect(autocommit=True, **{**conninfo, "dbname": "postgres"})
+    for name in (source, target):
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
+    env = {**os.environ, "PGHOST": conninfo["host"], "PGPORT": str(conninfo["port"]), "PGUSER": "postgres"}
+    bindir = subprocess.run([os.environ.get("PG_CONFIG", "/usr/lib/postgresql/15/bin/pg_config"), "--bindir"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        with psycopg.connect(autocommit=True, **{**conninfo, "dbname": source}) as s:
+            s.execute("SET client_min_messages = warning")
+            s.execute("CREATE EXTENSION nl2sql CASCADE")
+            s.execute(KEYLESS.format(s="rel_a"))
+            s.execute("SELECT * FROM nl2sql.profile_relationships(ARRAY['rel_a'])").fetchall()
+            s.execute("SELECT nl2sql.confirm_relationship('rel_a.orders', 'total', 'rel_a.customers', 'id')")
+            before = inferred(s, "rel_a")
+        with tempfile.TemporaryDirectory() as tmp:
+            for fmt in ("-Fc", "-Fp"):
+                dump = Path(tmp) / f"db{fmt}"
+                subprocess.run([f"{bindir}/pg_dump", fmt, "-f", str(dump), source], env=env, check=True, capture_output=True)
+                admin.execute(f"DROP DATABASE IF EXISTS {target} WITH (FORCE)")
+                admin.execute(f"CREATE DATABASE {target}")
+                restore = ([f"{bindir}/pg_restore", "--exit-on-error", "-d", target, str(dump)] if fmt == "-Fc"
+                           else [f"{bindir}/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", target, "-f", str(dump)])
+                subprocess.run(restore, env=env, check=True, capture_output=True)
+                with psycopg.connect(autocommit=True, **{**conninfo, "dbname": target}) as r:
+                    assert inferred(r, "rel_a") == before == [
+                        ("rel_a.orders.customer_id -> rel_a.customers.id", "inferred"),
+                        ("rel_a.orders.total -> rel_a.customers.id", "confirmed")], fmt
+                    assert len(r.execute("SELECT * FROM nl2sql.join_path('rel_a.orders', 'rel_a.customers')").fetchall()) == 1
+                    keys = r.execute("SELECT count(*) FROM nl2sql.candidate_keys WHERE relation::text LIKE 'rel_a.%'").fetchone()[0]
+                    assert keys == 2, fmt
+    finally:
+        for name in (source, target):
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.close()
