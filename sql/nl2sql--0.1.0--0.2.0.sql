@@ -795,6 +795,10 @@ CREATE TABLE nl2sql.relationship_store (
     from_columns name[] NOT NULL,
     to_relation regclass NOT NULL,
     to_columns name[] NOT NULL,
+    -- the columns' types when it was found or decided: a column dropped and added again under
+    -- the same name with another type does not bring it back
+    from_types regtype[] NOT NULL,
+    to_types regtype[] NOT NULL,
     -- inferred: profiling found it (and replaces it on the next run); confirmed, rejected: a
     -- DBA's decision, which profiling never changes
     source text NOT NULL CHECK (source IN ('inferred', 'confirmed', 'rejected')),
@@ -802,7 +806,8 @@ CREATE TABLE nl2sql.relationship_store (
     score real,
     evidence text,
     profiled_at timestamptz,
-    decided_by oid,
+    -- the role that decided, by name (a restore into another cluster may lack it)
+    decided_by name,
     decided_at timestamptz,
     UNIQUE (from_relation, from_columns, to_relation, to_columns),
     CHECK (pg_catalog.cardinality(from_columns) BETWEEN 1 AND 4
@@ -814,6 +819,7 @@ CREATE INDEX relationship_store_to ON nl2sql.relationship_store (to_relation);
 CREATE TABLE nl2sql.key_store (
     relation regclass NOT NULL,
     columns name[] NOT NULL,
+    types regtype[] NOT NULL,
     score real,
     evidence text,
     profiled_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
@@ -835,19 +841,32 @@ SELECT pg_catalog.pg_extension_config_dump('nl2sql.relationship_store', '');
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.key_store', '');
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.profile_store', '');
 
--- Whether the current role may read every one of `cols` of `rel` (and the schema it is in).
-CREATE FUNCTION nl2sql._columns_readable(rel regclass, cols name[])
+-- Whether the current role may read every one of `cols` of `rel` (and the schema it is in),
+-- each of the type `types` gives at the same place (NULL: any type).
+CREATE FUNCTION nl2sql._columns_readable(rel regclass, cols name[], types regtype[])
 RETURNS boolean
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT coalesce(pg_catalog.has_schema_privilege(c.relnamespace, 'USAGE'), false)
-           AND (SELECT pg_catalog.count(*) FROM pg_catalog.pg_attribute a
-                WHERE a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attname OPERATOR(pg_catalog.=) ANY (cols)
-                  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
+           AND (SELECT pg_catalog.count(*) FROM ROWS FROM (pg_catalog.unnest(cols), pg_catalog.unnest(types)) AS u(n, t)
+                JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attname OPERATOR(pg_catalog.=) u.n
+                WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
+                  AND (u.t IS NULL OR a.atttypid OPERATOR(pg_catalog.=) u.t::pg_catalog.oid)
                   AND coalesce(pg_catalog.has_column_privilege(c.oid, a.attnum, 'SELECT'), false))
                OPERATOR(pg_catalog.=) pg_catalog.cardinality(cols)
     FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) rel::pg_catalog.oid
+$$;
+
+-- Whether row-level security hides rows of `rel` from the current role: what profiling
+-- counted over all of them (its evidence and score) is not shown then, as pg_stats does not.
+CREATE FUNCTION nl2sql._rows_hidden(rel regclass)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) rel::pg_catalog.oid)
+                THEN pg_catalog.row_security_active(rel::pg_catalog.oid) ELSE true END
 $$;
 
 -- Every relationship between columns the current role may read: declared foreign keys (one
@@ -857,7 +876,7 @@ SELECT k.conrelid::pg_catalog.regclass AS from_relation, k.from_columns,
        k.confrelid::pg_catalog.regclass AS to_relation, k.to_columns,
        'declared'::text AS source, NULL::real AS score,
        pg_catalog.format('constraint %I', k.conname) AS evidence,
-       NULL::timestamptz AS profiled_at, NULL::pg_catalog.regrole AS decided_by, NULL::timestamptz AS decided_at
+       NULL::timestamptz AS profiled_at, NULL::name AS decided_by, NULL::timestamptz AS decided_at
 FROM (SELECT con.conrelid, con.confrelid, con.conname,
              ARRAY(SELECT a.attname FROM pg_catalog.unnest(con.conkey) WITH ORDINALITY u(n, o)
                    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) con.conrelid AND a.attnum OPERATOR(pg_catalog.=) u.n
@@ -870,14 +889,16 @@ FROM (SELECT con.conrelid, con.confrelid, con.conname,
       JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
       WHERE con.contype OPERATOR(pg_catalog.=) 'f'
         AND NOT n.nspname OPERATOR(pg_catalog.=) ANY ('{pg_catalog,information_schema,nl2sql}'::pg_catalog.name[])) k
-WHERE nl2sql._columns_readable(k.conrelid::pg_catalog.regclass, k.from_columns)
-  AND nl2sql._columns_readable(k.confrelid::pg_catalog.regclass, k.to_columns)
+WHERE nl2sql._columns_readable(k.conrelid::pg_catalog.regclass, k.from_columns, NULL)
+  AND nl2sql._columns_readable(k.confrelid::pg_catalog.regclass, k.to_columns, NULL)
 UNION ALL
-SELECT s.from_relation, s.from_columns, s.to_relation, s.to_columns, s.source, s.score, s.evidence,
-       s.profiled_at, s.decided_by::pg_catalog.regrole, s.decided_at
+SELECT s.from_relation, s.from_columns, s.to_relation, s.to_columns, s.source,
+       CASE WHEN h.hidden THEN NULL ELSE s.score END, CASE WHEN h.hidden THEN NULL ELSE s.evidence END,
+       s.profiled_at, s.decided_by, s.decided_at
 FROM nl2sql.relationship_store s
-WHERE nl2sql._columns_readable(s.from_relation, s.from_columns)
-  AND nl2sql._columns_readable(s.to_relation, s.to_columns);
+CROSS JOIN LATERAL (SELECT nl2sql._rows_hidden(s.from_relation) OR nl2sql._rows_hidden(s.to_relation) AS hidden) h
+WHERE nl2sql._columns_readable(s.from_relation, s.from_columns, s.from_types)
+  AND nl2sql._columns_readable(s.to_relation, s.to_columns, s.to_types);
 GRANT SELECT ON nl2sql.relationships TO PUBLIC;
 COMMENT ON VIEW nl2sql.relationships IS
     'relationships between columns the current role may read: declared foreign keys, and those profiling inferred or a DBA confirmed or rejected';
@@ -898,20 +919,23 @@ FROM (SELECT con.conrelid, con.contype, con.conname,
       WHERE con.contype OPERATOR(pg_catalog.=) ANY ('{p,u}'::pg_catalog."char"[])
         AND NOT n.nspname OPERATOR(pg_catalog.=) ANY ('{pg_catalog,information_schema,nl2sql}'::pg_catalog.name[])
         AND n.nspname::pg_catalog.text OPERATOR(pg_catalog.!~) '^pg_(toast|temp_)'::pg_catalog.text) k
-WHERE nl2sql._columns_readable(k.conrelid::pg_catalog.regclass, k.columns)
+WHERE nl2sql._columns_readable(k.conrelid::pg_catalog.regclass, k.columns, NULL)
 UNION ALL
-SELECT s.relation, s.columns, 'inferred', s.score, s.evidence, s.profiled_at
+SELECT s.relation, s.columns, 'inferred',
+       CASE WHEN nl2sql._rows_hidden(s.relation) THEN NULL ELSE s.score END,
+       CASE WHEN nl2sql._rows_hidden(s.relation) THEN NULL ELSE s.evidence END, s.profiled_at
 FROM nl2sql.key_store s
-WHERE nl2sql._columns_readable(s.relation, s.columns);
+WHERE nl2sql._columns_readable(s.relation, s.columns, s.types);
 GRANT SELECT ON nl2sql.candidate_keys TO PUBLIC;
 COMMENT ON VIEW nl2sql.candidate_keys IS
     'keys of relations the current role may read: declared ones, and those profiling found in tables with no primary key';
 
 -- What profiling reads of one table, as its owner (src/pg/profile): among at most `max_rows`
 -- rows (a block sample of `percent` of a larger table, the same sample every time), each
--- column's NULLs, distinct values, and up to `keep` of those values printed by the type's
--- output function (never cast: a cast may be a function another role wrote). Only columns
--- of built-in types are asked for. JSON: {"rows": n, "columns": [[nulls, distinct, values], ...]}.
+-- column's NULLs, distinct values, and up to `keep` of those values no longer than 64
+-- characters (a key is short), printed by the type's output function (never cast: a cast may be a function
+-- another role wrote). Only columns of built-in types of tables without row-level security
+-- are asked for: reading them runs no code of the table's owner. JSON: {"rows": n, "columns": [[nulls, distinct, values], ...]}.
 CREATE FUNCTION nl2sql._profile_table(rel regclass, cols name[], max_rows int, percent float8, keep int)
 RETURNS json
 LANGUAGE plpgsql STABLE
@@ -929,7 +953,8 @@ BEGIN
         max_rows,
         (SELECT string_agg(format(
              '(SELECT json_build_array(count(*) - count(%1$I), count(DISTINCT %1$I),
-                      (array_agg(DISTINCT format(''%%s'', %1$I)) FILTER (WHERE %1$I IS NOT NULL))[1:%2$s]) FROM s)',
+                      (array_agg(DISTINCT format(''%%s'', %1$I))
+                         FILTER (WHERE %1$I IS NOT NULL AND length(format(''%%s'', %1$I)) <= 64))[1:%2$s]) FROM s)',
              c, keep), ', ')
          FROM unnest(cols) c))
     INTO result;
@@ -983,27 +1008,37 @@ $$;
 -- Keeps what one profiling run found (src/pg/profile, as the extension owner): for the tables
 -- it read, the inferred relationships among them and their keys are replaced; confirmed and
 -- rejected relationships keep their source (their evidence and score are brought up to date).
--- `links` and `keys`: JSON arrays of {from, from_column, to, to_column, score, evidence} and
--- {relation, columns, score, evidence}.
+-- Rows of relations that no longer exist go (a temporary table leaves no drop to follow).
+-- `links` and `keys`: JSON arrays of {from, from_column, from_type, to, to_column, to_type,
+-- score, evidence} and {relation, columns, types, score, evidence}; types by OID.
 CREATE FUNCTION nl2sql._profile_save(tables oid[], rows_read bigint[], complete boolean[], changes bigint[], links json, keys json)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    DELETE FROM nl2sql.relationship_store s
+    WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = s.from_relation::oid)
+       OR NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = s.to_relation::oid);
+    DELETE FROM nl2sql.key_store s WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = s.relation::oid);
+    DELETE FROM nl2sql.profile_store s WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = s.relation::oid);
     DELETE FROM nl2sql.relationship_store
     WHERE source = 'inferred' AND from_relation::oid = ANY (tables) AND to_relation::oid = ANY (tables);
-    INSERT INTO nl2sql.relationship_store AS s (from_relation, from_columns, to_relation, to_columns, source, score, evidence, profiled_at)
+    INSERT INTO nl2sql.relationship_store AS s (from_relation, from_columns, to_relation, to_columns, from_types, to_types,
+                                                source, score, evidence, profiled_at)
     SELECT (l->>'from')::oid::regclass, ARRAY[(l->>'from_column')::name], (l->>'to')::oid::regclass, ARRAY[(l->>'to_column')::name],
+           ARRAY[(l->>'from_type')::oid::regtype], ARRAY[(l->>'to_type')::oid::regtype],
            'inferred', (l->>'score')::real, l->>'evidence', now()
     FROM json_array_elements(links) l
     ON CONFLICT (from_relation, from_columns, to_relation, to_columns) DO UPDATE
-        SET score = excluded.score, evidence = excluded.evidence, profiled_at = excluded.profiled_at;
+        SET score = excluded.score, evidence = excluded.evidence, profiled_at = excluded.profiled_at,
+            from_types = excluded.from_types, to_types = excluded.to_types;
     DELETE FROM nl2sql.key_store WHERE relation::oid = ANY (tables);
-    INSERT INTO nl2sql.key_store (relation, columns, score, evidence)
+    INSERT INTO nl2sql.key_store (relation, columns, types, score, evidence)
     SELECT (k->>'relation')::oid::regclass, ARRAY(SELECT json_array_elements_text(k->'columns'))::name[],
-           (k->>'score')::real, k->>'evidence'
-    FROM json_array_elements(keys) k;
+           ARRAY(SELECT t::oid::regtype FROM json_array_elements_text(k->'types') t), (k->>'score')::real, k->>'evidence'
+    FROM json_array_elements(keys) k
+    ON CONFLICT (relation, columns) DO NOTHING;
     INSERT INTO nl2sql.profile_store AS p (relation, rows_read, complete, changes, profiled_at)
     SELECT t::regclass, r, c, ch, now() FROM unnest(tables, rows_read, complete, changes) AS u(t, r, c, ch)
     ON CONFLICT (relation) DO UPDATE
@@ -1016,12 +1051,15 @@ $$;
 -- A DBA's decision on one relationship (src/pg/profile, as the extension owner, once the
 -- caller's right to make it is checked): confirm (adds it when profiling did not find it),
 -- reject (kept rejected across profiling runs), or forget (the decision goes; profiling may
--- infer it again).
-CREATE FUNCTION nl2sql._relationship_decide(from_rel regclass, from_cols name[], to_rel regclass, to_cols name[], decision text, who oid)
+-- infer it again). `who`: the deciding role's name.
+CREATE FUNCTION nl2sql._relationship_decide(from_rel regclass, from_cols name[], to_rel regclass, to_cols name[], decision text, who name)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    types regtype[];
+    ref_types regtype[];
 BEGIN
     IF decision NOT IN ('confirmed', 'rejected', 'forget') THEN
         RAISE EXCEPTION 'nl2sql._relationship_decide: unexpected decision %', decision;
@@ -1030,17 +1068,24 @@ BEGIN
         DELETE FROM nl2sql.relationship_store
         WHERE from_relation = from_rel AND from_columns = from_cols AND to_relation = to_rel AND to_columns = to_cols;
     ELSE
-        INSERT INTO nl2sql.relationship_store AS s (from_relation, from_columns, to_relation, to_columns, source, evidence, decided_by, decided_at)
-        VALUES (from_rel, from_cols, to_rel, to_cols, decision, 'added by hand', who, now())
+        types := ARRAY(SELECT a.atttypid::regtype FROM unnest(from_cols) WITH ORDINALITY u(n, o)
+                       JOIN pg_attribute a ON a.attrelid = from_rel AND a.attname = u.n ORDER BY u.o);
+        ref_types := ARRAY(SELECT a.atttypid::regtype FROM unnest(to_cols) WITH ORDINALITY u(n, o)
+                           JOIN pg_attribute a ON a.attrelid = to_rel AND a.attname = u.n ORDER BY u.o);
+        INSERT INTO nl2sql.relationship_store AS s (from_relation, from_columns, to_relation, to_columns, from_types, to_types,
+                                                    source, evidence, decided_by, decided_at)
+        VALUES (from_rel, from_cols, to_rel, to_cols, types, ref_types, decision, 'added by hand', who, now())
         ON CONFLICT (from_relation, from_columns, to_relation, to_columns) DO UPDATE
-            SET source = excluded.source, decided_by = excluded.decided_by, decided_at = excluded.decided_at;
+            SET source = excluded.source, decided_by = excluded.decided_by, decided_at = excluded.decided_at,
+                from_types = excluded.from_types, to_types = excluded.to_types;
     END IF;
     PERFORM nextval('nl2sql.ddl_version');
 END
 $$;
 
 REVOKE ALL ON FUNCTION nl2sql._profile_save(oid[], bigint[], boolean[], bigint[], json, json) FROM PUBLIC;
-REVOKE ALL ON FUNCTION nl2sql._relationship_decide(regclass, name[], regclass, name[], text, oid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION nl2sql._relationship_decide(regclass, name[], regclass, name[], text, name) FROM PUBLIC;
+
 CREATE FUNCTION nl2sql."_profile_relationships"(
 	"schemas" TEXT[] /* :: std :: option :: Option < Vec < String > > */
 ) RETURNS TABLE (

@@ -57,10 +57,15 @@ SELECT nl2sql.confirm_relationship('shop.customers', 'nope', 'shop.cities', 'cit
 SELECT nl2sql.confirm_relationship('shop.customers', ARRAY['city', 'name']::name[], 'shop.cities', ARRAY['city']::name[]);
 SELECT nl2sql.reject_relationship('singer_in_concert', 'singer_id', 'singer', 'singer_id');
 
+SELECT nl2sql._decide_relationship('shop.customers'::regclass, '{city}', 'shop.cities'::regclass, '{city}', 'maybe');
+CREATE TEMP TABLE scratch (city text);
+SELECT nl2sql.confirm_relationship('scratch', 'city', 'shop.cities', 'city');
+
 -- Roles see only relationships between columns they may read, and decide only on their own
--- tables; profiling skips tables a role does not own.
+-- tables (and point them only at columns they may reference); profiling skips tables a role
+-- does not own.
 CREATE ROLE rel_reader;
-GRANT USAGE ON SCHEMA shop TO rel_reader;
+GRANT USAGE, CREATE ON SCHEMA shop TO rel_reader;
 GRANT SELECT ON shop.orders TO rel_reader;
 GRANT SELECT (order_no, qty) ON shop.order_lines TO rel_reader;
 SET ROLE rel_reader;
@@ -69,7 +74,32 @@ SELECT relation, columns FROM nl2sql.candidate_keys WHERE relation::text LIKE 's
 SELECT nl2sql.reject_relationship('shop.order_lines', 'order_no', 'shop.orders', 'order_no');
 SELECT * FROM nl2sql.profile_relationships(ARRAY['shop']);
 SELECT count(*) FROM nl2sql.relationship_store;
+CREATE TABLE shop.reader_notes (order_no int, customer_id int);
+SELECT nl2sql.confirm_relationship('shop.reader_notes', 'customer_id', 'shop.customers', 'id');
+SELECT nl2sql.confirm_relationship('shop.reader_notes', 'order_no', 'shop.orders', 'order_no');
 RESET ROLE;
+-- The owner of the referenced table may reject or forget what points at it.
+SELECT nl2sql.confirm_relationship('shop.orders', 'order_no', 'shop.reader_notes', 'order_no');
+SET ROLE rel_reader;
+SELECT nl2sql.forget_relationship('shop.orders', 'order_no', 'shop.reader_notes', 'order_no');
+RESET ROLE;
+SELECT from_relation, from_columns, to_relation, to_columns, source, decided_by FROM nl2sql.relationships
+WHERE 'shop.reader_notes'::regclass IN (from_relation, to_relation);
+
+-- A table with row-level security is not read (its owner's policies would run): its
+-- relationships are confirmed by hand. A table larger than nl2sql.profile_rows is sampled,
+-- and its key says so.
+CREATE TABLE shop.secrets (id int NOT NULL, customer_id int);
+ALTER TABLE shop.secrets ENABLE ROW LEVEL SECURITY;
+CREATE TABLE shop.events (event_id int NOT NULL, kind text);
+INSERT INTO shop.events SELECT g, 'k' FROM generate_series(1, 150) g;
+ANALYZE shop.events;
+SET nl2sql.profile_rows = 100;
+SET client_min_messages = warning;
+SELECT count(*) FROM nl2sql.profile_relationships(ARRAY['shop']);
+RESET client_min_messages;
+RESET nl2sql.profile_rows;
+SELECT relation, columns, score, evidence FROM nl2sql.candidate_keys WHERE relation IN ('shop.events'::regclass, 'shop.secrets'::regclass);
 
 -- Dropped columns and tables take their relationships and keys with them.
 ALTER TABLE shop.customers DROP COLUMN city;
@@ -78,6 +108,7 @@ DROP TABLE shop.products;
 SELECT from_relation, from_columns, to_relation, to_columns FROM nl2sql.relationships WHERE from_relation::text LIKE 'shop.%' ORDER BY 1, 2;
 
 DROP SCHEMA shop CASCADE;
+DROP TABLE scratch;
 DROP ROLE rel_reader;
 SELECT (SELECT count(*) FROM nl2sql.relationship_store) + (SELECT count(*) FROM nl2sql.key_store)
        + (SELECT count(*) FROM nl2sql.profile_store) AS left_behind;

@@ -27,7 +27,13 @@ mod nl2sql {
         let d = match decision {
             "confirm" => Decision::Confirm,
             "reject" => Decision::Reject,
-            _ => Decision::Forget,
+            "forget" => Decision::Forget,
+            other => crate::pg::errors::fail(
+                nl2sql_core::error::SqlState::InvalidParameterValue,
+                format!("unknown decision \"{other}\""),
+                None,
+                Some("Use confirm, reject or forget."),
+            ),
         };
         profile::decide(from, from_columns, to, to_columns, d);
     }

@@ -18,6 +18,45 @@ pub const MIN_CONTAINED: f64 = 0.9;
 pub const MIN_ROWS: i64 = 2;
 /// Column pairs tried as a key of a table that has no one-column key.
 pub const MAX_PAIRS: usize = 8;
+/// Values kept in memory for a whole profiling run, shared out among the columns read: what
+/// bounds a backend's memory on a schema of thousands of wide tables (values are at most 64
+/// characters).
+pub const VALUE_BUDGET: usize = 500_000;
+/// Values kept per column, at least and at most.
+pub const KEEP_VALUES: (usize, usize) = (20, 1000);
+
+/// Values to keep per column when `columns` are read in all.
+pub fn values_per_column(columns: usize) -> usize {
+    (VALUE_BUDGET / columns.max(1)).clamp(KEEP_VALUES.0, KEEP_VALUES.1)
+}
+/// A table larger than the rows to read is sampled by blocks, this many times the share
+/// needed (blocks are not all full); then the first rows are taken.
+const OVERSAMPLE: f64 = 3.0;
+
+/// How a table is read: at most `limit` rows, by a block sample of `percent` of it when that
+/// is below 100. Read whole, one more row than wanted is asked for: getting it tells a table
+/// larger than its estimate (or than the rows wanted), which then counts as sampled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sampling {
+    pub limit: i32,
+    pub percent: f64,
+}
+
+impl Sampling {
+    pub fn for_table(row_estimate: f64, wanted: i32) -> Sampling {
+        let percent = if row_estimate > wanted as f64 { 100.0 * OVERSAMPLE * wanted as f64 / row_estimate } else { 100.0 };
+        if percent < 100.0 {
+            Sampling { limit: wanted, percent }
+        } else {
+            Sampling { limit: wanted.saturating_add(1), percent: 100.0 }
+        }
+    }
+
+    /// Whether `rows` read this way are all the table's rows.
+    pub fn whole(&self, rows: i64, wanted: i32) -> bool {
+        self.percent >= 100.0 && rows <= wanted as i64
+    }
+}
 
 /// Values that compare with each other: a relationship joins two columns of one family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -50,6 +89,9 @@ pub struct ColumnProfile {
     pub name: String,
     /// pg_type.typname.
     pub type_name: String,
+    /// pg_type.oid.
+    #[serde(default)]
+    pub type_oid: u32,
     /// A one-column primary key or unique constraint of NOT NULL columns is declared on it.
     #[serde(default)]
     pub declared_unique: bool,

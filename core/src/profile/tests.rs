@@ -375,3 +375,33 @@ fn a_wide_schema_is_matched_through_indexes() {
     assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
     assert!(!f.links.is_empty());
 }
+
+#[test]
+fn a_table_is_read_whole_only_when_all_its_rows_came() {
+    // small: whole, one row more asked for
+    let s = Sampling::for_table(50.0, 100);
+    assert_eq!(s, Sampling { limit: 101, percent: 100.0 });
+    assert!(s.whole(50, 100));
+    // its estimate was stale: the extra row came, so it was not read whole
+    assert!(!s.whole(101, 100));
+    // a little larger than wanted: a sample of 3x the share would be over 100 %, so the table
+    // is read from the start, and not whole
+    let s = Sampling::for_table(150.0, 100);
+    assert_eq!(s.limit, 101);
+    assert!(!s.whole(101, 100));
+    // large: a block sample of 3x the share needed
+    let s = Sampling::for_table(1_000_000.0, 10_000);
+    assert_eq!(s.limit, 10_000);
+    assert!((s.percent - 3.0).abs() < 1e-9);
+    assert!(!s.whole(10_000, 10_000));
+    // never analysed (-1): read from the start, whole if it is small
+    assert_eq!(Sampling::for_table(-1.0, 100).limit, 101);
+}
+
+#[test]
+fn values_kept_per_column_share_one_budget() {
+    assert_eq!(values_per_column(10), 1000);
+    assert_eq!(values_per_column(2_000), 250);
+    assert_eq!(values_per_column(1_000_000), 20);
+    assert_eq!(values_per_column(0), 1000);
+}

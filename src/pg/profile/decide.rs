@@ -1,7 +1,9 @@
 //! A DBA's decision on one relationship: confirm it (adding it when profiling did not find it),
 //! reject it (profiling never brings it back), or forget the decision. Who may: the owner of
 //! the referencing table (or a member of its owning role), a superuser, or a member of
-//! nl2sql_curator, as for the examples every role's prompts are shown.
+//! nl2sql_curator, as for the examples every role's prompts are shown; the owner of the
+//! referenced table may also reject and forget. Confirming needs, as a declared foreign key
+//! does, the right to reference the target columns (REFERENCES or SELECT on them).
 
 use crate::pg::errors::fail;
 use crate::pg::{owner, spi};
@@ -43,16 +45,35 @@ pub fn decide(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_
             None,
         );
     }
-    if !may_decide(from, caller) {
+    for (rel, name) in [(from, &from_name), (to, &to_name)] {
+        if temporary(rel) {
+            fail(
+                SqlState::from_code("42809"),
+                format!("{name} is a temporary table"),
+                None,
+                Some("Relationships are kept for permanent relations only."),
+            );
+        }
+    }
+    let allowed = may_decide(from, caller) || (decision != Decision::Confirm && may_decide(to, caller));
+    if !allowed {
         fail(
             SqlState::InsufficientPrivilege,
             format!("permission denied to decide on relationships of {from_name}"),
             None,
-            Some("The owner of the referencing table, a superuser or a member of nl2sql_curator may."),
+            Some("The owner of the referencing table, a superuser or a member of nl2sql_curator may; the owner of the referenced table may reject or forget."),
         );
     }
     let from_types = types(from, &from_name, &from_columns);
     let to_types = types(to, &to_name, &to_columns);
+    if decision == Decision::Confirm && !may_reference(to, &to_columns, caller) {
+        fail(
+            SqlState::InsufficientPrivilege,
+            format!("permission denied to reference {to_name} ({})", to_columns.join(", ")),
+            None,
+            Some("Confirming a relationship needs REFERENCES or SELECT on the columns it points to, as a foreign key does."),
+        );
+    }
     if decision == Decision::Confirm {
         for ((fc, ft), (tc, tt)) in from_columns.iter().zip(&from_types).zip(to_columns.iter().zip(&to_types)) {
             if ft.1 != tt.1 {
@@ -84,7 +105,8 @@ pub fn decide(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_
     owner::as_owner(|| {
         spi::write(
             "SELECT nl2sql._relationship_decide($1::pg_catalog.oid::pg_catalog.regclass, $2::pg_catalog.name[],
-                                                $3::pg_catalog.oid::pg_catalog.regclass, $4::pg_catalog.name[], $5, $6)",
+                                                $3::pg_catalog.oid::pg_catalog.regclass, $4::pg_catalog.name[], $5,
+                                                (SELECT r.rolname FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) $6))",
             &args,
         )
     });
@@ -108,6 +130,29 @@ fn may_decide(rel: pg_sys::Oid, role: pg_sys::Oid) -> bool {
          FROM pg_catalog.pg_class c, pg_catalog.pg_roles r
          WHERE c.oid OPERATOR(pg_catalog.=) $1 AND r.oid OPERATOR(pg_catalog.=) $2",
         &[rel.into(), role.into()],
+    )
+    .unwrap_or(false)
+}
+
+/// Whether the relation is a temporary one (its drop at session end is not followed).
+fn temporary(rel: pg_sys::Oid) -> bool {
+    spi::read::<bool>(
+        "SELECT c.relpersistence OPERATOR(pg_catalog.=) 't' FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        &[rel.into()],
+    )
+    .unwrap_or(false)
+}
+
+/// Whether `role` may point a relationship at these columns: a superuser, or one with
+/// REFERENCES or SELECT on each of them and USAGE on their schema.
+fn may_reference(rel: pg_sys::Oid, columns: &[String], role: pg_sys::Oid) -> bool {
+    spi::read::<bool>(
+        "SELECT r.rolsuper OR (pg_catalog.has_schema_privilege($3, c.relnamespace, 'USAGE')
+                AND NOT EXISTS (SELECT FROM pg_catalog.unnest($2::pg_catalog.text[]) AS u(n)
+                                WHERE NOT coalesce(pg_catalog.has_column_privilege($3, c.oid, u.n, 'REFERENCES, SELECT'), false)))
+         FROM pg_catalog.pg_class c, pg_catalog.pg_roles r
+         WHERE c.oid OPERATOR(pg_catalog.=) $1 AND r.oid OPERATOR(pg_catalog.=) $3",
+        &[rel.into(), columns.to_vec().into(), role.into()],
     )
     .unwrap_or(false)
 }

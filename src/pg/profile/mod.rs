@@ -31,18 +31,41 @@ pub type Row = (pg_sys::Oid, Vec<String>, pg_sys::Oid, Vec<String>, String, Opti
 pub fn run(schemas: Option<Vec<String>>) -> Vec<Row> {
     require_primary("profile relationships");
     let caller = owner::caller();
-    let listed = read::tables(schemas.as_deref(), caller);
-    let (mine, others): (Vec<_>, Vec<_>) = listed.into_iter().partition(|t| t.may_profile);
-    if !others.is_empty() {
-        notice!(
-            "nl2sql: {} tables skipped: only their owners (and superusers) may profile them, e.g. {}.{}",
-            others.len(),
-            others[0].schema,
-            others[0].name
-        );
-    }
+    let mine = profilable(read::tables(schemas.as_deref(), caller), true);
     let oids = profile_tables(mine);
     stored(&oids)
+}
+
+/// The tables that may be read: the caller's own (or all, for a superuser), and none whose
+/// read runs code its owner wrote (row-level security policies) or calls out (foreign
+/// partitions); the others are named in NOTICEs when `tell`.
+fn profilable(listed: Vec<read::Listed>, tell: bool) -> Vec<read::Listed> {
+    let mut skipped: [Vec<String>; 3] = Default::default();
+    let mut out = Vec::new();
+    for t in listed {
+        let why = if !t.may_profile {
+            0
+        } else if t.rls {
+            1
+        } else if crate::pg::policy::reaches_foreign(t.oid) {
+            2
+        } else {
+            out.push(t);
+            continue;
+        };
+        skipped[why].push(format!("{}.{}", t.schema, t.name));
+    }
+    let reasons = [
+        "only their owners (and superusers) may profile them",
+        "they have row-level security: reading them runs their owners' policies (confirm their relationships by hand)",
+        "they are foreign tables or have foreign partitions",
+    ];
+    for (names, why) in skipped.iter().zip(reasons) {
+        if tell && !names.is_empty() {
+            notice!("nl2sql: {} tables not profiled, {why}: {}", names.len(), names.iter().take(5).cloned().collect::<Vec<_>>().join(", "));
+        }
+    }
+    out
 }
 
 /// Profiles again when some table profiled before changed, or a table of a profiled schema was
@@ -59,7 +82,7 @@ pub fn refresh_if_changed() {
     if before.is_empty() {
         return;
     }
-    let listed: Vec<read::Listed> = read::tables(None, caller).into_iter().filter(|t| t.may_profile).collect();
+    let listed = profilable(read::tables(None, caller), false);
     let changed = listed.iter().any(|t| before.get(&u32::from(t.oid)).is_none_or(|c| *c != t.changes));
     if changed {
         let n = profile_tables(listed).len();
@@ -93,12 +116,13 @@ fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
     let mut changes = HashMap::new();
     let mut tables: Vec<TableProfile> = Vec::with_capacity(total);
     let mut last_notice = Instant::now();
+    let keep = profile::values_per_column(listed.iter().map(|t| t.columns.len()).sum()) as i32;
     for (i, t) in listed.into_iter().enumerate() {
         check_for_interrupts!();
         let (oid, estimate, label) = (t.oid, t.row_estimate, format!("{}.{}", t.schema, t.name));
         changes.insert(u32::from(oid), t.changes);
-        let sampling = read::Sampling::for_table(estimate, max_rows);
-        match read::profile(t, sampling, max_rows, timeout) {
+        let sampling = profile::Sampling::for_table(estimate, max_rows);
+        match read::profile(t, sampling, max_rows, keep, timeout) {
             Ok(p) => {
                 estimates.insert(u32::from(oid), estimate);
                 tables.push(p);
@@ -136,13 +160,14 @@ fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
 
 /// Keeps the findings for the tables read (nl2sql._profile_save, as the extension owner).
 fn save(tables: &[TableProfile], f: &Findings, changes: &HashMap<u32, Option<i64>>) {
-    let column = |(t, c): (usize, usize)| (tables[t].oid, tables[t].columns[c].name.as_str());
+    let column = |(t, c): (usize, usize)| (tables[t].oid, &tables[t].columns[c]);
     let links: Vec<serde_json::Value> = f
         .links
         .iter()
         .map(|l| {
             let ((from, fc), (to, tc)) = (column(l.from), column(l.to));
-            json!({"from": from, "from_column": fc, "to": to, "to_column": tc, "score": l.score, "evidence": l.evidence})
+            json!({"from": from, "from_column": fc.name, "from_type": fc.type_oid, "to": to, "to_column": tc.name,
+                   "to_type": tc.type_oid, "score": l.score, "evidence": l.evidence})
         })
         .collect();
     let keys: Vec<serde_json::Value> = f
@@ -151,7 +176,8 @@ fn save(tables: &[TableProfile], f: &Findings, changes: &HashMap<u32, Option<i64
         .map(|k| {
             let t = &tables[k.table];
             let cols: Vec<&str> = k.columns.iter().map(|&c| t.columns[c].name.as_str()).collect();
-            json!({"relation": t.oid, "columns": cols, "score": k.score, "evidence": k.evidence})
+            let types: Vec<u32> = k.columns.iter().map(|&c| t.columns[c].type_oid).collect();
+            json!({"relation": t.oid, "columns": cols, "types": types, "score": k.score, "evidence": k.evidence})
         })
         .collect();
     let args = [

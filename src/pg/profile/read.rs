@@ -3,19 +3,13 @@
 //! core's decisions ask for ([`Probe`]).
 
 use crate::pg::{owner, sandbox, spi};
-use nl2sql_core::profile::{ColumnProfile, Probe, TableProfile};
+use nl2sql_core::profile::{ColumnProfile, Probe, Sampling, TableProfile};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use serde::Deserialize;
 use std::time::Duration;
 
 const TABLES_SQL: &str = include_str!("../../../sql/queries/profile_tables.sql");
-/// Values kept per column for the containment checks (all of them for a key of a table read
-/// whole when it has no more).
-pub const KEEP_VALUES: i32 = 1000;
-/// Sample a table larger than the rows to read by blocks, this many times the share needed
-/// (blocks are not all full), then take the first rows.
-const OVERSAMPLE: f64 = 3.0;
 
 /// A table the listing found, before it is read.
 pub struct Listed {
@@ -26,6 +20,8 @@ pub struct Listed {
     pub may_profile: bool,
     pub changes: Option<i64>,
     pub declared_key: bool,
+    /// Row-level security is enabled: reading it may run its owner's policies.
+    pub rls: bool,
     pub columns: Vec<ColumnProfile>,
 }
 
@@ -43,28 +39,10 @@ pub fn tables(schemas: Option<&[String]>, caller: pg_sys::Oid) -> Vec<Listed> {
             may_profile: r.get::<bool>(5).ok()?.unwrap_or(false),
             changes: r.get::<i64>(6).ok()?,
             declared_key: r.get::<bool>(7).ok()?.unwrap_or(false),
+            rls: r.get::<bool>(9).ok()?.unwrap_or(true),
             columns,
         })
     })
-}
-
-/// How a table is read: at most `max_rows` rows, by a block sample of `percent` when larger.
-#[derive(Debug, Clone, Copy)]
-pub struct Sampling {
-    pub max_rows: i32,
-    pub percent: f64,
-}
-
-impl Sampling {
-    pub fn for_table(row_estimate: f64, max_rows: i32) -> Sampling {
-        if row_estimate > max_rows as f64 {
-            let percent = (100.0 * OVERSAMPLE * max_rows as f64 / row_estimate).min(100.0);
-            Sampling { max_rows, percent }
-        } else {
-            // one more row than wanted tells a table larger than its estimate
-            Sampling { max_rows: max_rows.saturating_add(1), percent: 100.0 }
-        }
-    }
 }
 
 #[derive(Deserialize)]
@@ -75,14 +53,15 @@ struct Sampled {
 
 /// Reads `t` as its owner; None (with the reason) when that failed or took longer than
 /// `timeout` (a policy that raises, a lock): the table is left out.
-pub fn profile(t: Listed, sampling: Sampling, wanted_rows: i32, timeout: Duration) -> Result<TableProfile, String> {
+/// `keep`: values kept per column (nl2sql_core::profile::values_per_column).
+pub fn profile(t: Listed, sampling: Sampling, wanted_rows: i32, keep: i32, timeout: Duration) -> Result<TableProfile, String> {
     let names: Vec<String> = t.columns.iter().map(|c| c.name.clone()).collect();
     let args = [
         DatumWithOid::from(t.oid),
         DatumWithOid::from(names),
-        DatumWithOid::from(sampling.max_rows),
+        DatumWithOid::from(sampling.limit),
         DatumWithOid::from(sampling.percent),
-        DatumWithOid::from(KEEP_VALUES),
+        DatumWithOid::from(keep),
     ];
     let read = sandbox::isolated(timeout, || {
         owner::as_table_owner(t.oid, || {
@@ -108,7 +87,7 @@ pub fn profile(t: Listed, sampling: Sampling, wanted_rows: i32, timeout: Duratio
         oid: u32::from(t.oid),
         schema: t.schema,
         name: t.name,
-        complete: sampling.percent >= 100.0 && s.rows <= wanted_rows as i64,
+        complete: sampling.whole(s.rows, wanted_rows),
         rows: s.rows,
         declared_key: t.declared_key,
         columns,
@@ -163,7 +142,7 @@ impl Probe for Checks {
             DatumWithOid::from(oid),
             DatumWithOid::from(pairs.iter().map(|p| name(p.0)).collect::<Vec<_>>()),
             DatumWithOid::from(pairs.iter().map(|p| name(p.1)).collect::<Vec<_>>()),
-            DatumWithOid::from(sampling.max_rows),
+            DatumWithOid::from(sampling.limit),
             DatumWithOid::from(sampling.percent),
         ];
         let counts = sandbox::isolated(self.timeout, || {
