@@ -774,9 +774,9 @@ pub fn llm_model() -> Option<String> {
     string(&LLM_MODEL)
 }
 
-/// The API key: from the key file, else from the server's environment.
-pub fn llm_api_key() -> Result<Option<String>, nl2sql_core::error::Report> {
-    crate::pg::secrets::key(string(&LLM_API_KEY_FILE), "nl2sql.llm_api_key_file", &API_KEY_ENV)
+/// The file the API key is read from (secrets.rs reads it).
+pub fn llm_api_key_file() -> Option<String> {
+    string(&LLM_API_KEY_FILE)
 }
 
 fn ms(s: &GucSetting<i32>) -> Duration {
@@ -829,9 +829,9 @@ pub fn embedding_model() -> Option<String> {
     string(&EMBEDDING_MODEL)
 }
 
-/// The embeddings endpoint's key: from the key file, else from the server's environment.
-pub fn embedding_api_key() -> Result<Option<String>, nl2sql_core::error::Report> {
-    crate::pg::secrets::key(string(&EMBEDDING_API_KEY_FILE), "nl2sql.embedding_api_key_file", &EMBEDDING_KEY_ENV)
+/// The file the embeddings endpoint's key is read from (secrets.rs reads it).
+pub fn embedding_api_key_file() -> Option<String> {
+    string(&EMBEDDING_API_KEY_FILE)
 }
 
 pub fn embedding_timeout() -> Duration {

@@ -28,7 +28,7 @@
 //! Names are resolved over every table the statement reads (aliases included), which covers
 //! correlated subqueries; an ambiguous name is left alone for PostgreSQL to reject.
 
-use crate::embed::{self, folded_edit_similarity};
+use crate::retrieval::embed::{self, folded_edit_similarity};
 use crate::schema::Schema;
 use serde::Serialize;
 use sqlparser::ast::{

@@ -1,35 +1,17 @@
 //! The pure nl2sql pipeline: no PostgreSQL here. The extension crate supplies the database and
 //! the interrupt check through the traits in [`pipeline`].
 
-pub mod agent;
 pub mod align;
-pub mod answer;
-pub mod embed;
-pub mod embedder;
 pub mod error;
-pub mod examples;
-pub mod extract;
-pub mod forms;
-pub mod generate;
-pub mod guard;
-pub mod http;
 pub mod interrupt;
-pub mod llm;
-pub mod minilm;
-pub mod lookup;
 pub mod pipeline;
-pub mod policy;
 pub mod profile;
+pub mod model;
 pub mod prompt;
-pub mod refine;
-pub mod results;
-pub mod retrieve;
-pub mod rows;
+pub mod retrieval;
+pub mod safety;
 pub mod schema;
-pub mod synthetic;
 pub mod sqlinfo;
-pub mod typos;
-pub mod vote;
 
 use std::time::Duration;
 

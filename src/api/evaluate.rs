@@ -5,8 +5,8 @@ mod nl2sql {
     use crate::pg::sandbox;
     use nl2sql_core::error::Diagnostic;
     use nl2sql_core::pipeline::Rejected;
-    use nl2sql_core::refine::Failure;
-    use nl2sql_core::results;
+    use nl2sql_core::prompt::refine::Failure;
+    use nl2sql_core::pipeline::results;
     use nl2sql_core::Execution;
     use pgrx::prelude::*;
     use serde_json::{json, Value};

@@ -2,7 +2,6 @@
 
 #[pgrx::pg_schema]
 mod nl2sql {
-    use crate::api::ask;
     use crate::gucs;
     use crate::pg::{catalog, errors};
     use pgrx::prelude::*;
@@ -48,7 +47,7 @@ mod nl2sql {
     /// but the one that made it.
     #[pg_extern(volatile, parallel_unsafe)]
     fn last_trace() -> Option<pgrx::JsonB> {
-        ask::last_trace().map(pgrx::JsonB)
+        crate::pg::session::last_trace().map(pgrx::JsonB)
     }
 
     /// Forgets the column samples this session cached.

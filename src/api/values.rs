@@ -4,7 +4,7 @@
 #[pgrx::pg_schema]
 mod nl2sql {
     use crate::pg::values::{self, Built};
-    use nl2sql_core::embed;
+    use nl2sql_core::retrieval::embed;
     use pgrx::prelude::*;
 
     type BuiltRow = (pg_sys::Oid, String, String, i64, i64, i64, f64);

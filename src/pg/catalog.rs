@@ -7,7 +7,7 @@ use nl2sql_core::schema::{ColumnStats, Detail, Schema, Table};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use serde::Deserialize;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,17 @@ thread_local! {
     static STATS: RefCell<HashMap<(u32, u64, u32), Cached>> = RefCell::new(HashMap::new());
     // The last introspected schema (without samples) and the key it is valid for.
     static SCHEMA: RefCell<Option<(String, Schema)>> = const { RefCell::new(None) };
+    // session::role_changes() when the caches were last checked.
+    static SEEN_ROLE_CHANGES: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Forgets the caches when the role changed since they were filled (a belt to the role in
+/// their keys: nothing sampled as one role is ever shown to another).
+fn forget_if_role_changed() {
+    let now = crate::pg::session::role_changes();
+    if SEEN_ROLE_CHANGES.with(|n| n.replace(now)) != now {
+        reset_cache();
+    }
 }
 
 #[derive(Deserialize)]
@@ -98,6 +109,7 @@ pub fn for_prompt(privacy: bool) -> Schema {
 /// the tables that can fit in `max_tokens`. The introspection is reused until DDL, the
 /// caller's roles or the search_path change.
 pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report> {
+    forget_if_role_changed();
     let inferred = crate::gucs::use_inferred_relationships();
     let key = introspect(SCHEMA_KEY_SQL, &[DatumWithOid::from(inferred)])?.unwrap_or_default();
     let cached = SCHEMA.with_borrow(|c| c.as_ref().filter(|(k, _)| !key.is_empty() && *k == key).map(|(_, s)| s.clone()));
@@ -156,6 +168,7 @@ fn refresh_changes(tables: &mut [Table]) {
 }
 
 fn attach_stats(tables: &mut [Table], sample_rows: i32) {
+    forget_if_role_changed();
     // SAFETY: reads the current role's OID.
     let role: u32 = unsafe { pg_sys::GetUserId() }.into();
     let settings = crate::pg::session::fingerprint();

@@ -2,9 +2,9 @@
 
 use crate::gucs;
 use crate::pg::errors;
-use nl2sql_core::embedder::{self, Embedder};
+use nl2sql_core::retrieval::embedder::{self, Embedder};
 use nl2sql_core::error::Secret;
-use nl2sql_core::http::{Endpoint, Service};
+use nl2sql_core::model::http::{Endpoint, Service};
 use pgrx::prelude::*;
 
 /// The built-in embedder, or the endpoint at nl2sql.embedding_url.
@@ -18,7 +18,7 @@ pub fn current() -> Embedder {
             },
             service: Service::Embeddings,
             model: gucs::embedding_model(),
-            api_key: gucs::embedding_api_key().unwrap_or_else(|r| errors::raise(&r)).map(Secret::new),
+            api_key: crate::pg::secrets::embedding_api_key().unwrap_or_else(|r| errors::raise(&r)).map(Secret::new),
             timeout: gucs::embedding_timeout(),
             max_retries: gucs::llm_max_retries(),
             // Vectors are long: a batch of 2048 3072-dimensional ones is ~150 MB of JSON.
@@ -57,7 +57,7 @@ impl Columns {
     pub fn id(&self) -> String {
         match self {
             Columns::Values(e) => e.id(),
-            Columns::MiniLm => format!("{}@nl2sql", nl2sql_core::minilm::ID),
+            Columns::MiniLm => format!("{}@nl2sql", nl2sql_core::retrieval::minilm::ID),
         }
     }
 

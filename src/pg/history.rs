@@ -70,7 +70,7 @@ impl Entry {
         // (which administrators reading the history may not read) is left out.
         let seen = format!("{question}\n{}\n{}", hint.unwrap_or_default(), sql.unwrap_or_default());
         let error = error.map(|(state, message)| {
-            (state, nl2sql_core::refine::prefix(&nl2sql_core::refine::without_data(&message, &seen), MAX_ERROR_BYTES).to_string())
+            (state, nl2sql_core::prompt::refine::prefix(&nl2sql_core::prompt::refine::without_data(&message, &seen), MAX_ERROR_BYTES).to_string())
         });
         Entry {
             asked_by: owner::caller(),

@@ -16,8 +16,8 @@
 
 use crate::pg::{errors, policy};
 use nl2sql_core::error::{Diagnostic, Report};
-use nl2sql_core::guard::GuardError;
-use nl2sql_core::policy::Scope;
+use nl2sql_core::safety::guard::GuardError;
+use nl2sql_core::safety::policy::Scope;
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use std::cell::RefCell;
@@ -167,8 +167,7 @@ unsafe extern "C-unwind" fn process_utility(
         None => pg_sys::standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc),
     }
     if forget {
-        crate::api::ask::forget_trace();
-        crate::pg::catalog::reset_cache();
+        crate::pg::session::role_changed();
     }
 }
 

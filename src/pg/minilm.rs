@@ -4,7 +4,7 @@
 
 use crate::pg::errors;
 use nl2sql_core::error::{Report, SqlState};
-use nl2sql_core::minilm::{self, Model};
+use nl2sql_core::retrieval::minilm::{self, Model};
 use pgrx::prelude::*;
 use std::cell::RefCell;
 use std::ffi::CStr;

@@ -1,9 +1,11 @@
 //! Adapters between the pure pipeline and PostgreSQL: catalog, sandbox, model, errors.
 
+pub mod ask;
 pub mod catalog;
 pub mod embedder;
 pub mod errors;
 pub mod examples;
+pub mod explain;
 pub mod history;
 pub mod hooks;
 pub mod minilm;

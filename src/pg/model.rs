@@ -2,8 +2,8 @@
 
 use crate::gucs;
 use nl2sql_core::error::Secret;
-use nl2sql_core::http::{Endpoint, EndpointError, ErrorKind, Service};
-use nl2sql_core::llm::{self, ChatRequest, Completion, LlmError};
+use nl2sql_core::model::http::{Endpoint, EndpointError, ErrorKind, Service};
+use nl2sql_core::model::llm::{self, ChatRequest, Completion, LlmError};
 use nl2sql_core::pipeline::Llm;
 use pgrx::prelude::*;
 
@@ -22,7 +22,7 @@ impl Model {
                 service: Service::Llm,
                 base_url,
                 model: gucs::llm_model(),
-                api_key: gucs::llm_api_key().unwrap_or_else(|r| crate::pg::errors::raise(&r)).map(Secret::new),
+                api_key: crate::pg::secrets::llm_api_key().unwrap_or_else(|r| crate::pg::errors::raise(&r)).map(Secret::new),
                 timeout: gucs::llm_timeout(),
                 max_retries: gucs::llm_max_retries(),
                 max_body: gucs::max_answer_bytes(),

@@ -8,7 +8,7 @@
 //! restricted security context ([`as_table_owner`]), the way VACUUM and ANALYZE read them.
 
 use crate::pg::{hooks, role};
-use nl2sql_core::policy::Scope;
+use nl2sql_core::safety::policy::Scope;
 use pgrx::prelude::*;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;

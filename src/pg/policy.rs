@@ -7,10 +7,10 @@
 //! at any depth; every function the tree reaches — called, through operators, casts and
 //! attribute notation, in views and row-level security policies (after the rewrite), in the
 //! CHECK constraints of domains it coerces to, an aggregate's support functions, the output
-//! functions of the result's types — that nl2sql_core::policy::judge refuses.
+//! functions of the result's types — that nl2sql_core::safety::policy::judge refuses.
 
-use nl2sql_core::guard::GuardError;
-use nl2sql_core::policy::{self, FunctionFacts, Scope};
+use nl2sql_core::safety::guard::GuardError;
+use nl2sql_core::safety::policy::{self, FunctionFacts, Scope};
 use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use std::collections::{HashMap, HashSet};

@@ -13,8 +13,8 @@ use crate::pg::receiver::Receiver;
 use crate::pg::{hooks, policy, role};
 use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::pipeline::Rejected;
-use nl2sql_core::policy::Scope;
-use nl2sql_core::refine::Failure;
+use nl2sql_core::safety::policy::Scope;
+use nl2sql_core::prompt::refine::Failure;
 use nl2sql_core::{ColumnInfo, Execution};
 use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
@@ -297,7 +297,7 @@ impl Watchdog {
         let handle = thread::Builder::new()
             .name("nl2sql-watchdog".into())
             .spawn(move || {
-                nl2sql_core::llm::block_signals();
+                nl2sql_core::model::llm::block_signals();
                 let (lock, cv) = &*shared;
                 let deadline = Instant::now() + timeout;
                 let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());

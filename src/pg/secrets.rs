@@ -112,3 +112,14 @@ fn warn_exposed() {
     .set_hint("Remove it (ALTER DATABASE ... RESET / ALTER ROLE ... RESET / ALTER FUNCTION ... RESET), rotate the key, and keep it in the server's environment or a key file.")
     .report(PgLogLevel::WARNING);
 }
+
+/// The model endpoint's API key: from nl2sql.llm_api_key_file, else from the server's environment.
+pub fn llm_api_key() -> Result<Option<String>, Report> {
+    key(crate::gucs::llm_api_key_file(), "nl2sql.llm_api_key_file", &crate::gucs::API_KEY_ENV)
+}
+
+/// The embeddings endpoint's key: from nl2sql.embedding_api_key_file, else from the server's
+/// environment.
+pub fn embedding_api_key() -> Result<Option<String>, Report> {
+    key(crate::gucs::embedding_api_key_file(), "nl2sql.embedding_api_key_file", &crate::gucs::EMBEDDING_KEY_ENV)
+}

@@ -4,6 +4,7 @@
 //! connection pooler that share one role never see each other's.
 
 use pgrx::pg_sys;
+use std::cell::{Cell, RefCell};
 use std::collections::hash_map::DefaultHasher;
 use std::ffi::CStr;
 use std::hash::{Hash, Hasher};
@@ -76,4 +77,67 @@ pub fn privacy() -> bool {
         &[unsafe { pg_sys::GetSessionUserId() }.into(), unsafe { pg_sys::GetUserId() }.into()],
     )
     .unwrap_or(false)
+}
+
+/// A trace and who made it: the roles, and the custom settings (a tenant's id, say).
+struct Owned {
+    user: pg_sys::Oid,
+    session_user: pg_sys::Oid,
+    settings: u64,
+    trace: serde_json::Value,
+}
+
+thread_local! {
+    /// The trace of this backend's last call, for nl2sql.last_trace(), scrubbed of the key.
+    static LAST_TRACE: RefCell<Option<Owned>> = const { RefCell::new(None) };
+}
+
+pub fn who() -> (pg_sys::Oid, pg_sys::Oid, u64) {
+    // SAFETY: reads the current and the session user ids.
+    let (user, session_user) = unsafe { (pg_sys::GetUserId(), pg_sys::GetSessionUserId()) };
+    (user, session_user, fingerprint())
+}
+
+/// The last trace, when the role that made it is still the one asking, with the same custom
+/// settings (clients of a pooler that share a role differ there); forgotten otherwise.
+pub fn last_trace() -> Option<serde_json::Value> {
+    let (user, session_user, settings) = who();
+    LAST_TRACE.with_borrow_mut(|t| match t {
+        Some(o) if o.user == user && o.session_user == session_user && o.settings == settings => Some(o.trace.clone()),
+        _ => {
+            *t = None;
+            None
+        }
+    })
+}
+
+/// Forgets the last trace (the role changed: SET ROLE, SET SESSION AUTHORIZATION, DISCARD ALL).
+pub fn forget_trace() {
+    LAST_TRACE.with_borrow_mut(|t| *t = None);
+}
+
+/// Keeps `trace` as the session's last, for the roles and custom settings `owner` names (as
+/// [`who`] gave them when the call began).
+pub fn keep_trace(owner: (pg_sys::Oid, pg_sys::Oid, u64), trace: Option<serde_json::Value>) {
+    let (user, session_user, settings) = owner;
+    let stored = trace.map(|trace| Owned { user, session_user, settings, trace });
+    LAST_TRACE.with_borrow_mut(|t| *t = stored);
+}
+
+thread_local! {
+    /// How many times the role changed in this backend (see [`role_changed`]).
+    static ROLE_CHANGES: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The role changed (SET ROLE, SET SESSION AUTHORIZATION, RESET ALL, DISCARD ALL): the last
+/// trace is forgotten now, and what other rooms cached for the old role (catalog.rs) at their
+/// next read, when they see [`role_changes`] move.
+pub fn role_changed() {
+    forget_trace();
+    ROLE_CHANGES.with(|n| n.set(n.get().wrapping_add(1)));
+}
+
+/// How many times the role changed in this backend.
+pub fn role_changes() -> u64 {
+    ROLE_CHANGES.with(Cell::get)
 }

@@ -4,7 +4,7 @@
 //! the same guard, alignment and sandbox as a candidate; the last query that ran is the answer.
 
 use super::*;
-use crate::agent::{self, Action, Turn};
+use crate::pipeline::agent::{self, Action, Turn};
 
 /// Completion tokens for one turn (a thought and an action, or a query).
 const TURN_MAX_TOKENS: u32 = 512;
@@ -77,7 +77,7 @@ pub(super) fn interactive(
         }
         let observation = agent::clip(observation);
         trace.turns.push(Turn { thought, action: action.ok(), observation: observation.clone() });
-        messages.push(Message::assistant(crate::refine::prefix(&own, crate::answer::MAX_SQL_BYTES)));
+        messages.push(Message::assistant(crate::prompt::refine::prefix(&own, crate::model::answer::MAX_SQL_BYTES)));
         messages.push(Message::user(format!("Observation: {observation}")));
     }
     match (answer, last_failure) {
@@ -173,7 +173,7 @@ fn execute(
             let observation = match &failure {
                 // The estimate comes from the column statistics: not under privacy.
                 Failure::Cost { max, .. } if settings.privacy => format!("not run: its estimated cost exceeds nl2sql.max_cost ({max:.0})"),
-                _ => crate::refine::error_text(&failure, sql, &crate::refine::seen(messages), settings.privacy).unwrap_or_else(|| failure.summary()),
+                _ => crate::prompt::refine::error_text(&failure, sql, &crate::prompt::refine::seen(messages), settings.privacy).unwrap_or_else(|| failure.summary()),
             };
             (observation, Err(AskError::Failed { sql: written, failure }))
         }

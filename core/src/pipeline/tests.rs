@@ -1,6 +1,9 @@
 use super::*;
+use crate::error::SqlState;
+use crate::prompt::refine::FailureKind;
+use std::time::Duration;
 use crate::align::Rules;
-use crate::llm::Message;
+use crate::model::llm::Message;
 use crate::schema::tests::{sample_schema, star_schema};
 use crate::ColumnInfo;
 use std::collections::HashMap;
@@ -40,9 +43,9 @@ impl Script {
 }
 
 fn down() -> LlmError {
-    crate::http::EndpointError {
-        service: crate::http::Service::Llm,
-        kind: crate::http::ErrorKind::Auth { url: "u".into(), status: 401, body: "key sk-secret-key".into() },
+    crate::model::http::EndpointError {
+        service: crate::model::http::Service::Llm,
+        kind: crate::model::http::ErrorKind::Auth { url: "u".into(), status: 401, body: "key sk-secret-key".into() },
     }
 }
 
@@ -508,7 +511,7 @@ fn a_small_schema_skips_extraction_and_shares_the_prefix_of_every_call() {
     assert_eq!(a.trace.llm_calls.iter().filter(|c| c.stage == "extract").count(), 0);
     assert_eq!(a.trace.round_trips, 1);
     // The candidates' prompt starts as a zero-shot prompt on the same schema does, up to the task.
-    let zero = crate::generate::zero_shot(&star_schema().render(4000).text, "", "other question", None);
+    let zero = crate::prompt::generate::zero_shot(&star_schema().render(4000).text, "", "other question", None);
     let gen = llm.prompts()[0];
     let schema_block = gen[1].content.find("### Task:").expect("task");
     // (the two tasks share their first sentence too)
@@ -522,7 +525,7 @@ fn a_schema_above_the_threshold_is_extracted_with_the_prefix_of_zero_shot() {
     let mut llm = script(&[EXTRACTED, "#SQL: SELECT count(*) FROM singer", "#SQL: SELECT count(*) FROM singer", "#SQL: SELECT count(*) FROM singer"]);
     let a = ask(&q("How many singers?"), &star_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
     assert!(a.trace.extraction.is_some() && a.trace.extraction_skipped.is_none());
-    let zero = crate::generate::zero_shot(&star_schema().render(4000).text, "", "How many singers?", None);
+    let zero = crate::prompt::generate::zero_shot(&star_schema().render(4000).text, "", "How many singers?", None);
     let extraction = llm.prompts()[0];
     assert_eq!(extraction[0], zero[0]);
     assert!(crate::prompt::shared_prefix(extraction, &zero) > zero[0].content.len() + star_schema().render(4000).text.trim_end().len());
@@ -799,7 +802,7 @@ fn a_sure_answer_that_fails_returns_nothing_or_comes_unscored_does_not_stand_alo
 }
 
 fn timed_out() -> LlmError {
-    crate::http::EndpointError { service: crate::http::Service::Llm, kind: crate::http::ErrorKind::Timeout { url: "u".into(), ms: 120_000 } }
+    crate::model::http::EndpointError { service: crate::model::http::Service::Llm, kind: crate::model::http::ErrorKind::Timeout { url: "u".into(), ms: 120_000 } }
 }
 
 #[test]

@@ -94,10 +94,10 @@ pub fn profile(t: Listed, sampling: Sampling, wanted_rows: i32, keep: i32, timeo
     })
 }
 
-fn failure_text(f: &nl2sql_core::refine::Failure) -> String {
+fn failure_text(f: &nl2sql_core::prompt::refine::Failure) -> String {
     match f {
-        nl2sql_core::refine::Failure::Timeout { ms } => format!("reading it took longer than {ms} ms"),
-        nl2sql_core::refine::Failure::Execution(r) | nl2sql_core::refine::Failure::Analysis(r) => r.message.clone(),
+        nl2sql_core::prompt::refine::Failure::Timeout { ms } => format!("reading it took longer than {ms} ms"),
+        nl2sql_core::prompt::refine::Failure::Execution(r) | nl2sql_core::prompt::refine::Failure::Analysis(r) => r.message.clone(),
         other => format!("{other:?}"),
     }
 }

@@ -3,19 +3,17 @@
 //! value_index.generation. The generation replaced stays until no snapshot can use it
 //! (refresh.rs drops it). Also the triggers, and dropping an index.
 
-use super::{entries_table, fail, may_maintain, printed, relation_text, still_held, Built};
+use super::{entries_table, fail, may_maintain, printed, relation_text, Built};
 use crate::gucs;
 use crate::pg::{embedder, owner, spi};
-use nl2sql_core::embed;
-use nl2sql_core::embedder::Embedder;
+use nl2sql_core::retrieval::embed;
+use nl2sql_core::retrieval::embedder::Embedder;
 use nl2sql_core::error::SqlState;
-use nl2sql_core::lookup;
+use nl2sql_core::retrieval::lookup;
 use pgrx::prelude::*;
 use pgrx::spi::quote_identifier;
 use std::time::Instant;
 
-/// Rows a batch when loading vectors from an endpoint.
-const LOAD_CHUNK: usize = 5000;
 /// Values read from a user's table at a time (as the table's owner) before they are stored
 /// (as the extension's owner).
 const READ_CHUNK: i64 = 20_000;
@@ -202,7 +200,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
     let hnsw = started.elapsed().as_secs_f64();
     if !first {
         // What DML added to the generation serving while this one was loaded.
-        values += catch_up(id, rel, &col.name, &entries_table(id, old_gen), &table, &emb);
+        values += super::entries::catch_up(id, rel, &col.name, &entries_table(id, old_gen), &table, &emb);
     }
     spi::write(&format!("ANALYZE {table}"), &[]);
     let seconds = started.elapsed().as_secs_f64();
@@ -308,91 +306,13 @@ fn load_builtin(table: &str, rel: pg_sys::Oid, source: &str) -> (i64, i64, i32) 
     (values, phrases, embed::SIGNATURE_BITS as i32)
 }
 
-fn load_remote(table: &str, rel: pg_sys::Oid, source: &str, ep: &nl2sql_core::http::Endpoint) -> (i64, i64, i32) {
+fn load_remote(table: &str, rel: pg_sys::Oid, source: &str, ep: &nl2sql_core::model::http::Endpoint) -> (i64, i64, i32) {
     let mut values: Vec<String> = Vec::new();
     stream_values(rel, source, |_, chunk| values.extend(chunk));
     let rows = lookup::entries(&values);
     let phrases = rows.iter().filter(|(v, t)| v != t).count() as i64;
-    let dims = insert_remote(table, ep, &rows);
+    let dims = super::entries::insert_remote(table, ep, &rows);
     (values.len() as i64, phrases, dims)
-}
-
-/// Embeds the terms of `rows` with the endpoint and stores them; returns the dimension.
-pub(super) fn insert_remote(table: &str, ep: &nl2sql_core::http::Endpoint, rows: &[(String, String)]) -> i32 {
-    let mut dims = 0i32;
-    for (n, chunk) in rows.chunks(LOAD_CHUNK).enumerate() {
-        check_for_interrupts!();
-        let terms: Vec<String> = chunk.iter().map(|(_, t)| t.clone()).collect();
-        let vectors = embedder::embed(ep, &terms);
-        dims = vectors.first().map(|v| v.len() as i32).unwrap_or(dims);
-        if dims > 64_000 {
-            fail(SqlState::ProgramLimitExceeded, format!("the embedding endpoint returns {dims} dimensions; at most 64000 are supported"), None);
-        }
-        let vals: Vec<String> = chunk.iter().map(|(v, _)| v.clone()).collect();
-        let lits: Vec<String> = vectors.iter().map(|v| embedder::vector_literal(v)).collect();
-        spi::write(
-            &format!(
-                "INSERT INTO {table} (value, term, key, sig, embedding)
-                 SELECT x.v, x.t, nl2sql.fold(x.t), binary_quantize(x.e::vector)::bit({dims}), x.e::vector
-                 FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]), pg_catalog.unnest($3::text[])) AS x(v, t, e)"
-            ),
-            &[vals.into(), terms.into(), lits.into()],
-        );
-        if (n + 1) % 20 == 0 {
-            notice!("nl2sql: {} of {} entries embedded", ((n + 1) * LOAD_CHUNK).min(rows.len()), rows.len());
-        }
-    }
-    dims.max(1)
-}
-
-/// Adds `values` (and their phrases) to a generation outside a full build: the values DML
-/// added while a build ran. The phrase cap is not recounted.
-pub(super) fn insert_values(table: &str, emb: &Embedder, values: Vec<String>) {
-    if values.is_empty() {
-        return;
-    }
-    match emb {
-        Embedder::Builtin => spi::write(
-            &format!(
-                "INSERT INTO {table} (value, term, key, sig)
-                 SELECT v, v, nl2sql.fold(v), nl2sql.signature(v)::bit(256) FROM pg_catalog.unnest($1::text[]) AS v
-                 UNION ALL
-                 SELECT v, p, p, nl2sql.signature(p)::bit(256) FROM pg_catalog.unnest($1::text[]) AS v, pg_catalog.unnest(nl2sql.phrases(v)) AS p"
-            ),
-            &[values.into()],
-        ),
-        Embedder::Remote(ep) => {
-            insert_remote(table, ep, &lookup::entries(&values));
-        }
-    }
-}
-
-/// Copies to the generation `new` the values that `old` holds, `new` lacks and the table still
-/// holds (DML added them after the build read the table); returns how many.
-pub(super) fn catch_up(id: i32, rel: pg_sys::Oid, column: &str, old: &str, new: &str, emb: &Embedder) -> i64 {
-    let exists = spi::read::<bool>("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[old.into()]).unwrap_or(false);
-    if !exists {
-        return 0;
-    }
-    let missing: Vec<String> = spi::rows(
-        &format!(
-            "SELECT o.value FROM {old} o WHERE o.term = o.value
-             AND NOT EXISTS (SELECT 1 FROM {new} n WHERE n.key = o.key AND n.value = o.value)"
-        ),
-        &[],
-        |r| r.get::<String>(1).ok()?,
-    );
-    if missing.is_empty() {
-        return 0;
-    }
-    let Some(held) = still_held(rel, column, &missing) else {
-        pgrx::warning!("nl2sql could not re-read the values added to {} while its value index was built", relation_text(rel));
-        spi::write("INSERT INTO nl2sql.value_flags (column_id, flag) VALUES ($1, 'stale')", &[id.into()]);
-        return 0;
-    };
-    let n = held.len() as i64;
-    insert_values(new, emb, held);
-    n
 }
 
 fn build_hnsw(table: &str, dims: i32) {

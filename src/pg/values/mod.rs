@@ -7,6 +7,7 @@
 //! Locks are taken in the order sql/values.sql's header gives.
 
 mod build;
+mod entries;
 mod refresh;
 mod search;
 

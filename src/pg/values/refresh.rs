@@ -6,8 +6,8 @@
 
 use super::{entries_table, may_maintain, relation_text, still_held, Built};
 use crate::pg::{embedder, owner, sandbox, spi};
-use nl2sql_core::embedder::Embedder;
-use nl2sql_core::lookup;
+use nl2sql_core::retrieval::embedder::Embedder;
+use nl2sql_core::retrieval::lookup;
 use pgrx::prelude::*;
 use pgrx::spi::quote_identifier;
 use std::collections::HashMap;
@@ -130,7 +130,7 @@ fn apply_removals(rel: Option<pg_sys::Oid>) {
 }
 
 /// Embeds values that DML queued for endpoint-embedded columns.
-fn drain_queue(ep: &nl2sql_core::http::Endpoint) {
+fn drain_queue(ep: &nl2sql_core::model::http::Endpoint) {
     let queued: Vec<(i32, i32, String)> = spi::rows(
         "SELECT q.column_id, i.generation, q.value FROM nl2sql.value_queue q JOIN nl2sql.value_index i ON i.id = q.column_id
          WHERE i.embedder = $1 AND i.status IN ('ready', 'dirty')
@@ -148,7 +148,7 @@ fn drain_queue(ep: &nl2sql_core::http::Endpoint) {
         if mine.is_none() {
             continue;
         }
-        super::build::insert_remote(&entries_table(id, generation), ep, &lookup::entries(&values));
+        super::entries::insert_remote(&entries_table(id, generation), ep, &lookup::entries(&values));
         spi::write("DELETE FROM nl2sql.value_queue WHERE column_id = $1 AND value = ANY ($2)", &[id.into(), values.into()]);
         spi::write("UPDATE nl2sql.value_index SET refreshed_at = now() WHERE id = $1", &[id.into()]);
     }
@@ -232,7 +232,7 @@ pub fn collect_garbage() {
                     let emb = embedder::for_stored_values();
                     let same_embedder = spi::read::<bool>("SELECT embedder = nl2sql.current_embedder() FROM nl2sql.value_index WHERE id = $1", &[id.into()]).unwrap_or(false);
                     if same_embedder {
-                        super::build::catch_up(id, relid, &column, &old, &entries_table(id, current), &emb);
+                        super::entries::catch_up(id, relid, &column, &old, &entries_table(id, current), &emb);
                     }
                 }
                 if spi::read::<bool>("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[old.as_str().into()]).unwrap_or(false) {

@@ -1,4 +1,4 @@
-//! The read path: the store the core's lookups (nl2sql_core::lookup) run over, and the schema
+//! The read path: the store the core's lookups (nl2sql_core::retrieval::lookup) run over, and the schema
 //! embeddings' search. It never writes (it works on a hot standby) and never waits long: each
 //! column's entries are read in a subtransaction with a short lock timeout, rolled back at
 //! once so no lock outlives the read; a column that cannot be read in time is left out and
@@ -7,10 +7,10 @@
 use super::entries_table;
 use crate::gucs;
 use crate::pg::{embedder, owner, sandbox, spi};
-use nl2sql_core::embed;
-use nl2sql_core::embedder::Embedder;
-use nl2sql_core::lookup::{self, Lookup, ValueStore};
-use nl2sql_core::retrieve::{self, Candidate};
+use nl2sql_core::retrieval::embed;
+use nl2sql_core::retrieval::embedder::Embedder;
+use nl2sql_core::retrieval::lookup::{self, Lookup, ValueStore};
+use nl2sql_core::retrieval::retrieve::{self, Candidate};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
@@ -378,7 +378,7 @@ pub fn take_skipped() -> Vec<String> {
 }
 
 /// The stored value of an indexed column closest to `literal`, for the agent alignment
-/// (nl2sql_core::lookup::closest decides); None when the column has no index the caller may use.
+/// (nl2sql_core::retrieval::lookup::closest decides); None when the column has no index the caller may use.
 pub fn closest_stored(relid: pg_sys::Oid, column: &str, literal: &str) -> Option<String> {
     let mut store = Store::new(owner::caller());
     let col = store.columns.values().find(|c| c.relid == relid && c.column == column).map(|c| lookup::Column { id: c.id as u32, recheck: c.recheck })?;

@@ -1,7 +1,7 @@
 //! The interactive agent's loop with a scripted model and the fake database.
 
 use super::*;
-use crate::agent::Action;
+use crate::pipeline::agent::Action;
 
 fn interactive() -> Settings {
     Settings { mode: Mode::Interactive, agent_max_turns: 6, ..settings() }

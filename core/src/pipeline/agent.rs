@@ -8,7 +8,7 @@ use crate::schema::{self, Schema};
 use serde::Serialize;
 
 /// The task and exemplars of the agent's prompt.
-pub const TASK: &str = include_str!("prompts/agent_task.txt");
+pub const TASK: &str = include_str!("../prompt/text/agent_task.txt");
 /// Longest observation shown to the model, in bytes.
 pub const MAX_OBSERVATION_BYTES: usize = 1_500;
 /// Rows of a query's result an observation shows.
@@ -78,7 +78,7 @@ pub fn parse(reply: &str) -> (String, Result<Action, String>) {
     let thought = thought.trim().to_string();
     let Some(at) = action_at else {
         // A query without an Action line is a query to run.
-        return match crate::answer::extract_sql(reply) {
+        return match crate::model::answer::extract_sql(reply) {
             Some(sql) if reply.contains("```") => (thought, Ok(Action::ExecuteSql(sql))),
             _ => (thought, Err("no Action line".into())),
         };
@@ -97,7 +97,7 @@ pub fn parse(reply: &str) -> (String, Result<Action, String>) {
             [a, b, ..] => Ok(Action::JoinPath(a.clone(), b.clone())),
             _ => Err("JoinPath needs two tables".into()),
         },
-        "executesql" => match crate::answer::extract_sql(after).filter(|_| after.contains("```")) {
+        "executesql" => match crate::model::answer::extract_sql(after).filter(|_| after.contains("```")) {
             Some(sql) => Ok(Action::ExecuteSql(sql)),
             None => args.first().cloned().map(Action::ExecuteSql).ok_or_else(|| "ExecuteSQL needs the query in a ```sql block".into()),
         },
@@ -201,15 +201,15 @@ pub fn describe_column(schema: &Schema, table: usize, column: usize) -> String {
 /// Columns whose name or table name shares a word with `query`, best first (the fallback when
 /// the database's column search finds none).
 pub fn matching_columns(schema: &Schema, query: &str, k: usize) -> Vec<(usize, usize)> {
-    let words: Vec<String> = crate::embed::words(&crate::embed::fold(query)).map(str::to_string).collect();
+    let words: Vec<String> = crate::retrieval::embed::words(&crate::retrieval::embed::fold(query)).map(str::to_string).collect();
     let mut scored: Vec<(usize, usize, usize)> = Vec::new();
     for (ti, t) in schema.tables.iter().enumerate() {
         interrupt::every(ti, 256);
-        let table_words: Vec<String> = crate::embed::words(&crate::embed::fold(&t.name)).map(str::to_string).collect();
+        let table_words: Vec<String> = crate::retrieval::embed::words(&crate::retrieval::embed::fold(&t.name)).map(str::to_string).collect();
         for (ci, c) in t.columns.iter().enumerate() {
-            let col = crate::embed::fold(&c.name);
+            let col = crate::retrieval::embed::fold(&c.name);
             // A column word that repeats its table's name (singer_id in singer) says nothing more.
-            let hits = crate::embed::words(&col)
+            let hits = crate::retrieval::embed::words(&col)
                 .filter(|w| !table_words.iter().any(|t| same_word(t, w)) && words.iter().any(|q| same_word(q, w)))
                 .count()
                 * 2
@@ -225,7 +225,7 @@ pub fn matching_columns(schema: &Schema, query: &str, k: usize) -> Vec<(usize, u
 
 /// The same word, or its singular or plural.
 fn same_word(a: &str, b: &str) -> bool {
-    a == b || crate::forms::singular(a).is_some_and(|s| s == b) || crate::forms::singular(b).is_some_and(|s| s == a)
+    a == b || crate::retrieval::forms::singular(a).is_some_and(|s| s == b) || crate::retrieval::forms::singular(b).is_some_and(|s| s == a)
 }
 
 /// An observation as the model is shown it: at most MAX_OBSERVATION_BYTES.
@@ -233,7 +233,7 @@ pub fn clip(text: String) -> String {
     if text.len() <= MAX_OBSERVATION_BYTES {
         return text;
     }
-    format!("{} … (cut)", crate::refine::prefix(&text, MAX_OBSERVATION_BYTES))
+    format!("{} … (cut)", crate::prompt::refine::prefix(&text, MAX_OBSERVATION_BYTES))
 }
 
 #[cfg(test)]

@@ -3,13 +3,13 @@
 //! keeps those that execute and return rows. And the chain of thought of an example, written
 //! from its SQL (Query-CoT-SQL), once, when the example is added.
 
-use crate::answer;
+use crate::model::answer;
 use crate::interrupt;
-use crate::llm::Message;
+use crate::model::llm::Message;
 use crate::prompt;
 
-const TASK: &str = include_str!("prompts/synthetic_task.txt");
-const THOUGHT_TASK: &str = include_str!("prompts/thought_task.txt");
+const TASK: &str = include_str!("text/synthetic_task.txt");
+const THOUGHT_TASK: &str = include_str!("text/thought_task.txt");
 /// Pairs read from one answer at most, whatever it holds.
 pub const MAX_PAIRS: usize = 50;
 /// Longest question kept, in characters.
@@ -23,7 +23,7 @@ pub fn messages(schema: &str, n: usize) -> Vec<Message> {
 /// The question/SQL pairs of an answer, in order: a `Question:` line (numbering allowed) and
 /// the first ```sql block or `SQL:` line after it. Linear in the answer's length.
 pub fn parse(content: &str) -> Vec<(String, String)> {
-    let content = crate::refine::prefix(content, 256 * 1024);
+    let content = crate::prompt::refine::prefix(content, 256 * 1024);
     let mut pairs = Vec::new();
     let mut question: Option<String> = None;
     let mut block: Option<String> = None;
@@ -94,7 +94,7 @@ pub fn thought_messages(schema: &str, question: &str, sql: &str) -> Vec<Message>
 /// the answer has none.
 pub fn parse_thought(content: &str) -> Option<String> {
     let mut lines = Vec::new();
-    for (i, line) in crate::refine::prefix(content, 16 * 1024).lines().enumerate() {
+    for (i, line) in crate::prompt::refine::prefix(content, 16 * 1024).lines().enumerate() {
         interrupt::every(i, 1024);
         let t = line.trim();
         let lower = t.to_ascii_lowercase();

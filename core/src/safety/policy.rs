@@ -6,7 +6,7 @@
 //! aggregates' support functions, type output) and asks [`judge`]; its object-access hook asks
 //! again for every function the executor initialises while generated SQL runs.
 
-use crate::guard::GuardError;
+use super::refusal::GuardError;
 
 /// What the catalog says about one function (one `pg_proc` row).
 #[derive(Debug, Clone, PartialEq, Eq)]

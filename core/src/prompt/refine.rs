@@ -1,18 +1,18 @@
 //! Refinement: what went wrong with a candidate, and the prompt that asks the model to fix it.
 
 use crate::error::Report;
-use crate::guard::GuardError;
-use crate::llm::Message;
+use crate::safety::guard::GuardError;
+use crate::model::llm::Message;
 use serde::Serialize;
 
-const CORRECT_ERROR: &str = include_str!("prompts/correct_error.txt");
-const CORRECT_TIMEOUT: &str = include_str!("prompts/correct_timeout.txt");
-const CORRECT_COST: &str = include_str!("prompts/correct_cost.txt");
-const CORRECT_SYNTAX: &str = include_str!("prompts/correct_syntax.txt");
-const CORRECT_UNDEFINED: &str = include_str!("prompts/correct_undefined.txt");
-const CORRECT_TYPE: &str = include_str!("prompts/correct_type.txt");
-const CORRECT_FUNCTION: &str = include_str!("prompts/correct_function.txt");
-const CORRECT_EMPTY: &str = include_str!("prompts/correct_empty.txt");
+const CORRECT_ERROR: &str = include_str!("text/correct_error.txt");
+const CORRECT_TIMEOUT: &str = include_str!("text/correct_timeout.txt");
+const CORRECT_COST: &str = include_str!("text/correct_cost.txt");
+const CORRECT_SYNTAX: &str = include_str!("text/correct_syntax.txt");
+const CORRECT_UNDEFINED: &str = include_str!("text/correct_undefined.txt");
+const CORRECT_TYPE: &str = include_str!("text/correct_type.txt");
+const CORRECT_FUNCTION: &str = include_str!("text/correct_function.txt");
+const CORRECT_EMPTY: &str = include_str!("text/correct_empty.txt");
 
 /// Why a candidate did not produce an answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -216,7 +216,7 @@ pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure, p
             template.replace("{error}", &error_text(failure, answer, &seen, private).unwrap_or_default())
         }
     };
-    messages.push(Message::assistant(prefix(answer.trim(), crate::answer::MAX_SQL_BYTES)));
+    messages.push(Message::assistant(prefix(answer.trim(), crate::model::answer::MAX_SQL_BYTES)));
     messages.push(Message::user(ask.trim_end()));
     messages
 }

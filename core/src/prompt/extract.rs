@@ -2,11 +2,11 @@
 //! it mentions, and what its answer returns (info alignment: the SELECT as phrases of the
 //! question, in order). The answer is parsed leniently and resolved against the real schema.
 
-use crate::llm::Message;
+use crate::model::llm::Message;
 use crate::schema::Schema;
 use serde::Serialize;
 
-const TASK: &str = include_str!("prompts/extract_task.txt");
+const TASK: &str = include_str!("text/extract_task.txt");
 
 /// The messages of the extraction request: the whole schema, laid out as every other call;
 /// `examples` is the few-shot section (possibly empty): queries of similar questions show

@@ -1,6 +1,6 @@
-//! OpenAI-compatible chat completions, over the transport in [`crate::http`].
+//! OpenAI-compatible chat completions, over the transport in [`crate::model::http`].
 
-use crate::http::{self, Endpoint, EndpointError, ErrorKind, Service};
+use crate::model::http::{self, Endpoint, EndpointError, ErrorKind, Service};
 use serde::Serialize;
 use once_cell::sync::Lazy;
 use serde_json::Value;
@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub use crate::http::block_signals;
+pub use crate::model::http::block_signals;
 
 /// Errors of the model endpoint.
 pub type LlmError = EndpointError;
@@ -248,7 +248,7 @@ pub fn confidence(tokens: &[Value]) -> Option<f32> {
         let own = text(t);
         let word = own.trim().to_lowercase();
         let fence = own.contains('`');
-        let language = after_fence && !own.contains('\n') && crate::answer::is_sql_fence(&word);
+        let language = after_fence && !own.contains('\n') && crate::model::answer::is_sql_fence(&word);
         after_fence = fence;
         // An alias's name, after AS: its first token, and those that go on the same word.
         let name = !word.is_empty()
@@ -389,7 +389,7 @@ pub fn parse_choices(ep: &Endpoint, text: &str, latency: Duration, attempts: u32
 mod tests {
     use super::*;
     use crate::error::{Diagnostic, SqlState};
-    use crate::http::tests::{endpoint, serve};
+    use crate::model::http::tests::{endpoint, serve};
 
     fn request() -> ChatRequest {
         ChatRequest { messages: vec![Message::user("hi")], temperature: 0.0, max_tokens: 16 }

@@ -2,8 +2,8 @@
 //! OpenAI-compatible `/v1/embeddings` endpoint, called in batches with the same cancel,
 //! timeout and error discipline as the model.
 
-use crate::embed;
-use crate::http::{self, Endpoint, EndpointError, Service};
+use crate::retrieval::embed;
+use crate::model::http::{self, Endpoint, EndpointError, Service};
 use serde_json::Value;
 
 /// The embedder in use; its id is stored with every index so that vectors of different
@@ -99,8 +99,8 @@ pub fn parse_embeddings(ep: &Endpoint, text: &str, expected: usize) -> Result<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::tests::{endpoint, serve};
-    use crate::http::ErrorKind;
+    use crate::model::http::tests::{endpoint, serve};
+    use crate::model::http::ErrorKind;
 
     fn body(vectors: &[(usize, Vec<f32>)]) -> String {
         let data: Vec<Value> =

@@ -4,7 +4,7 @@
 //! estimate) and then the fastest execution, and
 //! confidence is the winning group's share of all candidates.
 
-use crate::results::Row;
+use crate::pipeline::results::Row;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -48,7 +48,7 @@ pub struct Outcome {
 
 fn key(b: &Ballot) -> Vec<Row> {
     // `name, count` and `count, name` give one answer.
-    let mut rows = crate::results::canonical_columns(&b.rows, b.ordered);
+    let mut rows = crate::pipeline::results::canonical_columns(&b.rows, b.ordered);
     if !b.ordered {
         rows.sort();
     }

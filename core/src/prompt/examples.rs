@@ -2,7 +2,7 @@
 //! of a question rather than its names, and the few-shot section that shows them to the model.
 //! Examples are data another role wrote: they are shown, never run or spliced into SQL.
 
-use crate::embed;
+use crate::retrieval::embed;
 use crate::interrupt;
 use serde::Serialize;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -290,19 +290,19 @@ pub fn render(examples: &[Example], thoughts: bool) -> String {
         }
         if thoughts {
             if let Some(t) = e.thought.as_deref().filter(|t| !t.trim().is_empty()) {
-                out.push_str(crate::refine::prefix(t.trim(), MAX_SHOWN_BYTES));
+                out.push_str(crate::prompt::refine::prefix(t.trim(), MAX_SHOWN_BYTES));
                 out.push('\n');
             }
         }
         out.push_str("```sql\n");
-        out.push_str(crate::refine::prefix(e.sql.trim(), MAX_SHOWN_BYTES));
+        out.push_str(crate::prompt::refine::prefix(e.sql.trim(), MAX_SHOWN_BYTES));
         out.push_str("\n```\n");
     }
     out
 }
 
 fn one_line(s: &str) -> String {
-    crate::refine::prefix(s, MAX_SHOWN_BYTES).split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::prompt::refine::prefix(s, MAX_SHOWN_BYTES).split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -3,12 +3,15 @@
 //! its hint. Within one question its calls share the longest prefix they can; across questions
 //! on one database the system text and the whole-schema block stay the same, byte for byte.
 
-use crate::llm::Message;
+use crate::model::llm::Message;
 use std::sync::OnceLock;
 
 /// The system text of every request (extraction, generation, correction), before the server's
 /// major version is put in.
-const SYSTEM: &str = include_str!("prompts/system.txt");
+/// Longest earlier query a follow-up question carries, in bytes.
+pub const MAX_PREVIOUS_SQL_BYTES: usize = 64 * 1024;
+
+const SYSTEM: &str = include_str!("text/system.txt");
 /// The heading of the schema block in the Open-SQL layout.
 const TABLES: &str = "### Tables, one column a line (name: type, (description), VALUES of categorical columns, e.g. sample values, range, PRIMARY_KEY):\n";
 /// The heading of the table names the interactive agent is shown.
@@ -35,7 +38,7 @@ pub fn follow_up(question: &str, sql: &str) -> String {
     let question = question.split_whitespace().collect::<Vec<_>>().join(" ");
     format!(
         "### Earlier question: {question}\n### Its query:\n```sql\n{}\n```\n### The question below follows the earlier one: keep what it does not change (tables, filters, grouping), change what it asks to change.\n",
-        crate::refine::prefix(sql.trim(), crate::pipeline::MAX_PREVIOUS_SQL_BYTES)
+        crate::prompt::refine::prefix(sql.trim(), MAX_PREVIOUS_SQL_BYTES)
     )
 }
 

@@ -2,9 +2,27 @@
 //! phrases that are looked up (split retrieval on the query side), the final score of a
 //! candidate, merging candidates into the best few, and the prompt section they become.
 
-use crate::embed::{self, edit_similarity, feature_cosine, features};
-use crate::lookup::Lookup;
+use crate::retrieval::embed::{self, edit_similarity, feature_cosine, features};
 use serde::Serialize;
+
+/// A text looked up in the index: a phrase of the query, or another form of one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lookup {
+    pub text: String,
+    /// The query phrase it stands for (what a hit reports as matched).
+    pub query: String,
+    /// 1 for the phrase itself; `lookup::FORM_MATCH` for another form of it.
+    pub weight: f32,
+    /// Whether the store searches its nearest entries (HNSW) for this text besides the exact and
+    /// byte-order neighbour reads: see `lookup::candidates`.
+    pub nearest: bool,
+}
+
+impl Lookup {
+    pub fn plain(text: &str) -> Lookup {
+        Lookup { text: text.to_string(), query: text.to_string(), weight: 1.0, nearest: true }
+    }
+}
 
 /// Words that never name a value on their own.
 const STOPWORDS: &[&str] = &[

@@ -1,11 +1,11 @@
 //! Generation: the prompts that turn a question and a schema into a PostgreSQL query, laid out
 //! by [`crate::prompt`] so that they share their start with every other call on the database.
 
-use crate::llm::Message;
+use crate::model::llm::Message;
 use crate::prompt::{self, Layout};
 
-const TASK: &str = include_str!("prompts/generate_task.txt");
-const COT_TASK: &str = include_str!("prompts/generate_cot_task.txt");
+const TASK: &str = include_str!("text/generate_task.txt");
+const COT_TASK: &str = include_str!("text/generate_cot_task.txt");
 
 /// The messages of a generation request that answers with the query alone; `values` is the
 /// similar-values section (possibly empty), placed after the task.

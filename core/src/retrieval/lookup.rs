@@ -3,30 +3,13 @@
 //! must be re-checked against their table, and which stored value a literal should become.
 //! The extension implements [`ValueStore`] with SQL; everything decided is decided here.
 
-use crate::embed::{self, edit_similarity};
-use crate::forms;
-use crate::retrieve::{self, Candidate, Hit};
-use crate::typos;
+use crate::retrieval::embed::{self, edit_similarity};
+use crate::retrieval::forms;
+use crate::retrieval::retrieve::{self, Candidate, Hit};
+use crate::retrieval::typos;
 use std::collections::{HashMap, HashSet};
 
-/// A text looked up in the index: a phrase of the query, or another form of one.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Lookup {
-    pub text: String,
-    /// The query phrase it stands for (what a hit reports as matched).
-    pub query: String,
-    /// 1 for the phrase itself; [`FORM_MATCH`] for another form of it.
-    pub weight: f32,
-    /// Whether the store searches its nearest entries (HNSW) for this text besides the exact and
-    /// byte-order neighbour reads: see [`candidates`].
-    pub nearest: bool,
-}
-
-impl Lookup {
-    pub fn plain(text: &str) -> Lookup {
-        Lookup { text: text.to_string(), query: text.to_string(), weight: 1.0, nearest: true }
-    }
-}
+pub use super::retrieve::Lookup;
 
 /// A match through another form of a phrase ("french" finding "France") counts a little less
 /// than a match of the phrase as written.

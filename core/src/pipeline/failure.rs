@@ -1,0 +1,158 @@
+//! How a question fails: the error, its SQLSTATE, message, detail and hint, and abstention.
+
+use super::*;
+use crate::error::{Diagnostic, Report, SqlState};
+use crate::safety::guard::GuardError;
+use crate::prompt::refine::Failure;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AskError {
+    EmptyQuestion,
+    QuestionTooLong { chars: usize },
+    HintTooLong { chars: usize },
+    NoTables,
+    /// The model could not be asked; already scrubbed of secrets.
+    Llm(Report),
+    /// The model wrote something unsafe; never executed.
+    Refused { sql: String, error: GuardError },
+    /// No candidate survived the correction rounds.
+    Failed { sql: Option<String>, failure: Failure },
+    /// Not one candidate fits nl2sql.max_tokens_per_call.
+    OverBudget { needed: usize, budget: usize, spent: usize },
+    /// The earlier question or query of a follow-up is empty or too long.
+    BadPrevious(String),
+    /// The candidates agreed less than nl2sql.min_confidence and nl2sql.on_low_confidence is
+    /// error: no answer. Each group's votes, rows and query, best first.
+    Abstained { confidence: f64, min: f64, samples: usize, groups: Vec<(usize, usize, String)> },
+}
+
+/// SQLSTATE of an abstention: no_data_found (P0002), "no answer", as a PL/pgSQL SELECT INTO
+/// STRICT without rows raises it. (A code of nl2sql's own cannot be raised through pgrx 0.18,
+/// which maps every SQLSTATE it does not know to XX000.)
+pub const ABSTAINED: SqlState = SqlState::Other(*b"P0002");
+
+/// The answer, or an abstention when its confidence is below `min` (nl2sql.on_low_confidence =
+/// error). An answer without a confidence (zero-shot: one candidate, nothing to agree with) is
+/// never withheld.
+#[allow(clippy::result_large_err)]
+pub fn abstain_below(a: Answer, min: f64) -> Result<Answer, (AskError, Trace)> {
+    let (Some(confidence), Some(vote)) = (a.trace.confidence, a.trace.vote.as_ref()) else { return Ok(a) };
+    if confidence >= min {
+        return Ok(a);
+    }
+    let groups = vote
+        .groups
+        .iter()
+        .map(|g| (g.votes, g.rows, g.candidates.first().and_then(|&i| cand_sql(a.trace.candidates.get(i))).unwrap_or_default()))
+        .collect();
+    let samples = a.trace.samples;
+    Err((AskError::Abstained { confidence, min, samples, groups }, a.trace))
+}
+
+impl Diagnostic for AskError {
+    fn sqlstate(&self) -> SqlState {
+        match self {
+            AskError::EmptyQuestion => SqlState::InvalidParameterValue,
+            AskError::QuestionTooLong { .. } | AskError::HintTooLong { .. } => SqlState::ProgramLimitExceeded,
+            AskError::NoTables => SqlState::UndefinedTable,
+            AskError::OverBudget { .. } => SqlState::ConfigurationLimitExceeded,
+            AskError::BadPrevious(_) => SqlState::InvalidParameterValue,
+            AskError::Abstained { .. } => ABSTAINED,
+            AskError::Llm(r) => r.sqlstate,
+            AskError::Refused { error, .. } => error.sqlstate(),
+            AskError::Failed { failure, .. } => match failure {
+                Failure::Syntax(e) => e.sqlstate(),
+                Failure::Execution(r) | Failure::Analysis(r) => r.sqlstate,
+                Failure::Timeout { .. } => SqlState::QueryCanceled,
+                Failure::Empty => SqlState::InternalError,
+                Failure::Cost { .. } => SqlState::ConfigurationLimitExceeded,
+            },
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            AskError::EmptyQuestion => "question must not be empty".into(),
+            AskError::QuestionTooLong { chars } => {
+                format!("question is too long ({chars} characters, at most {MAX_QUESTION_CHARS})")
+            }
+            AskError::HintTooLong { chars } => format!("hint is too long ({chars} characters, at most {MAX_HINT_CHARS})"),
+            AskError::NoTables => "no tables to query".into(),
+            AskError::OverBudget { .. } => "question does not fit nl2sql.max_tokens_per_call".into(),
+            AskError::BadPrevious(why) => why.clone(),
+            AskError::Abstained { confidence, min, .. } => {
+                format!("nl2sql abstains: confidence {confidence:.2} is below nl2sql.min_confidence ({min:.2})")
+            }
+            AskError::Llm(r) => r.message.clone(),
+            AskError::Refused { error, .. } => error.message(),
+            AskError::Failed { failure, .. } => match failure {
+                Failure::Syntax(e) => e.message(),
+                Failure::Execution(r) | Failure::Analysis(r) => format!("generated query failed: {}", r.message),
+                Failure::Timeout { ms } => format!("generated query exceeded nl2sql.statement_timeout ({ms} ms)"),
+                Failure::Empty => "no generated query could be run".into(),
+                Failure::Cost { estimate, max } => {
+                    format!("generated query's estimated cost {estimate:.0} exceeds nl2sql.max_cost ({max:.0})")
+                }
+            },
+        }
+    }
+
+    fn detail(&self) -> Option<String> {
+        match self {
+            AskError::NoTables => Some("The current role can SELECT from no table or view outside system schemas.".into()),
+            AskError::Abstained { samples, groups, .. } => {
+                let mut d = format!("{samples} candidates sampled; the queries they agreed on, most votes first:");
+                let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+                for (votes, rows, sql) in groups.iter().take(5) {
+                    let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+                    d.push_str(&format!("\n{}, {}: {sql}", plural(*votes, "vote", "votes"), plural(*rows, "row", "rows")));
+                }
+                Some(d)
+            }
+            AskError::OverBudget { needed, budget, spent } => Some(format!(
+                "One candidate needs about {needed} tokens (its prompt and {MIN_COMPLETION_TOKENS} for the answer); the budget is {budget} and {spent} are spent."
+            )),
+            AskError::Llm(r) => r.detail.clone(),
+            AskError::Refused { sql, error } => Some(join_detail(error.detail(), sql)),
+            AskError::Failed { sql: Some(sql), failure } => {
+                let inner = match failure {
+                    Failure::Execution(r) | Failure::Analysis(r) => r.detail.clone(),
+                    _ => None,
+                };
+                Some(join_detail(inner, sql))
+            }
+            _ => None,
+        }
+    }
+
+    fn hint(&self) -> Option<String> {
+        match self {
+            AskError::EmptyQuestion => Some("Ask a question in natural language, e.g. SELECT nl2sql('how many orders are there?').".into()),
+            AskError::NoTables => Some("Create tables, or GRANT SELECT on them to this role.".into()),
+            AskError::OverBudget { .. } => Some("Raise nl2sql.max_tokens_per_call, or lower nl2sql.schema_max_tokens.".into()),
+            AskError::Abstained { .. } => Some(
+                "Add a hint naming tables, columns or values, run one of the queries above yourself, or SET nl2sql.on_low_confidence = notice.".into(),
+            ),
+            AskError::Llm(r) => r.hint.clone(),
+            AskError::Refused { .. } => Some("nl2sql only runs single read-only queries; rephrase the question.".into()),
+            AskError::Failed { failure: Failure::Timeout { .. }, .. } => {
+                Some("Raise nl2sql.statement_timeout, or ask a narrower question.".into())
+            }
+            AskError::Failed { failure: Failure::Cost { .. }, .. } => {
+                Some("Raise nl2sql.max_cost (0 turns the check off), or ask a narrower question.".into())
+            }
+            AskError::Failed { .. } => {
+                Some("Rephrase the question, or pass a hint (the second argument) naming tables, columns or values.".into())
+            }
+            _ => None,
+        }
+    }
+}
+
+fn join_detail(first: Option<String>, sql: &str) -> String {
+    match first {
+        Some(d) => format!("{d}\nGenerated SQL: {sql}"),
+        None => format!("Generated SQL: {sql}"),
+    }
+}
+

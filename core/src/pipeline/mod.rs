@@ -1,0 +1,401 @@
+//! One question in, one checked and executed query out. Two paths:
+//!
+//! - zero-shot: one generation from the whole schema, corrected in up to R rounds;
+//! - full (OpenSearch-SQL): extraction -> value and column retrieval -> per-question schema ->
+//!   n candidates with a structured chain of thought, in waves that stop early once candidates
+//!   agree -> alignments -> sandboxed execution -> corrections by error type -> vote.
+//!
+//! Everything outside this crate (PostgreSQL, HTTP) comes in through the traits.
+
+use crate::align::{Context, Rules, ValueLookup};
+use crate::model::answer::extract_sql;
+use crate::error::{Diagnostic, Report};
+use crate::prompt::examples::{self, Example};
+use crate::prompt::extract::{self, Extraction};
+use crate::safety::guard::{self, GuardError};
+use crate::model::llm::{ChatRequest, Completion, LlmError, Message};
+use crate::prompt::{Layout, MAX_PREVIOUS_SQL_BYTES};
+use crate::prompt::refine::{self, Failure};
+use crate::retrieval::retrieve::{self, ValueHint};
+use crate::schema::{Detail, Focus, Linking, Rendered, Schema};
+use vote::Ballot;
+use crate::{prompt::generate, Execution};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+/// Longest question accepted, in characters.
+pub const MAX_QUESTION_CHARS: usize = 8_000;
+/// Longest hint accepted, in characters.
+pub const MAX_HINT_CHARS: usize = 8_000;
+/// Completion tokens for the extraction answer (three short lines).
+const EXTRACTION_MAX_TOKENS: u32 = 256;
+/// Least similarity for a found column to join the extraction's choice: every column of a
+/// table the question names scores about 0.55 through the table's name alone.
+pub const COLUMN_MATCH_MIN_SCORE: f32 = 0.6;
+/// Columns retrieval links to a question on a wide schema, at least (nl2sql.column_matches).
+const LINKED_COLUMNS: usize = 8;
+/// Least completion a request is sent with under a token budget (a short query).
+pub const MIN_COMPLETION_TOKENS: usize = 64;
+
+/// What the pipeline needs from the database.
+pub trait Database: ValueLookup {
+    /// Checks one query on the database's own parse tree and runs it in the sandbox: refused
+    /// when the database's policy says no, failed when it ran into an error.
+    fn execute(&mut self, sql: &str) -> Result<Execution, Rejected>;
+    /// Stored values similar to words of `text` (the value index), leaving out phrases made
+    /// only of `skip` words (sorted); none by default.
+    fn similar_values(&mut self, _text: &str, _skip: &[String]) -> Vec<ValueHint> {
+        Vec::new()
+    }
+    /// Indexed columns the value searches so far could not read in time (a lock not granted,
+    /// an index being replaced), as `table.column`; the list is emptied. None by default.
+    fn skipped_value_columns(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Up to `k` columns whose names or descriptions are similar to `text` (the schema
+    /// embeddings), best first, as (table OID, column name, score); none by default.
+    fn similar_columns(&mut self, _text: &str, _k: usize) -> Vec<(u32, String, f32)> {
+        Vec::new()
+    }
+    /// Attaches sampled statistics to `tables` of `schema` (nl2sql.sample_rows) where the
+    /// schema came without them (a wide one); nothing by default.
+    fn sample(&mut self, _schema: &mut Schema, _tables: &[usize]) {}
+    /// Up to `k` enabled examples whose masked question is nearest `masked`, among those whose
+    /// SQL reads only what the caller may read; none by default.
+    fn similar_examples(&mut self, _masked: &str, _k: usize) -> Vec<Example> {
+        Vec::new()
+    }
+}
+
+/// What the pipeline needs from the model.
+pub trait Llm {
+    fn chat(&mut self, req: ChatRequest) -> Result<Completion, LlmError>;
+    /// Several requests at once; one answer (or error) each, in order.
+    fn chat_many(&mut self, reqs: Vec<ChatRequest>) -> Vec<Result<Completion, LlmError>> {
+        reqs.into_iter().map(|r| self.chat(r)).collect()
+    }
+    /// One answer with its confidence (the probability of its least likely token) where the
+    /// endpoint gives one; by default a plain request, whose answer has none.
+    fn chat_scored(&mut self, req: ChatRequest) -> Result<Completion, LlmError> {
+        self.chat(req)
+    }
+    /// Whether [`Llm::chat_scored`] may give a confidence (not known to give none); false by
+    /// default.
+    fn can_score(&self) -> bool {
+        false
+    }
+    /// `n` answers to one request (the candidates): by default `n` copies of it at once; an
+    /// endpoint that takes OpenAI's `n` parameter answers them in one request.
+    fn sample(&mut self, req: ChatRequest, n: usize) -> Vec<Result<Completion, LlmError>> {
+        self.chat_many(vec![req; n])
+    }
+    /// The API key, so that errors can be scrubbed of it.
+    fn secret(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Why the database did not return rows for a query.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rejected {
+    /// Its policy refused the query before it ran (final: never sent back for correction).
+    Refused(GuardError),
+    /// It ran, or tried to, and failed.
+    Failed(Failure),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    ZeroShot,
+    Full,
+    /// Interactive-T2S: an agent with four tools, one action a turn.
+    Interactive,
+}
+
+/// How a candidate was asked for: generators differ in their prompt, not only in temperature,
+/// so their mistakes differ too and the vote can collect what each gets right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Generator {
+    /// The schema one column a line with values and samples (Open-SQL), the similar stored
+    /// values, the examples.
+    OpenSql,
+    /// The schema as CREATE TABLE statements (names, types, keys); no examples, no values.
+    CreateTable,
+}
+
+impl Generator {
+    pub fn name(self) -> &'static str {
+        match self {
+            Generator::OpenSql => "open_sql",
+            Generator::CreateTable => "create_table",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Generator> {
+        match name.trim() {
+            "open_sql" => Some(Generator::OpenSql),
+            "create_table" => Some(Generator::CreateTable),
+            _ => None,
+        }
+    }
+
+    fn layout(self) -> Layout {
+        match self {
+            Generator::OpenSql => Layout::OpenSql,
+            Generator::CreateTable => Layout::CreateTable,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub mode: Mode,
+    /// Correction rounds (R).
+    pub max_corrections: u32,
+    pub max_tokens: u32,
+    pub schema_max_tokens: usize,
+    /// Candidates to generate (n).
+    pub candidates: usize,
+    /// Candidates asked for in the first wave; the rest only when they disagree.
+    pub first_wave: usize,
+    /// Votes that end sampling early (adaptive n).
+    pub agreement: usize,
+    pub temperature: f32,
+    pub extraction: bool,
+    /// Extraction runs only when the whole schema is larger than this (estimated tokens):
+    /// a smaller one goes whole to the candidates, and their prompt starts as every other's.
+    pub extraction_min_tokens: usize,
+    /// On a schema wider than schema_max_tokens, the extraction still sees it whole when it
+    /// fits this (estimated tokens): one prompt for every question, which an endpoint caches.
+    pub extraction_max_tokens: usize,
+    pub chain_of_thought: bool,
+    pub alignment: Rules,
+    /// Columns from the schema embeddings added to the per-question schema.
+    pub column_matches: usize,
+    /// The prompts candidates are asked with (full path). With more than one, the first wave
+    /// asks each once at temperature 0; later candidates take turns at `temperature`.
+    pub generators: Vec<Generator>,
+    /// Examples shown as few-shot (k); 0 shows none.
+    pub examples: usize,
+    /// No row data in any prompt: no samples, categorical values or retrieved values; examples
+    /// with their literals masked (nl2sql.privacy).
+    pub privacy: bool,
+    /// Most tokens (prompt and completion) the question may use (nl2sql.max_tokens_per_call).
+    pub token_budget: Option<usize>,
+    /// Turns of the interactive agent (nl2sql.agent_max_turns).
+    pub agent_max_turns: usize,
+    /// With several generators, the first is asked alone first, and its answer stands alone
+    /// (no other candidate is asked) when it ran, returned rows, and its least likely token
+    /// was at least this probable (nl2sql.alone_confidence); 0 asks the whole first wave, 1
+    /// asks the first alone and scores it but never lets it stand alone (to choose a threshold).
+    pub alone: f32,
+}
+
+impl Settings {
+    /// The zero-shot path with one correction round (the foundation's defaults).
+    pub fn zero_shot() -> Settings {
+        Settings {
+            mode: Mode::ZeroShot,
+            max_corrections: 1,
+            max_tokens: 1024,
+            schema_max_tokens: 3000,
+            candidates: 1,
+            first_wave: 1,
+            agreement: 1,
+            temperature: 0.0,
+            extraction: false,
+            extraction_min_tokens: 0,
+            extraction_max_tokens: 0,
+            chain_of_thought: false,
+            alignment: Rules { agent: false, function: false, style: false },
+            column_matches: 0,
+            generators: vec![Generator::OpenSql],
+            examples: 0,
+            privacy: false,
+            token_budget: None,
+            agent_max_turns: 10,
+            alone: 0.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Question {
+    pub text: String,
+    pub hint: Option<String>,
+    /// The question this one follows ("and in 2015?"), with the query that answered it.
+    pub previous: Option<Previous>,
+}
+
+/// An earlier question and its query, for a follow-up.
+#[derive(Debug, Clone, Serialize)]
+pub struct Previous {
+    pub question: String,
+    pub sql: String,
+    /// Its row in nl2sql.history, when it was given by id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_id: Option<i64>,
+}
+
+impl Question {
+    /// The section a follow-up adds before the question (empty otherwise).
+    fn follow_up(&self) -> String {
+        self.previous.as_ref().map(|p| crate::prompt::follow_up(&p.question, &p.sql)).unwrap_or_default()
+    }
+
+    /// Everything the user said for this question, for the alignment rules that read its words:
+    /// the question, the hint, and for a follow-up the earlier question and its query (whose
+    /// tables the follow-up keeps).
+    fn said(&self) -> String {
+        let mut out = self.text.clone();
+        for part in [self.hint.as_deref(), self.previous.as_ref().map(|p| p.question.as_str()), self.previous.as_ref().map(|p| p.sql.as_str())].into_iter().flatten() {
+            out.push('\n');
+            out.push_str(part);
+        }
+        out
+    }
+}
+
+/// Tokens one question used: the endpoint's usage where it reports one, else our estimate.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Tokens {
+    pub prompt: usize,
+    pub completion: usize,
+    /// nl2sql.max_tokens_per_call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<usize>,
+    /// What the budget left out (a candidate, a correction round, the extraction).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cut: Vec<String>,
+}
+
+impl Tokens {
+    pub fn total(&self) -> usize {
+        self.prompt + self.completion
+    }
+
+    /// How many of `wanted` requests of about `prompt` tokens each fit what is left, and the
+    /// completion tokens each may use (at most `max_tokens`); (0, 0) when not one fits.
+    pub fn plan(&self, prompt: usize, wanted: usize, max_tokens: u32) -> (usize, u32) {
+        let Some(limit) = self.budget else { return (wanted, max_tokens) };
+        let left = limit.saturating_sub(self.total());
+        let need = prompt + MIN_COMPLETION_TOKENS;
+        let k = wanted.min(left / need.max(1));
+        if k == 0 {
+            return (0, 0);
+        }
+        (k, (max_tokens as usize).min(left / k - prompt) as u32)
+    }
+
+    /// The error when not one request of about `prompt` tokens fits what is left.
+    fn over_budget(&self, prompt: usize) -> AskError {
+        AskError::OverBudget { needed: prompt + MIN_COMPLETION_TOKENS, budget: self.budget.unwrap_or(0), spent: self.total() }
+    }
+}
+
+/// The winning query, its rows, and how we got there.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub sql: String,
+    pub execution: Execution,
+    pub trace: Trace,
+}
+
+/// Checks the question and hint before anything else runs.
+pub fn validate(q: &Question) -> Result<(), AskError> {
+    if q.text.trim().is_empty() {
+        return Err(AskError::EmptyQuestion);
+    }
+    // Count characters only up to just past the limit: a 1 GB question costs nothing more.
+    let chars = q.text.chars().take(MAX_QUESTION_CHARS + 1).count();
+    if chars > MAX_QUESTION_CHARS {
+        return Err(AskError::QuestionTooLong { chars: q.text.chars().count() });
+    }
+    if let Some(h) = &q.hint {
+        if h.chars().take(MAX_HINT_CHARS + 1).count() > MAX_HINT_CHARS {
+            return Err(AskError::HintTooLong { chars: h.chars().count() });
+        }
+    }
+    if let Some(p) = &q.previous {
+        if p.question.trim().is_empty() || p.sql.trim().is_empty() {
+            return Err(AskError::BadPrevious("a follow-up needs the earlier question and its query".into()));
+        }
+        if p.question.chars().take(MAX_QUESTION_CHARS + 1).count() > MAX_QUESTION_CHARS {
+            return Err(AskError::BadPrevious(format!("earlier question is too long (at most {MAX_QUESTION_CHARS} characters)")));
+        }
+        if p.sql.len() > MAX_PREVIOUS_SQL_BYTES {
+            return Err(AskError::BadPrevious(format!("earlier query is too long (at most {MAX_PREVIOUS_SQL_BYTES} bytes)")));
+        }
+    }
+    Ok(())
+}
+
+/// Asks the model for a query, checks it, runs it, and corrects it when it fails.
+// One call a question: the size of the error (it carries the trace) does not matter.
+#[allow(clippy::result_large_err)]
+pub fn ask(
+    q: &Question,
+    schema: &Schema,
+    settings: &Settings,
+    llm: &mut dyn Llm,
+    db: &mut dyn Database,
+) -> Result<Answer, (AskError, Trace)> {
+    let started = Instant::now();
+    let mut trace = Trace {
+        mode: Some(settings.mode),
+        tokens: Tokens { budget: settings.token_budget, ..Default::default() },
+        follows: q.previous.clone(),
+        privacy: settings.privacy,
+        ..Default::default()
+    };
+    if let Err(e) = validate(q) {
+        return Err((e, trace));
+    }
+    if schema.is_empty() {
+        return Err((AskError::NoTables, trace));
+    }
+    // Privacy: nothing read from rows reaches a prompt, whatever the caller loaded.
+    let stripped;
+    let schema = if settings.privacy {
+        stripped = schema.without_data();
+        &stripped
+    } else {
+        schema
+    };
+    let result = match settings.mode {
+        Mode::ZeroShot => zero_shot(q, schema, settings, llm, db, &mut trace),
+        Mode::Full => full(q, schema, settings, llm, db, &mut trace),
+        Mode::Interactive => interactive(q, schema, settings, llm, db, &mut trace),
+    };
+    trace.wall_ms = ms(started.elapsed());
+    match result {
+        Ok((sql, execution)) => Ok(Answer { sql, execution, trace }),
+        Err(e) => Err((e, trace)),
+    }
+}
+
+
+pub mod agent;
+mod failure;
+mod full;
+mod interactive;
+pub mod results;
+pub mod rows;
+mod stages;
+mod trace;
+pub mod vote;
+mod zero_shot;
+
+pub use failure::*;
+pub use trace::*;
+use full::full;
+use interactive::interactive;
+pub use stages::normal_form;
+use stages::*;
+use zero_shot::zero_shot;
+
+#[cfg(test)]
+mod tests;

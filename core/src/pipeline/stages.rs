@@ -1,0 +1,204 @@
+//! Stages every path shares: showing the schema, linking a wide one, finding values, and
+//! evaluating one answer of the model (extract, guard, align, execute).
+
+use super::*;
+use crate::align::{self, Context, ValueLookup};
+use crate::model::answer::extract_sql;
+use crate::safety::guard::{self, GuardError};
+use crate::prompt::refine::Failure;
+use crate::retrieval::retrieve::{self, ValueHint};
+use crate::schema::{Linking, Rendered, Schema};
+use crate::Execution;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer};
+use std::collections::HashMap;
+
+/// Renders the schema the generator sees and records it in the trace.
+pub(super) fn show_schema(trace: &mut Trace, schema: &Schema, settings: &Settings) -> Rendered {
+    shown(trace, schema.render(settings.schema_max_tokens))
+}
+
+/// Like show_schema, for Open-SQL's variable-length rendering of `schema` around `linking`.
+pub(super) fn show_linked(trace: &mut Trace, schema: &Schema, linking: &Linking, settings: &Settings) -> Rendered {
+    shown(trace, schema.render_linked(settings.schema_max_tokens, linking))
+}
+
+/// Records the schema the generator sees in the trace.
+pub(super) fn shown(trace: &mut Trace, rendered: Rendered) -> Rendered {
+    trace.schema = rendered.text.clone();
+    trace.schema_tokens = rendered.tokens;
+    trace.schema_detail = detail_name(rendered.detail);
+    trace.tables_shown = rendered.tables_shown;
+    trace.tables_omitted = rendered.tables_omitted;
+    trace.schema_columns = rendered.columns.clone();
+    rendered
+}
+
+/// `schema` with the tables of `columns` sampled (see sampled_tables).
+pub(super) fn sampled(schema: &Schema, columns: &[(usize, usize)], settings: &Settings, db: &mut dyn Database) -> Schema {
+    sampled_tables(schema, columns.iter().map(|c| c.0).collect(), settings, db)
+}
+
+/// `schema` with `tables` sampled (a wide schema comes without samples; the database caches
+/// them); as it is under nl2sql.privacy, which reads no rows for a prompt.
+pub(super) fn sampled_tables(schema: &Schema, mut tables: Vec<usize>, settings: &Settings, db: &mut dyn Database) -> Schema {
+    if settings.privacy {
+        return schema.clone();
+    }
+    tables.sort_unstable();
+    tables.dedup();
+    let mut s = schema.clone();
+    if !tables.is_empty() {
+        db.sample(&mut s, &tables);
+    }
+    s
+}
+
+/// The (table, column) of `schema` that a column search found as (table OID, column name).
+pub(super) fn column_at(schema: &Schema, oid: u32, column: &str) -> Option<(usize, usize)> {
+    let t = schema.tables.iter().position(|t| t.oid == oid)?;
+    schema.tables[t].columns.iter().position(|c| c.name == column).map(|c| (t, c))
+}
+
+/// Schema linking before any model call, for a schema too wide to show whole: the columns whose
+/// descriptions match the question (the schema embeddings) and those holding values it names
+/// (the value index), tables ranked by their best match.
+pub(super) fn link(q: &Question, schema: &Schema, settings: &Settings, db: &mut dyn Database, trace: &mut Trace) -> Linking {
+    let mut linking = Linking::default();
+    let add = |linking: &mut Linking, t: usize, c: usize| {
+        if !linking.columns.contains(&(t, c)) {
+            linking.columns.push((t, c));
+        }
+        if !linking.rank.contains(&t) {
+            linking.rank.push(t);
+        }
+    };
+    let columns = db.similar_columns(&q.text, 2 * settings.column_matches.max(LINKED_COLUMNS));
+    for (n, (oid, column, _)) in columns.iter().enumerate() {
+        let Some((t, c)) = column_at(schema, *oid, column) else { continue };
+        // The best matches are linked; the rest only rank their tables.
+        if n < settings.column_matches.max(LINKED_COLUMNS) {
+            add(&mut linking, t, c);
+        } else if !linking.rank.contains(&t) {
+            linking.rank.push(t);
+        }
+    }
+    // The question's values (none under nl2sql.privacy), kept in the trace: zero-shot shows them.
+    if !settings.privacy {
+        trace.values = similar_values(q, &[], schema, db);
+        for (t, c) in value_columns(schema, &trace.values) {
+            add(&mut linking, t, c);
+        }
+    }
+    let name = |&(t, c): &(usize, usize)| format!("{}.{}", schema.tables[t].ident, schema.tables[t].columns[c].ident);
+    trace.linked = linking.columns.iter().map(name).collect();
+    linking
+}
+
+/// The columns that hold `values`, as (table, column) of `schema`.
+pub(super) fn value_columns(schema: &Schema, values: &[ValueHint]) -> Vec<(usize, usize)> {
+    if values.is_empty() {
+        return Vec::new();
+    }
+    let by_name: HashMap<String, (usize, usize)> = schema
+        .tables
+        .iter()
+        .enumerate()
+        .flat_map(|(t, table)| table.columns.iter().enumerate().map(move |(c, col)| (format!("{}.{}", table.ident, col.ident), (t, c))))
+        .collect();
+    values.iter().filter_map(|v| by_name.get(&v.column).copied()).collect()
+}
+
+/// Stored values similar to the question, its hint and `extra` texts, leaving out the words
+/// that name the schema's tables and columns.
+pub(super) fn similar_values(q: &Question, extra: &[String], schema: &Schema, db: &mut dyn Database) -> Vec<ValueHint> {
+    let mut lookup = q.text.clone();
+    let earlier = q.previous.as_ref().map(|p| &p.question);
+    for text in q.hint.iter().chain(extra).chain(earlier) {
+        lookup.push(' ');
+        lookup.push_str(text);
+    }
+    db.similar_values(&lookup, &retrieve::schema_words(schema.names()))
+}
+
+
+/// A value lookup that finds nothing (nl2sql.privacy).
+pub(super) struct NoValues;
+
+impl ValueLookup for NoValues {
+    fn closest_value(&mut self, _table: u32, _column: &str, _literal: &str) -> Option<String> {
+        None
+    }
+}
+
+pub(super) enum Outcome_ {
+    Refused(GuardError),
+    Failed(Failure),
+}
+
+/// Extracts, guards, aligns and executes one answer of the model.
+pub(super) fn evaluate(
+    content: &str,
+    settings: &Settings,
+    db: &mut dyn Database,
+    schema: &Schema,
+    cx: Context,
+    cand: &mut CandidateTrace,
+) -> (Option<String>, Result<Execution, Outcome_>) {
+    let Some(text) = extract_sql(content) else {
+        return (None, Err(Outcome_::Failed(Failure::Syntax(GuardError::NoStatement))));
+    };
+    let guarded = match guard::check(&text) {
+        Ok(g) => g,
+        Err(e) if e.is_correctable() => return (Some(text), Err(Outcome_::Failed(Failure::Syntax(e)))),
+        Err(e) => return (Some(text), Err(Outcome_::Refused(e))),
+    };
+    let written = guarded.sql.clone();
+    let mut run = guarded;
+    let rules = settings.alignment;
+    if rules.agent || rules.function || rules.style {
+        // Under nl2sql.privacy no stored value goes into a query: the query is kept (history)
+        // and shown to the model again (a follow-up).
+        let aligned = if settings.privacy { align::align(&run.sql, schema, cx, &mut NoValues, rules) } else { align::align(&run.sql, schema, cx, db, rules) };
+        if !aligned.fired.is_empty() {
+            // Alignment must not turn a safe query into an unsafe one: check it again.
+            match guard::check(&aligned.sql) {
+                Ok(g) => {
+                    cand.aligned = Some(g.sql.clone());
+                    cand.rules = aligned.fired;
+                    run = g;
+                }
+                Err(_) => cand.rules = vec!["alignment dropped: its result did not pass the guard".into()],
+            }
+        }
+    }
+    let result = db.execute(&run.sql).map_err(|r| match r {
+        Rejected::Refused(e) => Outcome_::Refused(e),
+        Rejected::Failed(f) => Outcome_::Failed(f),
+    });
+    (Some(written), result)
+}
+
+/// A query's normal form, to find candidates that wrote the same thing.
+/// Parsed and printed again (one layout), then tokenized: unquoted words (keywords and names,
+/// which PostgreSQL folds) lowercased; string literals and quoted names kept as written.
+pub fn normal_form(sql: &str) -> String {
+    let printed = match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
+        Ok(s) => s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("; "),
+        Err(_) => sql.to_string(),
+    };
+    match Tokenizer::new(&PostgreSqlDialect {}, &printed).tokenize() {
+        Ok(tokens) => tokens
+            .iter()
+            .filter(|t| !matches!(t, Token::Whitespace(_)))
+            .map(|t| match t {
+                Token::Word(w) if w.quote_style.is_none() => w.value.to_lowercase(),
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        Err(_) => printed.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
+}
+

@@ -1,0 +1,246 @@
+//! A question's run in the database: the session's settings, the sandboxed database the
+//! pipeline sees, the model, the history row and the session's last trace.
+
+use crate::gucs;
+use crate::pg::{catalog, errors, history, model::Model, role, sandbox, session, values};
+use nl2sql_core::align::{Rules, ValueLookup};
+use nl2sql_core::error::Report;
+use nl2sql_core::pipeline::{self, Answer, AskError, Database, Llm, Mode, Previous, Question, Rejected, Settings, Trace};
+use nl2sql_core::retrieval::retrieve::ValueHint;
+use nl2sql_core::Execution;
+use pgrx::prelude::*;
+use serde_json::Value;
+
+/// The earlier question of a follow-up: a call of the caller's history, or one passed as text.
+pub fn follow_up(follows: Option<i64>, question: Option<&str>, sql: Option<&str>) -> Option<Previous> {
+    match (follows, question, sql) {
+        (None, None, None) => None,
+        (Some(id), None, None) => Some(history::previous(id)),
+        (None, q, s) => Some(Previous { question: q.unwrap_or_default().to_string(), sql: s.unwrap_or_default().to_string(), history_id: None }),
+        (Some(_), ..) => errors::raise(
+            &Report::new(nl2sql_core::error::SqlState::InvalidParameterValue, "a follow-up names its earlier call or passes it, not both")
+                .hint("Pass follows => a history id, or previous_question and previous_sql."),
+        ),
+    }
+}
+
+/// Runs the pipeline, raising its errors as PostgreSQL errors.
+/// The answer comes with the API key, for scrubbing what goes back to the caller (an endpoint
+/// could echo the key into an answer).
+pub fn answer(question: &str, hint: Option<&str>, previous: Option<Previous>) -> (Answer, Option<String>) {
+    let (result, secret) = run(question, hint, previous);
+    match result {
+        Ok(a) => {
+            unsure(&a.trace);
+            (a, secret)
+        }
+        Err((e, _)) => errors::raise(&Report::from_diagnostic(&e).redact(secret.as_deref())),
+    }
+}
+
+pub fn scrub_text(text: String, secret: Option<&str>) -> String {
+    match secret.filter(|s| s.len() >= 4 && text.contains(*s)) {
+        Some(s) => text.replace(s, "***"),
+        None => text,
+    }
+}
+
+/// Runs the pipeline for a question with the session's settings; keeps its trace for
+/// nl2sql.last_trace(). Bad input and a missing endpoint raise; what the pipeline finds wrong
+/// comes back as the error. The second value is the API key, for scrubbing.
+/// Everything runs as the role generated SQL runs as (role.rs): a superuser's question is
+/// answered as nl2sql.superuser_role, from the schema that role may read.
+// One call a question: the size of the error (it carries the trace) does not matter.
+#[allow(clippy::result_large_err)]
+pub fn run(question: &str, hint: Option<&str>, previous: Option<Previous>) -> (Result<Answer, (AskError, Trace)>, Option<String>) {
+    let asked_at = history::now();
+    let q = Question { text: question.to_string(), hint: hint.map(str::to_string), previous };
+    if let Err(e) = pipeline::validate(&q) {
+        errors::raise(&e);
+    }
+    let owner = session::who();
+    let mut model = Model::from_settings().unwrap_or_else(|e| errors::raise(&e.report(None)));
+    let secret = model.secret().map(str::to_string);
+    let settings = settings();
+    let mut db = Sandboxed::default();
+    // A follow-up's prompt carries the earlier call's query, which may quote what it was shown.
+    if let Some(id) = q.previous.as_ref().and_then(|p| p.history_id) {
+        db.shown.extend(history::shown(id));
+    }
+    // Under nl2sql.privacy nothing is sampled: no rows are read for the prompt at all.
+    let mut result = role::as_exec_role(|| {
+        let schema = catalog::for_prompt(settings.privacy);
+        db.saw(schema.tables.iter().filter(|t| t.columns.iter().any(|c| c.stats.is_some())).map(|t| t.oid));
+        pipeline::ask(&q, &schema, &settings, &mut model, &mut db)
+    });
+    if gucs::on_low_confidence() == gucs::OnLowConfidence::Error {
+        result = result.and_then(|a| pipeline::abstain_below(a, gucs::min_confidence()));
+    }
+    // The history row: the chosen query, or the error the caller is about to get.
+    let (sql, error) = match &result {
+        Ok(a) => (Some(scrub_text(a.sql.clone(), secret.as_deref())), None),
+        Err((e, _)) => {
+            let r = Report::from_diagnostic(e).redact(secret.as_deref());
+            (None, Some((r.sqlstate.code().to_string(), r.message)))
+        }
+    };
+    let trace = match &mut result {
+        Ok(a) => &mut a.trace,
+        Err((_, t)) => t,
+    };
+    match history::record(history::Entry::of(asked_at, question, hint, trace, sql.as_deref(), error, db.shown())) {
+        Ok(id) => trace.history_id = Some(id),
+        Err(why) => trace.history_skipped = Some(why),
+    }
+    let trace = &*trace;
+    if trace.tables_omitted > 0 {
+        notice!(
+            "the schema has {} tables; only {} fit in nl2sql.schema_max_tokens",
+            trace.tables_shown + trace.tables_omitted,
+            trace.tables_shown
+        );
+    }
+    session::keep_trace(owner, serde_json::to_value(trace).ok().map(|v| scrub(v, secret.as_deref())));
+    (result, secret)
+}
+
+/// The pipeline's settings from the nl2sql.* GUCs.
+pub fn settings() -> Settings {
+    let (agent, function, style) = gucs::alignments();
+    let n = gucs::candidates();
+    let agreement = gucs::agreement();
+    Settings {
+        mode: match gucs::mode() {
+            gucs::Mode::Full => Mode::Full,
+            gucs::Mode::ZeroShot => Mode::ZeroShot,
+            gucs::Mode::Interactive => Mode::Interactive,
+        },
+        max_corrections: gucs::max_corrections(),
+        max_tokens: gucs::llm_max_tokens(),
+        schema_max_tokens: gucs::schema_max_tokens(),
+        candidates: n,
+        // No early stop: every candidate in the first wave.
+        first_wave: if agreement == 0 { n } else { agreement.min(n) },
+        agreement: if agreement == 0 { usize::MAX } else { agreement },
+        temperature: gucs::temperature(),
+        extraction: gucs::use_extraction(),
+        extraction_min_tokens: gucs::extraction_min_tokens(),
+        extraction_max_tokens: gucs::extraction_max_tokens(),
+        chain_of_thought: gucs::use_chain_of_thought(),
+        alignment: Rules { agent, function, style },
+        column_matches: gucs::column_matches(),
+        generators: gucs::generators(),
+        examples: gucs::examples(),
+        privacy: session::privacy(),
+        token_budget: gucs::max_tokens_per_call(),
+        agent_max_turns: gucs::agent_max_turns(),
+        // No early stop (nl2sql.agreement = 0): no answer stands alone either.
+        alone: if agreement == 0 { 0.0 } else { gucs::alone_confidence() },
+    }
+}
+
+/// A NOTICE when the candidates agree less than nl2sql.min_confidence (nl2sql.on_low_confidence
+/// = notice; with error the call abstained already).
+fn unsure(trace: &Trace) {
+    let (Some(confidence), Some(vote)) = (trace.confidence, trace.vote.as_ref()) else { return };
+    let min = gucs::min_confidence();
+    if confidence >= min {
+        return;
+    }
+    let votes = vote.groups.first().map(|g| g.votes).unwrap_or(0);
+    errors::notice(
+        "nl2sql is unsure of this answer".into(),
+        format!(
+            "{votes} of {} candidates agree on its rows (confidence {confidence:.2}, nl2sql.min_confidence is {min:.2}).",
+            trace.samples
+        ),
+        "Check the query, add a hint naming tables, columns or values, or see nl2sql_explain() for the other candidates.".into(),
+    );
+}
+
+/// The database as the pipeline sees it: the sandbox (PostgreSQL's parse tree, the policy,
+/// execution), the value index. It notes the relations whose rows reach the model (samples,
+/// stored values, the rows of executed queries, which the agent and corrections are shown):
+/// the call's history row keeps them for nl2sql.feedback().
+#[derive(Default)]
+struct Sandboxed {
+    shown: Vec<pg_sys::Oid>,
+}
+
+impl Sandboxed {
+    fn saw(&mut self, oids: impl IntoIterator<Item = u32>) {
+        self.shown.extend(oids.into_iter().map(pg_sys::Oid::from));
+    }
+
+    /// The relations noted, sorted, once each.
+    fn shown(&self) -> Vec<pg_sys::Oid> {
+        let mut v = self.shown.clone();
+        v.sort_unstable_by_key(|o| u32::from(*o));
+        v.dedup();
+        v
+    }
+}
+
+impl ValueLookup for Sandboxed {
+    fn closest_value(&mut self, table: u32, column: &str, literal: &str) -> Option<String> {
+        let found = values::closest_stored(pg_sys::Oid::from(table), column, literal);
+        if found.is_some() {
+            self.saw([table]);
+        }
+        found
+    }
+}
+
+impl Database for Sandboxed {
+    fn execute(&mut self, sql: &str) -> Result<Execution, Rejected> {
+        sandbox::execute_noting(sql, sandbox::Limits::from_settings(), &mut self.shown)
+    }
+
+    fn similar_values(&mut self, text: &str, skip: &[String]) -> Vec<ValueHint> {
+        if !gucs::use_values() || gucs::value_top_k() == 0 {
+            return Vec::new();
+        }
+        let found = values::search_values(text, skip, gucs::value_top_k(), gucs::value_threshold());
+        self.shown.extend(found.iter().map(|f| f.relid));
+        found
+            .into_iter()
+            .map(|f| ValueHint {
+                // The table as the schema prompt writes it (qualified only when not on the path).
+                column: format!("{}.{}", values::visible_name(f.relid), pgrx::spi::quote_identifier(&f.column)),
+                value: f.value,
+                score: f.score,
+            })
+            .collect()
+    }
+
+    fn sample(&mut self, schema: &mut nl2sql_core::schema::Schema, tables: &[usize]) {
+        catalog::sample_tables(schema, tables);
+        let sampled = tables.iter().filter_map(|&t| schema.tables.get(t)).filter(|t| t.columns.iter().any(|c| c.stats.is_some()));
+        self.saw(sampled.map(|t| t.oid).collect::<Vec<_>>());
+    }
+
+    fn skipped_value_columns(&mut self) -> Vec<String> {
+        values::take_skipped()
+    }
+
+    fn similar_examples(&mut self, masked: &str, k: usize) -> Vec<nl2sql_core::prompt::examples::Example> {
+        crate::pg::examples::similar(masked, k)
+    }
+
+    fn similar_columns(&mut self, text: &str, k: usize) -> Vec<(u32, String, f32)> {
+        values::search_columns(text, k).into_iter().map(|c| (u32::from(c.relid), c.column, c.score)).collect()
+    }
+}
+
+/// Replaces the API key wherever it appears, keys of objects included (a model could echo
+/// what it was never sent; an endpoint's error body could hold it).
+pub fn scrub(v: Value, secret: Option<&str>) -> Value {
+    let Some(secret) = secret.filter(|s| s.len() >= 4) else { return v };
+    let text = |s: String| if s.contains(secret) { s.replace(secret, "***") } else { s };
+    match v {
+        Value::String(s) => Value::String(text(s)),
+        Value::Array(a) => Value::Array(a.into_iter().map(|x| scrub(x, Some(secret))).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (text(k), scrub(x, Some(secret)))).collect()),
+        other => other,
+    }
+}
