@@ -148,10 +148,12 @@ COMMENT ON VIEW nl2sql.candidate_keys IS
 
 -- What profiling reads of one table, as its owner (src/pg/profile): among at most `max_rows`
 -- rows (a block sample of `percent` of a larger table, the same sample every time), each
--- column's NULLs, distinct values, and up to `keep` of those values no longer than 64
--- characters (a key is short), printed by the type's output function (never cast: a cast may be a function
--- another role wrote). Only columns of built-in types of tables without row-level security
--- are asked for: reading them runs no code of the table's owner. JSON: {"rows": n, "columns": [[nulls, distinct, values], ...]}.
+-- column's NULLs, distinct values, and the first `keep` of those values no longer than 64
+-- characters (a key is short), printed by the type's output function (never cast: a cast may
+-- be a function another role wrote). Only columns of built-in types of tables without
+-- row-level security are asked for, and the caller reads under a scope where none of the
+-- owner's functions may run (an index expression the planner folds fails the read instead).
+-- JSON: {"rows": n, "columns": [[nulls, distinct, values], ...]}.
 CREATE FUNCTION nl2sql._profile_table(rel regclass, cols name[], max_rows int, percent float8, keep int)
 RETURNS json
 LANGUAGE plpgsql STABLE
@@ -160,26 +162,29 @@ AS $$
 DECLARE
     result json;
 BEGIN
+    -- One row a column in VALUES, not one argument a column: a function takes at most 100.
     EXECUTE format(
         'WITH s AS MATERIALIZED (SELECT %s FROM %s %s LIMIT %s)
-         SELECT json_build_object(''rows'', (SELECT count(*) FROM s), ''columns'', json_build_array(%s))',
+         SELECT json_build_object(''rows'', (SELECT count(*) FROM s),
+                                  ''columns'', (SELECT json_agg(v.x ORDER BY v.i) FROM (VALUES %s) AS v(i, x)))',
         (SELECT string_agg(format('%I', c), ', ') FROM unnest(cols) c),
         rel,
         CASE WHEN percent < 100 THEN format('TABLESAMPLE SYSTEM (%s) REPEATABLE (0)', percent) ELSE '' END,
         max_rows,
         (SELECT string_agg(format(
-             '(SELECT json_build_array(count(*) - count(%1$I), count(DISTINCT %1$I),
-                      (array_agg(DISTINCT format(''%%s'', %1$I))
-                         FILTER (WHERE %1$I IS NOT NULL AND length(format(''%%s'', %1$I)) <= 64))[1:%2$s]) FROM s)',
-             c, keep), ', ')
-         FROM unnest(cols) c))
+             '(%3$s, (SELECT json_build_array(count(*) - count(%1$I), count(DISTINCT %1$I),
+                      (SELECT array_agg(d.v) FROM (SELECT DISTINCT format(''%%s'', %1$I) AS v FROM s
+                                                   WHERE %1$I IS NOT NULL AND length(format(''%%s'', %1$I)) <= 64
+                                                   ORDER BY 1 LIMIT %2$s) d)) FROM s))',
+             c, keep, n), ', ')
+         FROM unnest(cols) WITH ORDINALITY AS u(c, n)))
     INTO result;
     RETURN result;
 END
 $$;
 
 -- For each pair of columns (a[i], b[i]) of one table, the distinct pairs without NULLs among
--- the same rows as nl2sql._profile_table reads.
+-- the same rows as nl2sql._profile_table reads (of those columns only).
 CREATE FUNCTION nl2sql._profile_pairs(rel regclass, a name[], b name[], max_rows int, percent float8)
 RETURNS bigint[]
 LANGUAGE plpgsql STABLE
@@ -189,7 +194,8 @@ DECLARE
     result bigint[];
 BEGIN
     EXECUTE format(
-        'WITH s AS MATERIALIZED (SELECT * FROM %s %s LIMIT %s) SELECT ARRAY[%s]::bigint[]',
+        'WITH s AS MATERIALIZED (SELECT %s FROM %s %s LIMIT %s) SELECT ARRAY[%s]::bigint[]',
+        (SELECT string_agg(DISTINCT format('%I', c), ', ') FROM unnest(a || b) c),
         rel,
         CASE WHEN percent < 100 THEN format('TABLESAMPLE SYSTEM (%s) REPEATABLE (0)', percent) ELSE '' END,
         max_rows,
@@ -213,7 +219,7 @@ DECLARE
     found bigint;
 BEGIN
     IF type_name NOT IN ('int2', 'int4', 'int8', 'numeric', 'text', 'varchar', 'bpchar', 'uuid') THEN
-        RAISE EXCEPTION 'nl2sql._profile_probe: unexpected type %', type_name;
+        RAISE EXCEPTION 'nl2sql._profile_probe: unexpected type %', type_name USING ERRCODE = 'invalid_parameter_value';
     END IF;
     EXECUTE format('SELECT count(DISTINCT %1$I) FROM %2$s WHERE %1$I = ANY (%3$L::pg_catalog.%4$I[])', col, rel, vals::text, type_name)
         INTO found;
@@ -278,7 +284,7 @@ DECLARE
     ref_types regtype[];
 BEGIN
     IF decision NOT IN ('confirmed', 'rejected', 'forget') THEN
-        RAISE EXCEPTION 'nl2sql._relationship_decide: unexpected decision %', decision;
+        RAISE EXCEPTION 'nl2sql._relationship_decide: unexpected decision %', decision USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF decision = 'forget' THEN
         DELETE FROM nl2sql.relationship_store

@@ -406,13 +406,21 @@ BEGIN
             END LOOP;
             DELETE FROM nl2sql.column_embeddings
             WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid);
-            -- relationships and keys of the relation, or of the column (relationships.sql)
-            DELETE FROM nl2sql.relationship_store
-            WHERE (from_relation::oid = obj.objid AND (obj.object_type <> 'table column' OR obj.address_names[3] = ANY (from_columns)))
-               OR (to_relation::oid = obj.objid AND (obj.object_type <> 'table column' OR obj.address_names[3] = ANY (to_columns)));
-            DELETE FROM nl2sql.key_store
-            WHERE relation::oid = obj.objid AND (obj.object_type <> 'table column' OR obj.address_names[3] = ANY (columns));
-            DELETE FROM nl2sql.profile_store WHERE relation::oid = obj.objid AND obj.object_type <> 'table column';
+            -- relationships and keys of the relation, or of the column (relationships.sql); a row
+            -- another session holds (a decision not yet committed) is skipped, never waited for
+            -- while this DROP holds its lock: the views hide it and the next profiling sweeps it
+            DELETE FROM nl2sql.relationship_store WHERE ctid IN (
+                SELECT ctid FROM nl2sql.relationship_store
+                WHERE (from_relation::oid = obj.objid AND (obj.object_type <> 'table column' OR obj.address_names[3] = ANY (from_columns)))
+                   OR (to_relation::oid = obj.objid AND (obj.object_type <> 'table column' OR obj.address_names[3] = ANY (to_columns)))
+                FOR UPDATE SKIP LOCKED);
+            DELETE FROM nl2sql.key_store WHERE ctid IN (
+                SELECT ctid FROM nl2sql.key_store
+                WHERE relation::oid = obj.objid AND (obj.object_type <> 'table column' OR obj.address_names[3] = ANY (columns))
+                FOR UPDATE SKIP LOCKED);
+            DELETE FROM nl2sql.profile_store WHERE ctid IN (
+                SELECT ctid FROM nl2sql.profile_store WHERE relation::oid = obj.objid AND obj.object_type <> 'table column'
+                FOR UPDATE SKIP LOCKED);
         END LOOP;
     EXCEPTION WHEN OTHERS THEN
         RAISE WARNING 'nl2sql could not follow this DROP: %', SQLERRM;

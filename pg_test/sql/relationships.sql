@@ -101,6 +101,53 @@ RESET client_min_messages;
 RESET nl2sql.profile_rows;
 SELECT relation, columns, score, evidence FROM nl2sql.candidate_keys WHERE relation IN ('shop.events'::regclass, 'shop.secrets'::regclass);
 
+-- Hostile owners. rel_reader plants a look-alike "customers" of her own holding every
+-- customer id: relationships are inferred only between tables of one owner, so sales.invoices
+-- points at shop.customers alone. Profiling runs none of her code: her function in an index
+-- expression (which the planner folds) fails the read of her table instead of running. A
+-- table wider than a function's 100 arguments is read too.
+CREATE SCHEMA sales;
+CREATE TABLE sales.invoices (invoice_id int NOT NULL, customer_id int);
+INSERT INTO sales.invoices VALUES (1, 1), (2, 2), (3, 2);
+CREATE SCHEMA mallory AUTHORIZATION rel_reader;
+SET ROLE rel_reader;
+CREATE TABLE mallory.customers (id int NOT NULL, name text);
+INSERT INTO mallory.customers SELECT g, 'fake' FROM generate_series(1, 100) g;
+CREATE FUNCTION mallory.boom(int) RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('test.boom', true) = 'on' THEN
+        RAISE WARNING 'mallory''s code ran as %', current_user;
+    END IF;
+    RETURN $1;
+END $$;
+CREATE TABLE mallory.trap (trap_id int NOT NULL);
+INSERT INTO mallory.trap VALUES (1), (2);
+CREATE INDEX ON mallory.trap ((trap_id + mallory.boom(0)));
+RESET ROLE;
+SELECT format('CREATE TABLE shop.wide (wide_id int NOT NULL, %s)', string_agg(format('c%s int', g), ', '))
+FROM generate_series(1, 120) g \gexec
+INSERT INTO shop.wide (wide_id) VALUES (1), (2);
+-- a new session: the index expression is folded again, not taken from this one's cache
+\c
+SET test.boom = on;
+SET client_min_messages = warning;
+SELECT count(*) > 0 AS profiled FROM nl2sql.profile_relationships(ARRAY['shop', 'sales', 'mallory']);
+RESET client_min_messages;
+RESET test.boom;
+SELECT from_relation, from_columns, to_relation, to_columns FROM nl2sql.relationships
+WHERE from_relation = 'sales.invoices'::regclass;
+SELECT relation FROM nl2sql.profile_store WHERE relation::text LIKE 'mallory.%' ORDER BY 1;
+SELECT relation, columns FROM nl2sql.candidate_keys WHERE relation = 'shop.wide'::regclass;
+-- Decisions on what is not a table are refused (42809); a decision on a column renamed since
+-- can still be forgotten.
+CREATE SEQUENCE shop.numbers;
+SELECT nl2sql.reject_relationship('shop.numbers', 'last_value', 'shop.orders', 'order_no');
+CREATE TABLE shop.notes2 (cust int);
+SELECT nl2sql.confirm_relationship('shop.notes2', 'cust', 'shop.customers', 'id');
+ALTER TABLE shop.notes2 RENAME COLUMN cust TO customer;
+SELECT nl2sql.forget_relationship('shop.notes2', 'cust', 'shop.customers', 'id');
+SELECT count(*) AS kept FROM nl2sql.relationship_store WHERE from_relation = 'shop.notes2'::regclass;
+
 -- Dropped columns and tables take their relationships and keys with them.
 ALTER TABLE shop.customers DROP COLUMN city;
 SELECT count(*) AS to_cities FROM nl2sql.relationships WHERE to_relation = 'shop.cities'::regclass;
@@ -108,7 +155,9 @@ DROP TABLE shop.products;
 SELECT from_relation, from_columns, to_relation, to_columns FROM nl2sql.relationships WHERE from_relation::text LIKE 'shop.%' ORDER BY 1, 2;
 
 DROP SCHEMA shop CASCADE;
-DROP TABLE scratch;
+DROP SCHEMA sales CASCADE;
+DROP SCHEMA mallory CASCADE;
+
 DROP ROLE rel_reader;
 SELECT (SELECT count(*) FROM nl2sql.relationship_store) + (SELECT count(*) FROM nl2sql.key_store)
        + (SELECT count(*) FROM nl2sql.profile_store) AS left_behind;

@@ -2,8 +2,8 @@
 -- the schemas named ($1; all user schemas when NULL), none an extension's; whether the caller
 -- ($2) may profile one (its owner, a member of the owning role, or a superuser), its row
 -- estimate and change counter, whether a primary key is declared, whether it has row-level
--- security, and its columns of the built-in types keys are made of, with their declared keys
--- and references.
+-- security, its owner, and its columns of the built-in types keys are made of, with their
+-- declared keys and references.
 SELECT c.oid, n.nspname::pg_catalog.text, c.relname::pg_catalog.text, c.reltuples::pg_catalog.float8,
        pg_catalog.pg_has_role($2, c.relowner, 'USAGE') OR r.rolsuper AS may_profile,
        pg_catalog.pg_stat_get_tuples_inserted(c.oid) OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_updated(c.oid)
@@ -18,7 +18,7 @@ SELECT c.oid, n.nspname::pg_catalog.text, c.relname::pg_catalog.text, c.reltuple
            'declared_reference', EXISTS (SELECT FROM pg_catalog.pg_constraint f WHERE f.conrelid OPERATOR(pg_catalog.=) c.oid
                                          AND f.contype OPERATOR(pg_catalog.=) 'f' AND a.attnum OPERATOR(pg_catalog.=) ANY (f.conkey)))
          ORDER BY a.attnum)::pg_catalog.text AS columns,
-       c.relrowsecurity
+       c.relrowsecurity, c.relowner
 FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
 JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) $2

@@ -134,6 +134,11 @@ pub struct TableProfile {
     /// A primary key is declared.
     #[serde(default)]
     pub declared_key: bool,
+    /// The owning role's OID. Relationships are inferred only between tables of one owner:
+    /// another owner's table of the same name is no evidence about this one's data (it could
+    /// be planted to steer others' joins, or to learn what a column it cannot read holds).
+    #[serde(default)]
+    pub owner: u32,
     pub columns: Vec<ColumnProfile>,
 }
 
@@ -285,7 +290,7 @@ fn candidates(tables: &[TableProfile], names: &[TableNames]) -> Vec<((usize, usi
             let mut targets = Vec::new();
             for (t2, c2) in to {
                 let key = &tables[t2].columns[c2];
-                if (t2, c2) == (ti, ci) || key.family() != Some(family) {
+                if (t2, c2) == (ti, ci) || key.family() != Some(family) || tables[t2].owner != t.owner {
                     continue;
                 }
                 if let Some(s) = names::link(&names[ti], &col.name, &names[t2], &key.name, key.declared_unique) {

@@ -128,7 +128,7 @@ fn col(name: &str, ty: &str, values: &[&str]) -> ColumnProfile {
 }
 
 fn table(name: &str, rows: i64, columns: Vec<ColumnProfile>) -> TableProfile {
-    TableProfile { oid: 0, schema: "public".into(), name: name.into(), rows, complete: true, declared_key: false, columns }
+    TableProfile { oid: 0, schema: "public".into(), name: name.into(), rows, complete: true, declared_key: false, owner: 10, columns }
 }
 
 /// A database answering probes from the profiles' own values (as if it held just those), and
@@ -181,6 +181,35 @@ fn library() -> Vec<TableProfile> {
 fn found(f: &Findings, tables: &[TableProfile]) -> Vec<String> {
     let n = |(t, c): (usize, usize)| format!("{}.{}", tables[t].name, tables[t].columns[c].name);
     f.links.iter().map(|l| format!("{} -> {}", n(l.from), n(l.to))).collect()
+}
+
+#[test]
+fn another_owners_table_is_never_a_target() {
+    // mallory's look-alike "authors" in her own schema, holding every author id and more: the
+    // names and values would link books.author_id to it as strongly as to the real one.
+    let mut tables = library();
+    let mut planted = table("authors", 5, vec![col("author_id", "int4", &["1", "2", "3", "4", "5"])]);
+    planted.schema = "mallory".into();
+    planted.owner = 99;
+    tables.push(planted);
+    let f = infer(&tables, &mut Db::default());
+    let got = found(&f, &tables);
+    assert!(got.contains(&"books.author_id -> authors.author_id".to_string()), "{got:?}");
+    assert!(f.links.iter().all(|l| tables[l.to.0].owner == tables[l.from.0].owner), "{got:?}");
+    // and her tables link to nothing of another owner's, even where names and values agree
+    let mut orders = table("orders", 3, vec![col("book_id", "int4", &["10", "11", "12"])]);
+    orders.owner = 99;
+    tables.push(orders);
+    let f = infer(&tables, &mut Db::default());
+    assert!(f.links.iter().all(|l| tables[l.to.0].owner == tables[l.from.0].owner), "{:?}", found(&f, &tables));
+}
+
+#[test]
+fn tables_of_one_owner_in_different_schemas_are_linked() {
+    let mut tables = library();
+    tables[0].schema = "crm".into();
+    let f = infer(&tables, &mut Db::default());
+    assert!(found(&f, &tables).contains(&"books.author_id -> authors.author_id".to_string()));
 }
 
 #[test]

@@ -64,6 +64,10 @@ pub fn decide(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_
             Some("The owner of the referencing table, a superuser or a member of nl2sql_curator may; the owner of the referenced table may reject or forget."),
         );
     }
+    if decision == Decision::Forget {
+        // A decision on columns renamed or dropped since can still be forgotten.
+        return store(from, from_columns, to, to_columns, decision, caller);
+    }
     let from_types = types(from, &from_name, &from_columns);
     let to_types = types(to, &to_name, &to_columns);
     if decision == Decision::Confirm && !may_reference(to, &to_columns, caller) {
@@ -86,7 +90,7 @@ pub fn decide(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_
             }
         }
     }
-    if declared(from, &from_columns, to, &to_columns) && decision != Decision::Forget {
+    if declared(from, &from_columns, to, &to_columns) {
         fail(
             SqlState::ObjectNotInPrerequisiteState,
             format!("{from_name} ({}) → {to_name} ({}) is a declared foreign key", from_columns.join(", "), to_columns.join(", ")),
@@ -94,6 +98,11 @@ pub fn decide(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_
             Some("A declared foreign key needs no decision; drop the constraint to stop using it."),
         );
     }
+    store(from, from_columns, to, to_columns, decision, caller)
+}
+
+/// Writes the decision, as the extension's owner.
+fn store(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_columns: Vec<String>, decision: Decision, caller: pg_sys::Oid) {
     let args = [
         DatumWithOid::from(from),
         DatumWithOid::from(from_columns),
@@ -112,14 +121,26 @@ pub fn decide(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_
     });
 }
 
-/// The relation's name as SQL writes it; 42P01 when there is none.
+/// The relation's name as SQL writes it; 42P01 when there is none, 42809 when it is not a
+/// table, view, materialized view or foreign table (an index, a sequence).
 fn relation(rel: pg_sys::Oid) -> String {
-    spi::read::<String>(
-        "SELECT c.oid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_class c
-         WHERE c.oid OPERATOR(pg_catalog.=) $1 AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog.\"char\"[])",
+    let found = spi::read_row(
+        "SELECT c.oid::pg_catalog.regclass::pg_catalog.text,
+                c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog.\"char\"[])
+         FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
         &[rel.into()],
-    )
-    .unwrap_or_else(|| fail(SqlState::UndefinedTable, format!("relation with OID {} does not exist", u32::from(rel)), None, None))
+        |r| Some((r.get::<String>(1).ok()??, r.get::<bool>(2).ok()??)),
+    );
+    match found {
+        Some((name, true)) => name,
+        Some((name, false)) => fail(
+            SqlState::from_code("42809"),
+            format!("{name} is not a table, view, materialized view or foreign table"),
+            None,
+            Some("Relationships join tables and views."),
+        ),
+        None => fail(SqlState::UndefinedTable, format!("relation with OID {} does not exist", u32::from(rel)), None, None),
+    }
 }
 
 /// Whether `role` may decide on relationships from `rel`.
@@ -179,10 +200,17 @@ fn types(rel: pg_sys::Oid, name: &str, columns: &[String]) -> Vec<(String, Strin
 /// Whether a foreign key with exactly these columns is declared.
 fn declared(from: pg_sys::Oid, from_columns: &[String], to: pg_sys::Oid, to_columns: &[String]) -> bool {
     spi::read::<bool>(
-        "SELECT EXISTS (SELECT FROM nl2sql.relationships r
-                        WHERE r.source OPERATOR(pg_catalog.=) 'declared'
-                          AND r.from_relation::pg_catalog.oid OPERATOR(pg_catalog.=) $1 AND r.to_relation::pg_catalog.oid OPERATOR(pg_catalog.=) $3
-                          AND r.from_columns::pg_catalog.text[] OPERATOR(pg_catalog.=) $2 AND r.to_columns::pg_catalog.text[] OPERATOR(pg_catalog.=) $4)",
+        // pg_constraint itself, not the caller's view of it: one with REFERENCES only on the
+        // target does not see the declaration there, and must not shadow it with a decision.
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_constraint k
+                        WHERE k.contype OPERATOR(pg_catalog.=) 'f'
+                          AND k.conrelid OPERATOR(pg_catalog.=) $1 AND k.confrelid OPERATOR(pg_catalog.=) $3
+                          AND ARRAY(SELECT a.attname::pg_catalog.text FROM pg_catalog.unnest(k.conkey) WITH ORDINALITY u(n, o)
+                                    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) k.conrelid AND a.attnum OPERATOR(pg_catalog.=) u.n
+                                    ORDER BY u.o) OPERATOR(pg_catalog.=) $2
+                          AND ARRAY(SELECT a.attname::pg_catalog.text FROM pg_catalog.unnest(k.confkey) WITH ORDINALITY u(n, o)
+                                    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) k.confrelid AND a.attnum OPERATOR(pg_catalog.=) u.n
+                                    ORDER BY u.o) OPERATOR(pg_catalog.=) $4)",
         &[from.into(), from_columns.to_vec().into(), to.into(), to_columns.to_vec().into()],
     )
     .unwrap_or(false)

@@ -68,22 +68,31 @@ fn profilable(listed: Vec<read::Listed>, tell: bool) -> Vec<read::Listed> {
     out
 }
 
-/// Profiles again when some table profiled before changed, or a table of a profiled schema was
-/// added (from nl2sql.refresh_value_indexes()); nothing when profiling never ran.
+/// Profiles again, from nl2sql.refresh_value_indexes(), the schemas of the tables profiled
+/// before when one of those tables changed; nothing when profiling never ran. A table never
+/// profiled (new, or left out by a timeout) does not count: otherwise one table that always
+/// fails would profile every schema at every refresh.
 pub fn refresh_if_changed() {
     let caller = owner::caller();
-    let before: HashMap<u32, Option<i64>> = owner::as_owner(|| {
-        spi::rows("SELECT relation::pg_catalog.oid, changes FROM nl2sql.profile_store", &[], |r| {
-            Some((u32::from(r.get::<pg_sys::Oid>(1).ok()??), r.get::<i64>(2).ok()?))
-        })
+    let before: HashMap<u32, (String, Option<i64>)> = owner::as_owner(|| {
+        spi::rows(
+            "SELECT p.relation::pg_catalog.oid, n.nspname::pg_catalog.text, p.changes FROM nl2sql.profile_store p
+             JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) p.relation::pg_catalog.oid
+             JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace",
+            &[],
+            |r| Some((u32::from(r.get::<pg_sys::Oid>(1).ok()??), (r.get::<String>(2).ok()??, r.get::<i64>(3).ok()?))),
+        )
     })
     .into_iter()
     .collect();
     if before.is_empty() {
         return;
     }
-    let listed = profilable(read::tables(None, caller), false);
-    let changed = listed.iter().any(|t| before.get(&u32::from(t.oid)).is_none_or(|c| *c != t.changes));
+    let mut schemas: Vec<String> = before.values().map(|(s, _)| s.clone()).collect();
+    schemas.sort();
+    schemas.dedup();
+    let listed = profilable(read::tables(Some(&schemas), caller), false);
+    let changed = listed.iter().any(|t| before.get(&u32::from(t.oid)).is_some_and(|(_, c)| *c != t.changes));
     if changed {
         let n = profile_tables(listed).len();
         notice!("nl2sql: tables changed since they were profiled; {n} tables profiled again");

@@ -1,6 +1,6 @@
 //! What profiling reads of the database: the tables to profile, a bounded sample of each (as
-//! the table's owner, in a restricted context, read-only, with a timeout), and the checks the
-//! core's decisions ask for ([`Probe`]).
+//! the table's owner, running none of its code, in a restricted context, read-only, with a
+//! timeout), and the checks the core's decisions ask for ([`Probe`]).
 
 use crate::pg::{owner, sandbox, spi};
 use nl2sql_core::profile::{ColumnProfile, Probe, Sampling, TableProfile};
@@ -22,6 +22,8 @@ pub struct Listed {
     pub declared_key: bool,
     /// Row-level security is enabled: reading it may run its owner's policies.
     pub rls: bool,
+    /// Its owner: relationships are inferred only between tables of one owner.
+    pub owner: pg_sys::Oid,
     pub columns: Vec<ColumnProfile>,
 }
 
@@ -40,6 +42,7 @@ pub fn tables(schemas: Option<&[String]>, caller: pg_sys::Oid) -> Vec<Listed> {
             changes: r.get::<i64>(6).ok()?,
             declared_key: r.get::<bool>(7).ok()?.unwrap_or(false),
             rls: r.get::<bool>(9).ok()?.unwrap_or(true),
+            owner: r.get::<pg_sys::Oid>(10).ok()??,
             columns,
         })
     })
@@ -64,7 +67,7 @@ pub fn profile(t: Listed, sampling: Sampling, wanted_rows: i32, keep: i32, timeo
         DatumWithOid::from(keep),
     ];
     let read = sandbox::isolated(timeout, || {
-        owner::as_table_owner(t.oid, || {
+        owner::as_table_owner_running_no_code(t.oid, || {
             spi::read::<String>(
                 "SELECT nl2sql._profile_table($1::pg_catalog.oid::pg_catalog.regclass, $2::pg_catalog.name[], $3, $4, $5)::pg_catalog.text",
                 &args,
@@ -90,6 +93,7 @@ pub fn profile(t: Listed, sampling: Sampling, wanted_rows: i32, keep: i32, timeo
         complete: sampling.whole(s.rows, wanted_rows),
         rows: s.rows,
         declared_key: t.declared_key,
+        owner: u32::from(t.owner),
         columns,
     })
 }
@@ -122,7 +126,7 @@ impl Probe for Checks {
             DatumWithOid::from(column.type_name.as_str()),
         ];
         let n = sandbox::isolated(self.timeout, || {
-            owner::as_table_owner(oid, || {
+            owner::as_table_owner_running_no_code(oid, || {
                 spi::read::<i64>(
                     "SELECT nl2sql._profile_probe($1::pg_catalog.oid::pg_catalog.regclass, $2::pg_catalog.name, $3::pg_catalog.text[], $4::pg_catalog.name)",
                     &args,
@@ -146,7 +150,7 @@ impl Probe for Checks {
             DatumWithOid::from(sampling.percent),
         ];
         let counts = sandbox::isolated(self.timeout, || {
-            owner::as_table_owner(oid, || {
+            owner::as_table_owner_running_no_code(oid, || {
                 spi::read::<Vec<Option<i64>>>(
                     "SELECT nl2sql._profile_pairs($1::pg_catalog.oid::pg_catalog.regclass, $2::pg_catalog.name[], $3::pg_catalog.name[], $4, $5)",
                     &args,
