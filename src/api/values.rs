@@ -92,24 +92,7 @@ mod nl2sql {
             name!(skipped, i64),
             name!(seconds, f64),
         )> {
-        let tables: Vec<pg_sys::Oid> = Spi::connect(|c| {
-            c.select(
-                "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-                 WHERE n.nspname = ANY ($1) AND c.relkind IN ('r', 'p', 'm') AND NOT c.relispartition
-                   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
-                                   AND d.objid = c.oid AND d.deptype = 'e')
-                 ORDER BY n.nspname, c.relname",
-                None,
-                &[schemas.into()],
-            )
-            .map(|t| t.filter_map(|r| r.get::<pg_sys::Oid>(1).ok().flatten()).collect())
-            .unwrap_or_default()
-        });
-        let mut built = Vec::new();
-        for t in tables {
-            built.extend(values::create(t, None, include_rls, false));
-        }
-        TableIterator::new(rows(built))
+        TableIterator::new(rows(values::create_in_schemas(schemas, include_rls)))
     }
 
     #[pg_extern(volatile, parallel_unsafe)]

@@ -6,6 +6,7 @@ use super::*;
 use crate::schema::{estimate_tokens, Table};
 
 /// A candidate of the full path and its result.
+#[derive(Default)]
 struct Pool {
     /// Executed candidates, by trace index: (normal form, execution).
     executed: Vec<(usize, String, Execution)>,
@@ -25,16 +26,44 @@ struct Pool {
 }
 
 /// The OpenSearch-SQL path.
-pub(super) fn full(
-    q: &Question,
-    schema: &Schema,
-    settings: &Settings,
-    llm: &mut dyn Llm,
-    db: &mut dyn Database,
-    trace: &mut Trace,
-) -> Result<(String, Execution), AskError> {
-    let secret = llm.secret().map(str::to_string);
-    let llm_error = |e: &LlmError| AskError::Llm(Report::from_diagnostic(e).redact(secret.as_deref()));
+pub(super) fn full(run: Run<'_>) -> Result<(String, Execution), AskError> {
+    let Run { q, schema, settings, llm, db, trace, secret } = run;
+    let secret = secret.as_deref();
+    let Whole { linking, rendered: whole, wide, entire, owned } = whole_schema(q, schema, settings, db, trace);
+    let schema = owned.as_ref().unwrap_or(schema);
+    let (extraction, ex) = extract_columns(q, schema, &whole, settings, llm, db, trace, secret);
+    let focus = focus_for_question(q, schema, &whole, &linking, wide, extraction, &ex, settings, db, trace);
+    let rendered = render_for_candidates(schema, &whole, &linking, wide, entire, extraction, &focus, settings, db, trace);
+    let prompts = prompts_for_candidates(q, schema, &rendered, &focus, &ex, settings, db, trace);
+    // The alignments' context: an unqualified name several schemas hold is the linked one's
+    // (the most relevant of them, by the linking's rank).
+    let rank = |ident: &str| linking.rank.iter().position(|&i| schema.tables.get(i).is_some_and(|t| t.ident == ident)).unwrap_or(usize::MAX);
+    let mut linked: Vec<String> = focus.schema.tables.iter().map(|t| t.ident.clone()).collect();
+    linked.sort_by_cached_key(|t| rank(t));
+    let said = q.said();
+    let cx = Context { select: &ex.select, linked: &linked, question: &said };
+    let mut pool = Pool::default();
+    generate_candidates(&prompts, settings, llm, db, schema, cx, &mut pool, trace, secret)?;
+    correct_failures(&prompts, settings, llm, db, schema, cx, &mut pool, trace, secret);
+    vote_on(&mut pool, trace)
+}
+
+/// The schema before any model call, and how the question's tables are found in it.
+struct Whole {
+    /// On a wide schema: the columns retrieval linked to the question, tables ranked.
+    linking: Linking,
+    /// What the extraction (or, without one, the candidates) is shown.
+    rendered: Rendered,
+    /// The schema is wider than nl2sql.schema_max_tokens.
+    wide: bool,
+    /// ... yet the extraction sees all of it (nl2sql.extraction_max_tokens).
+    entire: bool,
+    /// The schema with the linked tables sampled, when the schema is shown around them.
+    owned: Option<Schema>,
+}
+
+/// Stage 1, the schema: whole when it fits; a wide one linked to the question first.
+fn whole_schema(q: &Question, schema: &Schema, settings: &Settings, db: &mut dyn Database, trace: &mut Trace) -> Whole {
     // A schema wider than nl2sql.schema_max_tokens: the extraction still sees it whole when it
     // fits nl2sql.extraction_max_tokens (the same prompt for every question, which an
     // endpoint's cache keeps). Wider still, Open-SQL's variable-length schema: the columns and
@@ -57,8 +86,22 @@ pub(super) fn full(
             owned = Some(s);
         }
     }
-    let schema = owned.as_ref().unwrap_or(schema);
+    Whole { linking, rendered: whole, wide, entire, owned }
+}
 
+/// Stage 2, extraction (on schemas above nl2sql.extraction_min_tokens): the columns, entities
+/// and select list the model names. Whether it ran, and what it found.
+#[allow(clippy::too_many_arguments)]
+fn extract_columns(
+    q: &Question,
+    schema: &Schema,
+    whole: &Rendered,
+    settings: &Settings,
+    llm: &mut dyn Llm,
+    db: &mut dyn Database,
+    trace: &mut Trace,
+    secret: Option<&str>,
+) -> (bool, Extraction) {
     // Extraction: columns, entities, and what the answer returns.
     let mut ex = Extraction::default();
     // A schema cut to fit nl2sql.schema_max_tokens always needs the extraction's choice.
@@ -94,13 +137,31 @@ pub(super) fn full(
         let reply = llm.chat(req);
         trace.round_trips += 1;
         trace.llm_wait_ms += ms(waited.elapsed());
-        record(trace, "extract", &messages, &reply, secret.as_deref());
+        record(trace, "extract", &messages, &reply, secret);
         // Degrade, don't fail: without the extraction the candidates see the whole schema.
         match reply {
             Ok(c) => ex = extract::parse(&c.content),
-            Err(e) => trace.extraction_failed = Some(Report::from_diagnostic(&e).redact(secret.as_deref()).message),
+            Err(e) => trace.extraction_failed = Some(Report::from_diagnostic(&e).redact(secret).message),
         }
     }
+    (extraction, ex)
+}
+
+/// Stage 3, retrieval: stored values and columns similar to the question, and the
+/// per-question schema (the extraction's columns, keys and join paths).
+#[allow(clippy::too_many_arguments)]
+fn focus_for_question(
+    q: &Question,
+    schema: &Schema,
+    whole: &Rendered,
+    linking: &Linking,
+    wide: bool,
+    extraction: bool,
+    ex: &Extraction,
+    settings: &Settings,
+    db: &mut dyn Database,
+    trace: &mut Trace,
+) -> Focus {
     // Value retrieval for the question and the entities (split retrieval), column retrieval;
     // none under nl2sql.privacy (stored values would reach the prompt).
     if !settings.privacy {
@@ -156,11 +217,28 @@ pub(super) fn full(
             full_schema_tokens: whole.tokens,
         });
     }
+    focus
+}
+
+/// Stage 4, the schema the candidates are shown.
+#[allow(clippy::too_many_arguments)]
+fn render_for_candidates(
+    schema: &Schema,
+    whole: &Rendered,
+    linking: &Linking,
+    wide: bool,
+    entire: bool,
+    extraction: bool,
+    focus: &Focus,
+    settings: &Settings,
+    db: &mut dyn Database,
+    trace: &mut Trace,
+) -> Rendered {
     // On a wide schema the candidates see the extraction's own schema, whose tokens an
     // endpoint's cache holds (only what follows is read again: on a local model the prompt's
     // length is its latency), then the tables the extraction chose that it showed by name
     // only, in the focus's form: a table the extraction missed can still be written.
-    let rendered = if entire {
+    if entire {
         // After an extraction on the entire schema: every table by name (the same lines for
         // every question), the focus's tables in full (OpenSearch-SQL's per-question schema).
         let mut columns: Vec<(usize, usize)> = Vec::new();
@@ -172,7 +250,7 @@ pub(super) fn full(
         let linked = if columns.is_empty() { linking.clone() } else { Linking { columns, rank: linking.rank.clone() } };
         show_linked(trace, schema, &linked, settings)
     } else if wide {
-        let more = extraction.then(|| also_for_question(&whole, &focus, schema, settings, db)).flatten();
+        let more = extraction.then(|| also_for_question(whole, focus, schema, settings, db)).flatten();
         let mut r = whole.clone();
         if let Some(more) = more {
             r.text = format!("{}{ALSO_HEADER}{more}", r.text);
@@ -181,8 +259,21 @@ pub(super) fn full(
         shown(trace, r)
     } else {
         show_schema(trace, &focus.schema, settings)
-    };
+    }
+}
 
+/// Stage 5, one prompt per generator, with the examples and values found.
+#[allow(clippy::too_many_arguments)]
+fn prompts_for_candidates(
+    q: &Question,
+    schema: &Schema,
+    rendered: &Rendered,
+    focus: &Focus,
+    ex: &Extraction,
+    settings: &Settings,
+    db: &mut dyn Database,
+    trace: &mut Trace,
+) -> Vec<(Generator, Vec<Message>)> {
     // Examples (few-shot) for the candidates: the question masked by the schema's names and the
     // stored values found in it.
     let values: Vec<String> = trace.values.iter().map(|v| v.value.clone()).collect();
@@ -192,7 +283,7 @@ pub(super) fn full(
     // One prompt per generator, the same sections in the same order.
     let generators: Vec<Generator> = if settings.generators.is_empty() { vec![Generator::OpenSql] } else { settings.generators.clone() };
     let values = retrieve::render_values(&trace.values);
-    let prompts: Vec<(Generator, Vec<Message>)> = generators
+    generators
         .iter()
         .map(|&g| {
             // The CREATE TABLE prompt asks plainly: no examples, no values. Its mistakes differ
@@ -205,25 +296,26 @@ pub(super) fn full(
             let sections = generate::sections(examples, values, if settings.chain_of_thought { &ex.select } else { &[] }) + &q.follow_up();
             (g, generate::query(g.layout(), &text, settings.chain_of_thought, &sections, &q.text, q.hint.as_deref()))
         })
-        .collect();
-    // The alignments' context: an unqualified name several schemas hold is the linked one's
-    // (the most relevant of them, by the linking's rank).
-    let rank = |ident: &str| linking.rank.iter().position(|&i| schema.tables.get(i).is_some_and(|t| t.ident == ident)).unwrap_or(usize::MAX);
-    let mut linked: Vec<String> = focus.schema.tables.iter().map(|t| t.ident.clone()).collect();
-    linked.sort_by_cached_key(|t| rank(t));
-    let said = q.said();
-    let cx = Context { select: &ex.select, linked: &linked, question: &said };
+        .collect()
+}
+
+/// Stage 6, the candidates, in waves that stop once they agree (or once a first answer the
+/// model was sure of runs and returns rows); each aligned, checked and run as it arrives.
+#[allow(clippy::too_many_arguments)]
+fn generate_candidates(
+    prompts: &[(Generator, Vec<Message>)],
+    settings: &Settings,
+    llm: &mut dyn Llm,
+    db: &mut dyn Database,
+    schema: &Schema,
+    cx: Context,
+    pool: &mut Pool,
+    trace: &mut Trace,
+    secret: Option<&str>,
+) -> Result<(), AskError> {
+    let llm_error = |e: &LlmError| AskError::Llm(Report::from_diagnostic(e).redact(secret));
     let n = settings.candidates.max(1);
     let temperature = if n == 1 { 0.0 } else { settings.temperature };
-    let mut pool = Pool {
-        executed: vec![],
-        failed: vec![],
-        failed_forms: vec![],
-        refused: None,
-        last: None,
-        conversations: HashMap::new(),
-        corrected: HashSet::new(),
-    };
     // Waves: with one generator, `first_wave` samples of it, then the rest; with several, each
     // once at temperature 0 (their agreement is not sampling noise), then the rest in turn.
     let waves: Vec<Vec<(usize, f32)>> = if prompts.len() == 1 {
@@ -246,7 +338,7 @@ pub(super) fn full(
         if wave.is_empty() {
             continue;
         }
-        if w > 0 && agreed(&pool, trace, settings) {
+        if w > 0 && agreed(pool, trace, settings) {
             trace.stopped_early = true;
             break;
         }
@@ -275,11 +367,11 @@ pub(super) fn full(
             trace.round_trips += 1;
             trace.llm_wait_ms += ms(waited.elapsed());
             let (generator, messages) = &prompts[g];
-            record(trace, "generate", messages, &reply, secret.as_deref());
+            record(trace, "generate", messages, &reply, secret);
             match reply {
                 Ok(c) => {
                     let at = trace.candidates.len();
-                    consider(&c.content, 0, None, Some(generator.name()), messages.clone(), settings, db, schema, cx, &mut pool, trace);
+                    consider(&c.content, 0, None, Some(generator.name()), messages.clone(), settings, db, schema, cx, pool, trace);
                     if let Some(cand) = trace.candidates.get_mut(at) {
                         cand.confidence = c.confidence;
                         let sure = settings.alone < 1.0 && c.confidence.is_some_and(|p| p >= settings.alone);
@@ -309,7 +401,7 @@ pub(super) fn full(
         trace.llm_wait_ms += ms(waited.elapsed());
         for (reply, &(g, _)) in replies.into_iter().zip(&wave) {
             let (generator, messages) = &prompts[g];
-            record(trace, "generate", messages, &reply, secret.as_deref());
+            record(trace, "generate", messages, &reply, secret);
             match reply {
                 Ok(c) => consider(
                     &c.content,
@@ -321,7 +413,7 @@ pub(super) fn full(
                     db,
                     schema,
                     cx,
-                    &mut pool,
+                    pool,
                     trace,
                 ),
                 Err(e) => errors.push(e),
@@ -332,11 +424,25 @@ pub(super) fn full(
             return Err(llm_error(&errors[0]));
         }
     }
+    Ok(())
+}
 
-    // Corrections by error type, concurrently, while no group of candidates agrees.
+/// Stage 7, corrections by error type, concurrently, while no group of candidates agrees.
+#[allow(clippy::too_many_arguments)]
+fn correct_failures(
+    prompts: &[(Generator, Vec<Message>)],
+    settings: &Settings,
+    llm: &mut dyn Llm,
+    db: &mut dyn Database,
+    schema: &Schema,
+    cx: Context,
+    pool: &mut Pool,
+    trace: &mut Trace,
+    secret: Option<&str>,
+) {
     for round in 1..=settings.max_corrections {
         let non_empty = pool.executed.iter().any(|(_, _, e)| !e.rows.is_empty());
-        if agreed(&pool, trace, settings) && non_empty {
+        if agreed(pool, trace, settings) && non_empty {
             break;
         }
         // Nothing returned rows: the empty ones are worth another look too, once each.
@@ -372,16 +478,19 @@ pub(super) fn full(
         trace.round_trips += 1;
         trace.llm_wait_ms += ms(waited.elapsed());
         for ((reply, conv), (parent, ..)) in replies.into_iter().zip(convs).zip(failed) {
-            record(trace, "correct", &conv, &reply, secret.as_deref());
+            record(trace, "correct", &conv, &reply, secret);
             if let Ok(c) = reply {
                 let generator = trace.candidates.get(parent).and_then(|p| p.generator);
-                consider(&c.content, round, Some(parent), generator, conv, settings, db, schema, cx, &mut pool, trace);
+                consider(&c.content, round, Some(parent), generator, conv, settings, db, schema, cx, pool, trace);
             }
         }
     }
 
-    // The vote.
-    let ballots: Vec<Ballot> = ballots(&pool, trace);
+}
+
+/// Stage 8, the vote among the candidates that ran; with none, the last failure.
+fn vote_on(pool: &mut Pool, trace: &mut Trace) -> Result<(String, Execution), AskError> {
+    let ballots: Vec<Ballot> = ballots(pool, trace);
     trace.samples = samples(trace);
     if let Some(outcome) = vote::vote(&ballots, samples(trace)) {
         let winner = outcome.winner;
@@ -394,7 +503,7 @@ pub(super) fn full(
     }
     // Nothing ran: the last failure (the most corrected attempt), a refusal only when every
     // candidate was refused.
-    match (pool.last, pool.refused) {
+    match (pool.last.take(), pool.refused.take()) {
         (Some((sql, failure)), _) => Err(AskError::Failed { sql, failure }),
         (None, Some((sql, error))) => Err(AskError::Refused { sql, error }),
         (None, None) => Err(AskError::Failed { sql: None, failure: Failure::Syntax(GuardError::NoStatement) }),

@@ -9,15 +9,8 @@ use crate::pipeline::agent::{self, Action, Turn};
 /// Completion tokens for one turn (a thought and an action, or a query).
 const TURN_MAX_TOKENS: u32 = 512;
 
-pub(super) fn interactive(
-    q: &Question,
-    schema: &Schema,
-    settings: &Settings,
-    llm: &mut dyn Llm,
-    db: &mut dyn Database,
-    trace: &mut Trace,
-) -> Result<(String, Execution), AskError> {
-    let secret = llm.secret().map(str::to_string);
+pub(super) fn interactive(run: Run<'_>) -> Result<(String, Execution), AskError> {
+    let Run { q, schema, settings, llm, db, trace, secret } = run;
     let (tables, omitted) = agent::table_list(schema, settings.schema_max_tokens);
     trace.schema_tokens = crate::schema::estimate_tokens(&tables);
     trace.tables_shown = schema.tables.len() - omitted;

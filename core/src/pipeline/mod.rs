@@ -333,6 +333,33 @@ pub fn validate(q: &Question) -> Result<(), AskError> {
     Ok(())
 }
 
+/// One question's run, as every path opens it: the question, the schema it is answered from,
+/// the settings, the model, the database, the trace it writes, and the endpoint's key (to
+/// redact what the endpoint sends back).
+pub(super) struct Run<'a> {
+    pub q: &'a Question,
+    pub schema: &'a Schema,
+    pub settings: &'a Settings,
+    pub llm: &'a mut dyn Llm,
+    pub db: &'a mut dyn Database,
+    pub trace: &'a mut Trace,
+    pub secret: Option<String>,
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        q: &'a Question,
+        schema: &'a Schema,
+        settings: &'a Settings,
+        llm: &'a mut dyn Llm,
+        db: &'a mut dyn Database,
+        trace: &'a mut Trace,
+    ) -> Run<'a> {
+        let secret = llm.secret().map(str::to_string);
+        Run { q, schema, settings, llm, db, trace, secret }
+    }
+}
+
 /// Asks the model for a query, checks it, runs it, and corrects it when it fails.
 // One call a question: the size of the error (it carries the trace) does not matter.
 #[allow(clippy::result_large_err)]
@@ -366,9 +393,9 @@ pub fn ask(
         schema
     };
     let result = match settings.mode {
-        Mode::ZeroShot => zero_shot(q, schema, settings, llm, db, &mut trace),
-        Mode::Full => full(q, schema, settings, llm, db, &mut trace),
-        Mode::Interactive => interactive(q, schema, settings, llm, db, &mut trace),
+        Mode::ZeroShot => zero_shot(Run::new(q, schema, settings, llm, db, &mut trace)),
+        Mode::Full => full(Run::new(q, schema, settings, llm, db, &mut trace)),
+        Mode::Interactive => interactive(Run::new(q, schema, settings, llm, db, &mut trace)),
     };
     trace.wall_ms = ms(started.elapsed());
     match result {

@@ -6,19 +6,13 @@ use crate::error::{Diagnostic, Report};
 use crate::model::llm::ChatRequest;
 use crate::prompt::refine;
 use crate::retrieval::retrieve;
-use crate::schema::{Detail, Schema};
+use crate::schema::Detail;
 use crate::{prompt::generate, Execution};
 use std::time::Instant;
 
 /// The foundation's path: one generation from the whole schema, corrected in up to R rounds.
-pub(super) fn zero_shot(
-    q: &Question,
-    schema: &Schema,
-    settings: &Settings,
-    llm: &mut dyn Llm,
-    db: &mut dyn Database,
-    trace: &mut Trace,
-) -> Result<(String, Execution), AskError> {
+pub(super) fn zero_shot(run: Run<'_>) -> Result<(String, Execution), AskError> {
+    let Run { q, schema, settings, llm, db, trace, secret } = run;
     let mut rendered = show_schema(trace, schema, settings);
     let wide = rendered.detail < Detail::Full || rendered.tables_omitted > 0;
     if wide {
@@ -26,7 +20,6 @@ pub(super) fn zero_shot(
         let linking = link(q, schema, settings, db, trace);
         rendered = show_linked(trace, &sampled(schema, &linking.columns, settings, db), &linking, settings);
     }
-    let secret = llm.secret().map(str::to_string);
     if !settings.privacy {
         if !wide {
             trace.values = similar_values(q, &[], schema, db);

@@ -182,6 +182,9 @@ pub struct Key {
     pub evidence: String,
 }
 
+/// A (from, to) pair of (table, column) indexes.
+type Pair = ((usize, usize), (usize, usize));
+
 /// A relationship found: `from`'s column holds values of `to`'s key column.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Link {
@@ -205,7 +208,7 @@ pub fn infer(tables: &[TableProfile], probe: &mut dyn Probe) -> Findings {
     let names = table_names(tables);
     let mut out = Findings::default();
     let candidates = candidates(tables, &names);
-    let mut checked: HashMap<((usize, usize), (usize, usize)), Option<f64>> = HashMap::new();
+    let mut checked: HashMap<Pair, Option<f64>> = HashMap::new();
     let mut links: Vec<(Link, u8)> = Vec::new();
     for (step, (from, targets)) in candidates.into_iter().enumerate() {
         crate::interrupt::every(step, 64);
@@ -352,7 +355,7 @@ fn evidence(tables: &[TableProfile], from: (usize, usize), to: (usize, usize), s
 /// one whose target is the better home of the value by name (pets.petid, not has_pet.petid);
 /// on a tie, the first found.
 fn one_way(links: Vec<(Link, u8)>) -> Vec<Link> {
-    let at: HashMap<((usize, usize), (usize, usize)), u8> = links.iter().map(|(l, h)| ((l.from, l.to), *h)).collect();
+    let at: HashMap<Pair, u8> = links.iter().map(|(l, h)| ((l.from, l.to), *h)).collect();
     let mut kept = Vec::new();
     let mut seen: HashSet<((usize, usize), (usize, usize))> = HashSet::new();
     for (l, home) in links {

@@ -23,6 +23,19 @@ struct Column {
     name: String,
 }
 
+const SCHEMA_TABLES_SQL: &str = include_str!("../../../sql/queries/value_index_tables.sql");
+
+/// Indexes every table of `schemas` ([`create`] for each, refusals as NOTICEs).
+pub fn create_in_schemas(schemas: Vec<String>, include_rls: bool) -> Vec<Built> {
+    let tables: Vec<pg_sys::Oid> = spi::rows(SCHEMA_TABLES_SQL, &[schemas.into()], |r| r.get::<pg_sys::Oid>(1).ok()?);
+    let mut built = Vec::new();
+    for t in tables {
+        check_for_interrupts!();
+        built.extend(create(t, None, include_rls, false));
+    }
+    built
+}
+
 /// Indexes the text columns of `rel` (or the one named). `explicit`: the caller named this
 /// table, so refusals are errors; otherwise they are NOTICEs and the column is skipped.
 pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explicit: bool) -> Vec<Built> {

@@ -11,7 +11,7 @@ mod entries;
 mod refresh;
 mod search;
 
-pub use build::{create, drop};
+pub use build::{create, create_in_schemas, drop};
 pub use refresh::refresh;
 pub use search::{closest_stored, search_columns, search_values, take_skipped, visible_name};
 
