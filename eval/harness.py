@@ -46,7 +46,7 @@ DEFAULTS = {
     "nl2sql.align_agent": "on", "nl2sql.align_function": "on", "nl2sql.align_style": "on",
     "nl2sql.candidates": "5", "nl2sql.agreement": "2", "nl2sql.temperature": "0.7",
     "nl2sql.generators": "open_sql,create_table", "nl2sql.examples": "0",
-    "nl2sql.alone_confidence": "0.3",
+    "nl2sql.alone_confidence": "0",
 }
 # Not a setting: whether the database's synthetic examples (nl2sql.generate_examples, made once
 # per database and kept in eval/results/synthetic-<db>.json) are in the library for the run.
@@ -75,8 +75,9 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     # the first generator asked alone and its confidence traced, but never standing alone:
     # which nl2sql.alone_confidence would have stopped where is read off its candidates
     "full-scored": {"nl2sql.alone_confidence": "1"},
-    # every generator of the first wave asked at once (before the first answer could stand alone)
-    "full-no-alone": {"nl2sql.alone_confidence": "0"},
+    # the first answer stands alone only when the model was sure of every token (the 0.3 of
+    # the first 0.2.0 builds, before any answer with rows stood alone)
+    "full-alone-0.3": {"nl2sql.alone_confidence": "0.3"},
     # issue 12: examples (few-shot), diverse generators, synthetic pairs
     "full-examples": {"nl2sql.examples": "3"},
     "full-synthetic": {SYNTHETIC: "on", "nl2sql.examples": "3"},

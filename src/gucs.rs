@@ -54,7 +54,7 @@ static CANDIDATES: GucSetting<i32> = GucSetting::<i32>::new(5);
 static TEMPERATURE: GucSetting<f64> = GucSetting::<f64>::new(0.7);
 static AGREEMENT: GucSetting<i32> = GucSetting::<i32>::new(2);
 static MIN_CONFIDENCE: GucSetting<f64> = GucSetting::<f64>::new(0.5);
-static ALONE_CONFIDENCE: GucSetting<f64> = GucSetting::<f64>::new(0.3);
+static ALONE_CONFIDENCE: GucSetting<f64> = GucSetting::<f64>::new(0.0);
 static USE_EXTRACTION: GucSetting<bool> = GucSetting::<bool>::new(true);
 static EXTRACTION_MIN_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(2_000);
 static EXTRACTION_MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(8_000);
@@ -497,8 +497,8 @@ pub fn init() {
     );
     GucRegistry::define_float_guc(
         c"nl2sql.alone_confidence",
-        c"The first generator's answer stands alone when every token of it was at least this probable to the model; 0 asks every generator.",
-        c"Asks the first generator alone, with logprobs; the others only when its answer is less sure, fails or returns no rows. Needs an endpoint that returns logprobs (llama.cpp's server, vLLM, OpenAI).",
+        c"The first generator's answer stands alone when it returns rows and every token of it was at least this probable to the model; 0: whenever it returns rows.",
+        c"Asks the first generator alone; the others only when its answer fails, returns no rows or is less sure. Above 0 needs an endpoint that returns logprobs (llama.cpp's server, vLLM, OpenAI); 1 never lets it stand alone; nl2sql.agreement = 0 asks every generator at once.",
         &ALONE_CONFIDENCE,
         0.0,
         1.0,

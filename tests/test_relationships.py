@@ -171,3 +171,31 @@ def test_dump_and_restore_keep_what_was_found_and_decided(conninfo):
         for name in (source, target):
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         admin.close()
+
+
+def test_a_decision_on_a_table_dropped_meanwhile_is_refused_not_kept(db, connect):
+    # a DROP not yet committed: the decision waits for it, then finds the table gone, instead of
+    # keeping a row about a relation that no longer exists
+    db.execute(KEYLESS.format(s="rel_a"))
+    dropper = connect()
+    dropper.execute("BEGIN")
+    dropper.execute("DROP TABLE rel_a.orders")
+    got = {}
+
+    def decide():
+        try:
+            db.execute("SELECT nl2sql.confirm_relationship(%s::oid::regclass, '{customer_id}', 'rel_a.customers', '{id}')",
+                       (oid,))
+            got["ok"] = True
+        except psycopg.Error as e:
+            got["error"] = e
+
+    oid = db.execute("SELECT 'rel_a.orders'::regclass::oid").fetchone()[0]
+    t = threading.Thread(target=decide)
+    t.start()
+    time.sleep(0.5)
+    assert t.is_alive(), "the decision waits for the DROP"
+    dropper.execute("COMMIT")
+    t.join(10)
+    assert isinstance(got.get("error"), psycopg.errors.UndefinedTable), got
+    assert db.execute("SELECT count(*) FROM nl2sql.relationship_store WHERE from_relation::oid = %s::oid", (oid,)).fetchone()[0] == 0

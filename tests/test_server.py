@@ -118,7 +118,9 @@ def test_a_sure_first_answer_stands_alone(connect, mock):
     trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
     assert abs(trace["alone"] - math.exp(-0.05)) < 1e-6 and trace["stopped_early"] and trace["round_trips"] == 1
     assert trace["confidence"] == 1.0 and trace["samples"] == 1
-    # Less sure: the other generator is asked after it, without log probabilities, and they agree.
+    # Less sure, under a threshold (0.3): the other generator is asked after it, without log
+    # probabilities, and they agree.
+    conn.execute("SET nl2sql.alone_confidence = 0.3")
     mock.reset()
     assert ask(conn, "[unsure] how many singers?") == "SELECT count(*) FROM singer"
     reqs = mock.requests()
@@ -127,14 +129,20 @@ def test_a_sure_first_answer_stands_alone(connect, mock):
     trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
     assert "alone" not in trace and trace["round_trips"] == 2 and trace["confidence"] == 1.0
     assert abs(trace["candidates"][0]["confidence"] - math.exp(-2.0)) < 1e-6
-    # Off (or nl2sql.agreement = 0): both generators at once, nothing scored.
-    for setting in ("nl2sql.alone_confidence = 0", "nl2sql.agreement = 0"):
-        fresh = connect()
-        fresh.execute(f"SET {setting}")
-        mock.reset()
-        assert ask(fresh, "[sure] how many singers?") == "SELECT count(*) FROM singer"
-        reqs = mock.requests()
-        assert len(reqs) >= 2 and not any("logprobs" in r["body"] for r in reqs), setting
+    # At the default (0), the unsure answer stands alone all the same: it ran and returned rows.
+    conn.execute("SET nl2sql.alone_confidence = 0")
+    mock.reset()
+    assert ask(conn, "[unsure] how many singers?") == "SELECT count(*) FROM singer"
+    assert len(mock.requests()) == 1
+    trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+    assert abs(trace["alone"] - math.exp(-2.0)) < 1e-6 and trace["round_trips"] == 1
+    # Off (nl2sql.agreement = 0): both generators at once, nothing scored.
+    fresh = connect()
+    fresh.execute("SET nl2sql.agreement = 0")
+    mock.reset()
+    assert ask(fresh, "[sure] how many singers?") == "SELECT count(*) FROM singer"
+    reqs = mock.requests()
+    assert len(reqs) >= 2 and not any("logprobs" in r["body"] for r in reqs)
 
 
 # A hostile model sure of its answer gets no further than an unsure one: the answer that would
@@ -161,11 +169,11 @@ def test_a_sure_hostile_answer_is_refused_as_any_other(connect, mock, tag, state
 
 
 # With nl2sql.alone_confidence on, the first generator is in flight alone (one scored request);
-# off, both generators' requests are.
-@pytest.mark.parametrize("alone,in_flight", [("0.3", 1), ("0", 2)])
-def test_cancel_while_candidates_are_generated(connect, mock, alone, in_flight):
+# with nl2sql.agreement = 0 every candidate's request is (nl2sql.candidates, 5).
+@pytest.mark.parametrize("setting,in_flight", [("nl2sql.alone_confidence = 0.3", 1), ("nl2sql.agreement = 0", 5)])
+def test_cancel_while_candidates_are_generated(connect, mock, setting, in_flight):
     conn, other = connect(), connect()
-    conn.execute(f"SET nl2sql.alone_confidence = {alone}")
+    conn.execute(f"SET {setting}")
     pid = conn.info.backend_pid
     cancelled_at = []
 
@@ -186,7 +194,7 @@ def test_cancel_while_candidates_are_generated(connect, mock, alone, in_flight):
     reqs = mock.requests()
     assert len(reqs) == 1 + in_flight
     assert all("### Task: write" in r["body"]["messages"][1]["content"] for r in reqs[1:])
-    assert [r["body"].get("logprobs", False) for r in reqs[1:]] == [alone != "0"] * in_flight
+    assert [r["body"].get("logprobs", False) for r in reqs[1:]] == [in_flight == 1] * in_flight
     assert conn.execute("SELECT 1").fetchone() == (1,)
 
 

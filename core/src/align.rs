@@ -269,6 +269,7 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
         fix_columns(schema, &sc, stmt, &mut fired);
         if let Statement::Query(q) = stmt {
             join_for_columns(schema, &sc, q, &mut fired);
+            join_for_qualified(schema, &sc, q, &mut fired);
             bridge_joins(schema, &sc, q, &mut fired);
             ambiguous_columns(schema, &sc, q, &mut fired);
         }
@@ -693,10 +694,12 @@ mod joins;
 mod keys;
 mod names;
 mod question;
+mod reach;
 use joins::{ambiguous_columns, bridge_joins};
 use keys::key_comparisons;
 use question::{other_table, positional, question_order, unasked_keys, unmentioned_joins};
 use names::{fix_columns, fix_tables, fix_values, join_for_columns, schema_as_table};
+use reach::join_for_qualified;
 
 #[cfg(test)]
 mod tests;

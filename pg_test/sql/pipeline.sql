@@ -9,15 +9,14 @@ SHOW nl2sql.extraction_min_tokens;
 
 -- A schema this small goes whole to the candidates: no extraction round trip (the trace says
 -- why), and the candidates' prompt starts as every other prompt on this database does. The
--- scripted answers carry no log probabilities, so the first generator's cannot stand alone
--- (nl2sql.alone_confidence): the other generator is asked after it, a second round trip. The
--- session then knows this endpoint gives none, and asks every generator at once from here on.
+-- first generator's answer runs and returns rows, so it stands alone (nl2sql.alone_confidence):
+-- one round trip.
 SELECT e->'extraction' AS extraction, e->>'extraction_skipped' AS skipped, e->'totals'->>'round_trips' AS round_trips
 FROM nl2sql_explain('How many concerts took place in 2014?') AS e;
 
 -- Above nl2sql.extraction_min_tokens (here: always), extraction names the columns the question
--- needs; the candidates see only those tables and columns (plus keys). Two agreeing candidates
--- stop sampling early: two round trips in all.
+-- needs; the candidates see only those tables and columns (plus keys). The first candidate
+-- runs and returns rows and stands alone: two round trips in all.
 SET nl2sql.extraction_min_tokens = 0;
 SELECT nl2sql('How many concerts took place in 2014?');
 SELECT e->'extraction'->'columns' AS columns, e->'extraction'->'parsed'->'select' AS returns,

@@ -135,7 +135,7 @@ pub fn settings() -> Settings {
         token_budget: gucs::max_tokens_per_call(),
         agent_max_turns: gucs::agent_max_turns(),
         // No early stop (nl2sql.agreement = 0): no answer stands alone either.
-        alone: if agreement == 0 { 0.0 } else { gucs::alone_confidence() },
+        alone: (agreement > 0).then(gucs::alone_confidence),
     }
 }
 

@@ -189,9 +189,10 @@ pub struct Settings {
     pub agent_max_turns: usize,
     /// With several generators, the first is asked alone first, and its answer stands alone
     /// (no other candidate is asked) when it ran, returned rows, and its least likely token
-    /// was at least this probable (nl2sql.alone_confidence); 0 asks the whole first wave, 1
-    /// asks the first alone and scores it but never lets it stand alone (to choose a threshold).
-    pub alone: f32,
+    /// was at least this probable (nl2sql.alone_confidence): 0 lets any answer that runs and
+    /// returns rows stand alone (no scores needed), 1 asks the first alone and scores it but
+    /// never lets it stand alone (to choose a threshold). None asks the whole first wave at once.
+    pub alone: Option<f32>,
 }
 
 impl Settings {
@@ -217,7 +218,7 @@ impl Settings {
             privacy: false,
             token_budget: None,
             agent_max_turns: 10,
-            alone: 0.0,
+            alone: None,
         }
     }
 }

@@ -155,7 +155,7 @@ fn full() -> Settings {
         privacy: false,
         token_budget: None,
         agent_max_turns: 10,
-        alone: 0.0,
+        alone: None,
     }
 }
 
@@ -754,7 +754,7 @@ fn scored(answers: &[&str], scores: &[Option<f32>]) -> Scored {
 }
 
 fn alone(p: f32) -> Settings {
-    Settings { alone: p, examples: 0, ..diverse() }
+    Settings { alone: Some(p), examples: 0, ..diverse() }
 }
 
 #[test]
@@ -848,8 +848,28 @@ fn alone_at_one_scores_the_first_answer_but_never_lets_it_stand_alone() {
 #[test]
 fn alone_off_asks_the_whole_first_wave_unscored() {
     let mut llm = scored(&["SELECT count(*) FROM singer", "SELECT count(*) FROM singer"], &[Some(0.99)]);
-    let a = ask(&q("How many singers?"), &star_schema(), &alone(0.0), &mut llm, &mut FakeDb::default()).expect("answer");
+    let off = Settings { alone: None, ..alone(0.0) };
+    let a = ask(&q("How many singers?"), &star_schema(), &off, &mut llm, &mut FakeDb::default()).expect("answer");
     assert_eq!((llm.scored, llm.inner.seen.len(), a.trace.round_trips, a.trace.alone), (0, 2, 1, None));
+}
+
+#[test]
+fn alone_at_zero_lets_any_first_answer_with_rows_stand_scored_or_not() {
+    // However unsure the model was.
+    let mut llm = scored(&["SELECT count(*) FROM singer", "SELECT count(DISTINCT name) FROM singer"], &[Some(0.05)]);
+    let a = ask(&q("How many singers?"), &star_schema(), &alone(0.0), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!((llm.inner.seen.len(), a.trace.stopped_early, a.trace.round_trips, a.trace.alone), (1, true, 1, Some(0.05)));
+    // An endpoint that cannot score: asked alone all the same, unscored.
+    let mut llm = scored(&["SELECT count(*) FROM singer", "SELECT count(DISTINCT name) FROM singer"], &[None]);
+    llm.can = false;
+    let a = ask(&q("How many singers?"), &star_schema(), &alone(0.0), &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!((llm.scored, llm.inner.seen.len(), a.trace.stopped_early, a.sql.as_str()), (0, 1, true, "SELECT count(*) FROM singer"));
+    // No rows: the other generator is asked.
+    let mut db = FakeDb::default();
+    db.results.insert("SELECT name FROM singer WHERE country = 'Fr'".into(), (vec![], 1));
+    let mut llm = scored(&["SELECT name FROM singer WHERE country = 'Fr'", "SELECT name FROM singer", "SELECT name FROM singer"], &[Some(0.99)]);
+    let a = ask(&q("Singers from France?"), &star_schema(), &alone(0.0), &mut llm, &mut db).expect("answer");
+    assert_eq!((a.trace.alone, a.sql.as_str()), (None, "SELECT name FROM singer"));
 }
 
 #[test]
@@ -1153,4 +1173,20 @@ fn found_columns_and_values_of_units_the_extraction_chose_nothing_from_are_set_a
     let a = ask(&q("How many singers are from each country?"), &star_schema(), &full(), &mut llm, &mut db).expect("answer");
     assert!(a.trace.extraction.as_ref().expect("extraction").set_aside.is_empty());
     assert_eq!(a.trace.extraction.as_ref().expect("extraction").column_matches, vec!["stadium.capacity"]);
+}
+
+#[test]
+fn failures_are_corrected_only_while_nothing_returned_rows() {
+    // One of the two generators fails, the other returns rows: the vote decides, nothing is
+    // sent back for correction (the second wave is asked, as they did not agree).
+    let s = Settings { candidates: 2, examples: 0, ..diverse() };
+    let mut llm = script(&["SELECT nickname FROM singer", "SELECT name FROM singer", "SELECT name FROM singer"]);
+    let a = ask(&q("names"), &star_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!(a.sql, "SELECT name FROM singer");
+    assert!(a.trace.llm_calls.iter().all(|c| c.stage != "correct"), "{:?}", a.trace.llm_calls.iter().map(|c| &c.stage).collect::<Vec<_>>());
+    // Both fail: each is corrected.
+    let mut llm = script(&["SELECT nickname FROM singer", "SELECT nickname AS n FROM singer", "SELECT name FROM singer", "SELECT name FROM singer"]);
+    let a = ask(&q("names"), &star_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!(a.sql, "SELECT name FROM singer");
+    assert_eq!(a.trace.llm_calls.iter().filter(|c| c.stage == "correct").count(), 2);
 }

@@ -124,6 +124,9 @@ fn store(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_colum
 /// The relation's name as SQL writes it; 42P01 when there is none, 42809 when it is not a
 /// table, view, materialized view or foreign table (an index, a sequence).
 fn relation(rel: pg_sys::Oid) -> String {
+    if !super::lock_existing(rel) {
+        fail(SqlState::UndefinedTable, format!("relation with OID {} does not exist", u32::from(rel)), None, None);
+    }
     let found = spi::read_row(
         "SELECT c.oid::pg_catalog.regclass::pg_catalog.text,
                 c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog.\"char\"[])

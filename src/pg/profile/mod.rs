@@ -167,12 +167,32 @@ fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
     tables.iter().map(|t| pg_sys::Oid::from(t.oid)).collect()
 }
 
-/// Keeps the findings for the tables read (nl2sql._profile_save, as the extension owner).
+/// Takes ACCESS SHARE on `rel` until the transaction ends (what a SELECT takes: DML never waits
+/// on it; a DROP waits for the commit) and says whether it still exists, so that nothing is
+/// kept about a table dropped while it was profiled or decided on.
+pub(crate) fn lock_existing(rel: pg_sys::Oid) -> bool {
+    let none = pg_sys::Datum::from(0usize);
+    // SAFETY: any OID may be locked; taking the lock processes pending invalidations, so the
+    // cache answers for the catalog as committed now.
+    unsafe {
+        pg_sys::LockRelationOid(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        pg_sys::SearchSysCacheExists(pg_sys::SysCacheIdentifier::RELOID as i32, pg_sys::Datum::from(rel), none, none, none)
+    }
+}
+
+/// Keeps the findings for the tables read and still there (nl2sql._profile_save, as the
+/// extension owner). The tables are locked in OID order.
 fn save(tables: &[TableProfile], f: &Findings, changes: &HashMap<u32, Option<i64>>) {
+    let mut oids: Vec<u32> = tables.iter().map(|t| t.oid).collect();
+    oids.sort_unstable();
+    let gone: Vec<u32> = oids.into_iter().filter(|&o| !lock_existing(pg_sys::Oid::from(o))).collect();
+    let kept = |t: usize| !gone.contains(&tables[t].oid);
+    let tables_kept: Vec<&TableProfile> = tables.iter().filter(|t| !gone.contains(&t.oid)).collect();
     let column = |(t, c): (usize, usize)| (tables[t].oid, &tables[t].columns[c]);
     let links: Vec<serde_json::Value> = f
         .links
         .iter()
+        .filter(|l| kept(l.from.0) && kept(l.to.0))
         .map(|l| {
             let ((from, fc), (to, tc)) = (column(l.from), column(l.to));
             json!({"from": from, "from_column": fc.name, "from_type": fc.type_oid, "to": to, "to_column": tc.name,
@@ -182,6 +202,7 @@ fn save(tables: &[TableProfile], f: &Findings, changes: &HashMap<u32, Option<i64
     let keys: Vec<serde_json::Value> = f
         .keys
         .iter()
+        .filter(|k| kept(k.table))
         .map(|k| {
             let t = &tables[k.table];
             let cols: Vec<&str> = k.columns.iter().map(|&c| t.columns[c].name.as_str()).collect();
@@ -190,10 +211,10 @@ fn save(tables: &[TableProfile], f: &Findings, changes: &HashMap<u32, Option<i64
         })
         .collect();
     let args = [
-        DatumWithOid::from(tables.iter().map(|t| pg_sys::Oid::from(t.oid)).collect::<Vec<_>>()),
-        DatumWithOid::from(tables.iter().map(|t| t.rows).collect::<Vec<i64>>()),
-        DatumWithOid::from(tables.iter().map(|t| t.complete).collect::<Vec<bool>>()),
-        DatumWithOid::from(tables.iter().map(|t| changes.get(&t.oid).copied().flatten()).collect::<Vec<Option<i64>>>()),
+        DatumWithOid::from(tables_kept.iter().map(|t| pg_sys::Oid::from(t.oid)).collect::<Vec<_>>()),
+        DatumWithOid::from(tables_kept.iter().map(|t| t.rows).collect::<Vec<i64>>()),
+        DatumWithOid::from(tables_kept.iter().map(|t| t.complete).collect::<Vec<bool>>()),
+        DatumWithOid::from(tables_kept.iter().map(|t| changes.get(&t.oid).copied().flatten()).collect::<Vec<Option<i64>>>()),
         DatumWithOid::from(pgrx::Json(serde_json::Value::Array(links))),
         DatumWithOid::from(pgrx::Json(serde_json::Value::Array(keys))),
     ];

@@ -1,0 +1,329 @@
+//! Agent alignment of a column written with a table one key short of it: `t.drug_type`, where
+//! `t` is treatments, which lacks drug_type, and treatments.drug_id points to drugs, which has
+//! it. The model skipped a join; the one table a foreign key of the written table points to
+//! (declared or inferred) and that has the column is joined, and the column read from there.
+//!
+//! Many rows to one, and a LEFT JOIN: the query keeps exactly the rows it had (a row whose key
+//! finds nothing reads NULL, as a NULL column would). Left alone: a column some table of the
+//! same SELECT has (another rule's business, or ambiguous), a column several such tables have,
+//! a column used in a join's ON (the new table would join after it), a qualifier that is not a
+//! table of the SELECT's own FROM (an enclosing query's), a table or CTE name already in use, a
+//! `*` list, renamed columns, a name several schemas hold written for one off the search path,
+//! and a key whose referenced column is not known to be unique (the join would multiply rows).
+
+use super::names::on_search_path;
+use super::{find_table, fold, ident, relation_name, top_level_exprs, Scope};
+use crate::schema::{ForeignKey, Schema, Table};
+use sqlparser::ast::{Expr, Join, JoinConstraint, JoinOperator, Query, Select, SelectItem, SetExpr, TableFactor, TableWithJoins, VisitMut, VisitorMut};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+/// Most joins one SELECT gets from this rule.
+const MAX_JOINS: usize = 4;
+
+/// Every SELECT of the statement, subqueries included, on its own.
+pub(super) fn join_for_qualified(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
+    struct Each<'a> {
+        schema: &'a Schema,
+        sc: &'a Scope,
+        fired: &'a mut Vec<String>,
+    }
+    impl VisitorMut for Each<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+            let order_by = &mut q.order_by;
+            if let SetExpr::Select(s) = q.body.as_mut() {
+                one_select(self.schema, self.sc, s, order_by, self.fired);
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = VisitMut::visit(q, &mut Each { schema, sc, fired });
+}
+
+/// The tables of a SELECT's own FROM, by the name each is referred to (folded): its alias, or
+/// its table's name. None when a name is used twice or a relation is not a plain table of the
+/// schema's (a derived table, a function): then the SELECT is left alone.
+fn own_tables(schema: &Schema, sc: &Scope, from: &[TableWithJoins]) -> Option<HashMap<String, (usize, usize)>> {
+    let mut out = HashMap::new();
+    for (i, twj) in from.iter().enumerate() {
+        for factor in std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation)) {
+            let TableFactor::Table { name, alias, args: None, .. } = factor else { return None };
+            // Renamed columns (`AS c(a, b)`), or a name a CTE of the statement may stand for.
+            if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
+                return None;
+            }
+            let (written_schema, relname) = relation_name(name)?;
+            if written_schema.is_none() && sc.other.contains(&relname) {
+                return None;
+            }
+            let t = find_table(schema, name)?;
+            // Unqualified, the name is the table PostgreSQL finds on the search path; where
+            // several schemas hold a table of that name, only one on it is taken for it.
+            let same = schema.tables.iter().filter(|x| x.name == relname).count();
+            if written_schema.is_none() && same > 1 && !on_search_path(&schema.tables[t].ident) {
+                return None;
+            }
+            let by = alias.as_ref().map(|a| fold(&a.name)).unwrap_or_else(|| schema.tables[t].name.clone());
+            if out.insert(by, (i, t)).is_some() {
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `q.c` as (q, c), folded.
+fn qualified(e: &Expr) -> Option<(String, String)> {
+    match e {
+        Expr::CompoundIdentifier(p) if p.len() == 2 => Some((fold(&p[0]), fold(&p[1]))),
+        _ => None,
+    }
+}
+
+/// Qualified columns used in the ON of a join of this SELECT.
+fn used_in_on(from: &[TableWithJoins]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for j in from.iter().flat_map(|t| &t.joins) {
+        if let Some(JoinConstraint::On(e)) = constraint(&j.join_operator) {
+            let _ = sqlparser::ast::visit_expressions(e, |x| {
+                out.extend(qualified(x));
+                ControlFlow::<()>::Continue(())
+            });
+        }
+    }
+    out
+}
+
+fn constraint(op: &JoinOperator) -> Option<&JoinConstraint> {
+    match op {
+        JoinOperator::Join(c)
+        | JoinOperator::Inner(c)
+        | JoinOperator::Left(c)
+        | JoinOperator::LeftOuter(c)
+        | JoinOperator::Right(c)
+        | JoinOperator::RightOuter(c)
+        | JoinOperator::FullOuter(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// Whether `fk` points to a column that is one row of its table: the table's one-column primary
+/// key, or a key profiling found unique (an inferred relationship always points to one).
+fn to_one(fk: &ForeignKey, parent: &Table) -> bool {
+    fk.inferred || (parent.primary_key.len() == 1 && parent.columns.iter().any(|c| c.ident == fk.ref_columns[0] && c.name == parent.primary_key[0]))
+}
+
+/// The one single-column foreign key of `table` whose referenced table has `column`.
+fn the_key<'a>(schema: &'a Schema, table: &Table, column: &str) -> Option<(&'a ForeignKey, &'a Table)> {
+    let found: Vec<(&ForeignKey, &Table)> = schema
+        .foreign_keys
+        .iter()
+        .filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1)
+        .filter_map(|fk| schema.tables.iter().find(|u| u.ident == fk.ref_table).map(|u| (fk, u)))
+        .filter(|(fk, u)| u.oid != table.oid && u.has_column(column) && to_one(fk, u))
+        .collect();
+    match found.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}
+
+/// A LEFT JOIN of `parent` on `by.key = parent.referenced`, parsed (identifiers as the schema
+/// spells them, quoted where needed).
+fn left_join(parent: &Table, by: &str, fk: &ForeignKey) -> Option<Join> {
+    let text = format!(
+        "SELECT 1 FROM x LEFT JOIN {} ON {}.{} = {}.{}",
+        parent.ident,
+        ident(by),
+        fk.columns[0],
+        ident(&parent.name),
+        fk.ref_columns[0]
+    );
+    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &text).ok()?;
+    let sqlparser::ast::Statement::Query(helper) = parsed.into_iter().next()? else { return None };
+    let SetExpr::Select(hs) = *helper.body else { return None };
+    hs.from.into_iter().next().and_then(|f| f.joins.into_iter().next())
+}
+
+fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option<sqlparser::ast::OrderBy>, fired: &mut Vec<String>) {
+    // `*` would return the joined table's columns too.
+    if s.projection.iter().any(|p| matches!(p, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..))) {
+        return;
+    }
+    let Some(own) = own_tables(schema, sc, &s.from) else { return };
+    // What this SELECT (and its ORDER BY) writes as q.c, outside subqueries.
+    let mut written: Vec<(String, String)> = Vec::new();
+    top_level_exprs(&mut *s, |e| written.extend(qualified(e)));
+    if let Some(ob) = order_by.as_mut() {
+        top_level_exprs(ob, |e| written.extend(qualified(e)));
+    }
+    let on = used_in_on(&s.from);
+    // (qualifier, column) -> the name of the table that has it, joined.
+    let mut moved: HashMap<(String, String), String> = HashMap::new();
+    let mut joins: Vec<(usize, Join)> = Vec::new();
+    let mut joined: HashMap<(String, u32), String> = HashMap::new();
+    for (qualifier, column) in written {
+        crate::interrupt::every(moved.len(), 16);
+        if moved.contains_key(&(qualifier.clone(), column.clone())) || on.contains(&(qualifier.clone(), column.clone())) {
+            continue;
+        }
+        let Some(&(item, t)) = own.get(&qualifier) else { continue };
+        let table = &schema.tables[t];
+        if table.has_column(&column) || sc.other.contains(&column) || own.values().any(|&(_, u)| schema.tables[u].has_column(&column)) {
+            continue;
+        }
+        let Some((fk, parent)) = the_key(schema, table, &column) else { continue };
+        // One join per (qualifier, parent), named after the parent's table.
+        let name = match joined.get(&(qualifier.clone(), parent.oid)) {
+            Some(n) => n.clone(),
+            None => {
+                let n = parent.name.clone();
+                if joins.len() >= MAX_JOINS || own.contains_key(&n) || sc.names.contains_key(&n) || sc.other.contains(&n) || joined.values().any(|x| *x == n) {
+                    continue;
+                }
+                let Some(join) = left_join(parent, &qualifier, fk) else { continue };
+                joins.push((item, join));
+                joined.insert((qualifier.clone(), parent.oid), n.clone());
+                fired.push(format!("agent: {} joined on {}.{} for {}.{}", parent.ident, qualifier, fk.columns[0], qualifier, column));
+                n
+            }
+        };
+        moved.insert((qualifier, column), name);
+    }
+    if moved.is_empty() {
+        return;
+    }
+    let mut requalify = |e: &mut Expr| {
+        let Some(k) = qualified(e) else { return };
+        if let (Some(owner), Expr::CompoundIdentifier(p)) = (moved.get(&k), e) {
+            p[0] = ident(owner);
+        }
+    };
+    top_level_exprs(&mut *s, &mut requalify);
+    if let Some(ob) = order_by.as_mut() {
+        top_level_exprs(ob, &mut requalify);
+    }
+    for (item, join) in joins {
+        if let Some(twj) = s.from.get_mut(item) {
+            twj.joins.push(join);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::align::{align, Context, Rules, ValueLookup};
+    use crate::schema::tests::star_schema;
+
+    struct Nothing;
+    impl ValueLookup for Nothing {
+        fn closest_value(&mut self, _: u32, _: &str, _: &str) -> Option<String> {
+            None
+        }
+    }
+
+    fn run(sql: &str) -> crate::align::Aligned {
+        align(sql, &star_schema(), Context::default(), &mut Nothing, Rules { agent: true, function: false, style: false })
+    }
+
+    #[test]
+    fn a_column_one_key_away_is_read_from_the_table_the_key_points_to() {
+        // capacity is the stadium's; concert.stadium_id points there.
+        let a = run("SELECT s.name, c.capacity FROM singer AS s JOIN singer_in_concert AS sc ON s.singer_id = sc.singer_id \
+                     JOIN concert AS c ON sc.concert_id = c.concert_id WHERE c.capacity > 100 ORDER BY c.capacity");
+        assert_eq!(
+            a.sql,
+            "SELECT s.name, stadium.capacity FROM singer AS s JOIN singer_in_concert AS sc ON s.singer_id = sc.singer_id \
+             JOIN concert AS c ON sc.concert_id = c.concert_id LEFT JOIN stadium ON c.stadium_id = stadium.stadium_id \
+             WHERE stadium.capacity > 100 ORDER BY stadium.capacity"
+        );
+        assert_eq!(a.fired, vec!["agent: stadium joined on c.stadium_id for c.capacity".to_string()]);
+        // In a subquery, with the subquery's own table.
+        let b = run("SELECT name FROM singer WHERE singer_id IN (SELECT sc.singer_id FROM singer_in_concert AS sc \
+                     JOIN singer AS x ON x.singer_id = sc.singer_id WHERE sc.year = 2014)");
+        assert!(b.sql.contains("LEFT JOIN concert ON sc.concert_id = concert.concert_id WHERE concert.year = 2014"), "{}", b.sql);
+    }
+
+    #[test]
+    fn left_alone_where_the_column_is_not_one_key_away() {
+        let unchanged = [
+            // The table has it.
+            "SELECT c.year FROM concert AS c JOIN stadium AS st ON c.stadium_id = st.stadium_id",
+            // Another table of the SELECT has it: requalifying is another rule's, not a join.
+            "SELECT c.capacity FROM concert AS c JOIN stadium AS st ON c.stadium_id = st.stadium_id",
+            // The table that has it points here (one to many): not joined.
+            "SELECT st.year FROM stadium AS st JOIN singer AS s ON s.singer_id = 1",
+            // Used in a join's ON: the new table would come after it.
+            "SELECT s.name FROM singer AS s JOIN concert AS c ON c.capacity = 1",
+            // The qualifier is the enclosing query's.
+            "SELECT c.concert_name FROM concert AS c WHERE EXISTS (SELECT 1 FROM singer AS s WHERE c.capacity > s.age)",
+            // The parent's name is taken by another table's alias, or by a CTE.
+            "SELECT c.capacity FROM concert AS c JOIN singer AS stadium ON stadium.singer_id = 1",
+            "WITH stadium AS (SELECT 1 AS stadium_id) SELECT c.capacity FROM concert AS c JOIN singer AS s ON s.singer_id = 1",
+            // A CTE named like the table: its columns are its own.
+            "WITH concert AS (SELECT 1 AS stadium_id, 2 AS capacity) SELECT concert.capacity FROM concert JOIN singer AS s ON true",
+            // Renamed columns, and a `*` list.
+            "SELECT c.capacity FROM concert AS c(a, b, s, y) JOIN singer AS s ON true",
+            "SELECT *, c.capacity FROM concert AS c JOIN singer AS s ON true",
+        ];
+        for sql in unchanged {
+            let a = run(sql);
+            assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{sql}: {:?} -> {}", a.fired, a.sql);
+        }
+    }
+
+    #[test]
+    fn two_keys_to_tables_that_have_it_are_ambiguous() {
+        // singer_in_concert points to singer and concert; give singer a year too.
+        let mut s = star_schema();
+        let mut year = s.tables[0].columns[3].clone();
+        assert_eq!(year.name, "year");
+        s.tables[1].columns.push(year);
+        let sql = "SELECT sc.year FROM singer_in_concert AS sc JOIN stadium AS st ON st.stadium_id = 1";
+        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, function: false, style: false });
+        assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{:?}", a.fired);
+        // With one of them: joined.
+        let a = run(sql);
+        assert!(a.sql.contains("LEFT JOIN concert ON sc.concert_id = concert.concert_id"), "{}", a.sql);
+        assert!(a.sql.starts_with("SELECT concert.year FROM"), "{}", a.sql);
+    }
+
+    #[test]
+    fn only_the_table_postgresql_finds_and_only_to_one_row() {
+        // A look-alike in another schema, off the search path, with a key to a table that has it:
+        // an unqualified name is never taken for it.
+        let mut s = star_schema();
+        let mut concert = s.tables[0].clone();
+        concert.oid = 50;
+        concert.schema = "aaa".into();
+        concert.ident = "aaa.concert".into();
+        concert.columns.retain(|c| c.name != "year");
+        let mut stadium = s.tables[3].clone();
+        stadium.oid = 51;
+        stadium.schema = "aaa".into();
+        stadium.ident = "aaa.stadium".into();
+        stadium.name = "arena".into();
+        stadium.ident = "aaa.arena".into();
+        let mut fk = s.foreign_keys[0].clone();
+        fk.table = "aaa.concert".into();
+        fk.ref_table = "aaa.arena".into();
+        s.tables.insert(0, concert);
+        s.tables.push(stadium);
+        s.foreign_keys.push(fk);
+        let sql = "SELECT c.capacity FROM concert AS c JOIN singer AS si ON true";
+        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, function: false, style: false });
+        assert!(!a.sql.contains("aaa."), "{}", a.sql);
+        // A key to a column not known to be unique: no join.
+        let mut s = star_schema();
+        s.tables[3].primary_key.clear();
+        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, function: false, style: false });
+        assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{:?}", a.fired);
+        // ... unless profiling inferred it (it points to a key found unique).
+        s.foreign_keys[0].inferred = true;
+        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, function: false, style: false });
+        assert!(a.sql.contains("LEFT JOIN stadium ON c.stadium_id = stadium.stadium_id"), "{}", a.sql);
+    }
+}
