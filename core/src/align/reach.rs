@@ -279,7 +279,7 @@ mod tests {
     fn two_keys_to_tables_that_have_it_are_ambiguous() {
         // singer_in_concert points to singer and concert; give singer a year too.
         let mut s = star_schema();
-        let mut year = s.tables[0].columns[3].clone();
+        let year = s.tables[0].columns[3].clone();
         assert_eq!(year.name, "year");
         s.tables[1].columns.push(year);
         let sql = "SELECT sc.year FROM singer_in_concert AS sc JOIN stadium AS st ON st.stadium_id = 1";

@@ -64,6 +64,13 @@ pub fn decide(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_
             Some("The owner of the referencing table, a superuser or a member of nl2sql_curator may; the owner of the referenced table may reject or forget."),
         );
     }
+    // Only now, allowed, the two tables are locked as a SELECT would lock them (a DROP waits
+    // for the decision to commit), and one dropped meanwhile is refused instead of kept.
+    for rel in [from, to] {
+        if !super::lock_existing(rel) {
+            fail(SqlState::UndefinedTable, format!("relation with OID {} does not exist", u32::from(rel)), None, None);
+        }
+    }
     if decision == Decision::Forget {
         // A decision on columns renamed or dropped since can still be forgotten.
         return store(from, from_columns, to, to_columns, decision, caller);
@@ -124,9 +131,6 @@ fn store(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_colum
 /// The relation's name as SQL writes it; 42P01 when there is none, 42809 when it is not a
 /// table, view, materialized view or foreign table (an index, a sequence).
 fn relation(rel: pg_sys::Oid) -> String {
-    if !super::lock_existing(rel) {
-        fail(SqlState::UndefinedTable, format!("relation with OID {} does not exist", u32::from(rel)), None, None);
-    }
     let found = spi::read_row(
         "SELECT c.oid::pg_catalog.regclass::pg_catalog.text,
                 c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog.\"char\"[])
