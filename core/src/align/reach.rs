@@ -62,8 +62,8 @@ fn own_tables(schema: &Schema, sc: &Scope, from: &[TableWithJoins]) -> Option<Ha
             let t = find_table(schema, name)?;
             // Unqualified, the name is the table PostgreSQL finds on the search path; where
             // several schemas hold a table of that name, only one on it is taken for it.
-            let same = schema.tables.iter().filter(|x| x.name == relname).count();
-            if written_schema.is_none() && same > 1 && !on_search_path(&schema.tables[t].ident) {
+            // (A temporary or system table the schema does not list may shadow one it does.)
+            if written_schema.is_none() && !on_search_path(&schema.tables[t].ident) {
                 return None;
             }
             let by = alias.as_ref().map(|a| fold(&a.name)).unwrap_or_else(|| schema.tables[t].name.clone());
@@ -113,7 +113,7 @@ fn constraint(op: &JoinOperator) -> Option<&JoinConstraint> {
 /// Whether `fk` points to a column that is one row of its table: the table's one-column primary
 /// key, or a key profiling found unique (an inferred relationship always points to one).
 fn to_one(fk: &ForeignKey, parent: &Table) -> bool {
-    fk.inferred || (parent.primary_key.len() == 1 && parent.columns.iter().any(|c| c.ident == fk.ref_columns[0] && c.name == parent.primary_key[0]))
+    fk.inferred || (!parent.key_inferred && parent.primary_key.len() == 1 && parent.columns.iter().any(|c| c.ident == fk.ref_columns[0] && c.name == parent.primary_key[0]))
 }
 
 /// The one single-column foreign key of `table` whose referenced table has `column`.
@@ -161,6 +161,25 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
         top_level_exprs(ob, |e| written.extend(qualified(e)));
     }
     let on = used_in_on(&s.from);
+    // Unqualified names anywhere in the SELECT, subqueries included: a joined table having one
+    // would capture it from the table or enclosing query it now refers to.
+    let mut bare: Vec<String> = Vec::new();
+    let _ = sqlparser::ast::visit_expressions(&*s, |e| {
+        match e {
+            Expr::Identifier(i) => bare.push(fold(i)),
+            Expr::CompoundIdentifier(p) if !p.is_empty() => bare.push(fold(&p[0])),
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    if let Some(ob) = order_by.as_ref() {
+        let _ = sqlparser::ast::visit_expressions(ob, |e| {
+            if let Expr::Identifier(i) = e {
+                bare.push(fold(i));
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    }
     // (qualifier, column) -> the name of the table that has it, joined.
     let mut moved: HashMap<(String, String), String> = HashMap::new();
     let mut joins: Vec<(usize, Join)> = Vec::new();
@@ -176,6 +195,9 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
             continue;
         }
         let Some((fk, parent)) = the_key(schema, table, &column) else { continue };
+        if bare.iter().any(|b| *b == parent.name || parent.has_column(b)) {
+            continue;
+        }
         // One join per (qualifier, parent), named after the parent's table.
         let name = match joined.get(&(qualifier.clone(), parent.oid)) {
             Some(n) => n.clone(),
@@ -268,6 +290,9 @@ mod tests {
             // Renamed columns, and a `*` list.
             "SELECT c.capacity FROM concert AS c(a, b, s, y) JOIN singer AS s ON true",
             "SELECT *, c.capacity FROM concert AS c JOIN singer AS s ON true",
+            // An unqualified name the joined table has (stadium.name) would be captured from
+            // the enclosing query.
+            "SELECT s.name FROM singer AS s WHERE EXISTS (SELECT 1 FROM concert AS c JOIN singer_in_concert AS x ON true WHERE c.capacity > 1000 AND c.concert_name = name)",
         ];
         for sql in unchanged {
             let a = run(sql);
