@@ -97,6 +97,16 @@ fn ident(name: &str) -> Ident {
     }
 }
 
+/// The joins of `SELECT 1 FROM x <joins>`, parsed: how a rule builds a join from catalog
+/// identifiers (quoted where needed) instead of assembling the syntax tree by hand. Empty when
+/// the text does not parse.
+fn parsed_joins(text: &str) -> Vec<sqlparser::ast::Join> {
+    let Ok(parsed) = Parser::parse_sql(&PostgreSqlDialect {}, text) else { return Vec::new() };
+    let Some(Statement::Query(helper)) = parsed.into_iter().next() else { return Vec::new() };
+    let SetExpr::Select(hs) = *helper.body else { return Vec::new() };
+    hs.from.into_iter().next().map(|f| f.joins).unwrap_or_default()
+}
+
 fn object_name(ident_text: &str) -> Option<ObjectName> {
     Parser::new(&PostgreSqlDialect {}).try_with_sql(ident_text).ok()?.parse_object_name(false).ok()
 }

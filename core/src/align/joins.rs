@@ -7,9 +7,7 @@
 
 use super::{fold, relation_name, Scope};
 use crate::schema::{Schema, Table};
-use sqlparser::ast::{BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, Query, SetExpr, Statement, TableFactor};
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
+use sqlparser::ast::{BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, Query, SetExpr, TableFactor};
 
 /// One-column foreign keys: (table ident, column ident, referenced table ident, column ident).
 fn key_pairs(schema: &Schema) -> Vec<(&str, &str, &str, &str)> {
@@ -138,10 +136,7 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], earlie
     }
     let bq = super::ident(&b.name);
     let text = format!("SELECT 1 FROM x JOIN {} ON {bq}.{bx} = {eq}.{ec} JOIN y ON {lq}.{lc} = {bq}.{by}", b.ident);
-    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &text).ok()?;
-    let Some(Statement::Query(helper)) = parsed.into_iter().next() else { return None };
-    let SetExpr::Select(hs) = *helper.body else { return None };
-    let mut joins = hs.from.into_iter().next()?.joins.into_iter();
+    let mut joins = super::parsed_joins(&text).into_iter();
     let (through, mut rest) = (joins.next()?, joins.next()?);
     *on = on_mut(&mut rest.join_operator)?.clone();
     fired.push(format!("agent: {} joined to {} through {}", te.name, tl.name, b.ident));

@@ -1,11 +1,9 @@
 //! Agent alignments: names of tables and columns, and string values, made the ones the catalog
 //! and the value index hold.
 
-use super::{closest, find_table, fold, ident, object_name, relation_name, resolve, top_level_exprs, Scope, ValueLookup, NOT_COLUMNS};
+use super::{closest, find_table, fold, ident, object_name, parsed_joins, relation_name, resolve, top_level_exprs, Scope, ValueLookup, NOT_COLUMNS};
 use crate::schema::{Schema, Table};
 use sqlparser::ast::{BinaryOperator, Expr, Query, Select, SelectItem, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
@@ -473,10 +471,7 @@ fn join_one(schema: &Schema, sc: &Scope, q: &mut Query, nested: bool, fired: &mu
     // A key's columns come as identifiers (quoted where needed), like tables' idents.
     let (key, referenced) = (&fk.columns[0], &fk.ref_columns[0]);
     let text = format!("SELECT 1 FROM x JOIN {} ON {}.{key} = {}.{referenced}", parent.ident, ident(&by), ident(&parent.name));
-    let Ok(parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &text) else { return };
-    let Some(Statement::Query(helper)) = parsed.into_iter().next() else { return };
-    let SetExpr::Select(hs) = *helper.body else { return };
-    let Some(join) = hs.from.into_iter().next().and_then(|f| f.joins.into_iter().next()) else { return };
+    let Some(join) = parsed_joins(&text).into_iter().next() else { return };
     // Every column now says its table: the two may share names (the key's, for one).
     let mut qualify = |e: &mut Expr| {
         let (column, last) = match e {

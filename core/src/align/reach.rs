@@ -12,11 +12,9 @@
 //! and a key whose referenced column is not known to be unique (the join would multiply rows).
 
 use super::names::on_search_path;
-use super::{find_table, fold, ident, relation_name, top_level_exprs, Scope};
+use super::{find_table, fold, ident, parsed_joins, relation_name, top_level_exprs, Scope};
 use crate::schema::{ForeignKey, Schema, Table};
 use sqlparser::ast::{Expr, Join, JoinConstraint, JoinOperator, Query, Select, SelectItem, SetExpr, TableFactor, TableWithJoins, VisitMut, VisitorMut};
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 
@@ -142,10 +140,7 @@ fn left_join(parent: &Table, by: &str, fk: &ForeignKey) -> Option<Join> {
         ident(&parent.name),
         fk.ref_columns[0]
     );
-    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &text).ok()?;
-    let sqlparser::ast::Statement::Query(helper) = parsed.into_iter().next()? else { return None };
-    let SetExpr::Select(hs) = *helper.body else { return None };
-    hs.from.into_iter().next().and_then(|f| f.joins.into_iter().next())
+    parsed_joins(&text).into_iter().next()
 }
 
 fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option<sqlparser::ast::OrderBy>, fired: &mut Vec<String>) {
