@@ -132,6 +132,15 @@ def prepare_database(conn_kw, bench, db, no_keys=False):
     return name
 
 
+def prepare_judge(conn_kw, bench, db):
+    """The database with its keys, where --no-keys answers are judged (evaluate): loaded when
+    missing, with the extension for nl2sql.compare_results."""
+    name = benchmarks.load(conn_kw, bench, db, False)
+    with psycopg.connect(dbname=name, autocommit=True, **conn_kw) as c:
+        c.execute("SET client_min_messages = warning")
+        c.execute("CREATE EXTENSION IF NOT EXISTS nl2sql CASCADE")
+
+
 WIDE_DB = "spider_wide"
 
 
@@ -250,10 +259,15 @@ def rves_reward(ratio):
     return 0.25
 
 
-def evaluate(conn, item, repeat, wide=False):
+def evaluate(conn, item, repeat, wide=False, judge_conn=None):
     """One question; `wide`: asked in the merged database, where the question's tables are in
     the schema named after its database (search_path public: every table is qualified) and the
-    gold query is run with that schema on the path."""
+    gold query is run with that schema on the path. `judge_conn`: where the answer is judged,
+    when not where it was asked (--no-keys: the database with its keys, same data; some gold
+    queries group by a primary key and select its table's other columns, which PostgreSQL
+    accepts only while the key is declared; a query that runs without the keys gives the same
+    rows with them)."""
+    judge_conn = judge_conn or conn
     rec = {k: item.get(k) for k in ("id", "db", "question", "gold", "hint", "suite", "category", "bench", "part", "no_keys")}
     if wide:
         conn.execute("SET search_path = public")
@@ -293,9 +307,9 @@ def evaluate(conn, item, repeat, wide=False):
         # same with the question's schema on the path, where the gold query's resolve.
         conn.execute(pgsql.SQL("SET search_path = {}, public").format(pgsql.Identifier(item["db"])))
     if rec["predicted"] is not None and item.get("bench") == "defog-instruct":
-        sql_eval_judgement(conn, item["gold"], rec)
+        sql_eval_judgement(judge_conn, item["gold"], rec)
     elif rec["predicted"] is not None:
-        cmp = conn.execute("SELECT nl2sql.compare_results(%s, %s, %s)",
+        cmp = judge_conn.execute("SELECT nl2sql.compare_results(%s, %s, %s)",
                            (item["gold"], rec["predicted"], repeat)).fetchone()[0]
         rec["correct"] = cmp["match"] is True
         rec["correct_any_column_order"] = cmp.get("match_any_column_order") is True
@@ -313,7 +327,7 @@ def evaluate(conn, item, repeat, wide=False):
         rec["ves"] = rec["rves"] = 1.0
 
     gold = judge.acceptable_queries(item["gold"])[0] if item.get("bench") == "defog-instruct" else item["gold"]
-    tables, columns = gold_columns(conn, gold, item["db"] if wide else None)
+    tables, columns = gold_columns(judge_conn, gold, item["db"] if wide else None)
     shown = set(trace.get("schema_columns", []))
     shown_tables = {c.rsplit(".", 1)[0] for c in shown}
     rec["schema_recall_columns"] = (len(columns & shown) / len(columns)) if columns else None
@@ -333,7 +347,7 @@ def evaluate(conn, item, repeat, wide=False):
         if not q or not ran.get("ok") or ran.get("rows") is None:
             continue
         if q not in right_by_sql:
-            right_by_sql[q] = candidate_right(conn, item, q)
+            right_by_sql[q] = candidate_right(judge_conn, item, q)
         if right_by_sql[q]:
             rec["oracle"] = True
         g = c.get("generator")
@@ -556,6 +570,8 @@ def main():
         else:
             for db in dbs:
                 prepare_database(conn_kw, args.bench, db, args.no_keys)
+                if args.no_keys:
+                    prepare_judge(conn_kw, args.bench, db)
 
     if args.value_recall:
         run_value_recall(conn_kw, items, args.value_recall)
@@ -582,7 +598,7 @@ def main():
                 done[r["id"]] = r
         todo = [q for q in items if q["id"] not in done]
         log(f"[{cfg}] {len(items)} questions, {len(items) - len(todo)} already in {path}")
-        conns = {}
+        conns, judges = {}, {}
         url = None
         with path.open("a") as out:
             for i, item in enumerate(todo, 1):
@@ -594,7 +610,11 @@ def main():
                     if not args.wide:
                         load_synthetic(conn, item["dbname"], bool(CONFIGS[cfg].get(SYNTHETIC)))
                     conns[db] = conn
-                rec = evaluate(conn, item, args.repeat, args.wide)
+                judge_conn = None
+                if args.no_keys:
+                    judge_conn = judges.get(item["db"]) or psycopg.connect(dbname=item["db"], autocommit=True, **conn_kw)
+                    judges[item["db"]] = judge_conn
+                rec = evaluate(conn, item, args.repeat, args.wide, judge_conn)
                 rec["config"] = cfg
                 done[item["id"]] = rec
                 out.write(json.dumps(rec) + "\n")
@@ -603,7 +623,7 @@ def main():
                     mark = "ok " if rec["correct"] else ("ERR" if rec["predicted"] is None else "no ")
                     log(f"  {i}/{len(todo)} {mark} #{item['id']} {rec['latency_ms'] / 1000:.1f}s "
                         f"{(rec['predicted'] or rec['error'] or '')[:90]!r}")
-        for c in conns.values():
+        for c in [*conns.values(), *judges.values()]:
             c.close()
         recs = [done[q["id"]] for q in items]
         results.append((cfg, recs))
