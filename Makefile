@@ -5,12 +5,13 @@ PGRX_INSTALL = cargo pgrx install --pg-config $(PG_CONFIG) $(SUDO_FLAG)
 # The sentence model's files (scripts/setup.sh): its unit tests compare it with a reference.
 export NL2SQL_MINILM_DIR ?= $(shell $(PG_CONFIG) --sharedir)/extension/nl2sql/all-MiniLM-L6-v2
 
-.PHONY: demo test setup install install-debug unit regress pytest eval bench llm clean
+.PHONY: demo test setup install install-debug layout unit regress pytest eval bench llm clean
 
 demo:            ## set up, build, start PostgreSQL with concert_singer, ask it questions
 	scripts/demo.sh
 
-test: setup      ## unit tests, then pg_regress suites and server tests against the installed extension
+test: setup      ## layout checks, unit tests, then pg_regress suites and server tests against the installed extension
+	$(MAKE) --no-print-directory layout
 	cargo test -p nl2sql-core
 	$(PGRX_INSTALL)
 	tests/run.sh
@@ -23,6 +24,11 @@ install: setup   ## release build into $(PG_CONFIG)'s PostgreSQL
 
 install-debug:
 	$(PGRX_INSTALL)
+
+layout:          ## no import circle, no file or function over its size, upgrade scripts as their templates say
+	python3 scripts/imports.py
+	python3 scripts/layout.py
+	python3 scripts/upgrade_script.py --check
 
 unit:            ## the pure pipeline's unit tests only (no server)
 	cargo test -p nl2sql-core

@@ -61,7 +61,7 @@ SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store_id_seq', '');
 -- rows of a table that has since got row-level security (or become a view) may quote rows
 -- some readers may not see: the chain of thought is hidden then (nl2sql.write_example_thoughts()
 -- writes it again, without those samples), and a synthetic pair or an offered call's query
--- (source feedback, written by the model from the asker's rows) altogether. src/pg/examples.rs
+-- (source feedback, written by the model from the asker's rows) altogether. src/pg/examples/
 -- (VISIBLE_TO) holds the same condition for the curators' writes.
 CREATE VIEW nl2sql.examples WITH (security_barrier) AS
 SELECT s.id, s.question, s.question_masked, s.sql, CASE WHEN x.exposed THEN NULL ELSE s.thought END AS thought,

@@ -1,7 +1,7 @@
 //! nl2sql: natural language to safe, read-only SQL, inside PostgreSQL.
 //!
 //! `api/` is the SQL surface, `pg/` adapts PostgreSQL to the pure pipeline in `nl2sql-core`,
-//! `gucs.rs` holds every setting.
+//! `gucs/` holds every setting, each declared once in its group's table.
 
 use pgrx::prelude::*;
 

@@ -1,5 +1,5 @@
 """The README's settings table and the settings the extension declares agree: a setting added,
-renamed or removed in src/gucs.rs without the manual (or the other way) fails here."""
+renamed or removed in src/gucs/ without the manual (or the other way) fails here."""
 import re
 from pathlib import Path
 
@@ -7,7 +7,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def declared():
-    return set(re.findall(r'c"(nl2sql\.[a-z_]+)"', (ROOT / "src" / "gucs.rs").read_text()))
+    return set(re.findall(r'c"(nl2sql\.[a-z_]+)"', "".join(p.read_text() for p in (ROOT / "src" / "gucs").glob("*.rs"))))
 
 
 def documented():

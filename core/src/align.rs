@@ -32,7 +32,7 @@ use crate::retrieval::embed::{self, folded_edit_similarity};
 use crate::schema::Schema;
 use serde::Serialize;
 use sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, JoinConstraint,
+    BinaryOperator, Expr, Ident, JoinConstraint,
     JoinOperator, LimitClause, ObjectName, ObjectNamePart, OrderBy, OrderByKind, OrderBySort, Query, SelectItem, SetExpr, Statement,
     TableFactor, Visit, VisitMut, Visitor, VisitorMut,
 };
@@ -48,11 +48,14 @@ pub trait ValueLookup {
     fn closest_value(&mut self, table: u32, column: &str, literal: &str) -> Option<String>;
 }
 
-/// Which families of rules run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which families of rules run (serialized under their settings' names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Rules {
+    #[serde(rename = "align_agent")]
     pub agent: bool,
+    #[serde(rename = "align_function")]
     pub function: bool,
+    #[serde(rename = "align_style")]
     pub style: bool,
 }
 
@@ -74,7 +77,6 @@ const NOT_COLUMNS: &[&str] = &[
     "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp", "current_user",
     "session_user", "user", "current_role", "current_schema", "current_catalog", "true", "false", "null",
 ];
-const AGGREGATES: &[&str] = &["count", "sum", "avg", "min", "max"];
 
 fn fold(i: &Ident) -> String {
     if i.quote_style.is_some() {
@@ -310,65 +312,11 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
     Aligned { sql: stmt.to_string(), fired }
 }
 
-fn aggregate_name(e: &Expr) -> Option<String> {
-    match e {
-        Expr::Function(f) if f.over.is_none() => {
-            let name = f.name.0.last().and_then(ObjectNamePart::as_ident).map(fold)?;
-            AGGREGATES.contains(&name.as_str()).then_some(name)
-        }
-        _ => None,
-    }
-}
-
-/// Whether an expression holds an aggregate call (a subquery as a whole does not count).
-fn has_aggregate(e: &Expr) -> bool {
-    struct Find(bool);
-    impl Visitor for Find {
-        type Break = ();
-        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-            if aggregate_name(e).is_some() {
-                self.0 = true;
-                return ControlFlow::Break(());
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let mut f = Find(false);
-    let _ = e.visit(&mut f);
-    f.0 && !matches!(e, Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. })
-}
-
-fn no_group_by(s: &sqlparser::ast::Select) -> bool {
-    matches!(&s.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())
-}
-
 fn body_select(q: &mut Query) -> Option<&mut sqlparser::ast::Select> {
     match q.body.as_mut() {
         SetExpr::Select(s) => Some(s),
         _ => None,
     }
-}
-
-fn aggregate_in_where(q: &mut Query, fired: &mut Vec<String>) {
-    let Some(s) = body_select(q) else { return };
-    if !no_group_by(s) || s.from.is_empty() {
-        return;
-    }
-    let from: Vec<String> = s.from.iter().map(|f| f.to_string()).collect();
-    let from = from.join(", ");
-    let Some(selection) = s.selection.as_mut() else { return };
-    // Aggregates of this WHERE only: one inside a subquery belongs to that subquery's FROM.
-    top_level_exprs(selection, |e| {
-        if aggregate_name(e).is_some() {
-            let sub = format!("SELECT {e} FROM {from}");
-            if let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &sub) {
-                if let Some(Statement::Query(q)) = parsed.pop() {
-                    fired.push(format!("function: aggregate {e} in WHERE -> scalar subquery"));
-                    *e = Expr::Subquery(q);
-                }
-            }
-        }
-    });
 }
 
 /// Calls `f` on the expressions of `node` that are not inside a subquery, children first.
@@ -395,86 +343,6 @@ fn top_level_exprs(node: &mut impl VisitMut, f: impl FnMut(&mut Expr)) {
         }
     }
     let _ = VisitMut::visit(node, &mut TopLevel { depth: 0, f });
-}
-
-/// Whether a SELECT groups, or its list calls an aggregate (outside subqueries).
-fn aggregated(s: &sqlparser::ast::Select) -> bool {
-    !no_group_by(s)
-        || s.projection.iter().any(|p| match p {
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => has_aggregate(e),
-            _ => false,
-        })
-}
-
-fn aggregate_in_order_by(q: &mut Query, fired: &mut Vec<String>) {
-    let grouped_or_aggregated = match q.body.as_ref() {
-        SetExpr::Select(s) => aggregated(s),
-        _ => true,
-    };
-    if grouped_or_aggregated {
-        return;
-    }
-    let Some(order) = q.order_by.as_mut() else { return };
-    let OrderByKind::Expressions(exprs) = &mut order.kind else { return };
-    for o in exprs.iter_mut() {
-        if let Some(name) = aggregate_name(&o.expr).filter(|n| n != "count") {
-            if let Some(arg) = single_arg(&o.expr) {
-                fired.push(format!("function: {name}() in ORDER BY without GROUP BY -> {arg}"));
-                o.expr = arg;
-            }
-        }
-    }
-}
-
-fn single_arg(e: &Expr) -> Option<Expr> {
-    let Expr::Function(f) = e else { return None };
-    let FunctionArguments::List(list) = &f.args else { return None };
-    match list.args.as_slice() {
-        [FunctionArg::Unnamed(FunctionArgExpr::Expr(a))] => Some(a.clone()),
-        _ => None,
-    }
-}
-
-fn nested_aggregates(q: &mut Query, fired: &mut Vec<String>) {
-    let has_order = q.order_by.is_some() || q.limit_clause.is_some();
-    let Some(s) = body_select(q) else { return };
-    if no_group_by(s) {
-        return;
-    }
-    // With an ORDER BY or LIMIT of its own, or two nested aggregates, no single ORDER BY ...
-    // LIMIT 1 says the same: leave the query to PostgreSQL (and the correction round).
-    let nested = s
-        .projection
-        .iter()
-        .filter(|p| match p {
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                aggregate_name(e).is_some_and(|n| n == "max" || n == "min")
-                    && single_arg(e).is_some_and(|a| aggregate_name(&a).is_some())
-            }
-            _ => false,
-        })
-        .count();
-    if has_order || nested != 1 {
-        return;
-    }
-    let mut order: Option<(Expr, bool)> = None;
-    for p in s.projection.iter_mut() {
-        let (SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }) = p else { continue };
-        let Some(outer) = aggregate_name(e).filter(|n| n == "max" || n == "min") else { continue };
-        let Some(inner) = single_arg(e).filter(|a| aggregate_name(a).is_some()) else { continue };
-        fired.push(format!("function: nested {outer}({inner}) -> {inner} ORDER BY ... LIMIT 1"));
-        order = Some((inner.clone(), outer == "max"));
-        *e = inner;
-    }
-    if let Some((expr, desc)) = order {
-        let sql = format!("SELECT 1 ORDER BY {expr} {} LIMIT 1", if desc { "DESC" } else { "ASC" });
-        if let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &sql) {
-            if let Some(Statement::Query(p)) = parsed.pop() {
-                q.order_by = p.order_by;
-                q.limit_clause = p.limit_clause;
-            }
-        }
-    }
 }
 
 /// Qualifiers (table names or aliases) and bare names an expression uses.
@@ -700,11 +568,13 @@ fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, cx: Context, fired: &
     }
 }
 
+mod aggregates;
 mod joins;
 mod keys;
 mod names;
 mod question;
 mod reach;
+use aggregates::{aggregate_in_order_by, aggregate_in_where, aggregate_name, aggregated, nested_aggregates};
 use joins::{ambiguous_columns, bridge_joins};
 use keys::key_comparisons;
 use question::{other_table, positional, question_order, unasked_keys, unmentioned_joins};

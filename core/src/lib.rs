@@ -4,6 +4,7 @@
 pub mod align;
 pub mod error;
 pub mod interrupt;
+pub mod library;
 pub mod pipeline;
 pub mod profile;
 pub mod model;

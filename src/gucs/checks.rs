@@ -1,4 +1,4 @@
-//! The check and show hooks of the nl2sql.* settings (gucs.rs registers them).
+//! The check and show hooks of the nl2sql.* settings (their settings! tables name them).
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -38,12 +38,12 @@ fn masked(key: &GucSetting<Option<CString>>) -> *const c_char {
 
 #[pg_guard]
 pub(super) unsafe extern "C-unwind" fn show_llm_key() -> *const c_char {
-    masked(&super::LLM_API_KEY)
+    masked(&super::endpoints::LLM_API_KEY)
 }
 
 #[pg_guard]
 pub(super) unsafe extern "C-unwind" fn show_embedding_key() -> *const c_char {
-    masked(&super::EMBEDDING_API_KEY)
+    masked(&super::endpoints::EMBEDDING_API_KEY)
 }
 
 /// An endpoint URL is set only by superusers, even where GRANT SET ON PARAMETER would let

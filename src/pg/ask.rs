@@ -2,7 +2,7 @@
 //! pipeline sees, the model, the history row and the session's last trace.
 
 use crate::gucs;
-use crate::pg::{catalog, errors, history, model::Model, role, sandbox, session, values};
+use crate::pg::{catalog, errors, history, model, role, sandbox, session, values};
 use nl2sql_core::align::{Rules, ValueLookup};
 use nl2sql_core::error::Report;
 use nl2sql_core::pipeline::{self, Answer, AskError, Database, Llm, Mode, Previous, Question, Rejected, Settings, Trace};
@@ -59,7 +59,7 @@ pub fn run(question: &str, hint: Option<&str>, previous: Option<Previous>) -> (R
         errors::raise(&e);
     }
     let owner = session::who();
-    let mut model = Model::from_settings().unwrap_or_else(|e| errors::raise(&e.report(None)));
+    let mut model = model::from_settings().unwrap_or_else(|e| errors::raise(&e.report(None)));
     let secret = model.secret().map(str::to_string);
     let settings = settings();
     let mut db = Sandboxed::default();

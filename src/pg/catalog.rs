@@ -18,11 +18,7 @@ const STATS_SQL: &str = "SELECT nl2sql.column_stats($1::pg_catalog.oid::pg_catal
 /// relationships), the roles the caller acts with (memberships change without DDL in this
 /// database), the search_path (which names need qualifying), and whether inferred
 /// relationships are used ($1).
-const SCHEMA_KEY_SQL: &str = "SELECT pg_catalog.format('%s|%s|%s|%s',
-        (SELECT last_value FROM nl2sql.ddl_version),
-        (SELECT pg_catalog.string_agg(oid::text, ',' ORDER BY oid) FROM pg_catalog.pg_roles
-         WHERE pg_catalog.pg_has_role(current_user, oid, 'USAGE')),
-        pg_catalog.current_setting('search_path'), $1)";
+const SCHEMA_KEY_SQL: &str = include_str!("../../sql/queries/catalog_schema_key.sql");
 /// Rows inserted, updated and deleted per table, read fresh: they tell when samples are stale.
 const CHANGES_SQL: &str = "SELECT o::int8, pg_catalog.pg_stat_get_tuples_inserted(o) OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_updated(o)
         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_deleted(o) FROM pg_catalog.unnest($1::pg_catalog.oid[]) AS o";

@@ -63,41 +63,25 @@ pub fn explain(
     scrub(Value::Object(out), secret.as_deref())
 }
 
-/// The settings the pipeline ran with (never the endpoint's URL or key).
+/// The settings the pipeline ran with (never the endpoint's URL or key): the pipeline's own,
+/// and those the database side reads.
 fn settings() -> Value {
-    let s = ask::settings();
-    json!({
-        "mode": s.mode,
-        "model": gucs::llm_model(),
-        "candidates": s.candidates,
-        "first_wave": s.first_wave,
-        "agreement": gucs::agreement(),
-        "alone_confidence": s.alone,
-        "temperature": s.temperature,
-        "max_corrections": s.max_corrections,
-        "use_extraction": s.extraction,
-        "extraction_min_tokens": s.extraction_min_tokens,
-        "extraction_max_tokens": s.extraction_max_tokens,
-        "llm_n": gucs::llm_n(),
-        "use_chain_of_thought": s.chain_of_thought,
-        "align_agent": s.alignment.agent,
-        "align_function": s.alignment.function,
-        "align_style": s.alignment.style,
-        "use_values": gucs::use_values(),
-        "value_top_k": gucs::value_top_k(),
-        "value_threshold": gucs::value_threshold(),
-        "column_matches": s.column_matches,
-        "generators": s.generators.iter().map(|g| g.name()).collect::<Vec<_>>(),
-        "examples": s.examples,
-        "min_confidence": gucs::min_confidence(),
-        "on_low_confidence": format!("{:?}", gucs::on_low_confidence()).to_lowercase(),
-        "privacy": s.privacy,
-        "max_tokens_per_call": s.token_budget,
-        "max_cost": gucs::max_cost(),
-        "history": gucs::history(),
-        "agent_max_turns": s.agent_max_turns,
-        "schema_max_tokens": s.schema_max_tokens,
-    })
+    let mut out = match serde_json::to_value(ask::settings()) {
+        Ok(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    out.extend([
+        ("model".into(), json!(gucs::llm_model())),
+        ("llm_n".into(), json!(gucs::llm_n())),
+        ("use_values".into(), json!(gucs::use_values())),
+        ("value_top_k".into(), json!(gucs::value_top_k())),
+        ("value_threshold".into(), json!(gucs::value_threshold())),
+        ("min_confidence".into(), json!(gucs::min_confidence())),
+        ("on_low_confidence".into(), json!(format!("{:?}", gucs::on_low_confidence()).to_lowercase())),
+        ("max_cost".into(), json!(gucs::max_cost())),
+        ("history".into(), json!(gucs::history())),
+    ]);
+    Value::Object(out)
 }
 
 /// Sums over the LLM calls.

@@ -194,12 +194,7 @@ fn insert(e: Entry) -> Result<i64, Report> {
     let id = sandbox::kept(|| {
         owner::as_owner(|| {
             spi::write_one::<i64>(
-                "INSERT INTO nl2sql.history (asked_by, role_name, asked_at, question, hint, follows, mode, sql, confidence,
-                     candidates, vote, prompt_tokens, completion_tokens, latency_ms, sqlstate, error, shown)
-                 VALUES ($1, COALESCE((SELECT rolname FROM pg_catalog.pg_roles WHERE oid OPERATOR(pg_catalog.=) $1), $1::pg_catalog.text::pg_catalog.name),
-                         pg_catalog.to_timestamp($2), $3, $4, $5, $6, $7, $8, $9, $10::pg_catalog.text::pg_catalog.jsonb, $11, $12, $13, $14, $15,
-                         $16::pg_catalog.oid[]::pg_catalog.regclass[])
-                 RETURNING id",
+                include_str!("../../sql/queries/history_insert.sql"),
                 &[
                     e.asked_by.into(),
                     e.asked_at.into(),
@@ -377,11 +372,7 @@ pub fn purge(older: Option<pgrx::datum::Interval>) -> i64 {
     }
     let purged = owner::as_owner(|| {
         spi::write_one::<i64>(
-            "WITH gone AS (DELETE FROM nl2sql.history
-                           WHERE asked_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-)
-                                 coalesce($1::pg_catalog.interval, pg_catalog.make_interval(mins => $2::pg_catalog.int4)))
-                           RETURNING 1)
-             SELECT pg_catalog.count(*) FROM gone",
+            include_str!("../../sql/queries/history_purge.sql"),
             &[older.into(), minutes.unwrap_or(0).min(i32::MAX as i64).into()],
         )
     })

@@ -22,14 +22,7 @@ struct Context {
 
 fn context() -> Context {
     let row = crate::pg::spi::read_row(
-        "SELECT e.extowner,
-                'pg_catalog, ' OPERATOR(pg_catalog.||)
-                COALESCE((SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(n.nspname), ', ') OPERATOR(pg_catalog.||) ', '
-                                     FROM pg_catalog.pg_extension v JOIN pg_catalog.pg_namespace n
-                                          ON n.oid OPERATOR(pg_catalog.=) v.extnamespace
-                                     WHERE v.extname OPERATOR(pg_catalog.=) ANY ('{vector,pg_trgm}'::pg_catalog.name[])), '')
-                OPERATOR(pg_catalog.||) 'pg_temp'
-         FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'nl2sql'",
+        include_str!("../../sql/queries/owner_context.sql"),
         &[],
         |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??)),
     );

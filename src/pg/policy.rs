@@ -332,20 +332,7 @@ pub fn reaches_foreign(rel: Oid) -> bool {
     crate::pg::spi::read::<bool>(REACHES_FOREIGN_SQL, &[rel.into()]).unwrap_or(true)
 }
 
-const REACHES_FOREIGN_SQL: &str = "WITH RECURSIVE t(oid) AS (
-           SELECT $1::pg_catalog.oid
-           UNION
-           SELECT n.oid FROM t, LATERAL (
-               SELECT i.inhrelid AS oid FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) t.oid
-               UNION ALL
-               SELECT d.refobjid FROM pg_catalog.pg_rewrite w
-               JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
-                    AND d.objid OPERATOR(pg_catalog.=) w.oid
-                    AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-                    AND d.refobjid OPERATOR(pg_catalog.<>) t.oid
-               WHERE w.ev_class OPERATOR(pg_catalog.=) t.oid) n)
-       SELECT EXISTS (SELECT 1 FROM t JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.oid
-                      WHERE c.relkind OPERATOR(pg_catalog.=) 'f')";
+const REACHES_FOREIGN_SQL: &str = include_str!("../../sql/queries/policy_reaches_foreign.sql");
 
 fn relation_name(rel: Oid) -> String {
     crate::pg::spi::read::<String>("SELECT $1::pg_catalog.regclass::pg_catalog.text", &[rel.into()])

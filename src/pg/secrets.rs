@@ -5,10 +5,7 @@ use pgrx::prelude::*;
 use std::cell::Cell;
 
 /// Keys stored in catalogs every role can read: ALTER DATABASE/ROLE … SET, function SET clauses.
-const EXPOSED_SQL: &str = "SELECT (SELECT pg_catalog.count(*) FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) c
-                  WHERE c OPERATOR(pg_catalog.~~) 'nl2sql.%api\\_key=%')::int4,
-       (SELECT pg_catalog.count(*) FROM pg_catalog.pg_proc p, pg_catalog.unnest(p.proconfig) c
-                  WHERE c OPERATOR(pg_catalog.~~) 'nl2sql.%api\\_key=%')::int4";
+const EXPOSED_SQL: &str = include_str!("../../sql/queries/secrets_exposed_keys.sql");
 
 thread_local! {
     static WARNED: Cell<bool> = const { Cell::new(false) };
@@ -39,11 +36,7 @@ pub fn check_url_origin(setting: &str) -> Result<(), Report> {
 }
 
 /// Whether a role that is not a superuser (PUBLIC included) holds SET on the parameter $1.
-const DELEGATED_SQL: &str = "SELECT EXISTS (
-    SELECT 1 FROM pg_catalog.pg_parameter_acl p, pg_catalog.aclexplode(p.paracl) a
-    LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
-    WHERE p.parname OPERATOR(pg_catalog.=) $1::pg_catalog.text AND a.privilege_type OPERATOR(pg_catalog.=) 'SET'
-      AND r.rolsuper IS NOT TRUE)";
+const DELEGATED_SQL: &str = include_str!("../../sql/queries/secrets_check_url_origin.sql");
 
 /// The key to send: from the key file, else from the first environment variable set.
 pub fn key(file: Option<String>, file_setting: &str, env: &[&str]) -> Result<Option<String>, Report> {

@@ -67,12 +67,7 @@ pub fn privacy() -> bool {
         return true;
     }
     crate::pg::spi::read::<bool>(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) AS c(setting)
-                        WHERE s.setdatabase OPERATOR(pg_catalog.=) ANY (ARRAY[0, (SELECT d.oid FROM pg_catalog.pg_database d
-                                                              WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())]::pg_catalog.oid[])
-                          AND s.setrole OPERATOR(pg_catalog.=) ANY (ARRAY[0, $1, $2]::pg_catalog.oid[])
-                          AND pg_catalog.lower(c.setting) OPERATOR(pg_catalog.=) ANY
-                              ('{nl2sql.privacy=on,nl2sql.privacy=1,nl2sql.privacy=t,nl2sql.privacy=tr,nl2sql.privacy=tru,nl2sql.privacy=true,nl2sql.privacy=y,nl2sql.privacy=ye,nl2sql.privacy=yes}'::pg_catalog.text[]))",
+        include_str!("../../sql/queries/session_privacy.sql"),
         // SAFETY: reads the session and current user ids.
         &[unsafe { pg_sys::GetSessionUserId() }.into(), unsafe { pg_sys::GetUserId() }.into()],
     )

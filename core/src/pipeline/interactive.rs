@@ -148,9 +148,7 @@ fn execute(
     cand.sql = written.clone();
     let result = match outcome {
         Ok(execution) => {
-            cand.ok = true;
-            cand.rows = Some(execution.rows.len());
-            cand.exec_ms = Some(ms(execution.elapsed));
+            cand.ran(&execution);
             let observation = rows_observation(&execution, settings.privacy);
             let chosen = cand_sql(Some(&cand)).unwrap_or_default();
             (observation, Ok((chosen, execution)))

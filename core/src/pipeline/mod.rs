@@ -96,6 +96,41 @@ pub trait Llm {
     }
 }
 
+/// The model at an OpenAI-compatible endpoint, waited on with the registered interrupt check
+/// (crate::interrupt): a cancel or statement_timeout ends every wait, in the backend.
+pub struct Client {
+    pub endpoint: crate::model::http::Endpoint,
+    /// Whether the candidates of a wave go in one request (OpenAI's `n`, nl2sql.llm_n).
+    pub use_n: bool,
+}
+
+impl Llm for Client {
+    fn chat(&mut self, req: ChatRequest) -> Result<Completion, LlmError> {
+        crate::model::llm::chat(&self.endpoint, req, &mut crate::interrupt::check)
+    }
+
+    fn chat_many(&mut self, reqs: Vec<ChatRequest>) -> Vec<Result<Completion, LlmError>> {
+        // All requests in flight at once; a cancel interrupts the wait for every one.
+        crate::model::llm::chat_many(&self.endpoint, reqs, &mut crate::interrupt::check)
+    }
+
+    fn chat_scored(&mut self, req: ChatRequest) -> Result<Completion, LlmError> {
+        crate::model::llm::chat_scored(&self.endpoint, req, &mut crate::interrupt::check)
+    }
+
+    fn can_score(&self) -> bool {
+        crate::model::llm::can_score(&self.endpoint)
+    }
+
+    fn sample(&mut self, req: ChatRequest, n: usize) -> Vec<Result<Completion, LlmError>> {
+        crate::model::llm::sample(&self.endpoint, req, n, self.use_n, &mut crate::interrupt::check)
+    }
+
+    fn secret(&self) -> Option<&str> {
+        self.endpoint.api_key.as_ref().map(|k| k.expose())
+    }
+}
+
 /// Why the database did not return rows for a query.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rejected {
@@ -150,20 +185,26 @@ impl Generator {
     }
 }
 
-#[derive(Debug, Clone)]
+/// The pipeline's settings, from the nl2sql.* settings; serialized under those settings' names
+/// (nl2sql_explain() shows them).
+#[derive(Debug, Clone, Serialize)]
 pub struct Settings {
     pub mode: Mode,
     /// Correction rounds (R).
     pub max_corrections: u32,
+    #[serde(rename = "llm_max_tokens")]
     pub max_tokens: u32,
     pub schema_max_tokens: usize,
     /// Candidates to generate (n).
     pub candidates: usize,
     /// Candidates asked for in the first wave; the rest only when they disagree.
     pub first_wave: usize,
-    /// Votes that end sampling early (adaptive n).
+    /// Votes that end sampling early (adaptive n); usize::MAX never ends it (shown as 0, the
+    /// setting that asks for it).
+    #[serde(serialize_with = "unlimited_as_zero")]
     pub agreement: usize,
     pub temperature: f32,
+    #[serde(rename = "use_extraction")]
     pub extraction: bool,
     /// Extraction runs only when the whole schema is larger than this (estimated tokens):
     /// a smaller one goes whole to the candidates, and their prompt starts as every other's.
@@ -171,7 +212,9 @@ pub struct Settings {
     /// On a schema wider than schema_max_tokens, the extraction still sees it whole when it
     /// fits this (estimated tokens): one prompt for every question, which an endpoint caches.
     pub extraction_max_tokens: usize,
+    #[serde(rename = "use_chain_of_thought")]
     pub chain_of_thought: bool,
+    #[serde(flatten)]
     pub alignment: Rules,
     /// Columns from the schema embeddings added to the per-question schema.
     pub column_matches: usize,
@@ -184,6 +227,7 @@ pub struct Settings {
     /// with their literals masked (nl2sql.privacy).
     pub privacy: bool,
     /// Most tokens (prompt and completion) the question may use (nl2sql.max_tokens_per_call).
+    #[serde(rename = "max_tokens_per_call")]
     pub token_budget: Option<usize>,
     /// Turns of the interactive agent (nl2sql.agent_max_turns).
     pub agent_max_turns: usize,
@@ -192,7 +236,12 @@ pub struct Settings {
     /// was at least this probable (nl2sql.alone_confidence): 0 lets any answer that runs and
     /// returns rows stand alone (no scores needed), 1 asks the first alone and scores it but
     /// never lets it stand alone (to choose a threshold). None asks the whole first wave at once.
+    #[serde(rename = "alone_confidence")]
     pub alone: Option<f32>,
+}
+
+fn unlimited_as_zero<S: serde::Serializer>(n: &usize, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(if *n == usize::MAX { 0 } else { *n as u64 })
 }
 
 impl Settings {
@@ -407,6 +456,7 @@ pub fn ask(
 
 
 pub mod agent;
+mod candidates;
 mod failure;
 mod full;
 mod interactive;

@@ -155,6 +155,15 @@ pub struct CandidateTrace {
 }
 
 
+impl CandidateTrace {
+    /// Notes that the candidate ran: its rows and how long it took.
+    pub(super) fn ran(&mut self, execution: &Execution) {
+        self.ok = true;
+        self.rows = Some(execution.rows.len());
+        self.exec_ms = Some(ms(execution.elapsed));
+    }
+}
+
 pub(super) fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
 }

@@ -59,9 +59,7 @@ pub(super) fn zero_shot(run: Run<'_>) -> Result<(String, Execution), AskError> {
         cand.sql = sql.clone();
         match outcome {
             Ok(execution) => {
-                cand.ok = true;
-                cand.rows = Some(execution.rows.len());
-                cand.exec_ms = Some(ms(execution.elapsed));
+                cand.ran(&execution);
                 trace.candidates.push(cand);
                 let sql = cand_sql(trace.candidates.last()).unwrap_or_default();
                 return Ok((sql, execution));

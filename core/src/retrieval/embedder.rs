@@ -70,13 +70,7 @@ pub fn embed_remote(
 
 /// Reads `{"data": [{"embedding": [...], "index": i}, ...]}`, in input order.
 pub fn parse_embeddings(ep: &Endpoint, text: &str, expected: usize) -> Result<Vec<Vec<f32>>, EndpointError> {
-    let v: Value = serde_json::from_str(text).map_err(|e| {
-        if e.is_eof() {
-            ep.bad_response("the JSON is truncated", text)
-        } else {
-            ep.bad_response(format!("the body is not JSON ({e})"), text)
-        }
-    })?;
+    let v: Value = ep.parse_json(text)?;
     let data = v.get("data").and_then(Value::as_array).ok_or_else(|| ep.bad_response("no data in the response", text))?;
     if data.len() != expected {
         return Err(ep.bad_response(format!("{} vectors for {} inputs", data.len(), expected), ""));

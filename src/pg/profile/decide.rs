@@ -153,10 +153,7 @@ fn relation(rel: pg_sys::Oid) -> String {
 /// Whether `role` may decide on relationships from `rel`.
 fn may_decide(rel: pg_sys::Oid, role: pg_sys::Oid) -> bool {
     spi::read::<bool>(
-        "SELECT pg_catalog.pg_has_role($2, c.relowner, 'USAGE') OR r.rolsuper
-                OR pg_catalog.pg_has_role($2, 'nl2sql_curator', 'USAGE')
-         FROM pg_catalog.pg_class c, pg_catalog.pg_roles r
-         WHERE c.oid OPERATOR(pg_catalog.=) $1 AND r.oid OPERATOR(pg_catalog.=) $2",
+        include_str!("../../../sql/queries/profile_decide_may_decide.sql"),
         &[rel.into(), role.into()],
     )
     .unwrap_or(false)
@@ -175,11 +172,7 @@ fn temporary(rel: pg_sys::Oid) -> bool {
 /// REFERENCES or SELECT on each of them and USAGE on their schema.
 fn may_reference(rel: pg_sys::Oid, columns: &[String], role: pg_sys::Oid) -> bool {
     spi::read::<bool>(
-        "SELECT r.rolsuper OR (pg_catalog.has_schema_privilege($3, c.relnamespace, 'USAGE')
-                AND NOT EXISTS (SELECT FROM pg_catalog.unnest($2::pg_catalog.text[]) AS u(n)
-                                WHERE NOT coalesce(pg_catalog.has_column_privilege($3, c.oid, u.n, 'REFERENCES, SELECT'), false)))
-         FROM pg_catalog.pg_class c, pg_catalog.pg_roles r
-         WHERE c.oid OPERATOR(pg_catalog.=) $1 AND r.oid OPERATOR(pg_catalog.=) $3",
+        include_str!("../../../sql/queries/profile_decide_may_reference.sql"),
         &[rel.into(), columns.to_vec().into(), role.into()],
     )
     .unwrap_or(false)
@@ -191,11 +184,7 @@ fn types(rel: pg_sys::Oid, name: &str, columns: &[String]) -> Vec<(String, Strin
         .iter()
         .map(|c| {
             spi::read_row(
-                "SELECT pg_catalog.format_type(a.atttypid, a.atttypmod), coalesce(b.typcategory, t.typcategory)::pg_catalog.text
-                 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid
-                 LEFT JOIN pg_catalog.pg_type b ON b.oid OPERATOR(pg_catalog.=) t.typbasetype
-                 WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $2
-                   AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
+                include_str!("../../../sql/queries/profile_decide_types.sql"),
                 &[rel.into(), c.as_str().into()],
                 |r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()??)),
             )
@@ -209,15 +198,7 @@ fn declared(from: pg_sys::Oid, from_columns: &[String], to: pg_sys::Oid, to_colu
     spi::read::<bool>(
         // pg_constraint itself, not the caller's view of it: one with REFERENCES only on the
         // target does not see the declaration there, and must not shadow it with a decision.
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_constraint k
-                        WHERE k.contype OPERATOR(pg_catalog.=) 'f'
-                          AND k.conrelid OPERATOR(pg_catalog.=) $1 AND k.confrelid OPERATOR(pg_catalog.=) $3
-                          AND ARRAY(SELECT a.attname::pg_catalog.text FROM pg_catalog.unnest(k.conkey) WITH ORDINALITY u(n, o)
-                                    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) k.conrelid AND a.attnum OPERATOR(pg_catalog.=) u.n
-                                    ORDER BY u.o) OPERATOR(pg_catalog.=) $2
-                          AND ARRAY(SELECT a.attname::pg_catalog.text FROM pg_catalog.unnest(k.confkey) WITH ORDINALITY u(n, o)
-                                    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) k.confrelid AND a.attnum OPERATOR(pg_catalog.=) u.n
-                                    ORDER BY u.o) OPERATOR(pg_catalog.=) $4)",
+        include_str!("../../../sql/queries/profile_decide_declared.sql"),
         &[from.into(), from_columns.to_vec().into(), to.into(), to_columns.to_vec().into()],
     )
     .unwrap_or(false)

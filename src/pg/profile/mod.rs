@@ -231,12 +231,7 @@ fn save(tables: &[TableProfile], f: &Findings, changes: &HashMap<u32, Option<i64
 fn stored(oids: &[pg_sys::Oid]) -> Vec<Row> {
     let args = [DatumWithOid::from(oids.to_vec())];
     spi::rows(
-        "SELECT from_relation::pg_catalog.oid, from_columns::pg_catalog.text[], to_relation::pg_catalog.oid, to_columns::pg_catalog.text[],
-                source, score, evidence
-         FROM nl2sql.relationships
-         WHERE source OPERATOR(pg_catalog.<>) 'declared'
-           AND (from_relation::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) OR to_relation::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1))
-         ORDER BY from_relation::pg_catalog.text, from_columns, to_relation::pg_catalog.text",
+        include_str!("../../../sql/queries/profile_stored.sql"),
         &args,
         |r| {
             Some((

@@ -92,12 +92,7 @@ pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explici
 
 fn text_columns(rel: pg_sys::Oid, only: Option<&str>) -> Vec<Column> {
     spi::rows(
-        "SELECT a.attnum, a.attname::text
-         FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid
-         WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum > 0 AND NOT a.attisdropped
-           AND t.typcategory OPERATOR(pg_catalog.=) ANY ('{S,E}'::\"char\"[])
-           AND ($2::text IS NULL OR a.attname OPERATOR(pg_catalog.=) $2)
-         ORDER BY a.attnum",
+        include_str!("../../../sql/queries/values_build_text_columns.sql"),
         &[rel.into(), only.into()],
         |r| Some(Column { attnum: r.get::<i16>(1).ok()??, name: r.get::<String>(2).ok()?? }),
     )
@@ -148,20 +143,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
         ensure_triggers(rel, relname);
     }
     let max_len = gucs::index_max_value_length();
-    // The user's table is read as its owner, in a restricted context (owner.rs).
-    let (distinct, avg_len, too_long) = owner::as_table_owner(rel, || {
-        spi::read_row(
-            &format!(
-                "SELECT pg_catalog.count(DISTINCT v)::int8, coalesce(pg_catalog.avg(pg_catalog.length(v)), 0)::float8,
-                        pg_catalog.count(DISTINCT v) FILTER (WHERE pg_catalog.length(v) > {max_len})::int8
-                 FROM (SELECT {} AS v FROM {relname}) s",
-                printed(&qcol)
-            ),
-            &[],
-            |r| Some((r.get::<i64>(1).ok()?.unwrap_or(0), r.get::<f64>(2).ok()?.unwrap_or(0.0), r.get::<i64>(3).ok()?.unwrap_or(0))),
-        )
-    })
-    .unwrap_or((0, 0.0, 0));
+    let (distinct, avg_len, too_long) = shape(rel, relname, &qcol, max_len);
     let skip = |why: String| -> Option<Built> {
         if first {
             spi::write("DELETE FROM nl2sql.value_index WHERE id = $1", &[id.into()]);
@@ -226,10 +208,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
     }
     // The switch: searches whose snapshot sees this commit use the new generation.
     spi::write(
-        "UPDATE nl2sql.value_index
-         SET status = 'ready', generation = $2, embedder = $3, dims = $4, value_count = $5, phrase_count = $6,
-             skipped_values = $7, include_rls = $8, max_length = $9, built_at = now(), refreshed_at = now(), build_ms = $10
-         WHERE id = $1",
+        include_str!("../../../sql/queries/values_build_publish.sql"),
         &[
             id.into(),
             generation.into(),
@@ -243,15 +222,40 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
             (seconds * 1000.0).into(),
         ],
     );
-    if !first {
+    clear_behind(id, (!first).then_some(old_gen), &flags, &table, &emb);
+    Some(Built { relid: rel, column: col.name.clone(), status: "ready".into(), values, phrases, skipped: too_long, seconds })
+}
+
+/// A column's distinct values, their average length, and how many are longer than `max_len`;
+/// the user's table is read as its owner, in a restricted context (owner.rs).
+fn shape(rel: pg_sys::Oid, relname: &str, qcol: &str, max_len: i32) -> (i64, f64, i64) {
+    owner::as_table_owner(rel, || {
+        spi::read_row(
+            &format!(
+                "SELECT pg_catalog.count(DISTINCT v)::int8, coalesce(pg_catalog.avg(pg_catalog.length(v)), 0)::float8,
+                        pg_catalog.count(DISTINCT v) FILTER (WHERE pg_catalog.length(v) > {max_len})::int8
+                 FROM (SELECT {} AS v FROM {relname}) s",
+                printed(qcol)
+            ),
+            &[],
+            |r| Some((r.get::<i64>(1).ok()?.unwrap_or(0), r.get::<f64>(2).ok()?.unwrap_or(0.0), r.get::<i64>(3).ok()?.unwrap_or(0))),
+        )
+    })
+    .unwrap_or((0, 0.0, 0))
+}
+
+/// After the switch to a new generation: the one it replaced (`retired`) waits for the
+/// snapshots that may still read it, the marks the build answered are cleared, and so are the
+/// queued values the new generation holds embedded (with the built-in embedder none wait).
+fn clear_behind(id: i32, retired: Option<i32>, flags: &[i64], table: &str, emb: &Embedder) {
+    if let Some(old_gen) = retired {
         spi::write(
             "INSERT INTO nl2sql.value_generations (column_id, generation, retired_xid)
              VALUES ($1, $2, pg_catalog.pg_current_xact_id()::text::int8) ON CONFLICT DO NOTHING",
             &[id.into(), old_gen.into()],
         );
     }
-    spi::write("DELETE FROM nl2sql.value_flags WHERE id = ANY ($1)", &[flags.into()]);
-    // Queued values the new generation holds are embedded; with the built-in embedder none wait.
+    spi::write("DELETE FROM nl2sql.value_flags WHERE id = ANY ($1)", &[flags.to_vec().into()]);
     spi::write(
         &format!(
             "DELETE FROM nl2sql.value_queue q WHERE q.column_id = $1
@@ -259,7 +263,6 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
         ),
         &[id.into(), matches!(emb, Embedder::Builtin).into()],
     );
-    Some(Built { relid: rel, column: col.name.clone(), status: "ready".into(), values, phrases, skipped: too_long, seconds })
 }
 
 /// Reads the values `source` selects from `rel` as the table's owner, a chunk at a time, and
@@ -378,14 +381,7 @@ pub fn drop(rel: pg_sys::Oid, column: Option<&str>) -> Vec<String> {
     }
     owner::as_owner(|| {
         let dropped: Vec<String> = spi::write_rows(
-            "WITH d AS (DELETE FROM nl2sql.value_index i USING pg_catalog.pg_attribute a
-                        WHERE i.relid = $1 AND a.attrelid = i.relid AND a.attnum = i.attnum
-                          AND ($2::text IS NULL OR a.attname = $2)
-                        RETURNING i.id, i.generation, a.attname::text AS name),
-                  r AS (INSERT INTO nl2sql.value_generations (column_id, generation, retired_xid)
-                        SELECT id, generation, pg_catalog.pg_current_xact_id()::text::int8 FROM d
-                        ON CONFLICT DO NOTHING)
-             SELECT name FROM d ORDER BY name",
+            include_str!("../../../sql/queries/values_build_drop.sql"),
             &[rel.into(), column.into()],
             |r| r.get::<String>(1).ok()?,
         );

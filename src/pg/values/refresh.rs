@@ -23,12 +23,7 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
     apply_removals(rel);
     let todo: Vec<(pg_sys::Oid, String, bool)> = owner::as_owner(|| {
         spi::rows(
-            "SELECT i.relid, a.attname::text, i.include_rls
-             FROM nl2sql.value_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
-             WHERE ($1::oid IS NULL AND (i.status IN ('stale', 'building') OR i.embedder <> nl2sql.current_embedder()
-                                         OR EXISTS (SELECT 1 FROM nl2sql.value_flags f WHERE f.column_id = i.id)))
-                OR i.relid = $1
-             ORDER BY i.id",
+            include_str!("../../../sql/queries/values_refresh_columns.sql"),
             &[rel.into()],
             |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??, r.get::<bool>(3).ok()??)),
         )
@@ -78,12 +73,7 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
 fn apply_removals(rel: Option<pg_sys::Oid>) {
     let pending: Vec<(i32, i32, pg_sys::Oid, String, Vec<String>)> = owner::as_owner(|| {
         spi::rows(
-            "SELECT r.column_id, i.generation, i.relid, a.attname::text, pg_catalog.array_agg(r.value)
-             FROM nl2sql.value_removals r
-             JOIN nl2sql.value_index i ON i.id = r.column_id
-             JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
-             WHERE $1::oid IS NULL OR i.relid = $1
-             GROUP BY 1, 2, 3, 4",
+            include_str!("../../../sql/queries/values_refresh_apply_removals.sql"),
             &[rel.into()],
             |r| {
                 Some((

@@ -66,17 +66,7 @@ pub struct Found {
 /// The indexed columns `caller` may read, built by the embedder in use. Read as the owner.
 fn searchable(caller: pg_sys::Oid, embedder_id: &str) -> Vec<Searchable> {
     spi::rows(
-        "SELECT i.id, i.generation, i.relid, a.attname::text,
-                -- DML on a partition or child fires its own triggers, not the parent's
-                EXISTS (SELECT 1 FROM nl2sql.value_flags f WHERE f.column_id = i.id AND f.flag = 'dirty')
-                OR i.status = 'dirty' OR c.relrowsecurity OR c.relhassubclass OR c.relkind = 'p'
-         FROM nl2sql.value_index i
-         JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
-         JOIN pg_catalog.pg_class c ON c.oid = i.relid
-         WHERE i.status IN ('ready', 'dirty') AND i.embedder = $2
-           AND pg_catalog.has_column_privilege($1, i.relid, i.attnum, 'SELECT')
-           AND (NOT c.relrowsecurity OR i.include_rls)
-         ORDER BY i.id",
+        include_str!("../../../sql/queries/values_search_searchable.sql"),
         &[caller.into(), embedder_id.into()],
         |r| {
             Some(Searchable {
@@ -472,10 +462,7 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
 /// dimensions, and columns the caller cannot read must not crowd out those it can; the scan
 /// is sequential anyway, the vectors having no index).
 fn column_sql(remote: bool) -> String {
-    let by_name = "SELECT x.relid, x.attnum FROM pg_catalog.unnest($3::text[]) AS p(sig)
-                   CROSS JOIN LATERAL (SELECT relid, attnum FROM nl2sql.column_embeddings y
-                                       WHERE pg_catalog.has_column_privilege($1, y.relid, y.attnum, 'SELECT')
-                                       ORDER BY y.sig <~> p.sig::bit(256) LIMIT 50) x";
+    let by_name = include_str!("../../../sql/queries/values_search_by_signature.sql");
     let (source, cosine) = if remote {
         (
             format!(

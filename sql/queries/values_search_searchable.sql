@@ -1,0 +1,12 @@
+-- Sent by src/pg/values/search.rs; its parameters ($1, $2, ...) are bound there.
+SELECT i.id, i.generation, i.relid, a.attname::text,
+       -- DML on a partition or child fires its own triggers, not the parent's
+       EXISTS (SELECT 1 FROM nl2sql.value_flags f WHERE f.column_id = i.id AND f.flag = 'dirty')
+       OR i.status = 'dirty' OR c.relrowsecurity OR c.relhassubclass OR c.relkind = 'p'
+FROM nl2sql.value_index i
+JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+JOIN pg_catalog.pg_class c ON c.oid = i.relid
+WHERE i.status IN ('ready', 'dirty') AND i.embedder = $2
+  AND pg_catalog.has_column_privilege($1, i.relid, i.attnum, 'SELECT')
+  AND (NOT c.relrowsecurity OR i.include_rls)
+ORDER BY i.id
