@@ -222,7 +222,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
             (seconds * 1000.0).into(),
         ],
     );
-    clear_behind(id, (!first).then_some(old_gen), &flags, &table, &emb);
+    clear_behind(id, (!first).then_some(old_gen), flags, &table, &emb);
     Some(Built { relid: rel, column: col.name.clone(), status: "ready".into(), values, phrases, skipped: too_long, seconds })
 }
 
@@ -247,7 +247,7 @@ fn shape(rel: pg_sys::Oid, relname: &str, qcol: &str, max_len: i32) -> (i64, f64
 /// After the switch to a new generation: the one it replaced (`retired`) waits for the
 /// snapshots that may still read it, the marks the build answered are cleared, and so are the
 /// queued values the new generation holds embedded (with the built-in embedder none wait).
-fn clear_behind(id: i32, retired: Option<i32>, flags: &[i64], table: &str, emb: &Embedder) {
+fn clear_behind(id: i32, retired: Option<i32>, flags: Vec<i64>, table: &str, emb: &Embedder) {
     if let Some(old_gen) = retired {
         spi::write(
             "INSERT INTO nl2sql.value_generations (column_id, generation, retired_xid)
@@ -255,7 +255,7 @@ fn clear_behind(id: i32, retired: Option<i32>, flags: &[i64], table: &str, emb: 
             &[id.into(), old_gen.into()],
         );
     }
-    spi::write("DELETE FROM nl2sql.value_flags WHERE id = ANY ($1)", &[flags.to_vec().into()]);
+    spi::write("DELETE FROM nl2sql.value_flags WHERE id = ANY ($1)", &[flags.into()]);
     spi::write(
         &format!(
             "DELETE FROM nl2sql.value_queue q WHERE q.column_id = $1
