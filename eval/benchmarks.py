@@ -87,6 +87,37 @@ def questions(bench):
     return out
 
 
+def glossary_items(text):
+    """A glossary's definitions, one per top-level "- " bullet (indented lines stay with theirs)."""
+    items = []
+    for line in (text or "").splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("- ") or not items:
+            items.append(line[2:].strip() if line.startswith("- ") else line.strip())
+        else:
+            items[-1] += "\n" + line.rstrip()
+    return items
+
+
+def definitions(bench, db):
+    """What a DBA would store once as instructions for `db`: its glossary's definitions and the
+    distinct definitions its questions come with (defog-instruct's `instructions`, one a line);
+    none for spider-pg."""
+    if bench == "spider-pg":
+        return []
+    meta = json.loads((bench_dir(bench) / "meta" / f"{db}.json").read_text())
+    out = glossary_items(meta.get("glossary", ""))
+    for q in questions(bench):
+        if q["db"] != db or not q["hint"]:
+            continue
+        for line in q["hint"].splitlines():
+            line = line.strip().removeprefix("- ").strip()
+            if line and line not in out:
+                out.append(line)
+    return out
+
+
 def _psql_file(conn_kw, db, path):
     subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", str(conn_kw["host"]), "-p", str(conn_kw["port"]),
                     "-U", conn_kw["user"], "-d", db, "-f", str(path)], check=True, stdout=subprocess.DEVNULL)

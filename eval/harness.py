@@ -116,10 +116,12 @@ def start_cluster(args):
     return {"host": args.pgdir, "port": args.port, "user": "postgres"}
 
 
-def prepare_database(conn_kw, bench, db, no_keys=False):
+def prepare_database(conn_kw, bench, db, no_keys=False, instructions=False):
     """Loads `db` when missing (benchmarks.load); (re)creates the extension so it matches the
     build; does what a DBA deploying nl2sql does: indexes the values of every table's text
-    columns and profiles the relationships nobody declared. Returns the database's name."""
+    columns and profiles the relationships nobody declared; with `instructions`, stores the
+    database's definitions (benchmarks.definitions) as instructions, about the tables their
+    text names (the whole database when they name none). Returns the database's name."""
     name = benchmarks.load(conn_kw, bench, db, no_keys)
     with psycopg.connect(dbname=name, autocommit=True, **conn_kw) as c:
         c.execute("SET client_min_messages = warning")
@@ -129,6 +131,16 @@ def prepare_database(conn_kw, bench, db, no_keys=False):
             "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' AND nspname NOT IN ('information_schema', 'nl2sql')")]
         c.execute("SELECT count(*) FROM nl2sql.create_value_indexes(%s)", (schemas,))
         c.execute("SELECT count(*) FROM nl2sql.profile_relationships()")
+        if instructions:
+            c.execute(pgsql.SQL("SET search_path = {}").format(pgsql.SQL(", ").join(map(pgsql.Identifier, schemas))))
+            stored = benchmarks.definitions(bench, db)
+            for text in stored:
+                try:
+                    c.execute("SELECT nl2sql.add_instruction(%s)", (text,))
+                except psycopg.errors.InvalidParameterValue:
+                    # names no table: a definition about the whole database, as a DBA would say
+                    c.execute("SELECT nl2sql.add_instruction(%s, '{}')", (text,))
+            log(f"{name}: {len(stored)} instructions stored")
     return name
 
 
@@ -496,6 +508,11 @@ def select_questions(args):
     for q in items:
         q.update(bench=args.bench, part=benchmarks.part_of(args.bench, q["db"]), no_keys=args.no_keys,
                  dbname=q["db"] + (benchmarks.NO_KEYS_SUFFIX if args.no_keys else ""))
+    if args.definitions != "hint":
+        for q in items:
+            q["hint"] = None
+    if args.suite:
+        items = [q for q in items if q["suite"] == args.suite]
     if args.part:
         items = [q for q in items if q["part"] == args.part]
     if args.db:
@@ -523,6 +540,10 @@ def main():
                     help="which benchmark's questions (default spider-pg)")
     ap.add_argument("--part", choices=["tuning", "held-out"],
                     help="only the databases of this part of the split (default: both, reported apart)")
+    ap.add_argument("--definitions", choices=["hint", "instructions", "none"], default="hint",
+                    help="defog-instruct's definitions: as each question's hint (default), stored once "
+                         "per database as instructions (no hint), or not at all")
+    ap.add_argument("--suite", choices=["basic", "advanced"], help="only this suite of defog-instruct")
     ap.add_argument("--no-keys", action="store_true",
                     help="ask copies of the databases with every primary key, unique and foreign key constraint dropped")
     ap.add_argument("--sample", type=int, help="a random subset of N questions")
@@ -569,7 +590,7 @@ def main():
             prepare_wide(conn_kw)
         else:
             for db in dbs:
-                prepare_database(conn_kw, args.bench, db, args.no_keys)
+                prepare_database(conn_kw, args.bench, db, args.no_keys, args.definitions == "instructions")
                 if args.no_keys:
                     prepare_judge(conn_kw, args.bench, db)
 
@@ -582,6 +603,7 @@ def main():
     # --first reads and extends the results of the whole sample (records are kept by question).
     selection = ("" if args.bench == "spider-pg" else f"{args.bench}-") + (f"s{args.sample}-seed{args.seed}" if args.sample else "all") \
         + ("-wide" if args.wide else "") + ("-nokeys" if args.no_keys else "") + (f"-{args.part}" if args.part else "") \
+        + (f"-{args.suite}" if args.suite else "") + ("" if args.definitions == "hint" else f"-defs-{args.definitions}") \
         + (f"-{args.tag}" if args.tag else "")
     if any(CONFIGS[c].get(SYNTHETIC) for c in configs):
         for db in sorted({q["dbname"] for q in items}):

@@ -304,6 +304,45 @@ BEGIN
 END
 $$;
 
+-- Instructions: curators' definitions and rules, shown beside the questions they concern.
+-- Created before the sql_drop trigger below reads their table (the DROPs further down fire it).
+CREATE TABLE nl2sql.instruction_store (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    instruction text NOT NULL,
+    -- the SQL fragment the instruction stands for, shown with it (never run)
+    sql text,
+    -- the relations it concerns: a role is shown it only while it may SELECT from all of them
+    -- (regclass: pg_dump writes names, so a restore points at the same tables again)
+    relations regclass[] NOT NULL DEFAULT '{}',
+    enabled boolean NOT NULL DEFAULT true,
+    added_by oid NOT NULL,
+    added_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    -- the built-in embedder's vector of the instruction and its fragment
+    embedding vector(256) NOT NULL,
+    -- the in-database sentence model's (nl2sql.column_embedder = minilm; NULL until
+    -- nl2sql.refresh_value_indexes() or the insert computes it)
+    meaning vector(384)
+);
+-- A dropped relation's instructions, found by the sql_drop trigger (values.sql).
+CREATE INDEX instruction_store_relations ON nl2sql.instruction_store USING gin (relations);
+-- pg_dump keeps them: they are the curators' configuration, like a COMMENT.
+SELECT pg_catalog.pg_extension_config_dump('nl2sql.instruction_store', '');
+SELECT pg_catalog.pg_extension_config_dump('nl2sql.instruction_store_id_seq', '');
+
+-- Every role sees the instructions about relations it may SELECT from now (GRANT and REVOKE
+-- take effect at once; a dropped relation takes its instructions with it). One about no relation
+-- concerns the whole database and is shown to every role. src/pg/instructions.rs (READABLE_BY)
+-- holds the same condition for the curators' writes.
+CREATE VIEW nl2sql.instructions WITH (security_barrier) AS
+SELECT s.id, s.instruction, s.sql, s.relations, s.enabled, s.added_by::pg_catalog.regrole AS added_by, s.added_at,
+       s.embedding, s.meaning
+FROM nl2sql.instruction_store s
+WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
+                  WHERE NOT coalesce(pg_catalog.has_table_privilege(r.oid, 'SELECT'), false));
+GRANT SELECT ON nl2sql.instructions TO PUBLIC;
+COMMENT ON VIEW nl2sql.instructions IS
+    'curators'' instructions (definitions, business rules): those about relations the current role may read';
+
 CREATE OR REPLACE FUNCTION nl2sql._on_sql_drop()
 RETURNS event_trigger
 LANGUAGE plpgsql
@@ -315,13 +354,17 @@ DECLARE
     dropped record;
     retired record;
 BEGIN
-    -- The examples of a dropped relation go with it (its OID may name another one later).
+    -- The examples and instructions of a dropped relation go with it (its OID may name another
+    -- one later).
     -- Outside the block below, which swallows errors: a DROP whose examples cannot be deleted
     -- (a lock not granted in time, say) fails instead of leaving them behind.
     DELETE FROM nl2sql.example_store s
     USING pg_event_trigger_dropped_objects() o
     WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0
       AND (s.relations @> ARRAY[o.objid::regclass] OR s.sampled @> ARRAY[o.objid::regclass]);
+    DELETE FROM nl2sql.instruction_store s
+    USING pg_event_trigger_dropped_objects() o
+    WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0 AND s.relations @> ARRAY[o.objid::regclass];
     BEGIN
         PERFORM nextval('nl2sql.ddl_version');
         FOR obj IN
@@ -1175,3 +1218,34 @@ RETURNS void
 LANGUAGE sql VOLATILE STRICT
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT nl2sql._decide_relationship(from_relation::oid, ARRAY[from_column::text], to_relation::oid, ARRAY[to_column::text], 'forget') $$;
+
+
+CREATE FUNCTION nl2sql."_add_instruction"(
+	"instruction" TEXT, /* core :: option :: Option < & str > */
+	"tables" oid[], /* core :: option :: Option < Vec < core :: option :: Option < pg_sys :: Oid > > > */
+	"sql" TEXT /* core :: option :: Option < & str > */
+) RETURNS bigint /* i64 */
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_add_instruction_wrapper';
+
+CREATE FUNCTION nl2sql."remove_instruction"(
+	"id" bigint /* i64 */
+) RETURNS bool /* bool */
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'remove_instruction_wrapper';
+
+CREATE FUNCTION nl2sql."enable_instruction"(
+	"id" bigint, /* i64 */
+	"enabled" bool DEFAULT true /* bool */
+) RETURNS bool /* bool */
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'enable_instruction_wrapper';
+CREATE FUNCTION nl2sql.add_instruction(instruction text, tables regclass[] DEFAULT NULL, sql text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE sql VOLATILE
+AS $$ SELECT nl2sql._add_instruction($1, $2::pg_catalog.oid[], $3) $$;
+COMMENT ON FUNCTION nl2sql.add_instruction(text, regclass[], text) IS
+    'store a definition or rule for the questions about the given tables (by default the tables its text names); its id';

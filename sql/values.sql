@@ -379,13 +379,17 @@ DECLARE
     dropped record;
     retired record;
 BEGIN
-    -- The examples of a dropped relation go with it (its OID may name another one later).
+    -- The examples and instructions of a dropped relation go with it (its OID may name another
+    -- one later).
     -- Outside the block below, which swallows errors: a DROP whose examples cannot be deleted
     -- (a lock not granted in time, say) fails instead of leaving them behind.
     DELETE FROM nl2sql.example_store s
     USING pg_event_trigger_dropped_objects() o
     WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0
       AND (s.relations @> ARRAY[o.objid::regclass] OR s.sampled @> ARRAY[o.objid::regclass]);
+    DELETE FROM nl2sql.instruction_store s
+    USING pg_event_trigger_dropped_objects() o
+    WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0 AND s.relations @> ARRAY[o.objid::regclass];
     BEGIN
         PERFORM nextval('nl2sql.ddl_version');
         FOR obj IN

@@ -16,6 +16,8 @@ extension_sql_file!("../sql/introspect/column_stats.sql", name = "column_stats",
 extension_sql_file!("../sql/values.sql", name = "values", requires = ["bootstrap"]);
 extension_sql_file!("../sql/examples.sql", name = "examples", requires = ["bootstrap"]);
 extension_sql_file!("../sql/examples_builtin.sql", name = "examples_builtin", requires = ["examples", _example_key]);
+extension_sql_file!("../sql/instructions.sql", name = "instructions", requires = ["bootstrap"]);
+extension_sql_file!("../sql/instructions_api.sql", name = "instructions_api", requires = ["instructions", _add_instruction]);
 extension_sql_file!("../sql/history.sql", name = "history", requires = ["bootstrap"]);
 extension_sql_file!("../sql/inspect_api.sql", name = "inspect_api", requires = [_join_path]);
 extension_sql_file!("../sql/relationships.sql", name = "relationships", requires = ["bootstrap"]);

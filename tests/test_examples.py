@@ -5,28 +5,11 @@ import contextlib
 import pytest
 from psycopg import errors
 
+from helpers import prompts, scratch_role
+
 
 def ask(conn, question):
     return conn.execute("SELECT nl2sql(%s)", (question,)).fetchone()[0]
-
-
-def prompts(mock):
-    return ["\n".join(m["content"] for m in r["body"]["messages"]) for r in mock.requests()
-            if r["path"].endswith("/chat/completions")]
-
-
-@contextlib.contextmanager
-def scratch_role(admin, name, *grants):
-    """A role for one test, with these GRANT statements; dropped with what it owns after."""
-    admin.execute(f"DROP ROLE IF EXISTS {name}")
-    admin.execute(f"CREATE ROLE {name}")
-    for g in grants:
-        admin.execute(g)
-    try:
-        yield
-    finally:
-        admin.execute(f"DROP OWNED BY {name}")
-        admin.execute(f"DROP ROLE {name}")
 
 
 @pytest.fixture

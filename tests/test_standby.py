@@ -162,3 +162,24 @@ def test_history_feedback_and_follow_ups_on_a_standby(standby):
     finally:
         replica.close()
         primary.execute("DELETE FROM nl2sql.history")
+
+
+def test_instructions_added_on_the_primary_reach_the_standby_prompts(standby, mock):
+    """Instructions are chosen on the standby without a transaction ID; they are written on the
+    primary only."""
+    primary, info = standby
+    primary.execute("DELETE FROM nl2sql.instruction_store")
+    primary.execute("SELECT nl2sql.add_instruction('A harbour is busy when it has more than 2 berths')")
+    replica = psycopg.connect(autocommit=True, **info)
+    try:
+        caught_up(primary, replica)
+        explain = replica.execute("SELECT nl2sql_explain('[sure] Which harbours are busy?')").fetchone()[0]
+        assert [i["text"] for i in explain["instructions"]] == ["A harbour is busy when it has more than 2 berths"]
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction) as e:
+            replica.execute("SELECT nl2sql.add_instruction('ports are harbours')")
+        assert e.value.diag.message_primary == "cannot add instructions on a hot standby"
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            replica.execute("SELECT nl2sql.enable_instruction(1, false)")
+    finally:
+        replica.close()
+        primary.execute("DELETE FROM nl2sql.instruction_store")

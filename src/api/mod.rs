@@ -6,5 +6,6 @@ pub mod examples;
 pub mod explain;
 pub mod history;
 pub mod inspect;
+pub mod instructions;
 pub mod relationships;
 pub mod values;

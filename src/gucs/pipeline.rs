@@ -37,6 +37,10 @@ settings! {
         c"nl2sql.on_low_confidence", Userset, GucFlags::default(),
         c"What an answer below nl2sql.min_confidence does: notice (answer with a NOTICE) or error (abstain).",
         c"error raises SQLSTATE P0002 (no_data_found) with the candidates in DETAIL. Zero-shot answers have no confidence and never abstain.";
+    REFUSE_UNRELATED: bool = true,
+        c"nl2sql.refuse_unrelated", Userset, GucFlags::default(),
+        c"Whether a question none of whose words names a table, column, description or stored value the role may read is refused instead of answered.",
+        c"Raises SQLSTATE P0002 (no_data_found) before the model is asked; nl2sql_explain shows which words the schema covers.";
     MAX_CORRECTIONS: int = 1,
         c"nl2sql.max_corrections", Userset, GucFlags::default(),
         c"Correction rounds after a generated query fails.",
@@ -91,6 +95,11 @@ settings! {
         c"nl2sql.examples", Userset, GucFlags::default(),
         c"Examples shown to the model as few-shot (k nearest by masked question); 0 shows none.",
         c"From nl2sql.examples: only those whose SQL reads what the role may read.",
+        range(0, 20);
+    INSTRUCTIONS: int = 5,
+        c"nl2sql.instructions", Userset, GucFlags::default(),
+        c"Curators' instructions shown beside a question, at most (chosen by its words and meaning); 0 shows none.",
+        c"From nl2sql.instructions: only those about relations the role may read.",
         range(0, 20);
     GENERATORS: text = Some(c"open_sql,create_table"),
         c"nl2sql.generators", Userset, GucFlags::default(),
@@ -176,6 +185,14 @@ pub fn column_matches() -> usize {
 
 pub fn examples() -> usize {
     EXAMPLES.get().max(0) as usize
+}
+
+pub fn refuse_unrelated() -> bool {
+    REFUSE_UNRELATED.get()
+}
+
+pub fn instructions() -> usize {
+    INSTRUCTIONS.get().max(0) as usize
 }
 
 /// nl2sql.generators, in order, without repeats (checked when set).

@@ -54,7 +54,7 @@ pub fn scrub_text(text: String, secret: Option<&str>) -> String {
 #[allow(clippy::result_large_err)]
 pub fn run(question: &str, hint: Option<&str>, previous: Option<Previous>) -> (Result<Answer, (AskError, Trace)>, Option<String>) {
     let asked_at = history::now();
-    let q = Question { text: question.to_string(), hint: hint.map(str::to_string), previous };
+    let q = Question { text: question.to_string(), hint: hint.map(str::to_string), previous, ..Default::default() };
     if let Err(e) = pipeline::validate(&q) {
         errors::raise(&e);
     }
@@ -136,6 +136,8 @@ pub fn settings() -> Settings {
         agent_max_turns: gucs::agent_max_turns(),
         // No early stop (nl2sql.agreement = 0): no answer stands alone either.
         alone: (agreement > 0).then(gucs::alone_confidence),
+        instructions: gucs::instructions(),
+        refuse_unrelated: gucs::refuse_unrelated(),
     }
 }
 
@@ -225,6 +227,9 @@ impl Database for Sandboxed {
 
     fn similar_examples(&mut self, masked: &str, k: usize) -> Vec<nl2sql_core::prompt::examples::Example> {
         crate::pg::examples::similar(masked, k)
+    }
+    fn instructions(&mut self, question: &str) -> Vec<nl2sql_core::retrieval::instructions::Instruction> {
+        crate::pg::instructions::candidates(question)
     }
 
     fn similar_columns(&mut self, text: &str, k: usize) -> Vec<(u32, String, f32)> {

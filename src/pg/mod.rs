@@ -8,6 +8,7 @@ pub mod examples;
 pub mod explain;
 pub mod history;
 pub mod hooks;
+pub mod instructions;
 pub mod minilm;
 pub mod model;
 pub mod owner;

@@ -24,6 +24,9 @@ pub enum AskError {
     /// The candidates agreed less than nl2sql.min_confidence and nl2sql.on_low_confidence is
     /// error: no answer. Each group's votes, rows and query, best first.
     Abstained { confidence: f64, min: f64, samples: usize, groups: Vec<(usize, usize, String)> },
+    /// No word of the question names anything the role's tables hold (nl2sql.refuse_unrelated):
+    /// the question's words, and the tables (as written in SQL).
+    Unrelated { words: Vec<String>, tables: Vec<String> },
 }
 
 /// SQLSTATE of an abstention: no_data_found (P0002), "no answer", as a PL/pgSQL SELECT INTO
@@ -57,7 +60,7 @@ impl Diagnostic for AskError {
             AskError::NoTables => SqlState::UndefinedTable,
             AskError::OverBudget { .. } => SqlState::ConfigurationLimitExceeded,
             AskError::BadPrevious(_) => SqlState::InvalidParameterValue,
-            AskError::Abstained { .. } => ABSTAINED,
+            AskError::Abstained { .. } | AskError::Unrelated { .. } => ABSTAINED,
             AskError::Llm(r) => r.sqlstate,
             AskError::Refused { error, .. } => error.sqlstate(),
             AskError::Failed { failure, .. } => match failure {
@@ -83,6 +86,7 @@ impl Diagnostic for AskError {
             AskError::Abstained { confidence, min, .. } => {
                 format!("nl2sql abstains: confidence {confidence:.2} is below nl2sql.min_confidence ({min:.2})")
             }
+            AskError::Unrelated { .. } => "nl2sql abstains: the question is about nothing this database holds".into(),
             AskError::Llm(r) => r.message.clone(),
             AskError::Refused { error, .. } => error.message(),
             AskError::Failed { failure, .. } => match failure {
@@ -109,6 +113,10 @@ impl Diagnostic for AskError {
                 }
                 Some(d)
             }
+            AskError::Unrelated { words, .. } => Some(format!(
+                "No table, column, description or stored value the role may read matches a word of the question ({}).",
+                words.iter().take(10).map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", ")
+            )),
             AskError::OverBudget { needed, budget, spent } => Some(format!(
                 "One candidate needs about {needed} tokens (its prompt and {MIN_COMPLETION_TOKENS} for the answer); the budget is {budget} and {spent} are spent."
             )),
@@ -133,6 +141,14 @@ impl Diagnostic for AskError {
             AskError::Abstained { .. } => Some(
                 "Add a hint naming tables, columns or values, run one of the queries above yourself, or SET nl2sql.on_low_confidence = notice.".into(),
             ),
+            AskError::Unrelated { tables, .. } => {
+                let shown: Vec<&str> = tables.iter().take(12).map(String::as_str).collect();
+                let more = if tables.len() > shown.len() { format!(" and {} more", tables.len() - shown.len()) } else { String::new() };
+                Some(format!(
+                    "The role may read {}{more}; ask about what they hold, name a table in a hint, or SET nl2sql.refuse_unrelated = off.",
+                    shown.join(", ")
+                ))
+            }
             AskError::Llm(r) => r.hint.clone(),
             AskError::Refused { .. } => Some("nl2sql only runs single read-only queries; rephrase the question.".into()),
             AskError::Failed { failure: Failure::Timeout { .. }, .. } => {

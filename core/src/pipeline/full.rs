@@ -96,7 +96,7 @@ fn extract_columns(
         // (stored values are looked up after it).
         find_examples(q, schema, &[], settings, db, trace);
         let sections = examples::render(&trace.examples, false) + &q.follow_up();
-        let messages = extract::messages(&whole.text, &sections, &q.text, q.hint.as_deref());
+        let messages = extract::messages(&whole.text, &sections, &q.text, q.note().as_deref());
         // Under a token budget the extraction runs only when a candidate on the whole schema
         // (a prompt about as long as its own) still fits after it.
         let prompt = estimate(&messages);
@@ -272,7 +272,7 @@ fn prompts_for_candidates(
                 Generator::CreateTable => (focus.schema.render_ddl(settings.schema_max_tokens).text, "", ""),
             };
             let sections = generate::sections(examples, values, if settings.chain_of_thought { &ex.select } else { &[] }) + &q.follow_up();
-            (g, generate::query(g.layout(), &text, settings.chain_of_thought, &sections, &q.text, q.hint.as_deref()))
+            (g, generate::query(g.layout(), &text, settings.chain_of_thought, &sections, &q.text, q.note().as_deref()))
         })
         .collect()
 }

@@ -16,7 +16,7 @@ pub(super) fn interactive(run: Run<'_>) -> Result<(String, Execution), AskError>
     trace.tables_shown = schema.tables.len() - omitted;
     trace.tables_omitted = omitted;
     let mut messages =
-        crate::prompt::messages_in(crate::prompt::Layout::TableNames, &tables, agent::TASK, &q.follow_up(), &q.text, q.hint.as_deref());
+        crate::prompt::messages_in(crate::prompt::Layout::TableNames, &tables, agent::TASK, &q.follow_up(), &q.text, q.note().as_deref());
     trace.schema = tables;
     let mut answer: Option<(String, Execution)> = None;
     let mut last_failure: Option<AskError> = None;

@@ -16,6 +16,8 @@ use crate::safety::guard::{self, GuardError};
 use crate::model::llm::{ChatRequest, Completion, LlmError, Message};
 use crate::prompt::{Layout, MAX_PREVIOUS_SQL_BYTES};
 use crate::prompt::refine::{self, Failure};
+use crate::retrieval::coverage;
+use crate::retrieval::instructions::{self, Instruction};
 use crate::retrieval::retrieve::{self, ValueHint};
 use crate::schema::{Detail, Focus, Linking, Rendered, Schema};
 use vote::Ballot;
@@ -64,6 +66,12 @@ pub trait Database: ValueLookup {
     /// Up to `k` enabled examples whose masked question is nearest `masked`, among those whose
     /// SQL reads only what the caller may read; none by default.
     fn similar_examples(&mut self, _masked: &str, _k: usize) -> Vec<Example> {
+        Vec::new()
+    }
+    /// The enabled instructions the caller may see, at most
+    /// [`instructions::MAX_CANDIDATES`], nearest `question` in meaning first, each with its
+    /// similarity set; none by default.
+    fn instructions(&mut self, _question: &str) -> Vec<Instruction> {
         Vec::new()
     }
 }
@@ -238,6 +246,10 @@ pub struct Settings {
     /// never lets it stand alone (to choose a threshold). None asks the whole first wave at once.
     #[serde(rename = "alone_confidence")]
     pub alone: Option<f32>,
+    /// Curators' instructions shown beside the question, at most (nl2sql.instructions).
+    pub instructions: usize,
+    /// A question none of whose words the schema covers gets no query (nl2sql.refuse_unrelated).
+    pub refuse_unrelated: bool,
 }
 
 fn unlimited_as_zero<S: serde::Serializer>(n: &usize, s: S) -> Result<S::Ok, S::Error> {
@@ -268,6 +280,8 @@ impl Settings {
             token_budget: None,
             agent_max_turns: 10,
             alone: None,
+            instructions: 0,
+            refuse_unrelated: false,
         }
     }
 }
@@ -278,6 +292,8 @@ pub struct Question {
     pub hint: Option<String>,
     /// The question this one follows ("and in 2015?"), with the query that answered it.
     pub previous: Option<Previous>,
+    /// The curators' instructions chosen for it, as prompt lines (set when the run opens).
+    pub instructions: Vec<String>,
 }
 
 /// An earlier question and its query, for a follow-up.
@@ -291,6 +307,14 @@ pub struct Previous {
 }
 
 impl Question {
+    /// What prompts show after the question: the hint, then the instructions chosen for it,
+    /// one a line; None when there is neither.
+    fn note(&self) -> Option<String> {
+        let hint = self.hint.as_deref().map(str::trim).filter(|h| !h.is_empty());
+        let lines: Vec<&str> = hint.into_iter().chain(self.instructions.iter().map(String::as_str)).collect();
+        (!lines.is_empty()).then(|| lines.join("\n"))
+    }
+
     /// The section a follow-up adds before the question (empty otherwise).
     fn follow_up(&self) -> String {
         self.previous.as_ref().map(|p| crate::prompt::follow_up(&p.question, &p.sql)).unwrap_or_default()
@@ -434,6 +458,13 @@ pub fn ask(
     if schema.is_empty() {
         return Err((AskError::NoTables, trace));
     }
+    let instructed;
+    let q = if settings.instructions > 0 {
+        instructed = instruct(q, settings.instructions, db, &mut trace);
+        &instructed
+    } else {
+        q
+    };
     // Privacy: nothing read from rows reaches a prompt, whatever the caller loaded.
     let stripped;
     let schema = if settings.privacy {
@@ -442,6 +473,12 @@ pub fn ask(
     } else {
         schema
     };
+    if settings.refuse_unrelated {
+        if let Some(e) = unrelated(q, schema, settings, db, &mut trace) {
+            trace.wall_ms = ms(started.elapsed());
+            return Err((e, trace));
+        }
+    }
     let result = match settings.mode {
         Mode::ZeroShot => zero_shot(Run::new(q, schema, settings, llm, db, &mut trace)),
         Mode::Full => full(Run::new(q, schema, settings, llm, db, &mut trace)),
@@ -454,6 +491,44 @@ pub fn ask(
     }
 }
 
+/// The question with the instructions chosen for it (by its text and hint), recorded in the trace.
+fn instruct(q: &Question, k: usize, db: &mut dyn Database, trace: &mut Trace) -> Question {
+    let asked = match q.hint.as_deref() {
+        Some(h) => format!("{}\n{h}", q.text),
+        None => q.text.clone(),
+    };
+    let chosen = instructions::choose(&asked, db.instructions(&asked), k);
+    let mut out = q.clone();
+    out.instructions = chosen.iter().map(|i| i.line()).collect();
+    trace.instructions = chosen;
+    out
+}
+
+/// The refusal of a question none of whose words the schema covers (its names, descriptions,
+/// shown values, the instructions chosen for it) nor the value index finds; the coverage goes
+/// into the trace either way.
+fn unrelated(q: &Question, schema: &Schema, settings: &Settings, db: &mut dyn Database, trace: &mut Trace) -> Option<AskError> {
+    let mut asked = q.text.clone();
+    for part in q.hint.iter().chain(q.previous.as_ref().map(|p| &p.question)) {
+        asked.push('\n');
+        asked.push_str(part);
+    }
+    let mut vocabulary = coverage::Vocabulary::of_schema(schema);
+    for line in &q.instructions {
+        vocabulary.add_text(line);
+    }
+    let mut found = coverage::coverage(&asked, &vocabulary);
+    // Values the question names (not under privacy): a stored value is something the tables hold.
+    if found.unrelated() && !settings.privacy {
+        for v in db.similar_values(&asked, &[]) {
+            vocabulary.add_text(&v.value);
+        }
+        found = coverage::coverage(&asked, &vocabulary);
+    }
+    let refuse = found.unrelated();
+    trace.coverage = Some(found.clone());
+    refuse.then(|| AskError::Unrelated { words: found.uncovered, tables: schema.tables.iter().map(|t| t.ident.clone()).collect() })
+}
 
 pub mod agent;
 mod candidates;

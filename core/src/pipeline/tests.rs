@@ -68,6 +68,9 @@ struct FakeDb {
     masked: Vec<String>,
     /// Tables the pipeline asked to sample.
     sampled: Vec<usize>,
+    instructions: Vec<crate::retrieval::instructions::Instruction>,
+    /// Texts instructions were searched by.
+    instructed: Vec<String>,
 }
 
 impl ValueLookup for FakeDb {
@@ -118,6 +121,10 @@ impl Database for FakeDb {
         self.masked.push(masked.to_string());
         self.examples.iter().take(k).cloned().collect()
     }
+    fn instructions(&mut self, question: &str) -> Vec<crate::retrieval::instructions::Instruction> {
+        self.instructed.push(question.to_string());
+        self.instructions.clone()
+    }
     fn sample(&mut self, schema: &mut Schema, tables: &[usize]) {
         for &t in tables {
             self.sampled.push(t);
@@ -156,6 +163,8 @@ fn full() -> Settings {
         token_budget: None,
         agent_max_turns: 10,
         alone: None,
+        instructions: 0,
+        refuse_unrelated: false,
     }
 }
 
@@ -1008,7 +1017,7 @@ fn follow_up_carries_the_earlier_question_and_query() {
     }
     // The rules that read the question read the earlier question and query too (a follow-up
     // keeps the earlier query's tables), and the hint.
-    let q = Question { text: "and the youngest?".into(), hint: Some("only pop".into()), previous: Some(Previous { question: "Singers who performed?".into(), sql: "SELECT name FROM singer JOIN singer_in_concert USING (singer_id)".into(), history_id: None }) };
+    let q = Question { text: "and the youngest?".into(), hint: Some("only pop".into()), previous: Some(Previous { question: "Singers who performed?".into(), sql: "SELECT name FROM singer JOIN singer_in_concert USING (singer_id)".into(), history_id: None }), ..Default::default() };
     let said = q.said();
     assert!(said.starts_with("and the youngest?") && said.contains("only pop") && said.contains("performed") && said.contains("singer_in_concert"), "{said}");
     let bad = Question { text: "and then?".into(), previous: Some(Previous { question: " ".into(), sql: "SELECT 1".into(), history_id: None }), ..Default::default() };
@@ -1189,4 +1198,90 @@ fn failures_are_corrected_only_while_nothing_returned_rows() {
     let a = ask(&q("names"), &star_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
     assert_eq!(a.sql, "SELECT name FROM singer");
     assert_eq!(a.trace.llm_calls.iter().filter(|c| c.stage == "correct").count(), 2);
+}
+
+fn instruction(id: i64, text: &str) -> crate::retrieval::instructions::Instruction {
+    crate::retrieval::instructions::Instruction { id, text: text.into(), sql: None, meaning: 0.1, sentence: false, words: 0.0, score: 0.0 }
+}
+
+#[test]
+fn chosen_instructions_follow_the_question_in_every_mode() {
+    let schema = sample_schema();
+    for mode in [Mode::ZeroShot, Mode::Full, Mode::Interactive] {
+        let mut db = FakeDb {
+            instructions: vec![instruction(7, "A senior singer is one aged 60 or more"), instruction(8, "Weekend days are Saturday and Sunday")],
+            ..Default::default()
+        };
+        let base = if mode == Mode::Full { full() } else { settings() };
+        let s = Settings { mode, instructions: 3, agent_max_turns: 2, ..base };
+        let mut llm = Script { answers: vec![Ok("```sql\nSELECT count(*) FROM singer WHERE age >= 60\n```".into()); 8], seen: vec![] };
+        let question = Question { text: "How many senior singers?".into(), hint: Some("count them".into()), ..Default::default() };
+        let trace = match ask(&question, &schema, &s, &mut llm, &mut db) {
+            Ok(a) => a.trace,
+            Err((_, t)) => t,
+        };
+        assert_eq!(db.instructed, vec!["How many senior singers?\ncount them".to_string()], "{mode:?}");
+        assert_eq!(trace.instructions.iter().map(|i| i.id).collect::<Vec<_>>(), vec![7], "{mode:?}");
+        // After the question and its hint, in every prompt of the run; the unrelated one nowhere.
+        let prompts = llm.prompts();
+        assert!(!prompts.is_empty());
+        for p in prompts {
+            let user = &p[1].content;
+            assert!(user.contains("### Question: How many senior singers?\n### Note: count them\nA senior singer is one aged 60 or more\n"), "{mode:?}: {user}");
+            assert!(!user.contains("Weekend"), "{mode:?}");
+        }
+    }
+}
+
+#[test]
+fn no_instructions_are_searched_when_none_are_asked_for() {
+    let mut db = FakeDb { instructions: vec![instruction(7, "A senior singer is one aged 60 or more")], ..Default::default() };
+    let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
+    let a = ask(&q("How many senior singers?"), &sample_schema(), &settings(), &mut llm, &mut db).map_err(|e| e.0).unwrap();
+    assert!(db.instructed.is_empty() && a.trace.instructions.is_empty());
+    assert!(!llm.prompts()[0][1].content.contains("senior singer is"));
+}
+
+#[test]
+fn instructions_alone_make_a_note() {
+    let mut db = FakeDb { instructions: vec![instruction(7, "A senior singer is one aged 60 or more")], ..Default::default() };
+    let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
+    let s = Settings { instructions: 1, ..settings() };
+    ask(&q("How many senior singers?"), &sample_schema(), &s, &mut llm, &mut db).map_err(|e| e.0).unwrap();
+    assert!(llm.prompts()[0][1].content.ends_with("### Question: How many senior singers?\n### Note: A senior singer is one aged 60 or more\n"));
+}
+
+#[test]
+fn a_question_about_nothing_the_schema_holds_is_refused_before_the_model_is_asked() {
+    let s = Settings { refuse_unrelated: true, ..settings() };
+    let mut db = FakeDb::default();
+    let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
+    let (e, trace) = ask(&q("Which planet is the largest in the solar system?"), &sample_schema(), &s, &mut llm, &mut db).err().unwrap();
+    assert!(matches!(&e, AskError::Unrelated { words, .. } if words == &["planet", "solar", "system"]), "{e:?}");
+    assert_eq!(e.sqlstate().code(), "P0002");
+    assert!(e.detail().unwrap().contains("\"planet\", \"solar\", \"system\""));
+    assert!(e.hint().unwrap().starts_with("The role may read singer"), "{:?}", e.hint());
+    assert!(llm.seen.is_empty() && db.executed.is_empty());
+    // The value index was asked before refusing.
+    assert_eq!(db.lookups, vec!["Which planet is the largest in the solar system?".to_string()]);
+    assert!(trace.coverage.unwrap().covered.is_empty());
+}
+
+#[test]
+fn a_stored_value_or_an_instruction_makes_a_question_related() {
+    let s = Settings { refuse_unrelated: true, instructions: 2, ..settings() };
+    let question = q("Which planet is the largest in the solar system?");
+    let mut db = FakeDb { values: vec![ValueHint { column: "singer.name".into(), value: "Solar Flare".into(), score: 0.9 }], ..Default::default() };
+    let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
+    let a = ask(&question, &sample_schema(), &s, &mut llm, &mut db).map_err(|e| e.0).unwrap();
+    assert_eq!(a.trace.coverage.unwrap().covered, vec!["solar"]);
+    let mut db = FakeDb { instructions: vec![instruction(3, "A planet is a singer with over a million records sold")], ..Default::default() };
+    let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
+    assert!(ask(&question, &sample_schema(), &s, &mut llm, &mut db).is_ok());
+    // A question the schema covers looks no values up for this: the one lookup is the path's own.
+    let mut db = FakeDb::default();
+    let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
+    let a = ask(&q("How many singers are there?"), &sample_schema(), &s, &mut llm, &mut db).map_err(|e| e.0).unwrap();
+    assert_eq!(db.lookups.len(), 1);
+    assert!(a.trace.coverage.unwrap().uncovered.is_empty());
 }

@@ -46,6 +46,12 @@ pub struct Trace {
     /// Examples shown to the candidates (few-shot), nearest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Example>,
+    /// Curators' instructions shown beside the question (nl2sql.instructions), best first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub instructions: Vec<crate::retrieval::instructions::Instruction>,
+    /// Which words of the question the schema covers (nl2sql.refuse_unrelated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<crate::retrieval::coverage::Coverage>,
     /// The interactive agent's turns: thought, action, observation.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<crate::pipeline::agent::Turn>,

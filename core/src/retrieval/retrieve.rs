@@ -42,7 +42,7 @@ pub const MAX_PHRASES: usize = 24;
 /// value: "town" matching "Town 7" must not tie with "town 7" matching it.
 pub const PHRASE_MATCH: f32 = 0.95;
 
-fn is_stopword(w: &str) -> bool {
+pub(crate) fn is_stopword(w: &str) -> bool {
     STOPWORDS.binary_search(&w).is_ok()
 }
 

@@ -91,7 +91,7 @@ fn meaning(masked: &[String]) -> Option<Vec<String>> {
 
 /// A quoted schema name of pgvector (its operators are spelled out in queries that run with
 /// the caller's search_path).
-fn vector_schema() -> String {
+pub(crate) fn vector_schema() -> String {
     spi::read::<String>(
         "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension v
          JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) v.extnamespace
@@ -104,7 +104,7 @@ fn vector_schema() -> String {
 /// Checks an example's question, hint and SQL, and runs the SQL in the sandbox as the role
 /// generated SQL runs as; the relations it needed SELECT on, or an error.
 fn validate(question: &str, sql: &str, hint: Option<&str>) -> Vec<pg_sys::Oid> {
-    let q = pipeline::Question { text: question.to_string(), hint: hint.map(str::to_string), previous: None };
+    let q = pipeline::Question { text: question.to_string(), hint: hint.map(str::to_string), ..Default::default() };
     if let Err(e) = pipeline::validate(&q) {
         raise(&e);
     }

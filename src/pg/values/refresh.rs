@@ -62,6 +62,7 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
             embed_pending_columns(&columns);
             // The examples library's masked questions, with the same model.
             crate::pg::examples::embed_meanings();
+            crate::pg::instructions::embed_meanings();
         }
     });
     out
