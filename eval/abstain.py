@@ -61,6 +61,7 @@ def main():
             c.execute("SET nl2sql.llm_url = 'http://127.0.0.1:9/v1'")
             c.execute("SET nl2sql.llm_max_retries = 0")
             c.execute("SET nl2sql.history = off")
+            c.execute("SET nl2sql.refuse_unrelated = on")
             conns[db] = c
         return conns[db]
 

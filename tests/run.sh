@@ -38,15 +38,10 @@ for _ in $(seq 1 50); do
   sleep 0.1
 done
 
-# The suites script the model's answers with tagged questions ("[http500] anything") that name
-# nothing in the database: refusing unrelated questions (on by default) is off for them, and the
-# tests of abstention turn it on (tests/test_abstention.py; pg_test/sql/basics.sql shows the
-# default).
 "$ROOT/scripts/pg.sh" start "$RUN/pg" "$PG_PORT" \
   "nl2sql.llm_url = 'http://127.0.0.1:$MOCK_PORT/v1'" \
   "nl2sql.llm_model = 'mock-model'" \
-  "nl2sql.llm_timeout = '20s'" \
-  "nl2sql.refuse_unrelated = off"
+  "nl2sql.llm_timeout = '20s'"
 export PGHOST=$RUN/pg PGPORT=$PG_PORT PGUSER=postgres
 psql() { "$BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 

@@ -1,5 +1,5 @@
 """Questions about nothing the database holds are refused before the model is asked
-(nl2sql.refuse_unrelated, on by default; tests/run.sh turns it off for the scripted suites)."""
+(nl2sql.refuse_unrelated, off by default)."""
 import psycopg
 import pytest
 from psycopg import errors
@@ -69,3 +69,10 @@ def test_a_role_is_refused_about_tables_it_may_not_read(connect, conn, mock):
     finally:
         admin.execute("DROP OWNED BY noor")
         admin.execute("DROP ROLE noor")
+
+
+def test_a_follow_up_is_never_refused(conn, mock):
+    sql = conn.execute("SELECT nl2sql('[sure] and on Mars?', previous_question => 'How many singers are there?', "
+                       "previous_sql => 'SELECT count(*) FROM singer')").fetchone()[0]
+    assert sql.startswith("SELECT")
+    assert chat_requests(mock)

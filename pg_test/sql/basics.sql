@@ -7,8 +7,6 @@
 -- shared_preload_libraries. The API key is not listed (only superusers may read it, with SHOW).
 LOAD 'nl2sql';
 SELECT name, setting, unit, context FROM pg_settings WHERE name LIKE 'nl2sql.%' ORDER BY name;
--- tests/run.sh turns refusing unrelated questions off for the scripted suites; the default is on.
-SELECT name, boot_val FROM pg_settings WHERE name = 'nl2sql.refuse_unrelated';
 
 -- What the model is shown: every table and column you may SELECT, with types, keys,
 -- comments and sampled values (Open-SQL's format).

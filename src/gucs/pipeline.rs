@@ -37,10 +37,10 @@ settings! {
         c"nl2sql.on_low_confidence", Userset, GucFlags::default(),
         c"What an answer below nl2sql.min_confidence does: notice (answer with a NOTICE) or error (abstain).",
         c"error raises SQLSTATE P0002 (no_data_found) with the candidates in DETAIL. Zero-shot answers have no confidence and never abstain.";
-    REFUSE_UNRELATED: bool = true,
+    REFUSE_UNRELATED: bool = false,
         c"nl2sql.refuse_unrelated", Userset, GucFlags::default(),
         c"Whether a question none of whose words names a table, column, description or stored value the role may read is refused instead of answered.",
-        c"Raises SQLSTATE P0002 (no_data_found) before the model is asked; nl2sql_explain shows which words the schema covers.";
+        c"Raises SQLSTATE P0002 (no_data_found) before the model is asked; nl2sql_explain shows which words the schema covers. Off by default: words are matched, not meanings, so a question naming nothing literally is refused too.";
     MAX_CORRECTIONS: int = 1,
         c"nl2sql.max_corrections", Userset, GucFlags::default(),
         c"Correction rounds after a generated query fails.",

@@ -37,6 +37,8 @@ const EXTRACTION_MAX_TOKENS: u32 = 256;
 pub const COLUMN_MATCH_MIN_SCORE: f32 = 0.6;
 /// Columns retrieval links to a question on a wide schema, at least (nl2sql.column_matches).
 const LINKED_COLUMNS: usize = 8;
+/// Most text the instructions chosen for one question add to its prompts, in bytes.
+pub const MAX_INSTRUCTION_CHARS: usize = 3_000;
 /// Least completion a request is sent with under a token budget (a short query).
 pub const MIN_COMPLETION_TOKENS: usize = 64;
 
@@ -473,7 +475,8 @@ pub fn ask(
     } else {
         schema
     };
-    if settings.refuse_unrelated {
+    // A follow-up ("and in Paris?") rests on the earlier question and its query: never refused.
+    if settings.refuse_unrelated && q.previous.is_none() {
         if let Some(e) = unrelated(q, schema, settings, db, &mut trace) {
             trace.wall_ms = ms(started.elapsed());
             return Err((e, trace));
@@ -497,7 +500,16 @@ fn instruct(q: &Question, k: usize, db: &mut dyn Database, trace: &mut Trace) ->
         Some(h) => format!("{}\n{h}", q.text),
         None => q.text.clone(),
     };
-    let chosen = instructions::choose(&asked, db.instructions(&asked), k);
+    let mut chosen = instructions::choose(&asked, db.instructions(&asked), k);
+    // Best first, as many as fit MAX_INSTRUCTION_CHARS (the first always: it is at most
+    // instructions::MAX_TEXT_CHARS and a fragment).
+    let mut used = 0;
+    chosen.retain(|i| {
+        let n = i.line().len();
+        let keep = used == 0 || used + n <= MAX_INSTRUCTION_CHARS;
+        used += if keep { n } else { 0 };
+        keep
+    });
     let mut out = q.clone();
     out.instructions = chosen.iter().map(|i| i.line()).collect();
     trace.instructions = chosen;
@@ -509,7 +521,7 @@ fn instruct(q: &Question, k: usize, db: &mut dyn Database, trace: &mut Trace) ->
 /// into the trace either way.
 fn unrelated(q: &Question, schema: &Schema, settings: &Settings, db: &mut dyn Database, trace: &mut Trace) -> Option<AskError> {
     let mut asked = q.text.clone();
-    for part in q.hint.iter().chain(q.previous.as_ref().map(|p| &p.question)) {
+    for part in q.hint.iter() {
         asked.push('\n');
         asked.push_str(part);
     }

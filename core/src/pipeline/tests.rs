@@ -1285,3 +1285,19 @@ fn a_stored_value_or_an_instruction_makes_a_question_related() {
     assert_eq!(db.lookups.len(), 1);
     assert!(a.trace.coverage.unwrap().uncovered.is_empty());
 }
+
+#[test]
+fn a_follow_up_is_never_refused_and_instructions_are_capped() {
+    let s = Settings { refuse_unrelated: true, instructions: 5, ..settings() };
+    let earlier = Previous { question: "How many singers?".into(), sql: "SELECT count(*) FROM singer".into(), history_id: None };
+    let question = Question { text: "and on planet Mars?".into(), previous: Some(earlier), ..Default::default() };
+    let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
+    let a = ask(&question, &sample_schema(), &s, &mut llm, &mut FakeDb::default()).map_err(|e| e.0).unwrap();
+    assert!(a.trace.coverage.is_none());
+    // Long instructions: the best first, then only what fits.
+    let long = |id: i64| instruction(id, &format!("singer rule {id}: {}", "x".repeat(1_400)));
+    let mut db = FakeDb { instructions: vec![long(1), long(2), long(3)], ..Default::default() };
+    let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
+    let a = ask(&q("Which singer rule applies?"), &sample_schema(), &s, &mut llm, &mut db).map_err(|e| e.0).unwrap();
+    assert_eq!(a.trace.instructions.len(), 2);
+}

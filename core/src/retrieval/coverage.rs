@@ -70,11 +70,13 @@ impl Vocabulary {
         self.add_text(&split_camel(name));
     }
 
-    /// The words of a text.
+    /// The words of a text, however long (each folded alone: fold reads a bounded prefix).
     pub fn add_text(&mut self, text: &str) {
-        for w in embed::words(&embed::fold(text)) {
-            self.words.insert(forms::singular(w).unwrap_or_else(|| w.to_string()));
-            self.words.insert(w.to_string());
+        for raw in text.split(|c: char| !c.is_alphanumeric()).filter(|r| !r.is_empty()) {
+            for w in embed::words(&embed::fold(raw)) {
+                self.words.insert(forms::singular(w).unwrap_or_else(|| w.to_string()));
+                self.words.insert(w.to_string());
+            }
         }
     }
 
@@ -206,6 +208,13 @@ mod tests {
         let c = coverage("What are the top 3 in 2015?", &v);
         assert!(c.covered.is_empty() && c.uncovered.is_empty() && !c.unrelated(), "{c:?}");
         assert!(!coverage("", &v).unrelated());
+    }
+
+    #[test]
+    fn words_late_in_a_long_text_count() {
+        let mut v = Vocabulary::default();
+        v.add_text(&format!("{} warehouse", "filler ".repeat(100)));
+        assert!(v.covers("warehouse"));
     }
 
     #[test]
