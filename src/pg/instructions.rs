@@ -161,10 +161,7 @@ fn relations(tables: Option<Vec<Option<pg_sys::Oid>>>, text: &str, sql: Option<&
 /// The sentence model's vector of a text when nl2sql.column_embedder is minilm (a pgvector
 /// literal); None otherwise.
 fn meaning(text: &str) -> Option<String> {
-    if crate::gucs::column_embedder() != crate::gucs::ColumnEmbedder::MiniLm {
-        return None;
-    }
-    crate::pg::minilm::embed(&[text.to_string()]).pop().map(|v| crate::pg::embedder::vector_literal(&v))
+    crate::pg::examples::meaning(&[text.to_string()]).and_then(|mut v| v.pop())
 }
 
 /// What the embedders read of an instruction: its text and fragment.
@@ -217,26 +214,12 @@ pub fn set_enabled(id: i64, enabled: bool) -> bool {
 /// Computes the sentence model's vector of every instruction that has none (minilm only), as
 /// the extension's owner; how many.
 pub fn embed_meanings() -> usize {
-    if crate::gucs::column_embedder() != crate::gucs::ColumnEmbedder::MiniLm {
-        return 0;
-    }
-    owner::as_owner(|| {
-        let rows: Vec<(i64, String)> = spi::rows(
-            "SELECT id, instruction OPERATOR(pg_catalog.||) coalesce(E'\\n' OPERATOR(pg_catalog.||) sql, '')
-             FROM nl2sql.instruction_store WHERE meaning IS NULL ORDER BY id",
-            &[],
-            |r| Some((r.get::<i64>(1).ok()??, r.get::<String>(2).ok()??)),
-        );
-        let texts: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
-        let vectors: Vec<String> = crate::pg::minilm::embed(&texts).iter().map(|v| crate::pg::embedder::vector_literal(v)).collect();
-        let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
-        spi::write(
-            "UPDATE nl2sql.instruction_store s SET meaning = x.m::vector
-             FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::text[])) AS x(id, m) WHERE s.id = x.id",
-            &[ids.into(), vectors.into()],
-        );
-        rows.len()
-    })
+    crate::pg::examples::embed_missing(
+        "SELECT id, instruction OPERATOR(pg_catalog.||) coalesce(E'\\n' OPERATOR(pg_catalog.||) sql, '')
+         FROM nl2sql.instruction_store WHERE meaning IS NULL ORDER BY id",
+        "UPDATE nl2sql.instruction_store s SET meaning = x.m::vector
+         FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::text[])) AS x(id, m) WHERE s.id = x.id",
+    )
 }
 
 /// The enabled instructions the current role may see, nearest `question` in meaning first (at

@@ -6,23 +6,26 @@ use super::*;
 /// Computes the sentence model's vector of every example that has none (minilm only), as the
 /// extension's owner; how many.
 pub fn embed_meanings() -> usize {
+    embed_missing(
+        "SELECT id, question_masked FROM nl2sql.example_store WHERE meaning IS NULL ORDER BY id",
+        "UPDATE nl2sql.example_store s SET meaning = x.m::vector
+         FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::text[])) AS x(id, m) WHERE s.id = x.id",
+    )
+}
+
+/// The sentence model's vectors (minilm only), as the extension's owner, of the texts `select`
+/// returns (id, text), written back by `update` ($1 the ids, $2 the vectors); how many. The
+/// examples' and the instructions' meanings.
+pub fn embed_missing(select: &str, update: &str) -> usize {
     if crate::gucs::column_embedder() != crate::gucs::ColumnEmbedder::MiniLm {
         return 0;
     }
     owner::as_owner(|| {
-        let rows: Vec<(i64, String)> = spi::rows(
-            "SELECT id, question_masked FROM nl2sql.example_store WHERE meaning IS NULL ORDER BY id",
-            &[],
-            |r| Some((r.get::<i64>(1).ok()??, r.get::<String>(2).ok()??)),
-        );
+        let rows: Vec<(i64, String)> = spi::rows(select, &[], |r| Some((r.get::<i64>(1).ok()??, r.get::<String>(2).ok()??)));
         let texts: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
         let Some(vectors) = meaning(&texts) else { return 0 };
         let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
-        spi::write(
-            "UPDATE nl2sql.example_store s SET meaning = x.m::vector
-             FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::text[])) AS x(id, m) WHERE s.id = x.id",
-            &[ids.into(), vectors.into()],
-        );
+        spi::write(update, &[ids.into(), vectors.into()]);
         rows.len()
     })
 }

@@ -27,7 +27,7 @@ use std::collections::HashSet;
 mod curate;
 mod generate;
 mod search;
-pub use curate::{add, embed_meanings, offer, remove, set_enabled};
+pub use curate::{add, embed_meanings, embed_missing, offer, remove, set_enabled};
 pub use generate::{generate, write_thoughts};
 pub use search::similar;
 
@@ -82,7 +82,7 @@ pub fn key(question: &str, sql: &str) -> (String, Vec<f32>) {
 
 /// The sentence model's vectors of masked questions (pgvector literals) when
 /// nl2sql.column_embedder is minilm; None otherwise.
-fn meaning(masked: &[String]) -> Option<Vec<String>> {
+pub(crate) fn meaning(masked: &[String]) -> Option<Vec<String>> {
     if crate::gucs::column_embedder() != crate::gucs::ColumnEmbedder::MiniLm {
         return None;
     }
