@@ -109,9 +109,10 @@ pub fn named(text: &str) -> Vec<String> {
     out
 }
 
-/// Chooses at most `k` of `found` for `question`: each scores its cosine similarity of meaning
-/// plus the share of the question's words it holds, each word weighted by its rarity among
-/// the candidates (a word every instruction holds tells them apart by nothing). An instruction
+/// Chooses at most `k` of `found` for `question`: each scores the share of the question's words
+/// it holds, each word weighted by its rarity among the candidates (a word every instruction
+/// holds tells them apart by nothing), plus, from the sentence model, its cosine similarity of
+/// meaning. An instruction
 /// is chosen when it shares a word with the question or the sentence model finds it close in
 /// meaning (MIN_MEANING), and scores at least MIN_SHARE_OF_BEST of the best; best first, ties by id.
 pub fn choose(question: &str, found: Vec<Instruction>, k: usize) -> Vec<Instruction> {
@@ -140,12 +141,15 @@ pub fn choose(question: &str, found: Vec<Instruction>, k: usize) -> Vec<Instruct
         crate::interrupt::check();
         let shared: f32 = words.iter().filter(|w| asked.contains(*w)).map(|w| idf(w.as_str())).sum();
         i.words = if mass > 0.0 { shared / mass } else { 0.0 };
-        i.score = i.meaning.max(0.0) + i.words;
+        // The built-in embedder's similarity is no meaning (unrelated sentences score about 0.5
+        // with it): added to every score, it would keep any instruction sharing a common word
+        // within MIN_SHARE_OF_BEST of the best. It only breaks ties.
+        i.score = i.words + if i.sentence { i.meaning.max(0.0) } else { 0.0 };
         if i.words > 0.0 || (i.sentence && i.meaning >= MIN_MEANING) {
             chosen.push(i);
         }
     }
-    chosen.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+    chosen.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.meaning.total_cmp(&a.meaning)).then(a.id.cmp(&b.id)));
     let best = chosen.first().map(|i| i.score).unwrap_or(0.0);
     chosen.retain(|i| i.score >= MIN_SHARE_OF_BEST * best);
     chosen.truncate(k);
@@ -180,6 +184,27 @@ mod tests {
         assert_eq!(chosen.first().map(|i| i.id), Some(1), "{chosen:?}");
         let chosen = choose("How many active customers are there?", glossary(), 3);
         assert_eq!(ids(&chosen), vec![3]);
+    }
+
+    #[test]
+    fn a_word_every_instruction_shares_brings_none_of_them_along() {
+        // The built-in embedder scores every pair about 0.5: no meaning to go by.
+        let found = vec![
+            ins(1, "Always join transactions with tickers on the ticker id", 0.55),
+            ins(2, "Weekend transactions are those on Saturday or Sunday", 0.52),
+            ins(3, "The success rate of transactions is successful transactions over all transactions", 0.5),
+            ins(4, "Net amount of transactions = amount minus tax and commission", 0.56),
+        ];
+        let chosen = choose("For customers with at least 5 transactions, what is their success rate?", found.clone(), 5);
+        assert_eq!(ids(&chosen), vec![3], "{chosen:?}");
+        // With the sentence model, meaning counts.
+        let sentences: Vec<Instruction> = found.into_iter().map(|mut i| {
+            i.sentence = true;
+            i.meaning = if i.id == 2 { 0.9 } else { 0.1 };
+            i
+        }).collect();
+        let chosen = choose("Which transactions happened on a weekend day?", sentences, 5);
+        assert_eq!(chosen.first().map(|i| i.id), Some(2), "{chosen:?}");
     }
 
     #[test]
