@@ -3,16 +3,21 @@
 (eval/unanswerable.json, written for this), and how many answerable benchmark questions it
 refuses wrongly (spider-pg and defog-instruct, every question).
 
-The refusal of a question about nothing the role's tables hold (nl2sql.refuse_unrelated) is made
-before the model is asked, so this runs without a model: the endpoint is a closed port, and a
-question that is not refused fails reaching it. Prints the counts per benchmark and kind, and
-every false refusal.
+The refusal (nl2sql.refuse_unrelated) is decided before any query is written: by the question's
+words, and where some are not matched by the model's yes or no on whether the tables hold what it
+asks about. With --model URL a proxy in front of that endpoint passes the yes-or-no questions on
+and fails every other request (a question that is not refused fails writing its query, quickly);
+without it the endpoint is a closed port and the words decide alone. Prints the counts per
+benchmark and kind, and every false refusal.
 
-  .venv/bin/python eval/abstain.py [--no-setup] [--instructions]
+  .venv/bin/python eval/abstain.py [--no-setup] [--instructions] [--model http://127.0.0.1:8080/v1]
 """
 import argparse
+import http.server
 import json
 import sys
+import threading
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -22,7 +27,8 @@ import benchmarks
 import harness
 
 ROOT = Path(__file__).resolve().parent.parent
-REFUSED = "nl2sql abstains: the question is about nothing this database holds"
+REFUSED = ("nl2sql abstains: the question is about nothing this database holds",
+           "nl2sql abstains: the tables do not hold what the question asks about")
 
 
 def refused(conn, question, hint=None):
@@ -31,7 +37,54 @@ def refused(conn, question, hint=None):
         conn.execute("SELECT nl2sql(%s, %s)", (question, hint))
         return False, "answered"
     except psycopg.Error as e:
-        return e.sqlstate == "P0002" and e.diag.message_primary == REFUSED, e.diag.message_primary
+        return e.sqlstate == "P0002" and e.diag.message_primary in REFUSED, e.diag.message_primary
+
+
+ANSWERS = Counter()
+# The answerability task's last words (core/src/prompt/text/answerable_task.txt).
+ANSWERABLE = "Answer with one word: yes or no."
+
+
+def proxy(upstream):
+    """A local endpoint passing the answerability requests to `upstream` and failing the rest;
+    returns its URL."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            try:
+                last = json.loads(body)["messages"][-1]["content"]
+            except (ValueError, KeyError, IndexError, TypeError):
+                last = ""
+            if ANSWERABLE not in last:
+                self.send_response(503)
+                self.end_headers()
+                return
+            headers = {"Content-Type": "application/json"}
+            if self.headers.get("Authorization"):
+                headers["Authorization"] = self.headers["Authorization"]
+            req = urllib.request.Request(upstream.rstrip("/") + self.path.removeprefix("/v1"), data=body, headers=headers)
+            try:
+                with urllib.request.urlopen(req, timeout=600) as r:
+                    reply = r.read()
+                word = json.loads(reply)["choices"][0]["message"]["content"].strip().strip(".!\"'*`").lower()
+            except Exception:  # counted, then failed: the question falls back to its words
+                ANSWERS["failed"] += 1
+                self.send_response(502)
+                self.end_headers()
+                return
+            ANSWERS[word if word in ("yes", "no") else "other"] += 1
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
 
 
 def main():
@@ -39,10 +92,12 @@ def main():
     ap.add_argument("--no-setup", action="store_true", help="databases and extension are ready")
     ap.add_argument("--instructions", action="store_true",
                     help="defog-instruct's definitions stored as instructions, its questions asked without hints")
+    ap.add_argument("--model", help="the model endpoint that answers the yes-or-no questions (OpenAI-compatible)")
     ap.add_argument("--pgdir", default="/tmp/nl2sql-eval")
     ap.add_argument("--port", type=int, default=55440)
     args = ap.parse_args()
     conn_kw = harness.start_cluster(args)
+    url = proxy(args.model) if args.model else "http://127.0.0.1:9/v1"
     unanswerable = json.loads((ROOT / "eval" / "unanswerable.json").read_text())["questions"]
     answerable = []
     for bench in ("spider-pg", "defog-instruct"):
@@ -58,10 +113,13 @@ def main():
     def conn_for(db):
         if db not in conns:
             c = psycopg.connect(dbname=db, autocommit=True, **conn_kw)
-            c.execute("SET nl2sql.llm_url = 'http://127.0.0.1:9/v1'")
+            c.execute("SELECT set_config('nl2sql.llm_url', %s, false)", (url,))
             c.execute("SET nl2sql.llm_max_retries = 0")
+            c.execute("SET nl2sql.llm_timeout = 120000")
             c.execute("SET nl2sql.history = off")
             c.execute("SET nl2sql.refuse_unrelated = on")
+            if not args.instructions:
+                c.execute("SET nl2sql.instructions = 0")
             conns[db] = c
         return conns[db]
 
@@ -91,6 +149,8 @@ def main():
             print(f"  {bench:15} {kind:8} {refusals[(bench, kind)]:3} / {n:3}")
     n_all, r_all = sum(asked.values()), sum(refusals.values())
     print(f"  all                      {r_all:3} / {n_all:3}  {100 * r_all / n_all:.1f} %")
+    if args.model:
+        print(f"the model's answers: {dict(ANSWERS)}")
     print("answerable benchmark questions refused:")
     for bench in ("spider-pg", "defog-instruct"):
         print(f"  {bench:15} {false[bench]:3} / {total[bench]:3}  {100 * false[bench] / total[bench]:.1f} %")

@@ -47,11 +47,15 @@ DEFAULTS = {
     "nl2sql.candidates": "5", "nl2sql.agreement": "2", "nl2sql.temperature": "0.7",
     "nl2sql.generators": "open_sql,create_table", "nl2sql.examples": "0",
     "nl2sql.alone_confidence": "0",
+    "nl2sql.idioms": "dates,periods,ratios,integer_division,unlabeled_groups",
 }
 # Not a setting: whether the database's synthetic examples (nl2sql.generate_examples, made once
 # per database and kept in eval/results/synthetic-<db>.json) are in the library for the run.
 SYNTHETIC = "synthetic"
-ZERO_SHOT = {"nl2sql.mode": "zero_shot", "nl2sql.use_values": "off"}
+# The foundation: one plain answer, no notes on PostgreSQL's idioms (zero-shot-idioms has them).
+ZERO_SHOT = {"nl2sql.mode": "zero_shot", "nl2sql.use_values": "off", "nl2sql.idioms": ""}
+IDIOM_NOTES = "dates,periods,ratios"
+IDIOM_RULES = "integer_division,unlabeled_groups"
 NO_ALIGNMENT = {"nl2sql.align_agent": "off", "nl2sql.align_function": "off", "nl2sql.align_style": "off"}
 CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     "zero-shot": ZERO_SHOT,
@@ -59,7 +63,12 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     "no-samples": {**ZERO_SHOT, "nl2sql.sample_rows": "0"},
     # the value index (issue 4): stored values similar to words of the question in the prompt
     "values": {**ZERO_SHOT, "nl2sql.use_values": "on"},
+    "zero-shot-idioms": {**ZERO_SHOT, "nl2sql.idioms": IDIOM_NOTES},
     "full": {},
+    # PostgreSQL's idioms: none, the notes beside the question only, the rules on candidates only
+    "full-no-idioms": {"nl2sql.idioms": ""},
+    "full-idiom-notes": {"nl2sql.idioms": IDIOM_NOTES},
+    "full-idiom-rules": {"nl2sql.idioms": IDIOM_RULES},
     "full-no-extraction": {"nl2sql.use_extraction": "off"},
     # extraction whatever the schema's size (0.1.0 and the first 0.2.0 builds always extracted)
     "full-extraction": {"nl2sql.extraction_min_tokens": "0"},
@@ -629,6 +638,10 @@ def main():
                 if conn is None:
                     conn = psycopg.connect(dbname=db, autocommit=True, **conn_kw)
                     url = configure(conn, CONFIGS[cfg])
+                    if args.definitions != "instructions":
+                        # whatever a database holds (a run with --no-setup after one that stored
+                        # them), only --definitions instructions shows instructions
+                        conn.execute("SET nl2sql.instructions = 0")
                     if not args.wide:
                         load_synthetic(conn, item["dbname"], bool(CONFIGS[cfg].get(SYNTHETIC)))
                     conns[db] = conn

@@ -1,12 +1,24 @@
-"""Questions about nothing the database holds are refused before the model is asked
-(nl2sql.refuse_unrelated, off by default)."""
+"""Questions about nothing the database holds are refused before any query is written
+(nl2sql.refuse_unrelated, off by default): none of their words matches anything the role's
+tables hold, and the model, asked, does not say yes (the mock answers no for planets, novels
+and salaries, yes otherwise; "[mute]" gets neither, "[no]" a no)."""
 import psycopg
 import pytest
 from psycopg import errors
 
 
+ANSWERABLE = "Answer with one word: yes or no."
+
+
 def chat_requests(mock):
     return [r for r in mock.requests() if r["path"].endswith("/chat/completions")]
+
+
+def asked_answerable(mock):
+    """How many of the requests were the yes-or-no question, and how many anything else."""
+    texts = ["\n".join(m["content"] for m in r["body"]["messages"]) for r in chat_requests(mock)]
+    yes_no = sum(ANSWERABLE in t for t in texts)
+    return yes_no, len(texts) - yes_no
 
 
 @pytest.fixture
@@ -16,28 +28,63 @@ def conn(connect):
     return c
 
 
-def test_a_question_about_nothing_the_tables_hold_is_refused_without_asking_the_model(conn, mock):
+def test_a_question_about_nothing_the_tables_hold_is_refused_when_the_model_agrees(conn, mock):
+    mock.reset()
     with pytest.raises(errors.NoDataFound) as e:
         conn.execute("SELECT nl2sql('Which planet is the largest in the solar system?')")
     d = e.value.diag
-    assert d.message_primary == "nl2sql abstains: the question is about nothing this database holds"
-    assert d.message_detail == ('No table, column, description or stored value the role may read matches a word of '
-                                'the question ("planet", "solar", "system").')
+    assert d.message_primary == "nl2sql abstains: the tables do not hold what the question asks about"
+    assert d.message_detail == ('The model, shown the tables the role may read, said they do not hold what the question '
+                                'asks about; no table, column, description or stored value matches "planet", "solar", "system".')
     assert d.message_hint.startswith("The role may read concert, singer, singer_in_concert, stadium")
-    assert chat_requests(mock) == []
+    # One request: the yes-or-no question, behind the schema; no query was written.
+    assert asked_answerable(mock) == (1, 0)
+    prompt = chat_requests(mock)[0]["body"]["messages"][1]["content"]
+    assert "singer" in prompt and prompt.rstrip().endswith("### Question: Which planet is the largest in the solar system?")
     # nl2sql_explain shows the decision instead of raising; the history keeps the refusal (a
     # failed call's row is written by the session's next call).
     explain = conn.execute("SELECT nl2sql_explain('Who wrote the novel 1984?')").fetchone()[0]
     assert explain["coverage"] == {"covered": [], "uncovered": ["novel", "wrote"]}
+    assert explain["answerable"] is False
+    assert [c["stage"] for c in explain["llm_calls"]] == ["answerable"]
     assert explain["error"]["sqlstate"] == "P0002"
     rows = conn.execute("SELECT sqlstate, sql FROM nl2sql.history WHERE question = 'Which planet is the largest in the solar system?'").fetchall()
     assert rows == [("P0002", None)]
+
+
+def test_a_paraphrase_the_model_recognises_is_answered_and_a_missing_column_is_not_caught(conn, mock):
+    # No word matches, the model says yes: answered.
+    mock.reset()
+    assert conn.execute("SELECT nl2sql('[sure] Who is the most famous performer?')").fetchone()[0].startswith("SELECT")
+    assert conn.execute("SELECT nl2sql.last_trace()->'answerable'").fetchone()[0] is True
+    assert asked_answerable(mock) == (1, 1)
+    # "singer" matches a table, "salary" nothing: answered without asking whether it is held (a
+    # column the tables lack is not caught; the mock model would have said no).
+    mock.reset()
+    assert conn.execute("SELECT nl2sql('[sure] What is the salary of each singer?')").fetchone()[0].startswith("SELECT")
+    assert asked_answerable(mock) == (0, 1)
+
+
+def test_without_the_models_word_the_words_decide(conn, mock):
+    # Neither yes nor no: no word matched, refused.
+    with pytest.raises(errors.NoDataFound) as e:
+        conn.execute("SELECT nl2sql('[mute] Which planet is the largest in the solar system?')")
+    assert e.value.diag.message_primary == "nl2sql abstains: the question is about nothing this database holds"
+    assert e.value.diag.message_detail.startswith("No table, column, description or stored value the role may read matches")
+    assert conn.execute("SELECT nl2sql.last_trace() ? 'answerable'").fetchone()[0] is False
+    # The endpoint down: the same.
+    conn.execute("SELECT set_config('nl2sql.llm_url', 'http://127.0.0.1:9/v1', false)")
+    conn.execute("SET nl2sql.llm_max_retries = 0")
+    with pytest.raises(errors.NoDataFound) as e:
+        conn.execute("SELECT nl2sql('Which planet is the largest in the solar system?')")
+    assert e.value.diag.message_detail.startswith("No table, column")
 
 
 def test_questions_naming_the_tables_are_answered_and_the_decision_is_traced(conn, mock):
     assert conn.execute("SELECT nl2sql('[sure] How many singers are there?')").fetchone()[0] == "SELECT count(*) FROM singer"
     trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
     assert trace["coverage"]["covered"] == ["singer"]
+    assert "answerable" not in trace  # every word matched: the model was not asked
     # A misspelt table, a word inside a column name, a hint naming a table: each enough.
     for question, hint in (("[sure] How many sinegrs?", None), ("[sure] Which stadiums have the biggest capacity?", None),
                            ("[sure] What is dark matter?", "count the singers")):
@@ -62,7 +109,7 @@ def test_a_role_is_refused_about_tables_it_may_not_read(connect, conn, mock):
     try:
         conn.execute("SET ROLE noor")
         with pytest.raises(errors.NoDataFound) as e:
-            conn.execute("SELECT nl2sql('How many singers are there?')")
+            conn.execute("SELECT nl2sql('[no] How many singers are there?')")
         assert e.value.diag.message_hint.startswith("The role may read stadium;")
         assert "singer" not in e.value.diag.message_hint
         conn.execute("RESET ROLE")

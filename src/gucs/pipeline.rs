@@ -106,6 +106,11 @@ settings! {
         c"Comma-separated prompts candidates are asked with: open_sql, create_table.",
         c"With more than one, the first wave asks each once at temperature 0, and later candidates take turns.",
         check(check_generators);
+    IDIOMS: text = Some(c"dates,periods,ratios,integer_division,unlabeled_groups"),
+        c"nl2sql.idioms", Userset, GucFlags::default(),
+        c"Comma-separated PostgreSQL idioms applied: dates, periods, ratios (notes beside questions that call for them), integer_division, unlabeled_groups (rules on candidates).",
+        c"An empty list applies none; nl2sql_explain shows the notes given and the rules that fired. Zero-shot answers get the notes, not the rules.",
+        check(check_idioms);
     MAX_TOKENS_PER_CALL: int = 0,
         c"nl2sql.max_tokens_per_call", Userset, GucFlags::default(),
         c"Most model tokens (prompt and completion) one question may use; 0 means no limit.",
@@ -185,6 +190,11 @@ pub fn column_matches() -> usize {
 
 pub fn examples() -> usize {
     EXAMPLES.get().max(0) as usize
+}
+
+/// nl2sql.idioms (checked when set).
+pub fn idioms() -> nl2sql_core::prompt::idioms::Idioms {
+    nl2sql_core::prompt::idioms::Idioms::parse(&string(&IDIOMS).unwrap_or_default()).unwrap_or_default()
 }
 
 pub fn refuse_unrelated() -> bool {

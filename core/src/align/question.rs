@@ -93,7 +93,7 @@ pub(super) fn unmentioned_joins(schema: &Schema, sc: &Scope, q: &mut Query, ques
 }
 
 /// Whether an expression calls a window function (`count(*) OVER ()` counts the joined rows too).
-fn windowed<V: Visit>(e: &V) -> bool {
+pub(super) fn windowed<V: Visit>(e: &V) -> bool {
     let mut found = false;
     let _ = visit_expressions(e, |x| {
         if matches!(x, Expr::Function(f) if f.over.is_some()) {

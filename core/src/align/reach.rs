@@ -243,7 +243,7 @@ mod tests {
     }
 
     fn run(sql: &str) -> crate::align::Aligned {
-        align(sql, &star_schema(), Context::default(), &mut Nothing, Rules { agent: true, function: false, style: false })
+        align(sql, &star_schema(), Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE })
     }
 
     #[test]
@@ -303,7 +303,7 @@ mod tests {
         assert_eq!(year.name, "year");
         s.tables[1].columns.push(year);
         let sql = "SELECT sc.year FROM singer_in_concert AS sc JOIN stadium AS st ON st.stadium_id = 1";
-        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, function: false, style: false });
+        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
         assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{:?}", a.fired);
         // With one of them: joined.
         let a = run(sql);
@@ -334,16 +334,16 @@ mod tests {
         s.tables.push(stadium);
         s.foreign_keys.push(fk);
         let sql = "SELECT c.capacity FROM concert AS c JOIN singer AS si ON true";
-        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, function: false, style: false });
+        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
         assert!(!a.sql.contains("aaa."), "{}", a.sql);
         // A key to a column not known to be unique: no join.
         let mut s = star_schema();
         s.tables[3].primary_key.clear();
-        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, function: false, style: false });
+        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
         assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{:?}", a.fired);
         // ... unless profiling inferred it (it points to a key found unique).
         s.foreign_keys[0].inferred = true;
-        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, function: false, style: false });
+        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
         assert!(a.sql.contains("LEFT JOIN stadium ON c.stadium_id = stadium.stadium_id"), "{}", a.sql);
     }
 }

@@ -322,7 +322,7 @@ fn style_select_list() {
 #[test]
 fn rules_can_be_switched_off() {
     let s = star_schema();
-    let none = Rules { agent: false, function: false, style: false };
+    let none = Rules::NONE;
     assert!(align("SELECT nme FROM singers", &s, Context::default(), &mut Index, none).fired.is_empty());
 }
 

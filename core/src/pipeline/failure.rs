@@ -26,7 +26,9 @@ pub enum AskError {
     Abstained { confidence: f64, min: f64, samples: usize, groups: Vec<(usize, usize, String)> },
     /// No word of the question names anything the role's tables hold (nl2sql.refuse_unrelated):
     /// the question's words, and the tables (as written in SQL).
-    Unrelated { words: Vec<String>, tables: Vec<String> },
+    /// A question about nothing the tables hold: `words` are those nothing matched; `confirmed`
+    /// when the model, shown the tables, said they do not hold it.
+    Unrelated { words: Vec<String>, tables: Vec<String>, confirmed: bool },
 }
 
 /// SQLSTATE of an abstention: no_data_found (P0002), "no answer", as a PL/pgSQL SELECT INTO
@@ -86,7 +88,8 @@ impl Diagnostic for AskError {
             AskError::Abstained { confidence, min, .. } => {
                 format!("nl2sql abstains: confidence {confidence:.2} is below nl2sql.min_confidence ({min:.2})")
             }
-            AskError::Unrelated { .. } => "nl2sql abstains: the question is about nothing this database holds".into(),
+            AskError::Unrelated { confirmed: false, .. } => "nl2sql abstains: the question is about nothing this database holds".into(),
+            AskError::Unrelated { confirmed: true, .. } => "nl2sql abstains: the tables do not hold what the question asks about".into(),
             AskError::Llm(r) => r.message.clone(),
             AskError::Refused { error, .. } => error.message(),
             AskError::Failed { failure, .. } => match failure {
@@ -113,10 +116,14 @@ impl Diagnostic for AskError {
                 }
                 Some(d)
             }
-            AskError::Unrelated { words, .. } => Some(format!(
-                "No table, column, description or stored value the role may read matches a word of the question ({}).",
-                words.iter().take(10).map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", ")
-            )),
+            AskError::Unrelated { words, confirmed, .. } => {
+                let words = words.iter().take(10).map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", ");
+                Some(if *confirmed {
+                    format!("The model, shown the tables the role may read, said they do not hold what the question asks about; no table, column, description or stored value matches {words}.")
+                } else {
+                    format!("No table, column, description or stored value the role may read matches a word of the question ({words}).")
+                })
+            }
             AskError::OverBudget { needed, budget, spent } => Some(format!(
                 "One candidate needs about {needed} tokens (its prompt and {MIN_COMPLETION_TOKENS} for the answer); the budget is {budget} and {spent} are spent."
             )),

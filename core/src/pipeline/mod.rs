@@ -8,6 +8,7 @@
 //! Everything outside this crate (PostgreSQL, HTTP) comes in through the traits.
 
 use crate::align::{Context, Rules, ValueLookup};
+use crate::prompt::idioms::Idioms;
 use crate::model::answer::extract_sql;
 use crate::error::{Diagnostic, Report};
 use crate::prompt::examples::{self, Example};
@@ -16,7 +17,6 @@ use crate::safety::guard::{self, GuardError};
 use crate::model::llm::{ChatRequest, Completion, LlmError, Message};
 use crate::prompt::{Layout, MAX_PREVIOUS_SQL_BYTES};
 use crate::prompt::refine::{self, Failure};
-use crate::retrieval::coverage;
 use crate::retrieval::instructions::{self, Instruction};
 use crate::retrieval::retrieve::{self, ValueHint};
 use crate::schema::{Detail, Focus, Linking, Rendered, Schema};
@@ -274,7 +274,7 @@ impl Settings {
             extraction_min_tokens: 0,
             extraction_max_tokens: 0,
             chain_of_thought: false,
-            alignment: Rules { agent: false, function: false, style: false },
+            alignment: Rules::NONE,
             column_matches: 0,
             generators: vec![Generator::OpenSql],
             examples: 0,
@@ -296,6 +296,8 @@ pub struct Question {
     pub previous: Option<Previous>,
     /// The curators' instructions chosen for it, as prompt lines (set when the run opens).
     pub instructions: Vec<String>,
+    /// The notes of PostgreSQL's idioms its words call for (set when the run opens).
+    pub idioms: Vec<&'static str>,
 }
 
 /// An earlier question and its query, for a follow-up.
@@ -309,11 +311,12 @@ pub struct Previous {
 }
 
 impl Question {
-    /// What prompts show after the question: the hint, then the instructions chosen for it,
-    /// one a line; None when there is neither.
+    /// What prompts show after the question: the hint, the instructions chosen for it, then the
+    /// idioms' notes, one a line; None when there is none of them.
     fn note(&self) -> Option<String> {
         let hint = self.hint.as_deref().map(str::trim).filter(|h| !h.is_empty());
-        let lines: Vec<&str> = hint.into_iter().chain(self.instructions.iter().map(String::as_str)).collect();
+        let lines: Vec<&str> =
+            hint.into_iter().chain(self.instructions.iter().map(String::as_str)).chain(self.idioms.iter().copied()).collect();
         (!lines.is_empty()).then(|| lines.join("\n"))
     }
 
@@ -467,6 +470,13 @@ pub fn ask(
     } else {
         q
     };
+    let idiomatic;
+    let q = if settings.alignment.idioms != Idioms::NONE {
+        idiomatic = idioms(q, schema, settings.alignment.idioms, &mut trace);
+        &idiomatic
+    } else {
+        q
+    };
     // Privacy: nothing read from rows reaches a prompt, whatever the caller loaded.
     let stripped;
     let schema = if settings.privacy {
@@ -477,7 +487,7 @@ pub fn ask(
     };
     // A follow-up ("and in Paris?") rests on the earlier question and its query: never refused.
     if settings.refuse_unrelated && q.previous.is_none() {
-        if let Some(e) = unrelated(q, schema, settings, db, &mut trace) {
+        if let Some(e) = abstain::unrelated(q, schema, settings, llm, db, &mut trace) {
             trace.wall_ms = ms(started.elapsed());
             return Err((e, trace));
         }
@@ -516,32 +526,22 @@ fn instruct(q: &Question, k: usize, db: &mut dyn Database, trace: &mut Trace) ->
     out
 }
 
-/// The refusal of a question none of whose words the schema covers (its names, descriptions,
-/// shown values, the instructions chosen for it) nor the value index finds; the coverage goes
-/// into the trace either way.
-fn unrelated(q: &Question, schema: &Schema, settings: &Settings, db: &mut dyn Database, trace: &mut Trace) -> Option<AskError> {
-    let mut asked = q.text.clone();
-    for part in q.hint.iter() {
-        asked.push('\n');
-        asked.push_str(part);
-    }
-    let mut vocabulary = coverage::Vocabulary::of_schema(schema);
-    for line in &q.instructions {
-        vocabulary.add_text(line);
-    }
-    let mut found = coverage::coverage(&asked, &vocabulary);
-    // Values the question names (not under privacy): a stored value is something the tables hold.
-    if found.unrelated() && !settings.privacy {
-        for v in db.similar_values(&asked, &[]) {
-            vocabulary.add_text(&v.value);
-        }
-        found = coverage::coverage(&asked, &vocabulary);
-    }
-    let refuse = found.unrelated();
-    trace.coverage = Some(found.clone());
-    refuse.then(|| AskError::Unrelated { words: found.uncovered, tables: schema.tables.iter().map(|t| t.ident.clone()).collect() })
+/// The question with the notes of the idioms its words (and its hint's) call for, recorded in
+/// the trace; notes on dates only when the schema has a date or time column.
+fn idioms(q: &Question, schema: &Schema, on: Idioms, trace: &mut Trace) -> Question {
+    let asked = match q.hint.as_deref() {
+        Some(h) => format!("{}\n{h}", q.text),
+        None => q.text.clone(),
+    };
+    let dated = schema.tables.iter().any(|t| t.columns.iter().any(|c| c.category == "D"));
+    let chosen = crate::prompt::idioms::notes(&asked, dated, on);
+    let mut out = q.clone();
+    out.idioms = chosen.iter().map(|(_, text)| *text).collect();
+    trace.idioms = chosen.iter().map(|(i, _)| i.name()).collect();
+    out
 }
 
+mod abstain;
 pub mod agent;
 mod candidates;
 mod failure;

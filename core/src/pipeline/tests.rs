@@ -457,7 +457,7 @@ fn alignment_fixes_names_and_values_before_execution() {
     assert!(c.rules.iter().any(|r| r.starts_with("agent: table")), "{:?}", c.rules);
     assert!(c.rules.iter().any(|r| r.starts_with("agent: value")), "{:?}", c.rules);
     // Off, the candidate runs as written.
-    let s = Settings { alignment: Rules { agent: false, function: false, style: false }, ..s };
+    let s = Settings { alignment: Rules::NONE, ..s };
     let mut db = FakeDb::default();
     let mut llm = script(&[EXTRACTED, "#SQL: SELECT name FROM singers WHERE country = 'france'"]);
     ask(&q("Singers from France?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
@@ -1147,6 +1147,8 @@ fn wide_schema_reads_no_rows_under_privacy() {
 
 #[path = "tests/interactive.rs"]
 mod interactive;
+#[path = "tests/abstain.rs"]
+mod abstain;
 
 #[test]
 fn found_columns_and_values_of_units_the_extraction_chose_nothing_from_are_set_aside() {
@@ -1252,31 +1254,16 @@ fn instructions_alone_make_a_note() {
 }
 
 #[test]
-fn a_question_about_nothing_the_schema_holds_is_refused_before_the_model_is_asked() {
-    let s = Settings { refuse_unrelated: true, ..settings() };
-    let mut db = FakeDb::default();
-    let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
-    let (e, trace) = ask(&q("Which planet is the largest in the solar system?"), &sample_schema(), &s, &mut llm, &mut db).err().unwrap();
-    assert!(matches!(&e, AskError::Unrelated { words, .. } if words == &["planet", "solar", "system"]), "{e:?}");
-    assert_eq!(e.sqlstate().code(), "P0002");
-    assert!(e.detail().unwrap().contains("\"planet\", \"solar\", \"system\""));
-    assert!(e.hint().unwrap().starts_with("The role may read singer"), "{:?}", e.hint());
-    assert!(llm.seen.is_empty() && db.executed.is_empty());
-    // The value index was asked before refusing.
-    assert_eq!(db.lookups, vec!["Which planet is the largest in the solar system?".to_string()]);
-    assert!(trace.coverage.unwrap().covered.is_empty());
-}
-
-#[test]
 fn a_stored_value_or_an_instruction_makes_a_question_related() {
     let s = Settings { refuse_unrelated: true, instructions: 2, ..settings() };
     let question = q("Which planet is the largest in the solar system?");
+    let answers = || vec![Ok("maybe".to_string()), Ok("SELECT count(*) FROM singer".to_string())];
     let mut db = FakeDb { values: vec![ValueHint { column: "singer.name".into(), value: "Solar Flare".into(), score: 0.9 }], ..Default::default() };
-    let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
+    let mut llm = Script { answers: answers(), seen: vec![] };
     let a = ask(&question, &sample_schema(), &s, &mut llm, &mut db).map_err(|e| e.0).unwrap();
     assert_eq!(a.trace.coverage.unwrap().covered, vec!["solar"]);
     let mut db = FakeDb { instructions: vec![instruction(3, "A planet is a singer with over a million records sold")], ..Default::default() };
-    let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
+    let mut llm = Script { answers: answers(), seen: vec![] };
     assert!(ask(&question, &sample_schema(), &s, &mut llm, &mut db).is_ok());
     // A question the schema covers looks no values up for this: the one lookup is the path's own.
     let mut db = FakeDb::default();
@@ -1293,11 +1280,11 @@ fn a_follow_up_is_never_refused_and_instructions_are_capped() {
     let question = Question { text: "and on planet Mars?".into(), previous: Some(earlier), ..Default::default() };
     let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
     let a = ask(&question, &sample_schema(), &s, &mut llm, &mut FakeDb::default()).map_err(|e| e.0).unwrap();
-    assert!(a.trace.coverage.is_none());
+    assert!(a.trace.coverage.is_none() && a.trace.answerable.is_none());
     // Long instructions: the best first, then only what fits.
     let long = |id: i64| instruction(id, &format!("singer rule {id}: {}", "x".repeat(1_400)));
     let mut db = FakeDb { instructions: vec![long(1), long(2), long(3)], ..Default::default() };
-    let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
+    let mut llm = Script { answers: vec![Ok("yes".into()), Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
     let a = ask(&q("Which singer rule applies?"), &sample_schema(), &s, &mut llm, &mut db).map_err(|e| e.0).unwrap();
     assert_eq!(a.trace.instructions.len(), 2);
 }

@@ -49,9 +49,16 @@ pub struct Trace {
     /// Curators' instructions shown beside the question (nl2sql.instructions), best first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub instructions: Vec<crate::retrieval::instructions::Instruction>,
+    /// PostgreSQL's idioms told beside the question (nl2sql.idioms), by name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub idioms: Vec<&'static str>,
     /// Which words of the question the schema covers (nl2sql.refuse_unrelated).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coverage: Option<crate::retrieval::coverage::Coverage>,
+    /// The model's word on whether the tables hold what the question asks about, when some of
+    /// its words are not matched (nl2sql.refuse_unrelated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answerable: Option<bool>,
     /// The interactive agent's turns: thought, action, observation.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<crate::pipeline::agent::Turn>,

@@ -54,7 +54,7 @@ pub(super) fn zero_shot(run: Run<'_>) -> Result<(String, Execution), AskError> {
         let corrects = (round > 0).then(|| trace.candidates.len().saturating_sub(1));
         let mut cand = CandidateTrace { round, corrects, raw: traced(&completion.content), ..Default::default() };
         // The foundation's path: no alignment rules.
-        let plain = Settings { alignment: Rules { agent: false, function: false, style: false }, ..settings.clone() };
+        let plain = Settings { alignment: Rules::NONE, ..settings.clone() };
         let (sql, outcome) = evaluate(&completion.content, &plain, db, schema, Context::default(), &mut cand);
         cand.sql = sql.clone();
         match outcome {

@@ -5,8 +5,10 @@
 mod layout;
 pub use layout::*;
 
+pub mod answerable;
 pub mod examples;
 pub mod extract;
 pub mod generate;
+pub mod idioms;
 pub mod refine;
 pub mod synthetic;
