@@ -1,7 +1,7 @@
 //! PostgreSQL's idioms: how a question's dates relative to today, periods and ratios are written
 //! in PostgreSQL, told to the model beside the question when its words call for one, and the
-//! rules on the query where a rule is sure (in `crate::align`). Each can be switched off alone
-//! (nl2sql.idioms), so that each one's worth is measured apart.
+//! rules on the query where a rule is sure (the alignment rules of align/idioms.rs). Each can be
+//! switched off alone (nl2sql.idioms), so that each one's worth is measured apart.
 
 use serde::{Serialize, Serializer};
 
