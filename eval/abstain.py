@@ -4,7 +4,7 @@
 refuses wrongly (spider-pg and defog-instruct, every question).
 
 The refusal (nl2sql.refuse_unrelated) is decided before any query is written: by the question's
-words, and where some are not matched by the model's yes or no on whether the tables hold what it
+words, and where none is matched by the model's yes or no on whether the tables hold what it
 asks about. With --model URL a proxy in front of that endpoint passes the yes-or-no questions on
 and fails every other request (a question that is not refused fails writing its query, quickly);
 without it the endpoint is a closed port and the words decide alone. Prints the counts per

@@ -47,7 +47,7 @@ DEFAULTS = {
     "nl2sql.candidates": "5", "nl2sql.agreement": "2", "nl2sql.temperature": "0.7",
     "nl2sql.generators": "open_sql,create_table", "nl2sql.examples": "0",
     "nl2sql.alone_confidence": "0",
-    "nl2sql.idioms": "dates,periods,ratios,integer_division,unlabeled_groups",
+    "nl2sql.idioms": "",
 }
 # Not a setting: whether the database's synthetic examples (nl2sql.generate_examples, made once
 # per database and kept in eval/results/synthetic-<db>.json) are in the library for the run.
@@ -56,7 +56,8 @@ SYNTHETIC = "synthetic"
 ZERO_SHOT = {"nl2sql.mode": "zero_shot", "nl2sql.use_values": "off", "nl2sql.idioms": ""}
 IDIOM_NOTES = "dates,periods,ratios"
 IDIOM_RULES = "integer_division,unlabeled_groups"
-NO_ALIGNMENT = {"nl2sql.align_agent": "off", "nl2sql.align_function": "off", "nl2sql.align_style": "off"}
+NO_ALIGNMENT = {"nl2sql.align_agent": "off", "nl2sql.align_function": "off", "nl2sql.align_style": "off",
+                "nl2sql.idioms": ""}
 CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     "zero-shot": ZERO_SHOT,
     "no-correction": {**ZERO_SHOT, "nl2sql.max_corrections": "0"},
@@ -65,8 +66,9 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     "values": {**ZERO_SHOT, "nl2sql.use_values": "on"},
     "zero-shot-idioms": {**ZERO_SHOT, "nl2sql.idioms": IDIOM_NOTES},
     "full": {},
-    # PostgreSQL's idioms: none, the notes beside the question only, the rules on candidates only
-    "full-no-idioms": {"nl2sql.idioms": ""},
+    # PostgreSQL's idioms (none by default): all, the notes beside the question only, the rules
+    # on candidates only
+    "full-idioms": {"nl2sql.idioms": IDIOM_NOTES + "," + IDIOM_RULES},
     "full-idiom-notes": {"nl2sql.idioms": IDIOM_NOTES},
     "full-idiom-rules": {"nl2sql.idioms": IDIOM_RULES},
     "full-no-extraction": {"nl2sql.use_extraction": "off"},

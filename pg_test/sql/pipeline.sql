@@ -122,11 +122,9 @@ FROM nl2sql_explain('How many singers do we have?') AS e;
 RESET nl2sql.mode;
 SET nl2sql.mode = 'sideways';
 
--- PostgreSQL's idioms: a comma-separated list, every one by default; an unknown name is refused
--- and an empty list applies none.
+-- PostgreSQL's idioms: a comma-separated list, none by default; an unknown name is refused.
 SHOW nl2sql.idioms;
-SET nl2sql.idioms = 'dates, ratios';
 SET nl2sql.idioms = 'dates,leap_years';
-SET nl2sql.idioms = '';
+SET nl2sql.idioms = 'dates, ratios, integer_division';
 SELECT e->'settings'->'idioms' AS idioms FROM nl2sql_explain('How many singers do we have?') AS e;
 RESET nl2sql.idioms;

@@ -106,10 +106,10 @@ settings! {
         c"Comma-separated prompts candidates are asked with: open_sql, create_table.",
         c"With more than one, the first wave asks each once at temperature 0, and later candidates take turns.",
         check(check_generators);
-    IDIOMS: text = Some(c"dates,periods,ratios,integer_division,unlabeled_groups"),
+    IDIOMS: text = Some(c""),
         c"nl2sql.idioms", Userset, GucFlags::default(),
         c"Comma-separated PostgreSQL idioms applied: dates, periods, ratios (notes beside questions that call for them), integer_division, unlabeled_groups (rules on candidates).",
-        c"An empty list applies none; nl2sql_explain shows the notes given and the rules that fired. Zero-shot answers get the notes, not the rules.",
+        c"None by default (measured: the notes did not pay with the local model); nl2sql_explain shows the notes given and the rules that fired. Zero-shot answers get the notes, not the rules.",
         check(check_idioms);
     MAX_TOKENS_PER_CALL: int = 0,
         c"nl2sql.max_tokens_per_call", Userset, GucFlags::default(),

@@ -22,7 +22,7 @@ use super::{body_select, fold, resolve, Scope};
 use crate::prompt::idioms::asks_per;
 use crate::schema::Schema;
 use sqlparser::ast::{
-    BinaryOperator, DataType, Expr, GroupByExpr, ObjectNamePart, Query, SelectItem, SetExpr, UnaryOperator, Value, Visit, VisitMut, Visitor, VisitorMut,
+    BinaryOperator, DataType, Expr, GroupByExpr, ObjectNamePart, Query, SelectItem, SetExpr, UnaryOperator, Value, Visit, Visitor,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -63,6 +63,8 @@ fn only_arg(f: &sqlparser::ast::Function) -> Option<&Expr> {
 fn integer(schema: &Schema, sc: &Scope, e: &Expr) -> Option<Int> {
     match e {
         Expr::Identifier(i) if sc.other.contains(&fold(i)) => None,
+        // A CTE's or a derived table's column (its alias may also be a table's name).
+        Expr::CompoundIdentifier(parts) if parts.len() >= 2 && sc.other.contains(&fold(&parts[parts.len() - 2])) => None,
         Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
             let (t, c) = resolve(schema, sc, e)?;
             int_type(&schema.tables[t].columns[c].data_type)
@@ -112,11 +114,12 @@ fn data_type_name(t: &DataType) -> Option<String> {
     }
 }
 
-/// Whether an expression is a constant: literals and arithmetic of them (`10`, `60 * 60`).
+/// Whether an expression is an integer constant: integer literals and arithmetic of them (`10`,
+/// `60 * 60`).
 fn constant(e: &Expr) -> bool {
     match e {
-        Expr::Value(_) => true,
-        Expr::Nested(inner) | Expr::UnaryOp { expr: inner, .. } | Expr::Cast { expr: inner, .. } => constant(inner),
+        Expr::Value(v) => matches!(&v.value, Value::Number(n, _) if n.chars().all(|c| c.is_ascii_digit())),
+        Expr::Nested(inner) | Expr::UnaryOp { expr: inner, .. } => constant(inner),
         Expr::BinaryOp { left, right, .. } => constant(left) && constant(right),
         _ => false,
     }
@@ -153,30 +156,41 @@ fn fix_divisions(schema: &Schema, sc: &Scope, e: &mut Expr, fired: &mut Vec<Stri
     }
 }
 
-/// Divisions of two integers in the SELECT lists of the statement (each query's, CTEs and
-/// subqueries included) become numeric ones with the divisor guarded against zero.
+/// Divisions of two integers in the statement's SELECT list and its CTEs' become numeric ones
+/// with the divisor guarded against zero. Not in subqueries of expressions (a `LIMIT (SELECT
+/// …)`, an `IN (SELECT …)` take the type as it is), not under DISTINCT, and not in an item that
+/// GROUP BY or ORDER BY repeat (they would no longer match it).
 pub(super) fn integer_division(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
-    struct Lists<'a> {
-        schema: &'a Schema,
-        sc: &'a Scope,
-        fired: &'a mut Vec<String>,
-        seen: usize,
-    }
-    impl VisitorMut for Lists<'_> {
-        type Break = ();
-        fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-            let SetExpr::Select(s) = q.body.as_mut() else { return ControlFlow::Continue(()) };
-            for item in s.projection.iter_mut() {
-                self.seen += 1;
-                crate::interrupt::every(self.seen, 64);
-                if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
-                    fix_divisions(self.schema, self.sc, e, self.fired);
-                }
-            }
-            ControlFlow::Continue(())
+    let mut bodies: Vec<(&mut SetExpr, Option<&sqlparser::ast::OrderBy>)> = Vec::new();
+    if let Some(w) = q.with.as_mut() {
+        for cte in w.cte_tables.iter_mut() {
+            let cq = cte.query.as_mut();
+            bodies.push((cq.body.as_mut(), None));
         }
     }
-    let _ = VisitMut::visit(q, &mut Lists { schema, sc, fired, seen: 0 });
+    let order = q.order_by.clone();
+    bodies.push((q.body.as_mut(), order.as_ref()));
+    for (seen, (body, order)) in bodies.into_iter().enumerate() {
+        crate::interrupt::every(seen, 16);
+        let SetExpr::Select(s) = body else { continue };
+        if s.distinct.is_some() {
+            continue;
+        }
+        let mut repeated: Vec<String> = match &s.group_by {
+            GroupByExpr::Expressions(es, _) => es.iter().map(|e| e.to_string()).collect(),
+            GroupByExpr::All(_) => continue,
+        };
+        if let Some(sqlparser::ast::OrderByKind::Expressions(es)) = order.map(|o| &o.kind) {
+            repeated.extend(es.iter().map(|o| o.expr.to_string()));
+        }
+        for item in s.projection.iter_mut() {
+            if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+                if !repeated.contains(&e.to_string()) {
+                    fix_divisions(schema, sc, e, fired);
+                }
+            }
+        }
+    }
 }
 
 /// Whether every column `e` reads is inside an aggregate (and it reads no subquery).
@@ -208,6 +222,17 @@ fn only_aggregated(e: &Expr) -> bool {
     !o.bad && has_aggregate(e)
 }
 
+/// A column reference as PostgreSQL folds it (`"NAME"` and `name` are two columns), qualifier
+/// included; None for anything else.
+fn column_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Identifier(i) => Some(fold(i)),
+        Expr::CompoundIdentifier(parts) => Some(parts.iter().map(fold).collect::<Vec<_>>().join(".")),
+        Expr::Nested(inner) => column_name(inner),
+        _ => None,
+    }
+}
+
 /// The values the WHERE pins columns to: its top-level `AND`ed `column = literal` tests, by the
 /// column as written.
 fn pinned(selection: Option<&Expr>) -> Vec<String> {
@@ -222,8 +247,8 @@ fn pinned(selection: Option<&Expr>) -> Vec<String> {
             Expr::Nested(inner) => stack.push(inner),
             Expr::BinaryOp { left, op: BinaryOperator::Eq, right } => {
                 for (col, val) in [(left, right), (right, left)] {
-                    if matches!(col.as_ref(), Expr::Identifier(_) | Expr::CompoundIdentifier(_)) && matches!(val.as_ref(), Expr::Value(_)) {
-                        out.push(col.to_string().to_lowercase());
+                    if let (Some(name), Expr::Value(_)) = (column_name(col), val.as_ref()) {
+                        out.push(name);
                     }
                 }
             }
@@ -231,6 +256,24 @@ fn pinned(selection: Option<&Expr>) -> Vec<String> {
         }
     }
     out
+}
+
+/// Whether the question itself (its first line: what follows is the hint and, for a follow-up,
+/// the earlier question and query) asks per something and names a word of a group key ("per
+/// country" for `GROUP BY country`, "monthly" for `date_trunc('month', d)`).
+fn names_a_group(question: &str, keys: &[Expr]) -> bool {
+    let asked = question.lines().next().unwrap_or_default();
+    if !asks_per(asked) {
+        return false;
+    }
+    let folded = asked.to_lowercase();
+    let words: Vec<&str> = folded.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() >= 2).collect();
+    keys.iter().any(|k| {
+        let text = k.to_string().to_lowercase();
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() >= 2 && !matches!(*w, "trunc" | "date" | "extract" | "from"))
+            .any(|part| words.iter().any(|w| *w == part || (part.len() >= 3 && w.starts_with(part)) || (part.len() >= 4 && w.len() >= 4 && part.starts_with(w))))
+    })
 }
 
 /// A grouped SELECT returning only aggregates: labelled when the question asks per something,
@@ -258,10 +301,10 @@ pub(super) fn unlabeled_groups(q: &mut Query, question: &str, fired: &mut Vec<St
     let keys: Vec<Expr> = groups.clone();
     let shown: Vec<String> = keys.iter().map(ToString::to_string).collect();
     let pins = pinned(s.selection.as_ref());
-    if !ordered_or_limited && shown.iter().all(|k| pins.contains(&k.to_lowercase())) {
+    if !ordered_or_limited && keys.iter().all(|k| column_name(k).is_some_and(|n| pins.contains(&n))) {
         s.group_by = GroupByExpr::Expressions(vec![], vec![]);
         fired.push(format!("idiom: GROUP BY {} dropped (the WHERE pins it to one value)", shown.join(", ")));
-    } else if asks_per(question) {
+    } else if names_a_group(question, &keys) {
         for (i, k) in keys.into_iter().enumerate() {
             s.projection.insert(i, SelectItem::UnnamedExpr(k));
         }
@@ -343,6 +386,12 @@ mod tests {
             "SELECT left(name, length(name) / qty) FROM tx",        // a function's argument
             "SELECT created_at + age / qty FROM tx WHERE age / qty > 1", // date arithmetic, WHERE
             "SELECT amount * (age / qty) FROM tx",                  // beside a numeric
+            "SELECT 1.5 * (age / qty) FROM tx",                     // beside a numeric literal
+            "SELECT '2024-01-01'::DATE + age / qty FROM tx",        // beside a date literal
+            "SELECT age / qty AS r, count(*) FROM tx GROUP BY age / qty", // GROUP BY repeats it
+            "SELECT DISTINCT age / qty FROM tx ORDER BY age / qty",  // DISTINCT
+            "SELECT name FROM tx LIMIT (SELECT count(*) / count(DISTINCT country) FROM tx)", // a subquery's
+            "SELECT sum(tx.age) / count(*) FROM (SELECT now() - created_at AS age FROM tx) AS tx", // a derived table's column
         ] {
             unchanged(sql, "");
         }
@@ -351,9 +400,9 @@ mod tests {
     #[test]
     fn nested_divisions_innermost_first() {
         let (sql, fired) = run("SELECT (count(id) / count(*)) / count(age) FROM tx", "");
-        assert_eq!(fired.len(), 1, "the outer division is numeric once the inner one is: {sql} {fired:?}");
+        assert_eq!(sql, "SELECT ((count(id))::NUMERIC / NULLIF(count(*), 0)) / count(age) FROM tx", "{fired:?}");
         let (sql, fired) = run("SELECT count(id) / (count(*) / count(age)) FROM tx", "");
-        assert_eq!(fired.len(), 1, "{sql} {fired:?}");
+        assert_eq!(sql, "SELECT count(id) / ((count(*))::NUMERIC / NULLIF(count(age), 0)) FROM tx", "{fired:?}");
     }
 
     #[test]
@@ -394,6 +443,8 @@ mod tests {
             ("SELECT count(*) + age FROM tx GROUP BY id", per),                         // a column outside the aggregate
             ("SELECT (SELECT max(age) FROM tx) + count(*) FROM tx GROUP BY country", per), // a subquery
             ("SELECT count(*) FROM tx GROUP BY country", ""),                           // question unknown
+            ("SELECT count(*) FROM tx WHERE name = 'Jane' GROUP BY id", "How many cars were sold by Jane?"), // no group named
+            ("SELECT count(*) FROM tx GROUP BY country", "How many?\nthe price_per_unit column"), // a hint's words
             ("SELECT sum(amount) FROM tx GROUP BY ROLLUP (country)", "Sum of sales by country"),
             ("SELECT sum(amount) FROM tx GROUP BY CUBE (country, status)", per),
             ("SELECT sum(amount) FROM tx GROUP BY GROUPING SETS ((country), ())", per),

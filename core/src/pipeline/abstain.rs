@@ -33,7 +33,7 @@ pub(super) fn unrelated(
     }
     let mut found = coverage::coverage(&asked, &vocabulary);
     // Values the question names (not under privacy): a stored value is something the tables hold.
-    if !found.uncovered.is_empty() && !settings.privacy {
+    if found.unrelated() && !settings.privacy {
         for v in db.similar_values(&asked, &[]) {
             vocabulary.add_text(&v.value);
         }

@@ -1284,7 +1284,8 @@ fn a_follow_up_is_never_refused_and_instructions_are_capped() {
     // Long instructions: the best first, then only what fits.
     let long = |id: i64| instruction(id, &format!("singer rule {id}: {}", "x".repeat(1_400)));
     let mut db = FakeDb { instructions: vec![long(1), long(2), long(3)], ..Default::default() };
-    let mut llm = Script { answers: vec![Ok("yes".into()), Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
+    let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
     let a = ask(&q("Which singer rule applies?"), &sample_schema(), &s, &mut llm, &mut db).map_err(|e| e.0).unwrap();
     assert_eq!(a.trace.instructions.len(), 2);
+    assert_eq!((a.trace.answerable, llm.prompts().len()), (None, 1));
 }

@@ -55,8 +55,8 @@ pub struct Trace {
     /// Which words of the question the schema covers (nl2sql.refuse_unrelated).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coverage: Option<crate::retrieval::coverage::Coverage>,
-    /// The model's word on whether the tables hold what the question asks about, when some of
-    /// its words are not matched (nl2sql.refuse_unrelated).
+    /// The model's word on whether the tables hold what the question asks about, when none of
+    /// its words is matched (nl2sql.refuse_unrelated).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answerable: Option<bool>,
     /// The interactive agent's turns: thought, action, observation.

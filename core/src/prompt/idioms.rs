@@ -123,6 +123,7 @@ fn unit_within(w: &[String]) -> bool {
 fn per_period(w: &[String]) -> bool {
     (0..w.len()).any(|i| {
         PER.contains(&w[i].as_str())
+            && !(w[i] == "by" && i > 0 && NOT_PER_BY.contains(&w[i - 1].as_str()))
             && (unit_within(&w[i + 1..])
                 || (matches!(w[i].as_str(), "each" | "every")
                     && w[i + 1..].starts_with(&["of".to_string(), "the".to_string()])
@@ -196,6 +197,7 @@ mod tests {
         assert_eq!(chosen("Monthly signups", true), ["periods"]);
         assert_eq!(chosen("How many transactions in each of the last 8 weeks?", true), ["dates", "periods"]);
         assert!(chosen("How many students per department?", true).is_empty());
+        assert!(chosen("List films ordered by release year", true).is_empty());
         assert!(chosen("Which of the products sold each had the last 3 reviews positive?", true).is_empty());
         assert!(chosen("What is the total revenue per month?", false).is_empty());
     }
