@@ -314,16 +314,11 @@ pub(super) fn unlabeled_groups(q: &mut Query, question: &str, fired: &mut Vec<St
 
 #[cfg(test)]
 mod tests {
-    use super::super::{align, Context, Rules, ValueLookup};
+    use super::super::{align, Context, Rules};
     use crate::prompt::idioms::Idioms;
     use crate::schema::Schema;
 
-    struct Nothing;
-    impl ValueLookup for Nothing {
-        fn closest_value(&mut self, _: u32, _: &str, _: &str) -> Option<String> {
-            None
-        }
-    }
+    use super::super::NoValues as Nothing;
 
     fn schema() -> Schema {
         let col = |n: &str, t: &str| serde_json::json!({"name": n, "ident": n, "data_type": t, "category": "N", "comment": null});

@@ -232,15 +232,10 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
 
 #[cfg(test)]
 mod tests {
-    use crate::align::{align, Context, Rules, ValueLookup};
+    use crate::align::{align, Context, Rules};
     use crate::schema::tests::star_schema;
 
-    struct Nothing;
-    impl ValueLookup for Nothing {
-        fn closest_value(&mut self, _: u32, _: &str, _: &str) -> Option<String> {
-            None
-        }
-    }
+    use crate::align::NoValues as Nothing;
 
     fn run(sql: &str) -> crate::align::Aligned {
         align(sql, &star_schema(), Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE })

@@ -15,12 +15,7 @@ impl ValueLookup for Index {
 }
 
 /// A value index that finds nothing: only the statistics speak.
-struct Nothing;
-impl ValueLookup for Nothing {
-    fn closest_value(&mut self, _: u32, _: &str, _: &str) -> Option<String> {
-        None
-    }
-}
+use super::NoValues as Nothing;
 
 #[test]
 fn tables_off_the_search_path_get_their_schema() {

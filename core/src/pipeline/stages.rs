@@ -2,7 +2,7 @@
 //! evaluating one answer of the model (extract, guard, align, execute).
 
 use super::*;
-use crate::align::{self, Context, ValueLookup};
+use crate::align::{self, Context, NoValues};
 use crate::model::answer::extract_sql;
 use crate::safety::guard::{self, GuardError};
 use crate::prompt::refine::Failure;
@@ -122,15 +122,6 @@ pub(super) fn similar_values(q: &Question, extra: &[String], schema: &Schema, db
     db.similar_values(&lookup, &retrieve::schema_words(schema.names()))
 }
 
-
-/// A value lookup that finds nothing (nl2sql.privacy).
-pub(super) struct NoValues;
-
-impl ValueLookup for NoValues {
-    fn closest_value(&mut self, _table: u32, _column: &str, _literal: &str) -> Option<String> {
-        None
-    }
-}
 
 pub(super) enum Outcome_ {
     Refused(GuardError),
