@@ -22,11 +22,7 @@ pub(super) fn unrelated(
     db: &mut dyn Database,
     trace: &mut Trace,
 ) -> Option<AskError> {
-    let mut asked = q.text.clone();
-    for part in q.hint.iter() {
-        asked.push('\n');
-        asked.push_str(part);
-    }
+    let asked = q.asked();
     let mut vocabulary = coverage::Vocabulary::of_schema(schema);
     for line in &q.instructions {
         vocabulary.add_text(line);
@@ -68,10 +64,7 @@ fn ask_model(q: &Question, schema: &Schema, settings: &Settings, llm: &mut dyn L
     if rendered.tables_omitted > 0 || rendered.detail < crate::schema::Detail::Core {
         return None;
     }
-    let hint = q.hint.as_deref().map(str::trim).filter(|h| !h.is_empty());
-    let lines: Vec<&str> = hint.into_iter().chain(q.instructions.iter().map(String::as_str)).collect();
-    let note = (!lines.is_empty()).then(|| lines.join("\n"));
-    let messages = answerable::messages(&rendered.text, &q.text, note.as_deref());
+    let messages = answerable::messages(&rendered.text, &q.text, q.note_with(false).as_deref());
     let (fits, max_tokens) = trace.tokens.plan(estimate(&messages), 1, answerable::MAX_TOKENS);
     if fits == 0 {
         return None;

@@ -314,10 +314,25 @@ impl Question {
     /// What prompts show after the question: the hint, the instructions chosen for it, then the
     /// idioms' notes, one a line; None when there is none of them.
     fn note(&self) -> Option<String> {
+        self.note_with(true)
+    }
+
+    /// [`Question::note`], with or without the idioms' notes (they say how to write a query,
+    /// not what the question is about).
+    fn note_with(&self, idioms: bool) -> Option<String> {
         let hint = self.hint.as_deref().map(str::trim).filter(|h| !h.is_empty());
-        let lines: Vec<&str> =
-            hint.into_iter().chain(self.instructions.iter().map(String::as_str)).chain(self.idioms.iter().copied()).collect();
+        let notes: &[&str] = if idioms { &self.idioms } else { &[] };
+        let lines: Vec<&str> = hint.into_iter().chain(self.instructions.iter().map(String::as_str)).chain(notes.iter().copied()).collect();
         (!lines.is_empty()).then(|| lines.join("\n"))
+    }
+
+    /// The question and, on the next line, its hint: the text whose words choose instructions
+    /// and idioms and decide abstention.
+    fn asked(&self) -> String {
+        match self.hint.as_deref() {
+            Some(h) => format!("{}\n{h}", self.text),
+            None => self.text.clone(),
+        }
     }
 
     /// The section a follow-up adds before the question (empty otherwise).
@@ -506,10 +521,7 @@ pub fn ask(
 
 /// The question with the instructions chosen for it (by its text and hint), recorded in the trace.
 fn instruct(q: &Question, k: usize, db: &mut dyn Database, trace: &mut Trace) -> Question {
-    let asked = match q.hint.as_deref() {
-        Some(h) => format!("{}\n{h}", q.text),
-        None => q.text.clone(),
-    };
+    let asked = q.asked();
     let mut chosen = instructions::choose(&asked, db.instructions(&asked), k);
     // Best first, as many as fit MAX_INSTRUCTION_CHARS (the first always: it is at most
     // instructions::MAX_TEXT_CHARS and a fragment).
@@ -529,10 +541,7 @@ fn instruct(q: &Question, k: usize, db: &mut dyn Database, trace: &mut Trace) ->
 /// The question with the notes of the idioms its words (and its hint's) call for, recorded in
 /// the trace; notes on dates only when the schema has a date or time column.
 fn idioms(q: &Question, schema: &Schema, on: Idioms, trace: &mut Trace) -> Question {
-    let asked = match q.hint.as_deref() {
-        Some(h) => format!("{}\n{h}", q.text),
-        None => q.text.clone(),
-    };
+    let asked = q.asked();
     let dated = schema.tables.iter().any(|t| t.columns.iter().any(|c| c.category == "D"));
     let chosen = crate::prompt::idioms::notes(&asked, dated, on);
     let mut out = q.clone();
