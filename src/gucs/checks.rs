@@ -93,7 +93,8 @@ pub(super) unsafe extern "C-unwind" fn check_idioms(newval: *mut *mut c_char, _e
     let Some(name) = unknown else { return true };
     let detail = format!(
         "\"{}\" is none of dates, periods, ratios, integer_division, unlabeled_groups.",
-        name.chars().filter(|c| !c.is_control()).take(64).collect::<String>()
+        // Every idiom's name is ASCII: only that is echoed, whatever the server's encoding.
+        name.chars().filter(|c| c.is_ascii_graphic() || *c == ' ').take(64).collect::<String>()
     );
     let detail = std::ffi::CString::new(detail).unwrap_or_default();
     refuse(
