@@ -14,6 +14,25 @@ ALTER TABLE nl2sql.value_index ADD COLUMN max_length int NOT NULL DEFAULT 200;
 -- the generation serving searches: its entries are in nl2sql.value_entries_<id>_<generation>,
 -- a table like nl2sql.value_entries
 ALTER TABLE nl2sql.value_index ADD COLUMN generation int NOT NULL DEFAULT 0;
+-- pg_dump keeps which columns are indexed: the table by name (an OID does not survive a
+-- restore) and the column's name (a restore numbers columns again without the dropped ones)
+DROP VIEW nl2sql.value_indexes;
+ALTER TABLE nl2sql.value_index ALTER COLUMN relid TYPE regclass;
+ALTER TABLE nl2sql.value_index ADD COLUMN attname name;
+UPDATE nl2sql.value_index i SET attname = a.attname
+FROM pg_catalog.pg_attribute a WHERE a.attrelid = i.relid AND a.attnum = i.attnum AND NOT a.attisdropped;
+DELETE FROM nl2sql.value_index WHERE attname IS NULL;
+ALTER TABLE nl2sql.value_index ALTER COLUMN attname SET NOT NULL;
+SELECT pg_catalog.pg_extension_config_dump('nl2sql.value_index', '');
+SELECT pg_catalog.pg_extension_config_dump('nl2sql.value_index_id_seq', '');
+
+-- The table holding a generation of a column's entries; NULL when there is none (a restored
+-- index, which the next nl2sql.refresh_value_indexes() builds).
+CREATE FUNCTION nl2sql._entries(column_id int, generation int)
+RETURNS regclass
+LANGUAGE sql STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT pg_catalog.to_regclass(pg_catalog.format('nl2sql.%I', 'value_entries_' || column_id || '_' || generation)) $$;
 
 CREATE FUNCTION nl2sql."builtin_embedder"() RETURNS TEXT
 IMMUTABLE STRICT PARALLEL SAFE
@@ -195,6 +214,8 @@ BEGIN
         FROM nl2sql.value_index i
         JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
         WHERE i.relid = TG_RELID AND i.status IN ('ready', 'dirty')
+          -- a restored index has no entries yet: its build reads the whole table
+          AND nl2sql._entries(i.id, i.generation) IS NOT NULL
     LOOP
         BEGIN
             IF TG_OP IN ('DELETE', 'UPDATE') THEN
@@ -406,6 +427,65 @@ BEGIN
     END;
 END
 $$;
+-- Keeps the indexed columns' names current, for pg_dump.
+CREATE OR REPLACE FUNCTION nl2sql._on_ddl_end()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cmd record;
+BEGIN
+    PERFORM nextval('nl2sql.ddl_version');
+    FOR cmd IN
+        SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands()
+        WHERE classid = 'pg_class'::regclass
+          AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
+          AND (schema_name IS NULL OR (schema_name NOT IN ('nl2sql', 'pg_catalog', 'information_schema')
+                                       AND schema_name !~ '^pg_(toast|temp_)'))
+    LOOP
+        PERFORM nl2sql._refresh_column_embeddings(cmd.objid);
+        -- a column that is no longer text, or a table that turned on row-level security
+        UPDATE nl2sql.value_index i SET status = 'stale'
+        FROM pg_attribute a, pg_type t, pg_class c
+        WHERE i.relid = cmd.objid AND a.attrelid = i.relid AND a.attnum = i.attnum AND t.oid = a.atttypid
+          AND c.oid = i.relid AND i.status <> 'stale'
+          AND (t.typcategory NOT IN ('S', 'E') OR (c.relrowsecurity AND NOT i.include_rls));
+        -- a renamed column: the name a dump writes is the one a restore looks for
+        UPDATE nl2sql.value_index i SET attname = a.attname
+        FROM pg_attribute a
+        WHERE i.relid = cmd.objid AND a.attrelid = i.relid AND a.attnum = i.attnum
+          AND i.attname <> a.attname AND nl2sql._entries(i.id, i.generation) IS NOT NULL;
+    END LOOP;
+EXCEPTION WHEN OTHERS THEN
+    RAISE WARNING 'nl2sql could not follow this DDL command: %', SQLERRM;
+END
+$$;
+
+-- After a restore: a table's columns are numbered again without the dropped ones, so each
+-- index that has no entries yet finds its column again by name. Numbers only go down, so
+-- renumbering in ascending order never meets a number another row still holds.
+CREATE FUNCTION nl2sql._renumber_restored()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT i.id, a.attnum
+        FROM nl2sql.value_index i
+        JOIN pg_attribute a ON a.attrelid = i.relid AND a.attname = i.attname AND a.attnum > 0 AND NOT a.attisdropped
+        WHERE a.attnum <> i.attnum AND nl2sql._entries(i.id, i.generation) IS NULL
+        ORDER BY a.attnum
+    LOOP
+        UPDATE nl2sql.value_index SET attnum = r.attnum WHERE id = r.id;
+    END LOOP;
+END
+$$;
+
 
 -- Drops a generation's table (a member of the extension, so it leaves the extension first).
 CREATE FUNCTION nl2sql._drop_entries(column_id int, generation int)
@@ -425,12 +505,16 @@ $$;
 
 REVOKE ALL ON FUNCTION nl2sql._values_changed() FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._drop_entries(int, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION nl2sql._renumber_restored() FROM PUBLIC;
 
 -- One row per indexed column the caller may SELECT.
-CREATE OR REPLACE VIEW nl2sql.value_indexes AS
-SELECT i.relid::regclass AS relation,
+CREATE VIEW nl2sql.value_indexes AS
+SELECT i.relid AS relation,
        a.attname AS column_name,
-       CASE WHEN i.status IN ('ready', 'dirty') AND i.embedder <> nl2sql.current_embedder() THEN 'stale'
+       -- restored: pg_restore brought the definition back without entries; the next
+       -- nl2sql.refresh_value_indexes() builds it
+       CASE WHEN e.entries IS NULL THEN 'restored'
+            WHEN i.status IN ('ready', 'dirty') AND i.embedder <> nl2sql.current_embedder() THEN 'stale'
             WHEN i.status IN ('ready', 'dirty') AND f.stale THEN 'stale'
             WHEN i.status = 'ready' AND f.dirty THEN 'dirty'
             ELSE i.status END AS status,
@@ -443,18 +527,21 @@ SELECT i.relid::regclass AS relation,
        i.built_at,
        i.refreshed_at,
        round(i.build_ms::numeric / 1000, 2) AS build_seconds,
-       (SELECT greatest(c.reltuples, 0)::bigint FROM pg_catalog.pg_class c
-        WHERE c.oid = pg_catalog.to_regclass(pg_catalog.format('nl2sql.%I', 'value_entries_' || i.id || '_' || i.generation))) AS entries_estimate,
-       pg_catalog.pg_total_relation_size(pg_catalog.to_regclass(pg_catalog.format('nl2sql.%I', 'value_entries_' || i.id || '_' || i.generation))) AS size_bytes,
+       (SELECT greatest(c.reltuples, 0)::bigint FROM pg_catalog.pg_class c WHERE c.oid = e.entries) AS entries_estimate,
+       pg_catalog.pg_total_relation_size(e.entries) AS size_bytes,
        (SELECT count(*) FROM nl2sql.value_queue q WHERE q.column_id = i.id) AS queued,
        -- values DML took away, re-checked by searches until nl2sql.refresh_value_indexes()
        (SELECT count(*) FROM nl2sql.value_removals r WHERE r.column_id = i.id) AS pending_removals,
        i.generation
 FROM nl2sql.value_index i
-JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+CROSS JOIN LATERAL (SELECT nl2sql._entries(i.id, i.generation) AS entries) e
+-- a restored index's column by the name it had (a restore numbers columns again)
+JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND NOT a.attisdropped
+     AND CASE WHEN e.entries IS NULL THEN a.attname = i.attname ELSE a.attnum = i.attnum END
 CROSS JOIN LATERAL (SELECT coalesce(bool_or(x.flag = 'dirty'), false) AS dirty, coalesce(bool_or(x.flag = 'stale'), false) AS stale
                     FROM nl2sql.value_flags x WHERE x.column_id = i.id) f
-WHERE pg_catalog.has_column_privilege(i.relid, i.attnum, 'SELECT');
+WHERE pg_catalog.has_column_privilege(i.relid, a.attnum, 'SELECT');
+GRANT SELECT ON nl2sql.value_indexes TO PUBLIC;
 
 -- The examples library (issue 12).
 CREATE FUNCTION nl2sql."_example_key"(
@@ -889,6 +976,7 @@ CREATE TABLE nl2sql.profile_store (
 
 -- pg_dump keeps the DBA's decisions and what profiling found.
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.relationship_store', '');
+SELECT pg_catalog.pg_extension_config_dump('nl2sql.relationship_store_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.key_store', '');
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.profile_store', '');
 

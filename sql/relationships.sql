@@ -54,6 +54,7 @@ CREATE TABLE nl2sql.profile_store (
 
 -- pg_dump keeps the DBA's decisions and what profiling found.
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.relationship_store', '');
+SELECT pg_catalog.pg_extension_config_dump('nl2sql.relationship_store_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.key_store', '');
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.profile_store', '');
 

@@ -16,9 +16,14 @@
 CREATE SEQUENCE nl2sql.ddl_version;
 GRANT SELECT ON SEQUENCE nl2sql.ddl_version TO PUBLIC;
 
+-- Which columns are indexed is the DBA's configuration, like a CREATE INDEX: pg_dump keeps
+-- these rows (relid is a regclass, so the dump names the table and a restore finds it again;
+-- attname is the column's name, since a restore numbers columns again without the dropped
+-- ones). The entries are not dumped: a restored index has no generation table until
+-- nl2sql.refresh_value_indexes() builds it, and searches name it meanwhile.
 CREATE TABLE nl2sql.value_index (
     id serial PRIMARY KEY,
-    relid oid NOT NULL,
+    relid regclass NOT NULL,
     attnum int2 NOT NULL,
     embedder text NOT NULL,
     -- bits of the signatures in the HNSW index
@@ -39,8 +44,20 @@ CREATE TABLE nl2sql.value_index (
     max_length int NOT NULL DEFAULT 200,
     -- the generation serving searches: its entries are in nl2sql.value_entries_<id>_<generation>,
     -- a table like nl2sql.value_entries
-    generation int NOT NULL DEFAULT 0
+    generation int NOT NULL DEFAULT 0,
+    -- the column's name (kept current by the DDL trigger): how a restore finds the column again
+    attname name NOT NULL
 );
+SELECT pg_catalog.pg_extension_config_dump('nl2sql.value_index', '');
+SELECT pg_catalog.pg_extension_config_dump('nl2sql.value_index_id_seq', '');
+
+-- The table holding a generation of a column's entries; NULL when there is none (a restored
+-- index, which the next nl2sql.refresh_value_indexes() builds).
+CREATE FUNCTION nl2sql._entries(column_id int, generation int)
+RETURNS regclass
+LANGUAGE sql STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT pg_catalog.to_regclass(pg_catalog.format('nl2sql.%I', 'value_entries_' || column_id || '_' || generation)) $$;
 
 -- The shape of every generation's table (CREATE TABLE ... (LIKE nl2sql.value_entries)); it
 -- holds no rows itself.
@@ -211,6 +228,8 @@ BEGIN
         FROM nl2sql.value_index i
         JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
         WHERE i.relid = TG_RELID AND i.status IN ('ready', 'dirty')
+          -- a restored index has no entries yet: its build reads the whole table
+          AND nl2sql._entries(i.id, i.generation) IS NOT NULL
     LOOP
         BEGIN
             IF TG_OP IN ('DELETE', 'UPDATE') THEN
@@ -346,9 +365,37 @@ BEGIN
         WHERE i.relid = cmd.objid AND a.attrelid = i.relid AND a.attnum = i.attnum AND t.oid = a.atttypid
           AND c.oid = i.relid AND i.status <> 'stale'
           AND (t.typcategory NOT IN ('S', 'E') OR (c.relrowsecurity AND NOT i.include_rls));
+        -- a renamed column: the name a dump writes is the one a restore looks for
+        UPDATE nl2sql.value_index i SET attname = a.attname
+        FROM pg_attribute a
+        WHERE i.relid = cmd.objid AND a.attrelid = i.relid AND a.attnum = i.attnum
+          AND i.attname <> a.attname AND nl2sql._entries(i.id, i.generation) IS NOT NULL;
     END LOOP;
 EXCEPTION WHEN OTHERS THEN
     RAISE WARNING 'nl2sql could not follow this DDL command: %', SQLERRM;
+END
+$$;
+
+-- After a restore: a table's columns are numbered again without the dropped ones, so each
+-- index that has no entries yet finds its column again by name. Numbers only go down, so
+-- renumbering in ascending order never meets a number another row still holds.
+CREATE FUNCTION nl2sql._renumber_restored()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT i.id, a.attnum
+        FROM nl2sql.value_index i
+        JOIN pg_attribute a ON a.attrelid = i.relid AND a.attname = i.attname AND a.attnum > 0 AND NOT a.attisdropped
+        WHERE a.attnum <> i.attnum AND nl2sql._entries(i.id, i.generation) IS NULL
+        ORDER BY a.attnum
+    LOOP
+        UPDATE nl2sql.value_index SET attnum = r.attnum WHERE id = r.id;
+    END LOOP;
 END
 $$;
 
@@ -440,3 +487,4 @@ CREATE EVENT TRIGGER nl2sql_sql_drop ON sql_drop EXECUTE FUNCTION nl2sql._on_sql
 REVOKE ALL ON FUNCTION nl2sql._refresh_column_embeddings(oid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._values_changed() FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._drop_entries(int, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION nl2sql._renumber_restored() FROM PUBLIC;

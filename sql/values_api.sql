@@ -52,9 +52,12 @@ COMMENT ON FUNCTION nl2sql.search_columns(text, integer) IS
 
 -- One row per indexed column the caller may SELECT.
 CREATE VIEW nl2sql.value_indexes AS
-SELECT i.relid::regclass AS relation,
+SELECT i.relid AS relation,
        a.attname AS column_name,
-       CASE WHEN i.status IN ('ready', 'dirty') AND i.embedder <> nl2sql.current_embedder() THEN 'stale'
+       -- restored: pg_restore brought the definition back without entries; the next
+       -- nl2sql.refresh_value_indexes() builds it
+       CASE WHEN e.entries IS NULL THEN 'restored'
+            WHEN i.status IN ('ready', 'dirty') AND i.embedder <> nl2sql.current_embedder() THEN 'stale'
             WHEN i.status IN ('ready', 'dirty') AND f.stale THEN 'stale'
             WHEN i.status = 'ready' AND f.dirty THEN 'dirty'
             ELSE i.status END AS status,
@@ -67,18 +70,20 @@ SELECT i.relid::regclass AS relation,
        i.built_at,
        i.refreshed_at,
        round(i.build_ms::numeric / 1000, 2) AS build_seconds,
-       (SELECT greatest(c.reltuples, 0)::bigint FROM pg_catalog.pg_class c
-        WHERE c.oid = pg_catalog.to_regclass(pg_catalog.format('nl2sql.%I', 'value_entries_' || i.id || '_' || i.generation))) AS entries_estimate,
-       pg_catalog.pg_total_relation_size(pg_catalog.to_regclass(pg_catalog.format('nl2sql.%I', 'value_entries_' || i.id || '_' || i.generation))) AS size_bytes,
+       (SELECT greatest(c.reltuples, 0)::bigint FROM pg_catalog.pg_class c WHERE c.oid = e.entries) AS entries_estimate,
+       pg_catalog.pg_total_relation_size(e.entries) AS size_bytes,
        (SELECT count(*) FROM nl2sql.value_queue q WHERE q.column_id = i.id) AS queued,
        -- values DML took away, re-checked by searches until nl2sql.refresh_value_indexes()
        (SELECT count(*) FROM nl2sql.value_removals r WHERE r.column_id = i.id) AS pending_removals,
        i.generation
 FROM nl2sql.value_index i
-JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+CROSS JOIN LATERAL (SELECT nl2sql._entries(i.id, i.generation) AS entries) e
+-- a restored index's column by the name it had (a restore numbers columns again)
+JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND NOT a.attisdropped
+     AND CASE WHEN e.entries IS NULL THEN a.attname = i.attname ELSE a.attnum = i.attnum END
 CROSS JOIN LATERAL (SELECT coalesce(bool_or(x.flag = 'dirty'), false) AS dirty, coalesce(bool_or(x.flag = 'stale'), false) AS stale
                     FROM nl2sql.value_flags x WHERE x.column_id = i.id) f
-WHERE pg_catalog.has_column_privilege(i.relid, i.attnum, 'SELECT');
+WHERE pg_catalog.has_column_privilege(i.relid, a.attnum, 'SELECT');
 GRANT SELECT ON nl2sql.value_indexes TO PUBLIC;
 
 -- Building and dropping indexes is for the DBA: superusers, or roles granted EXECUTE (who must

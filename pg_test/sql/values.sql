@@ -98,11 +98,11 @@ SELECT value FROM nl2sql.search_values('london');
 RESET nl2sql.embedding_url;
 SELECT relation, column_name, status, "values" FROM nl2sql.refresh_value_indexes() ORDER BY 2;
 
--- DML never fails because of nl2sql: break an index on purpose, the INSERT still succeeds,
--- with a WARNING, and the index is marked stale until it is rebuilt.
-SELECT format('ALTER EXTENSION nl2sql DROP TABLE nl2sql.value_entries_%s_%s', i.id, i.generation) FROM nl2sql.value_index i
-JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum WHERE a.attname = 'name' \gexec
-SELECT format('DROP TABLE nl2sql.value_entries_%s_%s', i.id, i.generation) FROM nl2sql.value_index i
+-- DML never fails because of nl2sql: break an index on purpose (its entries refuse the new
+-- value), the INSERT still succeeds, with a WARNING, and the index is marked stale until it is
+-- rebuilt. (An index with no entries table at all is one pg_restore brought back: see
+-- tests/test_dump_restore.py.)
+SELECT format('ALTER TABLE nl2sql.value_entries_%s_%s ADD CONSTRAINT broken CHECK (value <> ''Manchester Airport'')', i.id, i.generation) FROM nl2sql.value_index i
 JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum WHERE a.attname = 'name' \gexec
 INSERT INTO travel.airports VALUES ('MAN', 'MANCHESTER', 'Manchester Airport');
 SELECT column_name, status FROM nl2sql.value_indexes WHERE column_name = 'name';

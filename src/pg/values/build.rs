@@ -98,25 +98,38 @@ fn text_columns(rel: pg_sys::Oid, only: Option<&str>) -> Vec<Column> {
     )
 }
 
-/// The column's value_index row, locked for this build: (id, generation serving, whether the
-/// row is new). None when another session is building or refreshing it.
-fn claim(rel: pg_sys::Oid, attnum: i16) -> Option<(i32, i32, bool)> {
+/// A column's value_index row, locked for this build.
+struct Claim {
+    id: i32,
+    /// The generation serving (or, restored, the one the dump named).
+    generation: i32,
+    /// The row is this build's own: a skipped build removes it.
+    new: bool,
+    /// The generation's entries exist: false for a new row and for one pg_restore brought back
+    /// without them, which is built as a first build is.
+    serving: bool,
+}
+
+/// The column's value_index row, locked for this build. None when another session is building
+/// or refreshing it.
+fn claim(rel: pg_sys::Oid, col: &Column) -> Option<Claim> {
     let emb = embedder::current().id();
     let max_len = gucs::index_max_value_length();
     if let Some(id) = spi::write_one::<i32>(
-        "INSERT INTO nl2sql.value_index (relid, attnum, embedder, dims, status, max_length)
-         VALUES ($1, $2, $3, 256, 'building', $4) ON CONFLICT (relid, attnum) DO NOTHING RETURNING id",
-        &[rel.into(), attnum.into(), emb.as_str().into(), max_len.into()],
+        "INSERT INTO nl2sql.value_index (relid, attnum, attname, embedder, dims, status, max_length)
+         VALUES ($1, $2, $3, $4, 256, 'building', $5) ON CONFLICT (relid, attnum) DO NOTHING RETURNING id",
+        &[rel.into(), col.attnum.into(), col.name.as_str().into(), emb.as_str().into(), max_len.into()],
     ) {
-        return Some((id, 0, true));
+        return Some(Claim { id, generation: 0, new: true, serving: false });
     }
     // Never waits: a build beside another build of the same column has nothing to add. (DML
     // holds FOR KEY SHARE locks on the row through the foreign keys of the queues; this lock
     // does not conflict with them.)
     spi::write_row(
-        "SELECT id, generation FROM nl2sql.value_index WHERE relid = $1 AND attnum = $2 FOR NO KEY UPDATE SKIP LOCKED",
-        &[rel.into(), attnum.into()],
-        |r| Some((r.get::<i32>(1).ok()??, r.get::<i32>(2).ok()??, false)),
+        "SELECT id, generation, nl2sql._entries(id, generation) IS NOT NULL FROM nl2sql.value_index
+         WHERE relid = $1 AND attnum = $2 FOR NO KEY UPDATE SKIP LOCKED",
+        &[rel.into(), col.attnum.into()],
+        |r| Some(Claim { id: r.get::<i32>(1).ok()??, generation: r.get::<i32>(2).ok()??, new: false, serving: r.get::<bool>(3).ok()?? }),
     )
 }
 
@@ -124,7 +137,7 @@ fn claim(rel: pg_sys::Oid, attnum: i16) -> Option<(i32, i32, bool)> {
 fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, include_rls: bool, explicit: bool) -> Option<Built> {
     let started = Instant::now();
     let qcol = quote_identifier(&col.name);
-    let Some((id, old_gen, first)) = claim(rel, col.attnum) else {
+    let Some(Claim { id, generation: old_gen, new, serving }) = claim(rel, col) else {
         let msg = format!("the value index of {relname}.{qcol} is being built by another session");
         if explicit {
             fail(SqlState::from_code("55P03"), msg, Some("Try again when that build has finished."));
@@ -133,10 +146,11 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
         return None;
     };
     if relkind != "m" {
-        if first {
-            // The first build of a column: DML must wait for it, as for CREATE INDEX, or the
-            // values it adds between the read below and this transaction's end would be lost
-            // (there is no generation yet for the triggers to write to). Rebuilds never block DML.
+        if !serving {
+            // The first build of a column (or of one restored without entries): DML must wait
+            // for it, as for CREATE INDEX, or the values it adds between the read below and this
+            // transaction's end would be lost (there is no generation yet for the triggers to
+            // write to). Rebuilds never block DML.
             spi::write(&format!("LOCK TABLE {relname} IN SHARE ROW EXCLUSIVE MODE"), &[]);
         }
         // Made by the first build (or again, when someone dropped them).
@@ -145,7 +159,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
     let max_len = gucs::index_max_value_length();
     let (distinct, avg_len, too_long) = shape(rel, relname, &qcol, max_len);
     let skip = |why: String| -> Option<Built> {
-        if first {
+        if new {
             spi::write("DELETE FROM nl2sql.value_index WHERE id = $1", &[id.into()]);
         }
         let msg = format!("column {relname}.{qcol} is not indexed: {why}");
@@ -162,7 +176,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
         return skip(format!("free text (average length {avg_len:.0}, more than nl2sql.index_max_avg_length)"));
     }
     let emb = embedder::for_stored_values();
-    let generation = if first { 0 } else { old_gen + 1 };
+    let generation = if new { 0 } else { old_gen + 1 };
     let table = entries_table(id, generation);
     // The marks this build answers: those set before it reads the table.
     let flags: Vec<i64> = spi::rows("SELECT id FROM nl2sql.value_flags WHERE column_id = $1", &[id.into()], |r| r.get::<i64>(1).ok()?);
@@ -193,7 +207,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
     let keyed = started.elapsed().as_secs_f64();
     build_hnsw(&table, dims);
     let hnsw = started.elapsed().as_secs_f64();
-    if !first {
+    if serving {
         // What DML added to the generation serving while this one was loaded.
         values += super::entries::catch_up(id, rel, &col.name, &entries_table(id, old_gen), &table, &emb);
     }
@@ -220,9 +234,10 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
             include_rls.into(),
             max_len.into(),
             (seconds * 1000.0).into(),
+            col.name.as_str().into(),
         ],
     );
-    clear_behind(id, (!first).then_some(old_gen), flags, &table, &emb);
+    clear_behind(id, serving.then_some(old_gen), flags, &table, &emb);
     Some(Built { relid: rel, column: col.name.clone(), status: "ready".into(), values, phrases, skipped: too_long, seconds })
 }
 

@@ -21,6 +21,8 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
     let caller = owner::caller();
     collect_garbage();
     apply_removals(rel);
+    // Indexes pg_restore brought back find their columns by name before they are built.
+    owner::as_owner(|| spi::write("SELECT nl2sql._renumber_restored()", &[]));
     let todo: Vec<(pg_sys::Oid, String, bool)> = owner::as_owner(|| {
         spi::rows(
             include_str!("../../../sql/queries/values_refresh_columns.sql"),
@@ -207,13 +209,13 @@ pub fn collect_garbage() {
                 if let Some(current) = current {
                     // Copying what DML added reads the table as its owner: only for the tables
                     // the caller may maintain; the others wait for their owner's call.
-                    let relid = spi::read::<pg_sys::Oid>("SELECT relid FROM nl2sql.value_index WHERE id = $1", &[id.into()]);
+                    let relid = spi::read::<pg_sys::Oid>("SELECT relid::oid FROM nl2sql.value_index WHERE id = $1", &[id.into()]);
                     if !relid.is_some_and(|r| may_maintain(r, caller)) {
                         return false;
                     }
                     // Serialised with builds, which switch generations.
                     let claimed = spi::write_row(
-                        "SELECT i.relid, a.attname::text FROM nl2sql.value_index i
+                        "SELECT i.relid::oid, a.attname::text FROM nl2sql.value_index i
                          JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
                          WHERE i.id = $1 AND i.generation = $2 FOR NO KEY UPDATE OF i SKIP LOCKED",
                         &[id.into(), current.into()],

@@ -38,7 +38,12 @@ thread_local! {
     static CANDIDATE_PLANS: RefCell<HashMap<(i32, i32, usize, bool, i64, bool), OwnedPreparedStatement>> = RefCell::new(HashMap::new());
     /// Columns the searches of the current statement left out, for the trace.
     static SKIPPED: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    /// The statement (its start) and role the restored indexes were last named to.
+    static RESTORED_NAMED: std::cell::Cell<(pg_sys::TimestampTz, pg_sys::Oid)> = const { std::cell::Cell::new((0, pg_sys::InvalidOid)) };
 }
+
+/// Restored indexes named in one NOTICE.
+const RESTORED_NAMED_MAX: usize = 10;
 
 /// The relation's name as the schema prompt writes it: qualified only when not on the search_path.
 pub fn visible_name(rel: pg_sys::Oid) -> String {
@@ -88,10 +93,40 @@ struct Store {
     vectors: HashMap<String, Vec<f32>>,
 }
 
+/// Names, once per statement, the indexes `caller` may read that pg_restore brought back
+/// without entries: searches find nothing in them until nl2sql.refresh_value_indexes() builds
+/// them, and the DBA should hear so rather than see values silently missed.
+fn notice_restored(caller: pg_sys::Oid) {
+    // SAFETY: reads the current statement's start time.
+    let statement = unsafe { pg_sys::GetCurrentStatementStartTimestamp() };
+    if RESTORED_NAMED.with(|n| n.replace((statement, caller))) == (statement, caller) {
+        return;
+    }
+    let names: Vec<String> = owner::as_owner(|| {
+        spi::rows(include_str!("../../../sql/queries/values_search_restored.sql"), &[caller.into()], |r| r.get::<String>(1).ok()?)
+    });
+    if names.is_empty() {
+        return;
+    }
+    let mut listed = names.iter().take(RESTORED_NAMED_MAX).cloned().collect::<Vec<_>>().join(", ");
+    if names.len() > RESTORED_NAMED_MAX {
+        listed.push_str(&format!(" and {} more", names.len() - RESTORED_NAMED_MAX));
+    }
+    crate::pg::errors::notice(
+        match names.len() {
+            1 => format!("nl2sql: a value index restored without entries is not searched: {listed}"),
+            n => format!("nl2sql: {n} value indexes restored without entries are not searched: {listed}"),
+        },
+        "pg_dump keeps which columns are indexed, not their entries; values of these columns are not found until they are built again.".into(),
+        "Build them with SELECT nl2sql.refresh_value_indexes();".into(),
+    );
+}
+
 impl Store {
     fn new(caller: pg_sys::Oid) -> Store {
         let embedder = embedder::current();
         let id = embedder.id();
+        notice_restored(caller);
         let columns = owner::as_owner(|| searchable(caller, &id)).into_iter().map(|c| (c.id as u32, c)).collect();
         Store { columns, embedder, vectors: HashMap::new() }
     }

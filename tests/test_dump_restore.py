@@ -1,0 +1,146 @@
+"""pg_dump and pg_restore keep the DBA's configuration: which columns are indexed, curated
+examples, instructions, relationships and history. A restored value index has no entries: the
+searches name it in a NOTICE until nl2sql.refresh_value_indexes() builds it, and then it answers
+again, on the right column even where the restore numbered the columns again."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_CONFIG = os.environ.get("PG_CONFIG", "/usr/lib/postgresql/15/bin/pg_config")
+BIN = Path(subprocess.check_output([PG_CONFIG, "--bindir"], text=True).strip())
+DUMPS = Path(os.environ.get("NL2SQL_DUMPS", ROOT.parent / "shared" / "bench" / "spider-pg" / "dumps"))
+SOURCE = "nl2sql_dump_source"
+
+
+def _tool(conninfo, name, *args, dbname=None, stdin=None):
+    cmd = [str(BIN / name), "-h", conninfo["host"], "-p", str(conninfo["port"]), "-U", conninfo["user"], *args]
+    if dbname:
+        cmd += ["-d", dbname]
+    done = subprocess.run(cmd, capture_output=True, text=True, input=stdin, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+@pytest.fixture(scope="module")
+def source(conninfo, tmp_path_factory):
+    """A database with two value indexes (one on a column after a dropped one), a curated
+    example, an instruction, a confirmed relationship and a history row; dumped plain and custom."""
+    import psycopg
+    admin = psycopg.connect(autocommit=True, **{**conninfo, "dbname": "postgres"})
+    admin.execute(f"DROP DATABASE IF EXISTS {SOURCE} WITH (FORCE)")
+    admin.execute(f"CREATE DATABASE {SOURCE}")
+    _tool(conninfo, "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(DUMPS / "concert_singer.sql"), dbname=SOURCE)
+    db = psycopg.connect(autocommit=True, **{**conninfo, "dbname": SOURCE})
+    db.execute("SET client_min_messages = warning")
+    db.execute("CREATE EXTENSION nl2sql CASCADE")
+    # city.name is column 3 here and column 2 after a restore (the dropped column is not dumped).
+    db.execute("CREATE TABLE city (id int PRIMARY KEY, junk text, name text)")
+    db.execute("ALTER TABLE city DROP COLUMN junk")
+    db.execute("INSERT INTO city VALUES (1, 'Kabul'), (2, 'Paris')")
+    db.execute("CREATE TABLE visit (id int PRIMARY KEY, town int)")
+    db.execute("SELECT * FROM nl2sql.create_value_index('city', 'name')")
+    db.execute("SELECT * FROM nl2sql.create_value_index('singer', 'country')")
+    db.execute("SELECT nl2sql.add_example('How many concerts were held in 2014?', "
+               "'SELECT count(*) FROM concert WHERE year = 2014')")
+    db.execute("SELECT nl2sql.add_instruction('a visit''s town is a city', ARRAY['visit', 'city']::regclass[])")
+    db.execute("SELECT nl2sql.confirm_relationship('visit', 'town', 'city', 'id')")
+    db.execute("SET nl2sql.mode = zero_shot")
+    assert db.execute("SELECT nl2sql('How many singers do we have?')").fetchone()[0].startswith("SELECT count(*) FROM singer")
+    db.close()
+    out = tmp_path_factory.mktemp("dump")
+    os.chmod(out, 0o777)
+    plain, custom = out / "source.sql", out / "source.dump"
+    _tool(conninfo, "pg_dump", "-f", str(plain), dbname=SOURCE)
+    _tool(conninfo, "pg_dump", "-Fc", "-f", str(custom), dbname=SOURCE)
+    yield {"plain": plain, "custom": custom}
+    admin.execute(f"DROP DATABASE IF EXISTS {SOURCE} WITH (FORCE)")
+    admin.close()
+
+
+def _restore(conninfo, connect, source, fmt):
+    target = f"nl2sql_restored_{fmt}"
+    admin = connect(dbname="postgres")
+    admin.execute(f"DROP DATABASE IF EXISTS {target} WITH (FORCE)")
+    admin.execute(f"CREATE DATABASE {target}")
+    if fmt == "plain":
+        _tool(conninfo, "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(source[fmt]), dbname=target)
+    else:
+        _tool(conninfo, "pg_restore", "--exit-on-error", str(source[fmt]), dbname=target)
+    return target
+
+
+@pytest.mark.parametrize("fmt", ["plain", "custom"])
+def test_a_restored_database_keeps_the_configuration_and_answers(connect, conninfo, mock, source, fmt):
+    target = _restore(conninfo, connect, source, fmt)
+    try:
+        db = connect(dbname=target)
+        notices = []  # (severity, sqlstate, message, hint): a notice is only valid inside its callback
+        db.add_notice_handler(lambda d: notices.append((d.severity, d.sqlstate, d.message_primary or "", d.message_hint or "")))
+        # What the DBA configured came back, on the same tables and columns.
+        assert db.execute("SELECT relation::text, column_name::text, status FROM nl2sql.value_indexes ORDER BY 1").fetchall() == [
+            ("city", "name", "restored"), ("singer", "country", "restored")]
+        assert db.execute("SELECT question FROM nl2sql.examples WHERE source = 'user'").fetchall() == [
+            ("How many concerts were held in 2014?",)]
+        assert db.execute("SELECT instruction, relations::text FROM nl2sql.instructions").fetchall() == [
+            ("a visit's town is a city", "{city,visit}")]
+        assert db.execute("SELECT from_relation::text, from_columns::text, to_relation::text, source "
+                          "FROM nl2sql.relationships WHERE source = 'confirmed'").fetchall() == [("visit", "{town}", "city", "confirmed")]
+        assert db.execute("SELECT question FROM nl2sql.history").fetchall() == [("How many singers do we have?",)]
+
+        # Until the indexes are built, a search says which ones it cannot use, and finds nothing.
+        assert db.execute("SELECT * FROM nl2sql.search_values('kabul', 3)").fetchall() == []
+        said = [n for n in notices if "restored without entries" in n[2]]
+        assert len(said) == 1, notices
+        severity, sqlstate, message, hint = said[0]
+        assert severity == "NOTICE" and sqlstate == "01000" and "nl2sql.refresh_value_indexes()" in hint
+        assert "city.name" in message and "singer.country" in message
+        # DML on an indexed table works meanwhile, without a warning.
+        notices.clear()
+        db.execute("INSERT INTO city VALUES (3, 'Lima')")
+        assert [n for n in notices if n[0] == "WARNING"] == []
+
+        # New rows get ids of their own: the sequences came back with the rows.
+        db.execute("SELECT nl2sql.add_instruction('a singer''s country is where they were born', ARRAY['singer']::regclass[])")
+        db.execute("CREATE TABLE trip (id int PRIMARY KEY, visit_id int)")
+        db.execute("SELECT nl2sql.confirm_relationship('trip', 'visit_id', 'visit', 'id')")
+        assert db.execute("SELECT count(*) FROM nl2sql.relationships WHERE source = 'confirmed'").fetchone()[0] == 2
+        db.execute("SELECT * FROM nl2sql.create_value_index('singer', 'name')")
+        assert db.execute("SELECT count(*) FROM nl2sql.instructions").fetchone()[0] == 2
+
+        # A refresh builds the restored indexes; each reads its own column again.
+        built = db.execute("SELECT relation::text, column_name::text, status, \"values\" "
+                           "FROM nl2sql.refresh_value_indexes() ORDER BY 1, 2").fetchall()
+        assert [b[:3] for b in built] == [("city", "name", "ready"), ("singer", "country", "ready")]
+        assert built[0][3] == 3
+        assert db.execute("SELECT relation::text, column_name::text, status FROM nl2sql.value_indexes ORDER BY 1, 2").fetchall() == [
+            ("city", "name", "ready"), ("singer", "country", "ready"), ("singer", "name", "ready")]
+        notices.clear()
+        assert db.execute("SELECT relation::text, column_name::text, value FROM nl2sql.search_values('kabul', 1)").fetchall() == [
+            ("city", "name", "Kabul")]
+        assert db.execute("SELECT value FROM nl2sql.search_values('lima', 1)").fetchall() == [("Lima",)]
+        assert not [n for n in notices if "restored" in n[2]]
+        # DML reaches the rebuilt index.
+        db.execute("INSERT INTO city VALUES (4, 'Quito')")
+        assert db.execute("SELECT value FROM nl2sql.search_values('quito', 1)").fetchall() == [("Quito",)]
+
+        # And questions are answered and recorded as before.
+        db.execute("SET nl2sql.mode = zero_shot")
+        assert db.execute("SELECT nl2sql('How many singers do we have?')").fetchone()[0].startswith("SELECT count(*) FROM singer")
+        assert db.execute("SELECT count(*) FROM nl2sql.history").fetchone()[0] == 2
+    finally:
+        connect(dbname="postgres").execute(f"DROP DATABASE IF EXISTS {target} WITH (FORCE)")
+
+
+def test_the_dumped_column_name_follows_a_rename(connect, source):
+    """The name a dump writes (and a restore looks for) follows ALTER TABLE ... RENAME COLUMN."""
+    db = connect(dbname=SOURCE)
+    db.execute("ALTER TABLE city RENAME COLUMN name TO city_name")
+    try:
+        assert db.execute("SELECT column_name::text, status FROM nl2sql.value_indexes WHERE relation = 'city'::regclass").fetchall() == [
+            ("city_name", "ready")]
+        assert db.execute("SELECT attname::text FROM nl2sql.value_index WHERE relid = 'city'::regclass").fetchall() == [("city_name",)]
+    finally:
+        db.execute("ALTER TABLE city RENAME COLUMN city_name TO name")
