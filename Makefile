@@ -1,25 +1,30 @@
 # nl2sql: `make demo` runs the main job, `make test` runs every test. Both install what is missing.
+# The majors `make test` builds and runs the server tests on (scripts/majors.sh); narrow it by
+# hand, e.g. make test PG_VERSIONS=15.
+PG_VERSIONS ?= 15 18
+# The server `make install`, `make eval` and `make bench` build into (default: Debian's 15).
 PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 SUDO_FLAG := $(shell [ "$$(id -u)" -eq 0 ] || echo --sudo)
 PGRX_INSTALL = cargo pgrx install --pg-config $(PG_CONFIG) $(SUDO_FLAG)
 # The sentence model's files (scripts/setup.sh): its unit tests compare it with a reference.
-export NL2SQL_MINILM_DIR ?= $(shell $(PG_CONFIG) --sharedir)/extension/nl2sql/all-MiniLM-L6-v2
+export NL2SQL_MINILM_DIR ?= $(shell $$(scripts/majors.sh pg_config $(firstword $(PG_VERSIONS))) --sharedir 2>/dev/null)/extension/nl2sql/all-MiniLM-L6-v2
 
 .PHONY: demo test setup install install-debug layout unit regress pytest eval bench llm clean
 
 demo:            ## set up, build, start PostgreSQL with concert_singer, ask it questions
 	scripts/demo.sh
 
-test: setup      ## layout checks, unit tests, then pg_regress suites and server tests against the installed extension
+test:            ## layout checks and unit tests once, then on each of PG_VERSIONS: build, pg_regress suites, server tests
+	PG_VERSIONS="$(PG_VERSIONS)" scripts/setup.sh
 	$(MAKE) --no-print-directory layout
 	cargo test -p nl2sql-core
-	$(PGRX_INSTALL)
-	tests/run.sh
+	scripts/test-majors.sh $(PG_VERSIONS)
 
-setup:           ## apt packages, pgvector, cargo-pgrx 0.18.1, test venv (skips what is present)
-	scripts/setup.sh
+setup:           ## apt packages, PostgreSQL majors other than 15, pgvector, cargo-pgrx 0.18.1, test venv (skips what is present)
+	PG_VERSIONS="$(PG_VERSIONS)" scripts/setup.sh
 
-install: setup   ## release build into $(PG_CONFIG)'s PostgreSQL
+install:         ## release build into $(PG_CONFIG)'s PostgreSQL (pgvector built for it when missing)
+	NL2SQL_PG_CONFIG=$(PG_CONFIG) scripts/setup.sh
 	$(PGRX_INSTALL) --release
 
 install-debug:
@@ -33,17 +38,19 @@ layout:          ## no import circle, no file or function over its size, upgrade
 unit:            ## the pure pipeline's unit tests only (no server)
 	cargo test -p nl2sql-core
 
-regress:         ## pg_regress suites against the installed extension
-	tests/run.sh regress
+regress:         ## pg_regress suites against the extension installed in $(PG_CONFIG)'s server
+	PG_CONFIG=$(PG_CONFIG) tests/run.sh regress
 
-pytest:          ## server tests against the installed extension
-	tests/run.sh pytest
+pytest:          ## server tests against the extension installed in $(PG_CONFIG)'s server
+	PG_CONFIG=$(PG_CONFIG) tests/run.sh pytest
 
-eval: setup      ## execution accuracy on spider-pg, e.g. make eval ARGS="--sample 50 --seed 1 --configs zero-shot,no-correction"
+eval:            ## execution accuracy on spider-pg, e.g. make eval ARGS="--sample 50 --seed 1 --configs zero-shot,no-correction"
+	NL2SQL_PG_CONFIG=$(PG_CONFIG) scripts/setup.sh
 	$(PGRX_INSTALL) --release
 	.venv/bin/python eval/harness.py $(ARGS)
 
-bench: setup     ## performance numbers (printed, never asserted): pipeline overhead, prompt tokens
+bench:           ## performance numbers (printed, never asserted): pipeline overhead, prompt tokens
+	NL2SQL_PG_CONFIG=$(PG_CONFIG) scripts/setup.sh
 	$(PGRX_INSTALL) --release
 	.venv/bin/python bench/bench.py $(ARGS)
 

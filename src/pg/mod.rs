@@ -2,6 +2,7 @@
 
 pub mod ask;
 pub mod catalog;
+pub mod compat;
 pub mod embedder;
 pub mod errors;
 pub mod examples;

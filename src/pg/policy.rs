@@ -251,15 +251,13 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
             walk.refusal = Some(e);
             return true;
         }
+        crate::pg::compat::read_as_caller(q, &mut walk.read_as_caller);
         return pg_sys::query_tree_walker(q, Some(walker), context, pg_sys::QTW_EXAMINE_RTES_BEFORE as i32);
     }
     if pgrx::is_a(node, pg_sys::NodeTag::T_RangeTblEntry) {
         let rte = node as *mut pg_sys::RangeTblEntry;
         if (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION {
             walk.relations.push(((*rte).relid, (*rte).relkind as u8, (*rte).inh));
-            if (*rte).checkAsUser == pg_sys::InvalidOid && (*rte).requiredPerms & pg_sys::ACL_SELECT as pg_sys::AclMode != 0 {
-                walk.read_as_caller.push((*rte).relid);
-            }
         }
         // The walker visits what the entry holds (functions, subqueries, TABLESAMPLE, security
         // quals) itself.
@@ -382,7 +380,7 @@ unsafe fn output_functions(typ: Oid, out: &mut Vec<Oid>, seen: &mut HashSet<Oid>
         b'c' if relid != pg_sys::InvalidOid => {
             let desc = pg_sys::lookup_rowtype_tupdesc_copy(typ, -1);
             for i in 0..(*desc).natts as usize {
-                let att = (*desc).attrs.as_ptr().add(i);
+                let att = crate::pg::compat::attribute(desc, i);
                 if !(*att).attisdropped {
                     output_functions((*att).atttypid, out, seen);
                 }

@@ -75,7 +75,7 @@ unsafe extern "C-unwind" fn startup(dest: *mut pg_sys::DestReceiver, _op: i32, d
     st.outputs.clear();
     st.out.columns.clear();
     for i in 0..(*desc).natts as usize {
-        let att = (*desc).attrs.as_ptr().add(i);
+        let att = crate::pg::compat::attribute(desc, i);
         let name = CStr::from_ptr((*att).attname.data.as_ptr()).to_string_lossy().into_owned();
         let mut func = pg_sys::InvalidOid;
         let mut varlena = false;

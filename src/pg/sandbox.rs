@@ -165,7 +165,7 @@ unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Resul
         0,
     );
     pg_sys::ExecutorStart(desc, 0);
-    pg_sys::ExecutorRun(desc, pg_sys::ScanDirection::ForwardScanDirection, 0, true);
+    crate::pg::compat::executor_run(desc);
     pg_sys::ExecutorFinish(desc);
     pg_sys::ExecutorEnd(desc);
     pg_sys::FreeQueryDesc(desc);

@@ -13,9 +13,7 @@ use std::hash::{Hash, Hasher};
 pub fn setting_origin(name: &str) -> Option<(pg_sys::GucSource::Type, pg_sys::Oid)> {
     // SAFETY: reads the GUC array as SHOW ALL does, on the backend's thread.
     unsafe {
-        let vars = pg_sys::get_guc_variables();
-        for i in 0..pg_sys::GetNumConfigOptions().max(0) as usize {
-            let g = *vars.add(i);
+        for &g in crate::pg::compat::guc_variables() {
             if !g.is_null() && CStr::from_ptr((*g).name).to_bytes() == name.as_bytes() {
                 return Some(((*g).source, (*g).srole));
             }
@@ -31,10 +29,7 @@ pub fn fingerprint() -> u64 {
     // SAFETY: reads the GUC array as SHOW ALL does, on the backend's thread; placeholders are
     // string variables, so the cast to config_string is the one guc.c makes.
     unsafe {
-        let vars = pg_sys::get_guc_variables();
-        let n = pg_sys::GetNumConfigOptions();
-        for i in 0..n.max(0) as usize {
-            let g = *vars.add(i);
+        for &g in crate::pg::compat::guc_variables() {
             if g.is_null() {
                 continue;
             }

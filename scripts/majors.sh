@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The PostgreSQL majors nl2sql supports and where each one's server is: sourced by setup.sh and
+# test-majors.sh; run as `scripts/majors.sh pg_config MAJOR` it prints that major's pg_config.
+#
+# 15 is Debian 12's own package. 17 and 18 are built by setup.sh from Debian's source packages
+# (17 from trixie, 18 from unstable) into $NL2SQL_PG_PREFIX/<major>.
+SUPPORTED_MAJORS="15 17 18"
+PG_PREFIX=${NL2SQL_PG_PREFIX:-/opt/nl2sql/postgresql}
+
+# The Debian suite whose PostgreSQL source package is built for <major> (15 is a binary
+# package; pgvector comes from trixie for every major).
+suite_of() {
+  case $1 in
+    15 | 17) echo trixie ;;
+    18) echo sid ;;
+    *) echo "PostgreSQL $1 is not supported (supported: $SUPPORTED_MAJORS)" >&2; return 2 ;;
+  esac
+}
+
+pg_config_of() {
+  if [ "$1" = 15 ]; then echo /usr/lib/postgresql/15/bin/pg_config; else echo "$PG_PREFIX/$1/bin/pg_config"; fi
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  set -euo pipefail
+  case "${1:-}" in
+    pg_config) suite_of "$2" >/dev/null && pg_config_of "$2" ;;
+    *) echo "usage: $0 pg_config MAJOR" >&2; exit 2 ;;
+  esac
+fi

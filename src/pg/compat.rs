@@ -1,0 +1,85 @@
+//! What differs between the PostgreSQL majors nl2sql supports (15 and 18; the `pg15`/`pg18`
+//! features pgrx builds with), in one place: the rest of the crate calls these and never tests a
+//! feature itself.
+//!
+//! - 16 moved permission checks from range table entries to `Query.rteperminfos`;
+//! - 16 replaced `GetNumConfigOptions()` with `get_guc_variables(&n)`;
+//! - 18 put a tuple descriptor's attributes behind its compact ones (`TupleDescAttr`);
+//! - 18 dropped `ExecutorRun`'s `execute_once` argument.
+
+use pgrx::pg_sys;
+use std::ffi::c_void;
+
+/// The `i`-th element of a pointer list.
+unsafe fn list_ptr(l: *mut pg_sys::List, i: usize) -> *mut c_void {
+    (*(*l).elements.add(i)).ptr_value
+}
+
+unsafe fn list_len(l: *mut pg_sys::List) -> usize {
+    if l.is_null() {
+        0
+    } else {
+        (*l).length as usize
+    }
+}
+
+/// The relations of `q`'s own range table (not its subqueries') whose SELECT privilege the
+/// executor checks as the current role: not those a view reads with its owner's rights.
+pub unsafe fn read_as_caller(q: *mut pg_sys::Query, out: &mut Vec<pg_sys::Oid>) {
+    let select = pg_sys::ACL_SELECT as pg_sys::AclMode;
+    #[cfg(feature = "pg15")]
+    {
+        let rtable = (*q).rtable;
+        for i in 0..list_len(rtable) {
+            let rte = list_ptr(rtable, i) as *mut pg_sys::RangeTblEntry;
+            if (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION && (*rte).checkAsUser == pg_sys::InvalidOid && (*rte).requiredPerms & select != 0 {
+                out.push((*rte).relid);
+            }
+        }
+    }
+    #[cfg(not(feature = "pg15"))]
+    {
+        let infos = (*q).rteperminfos;
+        for i in 0..list_len(infos) {
+            let info = list_ptr(infos, i) as *mut pg_sys::RTEPermissionInfo;
+            if (*info).checkAsUser == pg_sys::InvalidOid && (*info).requiredPerms & select != 0 {
+                out.push((*info).relid);
+            }
+        }
+    }
+}
+
+/// The server's settings, as SHOW ALL reads them.
+pub unsafe fn guc_variables() -> &'static [*mut pg_sys::config_generic] {
+    #[cfg(feature = "pg15")]
+    let (vars, n) = (pg_sys::get_guc_variables(), pg_sys::GetNumConfigOptions());
+    #[cfg(not(feature = "pg15"))]
+    let (vars, n) = {
+        let mut n = 0;
+        (pg_sys::get_guc_variables(&mut n), n)
+    };
+    if vars.is_null() || n <= 0 {
+        return &[];
+    }
+    std::slice::from_raw_parts(vars, n as usize)
+}
+
+/// The `i`-th attribute of a tuple descriptor.
+pub unsafe fn attribute(desc: pg_sys::TupleDesc, i: usize) -> *mut pg_sys::FormData_pg_attribute {
+    #[cfg(feature = "pg18")]
+    {
+        pg_sys::TupleDescAttr(desc, i as i32)
+    }
+    #[cfg(not(feature = "pg18"))]
+    {
+        (*desc).attrs.as_mut_ptr().add(i)
+    }
+}
+
+/// Runs a started query to its end.
+pub unsafe fn executor_run(desc: *mut pg_sys::QueryDesc) {
+    #[cfg(feature = "pg18")]
+    pg_sys::ExecutorRun(desc, pg_sys::ScanDirection::ForwardScanDirection, 0);
+    #[cfg(not(feature = "pg18"))]
+    pg_sys::ExecutorRun(desc, pg_sys::ScanDirection::ForwardScanDirection, 0, true);
+}
