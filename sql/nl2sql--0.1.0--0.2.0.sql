@@ -16,14 +16,24 @@ ALTER TABLE nl2sql.value_index ADD COLUMN max_length int NOT NULL DEFAULT 200;
 ALTER TABLE nl2sql.value_index ADD COLUMN generation int NOT NULL DEFAULT 0;
 -- pg_dump keeps which columns are indexed: the table by name (an OID does not survive a
 -- restore) and the column's name (a restore numbers columns again without the dropped ones)
-DROP VIEW nl2sql.value_indexes;
+-- (the view reads relid: it stands aside, with 0.1.0's columns, while the type changes, so the
+-- views and grants that depend on it are kept; its definition is replaced below)
+CREATE OR REPLACE VIEW nl2sql.value_indexes AS
+SELECT NULL::regclass AS relation, NULL::name AS column_name, NULL::text AS status, NULL::text AS embedder,
+       NULL::bigint AS "values", NULL::bigint AS phrases, NULL::bigint AS skipped_values, NULL::boolean AS include_rls,
+       NULL::timestamptz AS built_at, NULL::timestamptz AS refreshed_at, NULL::numeric AS build_seconds,
+       NULL::bigint AS entries_estimate, NULL::bigint AS size_bytes, NULL::bigint AS queued
+WHERE false;
 ALTER TABLE nl2sql.value_index ALTER COLUMN relid TYPE regclass;
 ALTER TABLE nl2sql.value_index ADD COLUMN attname name;
 UPDATE nl2sql.value_index i SET attname = a.attname
 FROM pg_catalog.pg_attribute a WHERE a.attrelid = i.relid AND a.attnum = i.attnum AND NOT a.attisdropped;
 DELETE FROM nl2sql.value_index WHERE attname IS NULL;
 ALTER TABLE nl2sql.value_index ALTER COLUMN attname SET NOT NULL;
-SELECT pg_catalog.pg_extension_config_dump('nl2sql.value_index', '');
+-- Not the rows of a temporary table or of one dropped meanwhile: a restore could not resolve
+-- their names (and a dangling OID would name whatever table gets it in the new cluster).
+SELECT pg_catalog.pg_extension_config_dump('nl2sql.value_index',
+    'WHERE EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) relid AND c.relpersistence OPERATOR(pg_catalog.<>) ''t'')');
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.value_index_id_seq', '');
 
 -- The table holding a generation of a column's entries; NULL when there is none (a restored
@@ -452,39 +462,71 @@ BEGIN
         WHERE i.relid = cmd.objid AND a.attrelid = i.relid AND a.attnum = i.attnum AND t.oid = a.atttypid
           AND c.oid = i.relid AND i.status <> 'stale'
           AND (t.typcategory NOT IN ('S', 'E') OR (c.relrowsecurity AND NOT i.include_rls));
-        -- a renamed column: the name a dump writes is the one a restore looks for
-        UPDATE nl2sql.value_index i SET attname = a.attname
-        FROM pg_attribute a
-        WHERE i.relid = cmd.objid AND a.attrelid = i.relid AND a.attnum = i.attnum
-          AND i.attname <> a.attname AND nl2sql._entries(i.id, i.generation) IS NOT NULL;
     END LOOP;
+    -- a renamed column (in a parent, its children's too): the name a dump writes is the one a
+    -- restore looks for
+    UPDATE nl2sql.value_index i SET attname = a.attname
+    FROM pg_attribute a
+    WHERE a.attrelid = i.relid AND a.attnum = i.attnum AND i.attname <> a.attname;
 EXCEPTION WHEN OTHERS THEN
     RAISE WARNING 'nl2sql could not follow this DDL command: %', SQLERRM;
 END
 $$;
 
--- After a restore: a table's columns are numbered again without the dropped ones, so each
--- index that has no entries yet finds its column again by name. Numbers only go down, so
--- renumbering in ascending order never meets a number another row still holds.
+-- After a restore: a table's columns are numbered again without the dropped ones (and a
+-- child's inherited ones in its parent's order), so each index that has no entries yet is
+-- pointed at its column by name. One whose column is gone, or whose column another index of
+-- the table already names, is dropped with a WARNING (nothing could build it). The rest move in
+-- two steps, first to numbers no column has (below the system columns'), then to their own,
+-- so no two ever hold one number. Runs when rows are loaded (the trigger below fires on
+-- pg_restore's COPY) and again at each nl2sql.refresh_value_indexes(); in between, and for
+-- every index that has entries, the number is what counts.
 CREATE FUNCTION nl2sql._renumber_restored()
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    r record;
+    gone record;
 BEGIN
-    FOR r IN
-        SELECT i.id, a.attnum
-        FROM nl2sql.value_index i
-        JOIN pg_attribute a ON a.attrelid = i.relid AND a.attname = i.attname AND a.attnum > 0 AND NOT a.attisdropped
-        WHERE a.attnum <> i.attnum AND nl2sql._entries(i.id, i.generation) IS NULL
-        ORDER BY a.attnum
+    FOR gone IN
+        DELETE FROM nl2sql.value_index i
+        WHERE nl2sql._entries(i.id, i.generation) IS NULL
+          AND (NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = i.relid AND a.attname = i.attname
+                                                       AND a.attnum > 0 AND NOT a.attisdropped)
+               OR EXISTS (SELECT FROM nl2sql.value_index o
+                          WHERE o.relid = i.relid AND o.attname = i.attname AND o.id <> i.id
+                            AND (o.id < i.id OR nl2sql._entries(o.id, o.generation) IS NOT NULL)))
+        RETURNING i.relid, i.attname
     LOOP
-        UPDATE nl2sql.value_index SET attnum = r.attnum WHERE id = r.id;
+        RAISE WARNING 'nl2sql dropped the restored value index of %.%: no other column has its name',
+            gone.relid, quote_ident(gone.attname)
+            USING DETAIL = 'The table has no such column, or another value index already names it.';
     END LOOP;
+    UPDATE nl2sql.value_index i SET attnum = m.parked
+    FROM (SELECT x.id, (-100 - row_number() OVER (PARTITION BY x.relid ORDER BY x.id))::int2 AS parked
+          FROM nl2sql.value_index x
+          JOIN pg_attribute a ON a.attrelid = x.relid AND a.attname = x.attname AND a.attnum > 0 AND NOT a.attisdropped
+          WHERE a.attnum <> x.attnum AND nl2sql._entries(x.id, x.generation) IS NULL) m
+    WHERE i.id = m.id;
+    UPDATE nl2sql.value_index i SET attnum = a.attnum
+    FROM pg_attribute a
+    WHERE i.attnum <= -100 AND a.attrelid = i.relid AND a.attname = i.attname AND a.attnum > 0 AND NOT a.attisdropped;
 END
 $$;
+
+CREATE FUNCTION nl2sql._value_index_loaded()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM nl2sql._renumber_restored();
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER value_index_loaded AFTER INSERT ON nl2sql.value_index
+    FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._value_index_loaded();
 
 
 -- Drops a generation's table (a member of the extension, so it leaves the extension first).
@@ -506,14 +548,15 @@ $$;
 REVOKE ALL ON FUNCTION nl2sql._values_changed() FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._drop_entries(int, int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._renumber_restored() FROM PUBLIC;
+REVOKE ALL ON FUNCTION nl2sql._value_index_loaded() FROM PUBLIC;
 
 -- One row per indexed column the caller may SELECT.
-CREATE VIEW nl2sql.value_indexes AS
+CREATE OR REPLACE VIEW nl2sql.value_indexes AS
 SELECT i.relid AS relation,
        a.attname AS column_name,
        -- restored: pg_restore brought the definition back without entries; the next
        -- nl2sql.refresh_value_indexes() builds it
-       CASE WHEN e.entries IS NULL THEN 'restored'
+       CASE WHEN e.entries IS NULL AND i.status IN ('ready', 'dirty') THEN 'restored'
             WHEN i.status IN ('ready', 'dirty') AND i.embedder <> nl2sql.current_embedder() THEN 'stale'
             WHEN i.status IN ('ready', 'dirty') AND f.stale THEN 'stale'
             WHEN i.status = 'ready' AND f.dirty THEN 'dirty'
@@ -535,13 +578,10 @@ SELECT i.relid AS relation,
        i.generation
 FROM nl2sql.value_index i
 CROSS JOIN LATERAL (SELECT nl2sql._entries(i.id, i.generation) AS entries) e
--- a restored index's column by the name it had (a restore numbers columns again)
-JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND NOT a.attisdropped
-     AND CASE WHEN e.entries IS NULL THEN a.attname = i.attname ELSE a.attnum = i.attnum END
+JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
 CROSS JOIN LATERAL (SELECT coalesce(bool_or(x.flag = 'dirty'), false) AS dirty, coalesce(bool_or(x.flag = 'stale'), false) AS stale
                     FROM nl2sql.value_flags x WHERE x.column_id = i.id) f
-WHERE pg_catalog.has_column_privilege(i.relid, a.attnum, 'SELECT');
-GRANT SELECT ON nl2sql.value_indexes TO PUBLIC;
+WHERE pg_catalog.has_column_privilege(i.relid, i.attnum, 'SELECT');
 
 -- The examples library (issue 12).
 CREATE FUNCTION nl2sql."_example_key"(

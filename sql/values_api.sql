@@ -56,7 +56,7 @@ SELECT i.relid AS relation,
        a.attname AS column_name,
        -- restored: pg_restore brought the definition back without entries; the next
        -- nl2sql.refresh_value_indexes() builds it
-       CASE WHEN e.entries IS NULL THEN 'restored'
+       CASE WHEN e.entries IS NULL AND i.status IN ('ready', 'dirty') THEN 'restored'
             WHEN i.status IN ('ready', 'dirty') AND i.embedder <> nl2sql.current_embedder() THEN 'stale'
             WHEN i.status IN ('ready', 'dirty') AND f.stale THEN 'stale'
             WHEN i.status = 'ready' AND f.dirty THEN 'dirty'
@@ -78,12 +78,10 @@ SELECT i.relid AS relation,
        i.generation
 FROM nl2sql.value_index i
 CROSS JOIN LATERAL (SELECT nl2sql._entries(i.id, i.generation) AS entries) e
--- a restored index's column by the name it had (a restore numbers columns again)
-JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND NOT a.attisdropped
-     AND CASE WHEN e.entries IS NULL THEN a.attname = i.attname ELSE a.attnum = i.attnum END
+JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
 CROSS JOIN LATERAL (SELECT coalesce(bool_or(x.flag = 'dirty'), false) AS dirty, coalesce(bool_or(x.flag = 'stale'), false) AS stale
                     FROM nl2sql.value_flags x WHERE x.column_id = i.id) f
-WHERE pg_catalog.has_column_privilege(i.relid, a.attnum, 'SELECT');
+WHERE pg_catalog.has_column_privilege(i.relid, i.attnum, 'SELECT');
 GRANT SELECT ON nl2sql.value_indexes TO PUBLIC;
 
 -- Building and dropping indexes is for the DBA: superusers, or roles granted EXECUTE (who must

@@ -41,6 +41,14 @@ def source(conninfo, tmp_path_factory):
     db.execute("ALTER TABLE city DROP COLUMN junk")
     db.execute("INSERT INTO city VALUES (1, 'Kabul'), (2, 'Paris')")
     db.execute("CREATE TABLE visit (id int PRIMARY KEY, town int)")
+    # A child's inherited columns come first after a restore: here x is column 2 and b column 3,
+    # then b is 2 and x is 3 (renumbered one at a time, the two would collide).
+    db.execute("CREATE TABLE base (a int)")
+    db.execute("CREATE TABLE kid (x text) INHERITS (base)")
+    db.execute("ALTER TABLE base ADD COLUMN b text")
+    db.execute("INSERT INTO kid (a, x, b) VALUES (1, 'Xylophone', 'Bassoon')")
+    db.execute("SELECT * FROM nl2sql.create_value_index('kid', 'x')")
+    db.execute("SELECT * FROM nl2sql.create_value_index('kid', 'b')")
     db.execute("SELECT * FROM nl2sql.create_value_index('city', 'name')")
     db.execute("SELECT * FROM nl2sql.create_value_index('singer', 'country')")
     db.execute("SELECT nl2sql.add_example('How many concerts were held in 2014?', "
@@ -80,8 +88,11 @@ def test_a_restored_database_keeps_the_configuration_and_answers(connect, connin
         notices = []  # (severity, sqlstate, message, hint): a notice is only valid inside its callback
         db.add_notice_handler(lambda d: notices.append((d.severity, d.sqlstate, d.message_primary or "", d.message_hint or "")))
         # What the DBA configured came back, on the same tables and columns.
-        assert db.execute("SELECT relation::text, column_name::text, status FROM nl2sql.value_indexes ORDER BY 1").fetchall() == [
-            ("city", "name", "restored"), ("singer", "country", "restored")]
+        assert db.execute("SELECT relation::text, column_name::text, status FROM nl2sql.value_indexes ORDER BY 1, 2").fetchall() == [
+            ("city", "name", "restored"), ("kid", "b", "restored"), ("kid", "x", "restored"), ("singer", "country", "restored")]
+        # Each row points at its column again as soon as it is loaded.
+        assert db.execute("SELECT count(*) FROM nl2sql.value_index i JOIN pg_attribute a "
+                          "ON a.attrelid = i.relid AND a.attnum = i.attnum AND a.attname = i.attname").fetchone()[0] == 4
         assert db.execute("SELECT question FROM nl2sql.examples WHERE source = 'user'").fetchall() == [
             ("How many concerts were held in 2014?",)]
         assert db.execute("SELECT instruction, relations::text FROM nl2sql.instructions").fetchall() == [
@@ -96,7 +107,7 @@ def test_a_restored_database_keeps_the_configuration_and_answers(connect, connin
         assert len(said) == 1, notices
         severity, sqlstate, message, hint = said[0]
         assert severity == "NOTICE" and sqlstate == "01000" and "nl2sql.refresh_value_indexes()" in hint
-        assert "city.name" in message and "singer.country" in message
+        assert "city.name" in message and "singer.country" in message and "kid.x" in message
         # DML on an indexed table works meanwhile, without a warning.
         notices.clear()
         db.execute("INSERT INTO city VALUES (3, 'Lima')")
@@ -109,14 +120,20 @@ def test_a_restored_database_keeps_the_configuration_and_answers(connect, connin
         assert db.execute("SELECT count(*) FROM nl2sql.relationships WHERE source = 'confirmed'").fetchone()[0] == 2
         db.execute("SELECT * FROM nl2sql.create_value_index('singer', 'name')")
         assert db.execute("SELECT count(*) FROM nl2sql.instructions").fetchone()[0] == 2
+        # Building one restored index by hand builds that column, and no other.
+        assert db.execute("SELECT column_name::text, \"values\" FROM nl2sql.create_value_index('kid', 'x')").fetchall() == [("x", 1)]
+        assert db.execute("SELECT column_name::text, status FROM nl2sql.value_indexes WHERE relation = 'kid'::regclass ORDER BY 1").fetchall() == [
+            ("b", "restored"), ("x", "ready")]
+        assert db.execute("SELECT column_name::text, value FROM nl2sql.search_values('xylophone', 1)").fetchall() == [("x", "Xylophone")]
 
         # A refresh builds the restored indexes; each reads its own column again.
         built = db.execute("SELECT relation::text, column_name::text, status, \"values\" "
                            "FROM nl2sql.refresh_value_indexes() ORDER BY 1, 2").fetchall()
-        assert [b[:3] for b in built] == [("city", "name", "ready"), ("singer", "country", "ready")]
+        assert [b[:3] for b in built] == [("city", "name", "ready"), ("kid", "b", "ready"), ("singer", "country", "ready")]
         assert built[0][3] == 3
         assert db.execute("SELECT relation::text, column_name::text, status FROM nl2sql.value_indexes ORDER BY 1, 2").fetchall() == [
-            ("city", "name", "ready"), ("singer", "country", "ready"), ("singer", "name", "ready")]
+            ("city", "name", "ready"), ("kid", "b", "ready"), ("kid", "x", "ready"), ("singer", "country", "ready"), ("singer", "name", "ready")]
+        assert db.execute("SELECT column_name::text, value FROM nl2sql.search_values('bassoon', 1)").fetchall() == [("b", "Bassoon")]
         notices.clear()
         assert db.execute("SELECT relation::text, column_name::text, value FROM nl2sql.search_values('kabul', 1)").fetchall() == [
             ("city", "name", "Kabul")]
@@ -135,12 +152,25 @@ def test_a_restored_database_keeps_the_configuration_and_answers(connect, connin
 
 
 def test_the_dumped_column_name_follows_a_rename(connect, source):
-    """The name a dump writes (and a restore looks for) follows ALTER TABLE ... RENAME COLUMN."""
+    """The name a dump writes (and a restore looks for) follows ALTER TABLE ... RENAME COLUMN,
+    in the children of a renamed parent's column too."""
     db = connect(dbname=SOURCE)
     db.execute("ALTER TABLE city RENAME COLUMN name TO city_name")
+    db.execute("ALTER TABLE base RENAME COLUMN b TO bee")
     try:
         assert db.execute("SELECT column_name::text, status FROM nl2sql.value_indexes WHERE relation = 'city'::regclass").fetchall() == [
             ("city_name", "ready")]
-        assert db.execute("SELECT attname::text FROM nl2sql.value_index WHERE relid = 'city'::regclass").fetchall() == [("city_name",)]
+        assert db.execute("SELECT relid::text, attname::text FROM nl2sql.value_index WHERE relid IN ('city'::regclass, 'kid'::regclass) "
+                          "ORDER BY 1, 2").fetchall() == [("city", "city_name"), ("kid", "bee"), ("kid", "x")]
     finally:
         db.execute("ALTER TABLE city RENAME COLUMN city_name TO name")
+        db.execute("ALTER TABLE base RENAME COLUMN bee TO b")
+
+
+def test_a_temporary_table_has_no_value_index(connect):
+    """pg_dump could not name it, and it would outlive the session's table."""
+    db = connect()
+    db.execute("CREATE TEMP TABLE scratch (name text)")
+    with pytest.raises(Exception) as e:
+        db.execute("SELECT * FROM nl2sql.create_value_index('scratch', 'name')")
+    assert e.value.sqlstate == "0A000" and "temporary table" in str(e.value)

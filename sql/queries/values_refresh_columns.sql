@@ -1,7 +1,6 @@
 -- Sent by src/pg/values/refresh.rs; its parameters ($1, $2, ...) are bound there.
 -- What a refresh builds again: every index of $1, or with no $1 those marked stale, being
--- built, built by another embedder, flagged by DML, or restored without entries (whose column
--- is found by name: _renumber_restored() has run).
+-- built, built by another embedder, flagged by DML, or restored without entries.
 SELECT i.relid::oid, a.attname::text, i.include_rls
 FROM nl2sql.value_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
 WHERE ($1::oid IS NULL AND (i.status IN ('stale', 'building') OR i.embedder <> nl2sql.current_embedder()

@@ -40,10 +40,11 @@ pub fn create_in_schemas(schemas: Vec<String>, include_rls: bool) -> Vec<Built> 
 /// table, so refusals are errors; otherwise they are NOTICEs and the column is skipped.
 pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explicit: bool) -> Vec<Built> {
     let relname = relation_text(rel);
-    let (relkind, rls) = spi::read_row(
-        "SELECT c.relkind::text, c.relrowsecurity FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+    let (relkind, rls, temporary) = spi::read_row(
+        "SELECT c.relkind::text, c.relrowsecurity, c.relpersistence OPERATOR(pg_catalog.=) 't'
+         FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
         &[rel.into()],
-        |r| Some((r.get::<String>(1).ok()??, r.get::<bool>(2).ok()??)),
+        |r| Some((r.get::<String>(1).ok()??, r.get::<bool>(2).ok()??, r.get::<bool>(3).ok()??)),
     )
     .unwrap_or_else(|| fail(SqlState::UndefinedTable, format!("relation {relname} does not exist"), None));
     if !may_maintain(rel, owner::caller()) {
@@ -51,6 +52,10 @@ pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explici
     }
     if !matches!(relkind.as_str(), "r" | "p" | "m") {
         fail(SqlState::from_code("42809"), format!("\"{relname}\" is not a table or materialized view"), None);
+    }
+    if temporary {
+        // The index would outlive the session's table, and pg_dump could not name it.
+        fail(SqlState::FeatureNotSupported, format!("cannot index the values of temporary table {relname}"), Some("Index a permanent table."));
     }
     if rls && !include_rls {
         let msg = format!("table {relname} has row-level security; its values are not indexed");
@@ -161,6 +166,9 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
     let skip = |why: String| -> Option<Built> {
         if new {
             spi::write("DELETE FROM nl2sql.value_index WHERE id = $1", &[id.into()]);
+        } else if !serving {
+            // Restored, and not buildable as it is: stale (shown so, no longer named by searches).
+            spi::write("UPDATE nl2sql.value_index SET status = 'stale' WHERE id = $1", &[id.into()]);
         }
         let msg = format!("column {relname}.{qcol} is not indexed: {why}");
         if explicit {
