@@ -551,7 +551,7 @@ REVOKE ALL ON FUNCTION nl2sql._renumber_restored() FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._value_index_loaded() FROM PUBLIC;
 
 -- One row per indexed column the caller may SELECT.
-CREATE OR REPLACE VIEW nl2sql.value_indexes AS
+CREATE OR REPLACE VIEW nl2sql.value_indexes WITH (security_barrier) AS
 SELECT i.relid AS relation,
        a.attname AS column_name,
        -- restored: pg_restore brought the definition back without entries; the next

@@ -50,8 +50,9 @@ AS $$ SELECT relation::regclass, column_name::name, score FROM nl2sql._search_co
 COMMENT ON FUNCTION nl2sql.search_columns(text, integer) IS
     'columns whose names and comments are similar to the words of the query, among those the caller may read';
 
--- One row per indexed column the caller may SELECT.
-CREATE VIEW nl2sql.value_indexes AS
+-- One row per indexed column the caller may SELECT (a security barrier: a function in a
+-- caller's WHERE sees no other row).
+CREATE VIEW nl2sql.value_indexes WITH (security_barrier) AS
 SELECT i.relid AS relation,
        a.attname AS column_name,
        -- restored: pg_restore brought the definition back without entries; the next
