@@ -6,8 +6,9 @@ PG_VERSIONS ?= 15 18
 PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 SUDO_FLAG := $(shell [ "$$(id -u)" -eq 0 ] || echo --sudo)
 PGRX_INSTALL = cargo pgrx install --pg-config $(PG_CONFIG) $(SUDO_FLAG)
-# The sentence model's files (scripts/setup.sh): its unit tests compare it with a reference.
-export NL2SQL_MINILM_DIR ?= $(shell $$(scripts/majors.sh pg_config $(firstword $(PG_VERSIONS))) --sharedir 2>/dev/null)/extension/nl2sql/all-MiniLM-L6-v2
+# The sentence model's files (scripts/setup.sh), which its unit tests compare with a reference:
+# found when the line runs, after setup.sh may have installed them.
+MINILM = NL2SQL_MINILM_DIR="$${NL2SQL_MINILM_DIR:-$$($$(scripts/majors.sh pg_config $(firstword $(PG_VERSIONS))) --sharedir)/extension/nl2sql/all-MiniLM-L6-v2}"
 
 .PHONY: demo test setup install install-debug layout unit regress pytest eval bench llm clean
 
@@ -17,7 +18,7 @@ demo:            ## set up, build, start PostgreSQL with concert_singer, ask it 
 test:            ## layout checks and unit tests once, then on each of PG_VERSIONS: build, pg_regress suites, server tests
 	PG_VERSIONS="$(PG_VERSIONS)" scripts/setup.sh
 	$(MAKE) --no-print-directory layout
-	cargo test -p nl2sql-core
+	$(MINILM) cargo test -p nl2sql-core
 	scripts/test-majors.sh $(PG_VERSIONS)
 
 setup:           ## apt packages, PostgreSQL majors other than 15, pgvector, cargo-pgrx 0.18.1, test venv (skips what is present)
@@ -36,7 +37,7 @@ layout:          ## no import circle, no file or function over its size, upgrade
 	python3 scripts/upgrade_script.py --check
 
 unit:            ## the pure pipeline's unit tests only (no server)
-	cargo test -p nl2sql-core
+	$(MINILM) cargo test -p nl2sql-core
 
 regress:         ## pg_regress suites against the extension installed in $(PG_CONFIG)'s server
 	PG_CONFIG=$(PG_CONFIG) tests/run.sh regress

@@ -13,14 +13,16 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-DIR=${NL2SQL_DEMO_DIR:-/tmp/nl2sql-demo}
+export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}   # scripts/pg.sh reads it too
 PORT=${NL2SQL_DEMO_PORT:-55432}
 DB=concert_singer
 DUMP=${NL2SQL_DUMPS:-$ROOT/../shared/bench/spider-pg/dumps}/$DB.sql
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 NL2SQL_PG_CONFIG=$PG_CONFIG scripts/setup.sh   # only what this one server needs
+# One cluster directory per major (a cluster made by one major's initdb is not another's).
+major=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+DIR=${NL2SQL_DEMO_DIR:-/tmp/nl2sql-demo$([ "$major" = 15 ] || echo "-$major")}
 say "building and installing nl2sql (release build)"
 sudo_flag=""; [ "$(id -u)" -eq 0 ] || sudo_flag=--sudo
 cargo pgrx install --release --pg-config "$PG_CONFIG" $sudo_flag

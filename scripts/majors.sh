@@ -19,6 +19,17 @@ suite_of() {
   esac
 }
 
+# The exact source package versions built (pinned: the same server and pgvector on every
+# machine, and the pgvector patch made for this version).
+version_of() {
+  case $1 in
+    postgresql-17) echo 17.12-0+deb13u1 ;;
+    postgresql-18) echo 18.6-3 ;;
+    pgvector) echo 0.8.0-1 ;;
+    *) echo "no pinned version of $1" >&2; return 2 ;;
+  esac
+}
+
 pg_config_of() {
   if [ "$1" = 15 ]; then echo /usr/lib/postgresql/15/bin/pg_config; else echo "$PG_PREFIX/$1/bin/pg_config"; fi
 }

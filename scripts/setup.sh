@@ -56,20 +56,28 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
 
-# Downloads and unpacks Debian source package $2 from suite $1 into directory $3; prints the
-# unpacked directory. The deb-src entry lives only while apt-get reads it.
+# What the builds below leave behind, removed however the script ends.
+scratch=()
+cleanup() {
+  $SUDO rm -f /etc/apt/sources.list.d/nl2sql-*-src.sources
+  [ ${#scratch[@]} -eq 0 ] || rm -rf "${scratch[@]}"
+}
+trap cleanup EXIT
+
+# Downloads and unpacks version $3 of Debian source package $2 from suite $1 into directory
+# $4; prints the unpacked directory. The deb-src entry lives only while apt-get reads it.
 debian_source() {
-  local suite=$1 pkg=$2 dest=$3
+  local suite=$1 pkg=$2 version=$3 dest=$4
   local list=/etc/apt/sources.list.d/nl2sql-$suite-src.sources
   printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$suite" \
     | $SUDO tee "$list" >/dev/null
   local ok=0
-  $SUDO apt-get update -qq && (cd "$dest" && apt-get source -qq "$pkg/$suite" >/dev/null 2>"$dest/apt.log") && ok=1
+  $SUDO apt-get update -qq 2>"$dest/apt.log" && (cd "$dest" && apt-get source -qq "$pkg=$version" >/dev/null 2>>"$dest/apt.log") && ok=1
   $SUDO rm -f "$list"
   $SUDO apt-get update -qq || true
   if [ $ok = 0 ]; then
     cat "$dest/apt.log" >&2
-    echo "could not fetch Debian's source package $pkg from $suite" >&2
+    echo "could not fetch Debian's source package $pkg $version from $suite" >&2
     exit 1
   fi
   find "$dest" -mindepth 1 -maxdepth 1 -type d -name "$pkg-*" | head -n1
@@ -80,10 +88,10 @@ debian_source() {
 # pg_trgm, dblink and file_fdw from its contrib.
 build_postgres() {
   local v=$1 prefix=$PG_PREFIX/$1
-  [ -x "$prefix/bin/pg_config" ] && [ -f "$prefix/share/extension/file_fdw.control" ] && return 0
-  say "building PostgreSQL $v from Debian's source package ($(suite_of "$v"); about 10 minutes on 2 cores)"
-  local work; work=$(mktemp -d)
-  local dir; dir=$(debian_source "$(suite_of "$v")" "postgresql-$v" "$work")
+  [ -x "$prefix/bin/pg_config" ] && [ -f "$("$prefix/bin/pg_config" --sharedir)/extension/file_fdw.control" ] && return 0
+  say "building PostgreSQL $v from Debian's source package ($(suite_of "$v") $(version_of "postgresql-$v"); about 5 minutes on 2 cores)"
+  local work; work=$(mktemp -d); scratch+=("$work")
+  local dir; dir=$(debian_source "$(suite_of "$v")" "postgresql-$v" "$(version_of "postgresql-$v")" "$work")
   (cd "$dir" && ./configure -q --prefix="$prefix" --without-icu --without-readline >/dev/null)
   make -s -C "$dir" -j"$(nproc)" >/dev/null
   $SUDO make -s -C "$dir" install >/dev/null
@@ -100,8 +108,8 @@ build_pgvector() {
   local v=$1 pgc; pgc=$(server_config "$1")
   [ -f "$($pgc --sharedir)/extension/vector.control" ] && return 0
   say "building pgvector for PostgreSQL $v from Debian's source package"
-  local work; work=$(mktemp -d)
-  local dir; dir=$(debian_source trixie pgvector "$work")
+  local work; work=$(mktemp -d); scratch+=("$work")
+  local dir; dir=$(debian_source trixie pgvector "$(version_of pgvector)" "$work")
   if [ "$v" -ge 18 ]; then
     patch -s -d "$dir" -p1 < "$root/scripts/patches/pgvector-0.8.0-pg18.patch"
   fi

@@ -9,8 +9,10 @@ cd "$ROOT"
 . scripts/majors.sh
 sudo_flag=""; [ "$(id -u)" -eq 0 ] || sudo_flag=--sudo
 
+[ $# -gt 0 ] || { echo "usage: $0 MAJOR... (no major named: nothing would be tested)" >&2; exit 2; }
 results=() status=0
 for v in "$@"; do
+  suite_of "$v" >/dev/null || exit 2
   pgc=$(pg_config_of "$v")
   printf '\n\033[1m==> PostgreSQL %s: building nl2sql and running the server tests\033[0m\n' "$v"
   if cargo pgrx install --pg-config "$pgc" $sudo_flag && PG_CONFIG="$pgc" tests/run.sh; then

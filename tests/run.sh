@@ -44,6 +44,11 @@ done
   "nl2sql.llm_timeout = '20s'"
 export PGHOST=$RUN/pg PGPORT=$PG_PORT PGUSER=postgres
 psql() { "$BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+# The server running is the major PG_CONFIG names (a test of one major never runs on another).
+want=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+got=$(psql -d postgres -Atc "SELECT current_setting('server_version_num')::int / 10000")
+[ "$want" = "$got" ] || { echo "the test server is PostgreSQL $got, not $want" >&2; exit 1; }
+echo "== PostgreSQL $got"
 
 # The regression database: concert_singer from the spider-pg slice, with the extension.
 psql -d postgres -c "CREATE DATABASE concert_singer"
@@ -64,6 +69,6 @@ if [ "$what" = all ] || [ "$what" = pytest ]; then
   echo "== pytest"
   NL2SQL_TEST_PGHOST=$PGHOST NL2SQL_TEST_PGPORT=$PGPORT NL2SQL_TEST_SERVER_LOG=$RUN/pg/server.log \
   NL2SQL_TEST_MOCK_URL="http://127.0.0.1:$MOCK_PORT" NL2SQL_DUMPS=$DUMPS \
-    "$ROOT/.venv/bin/python" -m pytest -q tests "$@" || status=1
+    "$ROOT/.venv/bin/python" -m pytest -q -rs tests "$@" || status=1
 fi
 exit $status

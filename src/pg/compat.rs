@@ -49,8 +49,9 @@ pub unsafe fn read_as_caller(q: *mut pg_sys::Query, out: &mut Vec<pg_sys::Oid>) 
     }
 }
 
-/// The server's settings, as SHOW ALL reads them.
-pub unsafe fn guc_variables() -> &'static [*mut pg_sys::config_generic] {
+/// The server's settings, as SHOW ALL reads them (copied: since 16 the array is built anew, in
+/// the current memory context, at each call).
+pub unsafe fn guc_variables() -> Vec<*mut pg_sys::config_generic> {
     #[cfg(feature = "pg15")]
     let (vars, n) = (pg_sys::get_guc_variables(), pg_sys::GetNumConfigOptions());
     #[cfg(not(feature = "pg15"))]
@@ -59,9 +60,9 @@ pub unsafe fn guc_variables() -> &'static [*mut pg_sys::config_generic] {
         (pg_sys::get_guc_variables(&mut n), n)
     };
     if vars.is_null() || n <= 0 {
-        return &[];
+        return Vec::new();
     }
-    std::slice::from_raw_parts(vars, n as usize)
+    std::slice::from_raw_parts(vars, n as usize).to_vec()
 }
 
 /// The `i`-th attribute of a tuple descriptor.

@@ -13,7 +13,7 @@ use std::hash::{Hash, Hasher};
 pub fn setting_origin(name: &str) -> Option<(pg_sys::GucSource::Type, pg_sys::Oid)> {
     // SAFETY: reads the GUC array as SHOW ALL does, on the backend's thread.
     unsafe {
-        for &g in crate::pg::compat::guc_variables() {
+        for g in crate::pg::compat::guc_variables() {
             if !g.is_null() && CStr::from_ptr((*g).name).to_bytes() == name.as_bytes() {
                 return Some(((*g).source, (*g).srole));
             }
@@ -29,7 +29,7 @@ pub fn fingerprint() -> u64 {
     // SAFETY: reads the GUC array as SHOW ALL does, on the backend's thread; placeholders are
     // string variables, so the cast to config_string is the one guc.c makes.
     unsafe {
-        for &g in crate::pg::compat::guc_variables() {
+        for g in crate::pg::compat::guc_variables() {
             if g.is_null() {
                 continue;
             }
