@@ -373,7 +373,7 @@ BEGIN
     -- restore looks for
     UPDATE nl2sql.value_index i SET attname = a.attname
     FROM pg_attribute a
-    WHERE a.attrelid = i.relid AND a.attnum = i.attnum AND i.attname <> a.attname;
+    WHERE a.attrelid = i.relid AND a.attnum = i.attnum AND i.attname <> a.attname AND NOT a.attisdropped;
 EXCEPTION WHEN OTHERS THEN
     RAISE WARNING 'nl2sql could not follow this DDL command: %', SQLERRM;
 END
@@ -417,7 +417,14 @@ BEGIN
     WHERE i.id = m.id;
     UPDATE nl2sql.value_index i SET attnum = a.attnum
     FROM pg_attribute a
-    WHERE i.attnum <= -100 AND a.attrelid = i.relid AND a.attname = i.attname AND a.attnum > 0 AND NOT a.attisdropped;
+    WHERE i.attnum <= -100 AND a.attrelid = i.relid AND a.attname = i.attname AND a.attnum > 0 AND NOT a.attisdropped
+      AND NOT EXISTS (SELECT FROM nl2sql.value_index o WHERE o.relid = i.relid AND o.attnum = a.attnum);
+    -- a number another index holds (its name not yet updated): this one cannot be built
+    FOR gone IN DELETE FROM nl2sql.value_index i WHERE i.attnum <= -100 RETURNING i.relid, i.attname
+    LOOP
+        RAISE WARNING 'nl2sql dropped the restored value index of %.%: another value index holds its column',
+            gone.relid, quote_ident(gone.attname);
+    END LOOP;
 END
 $$;
 

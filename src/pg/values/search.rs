@@ -108,7 +108,10 @@ fn notice_restored(caller: pg_sys::Oid) {
     if names.is_empty() {
         return;
     }
-    let mut listed = names.iter().take(RESTORED_NAMED_MAX).cloned().collect::<Vec<_>>().join(", ");
+    // Names as the NOTICE shows them: a control character (a newline in a table's name) would
+    // start a line of its own there.
+    let shown = |n: &String| n.chars().map(|c| if c.is_control() { '?' } else { c }).collect::<String>();
+    let mut listed = names.iter().take(RESTORED_NAMED_MAX).map(shown).collect::<Vec<_>>().join(", ");
     if names.len() > RESTORED_NAMED_MAX {
         listed.push_str(&format!(" and {} more", names.len() - RESTORED_NAMED_MAX));
     }
