@@ -6,16 +6,19 @@
 //! - 16 replaced `GetNumConfigOptions()` with `get_guc_variables(&n)`;
 //! - 18 put a tuple descriptor's attributes behind its compact ones (`TupleDescAttr`);
 //! - 18 dropped `ExecutorRun`'s `execute_once` argument.
+//!
+//! Also the pointer-list helpers the policy and these share.
 
 use pgrx::pg_sys;
 use std::ffi::c_void;
 
 /// The `i`-th element of a pointer list.
-unsafe fn list_ptr(l: *mut pg_sys::List, i: usize) -> *mut c_void {
+pub unsafe fn list_ptr(l: *mut pg_sys::List, i: usize) -> *mut c_void {
     (*(*l).elements.add(i)).ptr_value
 }
 
-unsafe fn list_len(l: *mut pg_sys::List) -> usize {
+/// A list's length (NIL is empty).
+pub unsafe fn list_len(l: *mut pg_sys::List) -> usize {
     if l.is_null() {
         0
     } else {

@@ -9,6 +9,7 @@
 //! CHECK constraints of domains it coerces to, an aggregate's support functions, the output
 //! functions of the result's types — that nl2sql_core::safety::policy::judge refuses.
 
+use crate::pg::compat::{list_len, list_ptr};
 use nl2sql_core::safety::guard::GuardError;
 use nl2sql_core::safety::policy::{self, FunctionFacts, Scope};
 use pgrx::pg_sys::{self, Oid};
@@ -388,16 +389,4 @@ unsafe fn output_functions(typ: Oid, out: &mut Vec<Oid>, seen: &mut HashSet<Oid>
         }
         _ => {}
     }
-}
-
-unsafe fn list_len(l: *mut pg_sys::List) -> usize {
-    if l.is_null() {
-        0
-    } else {
-        (*l).length as usize
-    }
-}
-
-unsafe fn list_ptr(l: *mut pg_sys::List, i: usize) -> *mut c_void {
-    (*(*l).elements.add(i)).ptr_value
 }
