@@ -10,7 +10,10 @@ and fails every other request (a question that is not refused fails writing its 
 without it the endpoint is a closed port and the words decide alone. Prints the counts per
 benchmark and kind, and every false refusal.
 
-  .venv/bin/python eval/abstain.py [--no-setup] [--instructions] [--model http://127.0.0.1:8080/v1]
+With --generate the questions the words and the model let through go on to their queries, and
+every query failing on a name the question asked for refuses too (the unanswerable side only).
+
+  .venv/bin/python eval/abstain.py [--no-setup] [--instructions] [--model http://127.0.0.1:8080/v1 [--generate]]
 """
 import argparse
 import http.server
@@ -31,13 +34,22 @@ REFUSED = ("nl2sql abstains: the question is about nothing this database holds",
            "nl2sql abstains: the tables do not hold what the question asks about")
 
 
+# The DETAIL of a refusal after generation: every query failed on a name the question asked for.
+MISSING = "No table, column or description the role may read matches"
+WHEN = Counter()
+
+
 def refused(conn, question, hint=None):
-    """Whether nl2sql refuses the question as unrelated; the error's message otherwise."""
+    """Whether nl2sql refuses the question as unrelated; the error's message otherwise. Counts in
+    WHEN whether a refusal came before generation or after it."""
     try:
         conn.execute("SELECT nl2sql(%s, %s)", (question, hint))
         return False, "answered"
     except psycopg.Error as e:
-        return e.sqlstate == "P0002" and e.diag.message_primary in REFUSED, e.diag.message_primary
+        ok = e.sqlstate == "P0002" and e.diag.message_primary in REFUSED
+        if ok:
+            WHEN["after generation" if (e.diag.message_detail or "").startswith(MISSING) else "before generation"] += 1
+        return ok, e.diag.message_primary
 
 
 ANSWERS = Counter()
@@ -93,11 +105,17 @@ def main():
     ap.add_argument("--instructions", action="store_true",
                     help="defog-instruct's definitions stored as instructions, its questions asked without hints")
     ap.add_argument("--model", help="the model endpoint that answers the yes-or-no questions (OpenAI-compatible)")
+    ap.add_argument("--generate", action="store_true",
+                    help="with --model: the unanswerable questions go on to their queries (nl2sql's defaults, "
+                         "the full pipeline), so failed queries can refuse too; the answerable side is skipped "
+                         "(measure it with harness.py --configs full-refuse)")
     ap.add_argument("--pgdir", default="/tmp/nl2sql-eval")
     ap.add_argument("--port", type=int, default=55440)
     args = ap.parse_args()
     conn_kw = harness.start_cluster(args)
-    url = proxy(args.model) if args.model else "http://127.0.0.1:9/v1"
+    if args.generate and not args.model:
+        ap.error("--generate needs --model")
+    url = args.model if args.generate else proxy(args.model) if args.model else "http://127.0.0.1:9/v1"
     unanswerable = json.loads((ROOT / "eval" / "unanswerable.json").read_text())["questions"]
     answerable = []
     for bench in ("spider-pg", "defog-instruct"):
@@ -134,7 +152,7 @@ def main():
             print(f"  not refused ({q['db']}, {q['kind']}): {q['question']!r}", file=sys.stderr)
     false = Counter()
     total = Counter()
-    for q in answerable:
+    for q in [] if args.generate else answerable:
         total[q["bench"]] += 1
         ok, why = refused(conn_for(q["db"]), q["question"], q["hint"])
         if ok:
@@ -149,8 +167,11 @@ def main():
             print(f"  {bench:15} {kind:8} {refusals[(bench, kind)]:3} / {n:3}")
     n_all, r_all = sum(asked.values()), sum(refusals.values())
     print(f"  all                      {r_all:3} / {n_all:3}  {100 * r_all / n_all:.1f} %")
-    if args.model:
+    print(f"  refused {dict(WHEN)}")
+    if args.model and not args.generate:
         print(f"the model's answers: {dict(ANSWERS)}")
+    if args.generate:
+        return
     print("answerable benchmark questions refused:")
     for bench in ("spider-pg", "defog-instruct"):
         print(f"  {bench:15} {false[bench]:3} / {total[bench]:3}  {100 * false[bench] / total[bench]:.1f} %")

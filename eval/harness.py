@@ -47,30 +47,24 @@ DEFAULTS = {
     "nl2sql.candidates": "5", "nl2sql.agreement": "2", "nl2sql.temperature": "0.7",
     "nl2sql.generators": "open_sql,create_table", "nl2sql.examples": "0",
     "nl2sql.alone_confidence": "0",
-    "nl2sql.idioms": "",
 }
 # Not a setting: whether the database's synthetic examples (nl2sql.generate_examples, made once
 # per database and kept in eval/results/synthetic-<db>.json) are in the library for the run.
 SYNTHETIC = "synthetic"
-# The foundation: one plain answer, no notes on PostgreSQL's idioms (zero-shot-idioms has them).
-ZERO_SHOT = {"nl2sql.mode": "zero_shot", "nl2sql.use_values": "off", "nl2sql.idioms": ""}
-IDIOM_NOTES = "dates,periods,ratios"
-IDIOM_RULES = "integer_division,unlabeled_groups"
-NO_ALIGNMENT = {"nl2sql.align_agent": "off", "nl2sql.align_function": "off", "nl2sql.align_style": "off",
-                "nl2sql.idioms": ""}
+# The foundation: one plain answer.
+ZERO_SHOT = {"nl2sql.mode": "zero_shot", "nl2sql.use_values": "off"}
+NO_ALIGNMENT = {"nl2sql.align_agent": "off", "nl2sql.align_function": "off", "nl2sql.align_style": "off"}
 CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     "zero-shot": ZERO_SHOT,
     "no-correction": {**ZERO_SHOT, "nl2sql.max_corrections": "0"},
     "no-samples": {**ZERO_SHOT, "nl2sql.sample_rows": "0"},
     # the value index (issue 4): stored values similar to words of the question in the prompt
     "values": {**ZERO_SHOT, "nl2sql.use_values": "on"},
-    "zero-shot-idioms": {**ZERO_SHOT, "nl2sql.idioms": IDIOM_NOTES},
     "full": {},
-    # PostgreSQL's idioms (none by default): all, the notes beside the question only, the rules
-    # on candidates only
-    "full-idioms": {"nl2sql.idioms": IDIOM_NOTES + "," + IDIOM_RULES},
-    "full-idiom-notes": {"nl2sql.idioms": IDIOM_NOTES},
-    "full-idiom-rules": {"nl2sql.idioms": IDIOM_RULES},
+    # abstention (nl2sql.refuse_unrelated): what it costs answerable questions, read off the
+    # P0002 refusals among the answers
+    "zero-shot-refuse": {**ZERO_SHOT, "nl2sql.refuse_unrelated": "on"},
+    "full-refuse": {"nl2sql.refuse_unrelated": "on"},
     "full-no-extraction": {"nl2sql.use_extraction": "off"},
     # extraction whatever the schema's size (0.1.0 and the first 0.2.0 builds always extracted)
     "full-extraction": {"nl2sql.extraction_min_tokens": "0"},
@@ -322,6 +316,12 @@ def evaluate(conn, item, repeat, wide=False, judge_conn=None):
     # The first generator's answer stood alone (nl2sql.alone_confidence): how sure the model was.
     rec["alone"] = trace.get("alone")
     rec["confidence"] = trace.get("confidence")
+    # abstention (nl2sql.refuse_unrelated): the words covered, the names missing, and what each
+    # candidate ran or failed on, for reading other decisions off the run
+    rec["coverage"] = trace.get("coverage")
+    rec["missing"] = trace.get("missing")
+    rec["candidates"] = [{"sql": c.get("aligned") or c.get("sql"), "ok": c.get("ok"), "error_kind": c.get("error_kind")}
+                         for c in trace.get("candidates", [])]
 
     rec["correct"] = rec["correct_any_column_order"] = False
     rec["gold_ms"] = rec["predicted_ms"] = rec["ves"] = rec["rves"] = None

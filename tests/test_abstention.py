@@ -1,7 +1,8 @@
-"""Questions about nothing the database holds are refused before any query is written
-(nl2sql.refuse_unrelated, off by default): none of their words matches anything the role's
-tables hold, and the model, asked, does not say yes (the mock answers no for planets, novels
-and salaries, yes otherwise; "[mute]" gets neither, "[no]" a no)."""
+"""Questions about nothing the database holds are refused (nl2sql.refuse_unrelated, off by
+default): before any query is written when none of their words matches anything the role's
+tables hold and the model, asked, does not say yes (the mock answers no for planets, novels and
+salaries, yes otherwise; "[mute]" gets neither, "[no]" a no); after, when every query failed on a
+name the tables lack that the question asked for ("[missing]": the mock writes s.salary)."""
 import psycopg
 import pytest
 from psycopg import errors
@@ -59,7 +60,8 @@ def test_a_paraphrase_the_model_recognises_is_answered_and_a_missing_column_is_n
     assert conn.execute("SELECT nl2sql.last_trace()->'answerable'").fetchone()[0] is True
     assert asked_answerable(mock) == (1, 1)
     # "singer" matches a table, "salary" nothing: answered without asking whether it is held (a
-    # column the tables lack is not caught; the mock model would have said no).
+    # query that runs is an answer, whatever the question asked for; the mock model would have
+    # said no).
     mock.reset()
     assert conn.execute("SELECT nl2sql('[sure] What is the salary of each singer?')").fetchone()[0].startswith("SELECT")
     assert asked_answerable(mock) == (0, 1)
@@ -123,3 +125,32 @@ def test_a_follow_up_is_never_refused(conn, mock):
                        "previous_sql => 'SELECT count(*) FROM singer')").fetchone()[0]
     assert sql.startswith("SELECT")
     assert chat_requests(mock)
+
+
+def test_every_query_failing_on_the_name_the_question_asked_for_is_a_refusal(conn, mock):
+    mock.reset()
+    with pytest.raises(errors.NoDataFound) as e:
+        conn.execute("SELECT nl2sql('[missing] What is the salary of each singer?')")
+    d = e.value.diag
+    assert d.message_primary == "nl2sql abstains: the tables do not hold what the question asks about"
+    assert d.message_detail == ('No table, column or description the role may read matches "salary" of the question, and '
+                                'no query could be written without "salary", which no table the role may read has.\n'
+                                'Generated SQL: SELECT s.name, s.salary FROM singer AS s')
+    assert d.message_hint.startswith("The role may read concert, singer, singer_in_concert, stadium")
+    # Written and corrected, never asked whether the tables hold it ("singer" matched).
+    assert asked_answerable(mock)[0] == 0
+    explain = conn.execute("SELECT nl2sql_explain('[missing] What is the salary of each singer?')").fetchone()[0]
+    assert explain["missing"] == ["salary"]
+    assert explain["error"]["sqlstate"] == "P0002"
+    assert not any(c["ok"] for c in explain["candidates"])
+    assert any(c.get("sqlstate") == "42703" for c in explain["candidates"])
+    # The setting off: the failure as it was.
+    conn.execute("SET nl2sql.refuse_unrelated = off")
+    with pytest.raises(errors.UndefinedColumn) as e:
+        conn.execute("SELECT nl2sql('[missing] What is the salary of each singer?')")
+    assert e.value.diag.message_primary == 'generated query failed: column s.salary does not exist'
+    # A follow-up rests on the earlier question: its failure stays a failure.
+    conn.execute("SET nl2sql.refuse_unrelated = on")
+    with pytest.raises(errors.UndefinedColumn):
+        conn.execute("SELECT nl2sql('[missing] and their salary?', previous_question => 'Who are the singers?', "
+                     "previous_sql => 'SELECT name FROM singer')")

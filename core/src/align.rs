@@ -19,8 +19,6 @@
 //!   inner join that only re-finds the row a NOT NULL foreign key points to is dropped, and so
 //!   is a one-to-many join the question never names in a SELECT that neither groups, aggregates
 //!   nor uses a window (question.rs);
-//! - idioms (idioms.rs): a division of two integers becomes a numeric one; a grouped SELECT of
-//!   aggregates alone gets its groups listed, or loses its GROUP BY, as the question asks;
 //! - style: ORDER BY ... LIMIT on a nullable column gets IS NOT NULL (PostgreSQL sorts NULLs
 //!   first in DESC order); id columns nobody asked for leave a SELECT list that the extraction
 //!   said returns fewer things, or, with no extraction, where another column of their table
@@ -30,7 +28,6 @@
 //! Names are resolved over every table the statement reads (aliases included), which covers
 //! correlated subqueries; an ambiguous name is left alone for PostgreSQL to reject.
 
-use crate::prompt::idioms::{Idiom, Idioms};
 use crate::retrieval::embed::{self, folded_edit_similarity};
 use crate::schema::Schema;
 use serde::Serialize;
@@ -70,17 +67,15 @@ pub struct Rules {
     pub function: bool,
     #[serde(rename = "align_style")]
     pub style: bool,
-    /// PostgreSQL's idioms (nl2sql.idioms): the rules here, and the notes beside the question.
-    pub idioms: Idioms,
 }
 
 impl Rules {
-    pub const ALL: Rules = Rules { agent: true, function: true, style: true, idioms: Idioms::ALL };
-    pub const NONE: Rules = Rules { agent: false, function: false, style: false, idioms: Idioms::NONE };
+    pub const ALL: Rules = Rules { agent: true, function: true, style: true };
+    pub const NONE: Rules = Rules { agent: false, function: false, style: false };
 
     /// Whether any rule runs.
     pub fn any(&self) -> bool {
-        self.agent || self.function || self.style || self.idioms != Idioms::NONE
+        self.agent || self.function || self.style
     }
 }
 
@@ -325,13 +320,6 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
             nulls_under_limit(schema, &sc, q, &mut fired);
             select_list(schema, &sc, q, cx, &mut fired);
             question_order(q, cx.question, &mut fired);
-        }
-        // After the style rules: the groups' labels are no ids to trim.
-        if rules.idioms.has(Idiom::IntegerDivision) {
-            integer_division(schema, &sc, q, &mut fired);
-        }
-        if rules.idioms.has(Idiom::UnlabeledGroups) {
-            unlabeled_groups(q, cx.question, &mut fired);
         }
     }
     if fired.is_empty() {
@@ -597,14 +585,12 @@ fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, cx: Context, fired: &
 }
 
 mod aggregates;
-mod idioms;
 mod joins;
 mod keys;
 mod names;
 mod question;
 mod reach;
 use aggregates::{aggregate_in_order_by, aggregate_in_where, aggregate_name, aggregated, nested_aggregates};
-use idioms::{integer_division, unlabeled_groups};
 use joins::{ambiguous_columns, bridge_joins};
 use keys::key_comparisons;
 use question::{other_table, positional, question_order, unasked_keys, unmentioned_joins};

@@ -1,8 +1,10 @@
-//! Facts read off a query's AST: which columns it compares with which string literals.
+//! Facts read off a query's AST: which columns it compares with which string literals, and which
+//! names it reads that the query does not define itself.
 
-use sqlparser::ast::{BinaryOperator, Expr, Ident, Value, Visit, Visitor};
+use sqlparser::ast::{BinaryOperator, Expr, Ident, ObjectNamePart, Query, Select, SelectItem, TableFactor, Value, Visit, Visitor};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 /// A column compared with a string literal: `column = 'x'`, `'x' = column`, `column IN ('x', 'y')`,
@@ -78,6 +80,142 @@ impl Visitor for Collect {
     }
 }
 
+/// Most names [`unknown_names`] returns (a query of the model's may hold thousands).
+pub const MAX_UNKNOWN_NAMES: usize = 64;
+
+/// The names `sql` reads (columns, and tables in FROM: their last part) that neither `known`
+/// holds (asked with the name folded as PostgreSQL folds it) nor the query defines (an alias, a
+/// CTE, a column alias), each once as written (quotes left off), at most MAX_UNKNOWN_NAMES,
+/// sorted; empty when it does not parse. A qualifier (`t` of `t.name`) is never one, nor is a
+/// name in a value's place: compared with a known column (`country = "France"`), in the list of
+/// one's `IN`, or a `LIKE` pattern.
+pub fn unknown_names(sql: &str, known: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let Ok(statements) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else { return vec![] };
+    let mut names = Names { known, read: Vec::new(), defined: HashSet::new(), values: HashSet::new() };
+    let _ = statements.visit(&mut names);
+    let mut seen = HashSet::new();
+    let mut out: Vec<String> = Vec::new();
+    for (folded, written) in names.read {
+        if out.len() >= MAX_UNKNOWN_NAMES {
+            break;
+        }
+        if !known(&folded) && !names.defined.contains(&folded) && !names.values.contains(&folded) && seen.insert(folded) {
+            out.push(written);
+        }
+    }
+    out.sort();
+    out
+}
+
+struct Names<'a> {
+    known: &'a dyn Fn(&str) -> bool,
+    /// Each name read: folded, and as written.
+    read: Vec<(String, String)>,
+    defined: HashSet<String>,
+    /// Names in a value's place (folded).
+    values: HashSet<String>,
+}
+
+fn folded(i: &Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_lowercase()
+    }
+}
+
+/// The one name a plain or qualified name reads (its last part), folded.
+fn read_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Identifier(i) => Some(folded(i)),
+        Expr::CompoundIdentifier(parts) if parts.len() > 1 => parts.last().map(folded),
+        Expr::Nested(inner) => read_name(inner),
+        _ => None,
+    }
+}
+
+impl Names<'_> {
+    /// `value` compared with `other`: a value when `other` is a known column.
+    fn compared(&mut self, other: &Expr, value: &Expr) {
+        if let (Some(o), Some(v)) = (read_name(other), read_name(value)) {
+            if (self.known)(&o) && !(self.known)(&v) {
+                self.values.insert(v);
+            }
+        }
+    }
+}
+
+impl Visitor for Names<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        for cte in q.with.iter().flat_map(|w| &w.cte_tables) {
+            self.defined.insert(folded(&cte.alias.name));
+            self.defined.extend(cte.alias.columns.iter().map(|c| folded(&c.name)));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_select(&mut self, s: &Select) -> ControlFlow<()> {
+        for item in &s.projection {
+            if let SelectItem::ExprWithAlias { alias, .. } = item {
+                self.defined.insert(folded(alias));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
+        let alias = match t {
+            TableFactor::Table { name, alias, args: None, .. } => {
+                if let Some(ObjectNamePart::Identifier(last)) = name.0.last() {
+                    self.read.push((folded(last), last.value.clone()));
+                }
+                alias
+            }
+            TableFactor::Table { alias, .. }
+            | TableFactor::Derived { alias, .. }
+            | TableFactor::TableFunction { alias, .. }
+            | TableFactor::Function { alias, .. }
+            | TableFactor::UNNEST { alias, .. }
+            | TableFactor::JsonTable { alias, .. }
+            | TableFactor::NestedJoin { alias, .. } => alias,
+            _ => &None,
+        };
+        if let Some(a) = alias {
+            self.defined.insert(folded(&a.name));
+            self.defined.extend(a.columns.iter().map(|c| folded(&c.name)));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        match e {
+            Expr::Identifier(i) => self.read.push((folded(i), i.value.clone())),
+            Expr::CompoundIdentifier(parts) if parts.len() > 1 => {
+                self.read.extend(parts.last().map(|i| (folded(i), i.value.clone())));
+            }
+            Expr::BinaryOp { left, op, right } if is_comparison(op) => {
+                self.compared(left, right);
+                self.compared(right, left);
+            }
+            Expr::InList { expr, list, .. } => {
+                for item in list {
+                    self.compared(expr, item);
+                }
+            }
+            Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => self.compared(expr, pattern),
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn is_comparison(op: &BinaryOperator) -> bool {
+    use BinaryOperator::*;
+    matches!(op, Eq | NotEq | Lt | LtEq | Gt | GtEq)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +237,29 @@ mod tests {
         );
         assert!(pairs("SELECT count(*) FROM t WHERE year = 2014").is_empty());
         assert!(pairs("not sql").is_empty());
+    }
+
+    #[test]
+    fn names_the_query_reads_and_does_not_define() {
+        let known = |n: &str| ["singer", "name", "age", "country"].contains(&n);
+        let unknown = |sql: &str| unknown_names(sql, &known);
+        assert_eq!(unknown("SELECT s.name, s.salary FROM singer AS s WHERE s.age > 40"), vec!["salary"]);
+        assert_eq!(unknown("SELECT p.planet_name FROM planet p JOIN planet_rings pr ON p.id = pr.id"), vec!["id", "planet", "planet_name", "planet_rings"]);
+        // Aliases, CTEs and their columns are the query's own; qualifiers are never names read.
+        assert!(unknown("WITH t(n) AS (SELECT name FROM singer) SELECT n, count(*) AS total FROM t GROUP BY n ORDER BY total").is_empty());
+        assert!(unknown("SELECT x.k FROM (SELECT age AS k FROM singer) AS x").is_empty());
+        assert!(unknown("SELECT singer.name FROM public.singer").is_empty());
+        // Quoted names keep their case; unquoted ones are given as written, once.
+        assert_eq!(unknown("SELECT \"Salary\" FROM singer"), vec!["Salary"]);
+        assert_eq!(unknown("SELECT Salary_Key, salary_key FROM singer"), vec!["Salary_Key"]);
+        // A name in a value's place is a value written with the wrong quotes, not a name.
+        assert!(unknown("SELECT name FROM singer WHERE country = \"France\" OR \"Spain\" = country").is_empty());
+        assert!(unknown("SELECT name FROM singer WHERE country IN (\"France\", Spain) AND name LIKE \"Bob\"").is_empty());
+        // Compared with a name the tables lack, it is still read.
+        assert_eq!(unknown("SELECT name FROM singer WHERE salary > bonus"), vec!["bonus", "salary"]);
+        // At most MAX_UNKNOWN_NAMES.
+        let many = (0..200).map(|i| format!("c{i}")).collect::<Vec<_>>().join(", ");
+        assert_eq!(unknown(&format!("SELECT {many} FROM singer")).len(), MAX_UNKNOWN_NAMES);
+        assert!(unknown("not sql").is_empty());
     }
 }

@@ -82,24 +82,3 @@ pub(super) unsafe extern "C-unwind" fn check_generators(newval: *mut *mut c_char
         c"For example: SET nl2sql.generators = 'open_sql,create_table'.",
     )
 }
-
-#[pg_guard]
-pub(super) unsafe extern "C-unwind" fn check_idioms(newval: *mut *mut c_char, _extra: *mut *mut c_void, _source: pg_sys::GucSource::Type) -> bool {
-    if newval.is_null() || (*newval).is_null() {
-        return true;
-    }
-    let value = CStr::from_ptr(*newval).to_string_lossy();
-    let unknown = value.split(',').map(str::trim).find(|n| !n.is_empty() && nl2sql_core::prompt::idioms::Idioms::parse(n).is_none());
-    let Some(name) = unknown else { return true };
-    let detail = format!(
-        "\"{}\" is none of dates, periods, ratios, integer_division, unlabeled_groups.",
-        // Every idiom's name is ASCII: only that is echoed, whatever the server's encoding.
-        name.chars().filter(|c| c.is_ascii_graphic() || *c == ' ').take(64).collect::<String>()
-    );
-    let detail = std::ffi::CString::new(detail).unwrap_or_default();
-    refuse(
-        c"invalid value for nl2sql.idioms",
-        &detail,
-        c"For example: SET nl2sql.idioms = 'dates,ratios'; an empty string applies none.",
-    )
-}

@@ -39,8 +39,8 @@ settings! {
         c"error raises SQLSTATE P0002 (no_data_found) with the candidates in DETAIL. Zero-shot answers have no confidence and never abstain.";
     REFUSE_UNRELATED: bool = false,
         c"nl2sql.refuse_unrelated", Userset, GucFlags::default(),
-        c"Whether a question none of whose words names a table, column, description or stored value the role may read is refused instead of answered.",
-        c"Raises SQLSTATE P0002 (no_data_found) before the model is asked; nl2sql_explain shows which words the schema covers. Off by default: words are matched, not meanings, so a question naming nothing literally is refused too.";
+        c"Whether a question about nothing the role's tables hold is refused instead of answered.",
+        c"Raises SQLSTATE P0002 (no_data_found): before any query is written when no word of the question names a table, column, description or stored value (unless the model, shown the tables, says they hold it), and after, when no query ran and the last one failed on a name the tables lack that spells a word of the question. nl2sql_explain shows the words covered and the names missing.";
     MAX_CORRECTIONS: int = 1,
         c"nl2sql.max_corrections", Userset, GucFlags::default(),
         c"Correction rounds after a generated query fails.",
@@ -106,11 +106,6 @@ settings! {
         c"Comma-separated prompts candidates are asked with: open_sql, create_table.",
         c"With more than one, the first wave asks each once at temperature 0, and later candidates take turns.",
         check(check_generators);
-    IDIOMS: text = Some(c""),
-        c"nl2sql.idioms", Userset, GucFlags::default(),
-        c"Comma-separated PostgreSQL idioms applied: dates, periods, ratios (notes beside questions that call for them), integer_division, unlabeled_groups (rules on candidates).",
-        c"None by default (measured: the notes did not pay with the local model); nl2sql_explain shows the notes given and the rules that fired. Zero-shot answers get the notes, not the rules.",
-        check(check_idioms);
     MAX_TOKENS_PER_CALL: int = 0,
         c"nl2sql.max_tokens_per_call", Userset, GucFlags::default(),
         c"Most model tokens (prompt and completion) one question may use; 0 means no limit.",
@@ -190,11 +185,6 @@ pub fn column_matches() -> usize {
 
 pub fn examples() -> usize {
     EXAMPLES.get().max(0) as usize
-}
-
-/// nl2sql.idioms (checked when set).
-pub fn idioms() -> nl2sql_core::prompt::idioms::Idioms {
-    nl2sql_core::prompt::idioms::Idioms::parse(&string(&IDIOMS).unwrap_or_default()).unwrap_or_default()
 }
 
 pub fn refuse_unrelated() -> bool {

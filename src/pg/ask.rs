@@ -127,7 +127,7 @@ pub fn settings() -> Settings {
         extraction_min_tokens: gucs::extraction_min_tokens(),
         extraction_max_tokens: gucs::extraction_max_tokens(),
         chain_of_thought: gucs::use_chain_of_thought(),
-        alignment: Rules { agent, function, style, idioms: gucs::idioms() },
+        alignment: Rules { agent, function, style },
         column_matches: gucs::column_matches(),
         generators: gucs::generators(),
         examples: gucs::examples(),

@@ -7,10 +7,18 @@
 //! generation shows (its cached start), whether the tables hold what the question asks about:
 //! yes goes on (a paraphrase: "Who earns the most?" of a `salary` column), anything else
 //! refuses (no, an error, another answer, a schema too wide to show whole, a token budget).
+//!
+//! After generation, a question none of whose queries ran is refused when the last one failed
+//! on a name the tables lack that spells a word of the question nothing matched: asked for "the
+//! salary of each singer" of `singer(name, age)`, the model writes `s.salary`, and the correction
+//! still does. That is the model itself saying what the question wants and the tables do not
+//! hold; its failure becomes a refusal saying so.
 
 use super::*;
 use crate::prompt::answerable;
 use crate::retrieval::coverage;
+use crate::prompt::refine::FailureKind;
+use std::collections::HashSet;
 
 /// The refusal of a question the tables do not answer, or None; the coverage and the model's
 /// word go into the trace either way.
@@ -52,7 +60,7 @@ pub(super) fn unrelated(
 }
 
 /// The model's yes or no on whether the tables hold what the question asks about (with its hint
-/// and instructions, without the idioms' notes: they say how, not what); None, without asking,
+/// and instructions); None, without asking,
 /// when the schema does not fit the prompt whole (the model would say no of a table it was not
 /// shown) or a token budget is set (the call would spend the answer's), and when the call fails
 /// or gets another answer.
@@ -64,7 +72,7 @@ fn ask_model(q: &Question, schema: &Schema, settings: &Settings, llm: &mut dyn L
     if rendered.tables_omitted > 0 || rendered.detail < crate::schema::Detail::Core {
         return None;
     }
-    let messages = answerable::messages(&rendered.text, &q.text, q.note_with(false).as_deref());
+    let messages = answerable::messages(&rendered.text, &q.text, q.note().as_deref());
     let (fits, max_tokens) = trace.tokens.plan(estimate(&messages), 1, answerable::MAX_TOKENS);
     if fits == 0 {
         return None;
@@ -76,4 +84,39 @@ fn ask_model(q: &Question, schema: &Schema, settings: &Settings, llm: &mut dyn L
     trace.llm_wait_ms += ms(waited.elapsed());
     record(trace, "answerable", &messages, &reply, secret.as_deref());
     reply.ok().and_then(|c| answerable::parse(&c.content))
+}
+
+/// The refusal of a question none of whose queries ran, when the last one (`sql`, the most
+/// corrected) failed for want of a table or column (`failure`) and reads names the tables lack
+/// that spell words of the question the schema did not cover (the coverage `unrelated`
+/// recorded in `trace`); None otherwise.
+pub(super) fn missing(schema: &Schema, trace: &Trace, sql: &str, failure: &Failure) -> Option<AskError> {
+    if !matches!(failure.kind(), FailureKind::UndefinedColumn | FailureKind::UndefinedTable) {
+        return None;
+    }
+    let uncovered = &trace.coverage.as_ref()?.uncovered;
+    if uncovered.is_empty() {
+        return None;
+    }
+    let known: HashSet<String> =
+        schema.tables.iter().flat_map(|t| std::iter::once(&t.name).chain(t.columns.iter().map(|c| &c.name))).map(|n| n.to_lowercase()).collect();
+    let is_known = |n: &str| known.contains(&n.to_lowercase());
+    let mut words: Vec<String> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for name in crate::sqlinfo::unknown_names(sql, &is_known) {
+        crate::interrupt::check();
+        let mut spelled = coverage::Vocabulary::default();
+        spelled.add_name(&name);
+        let asked: Vec<&String> = uncovered.iter().filter(|w| spelled.covers(w)).collect();
+        if !asked.is_empty() {
+            words.extend(asked.into_iter().cloned());
+            names.push(name);
+        }
+    }
+    if names.is_empty() {
+        return None;
+    }
+    words.sort();
+    words.dedup();
+    Some(AskError::Missing { words, names, sql: sql.to_string(), tables: schema.tables.iter().map(|t| t.ident.clone()).collect() })
 }

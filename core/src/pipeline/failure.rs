@@ -29,6 +29,9 @@ pub enum AskError {
     /// A question about nothing the tables hold: `words` are those nothing matched; `confirmed`
     /// when the model, shown the tables, said they do not hold it.
     Unrelated { words: Vec<String>, tables: Vec<String>, confirmed: bool },
+    /// No query ran, and one failed on `names` the tables lack, which spell the question's
+    /// unmatched `words` (nl2sql.refuse_unrelated): the question asks for what is not there.
+    Missing { words: Vec<String>, names: Vec<String>, sql: String, tables: Vec<String> },
 }
 
 /// SQLSTATE of an abstention: no_data_found (P0002), "no answer", as a PL/pgSQL SELECT INTO
@@ -62,7 +65,7 @@ impl Diagnostic for AskError {
             AskError::NoTables => SqlState::UndefinedTable,
             AskError::OverBudget { .. } => SqlState::ConfigurationLimitExceeded,
             AskError::BadPrevious(_) => SqlState::InvalidParameterValue,
-            AskError::Abstained { .. } | AskError::Unrelated { .. } => ABSTAINED,
+            AskError::Abstained { .. } | AskError::Unrelated { .. } | AskError::Missing { .. } => ABSTAINED,
             AskError::Llm(r) => r.sqlstate,
             AskError::Refused { error, .. } => error.sqlstate(),
             AskError::Failed { failure, .. } => match failure {
@@ -89,7 +92,9 @@ impl Diagnostic for AskError {
                 format!("nl2sql abstains: confidence {confidence:.2} is below nl2sql.min_confidence ({min:.2})")
             }
             AskError::Unrelated { confirmed: false, .. } => "nl2sql abstains: the question is about nothing this database holds".into(),
-            AskError::Unrelated { confirmed: true, .. } => "nl2sql abstains: the tables do not hold what the question asks about".into(),
+            AskError::Unrelated { confirmed: true, .. } | AskError::Missing { .. } => {
+                "nl2sql abstains: the tables do not hold what the question asks about".into()
+            }
             AskError::Llm(r) => r.message.clone(),
             AskError::Refused { error, .. } => error.message(),
             AskError::Failed { failure, .. } => match failure {
@@ -124,6 +129,17 @@ impl Diagnostic for AskError {
                     format!("No table, column, description or stored value the role may read matches a word of the question ({words}).")
                 })
             }
+            AskError::Missing { words, names, sql, .. } => {
+                let quoted = |v: &[String]| v.iter().take(10).map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", ");
+                Some(join_detail(
+                    Some(format!(
+                        "No table, column or description the role may read matches {} of the question, and no query could be written without {}, which no table the role may read has.",
+                        quoted(words),
+                        quoted(names)
+                    )),
+                    sql,
+                ))
+            }
             AskError::OverBudget { needed, budget, spent } => Some(format!(
                 "One candidate needs about {needed} tokens (its prompt and {MIN_COMPLETION_TOKENS} for the answer); the budget is {budget} and {spent} are spent."
             )),
@@ -148,7 +164,7 @@ impl Diagnostic for AskError {
             AskError::Abstained { .. } => Some(
                 "Add a hint naming tables, columns or values, run one of the queries above yourself, or SET nl2sql.on_low_confidence = notice.".into(),
             ),
-            AskError::Unrelated { tables, .. } => {
+            AskError::Unrelated { tables, .. } | AskError::Missing { tables, .. } => {
                 let shown: Vec<&str> = tables.iter().take(12).map(String::as_str).collect();
                 let more = if tables.len() > shown.len() { format!(" and {} more", tables.len() - shown.len()) } else { String::new() };
                 Some(format!(

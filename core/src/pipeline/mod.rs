@@ -8,7 +8,6 @@
 //! Everything outside this crate (PostgreSQL, HTTP) comes in through the traits.
 
 use crate::align::{Context, Rules, ValueLookup};
-use crate::prompt::idioms::Idioms;
 use crate::model::answer::extract_sql;
 use crate::error::{Diagnostic, Report};
 use crate::prompt::examples::{self, Example};
@@ -296,8 +295,6 @@ pub struct Question {
     pub previous: Option<Previous>,
     /// The curators' instructions chosen for it, as prompt lines (set when the run opens).
     pub instructions: Vec<String>,
-    /// The notes of PostgreSQL's idioms its words call for (set when the run opens).
-    pub idioms: Vec<&'static str>,
 }
 
 /// An earlier question and its query, for a follow-up.
@@ -311,23 +308,16 @@ pub struct Previous {
 }
 
 impl Question {
-    /// What prompts show after the question: the hint, the instructions chosen for it, then the
-    /// idioms' notes, one a line; None when there is none of them.
+    /// What prompts show after the question: the hint, then the instructions chosen for it, one
+    /// a line; None when there is none of them.
     fn note(&self) -> Option<String> {
-        self.note_with(true)
-    }
-
-    /// [`Question::note`], with or without the idioms' notes (they say how to write a query,
-    /// not what the question is about).
-    fn note_with(&self, idioms: bool) -> Option<String> {
         let hint = self.hint.as_deref().map(str::trim).filter(|h| !h.is_empty());
-        let notes: &[&str] = if idioms { &self.idioms } else { &[] };
-        let lines: Vec<&str> = hint.into_iter().chain(self.instructions.iter().map(String::as_str)).chain(notes.iter().copied()).collect();
+        let lines: Vec<&str> = hint.into_iter().chain(self.instructions.iter().map(String::as_str)).collect();
         (!lines.is_empty()).then(|| lines.join("\n"))
     }
 
     /// The question and, on the next line, its hint: the text whose words choose instructions
-    /// and idioms and decide abstention.
+    /// and decide abstention.
     fn asked(&self) -> String {
         match self.hint.as_deref() {
             Some(h) => format!("{}\n{h}", self.text),
@@ -485,13 +475,6 @@ pub fn ask(
     } else {
         q
     };
-    let idiomatic;
-    let q = if settings.alignment.idioms != Idioms::NONE {
-        idiomatic = idioms(q, schema, settings.alignment.idioms, &mut trace);
-        &idiomatic
-    } else {
-        q
-    };
     // Privacy: nothing read from rows reaches a prompt, whatever the caller loaded.
     let stripped;
     let schema = if settings.privacy {
@@ -511,6 +494,17 @@ pub fn ask(
         Mode::ZeroShot => zero_shot(Run::new(q, schema, settings, llm, db, &mut trace)),
         Mode::Full => full(Run::new(q, schema, settings, llm, db, &mut trace)),
         Mode::Interactive => interactive(Run::new(q, schema, settings, llm, db, &mut trace)),
+    };
+    // No query ran: did the last one fail on a name the tables lack that the question asked for?
+    let result = match result {
+        Err(AskError::Failed { sql: Some(sql), failure }) if settings.refuse_unrelated && q.previous.is_none() => {
+            let refusal = abstain::missing(schema, &trace, &sql, &failure);
+            if let Some(AskError::Missing { names, .. }) = &refusal {
+                trace.missing = names.clone();
+            }
+            Err(refusal.unwrap_or(AskError::Failed { sql: Some(sql), failure }))
+        }
+        other => other,
     };
     trace.wall_ms = ms(started.elapsed());
     match result {
@@ -535,18 +529,6 @@ fn instruct(q: &Question, k: usize, db: &mut dyn Database, trace: &mut Trace) ->
     let mut out = q.clone();
     out.instructions = chosen.iter().map(|i| i.line()).collect();
     trace.instructions = chosen;
-    out
-}
-
-/// The question with the notes of the idioms its words (and its hint's) call for, recorded in
-/// the trace; notes on dates only when the schema has a date or time column.
-fn idioms(q: &Question, schema: &Schema, on: Idioms, trace: &mut Trace) -> Question {
-    let asked = q.asked();
-    let dated = schema.tables.iter().any(|t| t.columns.iter().any(|c| c.category == "D"));
-    let chosen = crate::prompt::idioms::notes(&asked, dated, on);
-    let mut out = q.clone();
-    out.idioms = chosen.iter().map(|(_, text)| *text).collect();
-    trace.idioms = chosen.iter().map(|(i, _)| i.name()).collect();
     out
 }
 

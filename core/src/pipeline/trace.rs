@@ -49,9 +49,6 @@ pub struct Trace {
     /// Curators' instructions shown beside the question (nl2sql.instructions), best first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub instructions: Vec<crate::retrieval::instructions::Instruction>,
-    /// PostgreSQL's idioms told beside the question (nl2sql.idioms), by name.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub idioms: Vec<&'static str>,
     /// Which words of the question the schema covers (nl2sql.refuse_unrelated).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coverage: Option<crate::retrieval::coverage::Coverage>,
@@ -59,6 +56,10 @@ pub struct Trace {
     /// its words is matched (nl2sql.refuse_unrelated).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answerable: Option<bool>,
+    /// The names the tables lack that the failed queries read and the question asked for, when
+    /// nl2sql abstained on them (nl2sql.refuse_unrelated).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
     /// The interactive agent's turns: thought, action, observation.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<crate::pipeline::agent::Turn>,

@@ -9,6 +9,5 @@ pub mod answerable;
 pub mod examples;
 pub mod extract;
 pub mod generate;
-pub mod idioms;
 pub mod refine;
 pub mod synthetic;

@@ -1,4 +1,5 @@
-//! Abstention by the question's words and the model's yes or no, and the idioms' notes.
+//! Abstention: by the question's words and the model's yes or no before generation, and by the
+//! names the failed queries read after it.
 
 use super::*;
 
@@ -55,27 +56,48 @@ fn the_models_yes_overrules_the_words_and_nothing_else_does() {
     assert!(matches!(&e, AskError::Unrelated { confirmed: false, .. }) && llm.prompts().is_empty(), "{e:?}");
 }
 
+/// Zero-shot with refuse_unrelated, the model answering `answers` in turn.
+fn missing_case(question: &str, answers: &[&str], refuse: bool) -> Result<Answer, (AskError, Trace)> {
+    let s = Settings { refuse_unrelated: refuse, max_corrections: 1, ..settings() };
+    let mut llm = Script { answers: answers.iter().map(|a| Ok(a.to_string())).collect(), seen: vec![] };
+    ask(&q(question), &sample_schema(), &s, &mut llm, &mut FakeDb::default())
+}
+
 #[test]
-fn idioms_the_question_calls_for_follow_it_and_are_traced() {
-    use crate::prompt::idioms::Idioms;
-    let mut dated = sample_schema();
-    dated.tables[0].columns[0].category = "D".into();
-    let ask_with = |schema: &Schema, idioms: Idioms, question: &str| {
-        let s = Settings { alignment: Rules { idioms, ..Rules::NONE }, ..settings() };
-        let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
-        let a = ask(&q(question), schema, &s, &mut llm, &mut FakeDb::default()).map_err(|e| e.0).unwrap();
-        (llm.prompts()[0][1].content.clone(), a.trace.idioms)
-    };
-    let (prompt, traced) = ask_with(&dated, Idioms::ALL, "What share of singers joined in the past 30 days?");
-    assert_eq!(traced, ["dates", "ratios"]);
-    let tail = prompt.split("### Question: What share of singers joined in the past 30 days?\n### Note: ").nth(1).unwrap_or_default();
-    assert!(tail.starts_with("Dates relative to today count from CURRENT_DATE") && tail.contains("\nA ratio, rate or percentage"), "{prompt}");
-    // Without a date or time column, no note on dates; switched off, none at all.
-    let (_, traced) = ask_with(&sample_schema(), Idioms::ALL, "What share of singers joined in the past 30 days?");
-    assert_eq!(traced, ["ratios"]);
-    let (prompt, traced) = ask_with(&dated, Idioms::NONE, "What share of singers joined in the past 30 days?");
-    assert!(traced.is_empty() && !prompt.contains("### Note"));
-    // A question calling for none.
-    let (prompt, traced) = ask_with(&dated, Idioms::ALL, "How many singers are there?");
-    assert!(traced.is_empty() && !prompt.contains("### Note"));
+fn a_query_failing_on_the_name_the_question_asked_for_is_a_refusal() {
+    let both = ["SELECT name, salary FROM singer", "SELECT s.name, s.salary FROM singer AS s"];
+    let (e, trace) = missing_case("What is the salary of each singer?", &both, true).err().unwrap();
+    assert!(matches!(&e, AskError::Missing { words, names, .. } if words == &["salary"] && names == &["salary"]), "{e:?}");
+    assert_eq!(e.sqlstate().code(), "P0002");
+    assert_eq!(e.message(), "nl2sql abstains: the tables do not hold what the question asks about");
+    let detail = e.detail().unwrap_or_default();
+    assert!(detail.starts_with("No table, column or description the role may read matches \"salary\"") && detail.ends_with("Generated SQL: SELECT s.name, s.salary FROM singer AS s"), "{detail}");
+    assert!(e.hint().unwrap().starts_with("The role may read singer"), "{:?}", e.hint());
+    assert_eq!(trace.missing, ["salary"]);
+    assert_eq!(trace.candidates.len(), 2);
+}
+
+#[test]
+fn other_failures_stay_failures() {
+    let both = ["SELECT name, salary FROM singer", "SELECT s.name, s.salary FROM singer AS s"];
+    // The setting off: the failure as it was.
+    let (e, trace) = missing_case("What is the salary of each singer?", &both, false).err().unwrap();
+    assert!(matches!(&e, AskError::Failed { .. }) && e.sqlstate().code() == "42703", "{e:?}");
+    assert!(trace.missing.is_empty());
+    // A name the tables lack that no word of the question asked for: a misspelling of one they hold.
+    let typo = ["SELECT nme FROM singer", "SELECT nme FROM singer WHERE true"];
+    let (e, _) = missing_case("Which singers come from France?", &typo, true).err().unwrap();
+    assert!(matches!(&e, AskError::Failed { .. }), "{e:?}");
+    // The question has an unmatched word, the failing name is not it.
+    let (e, _) = missing_case("Which singers sing loudly?", &typo, true).err().unwrap();
+    assert!(matches!(&e, AskError::Failed { .. }), "{e:?}");
+    // The last query failed on another name: what the first one read decides nothing.
+    let other = ["SELECT name, salary FROM singer", "SELECT nme FROM singer"];
+    let (e, trace) = missing_case("What is the salary of each singer?", &other, true).err().unwrap();
+    assert!(matches!(&e, AskError::Failed { .. }) && trace.missing.is_empty(), "{e:?}");
+    // A correction that runs is an answer, whatever the first query read.
+    let fixed = ["SELECT name, salary FROM singer", "SELECT name FROM singer"];
+    let a = missing_case("What is the salary of each singer?", &fixed, true).map_err(|e| e.0).unwrap();
+    assert_eq!(a.sql, "SELECT name FROM singer");
+    assert!(a.trace.missing.is_empty());
 }
