@@ -135,12 +135,21 @@ fn read_name(e: &Expr) -> Option<String> {
 }
 
 impl Names<'_> {
-    /// `value` compared with `other`: a value when `other` is a known column.
+    /// `value`, a name the tables lack, compared with `other`: a value when `other` is a known
+    /// column or one the query defines, or an expression that is neither a name nor a literal
+    /// (`lower(name)`, `name::text`); compared with a name the tables lack or a literal
+    /// (`salary > 1000`), it is a name.
     fn compared(&mut self, other: &Expr, value: &Expr) {
-        if let (Some(o), Some(v)) = (read_name(other), read_name(value)) {
-            if (self.known)(&o) && !(self.known)(&v) {
-                self.values.insert(v);
-            }
+        let Some(v) = read_name(value) else { return };
+        if (self.known)(&v) {
+            return;
+        }
+        let other_is_value_side = match read_name(other) {
+            Some(o) => (self.known)(&o) || self.defined.contains(&o),
+            None => !matches!(other, Expr::Value(_)),
+        };
+        if other_is_value_side {
+            self.values.insert(v);
         }
     }
 }
@@ -179,6 +188,7 @@ impl Visitor for Names<'_> {
             | TableFactor::Function { alias, .. }
             | TableFactor::UNNEST { alias, .. }
             | TableFactor::JsonTable { alias, .. }
+            | TableFactor::XmlTable { alias, .. }
             | TableFactor::NestedJoin { alias, .. } => alias,
             _ => &None,
         };
@@ -255,7 +265,11 @@ mod tests {
         // A name in a value's place is a value written with the wrong quotes, not a name.
         assert!(unknown("SELECT name FROM singer WHERE country = \"France\" OR \"Spain\" = country").is_empty());
         assert!(unknown("SELECT name FROM singer WHERE country IN (\"France\", Spain) AND name LIKE \"Bob\"").is_empty());
-        // Compared with a name the tables lack, it is still read.
+        // So is one compared with a function or cast of a column, or with a column the query defines.
+        assert!(unknown("SELECT name FROM singer WHERE lower(name) = \"bob\" OR name::text = \"Bob\"").is_empty());
+        assert!(unknown("WITH t(c) AS (SELECT country FROM singer) SELECT c FROM t WHERE c = \"France\"").is_empty());
+        // Compared with a literal or a name the tables lack, it is still read.
+        assert_eq!(unknown("SELECT name FROM singer WHERE salary > 1000"), vec!["salary"]);
         assert_eq!(unknown("SELECT name FROM singer WHERE salary > bonus"), vec!["bonus", "salary"]);
         // At most MAX_UNKNOWN_NAMES.
         let many = (0..200).map(|i| format!("c{i}")).collect::<Vec<_>>().join(", ");
