@@ -30,10 +30,9 @@ struct Collect(Vec<Comparison>);
 
 /// The column an expression reads (`t.name` → name), folded as PostgreSQL folds unquoted names.
 pub(crate) fn column(e: &Expr) -> Option<String> {
-    let fold = |i: &Ident| if i.quote_style.is_some() { i.value.clone() } else { i.value.to_lowercase() };
     match e {
-        Expr::Identifier(i) => Some(fold(i)),
-        Expr::CompoundIdentifier(parts) => parts.last().map(fold),
+        Expr::Identifier(i) => Some(folded(i)),
+        Expr::CompoundIdentifier(parts) => parts.last().map(folded),
         Expr::Nested(inner) => column(inner),
         _ => None,
     }
@@ -116,21 +115,12 @@ struct Names<'a> {
     values: HashSet<String>,
 }
 
+/// A name as PostgreSQL folds it: unquoted, lowercase.
 fn folded(i: &Ident) -> String {
     if i.quote_style.is_some() {
         i.value.clone()
     } else {
         i.value.to_lowercase()
-    }
-}
-
-/// The one name a plain or qualified name reads (its last part), folded.
-fn read_name(e: &Expr) -> Option<String> {
-    match e {
-        Expr::Identifier(i) => Some(folded(i)),
-        Expr::CompoundIdentifier(parts) if parts.len() > 1 => parts.last().map(folded),
-        Expr::Nested(inner) => read_name(inner),
-        _ => None,
     }
 }
 
@@ -140,11 +130,11 @@ impl Names<'_> {
     /// (`lower(name)`, `name::text`); compared with a name the tables lack or a literal
     /// (`salary > 1000`), it is a name.
     fn compared(&mut self, other: &Expr, value: &Expr) {
-        let Some(v) = read_name(value) else { return };
+        let Some(v) = column(value) else { return };
         if (self.known)(&v) {
             return;
         }
-        let other_is_value_side = match read_name(other) {
+        let other_is_value_side = match column(other) {
             Some(o) => (self.known)(&o) || self.defined.contains(&o),
             None => !matches!(other, Expr::Value(_)),
         };

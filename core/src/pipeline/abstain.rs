@@ -54,7 +54,7 @@ pub(super) fn unrelated(
     trace.answerable = answerable;
     (answerable != Some(true)).then(|| AskError::Unrelated {
         words: found.uncovered,
-        tables: schema.tables.iter().map(|t| t.ident.clone()).collect(),
+        tables: readable(schema),
         confirmed: answerable == Some(false),
     })
 }
@@ -118,5 +118,10 @@ pub(super) fn missing(schema: &Schema, trace: &Trace, sql: &str, failure: &Failu
     }
     words.sort();
     words.dedup();
-    Some(AskError::Missing { words, names, sql: sql.to_string(), tables: schema.tables.iter().map(|t| t.ident.clone()).collect() })
+    Some(AskError::Missing { words, names, sql: sql.to_string(), tables: readable(schema) })
+}
+
+/// The tables the role may read, as written in SQL: what a refusal's HINT offers instead.
+fn readable(schema: &Schema) -> Vec<String> {
+    schema.tables.iter().map(|t| t.ident.clone()).collect()
 }
