@@ -93,11 +93,15 @@ build_postgres() {
   local work; work=$(mktemp -d); scratch+=("$work")
   local dir; dir=$(debian_source "$(suite_of "$v")" "postgresql-$v" "$(version_of "postgresql-$v")" "$work")
   (cd "$dir" && ./configure -q --prefix="$prefix" --without-icu --without-readline >/dev/null)
-  make -s -C "$dir" -j"$(nproc)" >/dev/null
-  $SUDO make -s -C "$dir" install >/dev/null
+  # PostgreSQL's makefiles generate their headers (utils/errcodes.h, ...) only in a make at
+  # MAKELEVEL 0; under `make setup` or `make test` this script inherits MAKELEVEL 1, and a
+  # parallel build then compiles src/common before the headers exist. Its makes run as top level.
+  local pgmake=(env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS make -s)
+  "${pgmake[@]}" -C "$dir" -j"$(nproc)" >/dev/null
+  $SUDO "${pgmake[@]}" -C "$dir" install >/dev/null
   for m in pg_trgm dblink file_fdw; do   # pg_trgm for nl2sql; the other two for its tests
-    make -s -C "$dir/contrib/$m" >/dev/null
-    $SUDO make -s -C "$dir/contrib/$m" install >/dev/null
+    "${pgmake[@]}" -C "$dir/contrib/$m" >/dev/null
+    $SUDO "${pgmake[@]}" -C "$dir/contrib/$m" install >/dev/null
   done
   rm -rf "$work"
 }
