@@ -1,7 +1,7 @@
 //! Facts read off a query's AST: which columns it compares with which string literals, and which
 //! names it reads that the query does not define itself.
 
-use sqlparser::ast::{BinaryOperator, Expr, Ident, ObjectNamePart, Query, Select, SelectItem, TableFactor, Value, Visit, Visitor};
+use sqlparser::ast::{BinaryOperator, Expr, Ident, JsonTableColumn, ObjectNamePart, Query, Select, SelectItem, TableFactor, Value, Visit, Visitor};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use std::collections::HashSet;
@@ -186,6 +186,12 @@ impl Visitor for Names<'_> {
             self.defined.insert(folded(&a.name));
             self.defined.extend(a.columns.iter().map(|c| folded(&c.name)));
         }
+        // The columns JSON_TABLE and XMLTABLE declare are the query's own, as an alias's are.
+        match t {
+            TableFactor::JsonTable { columns, .. } => json_columns(columns, &mut self.defined),
+            TableFactor::XmlTable { columns, .. } => self.defined.extend(columns.iter().map(|c| folded(&c.name))),
+            _ => {}
+        }
         ControlFlow::Continue(())
     }
 
@@ -208,6 +214,22 @@ impl Visitor for Names<'_> {
             _ => {}
         }
         ControlFlow::Continue(())
+    }
+}
+
+/// The names a JSON_TABLE's COLUMNS declare, nested paths' included (as deep as the parser
+/// nested them).
+fn json_columns(columns: &[JsonTableColumn], into: &mut HashSet<String>) {
+    for c in columns {
+        match c {
+            JsonTableColumn::Named(n) => {
+                into.insert(folded(&n.name));
+            }
+            JsonTableColumn::ForOrdinality(i) => {
+                into.insert(folded(i));
+            }
+            JsonTableColumn::Nested(n) => json_columns(&n.columns, into),
+        }
     }
 }
 
@@ -261,6 +283,12 @@ mod tests {
         // Compared with a literal or a name the tables lack, it is still read.
         assert_eq!(unknown("SELECT name FROM singer WHERE salary > 1000"), vec!["salary"]);
         assert_eq!(unknown("SELECT name FROM singer WHERE salary > bonus"), vec!["bonus", "salary"]);
+        // Columns JSON_TABLE and XMLTABLE declare are the query's own (the name that is not
+        // shows the query parsed).
+        let json = "SELECT jt.title, jt.n, salary FROM singer, JSON_TABLE(singer.name, '$[*]' COLUMNS(title TEXT PATH '$.t', n FOR ORDINALITY, \
+                    NESTED PATH '$.k[*]' COLUMNS(kid INT PATH '$.i'))) AS jt WHERE jt.kid > 1";
+        assert_eq!(unknown(json), vec!["salary"]);
+        assert_eq!(unknown("SELECT x.title, salary FROM singer, XMLTABLE('/r' PASSING singer.name COLUMNS title TEXT PATH 't') AS x"), vec!["salary"]);
         // At most MAX_UNKNOWN_NAMES.
         let many = (0..200).map(|i| format!("c{i}")).collect::<Vec<_>>().join(", ");
         assert_eq!(unknown(&format!("SELECT {many} FROM singer")).len(), MAX_UNKNOWN_NAMES);

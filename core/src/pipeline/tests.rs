@@ -1282,10 +1282,11 @@ fn a_follow_up_is_never_refused_and_instructions_are_capped() {
     let a = ask(&question, &sample_schema(), &s, &mut llm, &mut FakeDb::default()).map_err(|e| e.0).unwrap();
     assert!(a.trace.coverage.is_none() && a.trace.answerable.is_none());
     // Long instructions: the best first, then only what fits.
-    let long = |id: i64| instruction(id, &format!("singer rule {id}: {}", "x".repeat(1_400)));
-    let mut db = FakeDb { instructions: vec![long(1), long(2), long(3)], ..Default::default() };
+    // (Each about a word of its own: one that only repeated another's words would not be chosen.)
+    let long = |id: i64, about: &str| instruction(id, &format!("singer rule on {about}: {}", "x".repeat(1_400)));
+    let mut db = FakeDb { instructions: vec![long(1, "alpha"), long(2, "beta"), long(3, "gamma")], ..Default::default() };
     let mut llm = Script { answers: vec![Ok("SELECT count(*) FROM singer".into())], seen: vec![] };
-    let a = ask(&q("Which singer rule applies?"), &sample_schema(), &s, &mut llm, &mut db).map_err(|e| e.0).unwrap();
+    let a = ask(&q("Which singer rule applies to alpha, beta or gamma?"), &sample_schema(), &s, &mut llm, &mut db).map_err(|e| e.0).unwrap();
     assert_eq!(a.trace.instructions.len(), 2);
     assert_eq!((a.trace.answerable, llm.prompts().len()), (None, 1));
 }

@@ -18,8 +18,10 @@ pub const MAX_CANDIDATES: usize = 200;
 /// meaning or above, by the sentence model (the built-in embedder compares letters, not
 /// meaning: unrelated sentences score about 0.5 with it).
 pub const MIN_MEANING: f32 = 0.5;
-/// Chosen instructions score at least this share of the best one's score.
+/// Chosen instructions add at least this share of the best one's score.
 pub const MIN_SHARE_OF_BEST: f32 = 0.5;
+/// Most words a defined term has ("ADV", "Last week", "Active Merchants Percentage").
+const MAX_TERM_WORDS: usize = 4;
 
 /// One stored instruction as the database returns it for a question, and as the trace shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -109,26 +111,89 @@ pub fn named(text: &str) -> Vec<String> {
     out
 }
 
+/// Words that label a line rather than name a term ("Note: ...", "Definition: ADV = ...").
+const LABELS: &[&str] = &["definition", "example", "important", "note", "rule", "tip", "warning"];
+
+/// A text's words, folded, each as its singular: what a defined term is matched on. Folded word
+/// by word, so that a long question's last words count (fold reads a bounded prefix).
+fn term_words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for raw in text.split(|c: char| !c.is_alphanumeric()).filter(|r| !r.is_empty()) {
+        for w in embed::words(&embed::fold(raw)) {
+            out.push(forms::singular(w).unwrap_or_else(|| w.to_string()));
+        }
+    }
+    out
+}
+
+/// Where a definition's term ends: the first `=` that is no comparison (`>=`, `<=`, `!=`, `==`,
+/// `:=`) and the first `:` followed by a space or the end (not a cast `::`, a time `10:30` or a
+/// URL `https://`).
+fn definition_mark(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    (0..b.len()).find(|&i| match b[i] {
+        b'=' => !(i > 0 && b"<>!=:".contains(&b[i - 1])) && b.get(i + 1) != Some(&b'='),
+        b':' => b.get(i + 1).is_none_or(|c| c.is_ascii_whitespace()) && !(i > 0 && b[i - 1] == b':'),
+        _ => false,
+    })
+}
+
+/// The names of the term an instruction defines, when its text reads as a definition ("TERM =
+/// meaning" or "TERM: meaning", see definition_mark): the words before the mark, or before a
+/// parenthesis there, and the words inside that parenthesis ("ADV (Average Daily Volume) for a
+/// ticker = ..." is named ADV and average daily volume, "Active Merchants Percentage (APM) = ..."
+/// also APM, "Last week = ..." last week). Each name has at most MAX_TERM_WORDS words, some
+/// letter, and a word that is neither a stopword nor a label ("Note: ..." defines nothing). None
+/// for any other text ("Always join transactions with tickers on ticker_id").
+fn defined_term(text: &str) -> Vec<Vec<String>> {
+    let Some(end) = definition_mark(text) else { return Vec::new() };
+    let head = &text[..end];
+    if head.split_whitespace().count() > 2 * MAX_TERM_WORDS {
+        return Vec::new();
+    }
+    let (name, inside) = match head.find('(') {
+        Some(open) => (&head[..open], head[open + 1..].split_once(')').map(|(inside, _)| inside)),
+        None => (head, None),
+    };
+    let meaningful = |w: &String| w.len() >= 2 && w.chars().any(char::is_alphabetic) && !retrieve::is_stopword(w) && !LABELS.contains(&w.as_str());
+    std::iter::once(name)
+        .chain(inside)
+        .map(term_words)
+        .filter(|w| !w.is_empty() && w.len() <= MAX_TERM_WORDS && w.iter().any(meaningful))
+        .collect()
+}
+
+/// Whether `words` holds `term` as a run of consecutive words.
+fn names_term(words: &[String], term: &[String]) -> bool {
+    !term.is_empty() && words.windows(term.len()).any(|run| run == term)
+}
+
 /// Chooses at most `k` of `found` for `question`: each scores the share of the question's words
 /// it holds, each word weighted by its rarity among the candidates (a word every instruction
 /// holds tells them apart by nothing), plus, from the sentence model, its cosine similarity of
-/// meaning. An instruction
-/// is chosen when it shares a word with the question or the sentence model finds it close in
-/// meaning (MIN_MEANING), and scores at least MIN_SHARE_OF_BEST of the best; best first, ties by id.
+/// meaning. An instruction is a candidate when it shares a word with the question or the
+/// sentence model finds it close in meaning (MIN_MEANING). Best first (ties by meaning, then
+/// id), each is chosen for what it adds: its score counting only the question's words no
+/// instruction chosen before it holds (and that share of its meaning) must reach
+/// MIN_SHARE_OF_BEST of the best one's. An instruction that shares only words
+/// one chosen before it brought ("month", "transactions") is left out. The definition of a term
+/// the question names word for word ("What is the SDR of each doctor?" and "SDR = a doctor's
+/// rank ...") is chosen, when a candidate, whatever it adds. At most `k` in all.
 pub fn choose(question: &str, found: Vec<Instruction>, k: usize) -> Vec<Instruction> {
     if k == 0 || found.is_empty() {
         return Vec::new();
     }
     let asked = content_words(question);
+    let question_words = term_words(question);
     let held: Vec<HashSet<String>> = found
         .iter()
         .take(MAX_CANDIDATES)
-        .map(|i| content_words(&format!("{} {}", i.text, i.sql.as_deref().unwrap_or(""))))
+        .map(|i| content_words(&format!("{} {}", i.text, i.sql.as_deref().unwrap_or(""))).into_iter().filter(|w| asked.contains(w)).collect())
         .collect();
     let n = held.len() as f32;
     let mut df: HashMap<&str, usize> = HashMap::new();
     for words in &held {
-        for w in words.iter().filter(|w| asked.contains(*w)) {
+        for w in words {
             *df.entry(w.as_str()).or_default() += 1;
         }
     }
@@ -136,23 +201,39 @@ pub fn choose(question: &str, found: Vec<Instruction>, k: usize) -> Vec<Instruct
     // question asks, which no instruction covers.
     let idf = |w: &str| ((n + 1.0) / (df.get(w).copied().unwrap_or(0) as f32 + 0.5)).ln();
     let mass: f32 = asked.iter().map(|w| idf(w.as_str())).sum();
-    let mut chosen: Vec<Instruction> = Vec::new();
+    let share = |words: &mut dyn Iterator<Item = &String>| if mass > 0.0 { words.map(|w| idf(w.as_str())).sum::<f32>() / mass } else { 0.0 };
+    // The built-in embedder's similarity is no meaning (unrelated sentences score about 0.5
+    // with it): added to every score, it would keep any instruction sharing a common word
+    // within MIN_SHARE_OF_BEST of the best. It only breaks ties.
+    let meaning = |i: &Instruction| if i.sentence { i.meaning.max(0.0) } else { 0.0 };
+    let mut ranked: Vec<(Instruction, &HashSet<String>, bool)> = Vec::new();
     for (mut i, words) in found.into_iter().zip(&held) {
         crate::interrupt::check();
-        let shared: f32 = words.iter().filter(|w| asked.contains(*w)).map(|w| idf(w.as_str())).sum();
-        i.words = if mass > 0.0 { shared / mass } else { 0.0 };
-        // The built-in embedder's similarity is no meaning (unrelated sentences score about 0.5
-        // with it): added to every score, it would keep any instruction sharing a common word
-        // within MIN_SHARE_OF_BEST of the best. It only breaks ties.
-        i.score = i.words + if i.sentence { i.meaning.max(0.0) } else { 0.0 };
+        i.words = share(&mut words.iter());
+        i.score = i.words + meaning(&i);
+        let named = defined_term(&i.text).iter().any(|term| names_term(&question_words, term));
         if i.words > 0.0 || (i.sentence && i.meaning >= MIN_MEANING) {
-            chosen.push(i);
+            ranked.push((i, words, named));
         }
     }
-    chosen.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.meaning.total_cmp(&a.meaning)).then(a.id.cmp(&b.id)));
-    let best = chosen.first().map(|i| i.score).unwrap_or(0.0);
-    chosen.retain(|i| i.score >= MIN_SHARE_OF_BEST * best);
-    chosen.truncate(k);
+    ranked.sort_by(|(a, ..), (b, ..)| b.score.total_cmp(&a.score).then(b.meaning.total_cmp(&a.meaning)).then(a.id.cmp(&b.id)));
+    let best = ranked.first().map(|(i, ..)| i.score).unwrap_or(0.0);
+    let mut brought: HashSet<&String> = HashSet::new();
+    let mut chosen: Vec<Instruction> = Vec::new();
+    for (i, words, named) in ranked {
+        crate::interrupt::check();
+        // What it adds: the words no instruction before it brought, and as much of its meaning
+        // as of its words is new.
+        let new_words = share(&mut words.iter().filter(|w| !brought.contains(w)));
+        let added = new_words + meaning(&i) * if i.words > 0.0 { new_words / i.words } else { 1.0 };
+        if named || added >= MIN_SHARE_OF_BEST * best {
+            brought.extend(words.iter());
+            chosen.push(i);
+            if chosen.len() == k {
+                break;
+            }
+        }
+    }
     chosen
 }
 
@@ -241,6 +322,97 @@ mod tests {
         let chosen = choose("Show the MoMC of every ticker", found, 5);
         assert_eq!(chosen.first().map(|i| i.id), Some(3));
         assert!(chosen.iter().all(|i| i.id == 3 || i.score < chosen[0].score), "{chosen:?}");
+    }
+
+    #[test]
+    fn an_instruction_sharing_only_words_one_chosen_already_brought_is_left_out() {
+        let found = vec![
+            ins(1, "STR (success transaction rate) = successful wallet transactions / all transactions", 0.1),
+            ins(2, "PMDAU = distinct senders of wallet transactions per month", 0.1),
+            ins(3, "TUC = user sessions in the past month", 0.1),
+            ins(4, "Merchants are stores that receive wallet transactions", 0.1),
+        ];
+        // Scored alone, 2 ("wallet", "transactions", "month") is within half of 1's score.
+        let chosen = choose("What was the STR of wallet transactions in the previous month?", found, 5);
+        assert_eq!(ids(&chosen), vec![1], "{chosen:?}");
+    }
+
+    #[test]
+    fn definitions_of_two_terms_the_question_names_are_both_chosen() {
+        let found = vec![
+            ins(1, "ADV (average daily volume) of a ticker = AVG(volume) from the daily prices", 0.1),
+            ins(2, "ATH (all time high) of a ticker = MAX(high) from the daily prices", 0.1),
+            ins(3, "Weekend days are Saturday and Sunday", 0.1),
+            // Shares every word of the question: first, and what 1 and 2 add is under half its score.
+            ins(4, "ADV and ATH are computed per ticker from the daily prices", 0.1),
+        ];
+        let mut chosen = ids(&choose("Show the ADV and the ATH of each ticker", found.clone(), 5));
+        chosen.sort();
+        assert_eq!(chosen, vec![1, 2, 4]);
+        // At most k, defined terms included, best first.
+        assert_eq!(ids(&choose("Show the ADV and the ATH of each ticker", found, 2)).len(), 2);
+    }
+
+    #[test]
+    fn with_the_sentence_model_only_new_words_bring_their_share_of_meaning() {
+        let mut found = vec![
+            ins(1, "Revenue counts sold orders net of refunds", 0.6),
+            ins(2, "Revenue of sold orders is what counts", 0.6),
+        ];
+        for i in &mut found {
+            i.sentence = true;
+        }
+        // 2 shares only words 1 brought: however close in meaning, it adds nothing.
+        assert_eq!(ids(&choose("What was the revenue of sold orders net of refunds?", found, 5)), vec![1]);
+    }
+
+    #[test]
+    fn the_definition_of_a_term_the_question_names_is_chosen_whatever_it_adds() {
+        let found = vec![
+            ins(1, "To find doctors who prescribed a drug type, join doctors with treatments on doc_id and count distinct drugs", 0.1),
+            ins(2, "SDR = a doctor's rank within their specialty by number of distinct drugs prescribed", 0.1),
+            ins(3, "Doctors can be joined to treatments on doc_id", 0.1),
+        ];
+        let q = "Return each doctor's doc_id, number of distinct drugs prescribed, and SDR";
+        let chosen = ids(&choose(q, found.clone(), 5));
+        assert!(chosen.contains(&2), "{chosen:?}");
+        // A text that does not read as a definition is held to what it adds.
+        assert!(!chosen.contains(&3), "{chosen:?}");
+        // Nor is a definition chosen for a question that does not name its term.
+        let chosen = ids(&choose("Return each doctor's doc_id and number of distinct drugs prescribed", found, 5));
+        assert!(!chosen.contains(&2), "{chosen:?}");
+    }
+
+    #[test]
+    fn a_defined_term_is_the_short_text_before_its_definition() {
+        let term = |t: &str| defined_term(t).into_iter().map(|w| w.join(" ")).collect::<Vec<_>>();
+        assert_eq!(term("ADV (Average Daily Volume) for a ticker = AVG(volume)"), vec!["adv", "average daily volume"]);
+        assert_eq!(term("Active Merchants Percentage (APM) = COUNT(DISTINCT mid)"), vec!["active merchant percentage", "apm"]);
+        assert_eq!(term("Last 6 months = DATE_TRUNC('month', CURRENT_DATE) - INTERVAL '6 months'"), vec!["last 6 month"]);
+        assert_eq!(term("GPM: gross profit margin"), vec!["gpm"]);
+        assert_eq!(term("ADV (average daily volume = AVG(volume)"), vec!["adv"]);
+        for not_one in [
+            "Always join transactions with tickers on ticker_id",
+            "Weekend days are Saturday (6) and Sunday (0).",
+            "Price >= 100 is premium, price <= 10 cheap, price != 0 sold",
+            "amount::numeric is needed for ratios",
+            "Opens 10:30 daily, see https://example.com",
+            "Note: prices are in USD",
+            "The total = everything",
+            "If events from two different tables of the same interval are joined, join on DATE_TRUNC('month', a.d)=DATE_TRUNC('month', b.d)",
+            "= 1",
+            "(6) = six",
+        ] {
+            assert!(term(not_one).is_empty(), "{not_one}");
+        }
+        // Named word for word, plurals as singulars; not by a longer or another run.
+        let q = |t: &str| term_words(t);
+        assert!(names_term(&q("What was the ADV of each ticker?"), &q("ADV")));
+        assert!(names_term(&q("Sales in the last 6 months"), &q("Last 6 months")));
+        assert!(!names_term(&q("Sales in each of the last 8 weeks"), &q("Last week")));
+        assert!(!names_term(&q("What is the average number of days between sale and payment?"), &q("Total Sales")));
+        // However long the question.
+        assert!(names_term(&q(&format!("{} What was the ADV?", "Some context. ".repeat(40))), &q("ADV")));
     }
 
     #[test]
