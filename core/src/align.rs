@@ -30,6 +30,7 @@
 
 use crate::retrieval::embed::{self, folded_edit_similarity};
 use crate::schema::Schema;
+use crate::sqlinfo::folded as fold;
 use serde::Serialize;
 use sqlparser::ast::{
     BinaryOperator, Expr, Ident, JoinConstraint,
@@ -94,13 +95,6 @@ const NOT_COLUMNS: &[&str] = &[
     "session_user", "user", "current_role", "current_schema", "current_catalog", "true", "false", "null",
 ];
 
-fn fold(i: &Ident) -> String {
-    if i.quote_style.is_some() {
-        i.value.clone()
-    } else {
-        i.value.to_lowercase()
-    }
-}
 
 /// An identifier as PostgreSQL needs it written: quoted unless it is plain lowercase and not a
 /// name PostgreSQL reads as something else (`current_user` unquoted is the function).

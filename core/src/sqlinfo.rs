@@ -116,7 +116,7 @@ struct Names<'a> {
 }
 
 /// A name as PostgreSQL folds it: unquoted, lowercase.
-fn folded(i: &Ident) -> String {
+pub(crate) fn folded(i: &Ident) -> String {
     if i.quote_style.is_some() {
         i.value.clone()
     } else {

@@ -5,6 +5,7 @@
 //! PostgreSQL's own parse tree, in the extension (src/pg/policy.rs), with [`crate::safety::policy`].
 
 pub use super::refusal::GuardError;
+use crate::sqlinfo::folded as fold;
 use sqlparser::ast::{Expr, ObjectName, Query, Select, SetExpr, Statement, TableFactor, Visit, Visitor};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -92,13 +93,6 @@ fn statement_kind(s: &Statement) -> String {
     }
 }
 
-fn fold(ident: &sqlparser::ast::Ident) -> String {
-    if ident.quote_style.is_some() {
-        ident.value.clone()
-    } else {
-        ident.value.to_lowercase()
-    }
-}
 
 fn function_ref(name: &ObjectName) -> FunctionRef {
     let parts: Vec<String> = name.0.iter().filter_map(|p| p.as_ident()).map(fold).collect();
