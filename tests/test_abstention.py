@@ -2,7 +2,8 @@
 default): before any query is written when none of their words matches anything the role's
 tables hold and the model, asked, does not say yes (the mock answers no for planets, novels and
 salaries, yes otherwise; "[mute]" gets neither, "[no]" a no); after, when every query failed on a
-name the tables lack that the question asked for ("[missing]": the mock writes s.salary)."""
+name the tables lack that the question asked for ("[missing]": the mock writes s.salary), or the
+model's first queries did and a correction dropped it ("[dropped]")."""
 import psycopg
 import pytest
 from psycopg import errors
@@ -154,3 +155,25 @@ def test_every_query_failing_on_the_name_the_question_asked_for_is_a_refusal(con
     with pytest.raises(errors.UndefinedColumn):
         conn.execute("SELECT nl2sql('[missing] and their salary?', previous_question => 'Who are the singers?', "
                      "previous_sql => 'SELECT name FROM singer')")
+
+
+def test_a_correction_dropping_the_name_the_question_asked_for_is_no_answer(conn, mock):
+    # Every first query reads s.salary; the correction drops it and runs: refused all the same.
+    mock.reset()
+    with pytest.raises(errors.NoDataFound) as e:
+        conn.execute("SELECT nl2sql('[dropped] What is the salary of each singer?')")
+    d = e.value.diag
+    assert d.message_primary == "nl2sql abstains: the tables do not hold what the question asks about"
+    assert d.message_detail.startswith('No table, column or description the role may read matches "salary" of the question, and ')
+    assert "first queries read \"salary\", which no table the role may read has.\nGenerated SQL: SELECT s.name, s.salary FROM singer AS s" in d.message_detail
+    explain = conn.execute("SELECT nl2sql_explain('[dropped] What is the salary of each singer?')").fetchone()[0]
+    assert explain["missing"] == ["salary"] and explain["error"]["sqlstate"] == "P0002"
+    assert any(c["ok"] for c in explain["candidates"]), "a correction ran"
+    assert all(c.get("error_kind") == "undefined_column" for c in explain["candidates"] if c["round"] == 0)
+    # The setting off: the correction's answer.
+    conn.execute("SET nl2sql.refuse_unrelated = off")
+    assert conn.execute("SELECT nl2sql('[dropped] What is the salary of each singer?')").fetchone()[0] == "SELECT s.name FROM singer AS s"
+    # A hint saying what the word means: the first queries' name is the model's slip, not a refusal.
+    conn.execute("SET nl2sql.refuse_unrelated = on")
+    sql = conn.execute("SELECT nl2sql('[dropped] What is the salary of each singer?', 'salary means the singer age')").fetchone()[0]
+    assert sql == "SELECT s.name FROM singer AS s"

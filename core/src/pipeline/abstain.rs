@@ -12,7 +12,10 @@
 //! on a name the tables lack that spells a word of the question nothing matched: asked for "the
 //! salary of each singer" of `singer(name, age)`, the model writes `s.salary`, and the correction
 //! still does. That is the model itself saying what the question wants and the tables do not
-//! hold; its failure becomes a refusal saying so.
+//! hold; its failure becomes a refusal saying so. The same holds when most of the model's first
+//! answers (its samples, before any correction) failed so, even where a correction then ran:
+//! the correction was told the name does not exist and answered with what does, which is
+//! another question's answer.
 
 use super::*;
 use crate::prompt::answerable;
@@ -32,7 +35,9 @@ pub(super) fn unrelated(
 ) -> Option<AskError> {
     let asked = q.asked();
     let mut vocabulary = coverage::Vocabulary::of_schema(schema);
-    for line in &q.instructions {
+    // What the caller and the curators said: a word the hint or a chosen instruction holds is
+    // defined there ("revenue" as price times quantity), not asked of the tables.
+    for line in q.instructions.iter().chain(&q.hint) {
         vocabulary.add_text(line);
     }
     let mut found = coverage::coverage(&asked, &vocabulary);
@@ -94,6 +99,45 @@ pub(super) fn missing(schema: &Schema, trace: &Trace, sql: &str, failure: &Failu
     if !matches!(failure.kind(), FailureKind::UndefinedColumn | FailureKind::UndefinedTable) {
         return None;
     }
+    let (words, names) = asked_names(schema, trace, sql)?;
+    Some(AskError::Missing { words, names, sql: sql.to_string(), tables: readable(schema), sampled: None })
+}
+
+/// The refusal of a question most of whose sampled queries (the model's first answers, before
+/// any correction) failed for want of a name the question asked for, whatever a correction
+/// made of them afterwards: asked for "the salary of each singer", three of five samples read
+/// `salary`, and the correction that drops it answers something else. More than half of the
+/// samples must fail so, each on such a name; one sample (zero-shot) is the whole of them.
+pub(super) fn asked_for(schema: &Schema, trace: &Trace) -> Option<AskError> {
+    let samples: Vec<&CandidateTrace> = trace.candidates.iter().filter(|c| c.round == 0).collect();
+    let mut words: Vec<String> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut first: Option<String> = None;
+    let mut failed = 0;
+    for c in &samples {
+        crate::interrupt::check();
+        let undefined = matches!(c.error_kind, Some(FailureKind::UndefinedColumn | FailureKind::UndefinedTable));
+        let Some(sql) = cand_sql(Some(c)).filter(|_| undefined && !c.ok) else { continue };
+        let Some((w, n)) = asked_names(schema, trace, &sql) else { continue };
+        failed += 1;
+        words.extend(w);
+        names.extend(n);
+        first.get_or_insert(sql);
+    }
+    if failed * 2 <= samples.len() {
+        return None;
+    }
+    for v in [&mut words, &mut names] {
+        v.sort();
+        v.dedup();
+    }
+    Some(AskError::Missing { words, names, sql: first?, tables: readable(schema), sampled: Some((failed, samples.len())) })
+}
+
+/// The names `sql` reads that the tables lack and that spell words of the question the schema
+/// did not cover (the coverage recorded in `trace`), with those words, each sorted; None when
+/// there are none.
+fn asked_names(schema: &Schema, trace: &Trace, sql: &str) -> Option<(Vec<String>, Vec<String>)> {
     let uncovered = &trace.coverage.as_ref()?.uncovered;
     if uncovered.is_empty() {
         return None;
@@ -118,7 +162,9 @@ pub(super) fn missing(schema: &Schema, trace: &Trace, sql: &str, failure: &Failu
     }
     words.sort();
     words.dedup();
-    Some(AskError::Missing { words, names, sql: sql.to_string(), tables: readable(schema) })
+    names.sort();
+    names.dedup();
+    Some((words, names))
 }
 
 /// The tables the role may read, as written in SQL: what a refusal's HINT offers instead.

@@ -29,9 +29,11 @@ pub enum AskError {
     /// A question about nothing the tables hold: `words` are those nothing matched; `confirmed`
     /// when the model, shown the tables, said they do not hold it.
     Unrelated { words: Vec<String>, tables: Vec<String>, confirmed: bool },
-    /// No query ran, and one failed on `names` the tables lack, which spell the question's
-    /// unmatched `words` (nl2sql.refuse_unrelated): the question asks for what is not there.
-    Missing { words: Vec<String>, names: Vec<String>, sql: String, tables: Vec<String> },
+    /// A query failed on `names` the tables lack, which spell the question's unmatched `words`
+    /// (nl2sql.refuse_unrelated): the question asks for what is not there. Either no query ran
+    /// and the last one failed so (`sampled` None), or `sampled` = (failed, of) of the model's
+    /// first answers did, more than half, whatever their corrections did.
+    Missing { words: Vec<String>, names: Vec<String>, sql: String, tables: Vec<String>, sampled: Option<(usize, usize)> },
 }
 
 /// SQLSTATE of an abstention: no_data_found (P0002), "no answer", as a PL/pgSQL SELECT INTO
@@ -129,13 +131,16 @@ impl Diagnostic for AskError {
                     format!("No table, column, description or stored value the role may read matches a word of the question ({words}).")
                 })
             }
-            AskError::Missing { words, names, sql, .. } => {
+            AskError::Missing { words, names, sql, sampled, .. } => {
                 let quoted = |v: &[String]| v.iter().take(10).map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", ");
+                let why = match sampled {
+                    None => format!("no query could be written without {}", quoted(names)),
+                    Some((failed, of)) => format!("{failed} of the model's {of} first queries read {}", quoted(names)),
+                };
                 Some(join_detail(
                     Some(format!(
-                        "No table, column or description the role may read matches {} of the question, and no query could be written without {}, which no table the role may read has.",
-                        quoted(words),
-                        quoted(names)
+                        "No table, column or description the role may read matches {} of the question, and {why}, which no table the role may read has.",
+                        quoted(words)
                     )),
                     sql,
                 ))

@@ -495,17 +495,19 @@ pub fn ask(
         Mode::Full => full(Run::new(q, schema, settings, llm, db, &mut trace)),
         Mode::Interactive => interactive(Run::new(q, schema, settings, llm, db, &mut trace)),
     };
-    // No query ran: did the last one fail on a name the tables lack that the question asked for?
+    // Did the last query, or most of the model's first ones, fail on a name the tables lack
+    // that the question asked for?
     let result = match result {
         Err(AskError::Failed { sql: Some(sql), failure }) if settings.refuse_unrelated && q.previous.is_none() => {
-            let refusal = abstain::missing(schema, &trace, &sql, &failure);
-            if let Some(AskError::Missing { names, .. }) = &refusal {
-                trace.missing = names.clone();
-            }
+            let refusal = abstain::missing(schema, &trace, &sql, &failure).or_else(|| abstain::asked_for(schema, &trace));
             Err(refusal.unwrap_or(AskError::Failed { sql: Some(sql), failure }))
         }
+        Ok(answer) if settings.refuse_unrelated && q.previous.is_none() => abstain::asked_for(schema, &trace).map_or(Ok(answer), Err),
         other => other,
     };
+    if let Err(AskError::Missing { names, .. }) = &result {
+        trace.missing = names.clone();
+    }
     trace.wall_ms = ms(started.elapsed());
     match result {
         Ok((sql, execution)) => Ok(Answer { sql, execution, trace }),

@@ -91,13 +91,72 @@ fn other_failures_stay_failures() {
     // The question has an unmatched word, the failing name is not it.
     let (e, _) = missing_case("Which singers sing loudly?", &typo, true).err().unwrap();
     assert!(matches!(&e, AskError::Failed { .. }), "{e:?}");
-    // The last query failed on another name: what the first one read decides nothing.
+    // The last query failed on another name: not the last query's refusal, but the one sample's
+    // (it read "salary").
     let other = ["SELECT name, salary FROM singer", "SELECT nme FROM singer"];
     let (e, trace) = missing_case("What is the salary of each singer?", &other, true).err().unwrap();
-    assert!(matches!(&e, AskError::Failed { .. }) && trace.missing.is_empty(), "{e:?}");
-    // A correction that runs is an answer, whatever the first query read.
-    let fixed = ["SELECT name, salary FROM singer", "SELECT name FROM singer"];
+    assert!(matches!(&e, AskError::Missing { sampled: Some((1, 1)), .. }) && trace.missing == ["salary"], "{e:?}");
+    // A correction that runs is an answer when the first query failed on a name the question
+    // did not ask for.
+    let fixed = ["SELECT nme FROM singer", "SELECT name FROM singer"];
     let a = missing_case("What is the salary of each singer?", &fixed, true).map_err(|e| e.0).unwrap();
     assert_eq!(a.sql, "SELECT name FROM singer");
+    assert!(a.trace.missing.is_empty());
+}
+
+#[test]
+fn a_correction_that_drops_what_was_asked_for_is_no_answer() {
+    // Zero-shot: the one sample read "salary"; the correction, told it does not exist, answered
+    // with what does. That answers another question: refused.
+    let fixed = ["SELECT name, salary FROM singer", "SELECT name FROM singer"];
+    let (e, trace) = missing_case("What is the salary of each singer?", &fixed, true).err().unwrap();
+    assert!(matches!(&e, AskError::Missing { names, sampled: Some((1, 1)), .. } if names == &["salary"]), "{e:?}");
+    let detail = e.detail().unwrap_or_default();
+    assert!(detail.contains("and 1 of the model's 1 first queries read \"salary\", which no table") && detail.ends_with("Generated SQL: SELECT name, salary FROM singer"), "{detail}");
+    assert_eq!(trace.missing, ["salary"]);
+    assert!(trace.candidates[1].ok, "the correction ran");
+    // The setting off: the correction's answer, as before.
+    let a = missing_case("What is the salary of each singer?", &fixed, false).map_err(|e| e.0).unwrap();
+    assert_eq!(a.sql, "SELECT name FROM singer");
+    // A follow-up rests on the earlier question: never refused.
+    let s = Settings { refuse_unrelated: true, max_corrections: 1, ..settings() };
+    let follow = Question { previous: Some(Previous { question: "Who sings?".into(), sql: "SELECT name FROM singer".into(), history_id: None }), ..q("What is the salary of each singer?") };
+    let mut llm = script(&fixed);
+    assert!(ask(&follow, &sample_schema(), &s, &mut llm, &mut FakeDb::default()).is_ok());
+}
+
+/// The full path with three samples and no correction, the model answering `samples`.
+fn sampled_case(samples: &[&str]) -> Result<Answer, (AskError, Trace)> {
+    let s = Settings { refuse_unrelated: true, candidates: 3, first_wave: 3, max_corrections: 0, ..full() };
+    let mut answers = vec![EXTRACTED];
+    answers.extend_from_slice(samples);
+    ask(&q("What is the salary of each singer?"), &sample_schema(), &s, &mut script(&answers), &mut FakeDb::default())
+}
+
+#[test]
+fn most_samples_asking_for_a_missing_name_refuse_and_fewer_do_not() {
+    // Two of three samples read "salary" (one as a duplicate of the other): refused, though the
+    // third ran.
+    let (e, _) = sampled_case(&["#SQL: SELECT name, salary FROM singer", "#SQL: SELECT name, salary FROM singer", "#SQL: SELECT name FROM singer"]).err().unwrap();
+    assert!(matches!(&e, AskError::Missing { sampled: Some((2, 3)), .. }), "{e:?}");
+    // One of three: the others' answer stands.
+    let a = sampled_case(&["#SQL: SELECT name, salary FROM singer", "#SQL: SELECT name FROM singer", "#SQL: SELECT name FROM singer"]).map_err(|e| e.0).unwrap();
+    assert_eq!(a.sql, "SELECT name FROM singer");
+    assert!(a.trace.missing.is_empty());
+    // Two of three failed on a name the question did not ask for: the third's answer stands.
+    let a = sampled_case(&["#SQL: SELECT nme FROM singer", "#SQL: SELECT nme, age FROM singer", "#SQL: SELECT name FROM singer"]).map_err(|e| e.0).unwrap();
+    assert_eq!(a.sql, "SELECT name FROM singer");
+}
+
+#[test]
+fn a_word_the_hint_defines_is_not_asked_of_the_tables() {
+    // The hint says what "salary" is: a sample reading a `salary` column is the model's slip,
+    // not the question asking for what the tables lack.
+    let s = Settings { refuse_unrelated: true, max_corrections: 1, ..settings() };
+    let question = Question { hint: Some("salary is age times 1000".into()), ..q("What is the salary of each singer?") };
+    let mut llm = script(&["SELECT name, salary FROM singer", "SELECT name, age * 1000 FROM singer"]);
+    let a = ask(&question, &sample_schema(), &s, &mut llm, &mut FakeDb::default()).map_err(|e| e.0).unwrap();
+    assert_eq!(a.sql, "SELECT name, age * 1000 FROM singer");
+    assert_eq!(a.trace.coverage.map(|c| c.uncovered), Some(vec![]));
     assert!(a.trace.missing.is_empty());
 }
