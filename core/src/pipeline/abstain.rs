@@ -40,13 +40,15 @@ pub(super) fn unrelated(
     for line in q.instructions.iter().chain(&q.hint) {
         vocabulary.add_text(line);
     }
-    let mut found = coverage::coverage(&asked, &vocabulary);
+    // The question's own words are checked (follow-ups never come here), against the hint too:
+    // a hint's words would otherwise cover themselves.
+    let mut found = coverage::coverage(&q.text, &vocabulary);
     // Values the question names (not under privacy): a stored value is something the tables hold.
     if found.unrelated() && !settings.privacy {
         for v in db.similar_values(&asked, &[]) {
             vocabulary.add_text(&v.value);
         }
-        found = coverage::coverage(&asked, &vocabulary);
+        found = coverage::coverage(&q.text, &vocabulary);
     }
     trace.coverage = Some(found.clone());
     // Some word matched: answered. (Asking the model whenever a word matches nothing would

@@ -499,10 +499,14 @@ pub fn ask(
     // that the question asked for?
     let result = match result {
         Err(AskError::Failed { sql: Some(sql), failure }) if settings.refuse_unrelated && q.previous.is_none() => {
-            let refusal = abstain::missing(schema, &trace, &sql, &failure).or_else(|| abstain::asked_for(schema, &trace));
+            let sampled = || (settings.mode != Mode::Interactive).then(|| abstain::asked_for(schema, &trace)).flatten();
+            let refusal = abstain::missing(schema, &trace, &sql, &failure).or_else(sampled);
             Err(refusal.unwrap_or(AskError::Failed { sql: Some(sql), failure }))
         }
-        Ok(answer) if settings.refuse_unrelated && q.previous.is_none() => abstain::asked_for(schema, &trace).map_or(Ok(answer), Err),
+        // The agent's first turn is one exploring guess, not a sample of the answer.
+        Ok(answer) if settings.refuse_unrelated && q.previous.is_none() && settings.mode != Mode::Interactive => {
+            abstain::asked_for(schema, &trace).map_or(Ok(answer), Err)
+        }
         other => other,
     };
     if let Err(AskError::Missing { names, .. }) = &result {

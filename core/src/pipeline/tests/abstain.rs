@@ -160,3 +160,15 @@ fn a_word_the_hint_defines_is_not_asked_of_the_tables() {
     assert_eq!(a.trace.coverage.map(|c| c.uncovered), Some(vec![]));
     assert!(a.trace.missing.is_empty());
 }
+
+#[test]
+fn a_hint_does_not_cover_a_question_about_something_else() {
+    // The hint's words are held, the question's own are still checked against them and the
+    // tables: "planet" is in neither.
+    let s = Settings { refuse_unrelated: true, ..settings() };
+    let question = Question { hint: Some("by diameter".into()), ..q("Which planet is the largest?") };
+    let mut llm = script(&["no", "SELECT count(*) FROM singer"]);
+    let (e, trace) = ask(&question, &sample_schema(), &s, &mut llm, &mut FakeDb::default()).err().unwrap();
+    assert!(matches!(&e, AskError::Unrelated { words, .. } if words == &["planet"]), "{e:?}");
+    assert_eq!(trace.coverage.map(|c| c.uncovered), Some(vec!["planet".to_string()]));
+}
