@@ -23,6 +23,17 @@ def asked_answerable(mock):
     return yes_no, len(texts) - yes_no
 
 
+def abstention(conn, mock, question):
+    """The diagnostics of nl2sql's refusal of `question` (asked with a fresh mock): P0002 and the
+    message a refusal for what the tables do not hold carries."""
+    mock.reset()
+    with pytest.raises(errors.NoDataFound) as e:
+        conn.execute("SELECT nl2sql(%s)", (question,))
+    d = e.value.diag
+    assert d.message_primary == "nl2sql abstains: the tables do not hold what the question asks about"
+    return d
+
+
 @pytest.fixture
 def conn(connect):
     c = connect()
@@ -31,11 +42,7 @@ def conn(connect):
 
 
 def test_a_question_about_nothing_the_tables_hold_is_refused_when_the_model_agrees(conn, mock):
-    mock.reset()
-    with pytest.raises(errors.NoDataFound) as e:
-        conn.execute("SELECT nl2sql('Which planet is the largest in the solar system?')")
-    d = e.value.diag
-    assert d.message_primary == "nl2sql abstains: the tables do not hold what the question asks about"
+    d = abstention(conn, mock, "Which planet is the largest in the solar system?")
     assert d.message_detail == ('The model, shown the tables the role may read, said they do not hold what the question '
                                 'asks about; no table, column, description or stored value matches "planet", "solar", "system".')
     assert d.message_hint.startswith("The role may read concert, singer, singer_in_concert, stadium")
@@ -129,11 +136,7 @@ def test_a_follow_up_is_never_refused(conn, mock):
 
 
 def test_every_query_failing_on_the_name_the_question_asked_for_is_a_refusal(conn, mock):
-    mock.reset()
-    with pytest.raises(errors.NoDataFound) as e:
-        conn.execute("SELECT nl2sql('[missing] What is the salary of each singer?')")
-    d = e.value.diag
-    assert d.message_primary == "nl2sql abstains: the tables do not hold what the question asks about"
+    d = abstention(conn, mock, "[missing] What is the salary of each singer?")
     assert d.message_detail == ('No table, column or description the role may read matches "salary" of the question, and '
                                 'no query could be written without "salary", which no table the role may read has.\n'
                                 'Generated SQL: SELECT s.name, s.salary FROM singer AS s')
@@ -159,11 +162,7 @@ def test_every_query_failing_on_the_name_the_question_asked_for_is_a_refusal(con
 
 def test_a_correction_dropping_the_name_the_question_asked_for_is_no_answer(conn, mock):
     # Every first query reads s.salary; the correction drops it and runs: refused all the same.
-    mock.reset()
-    with pytest.raises(errors.NoDataFound) as e:
-        conn.execute("SELECT nl2sql('[dropped] What is the salary of each singer?')")
-    d = e.value.diag
-    assert d.message_primary == "nl2sql abstains: the tables do not hold what the question asks about"
+    d = abstention(conn, mock, "[dropped] What is the salary of each singer?")
     assert d.message_detail.startswith('No table, column or description the role may read matches "salary" of the question, and ')
     assert "first queries read \"salary\", which no table the role may read has.\nGenerated SQL: SELECT s.name, s.salary FROM singer AS s" in d.message_detail
     explain = conn.execute("SELECT nl2sql_explain('[dropped] What is the salary of each singer?')").fetchone()[0]

@@ -95,7 +95,6 @@ const NOT_COLUMNS: &[&str] = &[
     "session_user", "user", "current_role", "current_schema", "current_catalog", "true", "false", "null",
 ];
 
-
 /// An identifier as PostgreSQL needs it written: quoted unless it is plain lowercase and not a
 /// name PostgreSQL reads as something else (`current_user` unquoted is the function).
 fn ident(name: &str) -> Ident {

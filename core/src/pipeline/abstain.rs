@@ -101,7 +101,7 @@ pub(super) fn missing(schema: &Schema, trace: &Trace, sql: &str, failure: &Failu
     if !matches!(failure.kind(), FailureKind::UndefinedColumn | FailureKind::UndefinedTable) {
         return None;
     }
-    let (words, names) = asked_names(schema, trace, sql)?;
+    let (words, names) = asked_names(&known_names(schema), trace, sql)?;
     Some(AskError::Missing { words, names, sql: sql.to_string(), tables: readable(schema), sampled: None })
 }
 
@@ -116,11 +116,12 @@ pub(super) fn asked_for(schema: &Schema, trace: &Trace) -> Option<AskError> {
     let mut names: Vec<String> = Vec::new();
     let mut first: Option<String> = None;
     let mut failed = 0;
+    let known = known_names(schema);
     for c in &samples {
         crate::interrupt::check();
         let undefined = matches!(c.error_kind, Some(FailureKind::UndefinedColumn | FailureKind::UndefinedTable));
         let Some(sql) = cand_sql(Some(c)).filter(|_| undefined && !c.ok) else { continue };
-        let Some((w, n)) = asked_names(schema, trace, &sql) else { continue };
+        let Some((w, n)) = asked_names(&known, trace, &sql) else { continue };
         failed += 1;
         words.extend(w);
         names.extend(n);
@@ -136,16 +137,19 @@ pub(super) fn asked_for(schema: &Schema, trace: &Trace) -> Option<AskError> {
     Some(AskError::Missing { words, names, sql: first?, tables: readable(schema), sampled: Some((failed, samples.len())) })
 }
 
-/// The names `sql` reads that the tables lack and that spell words of the question the schema
-/// did not cover (the coverage recorded in `trace`), with those words, each sorted; None when
-/// there are none.
-fn asked_names(schema: &Schema, trace: &Trace, sql: &str) -> Option<(Vec<String>, Vec<String>)> {
+/// The schema's table and column names, lowercase: what a query may read.
+fn known_names(schema: &Schema) -> HashSet<String> {
+    schema.tables.iter().flat_map(|t| std::iter::once(&t.name).chain(t.columns.iter().map(|c| &c.name))).map(|n| n.to_lowercase()).collect()
+}
+
+/// The names `sql` reads that are not among the `known` ones and that spell words of the
+/// question the schema did not cover (the coverage recorded in `trace`), with those words, each
+/// sorted; None when there are none.
+fn asked_names(known: &HashSet<String>, trace: &Trace, sql: &str) -> Option<(Vec<String>, Vec<String>)> {
     let uncovered = &trace.coverage.as_ref()?.uncovered;
     if uncovered.is_empty() {
         return None;
     }
-    let known: HashSet<String> =
-        schema.tables.iter().flat_map(|t| std::iter::once(&t.name).chain(t.columns.iter().map(|c| &c.name))).map(|n| n.to_lowercase()).collect();
     let is_known = |n: &str| known.contains(&n.to_lowercase());
     let mut words: Vec<String> = Vec::new();
     let mut names: Vec<String> = Vec::new();

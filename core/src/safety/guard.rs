@@ -93,7 +93,6 @@ fn statement_kind(s: &Statement) -> String {
     }
 }
 
-
 fn function_ref(name: &ObjectName) -> FunctionRef {
     let parts: Vec<String> = name.0.iter().filter_map(|p| p.as_ident()).map(fold).collect();
     match parts.as_slice() {
