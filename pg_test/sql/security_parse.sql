@@ -22,6 +22,18 @@ SELECT nl2sql('[e-string] escaped quotes around a lock');
 \echo :LAST_ERROR_SQLSTATE
 SELECT nl2sql('[quoted-name] lock by its quoted name');
 \echo :LAST_ERROR_SQLSTATE
+-- An unquoted name with a non-ASCII letter (U+212A KELVIN SIGN for the last k): PostgreSQL
+-- lowercases only ASCII letters, so it names no function; refused before it reaches PostgreSQL.
+SELECT nl2sql('[kelvin-lock] lock by a look-alike name');
+\echo :LAST_ERROR_SQLSTATE
+-- A table owner's function named as a built-in in capitals, called through a Unicode escape.
+CREATE FUNCTION public."PG_SLEEP"(int) RETURNS int LANGUAGE sql AS 'SELECT 1';
+SELECT nl2sql('[u-escape-owner-upper] sleep a second');
+\echo :LAST_ERROR_SQLSTATE
+DROP FUNCTION public."PG_SLEEP"(int);
+-- A schema spelled through a Unicode escape, the function in capitals (folded unquoted).
+SELECT nl2sql('[u-escape-schema] show the host name');
+\echo :LAST_ERROR_SQLSTATE
 -- A nested comment: PostgreSQL reads the call as part of the comment, so the query is harmless.
 SELECT * FROM nl2sql_run('[nested-comment] one');
 SELECT nl2sql('[lo-import] import a server file');

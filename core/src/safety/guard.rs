@@ -257,6 +257,14 @@ mod tests {
     }
 
     #[test]
+    fn a_non_ascii_look_alike_of_a_forbidden_name_is_refused() {
+        // PostgreSQL lowercases only ASCII letters of an unquoted name, so with U+212A (KELVIN
+        // SIGN) it names no function; the guard folds it to the forbidden name and refuses it,
+        // the safe side of the difference.
+        assert!(matches!(err("SELECT pg_advisory_loc\u{212A}(1)"), GuardError::ForbiddenFunction { .. }));
+    }
+
+    #[test]
     fn collects_functions_with_schema() {
         let g = check("SELECT s.f(1), upper(x) FROM generate_series(1, 2) x").expect("valid");
         let names: Vec<String> = g.functions.iter().map(|f| f.to_string()).collect();
