@@ -9,6 +9,8 @@ import time
 import pytest
 from psycopg import errors
 
+from helpers import scratch_role
+
 ENV_KEY = os.environ.get("NL2SQL_LLM_API_KEY", "")
 
 
@@ -162,3 +164,25 @@ def test_a_key_stored_as_a_placeholder_is_never_sent(connect, mock):
         assert sent == "Bearer " + ENV_KEY
     finally:
         connect().execute("ALTER DATABASE concert_singer RESET nl2sql.llm_api_key")
+
+
+def test_a_range_type_returned_by_a_json_expression_is_judged(connect, mock):
+    # JSON_VALUE (17+) makes its value with the type's input function, in no node of the tree
+    # but the JSON one: the range type it returns is judged all the same, with its subtype_diff.
+    conn = connect()
+    if int(conn.execute("SHOW server_version_num").fetchone()[0]) < 170000:
+        pytest.skip("JSON_VALUE is new in PostgreSQL 17")
+    conn.execute("SET nl2sql.mode = zero_shot")
+    conn.execute("SET nl2sql.max_corrections = 0")
+    with scratch_role(conn, "pytest_jmallory", "GRANT CREATE ON SCHEMA public TO pytest_jmallory"):
+        conn.execute("SET ROLE pytest_jmallory")
+        conn.execute("CREATE FUNCTION pytest_jdiff(text, text) RETURNS float8 IMMUTABLE LANGUAGE sql AS 'SELECT 1::float8'")
+        conn.execute("CREATE TYPE pytest_jspan AS RANGE (subtype = text, subtype_diff = pytest_jdiff)")
+        conn.execute("RESET ROLE")
+        with pytest.raises(errors.InsufficientPrivilege) as e:
+            conn.execute("SELECT nl2sql('[json-range] a span as json')")
+        assert e.value.diag.message_primary == "function public.pytest_jdiff is not trusted in generated SQL"
+        # Allow-listed, the same query runs: the refusal was the function's, not the syntax's.
+        conn.execute("SET nl2sql.allowed_functions = 'pytest_jdiff'")
+        assert conn.execute("SELECT nl2sql('[json-range] a span as json')").fetchone()[0].startswith("SELECT JSON_VALUE")
+        conn.execute("RESET nl2sql.allowed_functions")

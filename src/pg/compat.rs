@@ -87,3 +87,24 @@ pub unsafe fn executor_run(desc: *mut pg_sys::QueryDesc) {
     #[cfg(not(feature = "pg18"))]
     pg_sys::ExecutorRun(desc, pg_sys::ScanDirection::ForwardScanDirection, 0, true);
 }
+
+/// SQL/JSON expression nodes exprType() knows: JSON_OBJECT, JSON_ARRAY, IS JSON and the
+/// formatted values inside them (16+), JSON_VALUE, JSON_QUERY, JSON_EXISTS, JSON_TABLE's
+/// columns (17+). None before 16.
+pub unsafe fn is_json_expression(node: *mut pg_sys::Node) -> bool {
+    #[cfg(feature = "pg16")]
+    {
+        use pg_sys::NodeTag::*;
+        matches!((*node).type_, T_JsonValueExpr | T_JsonConstructorExpr | T_JsonIsPredicate)
+    }
+    #[cfg(any(feature = "pg17", feature = "pg18"))]
+    {
+        use pg_sys::NodeTag::*;
+        matches!((*node).type_, T_JsonValueExpr | T_JsonConstructorExpr | T_JsonIsPredicate | T_JsonExpr)
+    }
+    #[cfg(not(any(feature = "pg16", feature = "pg17", feature = "pg18")))]
+    {
+        let _ = node;
+        false
+    }
+}

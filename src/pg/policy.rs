@@ -270,19 +270,21 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
     // Types of values (a domain's base type included): a range type's support functions are
     // called outside the executor.
     if is_typed_expression(node) {
-        let typ = pg_sys::getBaseType(pg_sys::exprType(node));
+        let typ = pg_sys::exprType(node);
         if typ != pg_sys::InvalidOid {
-            walk.types.insert(typ);
+            walk.types.insert(pg_sys::getBaseType(typ));
         }
     }
     pg_sys::check_functions_in_node(node, Some(collect_function), context);
     pg_sys::expression_tree_walker(node, Some(walker), context)
 }
 
-/// Expression nodes exprType() knows (it raises an error on any other node).
+/// Expression nodes exprType() knows (it raises an error on any other node), the SQL/JSON
+/// ones of the server's major included (a range type returned by JSON_VALUE is a type too).
 unsafe fn is_typed_expression(node: *mut pg_sys::Node) -> bool {
     use pg_sys::NodeTag::*;
-    matches!(
+    crate::pg::compat::is_json_expression(node)
+        || matches!(
         (*node).type_,
         T_Var | T_Const | T_Param | T_Aggref | T_WindowFunc | T_SubscriptingRef | T_FuncExpr | T_NamedArgExpr
             | T_OpExpr | T_DistinctExpr | T_NullIfExpr | T_ScalarArrayOpExpr | T_BoolExpr | T_FieldSelect

@@ -137,13 +137,15 @@ impl Diagnostic for AskError {
                     None => format!("no query could be written without {}", quoted(names)),
                     Some((failed, of)) => format!("{failed} of the model's {of} first queries read {}", quoted(names)),
                 };
-                Some(join_detail(
-                    Some(format!(
-                        "No table, column or description the role may read matches {} of the question, and {why}, which no table the role may read has.",
-                        quoted(words)
-                    )),
-                    sql,
-                ))
+                let why = format!(
+                    "No table, column or description the role may read matches {} of the question, and {why}, which no table the role may read has.",
+                    quoted(words)
+                );
+                // The names are those of every failing first query; the SQL shown is one of them.
+                Some(match sampled {
+                    Some((failed, _)) if *failed > 1 => format!("{why}\nThe first of them: {sql}"),
+                    _ => join_detail(Some(why), sql),
+                })
             }
             AskError::OverBudget { needed, budget, spent } => Some(format!(
                 "One candidate needs about {needed} tokens (its prompt and {MIN_COMPLETION_TOKENS} for the answer); the budget is {budget} and {spent} are spent."

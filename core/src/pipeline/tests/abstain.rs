@@ -139,6 +139,9 @@ fn most_samples_asking_for_a_missing_name_refuse_and_fewer_do_not() {
     // third ran.
     let (e, _) = sampled_case(&["#SQL: SELECT name, salary FROM singer", "#SQL: SELECT name, salary FROM singer", "#SQL: SELECT name FROM singer"]).err().unwrap();
     assert!(matches!(&e, AskError::Missing { sampled: Some((2, 3)), .. }), "{e:?}");
+    // DETAIL names what the failing first queries read and shows the first of them as such.
+    let detail = e.detail().unwrap_or_default();
+    assert!(detail.contains("2 of the model's 3 first queries read \"salary\"") && detail.ends_with("\nThe first of them: SELECT name, salary FROM singer"), "{detail}");
     // One of three: the others' answer stands.
     let a = sampled_case(&["#SQL: SELECT name, salary FROM singer", "#SQL: SELECT name FROM singer", "#SQL: SELECT name FROM singer"]).map_err(|e| e.0).unwrap();
     assert_eq!(a.sql, "SELECT name FROM singer");
