@@ -204,3 +204,40 @@ def test_a_range_type_returned_by_a_json_expression_is_judged(connect, mock):
         conn.execute("SET nl2sql.allowed_functions = 'pytest_jdiff'")
         assert conn.execute("SELECT nl2sql('[json-range] spans holding b')").fetchone()[0].startswith("SELECT count(*)")
         conn.execute("RESET nl2sql.allowed_functions")
+
+
+def test_domain_checks_run_without_a_domain_node_are_refused(connect, mock):
+    # Domain CHECKs PostgreSQL runs from a type's input function, with no CoerceToDomain in the
+    # tree for the policy to see: an XMLTABLE column of the domain, a text literal cast to a
+    # composite type with such a column (during parse analysis), and on 17+ JSON_VALUE
+    # RETURNING the domain (its default NULL ON ERROR does not swallow the refusal). The
+    # execution hooks judge the CHECK's function as it starts.
+    conn = connect()
+    major = int(conn.execute("SHOW server_version_num").fetchone()[0]) // 10000
+    ran = []
+    conn.add_notice_handler(lambda n: ran.append(n.message_primary))
+    conn.execute("SET nl2sql.mode = zero_shot")
+    conn.execute("SET nl2sql.max_corrections = 0")
+    with scratch_role(conn, "pytest_dmallory", "GRANT CREATE ON SCHEMA public TO pytest_dmallory"):
+        conn.execute("SET ROLE pytest_dmallory")
+        try:
+            conn.execute("""CREATE FUNCTION pytest_dcheck(text) RETURNS boolean LANGUAGE plpgsql
+                            AS $$ BEGIN RAISE NOTICE 'pytest_dcheck ran as %', current_user; RETURN true; END $$""")
+            conn.execute("CREATE DOMAIN pytest_dtext AS text CHECK (pytest_dcheck(VALUE))")
+            conn.execute("CREATE TYPE pytest_drec AS (a pytest_dtext)")
+        finally:
+            conn.execute("RESET ROLE")
+        cases = ["[domain-record] x as a record"]
+        try:
+            conn.execute("SELECT '<a/>'::xml")
+            cases.append("[domain-xmltable] x as a table")
+        except errors.FeatureNotSupported:  # a server built without libxml
+            pass
+        if major >= 17:
+            cases.append("[domain-json-value] x as json")
+        for question in cases:
+            ran.clear()
+            with pytest.raises(errors.InsufficientPrivilege) as e:
+                conn.execute("SELECT nl2sql(%s)", (question,))
+            assert e.value.diag.message_primary == "function public.pytest_dcheck is not trusted in generated SQL", question
+            assert not [m for m in ran if "pytest_dcheck ran" in m], "%s: her CHECK ran: %s" % (question, ran)
