@@ -1,5 +1,6 @@
 """Security behaviour that needs more than one session, the files of the server, or a look at
 what crossed the wire (the pg_regress suites security_* cover the rest)."""
+import contextlib
 import os
 import pwd
 import tempfile
@@ -12,6 +13,26 @@ from psycopg import errors
 from helpers import scratch_role
 
 ENV_KEY = os.environ.get("NL2SQL_LLM_API_KEY", "")
+
+
+@contextlib.contextmanager
+def hostile_owner(conn, role, *statements):
+    """A table owner for one test: a fresh role that may create in public runs `statements`,
+    then the session goes back to its own role, asks zero-shot with no correction, and collects
+    the NOTICEs it receives (the list yielded). The role and what it owns are dropped after."""
+    ran = []
+    conn.add_notice_handler(lambda n: ran.append(n.message_primary))
+    conn.execute("SET nl2sql.mode = zero_shot")
+    conn.execute("SET nl2sql.max_corrections = 0")
+    with scratch_role(conn, role, f"GRANT CREATE ON SCHEMA public TO {role}"):
+        conn.execute(f"SET ROLE {role}")
+        try:
+            for statement in statements:
+                conn.execute(statement)
+        finally:
+            conn.execute("RESET ROLE")
+        ran.clear()
+        yield ran
 
 
 def wait_answered(mock, marker, timeout=60):
@@ -175,27 +196,21 @@ def test_a_range_type_returned_by_a_json_expression_is_judged(connect, mock):
     conn = connect()
     if int(conn.execute("SHOW server_version_num").fetchone()[0]) < 170000:
         pytest.skip("JSON_VALUE is new in PostgreSQL 17")
-    ran = []
-    conn.add_notice_handler(lambda n: ran.append(n.message_primary))
-    conn.execute("SET nl2sql.mode = zero_shot")
-    conn.execute("SET nl2sql.max_corrections = 0")
-    with scratch_role(conn, "pytest_jmallory", "GRANT CREATE ON SCHEMA public TO pytest_jmallory"):
-        conn.execute("SET ROLE pytest_jmallory")
-        try:
-            conn.execute("""CREATE FUNCTION pytest_jdiff(text, text) RETURNS float8 IMMUTABLE LANGUAGE plpgsql
-                            AS $$ BEGIN RAISE NOTICE 'pytest_jdiff ran as %', current_user; RETURN 1; END $$""")
-            conn.execute("CREATE TYPE pytest_jspan AS RANGE (subtype = text, subtype_diff = pytest_jdiff)")
-            conn.execute("CREATE TABLE pytest_jdocs (doc jsonb)")
-            conn.execute("""INSERT INTO pytest_jdocs SELECT jsonb_build_object('r', format('[%s,%s)', chr(97 + g % 20), chr(98 + g % 20)))
-                            FROM generate_series(1, 300) g""")
-            conn.execute("CREATE INDEX ON pytest_jdocs ((JSON_VALUE(doc, '$.r' RETURNING pytest_jspan)))")
-            conn.execute("ANALYZE pytest_jdocs")
-            conn.execute("GRANT SELECT ON pytest_jdocs TO PUBLIC")
-            # Her own query: her function runs as herself, and the type cache keeps it.
-            conn.execute("SELECT count(*) FROM pytest_jdocs WHERE JSON_VALUE(doc, '$.r' RETURNING pytest_jspan) @> 'b'::text")
-        finally:
-            conn.execute("RESET ROLE")
-        ran.clear()
+    owner = hostile_owner(
+        conn, "pytest_jmallory",
+        """CREATE FUNCTION pytest_jdiff(text, text) RETURNS float8 IMMUTABLE LANGUAGE plpgsql
+           AS $$ BEGIN RAISE NOTICE 'pytest_jdiff ran as %', current_user; RETURN 1; END $$""",
+        "CREATE TYPE pytest_jspan AS RANGE (subtype = text, subtype_diff = pytest_jdiff)",
+        "CREATE TABLE pytest_jdocs (doc jsonb)",
+        """INSERT INTO pytest_jdocs SELECT jsonb_build_object('r', format('[%s,%s)', chr(97 + g % 20), chr(98 + g % 20)))
+           FROM generate_series(1, 300) g""",
+        "CREATE INDEX ON pytest_jdocs ((JSON_VALUE(doc, '$.r' RETURNING pytest_jspan)))",
+        "ANALYZE pytest_jdocs",
+        "GRANT SELECT ON pytest_jdocs TO PUBLIC",
+        # Her own query: her function runs as herself, and the type cache keeps it.
+        "SELECT count(*) FROM pytest_jdocs WHERE JSON_VALUE(doc, '$.r' RETURNING pytest_jspan) @> 'b'::text",
+    )
+    with owner as ran:
         with pytest.raises(errors.InsufficientPrivilege) as e:
             conn.execute("SELECT nl2sql('[json-range] spans holding b')")
         assert e.value.diag.message_primary == "function public.pytest_jdiff is not trusted in generated SQL"
@@ -214,19 +229,14 @@ def test_domain_checks_run_without_a_domain_node_are_refused(connect, mock):
     # execution hooks judge the CHECK's function as it starts.
     conn = connect()
     major = int(conn.execute("SHOW server_version_num").fetchone()[0]) // 10000
-    ran = []
-    conn.add_notice_handler(lambda n: ran.append(n.message_primary))
-    conn.execute("SET nl2sql.mode = zero_shot")
-    conn.execute("SET nl2sql.max_corrections = 0")
-    with scratch_role(conn, "pytest_dmallory", "GRANT CREATE ON SCHEMA public TO pytest_dmallory"):
-        conn.execute("SET ROLE pytest_dmallory")
-        try:
-            conn.execute("""CREATE FUNCTION pytest_dcheck(text) RETURNS boolean LANGUAGE plpgsql
-                            AS $$ BEGIN RAISE NOTICE 'pytest_dcheck ran as %', current_user; RETURN true; END $$""")
-            conn.execute("CREATE DOMAIN pytest_dtext AS text CHECK (pytest_dcheck(VALUE))")
-            conn.execute("CREATE TYPE pytest_drec AS (a pytest_dtext)")
-        finally:
-            conn.execute("RESET ROLE")
+    owner = hostile_owner(
+        conn, "pytest_dmallory",
+        """CREATE FUNCTION pytest_dcheck(text) RETURNS boolean LANGUAGE plpgsql
+           AS $$ BEGIN RAISE NOTICE 'pytest_dcheck ran as %', current_user; RETURN true; END $$""",
+        "CREATE DOMAIN pytest_dtext AS text CHECK (pytest_dcheck(VALUE))",
+        "CREATE TYPE pytest_drec AS (a pytest_dtext)",
+    )
+    with owner as ran:
         cases = ["[domain-record] x as a record"]
         try:
             conn.execute("SELECT '<a/>'::xml")

@@ -92,15 +92,15 @@ pub unsafe fn executor_run(desc: *mut pg_sys::QueryDesc) {
 /// formatted values inside them (16+), JSON_VALUE, JSON_QUERY, JSON_EXISTS, JSON_TABLE's
 /// columns (17+). None before 16.
 pub unsafe fn is_json_expression(node: *mut pg_sys::Node) -> bool {
-    #[cfg(feature = "pg16")]
+    #[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
     {
         use pg_sys::NodeTag::*;
-        matches!((*node).type_, T_JsonValueExpr | T_JsonConstructorExpr | T_JsonIsPredicate)
-    }
-    #[cfg(any(feature = "pg17", feature = "pg18"))]
-    {
-        use pg_sys::NodeTag::*;
-        matches!((*node).type_, T_JsonValueExpr | T_JsonConstructorExpr | T_JsonIsPredicate | T_JsonExpr)
+        let tag = (*node).type_;
+        #[cfg(any(feature = "pg17", feature = "pg18"))]
+        if tag == T_JsonExpr {
+            return true;
+        }
+        matches!(tag, T_JsonValueExpr | T_JsonConstructorExpr | T_JsonIsPredicate)
     }
     #[cfg(not(any(feature = "pg16", feature = "pg17", feature = "pg18")))]
     {

@@ -283,8 +283,7 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
 /// ones of the server's major included (a range type returned by JSON_VALUE is a type too).
 unsafe fn is_typed_expression(node: *mut pg_sys::Node) -> bool {
     use pg_sys::NodeTag::*;
-    crate::pg::compat::is_json_expression(node)
-        || matches!(
+    let known = matches!(
         (*node).type_,
         T_Var | T_Const | T_Param | T_Aggref | T_WindowFunc | T_SubscriptingRef | T_FuncExpr | T_NamedArgExpr
             | T_OpExpr | T_DistinctExpr | T_NullIfExpr | T_ScalarArrayOpExpr | T_BoolExpr | T_FieldSelect
@@ -292,7 +291,8 @@ unsafe fn is_typed_expression(node: *mut pg_sys::Node) -> bool {
             | T_CollateExpr | T_CaseExpr | T_CaseTestExpr | T_ArrayExpr | T_RowExpr | T_RowCompareExpr
             | T_CoalesceExpr | T_MinMaxExpr | T_SQLValueFunction | T_XmlExpr | T_NullTest | T_BooleanTest
             | T_CoerceToDomain | T_CoerceToDomainValue | T_SetToDefault | T_NextValueExpr
-    )
+    );
+    known || crate::pg::compat::is_json_expression(node)
 }
 
 /// The CHECK expressions of a domain, its base domains' included, as the executor will run them.
