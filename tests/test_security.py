@@ -75,24 +75,38 @@ def test_cancel_while_parsing_a_huge_answer(connect, mock):
     """A 60 MB answer of think blocks: cancelled right after it arrives (while it is decoded),
     and at 40 % and 70 % of the time it takes here to read and parse it (while nl2sql finds
     the SQL in it), the call ends by the cancel, not by finishing its work. make bench prints
-    how long the cancel took."""
+    how long the cancel took.
+
+    That time is the shortest of three uncancelled calls (the first is slower: a cold
+    allocator). A call whose result reached the client before the cancel was even sent says
+    nothing about cancelling: that share is tried again, against the shorter time just seen,
+    at most three times. A call that finishes after the cancel was sent fails at once."""
     conn, other = connect(), connect()
     conn.execute("SET nl2sql.mode = zero_shot")
     conn.execute("SET nl2sql.max_answer_bytes = '64MB'")
     pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
     question = "[parse-flood] count the singers"
-    conn.execute("SELECT nl2sql(%s)", (question,))
-    work = time.time() - wait_answered(mock, "[parse-flood]")
-    for share in (0.0, 0.4, 0.7):
+    work = None
+    for _ in range(3):
         mock.reset()
-        outcome = {}
-        t = _ask_in_thread(conn, question, outcome)
-        answered = wait_answered(mock, "[parse-flood]")
-        time.sleep(max(0.0, answered + share * work - time.time()))
-        cancelled = time.time()
-        other.execute("SELECT pg_cancel_backend(%s)", (pid,))
-        t.join(120)
-        assert not t.is_alive()
+        conn.execute("SELECT nl2sql(%s)", (question,))
+        took = time.time() - wait_answered(mock, "[parse-flood]")
+        work = took if work is None else min(work, took)
+    for share in (0.0, 0.4, 0.7):
+        for attempt in range(3):
+            mock.reset()
+            outcome = {}
+            t = _ask_in_thread(conn, question, outcome)
+            answered = wait_answered(mock, "[parse-flood]")
+            time.sleep(max(0.0, answered + share * work - time.time()))
+            cancelled = time.time()
+            other.execute("SELECT pg_cancel_backend(%s)", (pid,))
+            t.join(120)
+            assert not t.is_alive()
+            if outcome["result"] == "finished" and outcome["ended"] < cancelled and attempt < 2:
+                work = min(work, outcome["ended"] - answered)
+                continue
+            break
         assert isinstance(outcome["result"], errors.QueryCanceled), (share, outcome["result"])
         print("cancel at %.0f %% of %.0f ms: ended %.0f ms later" % (share * 100, work * 1000, (outcome["ended"] - cancelled) * 1000))
     assert conn.execute("SELECT 1").fetchone()[0] == 1
