@@ -238,7 +238,8 @@ def test_a_range_type_returned_by_a_json_expression_is_judged(connect, mock):
 def test_domain_checks_run_without_a_domain_node_are_refused(connect, mock):
     # Domain CHECKs PostgreSQL runs from a type's input function, with no CoerceToDomain in the
     # tree for the policy to see: an XMLTABLE column of the domain, a text literal cast to a
-    # composite type with such a column (during parse analysis), and on 17+ JSON_VALUE
+    # composite type with such a column (during parse analysis), a column definition list and
+    # json_populate_record filling such a column, and on 17+ JSON_VALUE
     # RETURNING the domain (its default NULL ON ERROR does not swallow the refusal). The
     # execution hooks judge the CHECK's function as it starts.
     conn = connect()
@@ -251,7 +252,7 @@ def test_domain_checks_run_without_a_domain_node_are_refused(connect, mock):
         "CREATE TYPE pytest_drec AS (a pytest_dtext)",
     )
     with owner as ran:
-        cases = ["[domain-record] x as a record"]
+        cases = ["[domain-record] x as a record", "[domain-to-record] x through a column list", "[domain-populate] x populated"]
         try:
             conn.execute("SELECT '<a/>'::xml")
             cases.append("[domain-xmltable] x as a table")
@@ -265,3 +266,47 @@ def test_domain_checks_run_without_a_domain_node_are_refused(connect, mock):
                 conn.execute("SELECT nl2sql(%s)", (question,))
             assert e.value.diag.message_primary == "function public.pytest_dcheck is not trusted in generated SQL", question
             assert not [m for m in ran if "pytest_dcheck ran" in m], "%s: her CHECK ran: %s" % (question, ran)
+
+
+def test_an_operators_negator_is_judged(connect, mock):
+    # The planner estimates `a <~> b` with neqsel, which calls the NEGATOR's function on the
+    # column's most common values: a built-in function (never seen by the fmgr hooks) run
+    # during planning (no executor, no object-access hook). A table owner makes it one that
+    # takes an advisory lock, behind an operator whose own function is harmless, in a view (which
+    # nl2sql also samples for the schema prompt) and, on 18, in a virtual generated column.
+    conn = connect()
+    major = int(conn.execute("SHOW server_version_num").fetchone()[0]) // 10000
+    # 18+: the same operator behind a virtual generated column, expanded inside the planner.
+    virtual = [
+        "CREATE TABLE pytest_oflags (age int, flag bool GENERATED ALWAYS AS (age <~> 4303) VIRTUAL)",
+        "INSERT INTO pytest_oflags (age) SELECT g % 5 FROM generate_series(1, 100) g",
+        "ANALYZE pytest_oflags",
+        "GRANT SELECT ON pytest_oflags TO PUBLIC",
+    ] if major >= 18 else []
+    owner = hostile_owner(
+        conn, "pytest_omallory",
+        "CREATE OPERATOR public.~=~ (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.pg_try_advisory_lock)",
+        """CREATE OPERATOR public.<~> (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4ne,
+           NEGATOR = OPERATOR(public.~=~), RESTRICT = neqsel)""",
+        "CREATE OPERATOR public.=~= (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4eq)",
+        """CREATE OPERATOR public.<!> (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4ne,
+           NEGATOR = OPERATOR(public.=~=), RESTRICT = neqsel)""",
+        "CREATE TABLE pytest_oages (age int)",
+        "INSERT INTO pytest_oages SELECT g % 5 FROM generate_series(1, 100) g",
+        "ANALYZE pytest_oages",
+        "CREATE VIEW pytest_oadults AS SELECT * FROM pytest_oages WHERE age <~> 4303",
+        "GRANT SELECT ON pytest_oages, pytest_oadults TO PUBLIC",
+        *virtual,
+    )
+    locks = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
+    with owner:
+        questions = ["[negator-view] how many adults?", "[negator-direct] ages other than 4303"]
+        if virtual:
+            questions.append("[negator-virtual] how many flagged?")
+        for question in questions:
+            with pytest.raises(errors.InsufficientPrivilege) as e:
+                conn.execute("SELECT nl2sql(%s)", (question,))
+            assert e.value.diag.message_primary == "function pg_catalog.pg_try_advisory_lock is not allowed in generated SQL", question
+            assert conn.execute(locks).fetchone()[0] == 0, question
+        # An operator of hers whose negator is harmless: the same kind of query runs.
+        assert conn.execute("SELECT nl2sql('[negator-harmless] ages other than 4303')").fetchone()[0].startswith("SELECT count(*)")

@@ -5,7 +5,8 @@
 //! - 16 moved permission checks from range table entries to `Query.rteperminfos`;
 //! - 16 replaced `GetNumConfigOptions()` with `get_guc_variables(&n)`;
 //! - 18 put a tuple descriptor's attributes behind its compact ones (`TupleDescAttr`);
-//! - 18 dropped `ExecutorRun`'s `execute_once` argument.
+//! - 18 dropped `ExecutorRun`'s `execute_once` argument;
+//! - 18 added virtual generated columns, expanded inside the planner.
 //!
 //! Also the pointer-list helpers the policy and these share.
 
@@ -15,6 +16,11 @@ use std::ffi::c_void;
 /// The `i`-th element of a pointer list.
 pub unsafe fn list_ptr(l: *mut pg_sys::List, i: usize) -> *mut c_void {
     (*(*l).elements.add(i)).ptr_value
+}
+
+/// The `i`-th element of an OID list.
+pub unsafe fn list_oid(l: *mut pg_sys::List, i: usize) -> pg_sys::Oid {
+    (*(*l).elements.add(i)).oid_value
 }
 
 /// A list's length (NIL is empty).
@@ -106,5 +112,32 @@ pub unsafe fn is_json_expression(node: *mut pg_sys::Node) -> bool {
     {
         let _ = node;
         false
+    }
+}
+
+/// The expressions of a relation's virtual generated columns (18+): the planner puts them in
+/// place of the columns after every hook has seen the query. None before 18. The relation must
+/// be locked already (it is, by the query that reads it).
+pub unsafe fn virtual_generated(relid: pg_sys::Oid) -> Vec<*mut pg_sys::Node> {
+    #[cfg(feature = "pg18")]
+    {
+        let mut out = Vec::new();
+        let rel = pg_sys::relation_open(relid, pg_sys::NoLock as pg_sys::LOCKMODE);
+        let desc = (*rel).rd_att;
+        if !(*desc).constr.is_null() && (*(*desc).constr).has_generated_virtual {
+            for i in 0..(*desc).natts as usize {
+                let a = attribute(desc, i);
+                if !(*a).attisdropped && (*a).attgenerated as u8 == pg_sys::ATTRIBUTE_GENERATED_VIRTUAL {
+                    out.push(pg_sys::build_generation_expression(rel, (*a).attnum as i32));
+                }
+            }
+        }
+        pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        out
+    }
+    #[cfg(not(feature = "pg18"))]
+    {
+        let _ = relid;
+        Vec::new()
     }
 }

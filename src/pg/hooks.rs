@@ -11,6 +11,8 @@
 //!   session is left alone, so the planner still inlines users' SQL functions; what a type
 //!   caches across queries (a range's subtype_diff and canonical functions) is judged by
 //!   policy.rs on the tree instead;
+//! - planner_hook: while a scope is active, the functions the planner calls itself (an
+//!   operator's negator and commutator) are judged before planning (policy::operator_relatives);
 //! - ProcessUtility_hook: SET ROLE, RESET ROLE, SET SESSION AUTHORIZATION, RESET ALL and
 //!   DISCARD ALL forget the session's last trace and cached samples.
 
@@ -48,6 +50,7 @@ static mut PREV_OBJECT_ACCESS: pg_sys::object_access_hook_type = None;
 static mut PREV_PROCESS_UTILITY: pg_sys::ProcessUtility_hook_type = None;
 static mut PREV_NEEDS_FMGR: pg_sys::needs_fmgr_hook_type = None;
 static mut PREV_FMGR: pg_sys::fmgr_hook_type = None;
+static mut PREV_PLANNER: pg_sys::planner_hook_type = None;
 
 /// Installs the hooks, keeping the ones installed before.
 pub fn install() {
@@ -61,6 +64,8 @@ pub fn install() {
         pg_sys::needs_fmgr_hook = Some(needs_fmgr);
         PREV_FMGR = pg_sys::fmgr_hook;
         pg_sys::fmgr_hook = Some(fmgr);
+        PREV_PLANNER = pg_sys::planner_hook;
+        pg_sys::planner_hook = Some(planner);
         pg_sys::CacheRegisterSyscacheCallback(
             pg_sys::SysCacheIdentifier::PROCOID as i32,
             Some(forget_system),
@@ -145,6 +150,28 @@ unsafe fn enforce(object: Oid) {
             r = r.hint(h);
         }
         errors::raise(&r);
+    }
+}
+
+/// Before a query is planned under a scope, judges the functions the planner calls itself,
+/// outside the executor and, when built in, outside the fmgr hooks: those of the negators and
+/// commutators of the operators it applies (neqsel runs the negator's on the most common
+/// values). Covers every path a scope guards, nl2sql's own reads of a view included.
+#[pg_guard]
+unsafe extern "C-unwind" fn planner(
+    parse: *mut pg_sys::Query,
+    query_string: *const c_char,
+    cursor_options: c_int,
+    bound_params: pg_sys::ParamListInfo,
+) -> *mut pg_sys::PlannedStmt {
+    if ACTIVE.with_borrow(|a| a.is_some()) {
+        for f in policy::operator_relatives(parse) {
+            enforce(f);
+        }
+    }
+    match PREV_PLANNER {
+        Some(prev) => prev(parse, query_string, cursor_options, bound_params),
+        None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
     }
 }
 

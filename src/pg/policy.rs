@@ -9,7 +9,7 @@
 //! CHECK constraints of domains it coerces to, an aggregate's support functions, the output
 //! functions of the result's types — that nl2sql_core::safety::policy::judge refuses.
 
-use crate::pg::compat::{list_len, list_ptr};
+use crate::pg::compat::{list_len, list_oid, list_ptr};
 use nl2sql_core::safety::guard::GuardError;
 use nl2sql_core::safety::policy::{self, FunctionFacts, Scope};
 use pgrx::pg_sys::{self, Oid};
@@ -276,7 +276,70 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
         }
     }
     pg_sys::check_functions_in_node(node, Some(collect_function), context);
+    related_operator_functions(node, &mut walk.functions);
     pg_sys::expression_tree_walker(node, Some(walker), context)
+}
+
+/// The functions of the negators and commutators of every operator `q` applies, in its
+/// subqueries, WITH queries and the virtual generated columns of the relations it reads too:
+/// what the planner may call for it (see hooks.rs).
+pub unsafe fn operator_relatives(q: *mut pg_sys::Query) -> Vec<Oid> {
+    let mut out = Vec::new();
+    relatives_walker(q.cast(), (&mut out as *mut Vec<Oid>).cast());
+    out
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn relatives_walker(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+    if node.is_null() {
+        return false;
+    }
+    if pgrx::is_a(node, pg_sys::NodeTag::T_Query) {
+        let flags = pg_sys::QTW_EXAMINE_RTES_BEFORE as i32;
+        return pg_sys::query_tree_walker(node as *mut pg_sys::Query, Some(relatives_walker), context, flags);
+    }
+    if pgrx::is_a(node, pg_sys::NodeTag::T_RangeTblEntry) {
+        let rte = node as *mut pg_sys::RangeTblEntry;
+        if (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION {
+            for expr in crate::pg::compat::virtual_generated((*rte).relid) {
+                relatives_walker(expr, context);
+            }
+        }
+        // The walker visits what the entry holds itself.
+        return false;
+    }
+    related_operator_functions(node, &mut *(context as *mut Vec<Oid>));
+    pg_sys::expression_tree_walker(node, Some(relatives_walker), context)
+}
+
+/// The functions of the negator and commutator of the operators `node` applies. The planner
+/// calls them itself: neqsel estimates `a <> b` by running the negator's function on the
+/// column's most common values, and clauses are negated and commuted while planning. A built-in
+/// function called so passes neither the fmgr hooks nor the executor's hook, so a table owner's
+/// operator whose negator is `pg_try_advisory_lock` would lock at planning time.
+unsafe fn related_operator_functions(node: *mut pg_sys::Node, out: &mut Vec<Oid>) {
+    use pg_sys::NodeTag::*;
+    let mut operators = Vec::new();
+    match (*node).type_ {
+        // DistinctExpr and NullIfExpr are OpExprs under another tag.
+        T_OpExpr | T_DistinctExpr | T_NullIfExpr => operators.push((*(node as *mut pg_sys::OpExpr)).opno),
+        T_ScalarArrayOpExpr => operators.push((*(node as *mut pg_sys::ScalarArrayOpExpr)).opno),
+        T_RowCompareExpr => {
+            let l = (*(node as *mut pg_sys::RowCompareExpr)).opnos;
+            operators.extend((0..list_len(l)).map(|i| list_oid(l, i)));
+        }
+        _ => {}
+    }
+    for op in operators {
+        for related in [pg_sys::get_negator(op), pg_sys::get_commutator(op)] {
+            if related != pg_sys::InvalidOid {
+                let f = pg_sys::get_opcode(related);
+                if f != pg_sys::InvalidOid {
+                    out.push(f);
+                }
+            }
+        }
+    }
 }
 
 /// Expression nodes exprType() knows (it raises an error on any other node), the SQL/JSON
