@@ -1,6 +1,5 @@
 """Security behaviour that needs more than one session, the files of the server, or a look at
 what crossed the wire (the pg_regress suites security_* cover the rest)."""
-import contextlib
 import os
 import pwd
 import tempfile
@@ -10,29 +9,9 @@ import time
 import pytest
 from psycopg import errors
 
-from helpers import scratch_role
+from helpers import hostile_owner, scratch_role
 
 ENV_KEY = os.environ.get("NL2SQL_LLM_API_KEY", "")
-
-
-@contextlib.contextmanager
-def hostile_owner(conn, role, *statements):
-    """A table owner for one test: a fresh role that may create in public runs `statements`,
-    then the session goes back to its own role, asks zero-shot with no correction, and collects
-    the NOTICEs it receives (the list yielded). The role and what it owns are dropped after."""
-    ran = []
-    conn.add_notice_handler(lambda n: ran.append(n.message_primary))
-    conn.execute("SET nl2sql.mode = zero_shot")
-    conn.execute("SET nl2sql.max_corrections = 0")
-    with scratch_role(conn, role, f"GRANT CREATE ON SCHEMA public TO {role}"):
-        conn.execute(f"SET ROLE {role}")
-        try:
-            for statement in statements:
-                conn.execute(statement)
-        finally:
-            conn.execute("RESET ROLE")
-        ran.clear()
-        yield ran
 
 
 def wait_answered(mock, marker, timeout=60):
@@ -266,47 +245,3 @@ def test_domain_checks_run_without_a_domain_node_are_refused(connect, mock):
                 conn.execute("SELECT nl2sql(%s)", (question,))
             assert e.value.diag.message_primary == "function public.pytest_dcheck is not trusted in generated SQL", question
             assert not [m for m in ran if "pytest_dcheck ran" in m], "%s: her CHECK ran: %s" % (question, ran)
-
-
-def test_an_operators_negator_is_judged(connect, mock):
-    # The planner estimates `a <~> b` with neqsel, which calls the NEGATOR's function on the
-    # column's most common values: a built-in function (never seen by the fmgr hooks) run
-    # during planning (no executor, no object-access hook). A table owner makes it one that
-    # takes an advisory lock, behind an operator whose own function is harmless, in a view (which
-    # nl2sql also samples for the schema prompt) and, on 18, in a virtual generated column.
-    conn = connect()
-    major = int(conn.execute("SHOW server_version_num").fetchone()[0]) // 10000
-    # 18+: the same operator behind a virtual generated column, expanded inside the planner.
-    virtual = [
-        "CREATE TABLE pytest_oflags (age int, flag bool GENERATED ALWAYS AS (age <~> 4303) VIRTUAL)",
-        "INSERT INTO pytest_oflags (age) SELECT g % 5 FROM generate_series(1, 100) g",
-        "ANALYZE pytest_oflags",
-        "GRANT SELECT ON pytest_oflags TO PUBLIC",
-    ] if major >= 18 else []
-    owner = hostile_owner(
-        conn, "pytest_omallory",
-        "CREATE OPERATOR public.~=~ (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.pg_try_advisory_lock)",
-        """CREATE OPERATOR public.<~> (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4ne,
-           NEGATOR = OPERATOR(public.~=~), RESTRICT = neqsel)""",
-        "CREATE OPERATOR public.=~= (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4eq)",
-        """CREATE OPERATOR public.<!> (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4ne,
-           NEGATOR = OPERATOR(public.=~=), RESTRICT = neqsel)""",
-        "CREATE TABLE pytest_oages (age int)",
-        "INSERT INTO pytest_oages SELECT g % 5 FROM generate_series(1, 100) g",
-        "ANALYZE pytest_oages",
-        "CREATE VIEW pytest_oadults AS SELECT * FROM pytest_oages WHERE age <~> 4303",
-        "GRANT SELECT ON pytest_oages, pytest_oadults TO PUBLIC",
-        *virtual,
-    )
-    locks = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
-    with owner:
-        questions = ["[negator-view] how many adults?", "[negator-direct] ages other than 4303"]
-        if virtual:
-            questions.append("[negator-virtual] how many flagged?")
-        for question in questions:
-            with pytest.raises(errors.InsufficientPrivilege) as e:
-                conn.execute("SELECT nl2sql(%s)", (question,))
-            assert e.value.diag.message_primary == "function pg_catalog.pg_try_advisory_lock is not allowed in generated SQL", question
-            assert conn.execute(locks).fetchone()[0] == 0, question
-        # An operator of hers whose negator is harmless: the same kind of query runs.
-        assert conn.execute("SELECT nl2sql('[negator-harmless] ages other than 4303')").fetchone()[0].startswith("SELECT count(*)")

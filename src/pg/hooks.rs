@@ -11,12 +11,15 @@
 //!   session is left alone, so the planner still inlines users' SQL functions; what a type
 //!   caches across queries (a range's subtype_diff and canonical functions) is judged by
 //!   policy.rs on the tree instead;
-//! - planner_hook: while a scope is active, the functions the planner calls itself (an
-//!   operator's negator and commutator) are judged before planning (policy::operator_relatives);
+//! - planner_hook and get_relation_info_hook: while a scope is active, the functions the
+//!   planner calls itself (the operators it estimates, their negators and commutators, range
+//!   types' support functions: planner_calls.rs) are judged before the query is planned, and
+//!   for the predicates of each relation's partial indexes as the planner opens it;
 //! - ProcessUtility_hook: SET ROLE, RESET ROLE, SET SESSION AUTHORIZATION, RESET ALL and
 //!   DISCARD ALL forget the session's last trace and cached samples.
 
-use crate::pg::{errors, policy};
+use crate::pg::compat::{list_len, list_ptr};
+use crate::pg::{errors, planner_calls, policy};
 use nl2sql_core::error::{Diagnostic, Report};
 use nl2sql_core::safety::guard::GuardError;
 use nl2sql_core::safety::policy::Scope;
@@ -51,6 +54,7 @@ static mut PREV_PROCESS_UTILITY: pg_sys::ProcessUtility_hook_type = None;
 static mut PREV_NEEDS_FMGR: pg_sys::needs_fmgr_hook_type = None;
 static mut PREV_FMGR: pg_sys::fmgr_hook_type = None;
 static mut PREV_PLANNER: pg_sys::planner_hook_type = None;
+static mut PREV_RELATION_INFO: pg_sys::get_relation_info_hook_type = None;
 
 /// Installs the hooks, keeping the ones installed before.
 pub fn install() {
@@ -66,6 +70,8 @@ pub fn install() {
         pg_sys::fmgr_hook = Some(fmgr);
         PREV_PLANNER = pg_sys::planner_hook;
         pg_sys::planner_hook = Some(planner);
+        PREV_RELATION_INFO = pg_sys::get_relation_info_hook;
+        pg_sys::get_relation_info_hook = Some(relation_info);
         pg_sys::CacheRegisterSyscacheCallback(
             pg_sys::SysCacheIdentifier::PROCOID as i32,
             Some(forget_system),
@@ -154,9 +160,8 @@ unsafe fn enforce(object: Oid) {
 }
 
 /// Before a query is planned under a scope, judges the functions the planner calls itself,
-/// outside the executor and, when built in, outside the fmgr hooks: those of the negators and
-/// commutators of the operators it applies (neqsel runs the negator's on the most common
-/// values). Covers every path a scope guards, nl2sql's own reads of a view included.
+/// outside the executor and, when built in, outside the fmgr hooks (planner_calls.rs). Covers
+/// every path a scope guards, nl2sql's own reads of a view included.
 #[pg_guard]
 unsafe extern "C-unwind" fn planner(
     parse: *mut pg_sys::Query,
@@ -165,13 +170,33 @@ unsafe extern "C-unwind" fn planner(
     bound_params: pg_sys::ParamListInfo,
 ) -> *mut pg_sys::PlannedStmt {
     if ACTIVE.with_borrow(|a| a.is_some()) {
-        for f in policy::operator_relatives(parse) {
+        for f in planner_calls::of_query(parse) {
             enforce(f);
         }
     }
     match PREV_PLANNER {
-        Some(prev) => prev(parse, query_string, cursor_options, bound_params),
+        Some(prev) => pg_sys::ffi::pg_guard_ffi_boundary(|| prev(parse, query_string, cursor_options, bound_params)),
         None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
+    }
+}
+
+/// As the planner opens a relation under a scope (each inheritance child and partition too),
+/// judges what it will call estimating the predicates of the relation's partial indexes, which
+/// the query never shows.
+#[pg_guard]
+unsafe extern "C-unwind" fn relation_info(root: *mut pg_sys::PlannerInfo, relid: Oid, inhparent: bool, rel: *mut pg_sys::RelOptInfo) {
+    if let Some(prev) = PREV_RELATION_INFO {
+        pg_sys::ffi::pg_guard_ffi_boundary(|| prev(root, relid, inhparent, rel));
+    }
+    if ACTIVE.with_borrow(|a| a.is_none()) || rel.is_null() {
+        return;
+    }
+    let indexes = (*rel).indexlist;
+    for i in 0..list_len(indexes) {
+        let index = list_ptr(indexes, i) as *mut pg_sys::IndexOptInfo;
+        for f in planner_calls::of_expression((*index).indpred.cast()) {
+            enforce(f);
+        }
     }
 }
 

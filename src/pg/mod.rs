@@ -13,6 +13,7 @@ pub mod instructions;
 pub mod minilm;
 pub mod model;
 pub mod owner;
+pub mod planner_calls;
 pub mod policy;
 pub mod profile;
 pub mod receiver;

@@ -7,9 +7,11 @@
 //! at any depth; every function the tree reaches — called, through operators, casts and
 //! attribute notation, in views and row-level security policies (after the rewrite), in the
 //! CHECK constraints of domains it coerces to, an aggregate's support functions, the output
-//! functions of the result's types — that nl2sql_core::safety::policy::judge refuses.
+//! functions of the result's types, what the planner calls itself for its operators and range
+//! types (planner_calls.rs) — that nl2sql_core::safety::policy::judge refuses.
 
-use crate::pg::compat::{list_len, list_oid, list_ptr};
+use crate::pg::compat::{list_len, list_ptr};
+use crate::pg::planner_calls;
 use nl2sql_core::safety::guard::GuardError;
 use nl2sql_core::safety::policy::{self, FunctionFacts, Scope};
 use pgrx::pg_sys::{self, Oid};
@@ -101,6 +103,8 @@ struct Walk {
     read_as_caller: Vec<Oid>,
     /// Types of values the query handles (to find range types).
     types: HashSet<Oid>,
+    /// Operators the query applies (the planner calls their negators and commutators too).
+    operators: HashSet<Oid>,
     refusal: Option<GuardError>,
 }
 
@@ -179,12 +183,12 @@ pub unsafe fn check(
             }
         }
     }
-    // Range types cache their subtype_diff (the planner's estimates call it) and canonical
-    // functions, and call them without the executor.
+    // What the planner calls itself: the functions of the operators the query applies and of
+    // their negators and commutators, however far; the subtype_diff and canonical functions
+    // range types cache.
+    walk.functions.extend(planner_calls::operator_closure(std::mem::take(&mut walk.operators)));
     for &t in &walk.types {
-        if matches!(pg_sys::get_typtype(t) as u8, b'r' | b'm') {
-            walk.functions.extend(support_functions(RANGE_SUPPORT_SQL, t));
-        }
+        walk.functions.extend(planner_calls::range_support(t));
     }
     // Every function, and every support function of the aggregates among them.
     let mut todo = walk.functions;
@@ -269,93 +273,15 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
     }
     // Types of values (a domain's base type included): a range type's support functions are
     // called outside the executor.
-    if is_typed_expression(node) {
+    if planner_calls::is_typed_expression(node) {
         let typ = pg_sys::exprType(node);
         if typ != pg_sys::InvalidOid {
             walk.types.insert(pg_sys::getBaseType(typ));
         }
     }
     pg_sys::check_functions_in_node(node, Some(collect_function), context);
-    related_operator_functions(node, &mut walk.functions);
+    planner_calls::operators(node, &mut walk.operators);
     pg_sys::expression_tree_walker(node, Some(walker), context)
-}
-
-/// The functions of the negators and commutators of every operator `q` applies, in its
-/// subqueries, WITH queries and the virtual generated columns of the relations it reads too:
-/// what the planner may call for it (see hooks.rs).
-pub unsafe fn operator_relatives(q: *mut pg_sys::Query) -> Vec<Oid> {
-    let mut out = Vec::new();
-    relatives_walker(q.cast(), (&mut out as *mut Vec<Oid>).cast());
-    out
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn relatives_walker(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
-    if node.is_null() {
-        return false;
-    }
-    if pgrx::is_a(node, pg_sys::NodeTag::T_Query) {
-        let flags = pg_sys::QTW_EXAMINE_RTES_BEFORE as i32;
-        return pg_sys::query_tree_walker(node as *mut pg_sys::Query, Some(relatives_walker), context, flags);
-    }
-    if pgrx::is_a(node, pg_sys::NodeTag::T_RangeTblEntry) {
-        let rte = node as *mut pg_sys::RangeTblEntry;
-        if (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION {
-            for expr in crate::pg::compat::virtual_generated((*rte).relid) {
-                relatives_walker(expr, context);
-            }
-        }
-        // The walker visits what the entry holds itself.
-        return false;
-    }
-    related_operator_functions(node, &mut *(context as *mut Vec<Oid>));
-    pg_sys::expression_tree_walker(node, Some(relatives_walker), context)
-}
-
-/// The functions of the negator and commutator of the operators `node` applies. The planner
-/// calls them itself: neqsel estimates `a <> b` by running the negator's function on the
-/// column's most common values, and clauses are negated and commuted while planning. A built-in
-/// function called so passes neither the fmgr hooks nor the executor's hook, so a table owner's
-/// operator whose negator is `pg_try_advisory_lock` would lock at planning time.
-unsafe fn related_operator_functions(node: *mut pg_sys::Node, out: &mut Vec<Oid>) {
-    use pg_sys::NodeTag::*;
-    let mut operators = Vec::new();
-    match (*node).type_ {
-        // DistinctExpr and NullIfExpr are OpExprs under another tag.
-        T_OpExpr | T_DistinctExpr | T_NullIfExpr => operators.push((*(node as *mut pg_sys::OpExpr)).opno),
-        T_ScalarArrayOpExpr => operators.push((*(node as *mut pg_sys::ScalarArrayOpExpr)).opno),
-        T_RowCompareExpr => {
-            let l = (*(node as *mut pg_sys::RowCompareExpr)).opnos;
-            operators.extend((0..list_len(l)).map(|i| list_oid(l, i)));
-        }
-        _ => {}
-    }
-    for op in operators {
-        for related in [pg_sys::get_negator(op), pg_sys::get_commutator(op)] {
-            if related != pg_sys::InvalidOid {
-                let f = pg_sys::get_opcode(related);
-                if f != pg_sys::InvalidOid {
-                    out.push(f);
-                }
-            }
-        }
-    }
-}
-
-/// Expression nodes exprType() knows (it raises an error on any other node), the SQL/JSON
-/// ones of the server's major included (a range type returned by JSON_VALUE is a type too).
-unsafe fn is_typed_expression(node: *mut pg_sys::Node) -> bool {
-    use pg_sys::NodeTag::*;
-    let known = matches!(
-        (*node).type_,
-        T_Var | T_Const | T_Param | T_Aggref | T_WindowFunc | T_SubscriptingRef | T_FuncExpr | T_NamedArgExpr
-            | T_OpExpr | T_DistinctExpr | T_NullIfExpr | T_ScalarArrayOpExpr | T_BoolExpr | T_FieldSelect
-            | T_FieldStore | T_RelabelType | T_CoerceViaIO | T_ArrayCoerceExpr | T_ConvertRowtypeExpr
-            | T_CollateExpr | T_CaseExpr | T_CaseTestExpr | T_ArrayExpr | T_RowExpr | T_RowCompareExpr
-            | T_CoalesceExpr | T_MinMaxExpr | T_SQLValueFunction | T_XmlExpr | T_NullTest | T_BooleanTest
-            | T_CoerceToDomain | T_CoerceToDomainValue | T_SetToDefault | T_NextValueExpr
-    );
-    known || crate::pg::compat::is_json_expression(node)
 }
 
 /// The CHECK expressions of a domain, its base domains' included, as the executor will run them.
@@ -412,10 +338,6 @@ fn support_functions(sql: &str, oid: Oid) -> Vec<Oid> {
         .filter(|o| *o != pg_sys::InvalidOid)
         .collect()
 }
-
-/// A range (or multirange) type's subtype_diff and canonical functions.
-const RANGE_SUPPORT_SQL: &str = "SELECT ARRAY[rngsubdiff, rngcanonical]::pg_catalog.oid[] FROM pg_catalog.pg_range
-       WHERE rngtypid OPERATOR(pg_catalog.=) $1 OR rngmultitypid OPERATOR(pg_catalog.=) $1";
 
 /// An aggregate's transition, final, combine, (de)serialise and moving-aggregate functions.
 const AGGREGATE_SUPPORT_SQL: &str = "SELECT ARRAY[aggtransfn, aggfinalfn, aggcombinefn, aggserialfn, aggdeserialfn,
