@@ -2,6 +2,9 @@
 the fmgr hooks' too: the functions of the operators it estimates (and of their negators and
 commutators, however many hops away), range types' support functions, and the predicates of
 partial indexes the query never names. A table owner plants them; a superuser asks."""
+import threading
+import time
+
 import pytest
 from psycopg import errors
 
@@ -164,3 +167,60 @@ def test_a_range_type_in_a_partial_index_predicate_is_judged(connect, mock):
         conn.execute("SET nl2sql.allowed_functions = 'public.pytest_rdiff, public.pytest_rspan'")
         assert conn.execute("SELECT nl2sql('[partial-range] how many rows')").fetchone()[0].startswith("SELECT count(*)")
         conn.execute("RESET nl2sql.allowed_functions")
+
+
+def test_an_operator_changed_while_the_planner_waits_is_refused(connect, mock):
+    # What the planner calls is judged before it plans; it reads the operators again later, and
+    # takes in other sessions' catalog changes each time it takes a new lock. She names a
+    # negator that does not exist yet (a shell, no function, nothing to judge), holds a lock on
+    # her table's index so that the planner waits there, fills the shell with
+    # pg_try_advisory_lock and lets the planner go on: neqsel would call it on the column's most
+    # common values. The change, taken in while nl2sql's checks are on, stops the query.
+    conn, first, second = connect(), connect(), connect()
+    owner = hostile_owner(
+        conn, "pytest_xmallory",
+        """CREATE OPERATOR public.<~> (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4ne,
+           NEGATOR = OPERATOR(public.~=~), RESTRICT = neqsel)""",
+        *ages("pytest_xages"),
+        "CREATE INDEX pytest_xages_age ON pytest_xages (age)",
+        "ANALYZE pytest_xages",
+    )
+    with owner:
+        # No samples: the generated query is the first to plan a read of her table.
+        conn.execute("SET nl2sql.sample_rows = 0")
+        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        for c in (first, second):
+            c.execute("SET ROLE pytest_xmallory")
+        first.execute("BEGIN")
+        first.execute("REINDEX INDEX pytest_xages_age")
+        outcome = {}
+        t = threading.Thread(target=_ask, args=(conn, "[race-shell] ages other than 4303", outcome))
+        t.start()
+        try:
+            deadline = time.time() + 30
+            waiting = "SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted"
+            while not first.execute(waiting, (pid,)).fetchone()[0]:
+                assert time.time() < deadline and t.is_alive(), "the planner never waited on her index: %s" % outcome
+                time.sleep(0.05)
+            second.execute("CREATE OPERATOR public.~=~ (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.pg_try_advisory_lock)")
+        finally:
+            first.execute("COMMIT")
+            t.join(60)
+        e = outcome["result"]
+        assert isinstance(e, errors.SerializationFailure), e
+        assert e.diag.message_primary == "an operator changed while nl2sql checked and planned a query"
+        assert conn.execute(LOCKS).fetchone()[0] == 0
+        # Asked again, the filled negator is judged like any other.
+        with pytest.raises(errors.InsufficientPrivilege) as refused:
+            conn.execute("SELECT nl2sql('[race-shell] ages other than 4303')")
+        assert refused.value.diag.message_primary == LOCKED
+        for c in (first, second):
+            c.execute("RESET ROLE")
+
+
+def _ask(conn, question, outcome):
+    try:
+        conn.execute("SELECT nl2sql(%s)", (question,))
+        outcome["result"] = "finished"
+    except Exception as e:  # noqa: BLE001 - the test inspects what was raised
+        outcome["result"] = e

@@ -77,6 +77,11 @@ pub fn install() {
             Some(forget_system),
             pg_sys::Datum::from(0usize),
         );
+        pg_sys::CacheRegisterSyscacheCallback(
+            pg_sys::SysCacheIdentifier::OPEROID as i32,
+            Some(operator_changed),
+            pg_sys::Datum::from(0usize),
+        );
     }
 }
 
@@ -93,6 +98,12 @@ impl Drop for Restore {
 /// Runs `f` with every function the executor starts judged in `scope`; `verdicts` are the
 /// decisions already taken (by policy.rs, on the parse tree) and are reused.
 pub fn with_scope<T>(scope: Scope, allowed: &[String], verdicts: HashMap<u32, Result<(), GuardError>>, f: impl FnOnce() -> T) -> T {
+    // Catalog changes other sessions committed before the scope are taken in now: from here
+    // on, an operator that changes is refused (operator_changed).
+    if ACTIVE.with_borrow(|a| a.is_none()) && unsafe { pg_sys::IsTransactionState() } {
+        // SAFETY: in a transaction, outside any scope, as every lock acquisition does.
+        unsafe { pg_sys::AcceptInvalidationMessages() };
+    }
     let next = Active { scope, allowed: allowed.to_vec(), verdicts };
     let prev = ACTIVE.with_borrow_mut(|a| a.replace(next));
     let _restore = Restore(prev);
@@ -139,24 +150,45 @@ unsafe fn enforce(object: Oid) {
         }
     };
     if let Err(e) = verdict {
-        REFUSED.with_borrow_mut(|r| *r = Some(e.clone()));
-        let why = match scope {
-            Scope::Generated => "nl2sql refused this function while running generated SQL.",
-            Scope::Inspect => "nl2sql refused this function while reading a relation for the caller.",
-            Scope::Elevated => "nl2sql runs no function another role wrote with its owner's rights.",
-            Scope::Catalog => "nl2sql's catalog queries run only built-in functions and those of extensions a superuser installed; check the search_path.",
-        };
-        let message = match scope {
-            Scope::Generated => e.message(),
-            _ => e.message().replace(" in generated SQL", ""),
-        };
-        let mut r = Report::new(e.sqlstate(), message).detail(why.to_string());
-        // The allow-list opens functions to generated SQL and nl2sql's reads, nothing else.
-        if let Some(h) = e.hint().filter(|_| matches!(scope, Scope::Generated | Scope::Inspect)) {
-            r = r.hint(h);
-        }
-        errors::raise(&r);
+        refuse(scope, e);
     }
+}
+
+/// Raises the scope's refusal of a function the planner would call itself (planner_calls.rs):
+/// stricter than [`enforce`] in nl2sql's own scopes, which trust every built-in.
+unsafe fn enforce_planner_call(object: Oid) {
+    let Some((scope, allowed)) = ACTIVE.with_borrow(|a| a.as_ref().map(|a| (a.scope, a.allowed.clone()))) else {
+        return;
+    };
+    if let Err(e) = policy::judge_planner_call(object, scope, &allowed) {
+        refuse(scope, e);
+    }
+}
+
+/// Raises `e` as the refusal of `scope`, noted for take_refusal.
+unsafe fn refuse(scope: Scope, e: GuardError) -> ! {
+    REFUSED.with_borrow_mut(|r| *r = Some(e.clone()));
+    let why = match scope {
+        Scope::Generated => "nl2sql refused this function while running generated SQL.",
+        Scope::Inspect => "nl2sql refused this function while reading a relation for the caller.",
+        Scope::Elevated => "nl2sql runs no function another role wrote with its owner's rights.",
+        Scope::Catalog => "nl2sql's catalog queries run only built-in functions and those of extensions a superuser installed; check the search_path.",
+    };
+    let message = match scope {
+        Scope::Generated => e.message(),
+        _ => e.message().replace(" in generated SQL", ""),
+    };
+    // A change of the catalog is no function's refusal: it says what happened.
+    let detail = match e {
+        GuardError::CatalogChanged => e.detail().unwrap_or_default(),
+        _ => why.to_string(),
+    };
+    let mut r = Report::new(e.sqlstate(), message).detail(detail);
+    // The allow-list opens functions to generated SQL and nl2sql's reads, nothing else.
+    if let Some(h) = e.hint().filter(|_| matches!(scope, Scope::Generated | Scope::Inspect) || matches!(e, GuardError::CatalogChanged)) {
+        r = r.hint(h);
+    }
+    errors::raise(&r);
 }
 
 /// Before a query is planned under a scope, judges the functions the planner calls itself,
@@ -171,7 +203,7 @@ unsafe extern "C-unwind" fn planner(
 ) -> *mut pg_sys::PlannedStmt {
     if ACTIVE.with_borrow(|a| a.is_some()) {
         for f in planner_calls::of_query(parse) {
-            enforce(f);
+            enforce_planner_call(f);
         }
     }
     match PREV_PLANNER {
@@ -195,7 +227,7 @@ unsafe extern "C-unwind" fn relation_info(root: *mut pg_sys::PlannerInfo, relid:
     for i in 0..list_len(indexes) {
         let index = list_ptr(indexes, i) as *mut pg_sys::IndexOptInfo;
         for f in planner_calls::of_expression((*index).indpred.cast()) {
-            enforce(f);
+            enforce_planner_call(f);
         }
     }
 }
@@ -283,4 +315,19 @@ unsafe extern "C-unwind" fn fmgr(event: pg_sys::FmgrHookEventType::Type, flinfo:
 unsafe extern "C-unwind" fn forget_system(_arg: pg_sys::Datum, _cache: c_int, _hash: u32) {
     SYSTEM.with_borrow_mut(|s| s.clear());
     policy::forget_facts();
+}
+
+/// Another session's change to an operator, taken in while a scope is active (the planner
+/// takes in catalog changes whenever it takes a new lock: on an index, a partition, an
+/// inheritance child). What the planner will call for that operator (a negator filled in from a
+/// shell, one set by ALTER OPERATOR, one dropped and created again) was judged before the
+/// change, so the query stops here, before the planner can read the new row. Raising from an
+/// invalidation callback is safe here: the caches are already invalidated when callbacks run,
+/// and the messages not yet processed stay queued for the next reader.
+#[pg_guard]
+unsafe extern "C-unwind" fn operator_changed(_arg: pg_sys::Datum, _cache: c_int, _hash: u32) {
+    let Some(scope) = ACTIVE.with_borrow(|a| a.as_ref().map(|a| a.scope)) else {
+        return;
+    };
+    refuse(scope, GuardError::CatalogChanged);
 }

@@ -91,6 +91,14 @@ pub fn judge_oid(oid: Oid, scope: Scope, allowed: &[String], cache: &mut HashMap
     verdict
 }
 
+/// Judges one function the planner would call itself (planner_calls.rs) in `scope`.
+pub fn judge_planner_call(oid: Oid, scope: Scope, allowed: &[String]) -> Result<(), GuardError> {
+    match facts(oid) {
+        Some((f, _)) => policy::judge_planner_call(&f, scope, allowed),
+        None => Err(GuardError::UntrustedFunction(format!("with OID {}", u32::from(oid)))),
+    }
+}
+
 /// What a walk over a query tree collects.
 #[derive(Default)]
 struct Walk {

@@ -171,6 +171,17 @@ fn allow_listed(f: &FunctionFacts, allowed: &[String]) -> bool {
     })
 }
 
+/// The refusal of a function of the deny-list or of a denied extension.
+fn denied(f: &FunctionFacts) -> Option<GuardError> {
+    let reason = if f.builtin && f.schema == "pg_catalog" { denied_builtin(&f.name) } else { None };
+    let reason = reason.or_else(|| {
+        f.extension.as_deref().is_some_and(|e| DENIED_EXTENSIONS.contains(&e)).then_some(
+            "belongs to an extension that reaches outside this query (other connections, files, pages, or SQL given as text)",
+        )
+    })?;
+    Some(GuardError::ForbiddenFunction { function: f.qualified(), reason })
+}
+
 /// Whether `f` may run in `scope`; the error says why not.
 pub fn judge(f: &FunctionFacts, scope: Scope, allowed: &[String]) -> Result<(), GuardError> {
     let ours = f.extension.as_deref() == Some("nl2sql");
@@ -183,16 +194,8 @@ pub fn judge(f: &FunctionFacts, scope: Scope, allowed: &[String]) -> Result<(), 
         }
         return Err(GuardError::ForbiddenFunction { function: f.qualified(), reason: "calls nl2sql itself" });
     }
-    if f.builtin && f.schema == "pg_catalog" {
-        if let Some(reason) = denied_builtin(&f.name) {
-            return Err(GuardError::ForbiddenFunction { function: f.qualified(), reason });
-        }
-    }
-    if f.extension.as_deref().is_some_and(|e| DENIED_EXTENSIONS.contains(&e)) {
-        return Err(GuardError::ForbiddenFunction {
-            function: f.qualified(),
-            reason: "belongs to an extension that reaches outside this query (other connections, files, pages, or SQL given as text)",
-        });
+    if let Some(e) = denied(f) {
+        return Err(e);
     }
     if allow_listed(f, allowed) {
         return Ok(());
@@ -204,6 +207,22 @@ pub fn judge(f: &FunctionFacts, scope: Scope, allowed: &[String]) -> Result<(), 
         return Err(GuardError::VolatileFunction(f.qualified()));
     }
     Ok(())
+}
+
+/// Whether the planner may call `f` itself, in `scope`: the function of an operator it
+/// estimates (or of that operator's negator or commutator), a range type's support function.
+/// Such a call comes from an operator or type some role wrote, whoever's query it is: what
+/// [`judge`] allows, but never a function of the deny-list or of a denied extension, even in
+/// the scopes of nl2sql's own queries (which trust every built-in), and there never a volatile
+/// one either (no built-in operator's or range's function is).
+pub fn judge_planner_call(f: &FunctionFacts, scope: Scope, allowed: &[String]) -> Result<(), GuardError> {
+    if let Some(e) = denied(f) {
+        return Err(e);
+    }
+    if matches!(scope, Scope::Elevated | Scope::Catalog) && f.volatility == 'v' {
+        return Err(GuardError::VolatileFunction(f.qualified()));
+    }
+    judge(f, scope, allowed)
 }
 
 #[cfg(test)]
@@ -306,5 +325,29 @@ mod tests {
         assert_eq!(judge(&ext("nl2sql", "fold", 'i', true), Scope::Elevated, &[]), Ok(()));
         assert!(judge(&user("mallory", "check_it", 'i', false), Scope::Elevated, &["check_it".into()]).is_err());
         assert!(judge(&user("dba", "helper", 'i', true), Scope::Elevated, &[]).is_err());
+    }
+
+    #[test]
+    fn the_planner_calls_no_denied_or_volatile_function_in_any_scope() {
+        let all = [Scope::Generated, Scope::Inspect, Scope::Elevated, Scope::Catalog];
+        for scope in all {
+            // What an operator's function or a range's support function legitimately is.
+            assert!(judge_planner_call(&builtin("int4ne", 'i'), scope, &[]).is_ok(), "{scope:?}");
+            assert!(judge_planner_call(&builtin("tsrange_subdiff", 'i'), scope, &[]).is_ok(), "{scope:?}");
+            // A table owner's operator over a denied built-in or a denied extension's function.
+            for f in [builtin("pg_try_advisory_lock", 'v'), builtin("pg_terminate_backend", 'v'), ext("dblink", "dblink_exec", 'v', true)] {
+                assert!(matches!(judge_planner_call(&f, scope, &[]), Err(GuardError::ForbiddenFunction { .. })), "{scope:?} {f:?}");
+            }
+        }
+        // nl2sql's own queries trust every built-in, but not a volatile one called by the planner.
+        for scope in [Scope::Elevated, Scope::Catalog] {
+            assert!(judge(&builtin("random", 'v'), scope, &[]).is_ok());
+            assert!(matches!(judge_planner_call(&builtin("random", 'v'), scope, &[]), Err(GuardError::VolatileFunction(_))));
+        }
+        // Elsewhere it is what judge says: an untrusted function stays untrusted, an allow-listed one is allowed.
+        let hers = user("public", "her_eq", 'i', false);
+        assert!(matches!(judge_planner_call(&hers, Scope::Generated, &[]), Err(GuardError::UntrustedFunction(_))));
+        assert!(judge_planner_call(&hers, Scope::Generated, &["public.her_eq".into()]).is_ok());
+        assert!(matches!(judge_planner_call(&hers, Scope::Elevated, &[]), Err(GuardError::UntrustedFunction(_))));
     }
 }

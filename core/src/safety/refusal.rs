@@ -21,6 +21,9 @@ pub enum GuardError {
     NotPlainQuery(String),
     /// The query reads a foreign table, directly or through partitions or inheritance.
     ForeignTable(String),
+    /// Another session changed an operator while a query was checked and planned: what the
+    /// planner would call with it was judged before the change.
+    CatalogChanged,
 }
 
 impl GuardError {
@@ -42,6 +45,7 @@ impl Diagnostic for GuardError {
             }
             GuardError::NotPlainQuery(_) => SqlState::ReadOnlySqlTransaction,
             GuardError::ForeignTable(_) => SqlState::InsufficientPrivilege,
+            GuardError::CatalogChanged => SqlState::Other(*b"40001"),
         }
     }
 
@@ -61,6 +65,7 @@ impl Diagnostic for GuardError {
             GuardError::UntrustedFunction(f) => format!("function {f} is not trusted in generated SQL"),
             GuardError::NotPlainQuery(what) => format!("generated SQL is not a plain read-only query: {what}"),
             GuardError::ForeignTable(t) => format!("generated SQL reads the foreign table {t}, or one under it"),
+            GuardError::CatalogChanged => "an operator changed while nl2sql checked and planned a query".into(),
         }
     }
 
@@ -72,6 +77,9 @@ impl Diagnostic for GuardError {
             }
             GuardError::UntrustedFunction(_) => Some(
                 "It is neither built in nor part of an extension a superuser installed, so what it declares about itself is not believed.".into(),
+            ),
+            GuardError::CatalogChanged => Some(
+                "Another session created, altered or dropped an operator after nl2sql judged the functions the planner would call; the query was stopped before they could run.".into(),
             ),
             _ => None,
         }
@@ -88,6 +96,7 @@ impl Diagnostic for GuardError {
             GuardError::NoStatement | GuardError::Syntax(_) => {
                 Some("Rephrase the question, or check that the model follows instructions.".into())
             }
+            GuardError::CatalogChanged => Some("Ask again.".into()),
             _ => None,
         }
     }
