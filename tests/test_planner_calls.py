@@ -172,10 +172,12 @@ def test_a_range_type_in_a_partial_index_predicate_is_judged(connect, mock):
 def test_an_operator_changed_while_the_planner_waits_is_refused(connect, mock):
     # What the planner calls is judged before it plans; it reads the operators again later, and
     # takes in other sessions' catalog changes each time it takes a new lock. She names a
-    # negator that does not exist yet (a shell, no function, nothing to judge), holds a lock on
-    # her table's index so that the planner waits there, fills the shell with
-    # pg_try_advisory_lock and lets the planner go on: neqsel would call it on the column's most
-    # common values. The change, taken in while nl2sql's checks are on, stops the query.
+    # negator that does not exist yet (a shell: refused, it could be completed later), completes
+    # it harmlessly (answered), then holds a lock on her table's index so that the planner waits
+    # there, drops that negator and creates another in its place on pg_try_advisory_lock (which
+    # links it back to her operator), and lets the planner go on: neqsel would call it on the
+    # column's most common values. The change, taken in while the planner runs, stops the query;
+    # a change to an operator the planner does not reach does not.
     conn, first, second = connect(), connect(), connect()
     owner = hostile_owner(
         conn, "pytest_xmallory",
@@ -185,37 +187,61 @@ def test_an_operator_changed_while_the_planner_waits_is_refused(connect, mock):
         "CREATE INDEX pytest_xages_age ON pytest_xages (age)",
         "ANALYZE pytest_xages",
     )
+    question = "SELECT nl2sql('[race-negator] ages other than 4303')"
     with owner:
-        # No samples: the generated query is the first to plan a read of her table.
-        conn.execute("SET nl2sql.sample_rows = 0")
-        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        with pytest.raises(errors.InsufficientPrivilege) as shell:
+            conn.execute(question)
+        assert shell.value.diag.message_primary == "operator public.~=~(integer,integer) has no function yet"
         for c in (first, second):
             c.execute("SET ROLE pytest_xmallory")
-        first.execute("BEGIN")
-        first.execute("REINDEX INDEX pytest_xages_age")
-        outcome = {}
-        t = threading.Thread(target=_ask, args=(conn, "[race-shell] ages other than 4303", outcome))
-        t.start()
-        try:
-            deadline = time.time() + 30
-            waiting = "SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted"
-            while not first.execute(waiting, (pid,)).fetchone()[0]:
-                assert time.time() < deadline and t.is_alive(), "the planner never waited on her index: %s" % outcome
-                time.sleep(0.05)
-            second.execute("CREATE OPERATOR public.~=~ (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.pg_try_advisory_lock)")
-        finally:
-            first.execute("COMMIT")
-            t.join(60)
+        second.execute("""CREATE OPERATOR public.~=~ (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4eq,
+                          NEGATOR = OPERATOR(public.<~>))""")
+        assert conn.execute(question).fetchone()[0].startswith("SELECT count(*)")
+        # No samples: the generated query is the first to plan a read of her table.
+        conn.execute("SET nl2sql.sample_rows = 0")
+        # Another operator created meanwhile, one the planner never reaches: nothing stops.
+        outcome = _while_the_planner_waits(conn, first, "[race-negator] ages other than 4303", lambda: second.execute(
+            "CREATE OPERATOR public.@~@ (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4eq)"))
+        assert outcome["result"] == "finished", outcome
+        # Her negator dropped and created again on pg_try_advisory_lock, which links it back.
+        outcome = _while_the_planner_waits(conn, first, "[race-negator] ages other than 4303", lambda: (
+            second.execute("DROP OPERATOR public.~=~ (int4, int4)"),
+            second.execute("""CREATE OPERATOR public.~=~ (LEFTARG = int4, RIGHTARG = int4,
+                              FUNCTION = pg_catalog.pg_try_advisory_lock, NEGATOR = OPERATOR(public.<~>))""")))
         e = outcome["result"]
         assert isinstance(e, errors.SerializationFailure), e
-        assert e.diag.message_primary == "an operator changed while nl2sql checked and planned a query"
+        assert e.diag.message_primary == "an operator changed while nl2sql planned a query"
+        assert e.diag.message_hint == "Ask again."
         assert conn.execute(LOCKS).fetchone()[0] == 0
-        # Asked again, the filled negator is judged like any other.
+        # Asked again, the new negator is judged like any other.
         with pytest.raises(errors.InsufficientPrivilege) as refused:
-            conn.execute("SELECT nl2sql('[race-shell] ages other than 4303')")
+            conn.execute(question)
         assert refused.value.diag.message_primary == LOCKED
         for c in (first, second):
             c.execute("RESET ROLE")
+
+
+def _while_the_planner_waits(conn, blocker, question, change):
+    """Asks `question` on `conn` while `blocker` holds her index (REINDEX in a transaction), runs
+    `change` once the planner waits for it, then lets the planner go on; what the call ended
+    with."""
+    pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    blocker.execute("BEGIN")
+    blocker.execute("REINDEX INDEX pytest_xages_age")
+    outcome = {}
+    t = threading.Thread(target=_ask, args=(conn, question, outcome))
+    t.start()
+    try:
+        deadline = time.time() + 30
+        waiting = "SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted"
+        while not blocker.execute(waiting, (pid,)).fetchone()[0]:
+            assert time.time() < deadline and t.is_alive(), "the planner never waited on her index: %s" % outcome
+            time.sleep(0.05)
+        change()
+    finally:
+        blocker.execute("COMMIT")
+        t.join(60)
+    return outcome
 
 
 def _ask(conn, question, outcome):

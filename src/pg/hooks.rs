@@ -42,6 +42,18 @@ thread_local! {
     /// Functions known to be system ones (built in, or in a superuser's extension); emptied
     /// whenever pg_proc changes.
     static SYSTEM: RefCell<HashSet<u32>> = RefCell::new(HashSet::new());
+    /// How deep the planner is nested under a scope, the syscache hash values of the operators
+    /// judged since the outermost call began, and whether a change to one was refused then.
+    static PLANNING: RefCell<Planning> = RefCell::new(Planning::default());
+}
+
+#[derive(Default)]
+struct Planning {
+    depth: u32,
+    judged: HashSet<u32>,
+    changed: bool,
+    /// operator_changed is running the callbacks its refusal would skip.
+    redispatching: bool,
 }
 
 /// The refusal the hook raised since the last call, if any.
@@ -98,12 +110,6 @@ impl Drop for Restore {
 /// Runs `f` with every function the executor starts judged in `scope`; `verdicts` are the
 /// decisions already taken (by policy.rs, on the parse tree) and are reused.
 pub fn with_scope<T>(scope: Scope, allowed: &[String], verdicts: HashMap<u32, Result<(), GuardError>>, f: impl FnOnce() -> T) -> T {
-    // Catalog changes other sessions committed before the scope are taken in now: from here
-    // on, an operator that changes is refused (operator_changed).
-    if ACTIVE.with_borrow(|a| a.is_none()) && unsafe { pg_sys::IsTransactionState() } {
-        // SAFETY: in a transaction, outside any scope, as every lock acquisition does.
-        unsafe { pg_sys::AcceptInvalidationMessages() };
-    }
     let next = Active { scope, allowed: allowed.to_vec(), verdicts };
     let prev = ACTIVE.with_borrow_mut(|a| a.replace(next));
     let _restore = Restore(prev);
@@ -178,14 +184,14 @@ unsafe fn refuse(scope: Scope, e: GuardError) -> ! {
         Scope::Generated => e.message(),
         _ => e.message().replace(" in generated SQL", ""),
     };
-    // A change of the catalog is no function's refusal: it says what happened.
+    // A change of the catalog, a shell operator: no function's refusal; they say what happened.
     let detail = match e {
-        GuardError::CatalogChanged => e.detail().unwrap_or_default(),
+        GuardError::CatalogChanged { .. } | GuardError::ShellOperator(_) => e.detail().unwrap_or_default(),
         _ => why.to_string(),
     };
     let mut r = Report::new(e.sqlstate(), message).detail(detail);
     // The allow-list opens functions to generated SQL and nl2sql's reads, nothing else.
-    if let Some(h) = e.hint().filter(|_| matches!(scope, Scope::Generated | Scope::Inspect) || matches!(e, GuardError::CatalogChanged)) {
+    if let Some(h) = e.hint().filter(|_| matches!(scope, Scope::Generated | Scope::Inspect) || matches!(e, GuardError::CatalogChanged { .. })) {
         r = r.hint(h);
     }
     errors::raise(&r);
@@ -193,7 +199,8 @@ unsafe fn refuse(scope: Scope, e: GuardError) -> ! {
 
 /// Before a query is planned under a scope, judges the functions the planner calls itself,
 /// outside the executor and, when built in, outside the fmgr hooks (planner_calls.rs). Covers
-/// every path a scope guards, nl2sql's own reads of a view included.
+/// every path a scope guards, nl2sql's own reads of a view included. While it plans, a change
+/// to an operator judged here is refused (operator_changed).
 #[pg_guard]
 unsafe extern "C-unwind" fn planner(
     parse: *mut pg_sys::Query,
@@ -201,15 +208,20 @@ unsafe extern "C-unwind" fn planner(
     cursor_options: c_int,
     bound_params: pg_sys::ParamListInfo,
 ) -> *mut pg_sys::PlannedStmt {
-    if ACTIVE.with_borrow(|a| a.is_some()) {
-        for f in planner_calls::of_query(parse) {
-            enforce_planner_call(f);
-        }
-    }
-    match PREV_PLANNER {
+    let plan = || match PREV_PLANNER {
         Some(prev) => pg_sys::ffi::pg_guard_ffi_boundary(|| prev(parse, query_string, cursor_options, bound_params)),
         None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
+    };
+    if ACTIVE.with_borrow(|a| a.is_none()) {
+        return plan();
     }
+    let _depth = PlanningDepth::enter();
+    judge_calls(planner_calls::of_query(parse));
+    let planned = plan();
+    // A refusal some code caught (an exception block in a function folded while planning) still
+    // keeps the plan from running.
+    refuse_if_changed();
+    planned
 }
 
 /// As the planner opens a relation under a scope (each inheritance child and partition too),
@@ -223,12 +235,65 @@ unsafe extern "C-unwind" fn relation_info(root: *mut pg_sys::PlannerInfo, relid:
     if ACTIVE.with_borrow(|a| a.is_none()) || rel.is_null() {
         return;
     }
+    refuse_if_changed();
     let indexes = (*rel).indexlist;
     for i in 0..list_len(indexes) {
         let index = list_ptr(indexes, i) as *mut pg_sys::IndexOptInfo;
-        for f in planner_calls::of_expression((*index).indpred.cast()) {
-            enforce_planner_call(f);
+        judge_calls(planner_calls::of_expression((*index).indpred.cast()));
+    }
+}
+
+/// Judges what the planner calls, and remembers the operators it was read from.
+unsafe fn judge_calls(calls: planner_calls::Calls) {
+    let Some(scope) = ACTIVE.with_borrow(|a| a.as_ref().map(|a| a.scope)) else {
+        return;
+    };
+    for &op in &calls.operators {
+        let hash = pg_sys::GetSysCacheHashValue(
+            pg_sys::SysCacheIdentifier::OPEROID as c_int,
+            pg_sys::Datum::from(op),
+            pg_sys::Datum::from(0usize),
+            pg_sys::Datum::from(0usize),
+            pg_sys::Datum::from(0usize),
+        );
+        PLANNING.with_borrow_mut(|p| p.judged.insert(hash));
+    }
+    if let Some(shell) = calls.shell {
+        refuse(scope, GuardError::ShellOperator(planner_calls::operator_name(shell)));
+    }
+    for f in calls.functions {
+        enforce_planner_call(f);
+    }
+}
+
+unsafe fn refuse_if_changed() {
+    if PLANNING.with_borrow(|p| p.changed) {
+        if let Some(scope) = ACTIVE.with_borrow(|a| a.as_ref().map(|a| a.scope)) {
+            refuse(scope, GuardError::CatalogChanged { reset: false });
         }
+    }
+}
+
+/// One level of planning under a scope; the outermost starts afresh and ends the window.
+struct PlanningDepth;
+
+impl PlanningDepth {
+    fn enter() -> PlanningDepth {
+        PLANNING.with_borrow_mut(|p| {
+            if p.depth == 0 {
+                p.judged.clear();
+                p.changed = false;
+                p.redispatching = false;
+            }
+            p.depth += 1;
+        });
+        PlanningDepth
+    }
+}
+
+impl Drop for PlanningDepth {
+    fn drop(&mut self) {
+        PLANNING.with_borrow_mut(|p| p.depth = p.depth.saturating_sub(1));
     }
 }
 
@@ -317,17 +382,45 @@ unsafe extern "C-unwind" fn forget_system(_arg: pg_sys::Datum, _cache: c_int, _h
     policy::forget_facts();
 }
 
-/// Another session's change to an operator, taken in while a scope is active (the planner
-/// takes in catalog changes whenever it takes a new lock: on an index, a partition, an
-/// inheritance child). What the planner will call for that operator (a negator filled in from a
-/// shell, one set by ALTER OPERATOR, one dropped and created again) was judged before the
-/// change, so the query stops here, before the planner can read the new row. Raising from an
-/// invalidation callback is safe here: the caches are already invalidated when callbacks run,
-/// and the messages not yet processed stay queued for the next reader.
+/// Another session's change to an operator the planner's calls were judged from, taken in while
+/// the planner runs under a scope (it takes in catalog changes whenever it takes a new lock: on
+/// an index, a partition, an inheritance child). What the planner will call for that operator
+/// (a negator set by ALTER OPERATOR, or dropped and created again) was judged before the
+/// change, so the query stops here, before the planner can read the new row. A reset of the
+/// caches (hash 0: this session fell behind) cannot say which operator changed, and stops it too.
+///
+/// Raising here skips the callbacks registered after this one, and for a reset every relcache
+/// callback: they are run first (this one returning at once meanwhile), so no cache is left
+/// stale.
 #[pg_guard]
-unsafe extern "C-unwind" fn operator_changed(_arg: pg_sys::Datum, _cache: c_int, _hash: u32) {
+unsafe extern "C-unwind" fn operator_changed(_arg: pg_sys::Datum, cache: c_int, hash: u32) {
     let Some(scope) = ACTIVE.with_borrow(|a| a.as_ref().map(|a| a.scope)) else {
         return;
     };
-    refuse(scope, GuardError::CatalogChanged);
+    let concerned = PLANNING.with_borrow(|p| !p.redispatching && p.depth > 0 && (hash == 0 || p.judged.contains(&hash)));
+    if !concerned {
+        return;
+    }
+    PLANNING.with_borrow_mut(|p| {
+        p.redispatching = true;
+        p.changed = true;
+    });
+    {
+        let _done = Redispatched;
+        if hash == 0 {
+            pg_sys::InvalidateSystemCaches();
+        } else {
+            pg_sys::CallSyscacheCallbacks(cache, hash);
+        }
+    }
+    refuse(scope, GuardError::CatalogChanged { reset: hash == 0 });
+}
+
+/// Ends operator_changed's own dispatch, also when a callback it ran raised an error.
+struct Redispatched;
+
+impl Drop for Redispatched {
+    fn drop(&mut self) {
+        PLANNING.with_borrow_mut(|p| p.redispatching = false);
+    }
 }

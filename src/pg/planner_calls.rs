@@ -33,27 +33,44 @@ struct Found {
     virtual_columns: bool,
 }
 
+/// What the planner may call itself, and what it was read from.
+#[derive(Default)]
+pub struct Calls {
+    pub functions: Vec<Oid>,
+    /// Every operator visited: a change to one of them after this was read is a change to what
+    /// the planner calls (hooks.rs).
+    pub operators: Vec<Oid>,
+    /// An operator reached that is only a shell (no function yet): its owner can complete it
+    /// after it was judged.
+    pub shell: Option<Oid>,
+}
+
 /// What the planner may call for `q`: its operators' functions and those of every operator
 /// reachable from them through negators and commutators, the support functions of the range
 /// types its expressions have, in its subqueries, WITH queries and the virtual generated columns
 /// (18+) of the relations it reads too.
-pub unsafe fn of_query(q: *mut pg_sys::Query) -> Vec<Oid> {
+pub unsafe fn of_query(q: *mut pg_sys::Query) -> Calls {
     let mut found = Found { virtual_columns: true, ..Found::default() };
     walker(q.cast(), (&mut found as *mut Found).cast());
-    functions(found)
+    calls(found)
 }
 
 /// The same for an expression, or a list of them (an index predicate).
-pub unsafe fn of_expression(node: *mut pg_sys::Node) -> Vec<Oid> {
+pub unsafe fn of_expression(node: *mut pg_sys::Node) -> Calls {
     let mut found = Found::default();
     walker(node, (&mut found as *mut Found).cast());
-    functions(found)
+    calls(found)
 }
 
 /// The functions of `operators` and of every operator reachable from them through negators and
 /// commutators.
-pub unsafe fn operator_closure(operators: HashSet<Oid>) -> Vec<Oid> {
-    functions(Found { operators, ..Found::default() })
+pub unsafe fn operator_closure(operators: HashSet<Oid>) -> Calls {
+    calls(Found { operators, ..Found::default() })
+}
+
+/// How an operator is shown in messages, schema-qualified (`public.<~>(integer,integer)`).
+pub unsafe fn operator_name(op: Oid) -> String {
+    std::ffi::CStr::from_ptr(pg_sys::format_operator_qualified(op)).to_string_lossy().into_owned()
 }
 
 /// A range or multirange type's subtype_diff and canonical functions (none for another type).
@@ -80,8 +97,8 @@ pub unsafe fn range_support(typ: Oid) -> Vec<Oid> {
     out
 }
 
-unsafe fn functions(found: Found) -> Vec<Oid> {
-    let mut out = Vec::new();
+unsafe fn calls(found: Found) -> Calls {
+    let mut out = Calls::default();
     let mut seen = HashSet::new();
     let mut todo: Vec<Oid> = found.operators.into_iter().collect();
     while let Some(op) = todo.pop() {
@@ -90,15 +107,16 @@ unsafe fn functions(found: Found) -> Vec<Oid> {
         }
         // Each operator is visited once: the walk ends within pg_operator.
         pg_sys::check_for_interrupts!();
-        let f = pg_sys::get_opcode(op);
-        if f != pg_sys::InvalidOid {
-            out.push(f);
+        out.operators.push(op);
+        match pg_sys::get_opcode(op) {
+            f if f == pg_sys::InvalidOid => out.shell = out.shell.or(Some(op)),
+            f => out.functions.push(f),
         }
         todo.push(pg_sys::get_negator(op));
         todo.push(pg_sys::get_commutator(op));
     }
     for t in found.types {
-        out.extend(range_support(t));
+        out.functions.extend(range_support(t));
     }
     out
 }

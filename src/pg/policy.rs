@@ -194,7 +194,11 @@ pub unsafe fn check(
     // What the planner calls itself: the functions of the operators the query applies and of
     // their negators and commutators, however far; the subtype_diff and canonical functions
     // range types cache.
-    walk.functions.extend(planner_calls::operator_closure(std::mem::take(&mut walk.operators)));
+    let calls = planner_calls::operator_closure(std::mem::take(&mut walk.operators));
+    if let Some(shell) = calls.shell {
+        return Err(GuardError::ShellOperator(planner_calls::operator_name(shell)));
+    }
+    walk.functions.extend(calls.functions);
     for &t in &walk.types {
         walk.functions.extend(planner_calls::range_support(t));
     }

@@ -180,6 +180,8 @@ impl Diagnostic for AskError {
                 ))
             }
             AskError::Llm(r) => r.hint.clone(),
+            // Nothing about the query was wrong: the catalog changed under it.
+            AskError::Refused { error: error @ GuardError::CatalogChanged { .. }, .. } => error.hint(),
             AskError::Refused { .. } => Some("nl2sql only runs single read-only queries; rephrase the question.".into()),
             AskError::Failed { failure: Failure::Timeout { .. }, .. } => {
                 Some("Raise nl2sql.statement_timeout, or ask a narrower question.".into())

@@ -1290,3 +1290,13 @@ fn a_follow_up_is_never_refused_and_instructions_are_capped() {
     assert_eq!(a.trace.instructions.len(), 2);
     assert_eq!((a.trace.answerable, llm.prompts().len()), (None, 1));
 }
+
+#[test]
+fn a_refusal_because_the_catalog_changed_says_to_ask_again() {
+    let changed = AskError::Refused { sql: "SELECT 1".into(), error: crate::safety::guard::GuardError::CatalogChanged { reset: false } };
+    assert_eq!(changed.sqlstate().code(), "40001");
+    assert_eq!(changed.hint().as_deref(), Some("Ask again."));
+    assert!(changed.detail().unwrap_or_default().starts_with("Another session altered or dropped an operator"));
+    let locking = AskError::Refused { sql: "SELECT 1".into(), error: crate::safety::guard::GuardError::Locking };
+    assert!(locking.hint().unwrap_or_default().starts_with("nl2sql only runs single read-only queries"));
+}

@@ -21,9 +21,11 @@ pub enum GuardError {
     NotPlainQuery(String),
     /// The query reads a foreign table, directly or through partitions or inheritance.
     ForeignTable(String),
-    /// Another session changed an operator while a query was checked and planned: what the
-    /// planner would call with it was judged before the change.
-    CatalogChanged,
+    /// Another session changed an operator while a query was planned (or the session's catalog
+    /// caches were reset then): what the planner would call was judged before the change.
+    CatalogChanged { reset: bool },
+    /// An operator the planner may reach is only a shell, which its owner can complete later.
+    ShellOperator(String),
 }
 
 impl GuardError {
@@ -45,7 +47,8 @@ impl Diagnostic for GuardError {
             }
             GuardError::NotPlainQuery(_) => SqlState::ReadOnlySqlTransaction,
             GuardError::ForeignTable(_) => SqlState::InsufficientPrivilege,
-            GuardError::CatalogChanged => SqlState::Other(*b"40001"),
+            GuardError::CatalogChanged { .. } => SqlState::Other(*b"40001"),
+            GuardError::ShellOperator(_) => SqlState::InsufficientPrivilege,
         }
     }
 
@@ -65,7 +68,9 @@ impl Diagnostic for GuardError {
             GuardError::UntrustedFunction(f) => format!("function {f} is not trusted in generated SQL"),
             GuardError::NotPlainQuery(what) => format!("generated SQL is not a plain read-only query: {what}"),
             GuardError::ForeignTable(t) => format!("generated SQL reads the foreign table {t}, or one under it"),
-            GuardError::CatalogChanged => "an operator changed while nl2sql checked and planned a query".into(),
+            GuardError::CatalogChanged { reset: false } => "an operator changed while nl2sql planned a query".into(),
+            GuardError::CatalogChanged { reset: true } => "the catalog caches were reset while nl2sql planned a query".into(),
+            GuardError::ShellOperator(op) => format!("operator {op} has no function yet"),
         }
     }
 
@@ -78,8 +83,14 @@ impl Diagnostic for GuardError {
             GuardError::UntrustedFunction(_) => Some(
                 "It is neither built in nor part of an extension a superuser installed, so what it declares about itself is not believed.".into(),
             ),
-            GuardError::CatalogChanged => Some(
-                "Another session created, altered or dropped an operator after nl2sql judged the functions the planner would call; the query was stopped before they could run.".into(),
+            GuardError::CatalogChanged { reset: false } => Some(
+                "Another session altered or dropped an operator after nl2sql judged the functions the planner would call with it; the query was stopped before they could run.".into(),
+            ),
+            GuardError::CatalogChanged { reset: true } => Some(
+                "This session fell behind other sessions' catalog changes and could not tell whether an operator the planner would call changed after nl2sql judged it.".into(),
+            ),
+            GuardError::ShellOperator(_) => Some(
+                "It is a shell the planner may reach through a negator or commutator; its owner can give it a function after nl2sql judged the query.".into(),
             ),
             _ => None,
         }
@@ -96,7 +107,7 @@ impl Diagnostic for GuardError {
             GuardError::NoStatement | GuardError::Syntax(_) => {
                 Some("Rephrase the question, or check that the model follows instructions.".into())
             }
-            GuardError::CatalogChanged => Some("Ask again.".into()),
+            GuardError::CatalogChanged { .. } => Some("Ask again.".into()),
             _ => None,
         }
     }
