@@ -192,6 +192,7 @@ def test_an_operator_changed_while_the_planner_waits_is_refused(connect, mock):
         with pytest.raises(errors.InsufficientPrivilege) as shell:
             conn.execute(question)
         assert shell.value.diag.message_primary == "operator public.~=~(integer,integer) has no function yet"
+        assert shell.value.diag.message_hint == "Its owner can give it a function (CREATE OPERATOR) or drop it."
         for c in (first, second):
             c.execute("SET ROLE pytest_xmallory")
         second.execute("""CREATE OPERATOR public.~=~ (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4eq,

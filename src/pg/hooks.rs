@@ -51,9 +51,25 @@ thread_local! {
 struct Planning {
     depth: u32,
     judged: HashSet<u32>,
-    changed: bool,
+    /// A change to a judged operator taken in (Some(true) when it was a reset of the caches).
+    changed: Option<bool>,
     /// operator_changed is running the callbacks its refusal would skip.
     redispatching: bool,
+    /// planner_calls is reading operators (a syscache miss may take in changes meanwhile).
+    walking: bool,
+}
+
+/// Runs `read` (a walk of planner_calls) with every operator change taken in meanwhile refused.
+fn walking<T>(read: impl FnOnce() -> T) -> T {
+    struct Done;
+    impl Drop for Done {
+        fn drop(&mut self) {
+            PLANNING.with_borrow_mut(|p| p.walking = false);
+        }
+    }
+    PLANNING.with_borrow_mut(|p| p.walking = true);
+    let _done = Done;
+    read()
 }
 
 /// The refusal the hook raised since the last call, if any.
@@ -215,8 +231,13 @@ unsafe extern "C-unwind" fn planner(
     if ACTIVE.with_borrow(|a| a.is_none()) {
         return plan();
     }
+    // Changes committed before planning (while the model was asked, in a transaction held
+    // open) are taken in before anything is judged, not inside the window.
+    if PLANNING.with_borrow(|p| p.depth == 0) {
+        pg_sys::AcceptInvalidationMessages();
+    }
     let _depth = PlanningDepth::enter();
-    judge_calls(planner_calls::of_query(parse));
+    judge_calls(walking(|| planner_calls::of_query(parse)));
     let planned = plan();
     // A refusal some code caught (an exception block in a function folded while planning) still
     // keeps the plan from running.
@@ -239,7 +260,7 @@ unsafe extern "C-unwind" fn relation_info(root: *mut pg_sys::PlannerInfo, relid:
     let indexes = (*rel).indexlist;
     for i in 0..list_len(indexes) {
         let index = list_ptr(indexes, i) as *mut pg_sys::IndexOptInfo;
-        judge_calls(planner_calls::of_expression((*index).indpred.cast()));
+        judge_calls(walking(|| planner_calls::of_expression((*index).indpred.cast())));
     }
 }
 
@@ -267,10 +288,11 @@ unsafe fn judge_calls(calls: planner_calls::Calls) {
 }
 
 unsafe fn refuse_if_changed() {
-    if PLANNING.with_borrow(|p| p.changed) {
-        if let Some(scope) = ACTIVE.with_borrow(|a| a.as_ref().map(|a| a.scope)) {
-            refuse(scope, GuardError::CatalogChanged { reset: false });
-        }
+    let Some(reset) = PLANNING.with_borrow(|p| p.changed.filter(|_| p.depth > 0)) else {
+        return;
+    };
+    if let Some(scope) = ACTIVE.with_borrow(|a| a.as_ref().map(|a| a.scope)) {
+        refuse(scope, GuardError::CatalogChanged { reset });
     }
 }
 
@@ -282,8 +304,9 @@ impl PlanningDepth {
         PLANNING.with_borrow_mut(|p| {
             if p.depth == 0 {
                 p.judged.clear();
-                p.changed = false;
+                p.changed = None;
                 p.redispatching = false;
+                p.walking = false;
             }
             p.depth += 1;
         });
@@ -394,17 +417,19 @@ unsafe extern "C-unwind" fn forget_system(_arg: pg_sys::Datum, _cache: c_int, _h
 /// stale.
 #[pg_guard]
 unsafe extern "C-unwind" fn operator_changed(_arg: pg_sys::Datum, cache: c_int, hash: u32) {
-    let Some(scope) = ACTIVE.with_borrow(|a| a.as_ref().map(|a| a.scope)) else {
-        return;
-    };
-    let concerned = PLANNING.with_borrow(|p| !p.redispatching && p.depth > 0 && (hash == 0 || p.judged.contains(&hash)));
+    // While the operators are being read, any change may be to one already read.
+    let concerned =
+        PLANNING.with_borrow(|p| !p.redispatching && p.depth > 0 && (hash == 0 || p.walking || p.judged.contains(&hash)));
     if !concerned {
         return;
     }
-    PLANNING.with_borrow_mut(|p| {
-        p.redispatching = true;
-        p.changed = true;
-    });
+    // Noted even where no scope is active (code the planner runs as a table owner): the
+    // planner hook refuses the plan when it returns.
+    PLANNING.with_borrow_mut(|p| p.changed = Some(p.changed.unwrap_or(false) || hash == 0));
+    let Some(scope) = ACTIVE.with_borrow(|a| a.as_ref().map(|a| a.scope)) else {
+        return;
+    };
+    PLANNING.with_borrow_mut(|p| p.redispatching = true);
     {
         let _done = Redispatched;
         if hash == 0 {

@@ -40,8 +40,8 @@ pub struct Calls {
     /// Every operator visited: a change to one of them after this was read is a change to what
     /// the planner calls (hooks.rs).
     pub operators: Vec<Oid>,
-    /// An operator reached that is only a shell (no function yet): its owner can complete it
-    /// after it was judged.
+    /// An operator reached that is only a shell (no function yet) and that a role other than a
+    /// superuser owns: its owner can complete it after it was judged.
     pub shell: Option<Oid>,
 }
 
@@ -66,6 +66,17 @@ pub unsafe fn of_expression(node: *mut pg_sys::Node) -> Calls {
 /// commutators.
 pub unsafe fn operator_closure(operators: HashSet<Oid>) -> Calls {
     calls(Found { operators, ..Found::default() })
+}
+
+/// Whether a superuser owns `op` (only its owner can give a shell a function).
+unsafe fn owned_by_superuser(op: Oid) -> bool {
+    let tup = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::OPEROID as i32, pg_sys::Datum::from(op));
+    if tup.is_null() {
+        return false;
+    }
+    let owner = (*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_operator>(tup)).oprowner;
+    pg_sys::ReleaseSysCache(tup);
+    pg_sys::superuser_arg(owner)
 }
 
 /// How an operator is shown in messages, schema-qualified (`public.<~>(integer,integer)`).
@@ -109,7 +120,11 @@ unsafe fn calls(found: Found) -> Calls {
         pg_sys::check_for_interrupts!();
         out.operators.push(op);
         match pg_sys::get_opcode(op) {
-            f if f == pg_sys::InvalidOid => out.shell = out.shell.or(Some(op)),
+            f if f == pg_sys::InvalidOid => {
+                if !owned_by_superuser(op) {
+                    out.shell = out.shell.or(Some(op));
+                }
+            }
             f => out.functions.push(f),
         }
         todo.push(pg_sys::get_negator(op));

@@ -180,8 +180,10 @@ impl Diagnostic for AskError {
                 ))
             }
             AskError::Llm(r) => r.hint.clone(),
-            // Nothing about the query was wrong: the catalog changed under it.
-            AskError::Refused { error: error @ GuardError::CatalogChanged { .. }, .. } => error.hint(),
+            // Nothing the model wrote was wrong: the catalog changed under it, or holds a shell.
+            AskError::Refused { error: error @ (GuardError::CatalogChanged { .. } | GuardError::ShellOperator(_)), .. } => {
+                error.hint()
+            }
             AskError::Refused { .. } => Some("nl2sql only runs single read-only queries; rephrase the question.".into()),
             AskError::Failed { failure: Failure::Timeout { .. }, .. } => {
                 Some("Raise nl2sql.statement_timeout, or ask a narrower question.".into())

@@ -108,6 +108,7 @@ impl Diagnostic for GuardError {
                 Some("Rephrase the question, or check that the model follows instructions.".into())
             }
             GuardError::CatalogChanged { .. } => Some("Ask again.".into()),
+            GuardError::ShellOperator(_) => Some("Its owner can give it a function (CREATE OPERATOR) or drop it.".into()),
             _ => None,
         }
     }
