@@ -59,17 +59,22 @@ struct Planning {
     walking: bool,
 }
 
-/// Runs `read` (a walk of planner_calls) with every operator change taken in meanwhile refused.
-fn walking<T>(read: impl FnOnce() -> T) -> T {
-    struct Done;
-    impl Drop for Done {
+/// Runs `f` with one of PLANNING's flags set, cleared again however `f` ends.
+fn flagged<T>(flag: fn(&mut Planning) -> &mut bool, f: impl FnOnce() -> T) -> T {
+    struct Clear(fn(&mut Planning) -> &mut bool);
+    impl Drop for Clear {
         fn drop(&mut self) {
-            PLANNING.with_borrow_mut(|p| p.walking = false);
+            PLANNING.with_borrow_mut(|p| *(self.0)(p) = false);
         }
     }
-    PLANNING.with_borrow_mut(|p| p.walking = true);
-    let _done = Done;
-    read()
+    PLANNING.with_borrow_mut(|p| *flag(p) = true);
+    let _clear = Clear(flag);
+    f()
+}
+
+/// Runs `read` (a walk of planner_calls) with every operator change taken in meanwhile refused.
+fn walking<T>(read: impl FnOnce() -> T) -> T {
+    flagged(|p| &mut p.walking, read)
 }
 
 /// The refusal the hook raised since the last call, if any.
@@ -429,23 +434,15 @@ unsafe extern "C-unwind" fn operator_changed(_arg: pg_sys::Datum, cache: c_int, 
     let Some(scope) = ACTIVE.with_borrow(|a| a.as_ref().map(|a| a.scope)) else {
         return;
     };
-    PLANNING.with_borrow_mut(|p| p.redispatching = true);
-    {
-        let _done = Redispatched;
-        if hash == 0 {
-            pg_sys::InvalidateSystemCaches();
-        } else {
-            pg_sys::CallSyscacheCallbacks(cache, hash);
-        }
-    }
+    flagged(
+        |p| &mut p.redispatching,
+        || {
+            if hash == 0 {
+                pg_sys::InvalidateSystemCaches();
+            } else {
+                pg_sys::CallSyscacheCallbacks(cache, hash);
+            }
+        },
+    );
     refuse(scope, GuardError::CatalogChanged { reset: hash == 0 });
-}
-
-/// Ends operator_changed's own dispatch, also when a callback it ran raised an error.
-struct Redispatched;
-
-impl Drop for Redispatched {
-    fn drop(&mut self) {
-        PLANNING.with_borrow_mut(|p| p.redispatching = false);
-    }
 }

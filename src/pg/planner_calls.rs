@@ -25,10 +25,60 @@ use std::ffi::c_void;
 const RNGCANONICAL: pg_sys::AttrNumber = 6;
 const RNGSUBDIFF: pg_sys::AttrNumber = 7;
 
+/// What a walk has reached so far: the operators applied and the types of the values handled.
 #[derive(Default)]
-struct Found {
+pub struct Reached {
     operators: HashSet<Oid>,
     types: HashSet<Oid>,
+}
+
+impl Reached {
+    /// Notes what `node` itself applies and handles (not its children).
+    pub unsafe fn note(&mut self, node: *mut pg_sys::Node) {
+        operators(node, &mut self.operators);
+        if is_typed_expression(node) {
+            let typ = pg_sys::exprType(node);
+            if typ != pg_sys::InvalidOid {
+                // A domain's base type: a range under a domain is still estimated as a range.
+                self.types.insert(pg_sys::getBaseType(typ));
+            }
+        }
+    }
+
+    /// What the planner may call for what was reached: the functions of every operator
+    /// reachable through negators and commutators, the range types' support functions.
+    pub unsafe fn calls(self) -> Calls {
+        let mut out = Calls::default();
+        let mut seen = HashSet::new();
+        let mut todo: Vec<Oid> = self.operators.into_iter().collect();
+        while let Some(op) = todo.pop() {
+            if op == pg_sys::InvalidOid || !seen.insert(op) {
+                continue;
+            }
+            // Each operator is visited once: the walk ends within pg_operator.
+            pg_sys::check_for_interrupts!();
+            out.operators.push(op);
+            match pg_sys::get_opcode(op) {
+                f if f == pg_sys::InvalidOid => {
+                    if !owned_by_superuser(op) {
+                        out.shell = out.shell.or(Some(op));
+                    }
+                }
+                f => out.functions.push(f),
+            }
+            todo.push(pg_sys::get_negator(op));
+            todo.push(pg_sys::get_commutator(op));
+        }
+        for t in self.types {
+            out.functions.extend(range_support(t));
+        }
+        out
+    }
+}
+
+#[derive(Default)]
+struct Found {
+    reached: Reached,
     /// Whether the relations a query reads are opened for their virtual generated columns.
     virtual_columns: bool,
 }
@@ -52,20 +102,14 @@ pub struct Calls {
 pub unsafe fn of_query(q: *mut pg_sys::Query) -> Calls {
     let mut found = Found { virtual_columns: true, ..Found::default() };
     walker(q.cast(), (&mut found as *mut Found).cast());
-    calls(found)
+    found.reached.calls()
 }
 
 /// The same for an expression, or a list of them (an index predicate).
 pub unsafe fn of_expression(node: *mut pg_sys::Node) -> Calls {
     let mut found = Found::default();
     walker(node, (&mut found as *mut Found).cast());
-    calls(found)
-}
-
-/// The functions of `operators` and of every operator reachable from them through negators and
-/// commutators.
-pub unsafe fn operator_closure(operators: HashSet<Oid>) -> Calls {
-    calls(Found { operators, ..Found::default() })
+    found.reached.calls()
 }
 
 /// Whether a superuser owns `op` (only its owner can give a shell a function).
@@ -85,7 +129,7 @@ pub unsafe fn operator_name(op: Oid) -> String {
 }
 
 /// A range or multirange type's subtype_diff and canonical functions (none for another type).
-pub unsafe fn range_support(typ: Oid) -> Vec<Oid> {
+unsafe fn range_support(typ: Oid) -> Vec<Oid> {
     let range = match pg_sys::get_typtype(typ) as u8 {
         b'r' => typ,
         b'm' => pg_sys::get_multirange_range(typ),
@@ -105,34 +149,6 @@ pub unsafe fn range_support(typ: Oid) -> Vec<Oid> {
         }
     }
     pg_sys::ReleaseSysCache(tup);
-    out
-}
-
-unsafe fn calls(found: Found) -> Calls {
-    let mut out = Calls::default();
-    let mut seen = HashSet::new();
-    let mut todo: Vec<Oid> = found.operators.into_iter().collect();
-    while let Some(op) = todo.pop() {
-        if op == pg_sys::InvalidOid || !seen.insert(op) {
-            continue;
-        }
-        // Each operator is visited once: the walk ends within pg_operator.
-        pg_sys::check_for_interrupts!();
-        out.operators.push(op);
-        match pg_sys::get_opcode(op) {
-            f if f == pg_sys::InvalidOid => {
-                if !owned_by_superuser(op) {
-                    out.shell = out.shell.or(Some(op));
-                }
-            }
-            f => out.functions.push(f),
-        }
-        todo.push(pg_sys::get_negator(op));
-        todo.push(pg_sys::get_commutator(op));
-    }
-    for t in found.types {
-        out.functions.extend(range_support(t));
-    }
     out
 }
 
@@ -156,18 +172,12 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
         // The walker visits what the entry holds itself.
         return false;
     }
-    operators(node, &mut found.operators);
-    if is_typed_expression(node) {
-        let typ = pg_sys::exprType(node);
-        if typ != pg_sys::InvalidOid {
-            found.types.insert(pg_sys::getBaseType(typ));
-        }
-    }
+    found.reached.note(node);
     pg_sys::expression_tree_walker(node, Some(walker), context)
 }
 
 /// The operators `node` applies.
-pub unsafe fn operators(node: *mut pg_sys::Node, out: &mut HashSet<Oid>) {
+unsafe fn operators(node: *mut pg_sys::Node, out: &mut HashSet<Oid>) {
     use pg_sys::NodeTag::*;
     match (*node).type_ {
         // DistinctExpr and NullIfExpr are OpExprs under another tag.
@@ -187,7 +197,7 @@ pub unsafe fn operators(node: *mut pg_sys::Node, out: &mut HashSet<Oid>) {
 
 /// Expression nodes exprType() knows (it raises an error on any other node), the SQL/JSON
 /// ones of the server's major included (a range type returned by JSON_VALUE is a type too).
-pub unsafe fn is_typed_expression(node: *mut pg_sys::Node) -> bool {
+unsafe fn is_typed_expression(node: *mut pg_sys::Node) -> bool {
     use pg_sys::NodeTag::*;
     let known = matches!(
         (*node).type_,

@@ -109,10 +109,8 @@ struct Walk {
     /// Relations whose SELECT privilege is checked as the current role (not those a view reads
     /// with its owner's rights).
     read_as_caller: Vec<Oid>,
-    /// Types of values the query handles (to find range types).
-    types: HashSet<Oid>,
-    /// Operators the query applies (the planner calls their negators and commutators too).
-    operators: HashSet<Oid>,
+    /// Operators applied and types of values handled: what the planner calls itself for them.
+    reached: planner_calls::Reached,
     refusal: Option<GuardError>,
 }
 
@@ -194,14 +192,11 @@ pub unsafe fn check(
     // What the planner calls itself: the functions of the operators the query applies and of
     // their negators and commutators, however far; the subtype_diff and canonical functions
     // range types cache.
-    let calls = planner_calls::operator_closure(std::mem::take(&mut walk.operators));
+    let calls = std::mem::take(&mut walk.reached).calls();
     if let Some(shell) = calls.shell {
         return Err(GuardError::ShellOperator(planner_calls::operator_name(shell)));
     }
     walk.functions.extend(calls.functions);
-    for &t in &walk.types {
-        walk.functions.extend(planner_calls::range_support(t));
-    }
     // Every function, and every support function of the aggregates among them.
     let mut todo = walk.functions;
     let mut judged = HashSet::new();
@@ -283,16 +278,9 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
     if pgrx::is_a(node, pg_sys::NodeTag::T_CoerceToDomain) {
         walk.domains.push((*(node as *mut pg_sys::CoerceToDomain)).resulttype);
     }
-    // Types of values (a domain's base type included): a range type's support functions are
-    // called outside the executor.
-    if planner_calls::is_typed_expression(node) {
-        let typ = pg_sys::exprType(node);
-        if typ != pg_sys::InvalidOid {
-            walk.types.insert(pg_sys::getBaseType(typ));
-        }
-    }
+    // Operators and types of values: the planner calls functions for them itself.
+    walk.reached.note(node);
     pg_sys::check_functions_in_node(node, Some(collect_function), context);
-    planner_calls::operators(node, &mut walk.operators);
     pg_sys::expression_tree_walker(node, Some(walker), context)
 }
 
