@@ -18,7 +18,9 @@
 //!   ORDER BY without GROUP BY is unwrapped; nested aggregates become ORDER BY ... LIMIT 1; an
 //!   inner join that only re-finds the row a NOT NULL foreign key points to is dropped, and so
 //!   is a one-to-many join the question never names in a SELECT that neither groups, aggregates
-//!   nor uses a window (question.rs);
+//!   nor uses a window (question.rs); a window the question bounds by the calendar ("the last 6
+//!   months, excluding the current month", "last year") ends where the current period starts
+//!   and starts at a period's start (windows.rs);
 //! - style: ORDER BY ... LIMIT on a nullable column gets IS NOT NULL (PostgreSQL sorts NULLs
 //!   first in DESC order); id columns nobody asked for leave a SELECT list that the extraction
 //!   said returns fewer things, or, with no extraction, where another column of their table
@@ -308,6 +310,7 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
             nested_aggregates(q, &mut fired);
             redundant_joins(schema, &sc, q, &mut fired);
             unmentioned_joins(schema, &sc, q, cx.question, &mut fired);
+            windows::calendar_windows(q, cx.question, &mut fired);
         }
         if rules.style {
             nulls_under_limit(schema, &sc, q, &mut fired);
@@ -583,6 +586,7 @@ mod keys;
 mod names;
 mod question;
 mod reach;
+mod windows;
 use aggregates::{aggregate_in_order_by, aggregate_in_where, aggregate_name, aggregated, nested_aggregates};
 use joins::{ambiguous_columns, bridge_joins};
 use keys::key_comparisons;
