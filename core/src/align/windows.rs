@@ -175,16 +175,27 @@ fn today(e: &Expr) -> bool {
     match e {
         Expr::Nested(inner) => today(inner),
         Expr::Cast { expr, data_type, .. } => pointlike(data_type) && today(expr),
-        Expr::Identifier(i) => matches!(fold(i).as_str(), "current_date" | "current_timestamp" | "localtimestamp") && i.quote_style.is_none(),
-        Expr::Function(f) => {
-            let name = f.name.0.last().and_then(|p| p.as_ident()).map(fold).unwrap_or_default();
-            match name.as_str() {
-                "current_date" | "current_timestamp" | "localtimestamp" | "now" | "transaction_timestamp" | "statement_timestamp" => true,
-                "date_trunc" => function_args(f).is_some_and(|a| a.len() == 2 && string(a[0]).as_deref() == Some("day") && today(a[1])),
-                _ => false,
-            }
-        }
+        // sqlparser reads CURRENT_DATE, CURRENT_TIMESTAMP and LOCALTIMESTAMP as functions too.
+        Expr::Function(f) => match called(f).as_str() {
+            "current_date" | "current_timestamp" | "localtimestamp" | "now" | "transaction_timestamp" | "statement_timestamp" => true,
+            _ => truncation(e).is_some_and(|(unit, inner)| unit == "day" && today(inner)),
+        },
         _ => false,
+    }
+}
+
+/// A function's name as PostgreSQL folds it, without its schema.
+fn called(f: &sqlparser::ast::Function) -> String {
+    f.name.0.last().and_then(|p| p.as_ident()).map(fold).unwrap_or_default()
+}
+
+/// `date_trunc('unit', x)`: the unit, lowercased, and `x`.
+fn truncation(e: &Expr) -> Option<(String, &Expr)> {
+    let Expr::Function(f) = e else { return None };
+    let args = function_args(f)?;
+    match args.as_slice() {
+        [unit, inner] if called(f) == "date_trunc" => Some((string(unit)?, inner)),
+        _ => None,
     }
 }
 
@@ -251,10 +262,7 @@ fn relative(e: &Expr) -> bool {
         Expr::Nested(inner) => relative(inner),
         Expr::Cast { expr, data_type, .. } => pointlike(data_type) && relative(expr),
         Expr::BinaryOp { left, op: BinaryOperator::Minus | BinaryOperator::Plus, right } => relative(left) && interval(right).is_some(),
-        Expr::Function(f) if f.name.0.last().and_then(|p| p.as_ident()).map(fold).as_deref() == Some("date_trunc") => {
-            function_args(f).is_some_and(|a| a.len() == 2 && string(a[0]).is_some() && relative(a[1]))
-        }
-        other => today(other),
+        other => truncation(other).is_some_and(|(_, inner)| relative(inner)) || today(other),
     }
 }
 
@@ -330,11 +338,8 @@ fn periods(n: u32, unit: Unit, want: Unit) -> Option<u32> {
 /// (`date_trunc('month', CURRENT_DATE) - INTERVAL '6 months'`, `date_trunc('month',
 /// CURRENT_DATE - INTERVAL '6 months')`); None for any other point.
 fn start_of(point: &Expr, unit: Unit) -> Option<(u32, bool)> {
-    let truncated = |f: &sqlparser::ast::Function| -> Option<Expr> {
-        let name = f.name.0.last().and_then(|p| p.as_ident()).map(fold)?;
-        let args = function_args(f)?;
-        (name == "date_trunc" && args.len() == 2 && string(args[0]).as_deref() == Some(unit.name())).then(|| args[1].clone())
-    };
+    // `date_trunc` to the window's unit: what it truncates.
+    let truncated = |e: &Expr| truncation(e).filter(|(u, _)| u == unit.name()).map(|(_, inner)| inner.clone());
     match point {
         Expr::Nested(inner) => start_of(inner, unit),
         Expr::Cast { expr, data_type, .. } if pointlike(data_type) => start_of(expr, unit),
@@ -348,12 +353,9 @@ fn start_of(point: &Expr, unit: Unit) -> Option<(u32, bool)> {
             while let Expr::Nested(inner) = base {
                 base = inner;
             }
-            match base {
-                Expr::Function(f) => truncated(f).filter(today).map(|_| (n, true)),
-                _ => None,
-            }
+            truncated(base).filter(today).map(|_| (n, true))
         }
-        Expr::Function(f) => match truncated(f)? {
+        Expr::Function(_) => match truncated(point)? {
             inner @ Expr::BinaryOp { op: BinaryOperator::Minus, .. } => start_of(&inner, unit).map(|(n, _)| (n, true)),
             _ => None,
         },
@@ -367,9 +369,9 @@ fn rebuild(tests: Vec<Expr>) -> Option<Expr> {
 
 /// The window's bounds in one `SELECT`'s `WHERE` (see the module's comment); the `WHERE` as it
 /// was unless a bound changes.
-fn fix_select(s: &mut Select, win: Window, count: u32, fired: &mut Vec<String>) {
+fn fix_select(s: &mut Select, unit: Unit, count: u32, fired: &mut Vec<String>) {
     let Some(selection) = s.selection.as_ref() else { return };
-    let (Some(end), Some(first)) = (parse(&win.unit.start()), parse(&format!("{} - {}", win.unit.start(), win.unit.interval(count)))) else {
+    let (Some(end), Some(first)) = (parse(&unit.start()), parse(&format!("{} - {}", unit.start(), unit.interval(count)))) else {
         return;
     };
     let before = selection.to_string();
@@ -386,25 +388,36 @@ fn fix_select(s: &mut Select, win: Window, count: u32, fired: &mut Vec<String>) 
             other => split.push(other),
         }
     }
+    // Each test's bound, and for a start, where it is in periods before today.
+    let bounds: Vec<(Expr, Option<Bound>, Option<(u32, bool)>)> = split
+        .into_iter()
+        .map(|t| {
+            let b = bound(&t);
+            let start = match &b {
+                Some(Bound::Low(_, point)) => start_of(point, unit).filter(|(n, _)| *n == count),
+                _ => None,
+            };
+            (t, b, start)
+        })
+        .collect();
     // The columns the window starts on: `count` periods before today.
-    let started: Vec<Expr> = split
+    let started: Vec<Expr> = bounds
         .iter()
-        .filter_map(|t| match bound(t) {
-            Some(Bound::Low(col, point)) if start_of(&point, win.unit).is_some_and(|(n, _)| n == count) => Some(col),
+        .filter_map(|(_, b, start)| match (b, start) {
+            (Some(Bound::Low(col, _)), Some(_)) => Some(col.clone()),
             _ => None,
         })
         .collect();
     if started.is_empty() {
         return;
     }
-    let mut out = Vec::with_capacity(split.len() + started.len());
+    let mut out = Vec::with_capacity(bounds.len() + started.len());
     let mut ended: Vec<Expr> = Vec::new();
-    for t in split {
-        match bound(&t) {
-            Some(Bound::Low(col, point)) if started.contains(&col) => match start_of(&point, win.unit) {
-                Some((n, false)) if n == count => out.push(Expr::BinaryOp { left: Box::new(col), op: BinaryOperator::GtEq, right: Box::new(first.clone()) }),
-                _ => out.push(t),
-            },
+    for (t, b, start) in bounds {
+        match b {
+            Some(Bound::Low(col, _)) if started.contains(&col) && start == Some((count, false)) => {
+                out.push(Expr::BinaryOp { left: Box::new(col), op: BinaryOperator::GtEq, right: Box::new(first.clone()) })
+            }
             Some(Bound::High(col)) if started.contains(&col) => {
                 out.push(Expr::BinaryOp { left: Box::new(col.clone()), op: BinaryOperator::Lt, right: Box::new(end.clone()) });
                 ended.push(col);
@@ -420,7 +433,7 @@ fn fix_select(s: &mut Select, win: Window, count: u32, fired: &mut Vec<String>) 
     }
     let Some(after) = rebuild(out) else { return };
     if after.to_string() != before {
-        fired.push(format!("function: the window ends where the current {} starts ({})", win.unit.name(), win.unit.start()));
+        fired.push(format!("function: the window ends where the current {} starts ({})", unit.name(), unit.start()));
         s.selection = Some(after);
     }
 }
@@ -432,7 +445,7 @@ pub(super) fn calendar_windows(q: &mut Query, question: &str, fired: &mut Vec<St
     // How many periods: without a count, nothing says where the window starts.
     let Some(count) = win.count else { return };
     struct Selects<'a> {
-        win: Window,
+        unit: Unit,
         count: u32,
         fired: &'a mut Vec<String>,
     }
@@ -443,7 +456,7 @@ pub(super) fn calendar_windows(q: &mut Query, question: &str, fired: &mut Vec<St
             let mut stack: Vec<&mut SetExpr> = vec![q.body.as_mut()];
             while let Some(body) = stack.pop() {
                 match body {
-                    SetExpr::Select(s) => fix_select(s, self.win, self.count, self.fired),
+                    SetExpr::Select(s) => fix_select(s, self.unit, self.count, self.fired),
                     SetExpr::SetOperation { left, right, .. } => {
                         stack.push(left.as_mut());
                         stack.push(right.as_mut());
@@ -454,7 +467,7 @@ pub(super) fn calendar_windows(q: &mut Query, question: &str, fired: &mut Vec<St
             ControlFlow::Continue(())
         }
     }
-    let _ = VisitMut::visit(q, &mut Selects { win, count, fired });
+    let _ = VisitMut::visit(q, &mut Selects { unit: win.unit, count, fired });
 }
 
 #[cfg(test)]
