@@ -12,27 +12,7 @@ import json
 
 import psycopg
 
-import judge
-from harness import run_read_only
-
-
-def right(conn, bench, gold, sql):
-    """True or False by the benchmark's rule; None when the query fails."""
-    try:
-        rows, width, _ = run_read_only(conn, sql)
-    except psycopg.Error:
-        return None
-    if bench == "defog-instruct":
-        golds = []
-        for q in judge.acceptable_queries(gold):
-            try:
-                r, w, _ = run_read_only(conn, q)
-                golds.append((r, w))
-            except psycopg.Error:
-                pass
-        return judge.judge(golds, (rows, width))
-    m = conn.execute("SELECT nl2sql.compare_results(%s, %s, 1)", (gold, sql)).fetchone()[0]
-    return m["match"] is True
+from harness import candidate_right
 
 
 def main():
@@ -55,13 +35,13 @@ def main():
                 conns[db] = psycopg.connect(host=args.host, port=args.port, user="postgres", dbname=db, autocommit=True)
                 conns[db].execute("LOAD 'nl2sql'")
             for c in fired:
-                before = right(conns[db], r.get("bench", "spider-pg"), r["gold"], c["sql"])
-                after = right(conns[db], r.get("bench", "spider-pg"), r["gold"], c["aligned"])
+                before = candidate_right(conns[db], r, c["sql"])
+                after = candidate_right(conns[db], r, c["aligned"])
                 kind = "alone" if all(args.rule in x for x in c["rules"]) else "with other rules"
                 t = totals[kind]
                 t[0] += 1
-                t[1] += before is True
-                t[2] += after is True
+                t[1] += before
+                t[2] += after
                 print(f"{path.split('/')[-1]} q{r['id']} ({kind}): model's {before}, aligned {after}; question judged {r['correct']}")
     for kind, (n, b, a) in totals.items():
         print(f"{kind}: {n} candidates, right as written {b}, right aligned {a}")
