@@ -41,6 +41,24 @@ pub fn facts(oid: Oid) -> Option<(FunctionFacts, bool)> {
     read
 }
 
+/// pg_language's fixed OID for SQL (`SQLlanguageId`, the same on every major).
+const SQL_LANGUAGE: u32 = 14;
+
+/// Whether `oid` is a `LANGUAGE sql` function: one the planner may inline, parsing its body
+/// anew with the session's search_path, after the planner hook walked the query.
+pub fn written_in_sql(oid: Oid) -> bool {
+    // SAFETY: a syscache lookup by OID; the tuple is released before returning.
+    unsafe {
+        let tup = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::PROCOID as i32, pg_sys::Datum::from(oid));
+        if tup.is_null() {
+            return false;
+        }
+        let language = (*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_proc>(tup)).prolang;
+        pg_sys::ReleaseSysCache(tup);
+        u32::from(language) == SQL_LANGUAGE
+    }
+}
+
 fn read_facts(oid: Oid) -> Option<(FunctionFacts, bool)> {
     // SAFETY: syscache lookups by OID; the tuple is released before returning, and names are
     // copied out first.

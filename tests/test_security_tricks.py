@@ -1,0 +1,370 @@
+"""Tricks of a hostile model and of a hostile table owner against the tree check and the
+planner's calls, from an independent review: function-call notation on a row, dotted and
+Unicode-escaped names against the allow-list, domain checks and casts reached without a node of
+their own, join estimators, a stored search_path shadowing built-ins, and SQL functions the
+planner would inline. Each test asserts the safe outcome: the question is refused with a
+specific SQLSTATE, and her code never ran (no NOTICE from it, no advisory lock held)."""
+import threading
+import time
+
+import psycopg
+import pytest
+from psycopg import errors
+
+from helpers import hostile_owner
+
+# Written so that a shadowed `=` (a search_path that puts public first) cannot change the count.
+LOCKS = ("SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype OPERATOR(pg_catalog.=) 'advisory' "
+         "AND pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()")
+LOCKED = "function pg_catalog.pg_try_advisory_lock is not allowed in generated SQL"
+
+# Her operators: <~> looks harmless (int4ne) but its negator ~=~ is pg_try_advisory_lock, which
+# neqsel calls on the column's most common values while the planner estimates `x <~> c`.
+NEGATOR_PAIR = [
+    "CREATE OPERATOR public.~=~ (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.pg_try_advisory_lock)",
+    """CREATE OPERATOR public.<~> (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4ne,
+       NEGATOR = OPERATOR(public.~=~), RESTRICT = neqsel)""",
+]
+
+# The same payload behind public.<>: whoever's search_path puts public before pg_catalog gets her
+# operator for every `int <> int`.
+SHADOWED_NE = [
+    "CREATE OPERATOR public.~==~ (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.pg_try_advisory_lock)",
+    """CREATE OPERATOR public.<> (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4ne,
+       NEGATOR = OPERATOR(public.~==~), RESTRICT = neqsel)""",
+]
+
+
+def ages(table, rows=100):
+    """A table of ages 0 to 4 everyone may read, with statistics (its most common values)."""
+    return [
+        f"CREATE TABLE {table} (age int)",
+        f"INSERT INTO {table} SELECT g % 5 FROM generate_series(1, {rows}) g",
+        f"ANALYZE {table}",
+        f"GRANT SELECT ON {table} TO PUBLIC",
+    ]
+
+
+def ran_her(notices, what):
+    return [n for n in notices if f"{what} ran" in n]
+
+
+def refused(conn, question, message):
+    with pytest.raises(errors.InsufficientPrivilege) as e:
+        conn.execute("SELECT nl2sql(%s)", (question,))
+    assert e.value.diag.message_primary == message, question
+    return e.value
+
+
+def test_function_call_notation_on_a_row_calls_no_function_of_hers(connect, mock):
+    # `name(s)` on a row is a projection of column name... unless a function name(singer)
+    # exists: function-call notation prefers the function (attribute notation `s.name` prefers
+    # the column). She creates one; the model writes the function-call form.
+    conn = connect()
+    owner = hostile_owner(
+        conn, "pytest_hnmallory",
+        """CREATE FUNCTION public.name(singer) RETURNS text STABLE LANGUAGE plpgsql
+           AS $$ BEGIN RAISE NOTICE 'name(singer) ran as %', current_user; RETURN 'x'; END $$""",
+    )
+    with owner as ran:
+        refused(conn, "[hr-call-notation] the first singer's name", "function public.name is not trusted in generated SQL")
+        assert not ran_her(ran, "name(singer)"), ran
+        # Attribute notation reads the column: answered, and her function never ran.
+        rows = conn.execute("SELECT * FROM nl2sql_run('[hr-attr-column] the first singer''s name')").fetchall()
+        assert len(rows) == 1 and "x" != rows[0][0]["n"]
+        assert not ran_her(ran, "name(singer)"), ran
+
+
+def test_a_quoted_name_with_a_dot_is_not_the_allow_listed_function(connect, mock):
+    # A superuser allow-lists pytest_hq.total (schema pytest_hq, function total). She creates,
+    # in public, a function whose NAME is "pytest_hq.total"; the model calls it quoted and
+    # through a Unicode escape of the dot. Judged by its catalog row (schema public), it is not
+    # the allow-listed one.
+    conn = connect()
+    conn.execute("DROP SCHEMA IF EXISTS pytest_hq CASCADE")
+    conn.execute("CREATE SCHEMA pytest_hq")
+    conn.execute("CREATE FUNCTION pytest_hq.total() RETURNS int STABLE LANGUAGE sql AS 'SELECT 7'")
+    conn.execute("GRANT USAGE ON SCHEMA pytest_hq TO PUBLIC")
+    try:
+        owner = hostile_owner(
+            conn, "pytest_hqmallory",
+            """CREATE FUNCTION public."pytest_hq.total"() RETURNS int STABLE LANGUAGE plpgsql
+               AS $$ BEGIN RAISE NOTICE 'dotted total ran as %', current_user; RETURN 1; END $$""",
+        )
+        with owner as ran:
+            conn.execute("SET nl2sql.allowed_functions = 'pytest_hq.total'")
+            for question in ("[hr-dotted-quoted] the total", "[hr-dotted-escaped] the total"):
+                refused(conn, question, "function public.pytest_hq.total is not trusted in generated SQL")
+            assert not ran_her(ran, "dotted total"), ran
+            # The allow-listed one runs.
+            assert conn.execute("SELECT * FROM nl2sql_run('[hr-dotted-real] the total')").fetchone()[0] == {"t": 7}
+            conn.execute("RESET nl2sql.allowed_functions")
+    finally:
+        conn.execute("DROP SCHEMA pytest_hq CASCADE")
+
+
+def test_a_domain_check_calling_a_builtin_is_judged_without_a_domain_node(connect, mock):
+    # Her domain's CHECK calls the built-in pg_try_advisory_lock directly (no function of hers:
+    # the fmgr hooks never see built-ins). It is reached through a type's input function, with
+    # no CoerceToDomain for the tree check: a record literal (during parse analysis),
+    # json_populate_record and a column definition list. The object-access hook judges the
+    # CHECK's functions as the executor initialises them.
+    conn = connect()
+    owner = hostile_owner(
+        conn, "pytest_hbmallory",
+        "CREATE DOMAIN pytest_hbint AS int CHECK (VALUE IS NULL OR pg_try_advisory_lock(4310))",
+        "CREATE TYPE pytest_hbrec AS (a pytest_hbint)",
+    )
+    with owner:
+        for question in ("[hr-bdomain-record] one as a record", "[hr-bdomain-populate] one populated",
+                         "[hr-bdomain-to-record] one through a column list"):
+            refused(conn, question, LOCKED)
+            assert conn.execute(LOCKS).fetchone()[0] == 0, question
+
+
+def test_casts_to_her_function_implicit_or_inlined_are_judged(connect, mock):
+    # Her casts: an IMPLICIT one from her enum to text (PostgreSQL inserts it in `mood = label`
+    # and in `upper(mood)`), and an explicit one that only the body of pg_catalog's
+    # quote_literal(anyelement) reaches: a SQL function the planner inlines, whose body
+    # `$1::pg_catalog.text` is parsed at plan time, so the tree check never sees the cast; the
+    # execution hooks (and, for a constant, the folding at plan time) do.
+    conn = connect()
+    owner = hostile_owner(
+        conn, "pytest_hcmallory",
+        "CREATE TYPE pytest_hmood AS ENUM ('calm', 'angry')",
+        """CREATE FUNCTION pytest_hmood_text(pytest_hmood) RETURNS text IMMUTABLE LANGUAGE plpgsql
+           AS $$ BEGIN RAISE NOTICE 'hmood_text ran as %', current_user; RETURN 'calm'; END $$""",
+        "CREATE CAST (pytest_hmood AS text) WITH FUNCTION pytest_hmood_text(pytest_hmood) AS IMPLICIT",
+        "CREATE TABLE pytest_hmoods (mood pytest_hmood, label text)",
+        "INSERT INTO pytest_hmoods VALUES ('calm', 'calm'), ('angry', 'x')",
+        "CREATE TYPE pytest_hmood2 AS ENUM ('calm', 'angry')",
+        """CREATE FUNCTION pytest_hmood2_text(pytest_hmood2) RETURNS text IMMUTABLE LANGUAGE plpgsql
+           AS $$ BEGIN RAISE NOTICE 'hmood2_text ran as %', current_user; RETURN 'calm'; END $$""",
+        "CREATE CAST (pytest_hmood2 AS text) WITH FUNCTION pytest_hmood2_text(pytest_hmood2)",
+        "CREATE TABLE pytest_hmoods2 (mood pytest_hmood2)",
+        "INSERT INTO pytest_hmoods2 VALUES ('calm'), ('angry')",
+        "GRANT SELECT ON pytest_hmoods, pytest_hmoods2 TO PUBLIC",
+    )
+    with owner as ran:
+        try:
+            conn.execute("SET nl2sql.sample_rows = 0")
+            for question in ("[hr-implicit-cast] moods equal to their label", "[hr-implicit-call] moods in capitals"):
+                refused(conn, question, "function public.pytest_hmood_text is not trusted in generated SQL")
+            for question in ("[hr-inlined-cast] moods quoted", "[hr-inlined-const] calm quoted"):
+                refused(conn, question, "function public.pytest_hmood2_text is not trusted in generated SQL")
+            assert not ran_her(ran, "hmood_text") and not ran_her(ran, "hmood2_text"), ran
+        finally:
+            conn.execute("RESET nl2sql.sample_rows")
+            # Casts have no owner: DROP OWNED leaves them (and so refuses to drop their functions).
+            conn.execute("DROP CAST IF EXISTS (pytest_hmood AS text)")
+            conn.execute("DROP CAST IF EXISTS (pytest_hmood2 AS text)")
+
+
+def test_a_join_estimator_reaching_the_negator_is_judged(connect, mock):
+    # Her operator's JOIN estimator is neqjoinsel: the planner estimates a join clause (and the
+    # anti-join NOT EXISTS makes of it) through the negator, whose function eqjoinsel calls on
+    # both sides' most common values. Outside nl2sql this takes five advisory locks.
+    conn = connect()
+    owner = hostile_owner(
+        conn, "pytest_hjmallory",
+        "CREATE OPERATOR public.=#= (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.pg_try_advisory_lock)",
+        """CREATE OPERATOR public.<#~> (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4ne,
+           NEGATOR = OPERATOR(public.=#=), RESTRICT = neqsel, JOIN = neqjoinsel)""",
+        *ages("pytest_hjages"),
+        *ages("pytest_hjbages"),
+    )
+    with owner:
+        conn.execute("SET nl2sql.sample_rows = 0")
+        for question in ("[hr-join-negator] pairs of different ages", "[hr-antijoin-negator] ages nobody differs from"):
+            refused(conn, question, LOCKED)
+            assert conn.execute(LOCKS).fetchone()[0] == 0, question
+        conn.execute("RESET nl2sql.sample_rows")
+
+
+def test_a_search_path_stored_for_the_database_shadows_nothing_that_runs(connect, mock):
+    # pg_db_role_setting: the database's owner (simulated here by the superuser) stores
+    # search_path = public, pg_catalog, so every new session, a superuser's included, resolves
+    # `int <> int` to her public.<> (negator: pg_try_advisory_lock) and upper(text) to her
+    # public.upper. A role cannot store nl2sql's SUSET settings for itself either.
+    conn = connect()
+    owner = hostile_owner(
+        conn, "pytest_hsmallory",
+        *SHADOWED_NE,
+        """CREATE FUNCTION public.upper(text) RETURNS text IMMUTABLE LANGUAGE plpgsql
+           AS $$ BEGIN RAISE NOTICE 'her upper ran as %', current_user; RETURN $1; END $$""",
+        *ages("pytest_hsages"),
+    )
+    with owner:
+        conn.execute("SET ROLE pytest_hsmallory")
+        try:
+            for setting in ("nl2sql.allowed_functions = 'upper'", "nl2sql.superuser_role = 'pytest_hsmallory'"):
+                with pytest.raises(errors.InsufficientPrivilege):
+                    conn.execute(f"ALTER ROLE pytest_hsmallory SET {setting}")
+        finally:
+            conn.execute("RESET ROLE")
+        conn.execute("ALTER DATABASE concert_singer SET search_path = public, pg_catalog")
+        try:
+            asker = connect()
+            notices = []
+            asker.add_notice_handler(lambda n: notices.append(n.message_primary))
+            assert asker.execute("SHOW search_path").fetchone()[0] == "public, pg_catalog"
+            for s in ("nl2sql.mode = zero_shot", "nl2sql.max_corrections = 0"):
+                asker.execute(f"SET {s}")
+            refused(asker, "[hr-path-negator] ages other than 4303", LOCKED)
+            assert asker.execute(LOCKS).fetchone()[0] == 0
+            refused(asker, "[hr-path-upper] the first name in capitals", "function public.upper is not trusted in generated SQL")
+            assert not ran_her(notices, "her upper"), notices
+            # nl2sql's own catalog reads and samples name pg_catalog's operators.
+            assert "singer" in asker.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+            assert asker.execute(LOCKS).fetchone()[0] == 0
+            assert not ran_her(notices, "her upper"), notices
+        finally:
+            conn.execute("ALTER DATABASE concert_singer RESET search_path")
+
+
+def test_a_system_sql_function_inlined_by_the_planner_is_judged(connect, mock):
+    # A SQL function that counts as a system one (owned by a superuser and part of an
+    # extension: here added to pg_trgm, as a third-party extension's own SQL functions are) is
+    # allowed in generated SQL. Were it not routed through the fmgr hook, the planner would
+    # inline it (inline_function / inline_set_returning_function), parsing its text body with
+    # the session's search_path after the planner hook judged the query: with public first on
+    # that path (a database setting, as in the test above), `$1 <> 4303` in the body is her
+    # public.<>, and neqsel would run her negator pg_try_advisory_lock on the column's most
+    # common values, judged by nobody. Verified failing (one lock held, the question answered)
+    # before such functions were routed through fmgr.
+    conn = connect()
+    if not conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'").fetchone()[0]:
+        pytest.skip("needs an extension to add the function to (pg_trgm)")
+    owner = hostile_owner(conn, "pytest_himallory", *SHADOWED_NE, *ages("pytest_hiages"))
+    with owner:
+        try:
+            conn.execute("CREATE FUNCTION public.pytest_hi_far(int) RETURNS bool IMMUTABLE LANGUAGE sql AS 'SELECT $1 <> 4303'")
+            conn.execute("""CREATE FUNCTION public.pytest_hi_rows() RETURNS SETOF pytest_hiages STABLE LANGUAGE sql
+                            AS 'SELECT * FROM public.pytest_hiages WHERE age <> 4303'""")
+            for f in ("public.pytest_hi_far(int)", "public.pytest_hi_rows()"):
+                conn.execute(f"ALTER EXTENSION pg_trgm ADD FUNCTION {f}")
+            conn.execute("SET search_path = public, pg_catalog")
+            conn.execute("SET nl2sql.sample_rows = 0")
+            outcomes = {}
+            for question in ("[hr-inlined-system] ages far from 4303", "[hr-inlined-system-srf] rows far from 4303"):
+                try:
+                    conn.execute("SELECT nl2sql(%s)", (question,))
+                    outcomes[question] = "answered"
+                except psycopg.Error as e:
+                    outcomes[question] = (e.sqlstate, e.diag.message_primary)
+                outcomes[question] = (outcomes[question], conn.execute(LOCKS).fetchone()[0])
+                conn.execute("SELECT pg_catalog.pg_advisory_unlock_all()")
+            for question, (outcome, locks) in outcomes.items():
+                assert locks == 0, "her negator ran in the planner (%s): %s" % (question, outcomes)
+                assert outcome == ("42501", LOCKED), outcomes
+        finally:
+            conn.execute("RESET search_path")
+            conn.execute("RESET nl2sql.sample_rows")
+            conn.execute("SELECT pg_catalog.pg_advisory_unlock_all()")
+            for f in ("public.pytest_hi_far(int)", "public.pytest_hi_rows()"):
+                conn.execute(f"""DO $$ BEGIN ALTER EXTENSION pg_trgm DROP FUNCTION {f};
+                                 EXCEPTION WHEN OTHERS THEN NULL; END $$""")
+                conn.execute(f"DROP FUNCTION IF EXISTS {f}")
+
+
+def test_an_allow_listed_sql_function_is_not_inlined_past_the_planner_hook(connect, mock):
+    # The same bodies in functions of hers a superuser allow-lists: not system functions, so
+    # the fmgr hook is needed for them, the planner does not inline them, and their bodies are
+    # planned (and judged) as queries of their own.
+    conn = connect()
+    owner = hostile_owner(
+        conn, "pytest_hlmallory",
+        *NEGATOR_PAIR,
+        *ages("pytest_hlages"),
+        "CREATE FUNCTION public.pytest_hl_far(int) RETURNS bool IMMUTABLE LANGUAGE sql AS 'SELECT $1 <~> 4303'",
+        """CREATE FUNCTION public.pytest_hl_rows() RETURNS SETOF pytest_hlages STABLE LANGUAGE sql
+           AS 'SELECT * FROM public.pytest_hlages WHERE age <~> 4303'""",
+    )
+    with owner:
+        conn.execute("SET nl2sql.sample_rows = 0")
+        conn.execute("SET nl2sql.allowed_functions = 'public.pytest_hl_far, public.pytest_hl_rows'")
+        for question in ("[hr-allowed-inline] ages far from 4303", "[hr-allowed-inline-srf] rows far from 4303"):
+            refused(conn, question, LOCKED)
+            assert conn.execute(LOCKS).fetchone()[0] == 0, question
+        conn.execute("RESET nl2sql.allowed_functions")
+        conn.execute("RESET nl2sql.sample_rows")
+
+
+def test_an_operator_changed_while_the_model_answers_is_judged_as_it_now_is(connect, mock):
+    # The caller's transaction already holds her table (so analysing the answer takes no new
+    # lock). While the model takes its time, she drops the harmless negator of <~> and creates
+    # it again on pg_try_advisory_lock (which links it back). The planner hook takes in the
+    # change before it judges: the new negator is refused like any other, not run.
+    conn, other = connect(), connect()
+    owner = hostile_owner(
+        conn, "pytest_hwmallory",
+        "CREATE OPERATOR public.~=~ (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4eq)",
+        """CREATE OPERATOR public.<~> (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4ne,
+           NEGATOR = OPERATOR(public.~=~), RESTRICT = neqsel)""",
+        *ages("pytest_hwages"),
+        "CREATE INDEX pytest_hwages_age ON pytest_hwages (age)",
+    )
+    with owner:
+        conn.execute("SET nl2sql.sample_rows = 0")
+        other.execute("SET ROLE pytest_hwmallory")
+        conn.execute("BEGIN")
+        conn.execute("SELECT count(*) FROM pytest_hwages")
+        outcome = {}
+
+        def ask():
+            try:
+                conn.execute("SELECT nl2sql('[hr-wait-negator] ages other than 4303')")
+                outcome["result"] = "answered"
+            except Exception as e:  # noqa: BLE001 - inspected below
+                outcome["result"] = e
+
+        t = threading.Thread(target=ask)
+        t.start()
+        try:
+            deadline = time.time() + 30
+            while not any("[hr-wait-negator]" in str(r["body"]) for r in mock.requests()):
+                assert time.time() < deadline and t.is_alive(), "the model was never asked: %s" % outcome
+                time.sleep(0.05)
+            other.execute("DROP OPERATOR public.~=~ (int4, int4)")
+            other.execute("""CREATE OPERATOR public.~=~ (LEFTARG = int4, RIGHTARG = int4,
+                             FUNCTION = pg_catalog.pg_try_advisory_lock, NEGATOR = OPERATOR(public.<~>))""")
+        finally:
+            t.join(60)
+            conn.execute("ROLLBACK")
+            other.execute("RESET ROLE")
+        e = outcome["result"]
+        assert isinstance(e, errors.InsufficientPrivilege), e
+        assert e.diag.message_primary == LOCKED
+        assert conn.execute(LOCKS).fetchone()[0] == 0
+        conn.execute("RESET nl2sql.sample_rows")
+
+
+def test_a_shell_owned_by_a_superuser_is_left_to_postgresql_and_she_cannot_complete_it(connect, mock):
+    # The reviewed change refuses only shells a role other than a superuser owns: only its
+    # owner can give a shell a function. A superuser's operator names a negator that does not
+    # exist yet (a shell the superuser owns): nl2sql does not refuse it as a shell (PostgreSQL's
+    # estimator fails on it by itself), and she can neither complete nor drop it.
+    conn = connect()
+    owner = hostile_owner(conn, "pytest_hxmallory", *ages("pytest_hxages"))
+    with owner:
+        conn.execute("""CREATE OPERATOR public.<%~> (LEFTARG = int4, RIGHTARG = int4, FUNCTION = pg_catalog.int4ne,
+                        NEGATOR = OPERATOR(public.~%~), RESTRICT = neqsel)""")
+        try:
+            conn.execute("SET nl2sql.sample_rows = 0")
+            with pytest.raises(psycopg.Error) as e:
+                conn.execute("SELECT nl2sql('[hr-superuser-shell] ages other than 4303')")
+            assert "has no function yet" not in (e.value.diag.message_primary or ""), e.value
+            conn.execute("SET ROLE pytest_hxmallory")
+            try:
+                with pytest.raises(errors.InsufficientPrivilege):
+                    conn.execute("""CREATE OPERATOR public.~%~ (LEFTARG = int4, RIGHTARG = int4,
+                                    FUNCTION = pg_catalog.pg_try_advisory_lock, NEGATOR = OPERATOR(public.<%~>))""")
+                with pytest.raises(errors.InsufficientPrivilege):
+                    conn.execute("DROP OPERATOR public.~%~ (int4, int4)")
+            finally:
+                conn.execute("RESET ROLE")
+            assert conn.execute(LOCKS).fetchone()[0] == 0
+        finally:
+            conn.execute("RESET nl2sql.sample_rows")
+            conn.execute("DROP OPERATOR IF EXISTS public.<%~> (int4, int4)")
+            conn.execute("DROP OPERATOR IF EXISTS public.~%~ (int4, int4)")
