@@ -1,7 +1,7 @@
 # nl2sql: `make demo` runs the main job, `make test` runs every test. Both install what is missing.
 # The majors `make test` builds and runs the server tests on (scripts/majors.sh); narrow it by
 # hand, e.g. make test PG_VERSIONS=15.
-PG_VERSIONS ?= 15 18
+PG_VERSIONS ?= 15 17 18
 # The server `make install`, `make eval` and `make bench` build into (default: Debian's 15).
 PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 SUDO_FLAG := $(shell [ "$$(id -u)" -eq 0 ] || echo --sudo)

@@ -75,12 +75,35 @@ debian_source() {
   $SUDO apt-get update -qq 2>"$dest/apt.log" && (cd "$dest" && apt-get source -qq "$pkg=$version" >/dev/null 2>>"$dest/apt.log") && ok=1
   $SUDO rm -f "$list"
   $SUDO apt-get update -qq || true
+  [ $ok = 1 ] || ! pool_source "$pkg" "$version" "$dest" || ok=1
   if [ $ok = 0 ]; then
     cat "$dest/apt.log" >&2
     echo "could not fetch Debian's source package $pkg $version from $suite" >&2
     exit 1
   fi
   find "$dest" -mindepth 1 -maxdepth 1 -type d -name "$pkg-*" | head -n1
+}
+
+# Version $2 of source package $1 straight from the archive's pool into $3, when the suite's
+# index no longer lists it: only a version whose .dsc hash scripts/majors.sh pins, and every file
+# checked against that .dsc before it is unpacked.
+pool_source() {
+  local pkg=$1 version=$2 dest=$3
+  local want; want=$(dsc_sha256_of "${pkg}_$version")
+  [ -n "$want" ] || return 1
+  local pool=http://deb.debian.org/debian/pool/main/${pkg:0:1}/$pkg dsc=${pkg}_$version.dsc
+  echo "$pkg $version is not in the suite's index: fetching it from the archive's pool" >&2
+  curl -fsS -o "$dest/$dsc" "$pool/$dsc" 2>>"$dest/apt.log" || return 1
+  echo "$want  $dest/$dsc" | sha256sum -c --quiet - >>"$dest/apt.log" 2>&1 || { echo "$dsc does not match its pinned hash" >&2; return 1; }
+  local sums; sums=$(awk '/^Checksums-Sha256:/{on=1; next} /^[^ ]/{on=0} on && NF==3 {print $1 "  " $3}' "$dest/$dsc")
+  [ -n "$sums" ] || return 1
+  local f
+  for f in $(echo "$sums" | awk '{print $2}'); do
+    curl -fsS -o "$dest/$f" "$pool/$f" 2>>"$dest/apt.log" || return 1
+  done
+  (cd "$dest" && echo "$sums" | sha256sum -c --quiet - >>apt.log 2>&1) || { echo "a file of $dsc does not match it" >&2; return 1; }
+  # The .dsc's own signature needs Debian's developer keyring; its hash is pinned instead.
+  (cd "$dest" && dpkg-source --no-check -x "$dsc" >/dev/null 2>>apt.log) || return 1
 }
 
 # 2. PostgreSQL majors other than 15: the upstream sources in Debian's source package, built

@@ -2,7 +2,7 @@
 # The server-side suites (pg_regress and the Python tests, tests/run.sh) on each PostgreSQL major
 # named: nl2sql is built and installed into that major's server first. Every major is tried; the
 # run fails if any failed, and the last lines say which.
-#   scripts/test-majors.sh 15 18
+#   scripts/test-majors.sh 15 17 18
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
