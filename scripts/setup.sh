@@ -91,7 +91,7 @@ pool_source() {
   local pkg=$1 version=$2 dest=$3
   local want; want=$(dsc_sha256_of "${pkg}_$version")
   [ -n "$want" ] || return 1
-  local pool=http://deb.debian.org/debian/pool/main/${pkg:0:1}/$pkg dsc=${pkg}_$version.dsc
+  local pool=https://deb.debian.org/debian/pool/main/${pkg:0:1}/$pkg dsc=${pkg}_$version.dsc
   echo "$pkg $version is not in the suite's index: fetching it from the archive's pool" >&2
   curl -fsS -o "$dest/$dsc" "$pool/$dsc" 2>>"$dest/apt.log" || return 1
   echo "$want  $dest/$dsc" | sha256sum -c --quiet - >>"$dest/apt.log" 2>&1 || { echo "$dsc does not match its pinned hash" >&2; return 1; }
