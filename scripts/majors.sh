@@ -29,12 +29,15 @@ version_of() {
   esac
 }
 
-# The SHA-256 of a pinned version's .dsc, for a version the suite's index no longer lists but
-# the archive's pool still holds (trixie lists 17.12, whose files the archive does not serve):
-# setup.sh fetches it from the pool and checks every file against this .dsc.
+# The SHA-256 of each pinned version's .dsc (as the suite's signed index gave it), for when the
+# suite's index no longer lists that version but the archive's pool still holds it (trixie
+# lists 17.12, whose files the archive does not serve): setup.sh then fetches it from the pool
+# and checks every file against this .dsc.
 dsc_sha256_of() {
   case $1 in
     postgresql-17_17.11-0+deb13u1) echo bf148ae423a982707c3f60672c3a072ef62b701bd9f5df847d9f4b8c9b3e3b18 ;;
+    postgresql-18_18.6-3) echo a4254c4548ebeea683832de193460ee8a9f1271418e884803b44ded1aead1776 ;;
+    pgvector_0.8.0-1) echo a71780bf7ab9901094a3d9869c489b6e2bcb858a8c14a5fa52d159933e016308 ;;
     *) echo "" ;;
   esac
 }

@@ -81,7 +81,9 @@ debian_source() {
     echo "could not fetch Debian's source package $pkg $version from $suite" >&2
     exit 1
   fi
-  find "$dest" -mindepth 1 -maxdepth 1 -type d -name "$pkg-*" | head -n1
+  local dir; dir=$(find "$dest" -mindepth 1 -maxdepth 1 -type d -name "$pkg-${version%%-*}" | head -n1)
+  [ -d "$dir" ] || { echo "Debian's source package $pkg $version unpacked nothing under $dest" >&2; exit 1; }
+  echo "$dir"
 }
 
 # Version $2 of source package $1 straight from the archive's pool into $3, when the suite's
@@ -92,18 +94,26 @@ pool_source() {
   local want; want=$(dsc_sha256_of "${pkg}_$version")
   [ -n "$want" ] || return 1
   local pool=https://deb.debian.org/debian/pool/main/${pkg:0:1}/$pkg dsc=${pkg}_$version.dsc
+  local fetch=(curl -fsS --proto =https --connect-timeout 30 --max-time 600 --retry 3)
   echo "$pkg $version is not in the suite's index: fetching it from the archive's pool" >&2
-  curl -fsS -o "$dest/$dsc" "$pool/$dsc" 2>>"$dest/apt.log" || return 1
-  echo "$want  $dest/$dsc" | sha256sum -c --quiet - >>"$dest/apt.log" 2>&1 || { echo "$dsc does not match its pinned hash" >&2; return 1; }
+  "${fetch[@]}" -o "$dest/$dsc" "$pool/$dsc" 2>>"$dest/apt.log" || return 1
+  if ! echo "$want  $dest/$dsc" | sha256sum -c --strict --quiet - >>"$dest/apt.log" 2>&1; then
+    echo "$dsc does not match its pinned hash (got $(sha256sum "$dest/$dsc" | cut -d' ' -f1))" >&2
+    return 1
+  fi
   local sums; sums=$(awk '/^Checksums-Sha256:/{on=1; next} /^[^ ]/{on=0} on && NF==3 {print $1 "  " $3}' "$dest/$dsc")
   [ -n "$sums" ] || return 1
-  local f
-  for f in $(echo "$sums" | awk '{print $2}'); do
-    curl -fsS -o "$dest/$f" "$pool/$f" 2>>"$dest/apt.log" || return 1
-  done
-  (cd "$dest" && echo "$sums" | sha256sum -c --quiet - >>apt.log 2>&1) || { echo "a file of $dsc does not match it" >&2; return 1; }
-  # The .dsc's own signature needs Debian's developer keyring; its hash is pinned instead.
-  (cd "$dest" && dpkg-source --no-check -x "$dsc" >/dev/null 2>>apt.log) || return 1
+  # Names as dpkg allows them (no slash, no leading dot): nothing is written outside $dest.
+  local sum f
+  while read -r sum f; do
+    [[ $f =~ ^[0-9A-Za-z][-+.,=0-9A-Za-z_~]*$ ]] || { echo "$dsc lists a file named '$f'" >&2; return 1; }
+    "${fetch[@]}" -o "$dest/$f" "$pool/$f" 2>>"$dest/apt.log" || return 1
+  done <<<"$sums"
+  (cd "$dest" && echo "$sums" | sha256sum -c --strict --quiet - >>apt.log 2>&1) || { echo "a file of $dsc does not match it" >&2; return 1; }
+  # dpkg-source checks every file against every checksum section of the .dsc too; the .dsc's
+  # signature needs Debian's developer keyring, which is not installed (it only warns): the
+  # .dsc's hash is pinned instead.
+  (cd "$dest" && dpkg-source -x "$dsc" >/dev/null 2>>apt.log) || return 1
 }
 
 # 2. PostgreSQL majors other than 15: the upstream sources in Debian's source package, built
