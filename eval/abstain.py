@@ -16,10 +16,8 @@ every query failing on a name the question asked for refuses too (the unanswerab
   .venv/bin/python eval/abstain.py [--no-setup] [--instructions] [--model http://127.0.0.1:8080/v1 [--generate]]
 """
 import argparse
-import http.server
 import json
 import sys
-import threading
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -27,6 +25,7 @@ from pathlib import Path
 import psycopg
 
 import benchmarks
+import endpoint
 import harness
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,43 +59,28 @@ ANSWERABLE = "Answer with one word: yes or no."
 def proxy(upstream):
     """A local endpoint passing the answerability requests to `upstream` and failing the rest;
     returns its URL."""
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            try:
-                last = json.loads(body)["messages"][-1]["content"]
-            except (ValueError, KeyError, IndexError, TypeError):
-                last = ""
-            if ANSWERABLE not in last:
-                self.send_response(503)
-                self.end_headers()
-                return
-            headers = {"Content-Type": "application/json"}
-            if self.headers.get("Authorization"):
-                headers["Authorization"] = self.headers["Authorization"]
-            req = urllib.request.Request(upstream.rstrip("/") + self.path.removeprefix("/v1"), data=body, headers=headers)
-            try:
-                with urllib.request.urlopen(req, timeout=600) as r:
-                    reply = r.read()
-                word = json.loads(reply)["choices"][0]["message"]["content"].strip().strip(".!\"'*`").lower()
-            except Exception:  # counted, then failed: the question falls back to its words
-                ANSWERS["failed"] += 1
-                self.send_response(502)
-                self.end_headers()
-                return
-            ANSWERS[word if word in ("yes", "no") else "other"] += 1
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
+    def respond(body, headers, path):
+        try:
+            last = json.loads(body)["messages"][-1]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            last = ""
+        if ANSWERABLE not in last:
+            return 503, None
+        forward = {"Content-Type": "application/json"}
+        if headers.get("Authorization"):
+            forward["Authorization"] = headers["Authorization"]
+        req = urllib.request.Request(upstream.rstrip("/") + path.removeprefix("/v1"), data=body, headers=forward)
+        try:
+            with urllib.request.urlopen(req, timeout=600) as r:
+                reply = r.read()
+            word = json.loads(reply)["choices"][0]["message"]["content"].strip().strip(".!\"'*`").lower()
+        except Exception:  # counted, then failed: the question falls back to its words
+            ANSWERS["failed"] += 1
+            return 502, None
+        ANSWERS[word if word in ("yes", "no") else "other"] += 1
+        return 200, reply
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}/v1"
+    return endpoint.serve(respond)
 
 
 def main():
