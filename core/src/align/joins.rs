@@ -1,5 +1,7 @@
 //! Agent alignment of joins: a join that equates the keys of two tables no foreign key links,
-//! where the foreign keys link them through one third table, joins through that table.
+//! where the foreign keys link them through one third table, joins through that table; so
+//! does a join that equates a key to a column the other table lacks, where a third table has
+//! that column, linked to the key, and a foreign key to the other table.
 //!
 //! `car_makers JOIN continents ON car_makers.country = continents.contid`, with
 //! car_makers.country -> countries.countryid and countries.continent -> continents.contid, reads
@@ -71,7 +73,8 @@ fn on_mut(op: &mut JoinOperator) -> Option<&mut Expr> {
 }
 
 /// Joins through a bridge table where an inner join's only condition equates two keys that no
-/// foreign key links and one table's foreign keys link both; the statement's own SELECT only.
+/// foreign key links and one table's foreign keys link both, or a key and a column its table
+/// lacks that the bridge has (see `for_missing`); the statement's own SELECT only.
 pub(super) fn bridge_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
     let SetExpr::Select(s) = q.body.as_mut() else { return };
     let keys = key_pairs(schema);
@@ -111,36 +114,81 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], earlie
     if te.oid == tl.oid {
         return None;
     }
-    let (ex, lx) = (column_ident(te, &fold(ec))?, column_ident(tl, &fold(lc))?);
-    let (e_end, l_end) = ((te.ident.as_str(), ex), (tl.ident.as_str(), lx));
-    // Two keys, not the two ends of one foreign key.
+    let found = match (column_ident(te, &fold(ec)), column_ident(tl, &fold(lc))) {
+        (Some(ex), Some(lx)) => between_keys(keys, (te.ident.as_str(), ex), (tl.ident.as_str(), lx))?,
+        (Some(ex), None) => for_missing(schema, keys, (te.ident.as_str(), ex), tl, &fold(lc))?,
+        (None, Some(lx)) => {
+            let (bt, by, lx, bx, ex) = for_missing(schema, keys, (tl.ident.as_str(), lx), te, &fold(ec))?;
+            (bt, bx, ex, by, lx)
+        }
+        (None, None) => return None,
+    };
+    let (bt, bx, ex, by, lx) = found;
+    let b = schema.tables.iter().find(|t| t.ident == bt)?;
+    if sc.names.contains_key(&b.name) || b.oid == te.oid || b.oid == tl.oid {
+        return None;
+    }
+    let bq = super::ident(&b.name);
+    let text = format!("SELECT 1 FROM x JOIN {} ON {bq}.{bx} = {eq}.{ex} JOIN y ON {lq}.{lx} = {bq}.{by}", b.ident);
+    let mut joins = super::parsed_joins(&text).into_iter();
+    let (through, mut rest) = (joins.next()?, joins.next()?);
+    *on = on_mut(&mut rest.join_operator)?.clone();
+    fired.push(format!("agent: {} joined to {} through {}", te.name, tl.name, b.ident));
+    Some(through)
+}
+
+/// A bridge, as (table, its column linked to the earlier side, that side's column, its column
+/// linked to the later side, that side's column), all idents.
+type Bridge<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
+
+/// Two keys no foreign key links (`e_end`, `l_end`): the one table whose foreign keys link
+/// both, with one column each (linear in the keys).
+fn between_keys<'a>(keys: &[(&'a str, &'a str, &'a str, &'a str)], e_end: (&'a str, &'a str), l_end: (&'a str, &'a str)) -> Option<Bridge<'a>> {
     if linked(keys, e_end, l_end) || !is_key(keys, e_end) || !is_key(keys, l_end) {
         return None;
     }
-    // The one table, not in the statement, with one column linked to each (linear in the keys).
     let (to_e, to_l) = (other_ends(keys, e_end), other_ends(keys, l_end));
     let mut found = Vec::new();
     for &(bt, bx) in &to_e {
         let ys: Vec<&str> = to_l.iter().filter(|(t, _)| *t == bt).map(|&(_, y)| y).collect();
         let xs = to_e.iter().filter(|(t, _)| *t == bt).count();
         if let ([y], 1) = (ys.as_slice(), xs) {
-            if *y != bx && bt != te.ident && bt != tl.ident {
-                found.push((bt, bx, *y));
+            if *y != bx && bt != e_end.0 && bt != l_end.0 {
+                found.push((bt, bx, e_end.1, *y, l_end.1));
             }
         }
     }
-    let [(bt, bx, by)] = found.as_slice() else { return None };
-    let b = schema.tables.iter().find(|t| t.ident == *bt)?;
-    if sc.names.contains_key(&b.name) {
-        return None;
+    let [one] = found.as_slice() else { return None };
+    Some(*one)
+}
+
+/// A key (`present`) equated to a column `missing` the other table (`lacking`) does not have
+/// (`patients JOIN outcomes ON patients.patient_id = outcomes.patient_id`, where an outcome
+/// knows its treatment and a treatment its patient): the one table that has a column of that
+/// name linked to the key, and one foreign key to `lacking`. The bridge's link to `present`
+/// comes first in what is returned, its link to `lacking` second.
+fn for_missing<'a>(schema: &'a Schema, keys: &[(&'a str, &'a str, &'a str, &'a str)], present: (&'a str, &'a str), lacking: &'a Table, missing: &str) -> Option<Bridge<'a>> {
+    let mut found = Vec::new();
+    for (bt, bx) in other_ends(keys, present) {
+        crate::interrupt::check();
+        let Some(b) = schema.tables.iter().find(|t| t.ident == bt) else { continue };
+        if bt == lacking.ident || column_ident(b, missing) != Some(bx) {
+            continue;
+        }
+        let to_lacking: Vec<(&str, &str)> = keys
+            .iter()
+            .filter_map(|&(t, c, rt, rc)| match (t == bt && rt == lacking.ident, rt == bt && t == lacking.ident) {
+                (true, _) => Some((c, rc)),
+                (_, true) => Some((rc, c)),
+                _ => None,
+            })
+            .collect();
+        if let [(by, lx)] = to_lacking.as_slice() {
+            found.push((bt, bx, present.1, *by, *lx));
+        }
     }
-    let bq = super::ident(&b.name);
-    let text = format!("SELECT 1 FROM x JOIN {} ON {bq}.{bx} = {eq}.{ec} JOIN y ON {lq}.{lc} = {bq}.{by}", b.ident);
-    let mut joins = super::parsed_joins(&text).into_iter();
-    let (through, mut rest) = (joins.next()?, joins.next()?);
-    *on = on_mut(&mut rest.join_operator)?.clone();
-    fired.push(format!("agent: {} joined to {} through {}", te.name, tl.name, b.ident));
-    Some(through)
+    let [one] = found.as_slice() else { return None };
+    Some(*one)
 }
 
 /// The `q.c = r.d` equalities of a condition's ANDed terms, folded: (q, c, r, d).

@@ -359,9 +359,26 @@ fn keys_no_foreign_key_links_are_joined_through_the_table_that_links_them() {
         "SELECT count(*) FROM stadium JOIN concert ON concert.stadium_id = stadium.stadium_id \
          JOIN singer_in_concert AS x ON x.concert_id = concert.concert_id"
     );
+    // A key equated to a column the other table lacks (a concert has no singer_id):
+    // singer_in_concert has it, linked to the key, and a key to the concert; the same join as
+    // the first case's, and either side may lack it.
+    let b = fix("SELECT s.name FROM singer AS s JOIN concert AS c ON s.singer_id = c.singer_id");
+    assert_eq!((&b.sql, &b.fired), (&a.sql, &a.fired));
+    assert_eq!(
+        fix("SELECT c.year FROM concert AS c JOIN singer ON c.singer_id = singer.singer_id").sql,
+        "SELECT c.year FROM concert AS c JOIN singer_in_concert ON singer_in_concert.concert_id = c.concert_id \
+         JOIN singer ON singer.singer_id = singer_in_concert.singer_id"
+    );
     // Left alone: the two ends of one foreign key; columns that are no keys; outer joins; the
-    // bridge already in the statement; more than one condition.
+    // bridge already in the statement; more than one condition; a missing column whose holder
+    // has no key to the lacking table (concert has a stadium_id, no key links it to a singer),
+    // that no other table has, or missing on both sides.
     for sql in [
+        "SELECT 1 FROM stadium JOIN singer ON stadium.stadium_id = singer.stadium_id",
+        "SELECT 1 FROM singer JOIN concert ON singer.singer_id = concert.performer_id",
+        "SELECT 1 FROM singer JOIN concert ON singer.band_id = concert.band_id",
+        "SELECT 1 FROM singer AS s LEFT JOIN concert AS c ON s.singer_id = c.singer_id",
+        "SELECT 1 FROM singer_in_concert JOIN singer AS s ON true JOIN concert AS c ON s.singer_id = c.singer_id",
         "SELECT 1 FROM concert JOIN stadium ON concert.stadium_id = stadium.stadium_id",
         "SELECT 1 FROM singer JOIN concert ON singer.age = concert.year",
         "SELECT 1 FROM singer AS s LEFT JOIN concert AS c ON s.singer_id = c.concert_id",
