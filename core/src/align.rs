@@ -321,7 +321,23 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
     if fired.is_empty() {
         return unchanged();
     }
-    Aligned { sql: stmt.to_string(), fired }
+    let sql = stmt.to_string();
+    // What the rules built is printed by sqlparser, which does not escape every quote a name
+    // may hold (a table owner's `a\" IS NULL JOIN ...` would end the identifier early and
+    // become SQL): the text must read back as the statement it was printed from, or no rule
+    // applies.
+    if !reads_back(&sql) {
+        return unchanged();
+    }
+    Aligned { sql, fired }
+}
+
+/// Whether `sql` parses to one statement that prints as `sql` again.
+fn reads_back(sql: &str) -> bool {
+    match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
+        Ok(stmts) => matches!(stmts.as_slice(), [one] if one.to_string() == sql),
+        Err(_) => false,
+    }
 }
 
 fn body_select(q: &mut Query) -> Option<&mut sqlparser::ast::Select> {

@@ -110,6 +110,10 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], earlie
         (a, b) if a == later && earlier.contains(&b) => ((q2, c2), (q1, c1)),
         _ => return None,
     };
+    // A CTE or derived table of that name is not the catalog's table.
+    if [fold(eq), fold(lq)].iter().any(|n| sc.other.contains(n)) {
+        return None;
+    }
     let (te, tl) = (&schema.tables[*sc.names.get(&fold(eq))?], &schema.tables[*sc.names.get(&fold(lq))?]);
     if te.oid == tl.oid {
         return None;
@@ -125,7 +129,7 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], earlie
     };
     let (bt, bx, ex, by, lx) = found;
     let b = schema.tables.iter().find(|t| t.ident == bt)?;
-    if sc.names.contains_key(&b.name) || b.oid == te.oid || b.oid == tl.oid {
+    if sc.names.contains_key(&b.name) || sc.other.contains(&b.name) || b.oid == te.oid || b.oid == tl.oid {
         return None;
     }
     let bq = super::ident(&b.name);

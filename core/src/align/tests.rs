@@ -389,6 +389,29 @@ fn keys_no_foreign_key_links_are_joined_through_the_table_that_links_them() {
     }
 }
 
+#[test]
+fn a_bridge_is_no_cte_and_its_name_cannot_become_sql() {
+    let s = star_schema();
+    let fix = |s: &Schema, sql: &str| align(sql, s, Context::default(), &mut Index, Rules::ALL);
+    // A CTE named like the catalog's table hides it: its columns are the CTE's.
+    let cte = "WITH concert AS (SELECT singer_id, 2014 AS year FROM singer_in_concert) \
+               SELECT s.name FROM singer AS s JOIN concert AS c ON s.singer_id = c.singer_id";
+    assert!(!fix(&s, cte).fired.iter().any(|f| f.contains("through")), "{:?}", fix(&s, cte).fired);
+    // A table owner's bridge named to close its quoted identifier early (sqlparser prints a
+    // quote after a backslash undoubled): the rewrite is dropped rather than read as her SQL.
+    let mut hostile = s.clone();
+    let name = "a\\\" IS NULL JOIN stadium ON 1=1--";
+    for t in hostile.tables.iter_mut().filter(|t| t.name == "singer_in_concert") {
+        t.name = name.to_string();
+        t.ident = format!("\"{}\"", name.replace('"', "\"\""));
+    }
+    for fk in hostile.foreign_keys.iter_mut().filter(|fk| fk.table == "singer_in_concert") {
+        fk.table = format!("\"{}\"", name.replace('"', "\"\""));
+    }
+    let a = fix(&hostile, "SELECT s.name FROM singer AS s JOIN concert AS c ON s.singer_id = c.singer_id");
+    assert!(!a.sql.contains("1=1") && !a.sql.contains("JOIN stadium"), "{}", a.sql);
+}
+
 /// brand(id integer, name text, code integer), product(id integer, brand integer -> brand.id,
 /// title text): the foreign key's name says "brand", it holds the brand's id.
 fn brands() -> crate::schema::Schema {
