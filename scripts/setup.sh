@@ -81,7 +81,7 @@ debian_source() {
     echo "could not fetch Debian's source package $pkg $version from $suite" >&2
     exit 1
   fi
-  local dir; dir=$(find "$dest" -mindepth 1 -maxdepth 1 -type d -name "$pkg-${version%%-*}" | head -n1)
+  local dir=$dest/$pkg-${version%%-*}
   [ -d "$dir" ] || { echo "Debian's source package $pkg $version unpacked nothing under $dest" >&2; exit 1; }
   echo "$dir"
 }

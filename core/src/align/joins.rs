@@ -118,7 +118,7 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], earlie
     if te.oid == tl.oid {
         return None;
     }
-    let found = match (column_ident(te, &fold(ec)), column_ident(tl, &fold(lc))) {
+    let (bt, bx, ex, by, lx) = match (column_ident(te, &fold(ec)), column_ident(tl, &fold(lc))) {
         (Some(ex), Some(lx)) => between_keys(keys, (te.ident.as_str(), ex), (tl.ident.as_str(), lx))?,
         (Some(ex), None) => for_missing(schema, keys, (te.ident.as_str(), ex), tl, &fold(lc))?,
         (None, Some(lx)) => {
@@ -127,7 +127,6 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], earlie
         }
         (None, None) => return None,
     };
-    let (bt, bx, ex, by, lx) = found;
     let b = schema.tables.iter().find(|t| t.ident == bt)?;
     if sc.names.contains_key(&b.name) || sc.other.contains(&b.name) || b.oid == te.oid || b.oid == tl.oid {
         return None;

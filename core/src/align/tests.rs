@@ -401,12 +401,13 @@ fn a_bridge_is_no_cte_and_its_name_cannot_become_sql() {
     // quote after a backslash undoubled): the rewrite is dropped rather than read as her SQL.
     let mut hostile = s.clone();
     let name = "a\\\" IS NULL JOIN stadium ON 1=1--";
+    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
     for t in hostile.tables.iter_mut().filter(|t| t.name == "singer_in_concert") {
         t.name = name.to_string();
-        t.ident = format!("\"{}\"", name.replace('"', "\"\""));
+        t.ident = quoted.clone();
     }
     for fk in hostile.foreign_keys.iter_mut().filter(|fk| fk.table == "singer_in_concert") {
-        fk.table = format!("\"{}\"", name.replace('"', "\"\""));
+        fk.table = quoted.clone();
     }
     let a = fix(&hostile, "SELECT s.name FROM singer AS s JOIN concert AS c ON s.singer_id = c.singer_id");
     assert!(!a.sql.contains("1=1") && !a.sql.contains("JOIN stadium"), "{}", a.sql);
