@@ -58,7 +58,7 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     "zero-shot": ZERO_SHOT,
     "no-correction": {**ZERO_SHOT, "nl2sql.max_corrections": "0"},
     "no-samples": {**ZERO_SHOT, "nl2sql.sample_rows": "0"},
-    # the value index (issue 4): stored values similar to words of the question in the prompt
+    # the value index: stored values similar to words of the question in the prompt
     "values": {**ZERO_SHOT, "nl2sql.use_values": "on"},
     "full": {},
     # abstention (nl2sql.refuse_unrelated): what it costs answerable questions, read off the
@@ -83,17 +83,17 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     # the first answer stands alone only when the model was sure of every token (the 0.3 of
     # the first 0.2.0 builds, before any answer with rows stood alone)
     "full-alone-0.3": {"nl2sql.alone_confidence": "0.3"},
-    # issue 12: examples (few-shot), diverse generators, synthetic pairs
+    # examples (few-shot), diverse generators, synthetic pairs
     "full-examples": {"nl2sql.examples": "3"},
     "full-synthetic": {SYNTHETIC: "on", "nl2sql.examples": "3"},
-    # one generator (0.2.0 before issue 12: samples of the Open-SQL prompt)
+    # one generator (the first 0.2.0 builds: samples of the Open-SQL prompt)
     "full-no-diversity": {"nl2sql.generators": "open_sql"},
     "full-examples-no-diversity": {"nl2sql.generators": "open_sql", "nl2sql.examples": "3"},
     "full-create-table": {"nl2sql.generators": "create_table"},
     "full-no-alignment": NO_ALIGNMENT,
     "full-no-values": {"nl2sql.use_values": "off"},
     "full-no-correction": {"nl2sql.max_corrections": "0"},
-    # issue 14: the Interactive-T2S agent
+    # the Interactive-T2S agent
     "interactive": {"nl2sql.mode": "interactive"},
 }.items()}
 # The ablation of the full pipeline: the zero-shot row, the full row, and each stage off.
