@@ -12,7 +12,7 @@ MINILM = NL2SQL_MINILM_DIR="$${NL2SQL_MINILM_DIR:-$$($$(scripts/majors.sh pg_con
 
 .PHONY: demo test setup install install-debug layout unit regress pytest eval bench llm clean
 
-demo:            ## set up, build, start PostgreSQL with concert_singer, ask it questions
+demo:            ## set up, build, start PostgreSQL with the sample database shop, ask it questions
 	scripts/demo.sh
 
 test:            ## layout checks and unit tests once, then on each of PG_VERSIONS: build, pg_regress suites, server tests
@@ -31,7 +31,9 @@ install:         ## release build into $(PG_CONFIG)'s PostgreSQL (pgvector built
 install-debug:
 	$(PGRX_INSTALL)
 
-layout:          ## no import circle, no file or function over its size, upgrade scripts as their templates say
+layout:          ## no import circle, no file or function over its size, upgrade scripts as their templates say, nothing read outside the checkout
+	python3 scripts/outside.py
+	python3 demo/shop.py --check
 	python3 scripts/imports.py
 	python3 scripts/layout.py
 	python3 scripts/upgrade_script.py --check
@@ -46,11 +48,13 @@ pytest:          ## server tests against the extension installed in $(PG_CONFIG)
 	PG_CONFIG=$(PG_CONFIG) tests/run.sh pytest
 
 eval:            ## execution accuracy on spider-pg, e.g. make eval ARGS="--sample 50 --seed 1 --configs zero-shot,no-correction"
+	@python3 eval/data.py $(if $(findstring defog-instruct,$(ARGS)),defog-instruct,spider-pg)
 	NL2SQL_PG_CONFIG=$(PG_CONFIG) scripts/setup.sh
 	$(PGRX_INSTALL) --release
 	.venv/bin/python eval/harness.py $(ARGS)
 
 bench:           ## performance numbers (printed, never asserted): pipeline overhead, prompt tokens
+	@python3 eval/data.py spider-pg
 	NL2SQL_PG_CONFIG=$(PG_CONFIG) scripts/setup.sh
 	$(PGRX_INSTALL) --release
 	.venv/bin/python bench/bench.py $(ARGS)

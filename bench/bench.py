@@ -44,6 +44,7 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "eval"))
+import data  # noqa: E402  (eval/data.py: where the benchmarks are)
 import harness  # noqa: E402  (shares the cluster and database set-up)
 import load  # noqa: E402  (bench/load.py, beside this file)
 import wide  # noqa: E402  (bench/wide.py, beside this file)
@@ -218,6 +219,7 @@ def main():
     ap.add_argument("--port", type=int, default=55460)
     ap.add_argument("--pgdir", default="/tmp/nl2sql-bench")
     args = ap.parse_args()
+    data.require("spider-pg")
 
     items = json.loads((harness.BENCH / "questions.json").read_text())
     kw = harness.start_cluster(argparse.Namespace(pgdir=args.pgdir, port=args.port))

@@ -25,6 +25,7 @@ from pathlib import Path
 import psycopg
 
 import benchmarks
+import data
 import endpoint
 import harness
 
@@ -96,6 +97,7 @@ def main():
     ap.add_argument("--pgdir", default="/tmp/nl2sql-eval")
     ap.add_argument("--port", type=int, default=55440)
     args = ap.parse_args()
+    data.require("spider-pg", "defog-instruct")
     conn_kw = harness.start_cluster(args)
     if args.generate and not args.model:
         ap.error("--generate needs --model")

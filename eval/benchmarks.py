@@ -20,9 +20,9 @@ from pathlib import Path
 import psycopg
 from psycopg import sql as pgsql
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("NL2SQL_SHARED_BENCH", ROOT.parent / "shared" / "bench"))
+from data import bench_dir
 
+ROOT = Path(__file__).resolve().parent.parent
 # Fixed once (written down in bench/README.md): a change that helps the tuning part and not the
 # held-out part is not a win.
 SPLITS = {
@@ -55,10 +55,6 @@ BEGIN
 END
 $$
 """
-
-
-def bench_dir(bench):
-    return SHARED / bench
 
 
 def part_of(bench, db):

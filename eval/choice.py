@@ -20,6 +20,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchmarks  # noqa: E402
+import data  # noqa: E402
 import harness  # noqa: E402
 
 BENCH = "defog-instruct"
@@ -48,6 +49,7 @@ def main():
     ap.add_argument("--no-setup", action="store_true", help="the instructions are stored already")
     ap.add_argument("--verbose", action="store_true", help="a line per question")
     args = ap.parse_args()
+    data.require("defog-instruct")
     conn_kw = {"host": args.host, "port": args.port, "user": args.user}
     items = [q for q in benchmarks.questions(BENCH) if q["suite"] == args.suite]
     totals = {}

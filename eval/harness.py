@@ -29,6 +29,7 @@ import psycopg
 from psycopg import sql as pgsql
 
 import benchmarks
+import data
 import judge
 from report import print_ablation, print_parts, print_table
 
@@ -584,6 +585,7 @@ def main():
     ap.add_argument("--value-recall", type=int, metavar="K",
                     help="only measure value recall@K of the value index (no LLM calls)")
     args = ap.parse_args()
+    data.require(args.bench)
 
     configs = args.configs.split(",")
     for c in configs:
