@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build and install nl2sql, start PostgreSQL (Debian's 15,
-# or the server of PG_CONFIG) with the concert_singer sample database, and ask it questions in
-# plain English.
+# or the server of PG_CONFIG) with the sample database `shop` (demo/shop.sql, written by
+# demo/shop.py), and ask it questions in plain English.
+#
+# Run it again at any time: every step skips what is done, and a run stopped anywhere (Ctrl-C in
+# the set-up, the builds, the model's download, the load) is finished by the next one. The sample
+# database is loaded under another name and renamed to shop only once it is complete.
 #
 # The model endpoint comes from the environment; without one, the bundled local model is built
 # (the first time) and started on 127.0.0.1 (scripts/local-llm.sh):
 #   NL2SQL_LLM_URL     base URL of an OpenAI-compatible API (e.g. http://127.0.0.1:8080/v1)
 #   NL2SQL_LLM_MODEL   model name (optional for llama.cpp)
 #   NL2SQL_LLM_API_KEY or OPENAI_API_KEY   bearer token, if the endpoint needs one
+#   NL2SQL_DEMO_DIR, NL2SQL_DEMO_PORT      the cluster's directory and port (a second demo beside
+#                                          a running one)
 # The server keeps running afterwards; `scripts/pg.sh stop /tmp/nl2sql-demo` stops it.
 set -euo pipefail
 
@@ -15,8 +21,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}   # scripts/pg.sh reads it too
 PORT=${NL2SQL_DEMO_PORT:-55432}
-DB=concert_singer
-DUMP=${NL2SQL_DUMPS:-$ROOT/../shared/bench/spider-pg/dumps}/$DB.sql
+DB=shop
+SAMPLE=$ROOT/demo/shop.sql
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 NL2SQL_PG_CONFIG=$PG_CONFIG scripts/setup.sh   # only what this one server needs
@@ -32,10 +38,18 @@ scripts/pg.sh stop "$DIR"          # restart, so the server sees this shell's AP
 scripts/pg.sh start "$DIR" "$PORT"
 psql() { "$($PG_CONFIG --bindir)/psql" -X -h "$DIR" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 "$@"; }
 
-if ! psql -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = '$DB'" | grep -q 1; then
-  say "loading the sample database $DB (spider-pg)"
-  psql -q -d postgres -c "CREATE DATABASE $DB"
-  psql -q -d "$DB" -f "$DUMP" >/dev/null
+exists() { psql -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = '$1'" | grep -q 1; }
+if ! exists "$DB"; then
+  # Loaded whole or not at all: into a scratch database (what a stopped run left of one is
+  # dropped first), in one transaction, profiled, and renamed to $DB only when all is done.
+  say "loading the sample database $DB (demo/shop.sql) and profiling it"
+  psql -q -d postgres -c "DROP DATABASE IF EXISTS ${DB}_loading" -c "CREATE DATABASE ${DB}_loading"
+  psql -q -d "${DB}_loading" -1 -f "$SAMPLE" >/dev/null
+  psql -q -d "${DB}_loading" -c "SET client_min_messages = warning" -c "CREATE EXTENSION nl2sql CASCADE"
+  # Two relationships are not declared (order_lines.product_id, reviews.product_id): profiling
+  # finds them in the data.
+  psql -d "${DB}_loading" -c "SELECT from_relation, from_columns, to_relation, to_columns, score FROM nl2sql.profile_relationships()"
+  psql -q -d postgres -c "ALTER DATABASE ${DB}_loading RENAME TO $DB"
 fi
 psql -q -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS nl2sql CASCADE"
 
@@ -58,16 +72,17 @@ say "configuring the endpoint for database $DB: $NL2SQL_LLM_URL"
 # psql variables quote the values (:'var'), so nothing from the environment is spliced into SQL.
 psql -q -d "$DB" -v url="$NL2SQL_LLM_URL" -v model="${NL2SQL_LLM_MODEL:-}" <<'SQL'
 LOAD 'nl2sql';
-ALTER DATABASE concert_singer SET nl2sql.llm_url = :'url';
-ALTER DATABASE concert_singer SET nl2sql.llm_model = :'model';
+ALTER DATABASE shop SET nl2sql.llm_url = :'url';
+ALTER DATABASE shop SET nl2sql.llm_model = :'model';
 SQL
 
 say "asking questions (a small local model takes several seconds each)"
 psql -d "$DB" <<'SQL'
 \set ECHO queries
-SELECT nl2sql('How many singers do we have?');
-SELECT * FROM nl2sql_run('What are the names and countries of singers older than 40?');
-SELECT nl2sql('Which stadium has the largest capacity?') \gexec
+SELECT nl2sql('How many customers do we have?');
+SELECT * FROM nl2sql_run('Which customers live in lyon?');
+SELECT * FROM nl2sql_run('How many orders has each customer from Portugal placed?');
+SELECT nl2sql('Which 3 products sold the most units?') \gexec
 SQL
 
 cat <<MSG

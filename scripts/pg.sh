@@ -30,7 +30,10 @@ case "$cmd" in
     mkdir -p "$dir"
     [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
     if [ ! -f "$dir/data/PG_VERSION" ]; then
-      as_pg "$BIN/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log"
+      # Made aside and moved into place once configured: a run stopped half-way leaves no
+      # cluster the next run would take for a whole one.
+      rm -rf "$dir/data.new"
+      as_pg "$BIN/initdb" -D "$dir/data.new" -A trust -U postgres -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log"
       {
         echo "port = $port"
         echo "listen_addresses = ''"
@@ -38,7 +41,9 @@ case "$cmd" in
         echo "fsync = off"
         echo "shared_buffers = 128MB"
         for line in "$@"; do echo "$line"; done
-      } | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
+      } | as_pg tee -a "$dir/data.new/postgresql.conf" >/dev/null
+      [ ! -e "$dir/data" ] || { echo "$dir/data is there and holds no cluster: move it away" >&2; exit 1; }
+      mv "$dir/data.new" "$dir/data"
     fi
     if as_pg "$BIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
       exit 0   # already running

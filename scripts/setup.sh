@@ -52,6 +52,8 @@ done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   say "installing Debian packages: ${need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # A set-up stopped while dpkg ran left packages half configured: finish them first.
+  $SUDO dpkg --configure -a
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
@@ -143,7 +145,8 @@ build_postgres() {
 # no binary); for 18 with scripts/patches/pgvector-0.8.0-pg18.patch.
 build_pgvector() {
   local v=$1 pgc; pgc=$(server_config "$1")
-  [ -f "$($pgc --sharedir)/extension/vector.control" ] && return 0
+  # both ends of its install: a stopped install leaves one without the other
+  [ -f "$($pgc --sharedir)/extension/vector.control" ] && [ -f "$($pgc --pkglibdir)/vector.so" ] && return 0
   say "building pgvector for PostgreSQL $v from Debian's source package"
   local work; work=$(mktemp -d); scratch+=("$work")
   local dir; dir=$(debian_source trixie pgvector "$(version_of pgvector)" "$work")
