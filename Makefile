@@ -37,6 +37,7 @@ layout:          ## no import circle, no file or function over its size, upgrade
 	python3 scripts/imports.py
 	python3 scripts/layout.py
 	python3 scripts/upgrade_script.py --check
+	python3 scripts/docs.py
 
 unit:            ## the pure pipeline's unit tests only (no server)
 	$(MINILM) cargo test -p nl2sql-core
