@@ -14,7 +14,8 @@ rather than how they were found. Exits 1 and prints one line per problem, `file:
   checkout, holds the benchmarks' data: only the pages about benchmarks and their results may
   name it (and folders of it, in the paragraph that names it).
 - Wording: no user-facing file speaks of issue numbers ("issue 12", "#47"), of reviews or
-  reviewers, or of "the brief". SQL files are read in their comments only; the released update
+  reviewers, or of "the brief". Markdown is read outside its code (a table named `reviews` is
+  a name), SQL files in their comments only; the released update
   script and the released install scripts in pg_test/fixtures/ never change and are not read;
   eval/RESULTS.md numbers benchmark questions `#25`, so "#47" is not looked for there.
 """
@@ -262,10 +263,20 @@ def comments(text):
     return "\n".join(out)
 
 
+def prose(text):
+    """A markdown page with its code (inline and fenced) blanked, lines kept: a table called
+    `reviews` is a name, not wording."""
+    lines = text.splitlines()
+    text = "\n".join("" if m else l for l, m in zip(lines, fenced(lines)))
+    return re.sub(r"(`+).+?\1", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+
+
 def check_wording(doc, text):
     problems = []
     if doc.endswith(".sql"):
         text = comments(text)
+    elif doc.endswith(".md"):
+        text = prose(text)
     for number, line in enumerate(text.splitlines(), 1):
         for pattern, what in WORDING:
             m = pattern.search(line)

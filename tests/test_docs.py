@@ -93,6 +93,12 @@ def test_issue_numbers_reviews_and_the_brief_are_reported():
     assert wording(text) == ["'issue 12'", "'review'", "'#47'", "'the issue'", "'the brief'"]
 
 
+def test_markdown_is_read_outside_its_code():
+    text = "The `reviews` table:\n```sql\nSELECT * FROM reviews;\n```\nafter review.\n"
+    assert docs.check_wording("docs/page.md", text) == [
+        "docs/page.md:5: 'review' (a review: state the fact instead)"]
+
+
 def test_sql_is_read_in_its_comments_only():
     text = "SELECT 'issue 12';  -- found in review\n/* the brief\n */ SELECT '#3';\n"
     assert wording(text, "sql/x.sql") == ["'review'", "'the brief'"]
