@@ -72,10 +72,10 @@ def test_what_a_clone_cannot_hold_is_not_a_missing_path():
 
 
 def test_only_the_benchmark_pages_name_the_folder_beside_the_checkout():
-    text = "Beside it, in `../shared/`: `bench/spider-pg/`.\n"
+    text = f"Beside it, in `{docs.SHARED}`: `bench/spider-pg/`.\n"  # the folder beside the checkout
     assert paths(text, "bench/README.md") == []
     assert paths(text, "docs/page.md") == [
-        "../shared/: beside the checkout, not in it (only bench/README.md and eval/RESULTS.md name it)",
+        f"{docs.SHARED}: beside the checkout, not in it (only bench/README.md and eval/RESULTS.md name it)",
         "bench/spider-pg/"]
 
 
