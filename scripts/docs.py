@@ -32,7 +32,7 @@ PATH_DOCS = ["README.md", "CONTRIBUTING.md", "CHANGELOG.md", "docs/*.md", "bench
 WORDING_DOCS = PATH_DOCS + ["eval/*.py", "bench/*.py", "sql/**/*.sql"]
 FROZEN = ["sql/nl2sql--0.1.0--0.2.0.sql", "pg_test/fixtures/*"]
 
-ROOTS = {"core", "src", "sql", "scripts", "tests", "docs", "eval", "bench", "pg_test", ".ci"}
+ROOTS = {"core", "src", "sql", "scripts", "tests", "docs", "eval", "bench", "pg_test", ".ci", "demo"}
 TOP_FILES = {"README.md", "CONTRIBUTING.md", "CHANGELOG.md", "Makefile", "Cargo.toml",
              "Cargo.lock", "LICENSE", "nl2sql.control", ".gitignore"}
 # A path not starting at the root is checked when it ends in a file name of the tree's own kinds
@@ -44,9 +44,7 @@ SHARED = "../shared/"
 SHARED_ALLOWED = ["bench/README.md", "eval/RESULTS.md"]
 # Mentions of ../shared/ elsewhere that wait for their text's rewrite: (file, heading of the
 # section they are in). Each must still be there, so that a section rewritten leaves the list.
-SHARED_PENDING = [
-    ("CONTRIBUTING.md", "## Sample databases and papers"),
-]
+SHARED_PENDING = []
 
 WORDING = [
     (re.compile(r"\bissues?[ -]#?\d+", re.I), "an issue number"),
@@ -107,7 +105,7 @@ class Tree:
         return path in self.files or path in self.dirs or any(path.startswith(o) for o in self.outputs)
 
     def ends_with(self, suffix):
-        return any(f.endswith(suffix) or (f + "/").endswith(suffix) for f in self.files | self.dirs)
+        return any(("/" + f).endswith(suffix) or ("/" + f + "/").endswith(suffix) for f in self.files | self.dirs)
 
     def anchors_of(self, doc):
         if doc not in self.anchors:
