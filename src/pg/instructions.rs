@@ -5,9 +5,10 @@
 //! Who may write: curators (members of nl2sql_curator) and superusers; the rows are written as
 //! the extension owner with parameters only. Who may read: every role, through the
 //! nl2sql.instructions view, which shows only instructions about relations the role may read.
+//! Both rules are the curated stores' (curated.rs), shared with the examples library.
 
+use crate::pg::curated::{self, Store};
 use crate::pg::errors::fail;
-use crate::pg::examples::may_curate;
 use crate::pg::{owner, sandbox, spi};
 use nl2sql_core::error::SqlState;
 use nl2sql_core::retrieval::embed;
@@ -20,34 +21,12 @@ pub const NULL_VALUE_NOT_ALLOWED: SqlState = SqlState::Other(*b"22004");
 /// Most relations one instruction may concern.
 const MAX_TABLES: usize = 100;
 
-/// The condition, on instruction_store `s`, that the role `$2` may read every relation the
-/// instruction concerns (the view's filter in sql/instructions.sql, for a given role: the
-/// writes below run as the extension's owner).
-const READABLE_BY: &str = "NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
-                    WHERE NOT coalesce(pg_catalog.has_table_privilege($2::pg_catalog.oid, r.oid, 'SELECT'), false))";
-
-fn require_curator(what: &str) {
-    if !may_curate(owner::caller()) {
-        fail(
-            SqlState::InsufficientPrivilege,
-            format!("permission denied to {what}"),
-            Some("Instructions are shown in the prompts of other roles; only members of nl2sql_curator and superusers curate them.".into()),
-            Some("GRANT nl2sql_curator TO the role that curates instructions."),
-        );
-    }
-}
-
-fn require_primary(what: &str) {
-    // SAFETY: reads shared memory state.
-    if unsafe { pg_sys::RecoveryInProgress() } {
-        fail(
-            SqlState::ReadOnlySqlTransaction,
-            format!("cannot {what} on a hot standby"),
-            Some("Instructions are written on the primary; standbys read them.".into()),
-            None,
-        );
-    }
-}
+/// Instructions, as their refusals describe them (the checks are curated.rs's).
+const STORE: Store = Store {
+    curated_because: "Instructions are shown in the prompts of other roles; only members of nl2sql_curator and superusers curate them.",
+    grant: "GRANT nl2sql_curator TO the role that curates instructions.",
+    written_on_primary: "Instructions are written on the primary; standbys read them.",
+};
 
 /// Checks an instruction's text and fragment; the trimmed text and fragment.
 fn validate<'a>(text: &'a str, sql: Option<&'a str>) -> (&'a str, Option<&'a str>) {
@@ -109,9 +88,11 @@ fn relations(tables: Option<Vec<Option<pg_sys::Oid>>>, text: &str, sql: Option<&
     oids.sort_unstable_by_key(|o| u32::from(*o));
     oids.dedup();
     let mut names = Vec::with_capacity(oids.len());
+    // Whether the caller may read it: as the view's filter asks of the roles shown it.
+    let may_read = curated::may_read("$2::pg_catalog.oid", "c.oid");
     let check = format!(
         "SELECT c.oid::pg_catalog.regclass::pg_catalog.text, c.relpersistence OPERATOR(pg_catalog.=) 't', {QUERYABLE},
-                pg_catalog.has_table_privilege($2::pg_catalog.oid, c.oid, 'SELECT')
+                {may_read}
          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
          WHERE c.oid OPERATOR(pg_catalog.=) $1"
     );
@@ -174,8 +155,7 @@ fn embedded(text: &str, sql: Option<&str>) -> String {
 
 /// nl2sql.add_instruction(): the new instruction's id.
 pub fn add(text: &str, tables: Option<Vec<Option<pg_sys::Oid>>>, sql: Option<&str>) -> i64 {
-    require_curator("add instructions");
-    require_primary("add instructions");
+    STORE.require_writer("add instructions");
     let (text, sql) = validate(text, sql);
     let reads = relations(tables, text, sql);
     let body = embedded(text, sql);
@@ -195,19 +175,17 @@ pub fn add(text: &str, tables: Option<Vec<Option<pg_sys::Oid>>>, sql: Option<&st
 /// nl2sql.remove_instruction(): whether it existed among those the caller may see (a curator
 /// cannot touch an instruction about relations it may not read, nor learn that it exists).
 pub fn remove(id: i64) -> bool {
-    require_curator("remove instructions");
-    require_primary("remove instructions");
+    STORE.require_writer("remove instructions");
     let caller = owner::caller();
-    let sql = format!("DELETE FROM nl2sql.instruction_store s WHERE s.id = $1 AND {READABLE_BY} RETURNING s.id");
+    let sql = format!("DELETE FROM nl2sql.instruction_store s WHERE s.id = $1 AND {} RETURNING s.id", curated::readable_by());
     owner::as_owner(|| spi::write_one::<i64>(&sql, &[id.into(), caller.into()])).is_some()
 }
 
 /// nl2sql.enable_instruction(): whether it exists among those the caller may see.
 pub fn set_enabled(id: i64, enabled: bool) -> bool {
-    require_curator("enable or disable instructions");
-    require_primary("enable or disable instructions");
+    STORE.require_writer("enable or disable instructions");
     let caller = owner::caller();
-    let sql = format!("UPDATE nl2sql.instruction_store s SET enabled = $3 WHERE s.id = $1 AND {READABLE_BY} RETURNING s.id");
+    let sql = format!("UPDATE nl2sql.instruction_store s SET enabled = $3 WHERE s.id = $1 AND {} RETURNING s.id", curated::readable_by());
     owner::as_owner(|| spi::write_one::<i64>(&sql, &[id.into(), caller.into(), enabled.into()])).is_some()
 }
 

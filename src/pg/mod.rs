@@ -3,6 +3,7 @@
 pub mod ask;
 pub mod catalog;
 pub mod compat;
+pub mod curated;
 pub mod embedder;
 pub mod errors;
 pub mod examples;

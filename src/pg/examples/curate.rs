@@ -33,8 +33,7 @@ pub fn embed_missing(select: &str, update: &str) -> usize {
 /// nl2sql.add_example(): checks, runs, writes the chain of thought when a model is configured,
 /// stores; the new example's id.
 pub fn add(question: &str, sql: &str, hint: Option<&str>) -> i64 {
-    require_curator("add examples");
-    require_primary("add examples");
+    STORE.require_writer("add examples");
     let sql = sql.trim();
     let reads = validate(question, sql, hint);
     let written = model_if_configured("chain of thought not written").and_then(|mut m| {
@@ -95,18 +94,16 @@ pub fn offer(question: &str, sql: &str, hint: Option<&str>, shown: &[pg_sys::Oid
 /// exists). A pair hidden because a table got row-level security can be removed: nothing of it
 /// is shown, and a table's owner turning row-level security on cannot keep it from removal.
 pub fn remove(id: i64) -> bool {
-    require_curator("remove examples");
-    require_primary("remove examples");
+    STORE.require_writer("remove examples");
     let caller = owner::caller();
-    let sql = format!("DELETE FROM nl2sql.example_store s WHERE s.id = $1 AND {READABLE_BY} RETURNING s.id");
+    let sql = format!("DELETE FROM nl2sql.example_store s WHERE s.id = $1 AND {} RETURNING s.id", curated::readable_by());
     owner::as_owner(|| spi::write_one::<i64>(&sql, &[id.into(), caller.into()])).is_some()
 }
 
 /// nl2sql.enable_example(): whether it exists among the examples the caller may see.
 pub fn set_enabled(id: i64, enabled: bool) -> bool {
-    require_curator("enable or disable examples");
-    require_primary("enable or disable examples");
+    STORE.require_writer("enable or disable examples");
     let caller = owner::caller();
-    let sql = format!("UPDATE nl2sql.example_store s SET enabled = $3 WHERE s.id = $1 AND {VISIBLE_TO} RETURNING s.id");
+    let sql = format!("UPDATE nl2sql.example_store s SET enabled = $3 WHERE s.id = $1 AND {} RETURNING s.id", visible_to());
     owner::as_owner(|| spi::write_one::<i64>(&sql, &[id.into(), caller.into(), enabled.into()])).is_some()
 }

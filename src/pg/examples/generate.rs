@@ -45,8 +45,7 @@ impl Library for Host<'_> {
 /// when they run for the caller and return rows, deduplicated by normalised SQL and by result
 /// (the decisions are the core's, nl2sql_core::library).
 pub fn generate(per_table: i32) -> Vec<Generated> {
-    require_curator("generate examples");
-    require_primary("generate examples");
+    STORE.require_writer("generate examples");
     refuse_under_privacy("generate examples");
     if !(1..=20).contains(&per_table) {
         fail(SqlState::InvalidParameterValue, format!("per_table must be between 1 and 20, not {per_table}"), None, None);
@@ -76,8 +75,7 @@ pub fn generate(per_table: i32) -> Vec<Generated> {
 /// nl2sql.write_example_thoughts(): writes the missing chains of thought of up to `max`
 /// examples the caller sees; how many were written.
 pub fn write_thoughts(max: i32) -> i64 {
-    require_curator("write chains of thought");
-    require_primary("write chains of thought");
+    STORE.require_writer("write chains of thought");
     refuse_under_privacy("write chains of thought");
     let mut model = model::from_settings().unwrap_or_else(|e| raise(&e.report(None)));
     let todo: Vec<(i64, String, String, Vec<pg_sys::Oid>)> = spi::rows(

@@ -1,14 +1,16 @@
 //! The examples library (sql/examples.sql), by lifecycle: curation (curate.rs: adding an example
 //! after running its SQL in the sandbox, removing, enabling, embedding), retrieval for the
 //! pipeline (search.rs), and batch model jobs (generate.rs: synthetic pairs after QA-SQL, chains
-//! of thought). What they share is here: who may write, validation, storage.
+//! of thought). What they share is here: validation, storage; who may write and which rows a
+//! role sees are the curated stores' rules (curated.rs), shared with instructions.
 //!
-//! Who may write: curators (members of nl2sql_curator) and superusers, checked here; the rows
+//! Who may write: curators (members of nl2sql_curator) and superusers; the rows
 //! are written as the extension owner with parameters only (nothing a curator wrote is
 //! evaluated there). Who may read: every role, through the nl2sql.examples view, which shows
 //! only examples whose relations the role may SELECT from.
 
 use crate::gucs;
+use crate::pg::curated::{self, Store};
 use crate::pg::errors::{fail, raise};
 use crate::pg::model::{self, Model};
 use crate::pg::{catalog, owner, role, sandbox, spi};
@@ -36,42 +38,12 @@ const MAX_SQL_BYTES: usize = 64 * 1024;
 /// Completion tokens for a chain of thought (five short lines).
 const THOUGHT_MAX_TOKENS: u32 = 300;
 
-/// Whether `role` may curate the library: a superuser or a member of nl2sql_curator.
-pub fn may_curate(role: pg_sys::Oid) -> bool {
-    // SAFETY: a catalog lookup of the role.
-    if unsafe { pg_sys::superuser_arg(role) } {
-        return true;
-    }
-    spi::read::<bool>(
-        "SELECT CASE WHEN pg_catalog.to_regrole('nl2sql_curator') IS NULL THEN false
-                     ELSE pg_catalog.pg_has_role($1, 'nl2sql_curator', 'MEMBER') END",
-        &[role.into()],
-    )
-    .unwrap_or(false)
-}
-
-fn require_curator(what: &str) {
-    if !may_curate(owner::caller()) {
-        fail(
-            SqlState::InsufficientPrivilege,
-            format!("permission denied to {what}"),
-            Some("Examples are shown in the prompts of other roles; only members of nl2sql_curator and superusers curate them.".into()),
-            Some("GRANT nl2sql_curator TO the role that curates examples."),
-        );
-    }
-}
-
-fn require_primary(what: &str) {
-    // SAFETY: reads shared memory state.
-    if unsafe { pg_sys::RecoveryInProgress() } {
-        fail(
-            SqlState::ReadOnlySqlTransaction,
-            format!("cannot {what} on a hot standby"),
-            Some("The examples library is written on the primary; standbys read it.".into()),
-            None,
-        );
-    }
-}
+/// The examples library, as its refusals describe it (the checks are curated.rs's).
+const STORE: Store = Store {
+    curated_because: "Examples are shown in the prompts of other roles; only members of nl2sql_curator and superusers curate them.",
+    grant: "GRANT nl2sql_curator TO the role that curates examples.",
+    written_on_primary: "The examples library is written on the primary; standbys read it.",
+};
 
 /// The masked question of an example and the built-in embedder's vector of it.
 pub fn key(question: &str, sql: &str) -> (String, Vec<f32>) {
@@ -286,17 +258,17 @@ fn example_schema(schema: &Schema, reads: &[pg_sys::Oid]) -> (String, Vec<pg_sys
     (scope.render(gucs::schema_max_tokens()).text, sampled(&scope))
 }
 
-/// The condition, on example_store `s`, that the role `$2` may read every relation the
-/// example's SQL reads.
-const READABLE_BY: &str = "NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
-                    WHERE NOT coalesce(pg_catalog.has_table_privilege($2::pg_catalog.oid, r.oid, 'SELECT'), false))";
-
 /// The condition, on example_store `s`, that the role `$2` may see the example (the view's
-/// filter in sql/examples.sql, for a given role: the writes below run as the extension's owner):
-/// [`READABLE_BY`], and not a pair hidden because it was written from rows that depend on
-/// the reader.
-const VISIBLE_TO: &str = "NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
-                    WHERE NOT coalesce(pg_catalog.has_table_privilege($2::pg_catalog.oid, r.oid, 'SELECT'), false))
+/// filter in sql/examples.sql, for a given role: the writes run as the extension's owner):
+/// [`curated::readable_by`], and not a pair hidden because it was written from rows that depend
+/// on the reader.
+fn visible_to() -> String {
+    curated::readable_by() + NOT_HIDDEN
+}
+
+/// The second half of [`visible_to`]: not a synthetic or offered pair written from the rows of a
+/// relation whose rows depend on the reader.
+const NOT_HIDDEN: &str = "
      AND NOT (s.source OPERATOR(pg_catalog.=) ANY ('{synthetic,feedback}'::pg_catalog.text[])
               AND EXISTS (SELECT FROM pg_catalog.pg_class c
                           WHERE c.oid OPERATOR(pg_catalog.=) ANY (s.sampled::pg_catalog.oid[])
