@@ -4,7 +4,7 @@
 
 #[pgrx::pg_schema]
 mod nl2sql {
-    use crate::pg::profile::{self, Decision};
+    use crate::pg::relationships::{self, Decision};
     use pgrx::prelude::*;
 
     #[pg_extern(volatile, parallel_unsafe)]
@@ -19,7 +19,7 @@ mod nl2sql {
             name!(score, Option<f32>),
             name!(evidence, Option<String>),
         )> {
-        TableIterator::new(profile::run(schemas))
+        TableIterator::new(relationships::run(schemas))
     }
 
     #[pg_extern(volatile, strict, parallel_unsafe)]
@@ -35,6 +35,6 @@ mod nl2sql {
                 Some("Use confirm, reject or forget."),
             ),
         };
-        profile::decide(from, from_columns, to, to_columns, d);
+        relationships::decide(from, from_columns, to, to_columns, d);
     }
 }

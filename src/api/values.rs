@@ -114,7 +114,7 @@ mod nl2sql {
         )> {
         let built = values::refresh(rel);
         // a profiled table that changed is profiled again (nothing when profiling never ran)
-        crate::pg::profile::refresh_if_changed();
+        crate::pg::relationships::refresh_if_changed();
         TableIterator::new(rows(built))
     }
 

@@ -3,7 +3,7 @@
 //! table changed), kept in sql/relationships.sql's stores, steered by the DBA's decisions
 //! ([`decide`]). Each table is read as its owner in a restricted context, read-only, within
 //! nl2sql.profile_timeout, at most nl2sql.profile_rows rows of it ([`read`]); the decisions are
-//! the core's (nl2sql_core::profile). Reads take only ACCESS SHARE locks, which DML never waits
+//! the core's (nl2sql_core::relationships). Reads take only ACCESS SHARE locks, which DML never waits
 //! on; the stores are written as the extension owner.
 
 mod decide;
@@ -13,7 +13,7 @@ pub use decide::{decide, Decision};
 
 use crate::gucs;
 use crate::pg::{owner, spi};
-use nl2sql_core::profile::{self, Findings, TableProfile};
+use nl2sql_core::relationships::{self, Findings, TableProfile};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use serde_json::json;
@@ -125,12 +125,12 @@ fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
     let mut changes = HashMap::new();
     let mut tables: Vec<TableProfile> = Vec::with_capacity(total);
     let mut last_notice = Instant::now();
-    let keep = profile::values_per_column(listed.iter().map(|t| t.columns.len()).sum()) as i32;
+    let keep = relationships::values_per_column(listed.iter().map(|t| t.columns.len()).sum()) as i32;
     for (i, t) in listed.into_iter().enumerate() {
         check_for_interrupts!();
         let (oid, estimate, label) = (t.oid, t.row_estimate, format!("{}.{}", t.schema, t.name));
         changes.insert(u32::from(oid), t.changes);
-        let sampling = profile::Sampling::for_table(estimate, max_rows);
+        let sampling = relationships::Sampling::for_table(estimate, max_rows);
         match read::profile(t, sampling, max_rows, keep, timeout) {
             Ok(p) => {
                 estimates.insert(u32::from(oid), estimate);
@@ -144,7 +144,7 @@ fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
         }
     }
     let mut checks = read::Checks { timeout, max_rows, estimates };
-    let findings = profile::infer(&tables, &mut checks);
+    let findings = relationships::infer(&tables, &mut checks);
     for ((f, fc), (t, tc)) in findings.unchecked.iter().take(5) {
         notice!(
             "nl2sql: {}.{} may hold {}.{}, but its values could not be checked within nl2sql.profile_timeout; confirm it with nl2sql.confirm_relationship() if it does",

@@ -3,7 +3,7 @@
 //! timeout), and the checks the core's decisions ask for ([`Probe`]).
 
 use crate::pg::{owner, sandbox, spi};
-use nl2sql_core::profile::{ColumnProfile, Probe, Sampling, TableProfile};
+use nl2sql_core::relationships::{ColumnProfile, Probe, Sampling, TableProfile};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use serde::Deserialize;
@@ -56,7 +56,7 @@ struct Sampled {
 
 /// Reads `t` as its owner; None (with the reason) when that failed or took longer than
 /// `timeout` (a policy that raises, a lock): the table is left out.
-/// `keep`: values kept per column (nl2sql_core::profile::values_per_column).
+/// `keep`: values kept per column (nl2sql_core::relationships::values_per_column).
 pub fn profile(t: Listed, sampling: Sampling, wanted_rows: i32, keep: i32, timeout: Duration) -> Result<TableProfile, String> {
     let names: Vec<String> = t.columns.iter().map(|c| c.name.clone()).collect();
     let args = [
