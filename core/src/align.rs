@@ -30,7 +30,7 @@
 //! Names are resolved over every table the statement reads (aliases included), which covers
 //! correlated subqueries; an ambiguous name is left alone for PostgreSQL to reject.
 
-use crate::retrieval::embed::{self, folded_edit_similarity};
+use crate::text::{self, folded_edit_similarity};
 use crate::schema::Schema;
 use crate::sqlinfo::folded as fold;
 use serde::Serialize;
@@ -129,14 +129,14 @@ fn object_name(ident_text: &str) -> Option<ObjectName> {
 /// Linear in the names, each compared only when its length allows (a name's edit distance is at
 /// least the difference of lengths), with cancel checked.
 fn closest<'a>(want: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let w: Vec<char> = embed::fold(want).chars().collect();
+    let w: Vec<char> = text::fold(want).chars().collect();
     let mut scored: Vec<(f32, &str)> = Vec::new();
     for (i, n) in names.enumerate() {
         crate::interrupt::every(i, 256);
         let s = if n.eq_ignore_ascii_case(want) {
             1.0
         } else {
-            let c: Vec<char> = embed::fold(n).chars().collect();
+            let c: Vec<char> = text::fold(n).chars().collect();
             let longest = w.len().max(c.len());
             if longest == 0 || w.len().abs_diff(c.len()) as f32 > (1.0 - NAME_SIMILARITY) * longest as f32 {
                 continue;

@@ -13,6 +13,7 @@ pub mod retrieval;
 pub mod safety;
 pub mod schema;
 pub mod sqlinfo;
+pub mod text;
 
 use std::time::Duration;
 

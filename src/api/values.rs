@@ -34,7 +34,7 @@ mod nl2sql {
     /// A text as the value index compares it: lowercase, accents removed, words separated by one space.
     #[pg_extern(immutable, strict, parallel_safe)]
     fn fold(text: &str) -> String {
-        embed::fold(text)
+        nl2sql_core::text::fold(text)
     }
 
     /// The phrases a value is also indexed under (split retrieval), folded.

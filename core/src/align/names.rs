@@ -227,8 +227,8 @@ pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, valu
             if st.values.contains(&old) {
                 return;
             }
-            let folded = crate::retrieval::embed::fold(&old);
-            let same: Vec<&String> = st.values.iter().filter(|v| crate::retrieval::embed::fold(v) == folded).collect();
+            let folded = crate::text::fold(&old);
+            let same: Vec<&String> = st.values.iter().filter(|v| crate::text::fold(v) == folded).collect();
             if let [stored] = same.as_slice() {
                 fired.push(format!("agent: value {}.{} '{old}' -> '{stored}'", table.ident, column.ident));
                 set_literal(lit, stored);
@@ -236,9 +236,9 @@ pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, valu
             }
             // A column of one- or two-letter codes ('F', 'M') and the word spelled out
             // ('Female'): the one code the word starts with.
-            if folded.len() > 2 && st.values.iter().all(|v| crate::retrieval::embed::fold(v).len() <= 2) {
+            if folded.len() > 2 && st.values.iter().all(|v| crate::text::fold(v).len() <= 2) {
                 let codes: Vec<&String> = st.values.iter().filter(|v| {
-                    let code = crate::retrieval::embed::fold(v);
+                    let code = crate::text::fold(v);
                     !code.is_empty() && folded.starts_with(&code)
                 }).collect();
                 if let [code] = codes.as_slice() {

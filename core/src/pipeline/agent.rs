@@ -201,15 +201,15 @@ pub fn describe_column(schema: &Schema, table: usize, column: usize) -> String {
 /// Columns whose name or table name shares a word with `query`, best first (the fallback when
 /// the database's column search finds none).
 pub fn matching_columns(schema: &Schema, query: &str, k: usize) -> Vec<(usize, usize)> {
-    let words: Vec<String> = crate::retrieval::embed::words(&crate::retrieval::embed::fold(query)).map(str::to_string).collect();
+    let words: Vec<String> = crate::text::words(&crate::text::fold(query)).map(str::to_string).collect();
     let mut scored: Vec<(usize, usize, usize)> = Vec::new();
     for (ti, t) in schema.tables.iter().enumerate() {
         interrupt::every(ti, 256);
-        let table_words: Vec<String> = crate::retrieval::embed::words(&crate::retrieval::embed::fold(&t.name)).map(str::to_string).collect();
+        let table_words: Vec<String> = crate::text::words(&crate::text::fold(&t.name)).map(str::to_string).collect();
         for (ci, c) in t.columns.iter().enumerate() {
-            let col = crate::retrieval::embed::fold(&c.name);
+            let col = crate::text::fold(&c.name);
             // A column word that repeats its table's name (singer_id in singer) says nothing more.
-            let hits = crate::retrieval::embed::words(&col)
+            let hits = crate::text::words(&col)
                 .filter(|w| !table_words.iter().any(|t| same_word(t, w)) && words.iter().any(|q| same_word(q, w)))
                 .count()
                 * 2

@@ -2,7 +2,7 @@
 //! of a question rather than its names, and the few-shot section that shows them to the model.
 //! Examples are data another role wrote: they are shown, never run or spliced into SQL.
 
-use crate::retrieval::embed;
+use crate::text;
 use crate::interrupt;
 use serde::Serialize;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -36,11 +36,11 @@ pub struct Example {
 /// The words of a name, folded, with a plural's singular: `order_items` gives order, item,
 /// items, orders, order items.
 fn name_words(name: &str, out: &mut HashSet<String>) {
-    let folded = embed::fold(name);
+    let folded = text::fold(name);
     if folded.is_empty() {
         return;
     }
-    let words: Vec<&str> = embed::words(&folded).collect();
+    let words: Vec<&str> = text::words(&folded).collect();
     for w in &words {
         for form in forms(w) {
             out.insert(form);
@@ -143,8 +143,8 @@ impl Names {
 /// question, an example's literals). Numbers, quoted texts and capitalised words inside a
 /// sentence are values too. Linear in the question's length.
 pub fn mask(question: &str, names: &Names, values: &[String]) -> String {
-    let values: HashSet<String> = values.iter().map(|v| embed::fold(v)).filter(|v| !v.is_empty()).collect();
-    let value_words: HashSet<&str> = values.iter().flat_map(|v| embed::words(v)).collect();
+    let values: HashSet<String> = values.iter().map(|v| text::fold(v)).filter(|v| !v.is_empty()).collect();
+    let value_words: HashSet<&str> = values.iter().flat_map(|v| text::words(v)).collect();
     // Words as written, with whether each starts a sentence.
     let mut tokens: Vec<(String, bool)> = Vec::new();
     let mut quoted = false;
@@ -180,7 +180,7 @@ pub fn mask(question: &str, names: &Names, values: &[String]) -> String {
         }
     }
     flush(&mut current, &mut tokens, &mut sentence_start, quoted);
-    let folded: Vec<String> = tokens.iter().map(|(w, _)| embed::fold(w)).collect();
+    let folded: Vec<String> = tokens.iter().map(|(w, _)| text::fold(w)).collect();
     let mut out: Vec<&str> = Vec::with_capacity(tokens.len());
     let mut i = 0;
     while i < tokens.len() {

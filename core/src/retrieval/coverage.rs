@@ -3,7 +3,8 @@
 //! and the instructions chosen for it. A question none of whose words the schema covers ("Which
 //! planet is the largest in the solar system?" asked of a shop) is not answered with a query.
 
-use crate::retrieval::{embed, forms, instructions::content_words};
+use crate::retrieval::{forms, instructions::content_words};
+use crate::text;
 use crate::schema::Schema;
 use serde::Serialize;
 use std::collections::HashSet;
@@ -73,7 +74,7 @@ impl Vocabulary {
     /// The words of a text, however long (each folded alone: fold reads a bounded prefix).
     pub fn add_text(&mut self, text: &str) {
         for raw in text.split(|c: char| !c.is_alphanumeric()).filter(|r| !r.is_empty()) {
-            for w in embed::words(&embed::fold(raw)) {
+            for w in text::words(&text::fold(raw)) {
                 self.words.insert(forms::singular(w).unwrap_or_else(|| w.to_string()));
                 self.words.insert(w.to_string());
             }
@@ -95,7 +96,7 @@ impl Vocabulary {
         let chars: Vec<char> = word.chars().collect();
         chars.len() >= MIN_TYPO
             && self.words.iter().any(|n| {
-                n.len().abs_diff(word.len()) <= 1 && embed::folded_edit_similarity(&chars, &n.chars().collect::<Vec<_>>()) >= TYPO_SIMILARITY
+                n.len().abs_diff(word.len()) <= 1 && text::folded_edit_similarity(&chars, &n.chars().collect::<Vec<_>>()) >= TYPO_SIMILARITY
             })
     }
 }

@@ -1,19 +1,17 @@
 //! The built-in embedder: no network, no model files. Text is folded (lowercase, accents
-//! removed), then hashed features — word tokens, character trigrams and bigrams with word
-//! boundaries, skip-bigrams, and the bag of letters — are summed into a signed hashed vector
-//! and L2-normalised. Cosine similarity then tolerates case and accents, keeps typos and
+//! removed; crate::text), then hashed features — word tokens, character trigrams and bigrams
+//! with word boundaries, skip-bigrams, and the bag of letters — are summed into a signed hashed
+//! vector and L2-normalised. Cosine similarity then tolerates case and accents, keeps typos and
 //! transpositions near (0.5–0.8 for one edit in a short word) and unrelated words apart
 //! (below 0.55), and a word inside a longer value still scores. The embedding generates
 //! candidates; [`score`] adds edit similarity so that one typo always clears the threshold.
 
-use unicode_normalization::UnicodeNormalization;
+use crate::text::{edit_similarity, fold, words};
 
 /// Dimensions of the built-in dense embedding (nl2sql.embedding(); the index uses signatures).
 pub const BUILTIN_DIMS: usize = 256;
 /// Identifies the embedder and its version; an index built by another embedder is stale.
 pub const BUILTIN_ID: &str = "builtin-v1";
-/// Characters of a value that are embedded; longer values are cut.
-const MAX_CHARS: usize = 256;
 
 // Chosen to keep one-edit typos as near as possible while unrelated words stay under 0.55.
 // The signature relies on every weight being 0.5 or 0.3 (see `signature`).
@@ -22,47 +20,6 @@ const W_TRIGRAM: f32 = 0.5;
 const W_BIGRAM: f32 = 0.5;
 const W_SKIP: f32 = 0.3;
 const W_LETTER: f32 = 0.3;
-
-/// Lowercase, accents removed, every run of non-alphanumerics one space, trimmed.
-pub fn fold(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut space = false;
-    if text.is_ascii() {
-        // Identifiers and most values: nothing to decompose, one byte a character.
-        for b in text.bytes().take(MAX_CHARS) {
-            if b.is_ascii_alphanumeric() {
-                if space && !out.is_empty() {
-                    out.push(' ');
-                }
-                space = false;
-                out.push(b.to_ascii_lowercase() as char);
-            } else {
-                space = true;
-            }
-        }
-        return out;
-    }
-    for c in text.chars().take(MAX_CHARS).nfkd() {
-        if unicode_normalization::char::is_combining_mark(c) {
-            continue;
-        }
-        if c.is_alphanumeric() {
-            if space && !out.is_empty() {
-                out.push(' ');
-            }
-            space = false;
-            out.extend(c.to_lowercase());
-        } else {
-            space = true;
-        }
-    }
-    out
-}
-
-/// The words of a folded text.
-pub fn words(folded: &str) -> impl Iterator<Item = &str> {
-    folded.split(' ').filter(|w| !w.is_empty())
-}
 
 /// FNV-1a, 64 bit: stable across platforms and releases, which stored vectors rely on.
 fn hash(kind: u8, parts: &[char]) -> u64 {
@@ -256,75 +213,6 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// 1 - (optimal string alignment distance / longer length), on folded text: one typo or
-/// transposition in an 8-letter word gives 0.875.
-pub fn edit_similarity(a: &str, b: &str) -> f32 {
-    let a: Vec<char> = fold(a).chars().collect();
-    let b: Vec<char> = fold(b).chars().collect();
-    folded_edit_similarity(&a, &b)
-}
-
-/// [`edit_similarity`] of texts already folded, as characters.
-pub fn folded_edit_similarity(a: &[char], b: &[char]) -> f32 {
-    let n = a.len().max(b.len());
-    if n == 0 {
-        return 0.0;
-    }
-    // Three rows of the dynamic programme are enough for adjacent transpositions.
-    let mut prev2 = vec![0usize; b.len() + 1];
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0usize; b.len() + 1];
-    for i in 1..=a.len() {
-        cur[0] = i;
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut d = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                d = d.min(prev2[j - 2] + 1);
-            }
-            cur[j] = d;
-        }
-        std::mem::swap(&mut prev2, &mut prev);
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    1.0 - prev[b.len()] as f32 / n as f32
-}
-
-/// The trigrams of a text as pg_trgm makes them: lowercase words (runs of letters and digits),
-/// each padded with two spaces before and one after, every run of three characters, once each.
-fn trigrams(text: &str) -> Vec<[char; 3]> {
-    let lower = text.to_lowercase();
-    let mut out: Vec<[char; 3]> = Vec::new();
-    for word in lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-        let padded: Vec<char> = "  ".chars().chain(word.chars()).chain(std::iter::once(' ')).collect();
-        out.extend(padded.windows(3).map(|w| [w[0], w[1], w[2]]));
-    }
-    out.sort_unstable();
-    out.dedup();
-    out
-}
-
-/// pg_trgm's similarity(): shared trigrams over all trigrams of the two texts.
-pub fn trigram_similarity(a: &str, b: &str) -> f32 {
-    let (x, y) = (trigrams(a), trigrams(b));
-    if x.is_empty() || y.is_empty() {
-        return 0.0;
-    }
-    let (mut i, mut j, mut shared) = (0, 0, 0usize);
-    while i < x.len() && j < y.len() {
-        match x[i].cmp(&y[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                shared += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    shared as f32 / (x.len() + y.len() - shared) as f32
-}
-
 /// The retrieval score of a stored text for a query text, given their embedding cosine:
 /// the better of the two similarities.
 pub fn score(query: &str, stored: &str, cosine: f32) -> f32 {
@@ -363,20 +251,6 @@ mod tests {
 
     fn sim(a: &str, b: &str) -> f32 {
         feature_cosine(&features(a), &features(b))
-    }
-
-    #[test]
-    fn folding() {
-        assert_eq!(fold("  Zürich--Airport (ZRH) "), "zurich airport zrh");
-        assert_eq!(fold("ÅNGSTRÖM"), "angstrom");
-        assert_eq!(fold("!!!"), "");
-        // The ASCII path folds as the general one does (a trailing combining mark forces the
-        // general path and folds to nothing).
-        for t in ["  Singer_In_Concert--2014 (ZRH) ", "A1b2", "__x__", "Route 66", "", "MiXeD.CaSe/Name"] {
-            assert_eq!(fold(t), fold(&format!("{t}\u{301}")), "{t:?}");
-        }
-        let long = "Ab-".repeat(200);
-        assert_eq!(fold(&long), fold(&format!("{long}\u{301}")));
     }
 
     fn final_score(a: &str, b: &str) -> f32 {
@@ -462,14 +336,6 @@ mod tests {
     }
 
     #[test]
-    fn edit_similarity_counts_transpositions_once() {
-        assert_eq!(edit_similarity("Aberdeen", "Abredeen"), 0.875);
-        assert_eq!(edit_similarity("abc", "abc"), 1.0);
-        assert_eq!(edit_similarity("", ""), 0.0);
-        assert!((edit_similarity("kitten", "sitting") - (1.0 - 3.0 / 7.0)).abs() < 1e-6);
-    }
-
-    #[test]
     fn accents_and_case_do_not_matter() {
         assert!(sim("Zürich", "ZURICH") > 0.999);
         assert!(sim("São Paulo", "sao paulo") > 0.999);
@@ -493,15 +359,6 @@ mod tests {
                    vec!["royal", "bank", "scotland", "royal bank", "bank of", "of scotland"]);
         assert!(phrases("Aberdeen", 8).is_empty());
         assert_eq!(phrases("a b c d e f g h i j", 3).len(), 3);
-    }
-    #[test]
-    fn trigram_similarity_as_pg_trgm() {
-        // SELECT similarity('word', 'two words') = 0.36363637 (4 shared of 11)
-        assert!((trigram_similarity("word", "two words") - 4.0 / 11.0).abs() < 1e-6);
-        assert_eq!(trigram_similarity("Aberdeen", "aberdeen"), 1.0);
-        // SELECT similarity('abredeen', 'aberdeen') = 0.3846154
-        assert!((trigram_similarity("abredeen", "aberdeen") - 0.3846154).abs() < 1e-5, "{}", trigram_similarity("abredeen", "aberdeen"));
-        assert_eq!(trigram_similarity("", "x"), 0.0);
     }
 
 }

@@ -3,7 +3,8 @@
 //! by meaning, and shown to the model beside the question. They are curator-written text: shown,
 //! never run or spliced into SQL.
 
-use crate::retrieval::{embed, forms, retrieve};
+use crate::retrieval::{forms, retrieve};
+use crate::text;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 
@@ -68,7 +69,7 @@ pub fn content_words(text: &str) -> HashSet<String> {
         if raw.contains('_') {
             add(&raw.to_lowercase());
         }
-        for w in embed::words(&embed::fold(raw)) {
+        for w in text::words(&text::fold(raw)) {
             add(w);
         }
     }
@@ -120,7 +121,7 @@ const LABELS: &[&str] = &["definition", "example", "important", "note", "rule", 
 fn term_words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for raw in text.split(|c: char| !c.is_alphanumeric()).filter(|r| !r.is_empty()) {
-        for w in embed::words(&embed::fold(raw)) {
+        for w in text::words(&text::fold(raw)) {
             out.push(forms::singular(w).unwrap_or_else(|| w.to_string()));
         }
     }

@@ -3,10 +3,11 @@
 //! must be re-checked against their table, and which stored value a literal should become.
 //! The extension implements [`ValueStore`] with SQL; everything decided is decided here.
 
-use crate::retrieval::embed::{self, edit_similarity};
+use crate::retrieval::embed;
 use crate::retrieval::forms;
 use crate::retrieval::retrieve::{self, Candidate, Hit};
 use crate::retrieval::typos;
+use crate::text::{self, edit_similarity};
 use std::collections::{HashMap, HashSet};
 
 pub use super::retrieve::Lookup;
@@ -122,7 +123,7 @@ fn candidates(store: &mut impl ValueStore, lookups: &[Lookup], columns: &[u32], 
     let mut named: HashSet<usize> = correct(store, lookups, columns, &mut found, &mut tried);
     for (n, c) in found.iter().enumerate() {
         crate::interrupt::every(n, 256);
-        if !named.contains(&c.phrase) && lookups.get(c.phrase).is_some_and(|l| embed::fold(&c.term) == l.text) {
+        if !named.contains(&c.phrase) && lookups.get(c.phrase).is_some_and(|l| text::fold(&c.term) == l.text) {
             named.insert(c.phrase);
         }
     }
@@ -155,7 +156,7 @@ fn correct(store: &mut impl ValueStore, lookups: &[Lookup], columns: &[u32], fou
     for mut c in store.exact(&keys, columns) {
         let Some((i, l)) = fixes.get(c.phrase).and_then(|f| lookups.get(f.lookup).map(|l| (f.lookup, l))) else { continue };
         c.phrase = i;
-        c.trigram = Some(embed::trigram_similarity(&l.text, &c.term));
+        c.trigram = Some(text::trigram_similarity(&l.text, &c.term));
         c.cosine = None;
         hit.insert(i);
         found.push(c);
@@ -198,9 +199,9 @@ pub fn queued_candidates(lookups: &[Lookup], queued: &[(u32, String)], threshold
     let mut out = Vec::new();
     for (column, value) in queued {
         crate::interrupt::check();
-        let folded = embed::fold(value);
+        let folded = text::fold(value);
         for (i, l) in lookups.iter().enumerate() {
-            let trigram = embed::trigram_similarity(&l.text, &folded);
+            let trigram = text::trigram_similarity(&l.text, &folded);
             if folded == l.text || trigram >= threshold || edit_similarity(&l.text, &folded) >= threshold {
                 out.push(Candidate {
                     column: *column,
@@ -279,14 +280,14 @@ mod tests {
         fn exact(&mut self, keys: &[String], columns: &[u32]) -> Vec<Candidate> {
             let mut out = Vec::new();
             for (i, k) in keys.iter().enumerate() {
-                for (c, v) in self.values.iter().filter(|(c, v)| columns.contains(c) && embed::fold(v) == *k) {
+                for (c, v) in self.values.iter().filter(|(c, v)| columns.contains(c) && text::fold(v) == *k) {
                     out.push(Candidate { column: *c, value: v.clone(), term: v.clone(), cosine: None, trigram: None, phrase: i });
                 }
             }
             out
         }
         fn same_key(&mut self, column: u32, text: &str) -> Vec<String> {
-            self.values.iter().filter(|(c, v)| *c == column && embed::fold(v) == embed::fold(text)).map(|(_, v)| v.clone()).collect()
+            self.values.iter().filter(|(c, v)| *c == column && text::fold(v) == text::fold(text)).map(|(_, v)| v.clone()).collect()
         }
         fn pending(&mut self, hits: &[(u32, String)]) -> HashSet<(u32, String)> {
             hits.iter().filter(|h| self.pending.contains(h)).cloned().collect()

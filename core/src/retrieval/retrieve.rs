@@ -2,7 +2,8 @@
 //! phrases that are looked up (split retrieval on the query side), the final score of a
 //! candidate, merging candidates into the best few, and the prompt section they become.
 
-use crate::retrieval::embed::{self, edit_similarity, feature_cosine, features};
+use crate::retrieval::embed::{feature_cosine, features};
+use crate::text::{self, edit_similarity};
 use serde::Serialize;
 
 /// A text looked up in the index: a phrase of the query, or another form of one.
@@ -61,8 +62,8 @@ pub fn schema_words<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String>
     // then add its forms.
     let mut words: std::collections::HashSet<String> = std::collections::HashSet::new();
     for name in names {
-        let folded = embed::fold(name);
-        for w in embed::words(&folded).filter(|w| w.len() > 1 && !w.chars().all(|c| c.is_ascii_digit())) {
+        let folded = text::fold(name);
+        for w in text::words(&folded).filter(|w| w.len() > 1 && !w.chars().all(|c| c.is_ascii_digit())) {
             if !words.contains(w) {
                 words.insert(w.to_string());
             }
@@ -109,7 +110,7 @@ pub fn query_phrases_skipping(query: &str, skip: &[String]) -> Vec<String> {
         while let Some(start) = rest.find(quote) {
             let after = &rest[start + quote.len_utf8()..];
             let Some(end) = after.find(close) else { break };
-            push(embed::fold(&after[..end]), &mut out);
+            push(text::fold(&after[..end]), &mut out);
             rest = &after[end + close.len_utf8()..];
         }
     }
@@ -118,11 +119,11 @@ pub fn query_phrases_skipping(query: &str, skip: &[String]) -> Vec<String> {
     for token in query.split_whitespace() {
         let token = token.trim_matches(|c: char| !c.is_alphanumeric());
         if token.chars().any(|c| c.is_ascii_digit()) && token.chars().any(char::is_alphabetic) {
-            push(embed::fold(token), &mut out);
+            push(text::fold(token), &mut out);
         }
     }
-    let folded = embed::fold(query);
-    let all: Vec<&str> = embed::words(&folded).collect();
+    let folded = text::fold(query);
+    let all: Vec<&str> = text::words(&folded).collect();
     if all.len() <= 2 && !all.iter().all(|w| skipped(w)) {
         push(folded.clone(), &mut out);
     }
@@ -189,9 +190,9 @@ const WORD_MATCH: f32 = 0.75;
 /// The question's words that may name a value: folded, without stopwords and `skip` words
 /// (sorted, as [`schema_words`] returns them).
 pub fn query_words(query: &str, skip: &[String]) -> Vec<String> {
-    let folded = embed::fold(query);
+    let folded = text::fold(query);
     let mut out: Vec<String> = Vec::new();
-    for w in embed::words(&folded) {
+    for w in text::words(&folded) {
         if !is_stopword(w) && skip.binary_search_by(|s| s.as_str().cmp(w)).is_err() && !out.iter().any(|o| o == w) {
             out.push(w.to_string());
         }
@@ -204,10 +205,10 @@ pub fn query_words(query: &str, skip: &[String]) -> Vec<String> {
 /// scores are averaged. "Distant Orchard of the River" is covered 0.95 by "river orchard
 /// distnat"; "The Last Golden" 0.5 by "harbour last valley".
 pub fn coverage(value: &str, words: &[String]) -> f32 {
-    let folded = embed::fold(value);
+    let folded = text::fold(value);
     let mut n = 0usize;
     let mut sum = 0f32;
-    for vw in embed::words(&folded).filter(|w| !is_stopword(w)) {
+    for vw in text::words(&folded).filter(|w| !is_stopword(w)) {
         n += 1;
         sum += words
             .iter()
@@ -236,7 +237,7 @@ pub fn rank_in(words: &[String], lookups: &[Lookup], candidates: &[Candidate], t
         let cosine = c.cosine.unwrap_or_else(|| feature_cosine(&lookup_features[c.phrase], &features(&c.term)));
         let mut score = cosine.max(edit_similarity(phrase, &c.term)).max(c.trigram.unwrap_or(0.0)).min(1.0);
         // 1.0 means identical up to case and accents: trigram sets can tie "1999" with "19999".
-        if score >= 1.0 && embed::fold(&c.term) != *phrase {
+        if score >= 1.0 && text::fold(&c.term) != *phrase {
             score = 0.99;
         }
         let cov = if words.is_empty() { None } else { Some(*covered.entry(c.value.as_str()).or_insert_with(|| coverage(&c.value, words))) };

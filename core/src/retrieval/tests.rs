@@ -1,6 +1,5 @@
 //! Tests across the retrieval room: a search through a whole store, typos included.
 
-use super::embed;
 use super::lookup::{search, Column, ValueStore};
 use super::retrieve::{Candidate, Lookup};
 use std::collections::HashSet;
@@ -14,7 +13,7 @@ struct Sorted {
 
 impl Sorted {
     fn new(values: &[String]) -> Sorted {
-        let mut keys: Vec<(String, String)> = values.iter().map(|v| (embed::fold(v), v.clone())).collect();
+        let mut keys: Vec<(String, String)> = values.iter().map(|v| (crate::text::fold(v), v.clone())).collect();
         let mut reversed: Vec<(String, String)> = keys.iter().map(|(k, v)| (k.chars().rev().collect(), v.clone())).collect();
         keys.sort();
         reversed.sort();

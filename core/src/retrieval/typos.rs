@@ -6,9 +6,9 @@
 //! among a million others that share each of its words, where an approximate nearest-neighbour
 //! search gives up first.
 
-use crate::retrieval::embed;
 use super::retrieve::Lookup;
 use crate::retrieval::retrieve::Candidate;
+use crate::text;
 use std::collections::{HashMap, HashSet};
 
 /// Words shorter than this are not corrected: too many stored words are one edit away.
@@ -65,7 +65,7 @@ pub fn corrections(lookups: &[Lookup], candidates: &[Candidate], tried: &HashSet
     let mut order: Vec<String> = Vec::new();
     for (n, c) in candidates.iter().take(MAX_CANDIDATES_READ).enumerate() {
         crate::interrupt::every(n, 256);
-        for w in embed::words(&embed::fold(&c.term)) {
+        for w in text::words(&text::fold(&c.term)) {
             if stored.insert(w.to_string()) {
                 order.push(w.to_string());
             }
@@ -78,7 +78,7 @@ pub fn corrections(lookups: &[Lookup], candidates: &[Candidate], tried: &HashSet
     let mut unknown: Vec<Vec<char>> = Vec::new();
     let mut by_deletion: HashMap<String, Vec<usize>> = HashMap::new();
     for l in lookups {
-        for w in embed::words(&l.text) {
+        for w in text::words(&l.text) {
             let chars: Vec<char> = w.chars().collect();
             if chars.len() < MIN_WORD_CHARS || stored.contains(w) || unknown.contains(&chars) {
                 continue;
@@ -128,7 +128,7 @@ pub fn corrections(lookups: &[Lookup], candidates: &[Candidate], tried: &HashSet
     let mut out: Vec<Correction> = Vec::new();
     let mut keys: HashSet<String> = HashSet::new();
     for (i, l) in lookups.iter().enumerate() {
-        let words: Vec<&str> = embed::words(&l.text).collect();
+        let words: Vec<&str> = text::words(&l.text).collect();
         for (j, w) in words.iter().enumerate() {
             for fix in fixes_of(w) {
                 if out.len() >= MAX_CORRECTIONS {

@@ -239,7 +239,7 @@ impl Store {
         for (n, cand) in out.iter_mut().enumerate() {
             nl2sql_core::interrupt::every(n, 1024);
             if let (Some(l), None) = (lookups.get(cand.phrase), cand.trigram) {
-                cand.trigram = Some(embed::trigram_similarity(&l.text, &cand.term));
+                cand.trigram = Some(nl2sql_core::text::trigram_similarity(&l.text, &cand.term));
             }
         }
         out
@@ -276,7 +276,7 @@ impl ValueStore for Store {
     }
 
     fn same_key(&mut self, column: u32, text: &str) -> Vec<String> {
-        let key = embed::fold(text);
+        let key = nl2sql_core::text::fold(text);
         self.read(column, |table| {
             spi::rows(
                 &format!("SELECT DISTINCT value FROM {table} WHERE key = $1 AND term = value ORDER BY 1 LIMIT 10"),
