@@ -1,13 +1,12 @@
 //! A question's run in the database: the session's settings, the sandboxed database the
-//! pipeline sees, the model, the history row and the session's last trace.
+//! pipeline sees (sandbox/database.rs), the model, the history row and the session's last trace.
 
 use crate::gucs;
-use crate::pg::{catalog, errors, history, model, role, sandbox, session, values};
-use nl2sql_core::align::{Rules, ValueLookup};
+use crate::pg::sandbox::database::Sandboxed;
+use crate::pg::{catalog, errors, history, model, role, session};
+use nl2sql_core::align::Rules;
 use nl2sql_core::error::Report;
-use nl2sql_core::pipeline::{self, Answer, AskError, Database, Llm, Mode, Previous, Question, Rejected, Settings, Trace};
-use nl2sql_core::retrieval::retrieve::ValueHint;
-use nl2sql_core::Execution;
+use nl2sql_core::pipeline::{self, Answer, AskError, Llm, Mode, Previous, Question, Settings, Trace};
 use pgrx::prelude::*;
 use serde_json::Value;
 
@@ -65,7 +64,7 @@ pub fn run(question: &str, hint: Option<&str>, previous: Option<Previous>) -> (R
     let mut db = Sandboxed::default();
     // A follow-up's prompt carries the earlier call's query, which may quote what it was shown.
     if let Some(id) = q.previous.as_ref().and_then(|p| p.history_id) {
-        db.shown.extend(history::shown(id));
+        db.saw_relations(history::shown(id));
     }
     // Under nl2sql.privacy nothing is sampled: no rows are read for the prompt at all.
     let mut result = role::as_exec_role(|| {
@@ -158,83 +157,6 @@ fn unsure(trace: &Trace) {
         ),
         "Check the query, add a hint naming tables, columns or values, or see nl2sql_explain() for the other candidates.".into(),
     );
-}
-
-/// The database as the pipeline sees it: the sandbox (PostgreSQL's parse tree, the policy,
-/// execution), the value index. It notes the relations whose rows reach the model (samples,
-/// stored values, the rows of executed queries, which the agent and corrections are shown):
-/// the call's history row keeps them for nl2sql.feedback().
-#[derive(Default)]
-struct Sandboxed {
-    shown: Vec<pg_sys::Oid>,
-}
-
-impl Sandboxed {
-    fn saw(&mut self, oids: impl IntoIterator<Item = u32>) {
-        self.shown.extend(oids.into_iter().map(pg_sys::Oid::from));
-    }
-
-    /// The relations noted, sorted, once each.
-    fn shown(&self) -> Vec<pg_sys::Oid> {
-        let mut v = self.shown.clone();
-        v.sort_unstable_by_key(|o| u32::from(*o));
-        v.dedup();
-        v
-    }
-}
-
-impl ValueLookup for Sandboxed {
-    fn closest_value(&mut self, table: u32, column: &str, literal: &str) -> Option<String> {
-        let found = values::closest_stored(pg_sys::Oid::from(table), column, literal);
-        if found.is_some() {
-            self.saw([table]);
-        }
-        found
-    }
-}
-
-impl Database for Sandboxed {
-    fn execute(&mut self, sql: &str) -> Result<Execution, Rejected> {
-        sandbox::execute_noting(sql, sandbox::Limits::from_settings(), &mut self.shown)
-    }
-
-    fn similar_values(&mut self, text: &str, skip: &[String]) -> Vec<ValueHint> {
-        if !gucs::use_values() || gucs::value_top_k() == 0 {
-            return Vec::new();
-        }
-        let found = values::search_values(text, skip, gucs::value_top_k(), gucs::value_threshold());
-        self.shown.extend(found.iter().map(|f| f.relid));
-        found
-            .into_iter()
-            .map(|f| ValueHint {
-                // The table as the schema prompt writes it (qualified only when not on the path).
-                column: format!("{}.{}", values::visible_name(f.relid), pgrx::spi::quote_identifier(&f.column)),
-                value: f.value,
-                score: f.score,
-            })
-            .collect()
-    }
-
-    fn sample(&mut self, schema: &mut nl2sql_core::schema::Schema, tables: &[usize]) {
-        catalog::sample_tables(schema, tables);
-        let sampled = tables.iter().filter_map(|&t| schema.tables.get(t)).filter(|t| t.columns.iter().any(|c| c.stats.is_some()));
-        self.saw(sampled.map(|t| t.oid).collect::<Vec<_>>());
-    }
-
-    fn skipped_value_columns(&mut self) -> Vec<String> {
-        values::take_skipped()
-    }
-
-    fn similar_examples(&mut self, masked: &str, k: usize) -> Vec<nl2sql_core::prompt::examples::Example> {
-        crate::pg::examples::similar(masked, k)
-    }
-    fn instructions(&mut self, question: &str) -> Vec<nl2sql_core::retrieval::instructions::Instruction> {
-        crate::pg::instructions::candidates(question)
-    }
-
-    fn similar_columns(&mut self, text: &str, k: usize) -> Vec<(u32, String, f32)> {
-        values::search_columns(text, k).into_iter().map(|c| (u32::from(c.relid), c.column, c.score)).collect()
-    }
 }
 
 /// Replaces the API key wherever it appears, keys of objects included (a model could echo

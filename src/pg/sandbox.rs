@@ -6,6 +6,10 @@
 //! as the role that will run it, with the session's settings (policy.rs checks that tree), and
 //! this very tree is planned and executed here. The text is never parsed a second time, so no
 //! escape, quoting mode or search_path trick can make the executed query differ from the checked one.
+//!
+//! The database a question's run sees, built on this, is database.rs.
+
+pub mod database;
 
 use crate::gucs;
 use crate::pg::errors::report_of;

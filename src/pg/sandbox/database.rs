@@ -1,0 +1,94 @@
+//! The database as a question's run sees it (the core's `Database` and `ValueLookup`): SQL
+//! run in the sandbox (sandbox.rs), the value index, sampled rows, the examples and the
+//! instructions. pg/ask.rs runs the question with it.
+
+use crate::gucs;
+use crate::pg::{catalog, sandbox, values};
+use nl2sql_core::align::ValueLookup;
+use nl2sql_core::pipeline::{Database, Rejected};
+use nl2sql_core::retrieval::retrieve::ValueHint;
+use nl2sql_core::Execution;
+use pgrx::prelude::*;
+
+/// The database as the pipeline sees it: the sandbox (PostgreSQL's parse tree, the policy,
+/// execution), the value index. It notes the relations whose rows reach the model (samples,
+/// stored values, the rows of executed queries, which the agent and corrections are shown):
+/// the call's history row keeps them for nl2sql.feedback().
+#[derive(Default)]
+pub struct Sandboxed {
+    shown: Vec<pg_sys::Oid>,
+}
+
+impl Sandboxed {
+    /// Notes relations by OID as the schema holds them.
+    pub fn saw(&mut self, oids: impl IntoIterator<Item = u32>) {
+        self.shown.extend(oids.into_iter().map(pg_sys::Oid::from));
+    }
+
+    /// Notes relations by OID (those a follow-up's earlier call showed the model).
+    pub fn saw_relations(&mut self, oids: impl IntoIterator<Item = pg_sys::Oid>) {
+        self.shown.extend(oids);
+    }
+
+    /// The relations noted, sorted, once each.
+    pub fn shown(&self) -> Vec<pg_sys::Oid> {
+        let mut v = self.shown.clone();
+        v.sort_unstable_by_key(|o| u32::from(*o));
+        v.dedup();
+        v
+    }
+}
+
+impl ValueLookup for Sandboxed {
+    fn closest_value(&mut self, table: u32, column: &str, literal: &str) -> Option<String> {
+        let found = values::closest_stored(pg_sys::Oid::from(table), column, literal);
+        if found.is_some() {
+            self.saw([table]);
+        }
+        found
+    }
+}
+
+impl Database for Sandboxed {
+    fn execute(&mut self, sql: &str) -> Result<Execution, Rejected> {
+        sandbox::execute_noting(sql, sandbox::Limits::from_settings(), &mut self.shown)
+    }
+
+    fn similar_values(&mut self, text: &str, skip: &[String]) -> Vec<ValueHint> {
+        if !gucs::use_values() || gucs::value_top_k() == 0 {
+            return Vec::new();
+        }
+        let found = values::search_values(text, skip, gucs::value_top_k(), gucs::value_threshold());
+        self.shown.extend(found.iter().map(|f| f.relid));
+        found
+            .into_iter()
+            .map(|f| ValueHint {
+                // The table as the schema prompt writes it (qualified only when not on the path).
+                column: format!("{}.{}", values::visible_name(f.relid), pgrx::spi::quote_identifier(&f.column)),
+                value: f.value,
+                score: f.score,
+            })
+            .collect()
+    }
+
+    fn sample(&mut self, schema: &mut nl2sql_core::schema::Schema, tables: &[usize]) {
+        catalog::sample_tables(schema, tables);
+        let sampled = tables.iter().filter_map(|&t| schema.tables.get(t)).filter(|t| t.columns.iter().any(|c| c.stats.is_some()));
+        self.saw(sampled.map(|t| t.oid).collect::<Vec<_>>());
+    }
+
+    fn skipped_value_columns(&mut self) -> Vec<String> {
+        values::take_skipped()
+    }
+
+    fn similar_examples(&mut self, masked: &str, k: usize) -> Vec<nl2sql_core::prompt::examples::Example> {
+        crate::pg::examples::similar(masked, k)
+    }
+    fn instructions(&mut self, question: &str) -> Vec<nl2sql_core::retrieval::instructions::Instruction> {
+        crate::pg::instructions::candidates(question)
+    }
+
+    fn similar_columns(&mut self, text: &str, k: usize) -> Vec<(u32, String, f32)> {
+        values::search_columns(text, k).into_iter().map(|c| (u32::from(c.relid), c.column, c.score)).collect()
+    }
+}
