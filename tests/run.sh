@@ -14,7 +14,6 @@ PG_REGRESS=$($PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress
 # Fixed ports: the endpoint URL shows up in the expected output of the error tests.
 PG_PORT=${NL2SQL_TEST_PG_PORT:-57410}
 MOCK_PORT=57411
-DUMPS=${NL2SQL_DUMPS:-$ROOT/../shared/bench/spider-pg/dumps}
 what=${1:-all}
 [ $# -gt 0 ] && shift
 
@@ -50,9 +49,10 @@ got=$(psql -d postgres -Atc "SELECT current_setting('server_version_num')::int /
 [ "$want" = "$got" ] || { echo "the test server is PostgreSQL $got, not $want" >&2; exit 1; }
 echo "== PostgreSQL $got"
 
-# The regression database: concert_singer from the spider-pg slice, with the extension.
+# The regression database: the project's fixture (tests/fixtures/concert_singer.sql), with the
+# extension. Everything the tests load lives in this checkout.
 psql -d postgres -c "CREATE DATABASE concert_singer"
-psql -d concert_singer -f "$DUMPS/concert_singer.sql" >/dev/null
+psql -d concert_singer -f tests/fixtures/concert_singer.sql >/dev/null
 psql -d concert_singer -c "SET client_min_messages = warning" -c "CREATE EXTENSION nl2sql CASCADE"
 
 status=0
@@ -68,7 +68,7 @@ fi
 if [ "$what" = all ] || [ "$what" = pytest ]; then
   echo "== pytest"
   NL2SQL_TEST_PGHOST=$PGHOST NL2SQL_TEST_PGPORT=$PGPORT NL2SQL_TEST_SERVER_LOG=$RUN/pg/server.log \
-  NL2SQL_TEST_MOCK_URL="http://127.0.0.1:$MOCK_PORT" NL2SQL_DUMPS=$DUMPS \
+  NL2SQL_TEST_MOCK_URL="http://127.0.0.1:$MOCK_PORT" \
     "$ROOT/.venv/bin/python" -m pytest -q -rs tests "$@" || status=1
 fi
 exit $status

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PG_CONFIG = os.environ.get("PG_CONFIG", "/usr/lib/postgresql/15/bin/pg_config")
 BIN = Path(subprocess.check_output([PG_CONFIG, "--bindir"], text=True).strip())
-DUMPS = Path(os.environ.get("NL2SQL_DUMPS", ROOT.parent / "shared" / "bench" / "spider-pg" / "dumps"))
+FIXTURE = ROOT / "tests" / "fixtures" / "concert_singer.sql"
 SOURCE = "nl2sql_dump_source"
 
 
@@ -32,7 +32,7 @@ def source(conninfo, tmp_path_factory):
     admin = psycopg.connect(autocommit=True, **{**conninfo, "dbname": "postgres"})
     admin.execute(f"DROP DATABASE IF EXISTS {SOURCE} WITH (FORCE)")
     admin.execute(f"CREATE DATABASE {SOURCE}")
-    _tool(conninfo, "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(DUMPS / "concert_singer.sql"), dbname=SOURCE)
+    _tool(conninfo, "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(FIXTURE), dbname=SOURCE)
     db = psycopg.connect(autocommit=True, **{**conninfo, "dbname": SOURCE})
     db.execute("SET client_min_messages = warning")
     db.execute("CREATE EXTENSION nl2sql CASCADE")

@@ -6,8 +6,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# The harness reads its questions from the project's fixture (tests/fixtures/bench/), in the
+# layout of the real benchmarks, for the fixture database tests/run.sh loads.
+ENV = dict(os.environ, NL2SQL_BENCH=str(ROOT / "tests" / "fixtures" / "bench"))
 
-# Question ids of concert_singer and whether the scripted answer is right (tests/mock/scenarios.json).
+# Question ids of the fixture's questions and whether the scripted answer is right (tests/mock/scenarios.json).
 EXPECTED = {
     0: True,    # the gold query itself
     1: False,   # counts stadiums instead of singers
@@ -26,7 +29,7 @@ def test_harness_computes_execution_accuracy(tmp_path):
         [sys.executable, str(ROOT / "eval" / "harness.py"), "--db", "concert_singer", "--ids", ids,
          "--host", os.environ["NL2SQL_TEST_PGHOST"], "--port", os.environ["NL2SQL_TEST_PGPORT"],
          "--no-setup", "--repeat", "1", "--quiet", "--out-dir", str(tmp_path), "--configs", "zero-shot"],
-        capture_output=True, text=True, timeout=120, check=True)
+        capture_output=True, text=True, timeout=120, check=True, env=ENV)
     records = [json.loads(line) for line in (tmp_path / "zero-shot-all.jsonl").read_text().splitlines()]
     got = {r["id"]: r["correct"] for r in records}
     assert got == EXPECTED
@@ -45,8 +48,8 @@ def test_harness_resumes(tmp_path):
     args = [sys.executable, str(ROOT / "eval" / "harness.py"), "--db", "concert_singer", "--ids", "0,1",
             "--host", os.environ["NL2SQL_TEST_PGHOST"], "--port", os.environ["NL2SQL_TEST_PGPORT"],
             "--no-setup", "--repeat", "1", "--out-dir", str(tmp_path), "--configs", "zero-shot"]
-    subprocess.run(args, capture_output=True, text=True, timeout=120, check=True)
-    again = subprocess.run(args, capture_output=True, text=True, timeout=120, check=True)
+    subprocess.run(args, capture_output=True, text=True, timeout=120, check=True, env=ENV)
+    again = subprocess.run(args, capture_output=True, text=True, timeout=120, check=True, env=ENV)
     assert "2 already in" in again.stderr
     assert len((tmp_path / "zero-shot-all.jsonl").read_text().splitlines()) == 2
 
@@ -56,7 +59,7 @@ def test_ablation_table(tmp_path):
         [sys.executable, str(ROOT / "eval" / "harness.py"), "--db", "concert_singer", "--ids", "0,1,12",
          "--host", os.environ["NL2SQL_TEST_PGHOST"], "--port", os.environ["NL2SQL_TEST_PGPORT"],
          "--no-setup", "--repeat", "1", "--quiet", "--out-dir", str(tmp_path), "--configs", "zero-shot,full,full-n1,full-alone-0.3"],
-        capture_output=True, text=True, timeout=120, check=True)
+        capture_output=True, text=True, timeout=120, check=True, env=ENV)
     table = out.stdout[out.stdout.index("Ablation"):].splitlines()
     # The rows, then a line per configuration with several generators (indented).
     assert [line.split()[0] for line in table[2:] if not line.startswith(" ")] == ["zero-shot", "full", "full-n1", "full-alone-0.3"]

@@ -291,7 +291,7 @@ def test_follow_ups_by_history_id_or_passed(connect, mock, admin):
         # Passed explicitly (works where there is no history: a standby, a pooler).
         rows = conn.execute("SELECT * FROM nl2sql_run('[ops-follow] only the French ones', "
                             "previous_question => 'Which singers are there?', previous_sql => 'SELECT name FROM singer')").fetchall()
-        assert [r[0]["name"] for r in rows] == ["John Nizinik", "Justin Brown", "Rose White", "Tribal King"]
+        assert [r[0]["name"] for r in rows] == ["Claire Dubois", "Henri Lefevre", "Luc Moreau", "Paul Girard"]
         # Another role's call cannot be followed up: it does not exist for that role.
         with pytest.raises(errors.UndefinedObject):
             connect(user="ops_gus").execute("SELECT nl2sql('[ops-follow] and from France?', follows => %s)", (first,))
@@ -371,7 +371,7 @@ def test_token_budget(connect, mock, admin):
 
 
 def stored_values(conn):
-    """Every value stored in concert_singer's tables that could be recognised in a prompt."""
+    """Every value stored in the test database's tables that could be recognised in a prompt."""
     found = set()
     for (table,) in conn.execute("SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'public'").fetchall():
         for (row,) in conn.execute(f"SELECT row_to_json(t) FROM {table} t").fetchall():
@@ -384,11 +384,11 @@ def stored_values(conn):
 
 def test_privacy_mode_sends_no_stored_value(connect, mock, admin):
     values = stored_values(admin)
-    assert {"Joe Sharp", "Netherlands", "Somerset Park"} <= values
+    assert {"Mara Jansen", "Netherlands", "Elm Park"} <= values
     admin.execute("SELECT * FROM nl2sql.create_value_index('singer', 'country')")
     try:
-        admin.execute("SELECT nl2sql.add_example('Which stadiums in Somerset Park hold more than 52500 people?', "
-                      "'SELECT name FROM stadium WHERE location = ''Somerset Park'' AND capacity > 52500', 'Somerset Park is a place')")
+        admin.execute("SELECT nl2sql.add_example('Which stadiums in Millbrook hold more than 52000 people?', "
+                      "'SELECT name FROM stadium WHERE location = ''Millbrook'' AND capacity > 52000', 'Millbrook is a place')")
         conn = connect()
         conn.execute("SET nl2sql.examples = 3")
         conn.execute("SET nl2sql.extraction_min_tokens = 0")

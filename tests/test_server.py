@@ -229,7 +229,7 @@ def test_prompt_only_shows_what_the_role_may_select(connect, mock):
         conn.execute("SET ROLE carol")
         assert ask(conn, "How many singers do we have?") == "SELECT count(*) FROM singer"
         prompt = "\n".join(m["content"] for r in mock.requests() for m in r["body"]["messages"])
-        assert "singer_id" in prompt and "Joe Sharp" in prompt
+        assert "singer_id" in prompt and "Claire Dubois" in prompt
         for hidden in ("hr_salaries", "salary_amount", "5000", "country", "France", "stadium", "concert"):
             assert hidden not in prompt, hidden
     finally:

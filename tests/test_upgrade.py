@@ -151,7 +151,7 @@ def test_a_010_database_updates_and_still_answers(connect, conninfo, mock, old_s
     admin = connect(dbname="postgres")
     admin.execute("DROP DATABASE IF EXISTS nl2sql_v010 WITH (FORCE)")
     admin.execute("CREATE DATABASE nl2sql_v010")
-    dump = Path(os.environ.get("NL2SQL_DUMPS", ROOT.parent / "shared" / "bench" / "spider-pg" / "dumps")) / "concert_singer.sql"
+    dump = ROOT / "tests" / "fixtures" / "concert_singer.sql"
     subprocess.run([str(Path(subprocess.check_output([PG_CONFIG, "--bindir"], text=True).strip()) / "psql"), "-X", "-q",
                     "-v", "ON_ERROR_STOP=1", "-h", conninfo["host"], "-p", str(conninfo["port"]), "-U", conninfo["user"],
                     "-d", "nl2sql_v010", "-f", str(dump)], check=True, capture_output=True)

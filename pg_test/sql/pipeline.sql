@@ -35,7 +35,7 @@ SELECT * FROM nl2sql_run('Which French singers are there?');
 SELECT c->>'sql' AS written, c->>'aligned' AS aligned, c->'rules' AS rules
 FROM jsonb_array_elements(nl2sql.last_trace()->'candidates') AS c LIMIT 1;
 SELECT relation, column_name, status FROM nl2sql.create_value_index('stadium', 'name');
-SELECT * FROM nl2sql_run('How big is somerset park?');
+SELECT * FROM nl2sql_run('How big is elm park?');
 SELECT c->>'aligned' AS aligned, c->'rules' AS rules
 FROM jsonb_array_elements(nl2sql.last_trace()->'candidates') AS c LIMIT 1;
 SELECT nl2sql.drop_value_index('stadium', 'name');
