@@ -1,6 +1,6 @@
 //! The database schema as the model sees it, rendered in the Open-SQL format within a token budget.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::fmt::Write;
 
 mod budget;

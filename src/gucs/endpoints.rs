@@ -1,7 +1,12 @@
 //! The model and embedding endpoints: where requests go, how long they may take, how big an
 //! answer may be. The URLs and key files are superuser-only (see gucs/mod.rs for why).
 
-use super::*;
+// The hooks through gucs (its `use checks::*`): checks.rs reads this table's key settings.
+use super::{check_key, check_url, show_embedding_key, show_llm_key};
+use super::{ms, string, ColumnEmbedder};
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use std::ffi::CString;
+use std::time::Duration;
 
 /// Environment variables read for the embedding endpoint's key when its setting is empty.
 pub const EMBEDDING_KEY_ENV: [&str; 2] = ["NL2SQL_EMBEDDING_API_KEY", "OPENAI_API_KEY"];

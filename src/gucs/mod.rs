@@ -17,7 +17,7 @@
 //!   refuse a key with a clear error. A key comes from a key file only the server's OS user can
 //!   read (nl2sql.llm_api_key_file) or from the server's environment.
 
-use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
+use pgrx::{GucSetting, PostgresGucEnum};
 use std::ffi::CString;
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Daily operation: privacy and the history (an audit trail).
 
-use super::*;
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 
 settings! {
     PRIVACY: bool = false,

@@ -1,7 +1,10 @@
 //! How a question is answered: the mode, the candidates and their vote, corrections, the schema
 //! and extraction budgets, alignment rules, examples, the agent.
 
-use super::*;
+use super::checks::check_generators;
+use super::{string, Mode, OnLowConfidence};
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use std::ffi::CString;
 
 settings! {
     MODE: choice(Mode) = Mode::Full,

@@ -1,7 +1,10 @@
 //! What a generated query may do when it runs: time, rows, bytes, planner cost, which functions
 //! and tables, and the role that stands in for a superuser.
 
-use super::*;
+use super::{ms, string};
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use std::ffi::CString;
+use std::time::Duration;
 
 settings! {
     STATEMENT_TIMEOUT_MS: int = 5_000,

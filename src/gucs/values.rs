@@ -1,6 +1,7 @@
 //! The value index (which columns, how they are indexed and searched) and relationship profiling.
 
-use super::*;
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use std::time::Duration;
 
 settings! {
     USE_VALUES: bool = true,

@@ -17,7 +17,13 @@
 //! the correction was told the name does not exist and answered with what does, which is
 //! another question's answer.
 
-use super::*;
+use super::failure::AskError;
+use super::trace::{cand_sql, estimate, ms, record, CandidateTrace, Trace};
+use super::{Database, Llm, Question, Settings};
+use crate::model::llm::ChatRequest;
+use crate::prompt::refine::Failure;
+use crate::schema::Schema;
+use std::time::Instant;
 use crate::prompt::answerable;
 use crate::retrieval::coverage;
 use crate::prompt::refine::FailureKind;

@@ -2,7 +2,21 @@
 //! they agree (or once the first generator's answer stands alone), each aligned, checked and run
 //! as it arrives; failed ones corrected while nothing returned rows; the vote among what ran.
 
-use super::*;
+use super::failure::AskError;
+use super::stages::{evaluate, normal_form, Outcome_};
+use super::trace::{cand_sql, estimate, ms, record, traced, CandidateTrace, Trace};
+use super::vote::{self, Ballot};
+use super::{results, Database, Generator, Llm, Settings};
+use crate::align::Context;
+use crate::error::{Diagnostic, Report};
+use crate::model::answer::extract_sql;
+use crate::model::llm::{ChatRequest, LlmError, Message};
+use crate::prompt::refine::{self, Failure};
+use crate::safety::guard::{self, GuardError};
+use crate::schema::Schema;
+use crate::Execution;
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
 /// A candidate of the full path and its result.
 #[derive(Default)]

@@ -1,6 +1,7 @@
 //! How a question fails: the error, its SQLSTATE, message, detail and hint, and abstention.
 
-use super::*;
+use super::trace::{cand_sql, Trace};
+use super::{Answer, MAX_HINT_CHARS, MAX_QUESTION_CHARS, MIN_COMPLETION_TOKENS};
 use crate::error::{Diagnostic, Report, SqlState};
 use crate::safety::guard::GuardError;
 use crate::prompt::refine::Failure;

@@ -3,8 +3,21 @@
 //! the candidates, their corrections and the vote (candidates.rs).
 
 use super::candidates::Asking;
-use super::*;
-use crate::schema::{estimate_tokens, Table};
+use super::failure::AskError;
+use super::stages::{column_at, link, sampled, sampled_tables, show_linked, show_schema, shown, similar_values, value_columns};
+use super::trace::{estimate, ms, record, ExtractionTrace, Trace};
+use super::{Database, Generator, Llm, Question, Run, Settings, Tokens, COLUMN_MATCH_MIN_SCORE, EXTRACTION_MAX_TOKENS};
+use crate::align::Context;
+use crate::error::Report;
+use crate::model::llm::{ChatRequest, Message};
+use crate::prompt::examples;
+use crate::prompt::extract::{self, Extraction};
+use crate::prompt::generate;
+use crate::retrieval::retrieve;
+use crate::schema::{estimate_tokens, Detail, Focus, Linking, Rendered, Schema, Table};
+use crate::Execution;
+use std::collections::HashSet;
+use std::time::Instant;
 
 /// The OpenSearch-SQL path.
 pub(super) fn full(run: Run<'_>) -> Result<(String, Execution), AskError> {

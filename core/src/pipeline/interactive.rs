@@ -3,7 +3,18 @@
 //! names, until it is done or nl2sql.agent_max_turns runs out. Every query it runs goes through
 //! the same guard, alignment and sandbox as a candidate; the last query that ran is the answer.
 
-use super::*;
+use super::failure::AskError;
+use super::stages::{column_at, evaluate, Outcome_};
+use super::trace::{cand_sql, estimate, ms, record, traced, CandidateTrace, Trace};
+use super::{Database, Run, Settings, COLUMN_MATCH_MIN_SCORE};
+use crate::align::Context;
+use crate::error::{Diagnostic, Report};
+use crate::model::llm::{ChatRequest, Message};
+use crate::prompt::refine::Failure;
+use crate::safety::guard::GuardError;
+use crate::schema::Schema;
+use crate::Execution;
+use std::time::Instant;
 use crate::pipeline::agent::{self, Action, Turn};
 
 /// Completion tokens for one turn (a thought and an action, or a query).

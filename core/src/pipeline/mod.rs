@@ -7,22 +7,17 @@
 //!
 //! Everything outside this crate (PostgreSQL, HTTP) comes in through the traits.
 
-use crate::align::{Context, Rules, ValueLookup};
-use crate::model::answer::extract_sql;
-use crate::error::{Diagnostic, Report};
-use crate::prompt::examples::{self, Example};
-use crate::prompt::extract::{self, Extraction};
-use crate::safety::guard::{self, GuardError};
-use crate::model::llm::{ChatRequest, Completion, LlmError, Message};
+use crate::align::{Rules, ValueLookup};
+use crate::prompt::examples::Example;
+use crate::safety::guard::GuardError;
+use crate::model::llm::{ChatRequest, Completion, LlmError};
 use crate::prompt::{Layout, MAX_PREVIOUS_SQL_BYTES};
-use crate::prompt::refine::{self, Failure};
+use crate::prompt::refine::Failure;
 use crate::retrieval::instructions::{self, Instruction};
-use crate::retrieval::retrieve::{self, ValueHint};
-use crate::schema::{Detail, Focus, Linking, Rendered, Schema};
-use vote::Ballot;
-use crate::{prompt::generate, Execution};
+use crate::retrieval::retrieve::ValueHint;
+use crate::schema::Schema;
+use crate::Execution;
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 /// Longest question accepted, in characters.
@@ -556,7 +551,6 @@ pub use trace::*;
 use full::full;
 use interactive::interactive;
 pub use stages::normal_form;
-use stages::*;
 use zero_shot::zero_shot;
 
 #[cfg(test)]

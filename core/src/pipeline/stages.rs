@@ -1,7 +1,8 @@
 //! Stages every path shares: showing the schema, linking a wide one, finding values, and
 //! evaluating one answer of the model (extract, guard, align, execute).
 
-use super::*;
+use super::trace::{detail_name, CandidateTrace, Trace};
+use super::{Database, Question, Rejected, Settings, LINKED_COLUMNS};
 use crate::align::{self, Context, NoValues};
 use crate::model::answer::extract_sql;
 use crate::safety::guard::{self, GuardError};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::error::SqlState;
+use crate::error::{Diagnostic, Report, SqlState};
 use crate::prompt::refine::FailureKind;
 use std::time::Duration;
 use crate::align::Rules;

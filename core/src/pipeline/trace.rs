@@ -1,7 +1,8 @@
 //! What a question's run leaves behind: the trace `nl2sql_explain` shows, each model call and
 //! each candidate.
 
-use super::*;
+use super::{Mode, Previous, Tokens};
+use crate::Execution;
 use crate::error::Report;
 use crate::prompt::examples::Example;
 use crate::prompt::extract::Extraction;

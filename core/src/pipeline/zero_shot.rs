@@ -1,6 +1,9 @@
 //! The foundation's path: one generation from the whole schema, corrected in up to R rounds.
 
-use super::*;
+use super::failure::AskError;
+use super::stages::{evaluate, link, sampled, show_linked, show_schema, similar_values, Outcome_};
+use super::trace::{cand_sql, estimate, ms, record, traced, CandidateTrace};
+use super::{Run, Settings};
 use crate::align::{Context, Rules};
 use crate::error::{Diagnostic, Report};
 use crate::model::llm::ChatRequest;

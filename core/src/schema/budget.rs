@@ -9,7 +9,8 @@
 //! 4. the least relevant name lines dropped;
 //! 5. the linked tables' detail dropped to names and types, then linked tables themselves.
 
-use super::*;
+use super::{estimate_tokens, render_columns, render_table, write_foreign_keys, Column, Detail, Rendered, Schema, Table};
+use std::fmt::Write;
 
 /// Which tables and columns a question links to, and how the other tables rank.
 #[derive(Debug, Clone, Default)]
@@ -189,6 +190,7 @@ impl Schema {
 mod tests {
     use super::*;
     use crate::schema::tests::sample_schema;
+    use crate::schema::{ColumnStats, ForeignKey};
 
     /// A schema of `n` tables of `cols` columns, each with a long comment and samples.
     fn wide(n: usize, cols: usize) -> Schema {

@@ -1,7 +1,8 @@
 //! The foreign-key graph of a schema (declared keys, and inferred ones where they are used):
 //! its units (schemas, and tables no key links), join paths, and the per-question focus.
 
-use super::*;
+use super::Schema;
+use serde::Serialize;
 
 /// Undirected foreign-key graph of `schema`'s tables: (neighbour, foreign key) per table.
 type FkGraph = Vec<Vec<(usize, usize)>>;

@@ -1,7 +1,12 @@
 //! Curating the examples library: add (the SQL run in the sandbox first), offer (from
 //! feedback), remove, enable or disable, and embed their meanings at refresh.
 
-use super::*;
+use super::{example_schema, meaning, model_if_configured, reader_dependent, schema_for_prompts, store, thought, validate, visible_to, STORE};
+use crate::pg::curated;
+use crate::pg::errors::fail;
+use crate::pg::{owner, spi};
+use nl2sql_core::error::SqlState;
+use pgrx::prelude::*;
 
 /// Computes the sentence model's vector of every example that has none (minilm only), as the
 /// extension's owner; how many.

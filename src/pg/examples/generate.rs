@@ -2,7 +2,15 @@
 //! each run in the sandbox and kept only when its result is new; chains of thought for examples
 //! that lack one.
 
-use super::*;
+use super::{example_schema, reader_dependent, refuse_under_privacy, schema_for_prompts, store, temporary, thought, STORE};
+use crate::gucs;
+use crate::pg::errors::{fail, raise};
+use crate::pg::{model, owner, role, sandbox, spi};
+use nl2sql_core::error::{Report, SqlState};
+use nl2sql_core::pipeline::{self, Llm};
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+use std::collections::HashSet;
 
 pub use nl2sql_core::library::Generated;
 use nl2sql_core::library::{self, Job, Library, Row};

@@ -16,7 +16,7 @@ use crate::pg::model::{self, Model};
 use crate::pg::{catalog, owner, role, sandbox, spi};
 use nl2sql_core::retrieval::embed;
 use nl2sql_core::error::{Diagnostic, Report, SqlState};
-use nl2sql_core::prompt::examples::{self, Example};
+use nl2sql_core::prompt::examples;
 use nl2sql_core::model::http::ErrorKind;
 use nl2sql_core::model::llm::ChatRequest;
 use nl2sql_core::pipeline::{self, Llm, Rejected};
@@ -24,7 +24,6 @@ use nl2sql_core::schema::Schema;
 use nl2sql_core::prompt::synthetic;
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
-use std::collections::HashSet;
 
 mod curate;
 mod generate;

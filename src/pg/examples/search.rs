@@ -1,6 +1,9 @@
 //! The examples a question is shown: the most similar enabled ones the calling role may read.
 
-use super::*;
+use super::{meaning, vector_schema};
+use crate::pg::{sandbox, spi};
+use nl2sql_core::prompt::examples::Example;
+use nl2sql_core::retrieval::embed;
 
 /// The `k` enabled examples nearest the masked question among those the current role may
 /// see (the view's filter); read-only, so it works on a hot standby. Never fails a question:
