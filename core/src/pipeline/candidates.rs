@@ -3,10 +3,10 @@
 //! as it arrives; failed ones corrected while nothing returned rows; the vote among what ran.
 
 use super::failure::AskError;
-use super::stages::{evaluate, normal_form, Outcome_};
+use super::stages::{evaluate, normal_form};
 use super::trace::{cand_sql, estimate, ms, record, traced, CandidateTrace, Trace};
 use super::vote::{self, Ballot};
-use super::{results, Database, Generator, Llm, Settings};
+use super::{results, Database, Generator, Llm, Rejected, Settings};
 use crate::align::Context;
 use crate::error::{Diagnostic, Report};
 use crate::model::answer::extract_sql;
@@ -275,7 +275,7 @@ impl Asking<'_> {
                 pool.executed.push((index, form, execution));
                 pool.conversations.insert(index, conversation);
             }
-            Err(Outcome_::Refused(error)) => {
+            Err(Rejected::Refused(error)) => {
                 cand.error = Some(error.message());
                 if let Some(s) = &sql {
                     pool.failed_forms.push((index, normal_form(s)));
@@ -285,7 +285,7 @@ impl Asking<'_> {
                     pool.refused = Some((sql.unwrap_or_default(), error));
                 }
             }
-            Err(Outcome_::Failed(failure)) => {
+            Err(Rejected::Failed(failure)) => {
                 cand.error = Some(failure.summary());
                 cand.error_kind = Some(failure.kind());
                 if let Failure::Execution(r) | Failure::Analysis(r) = &failure {

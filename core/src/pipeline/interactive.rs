@@ -4,9 +4,9 @@
 //! the same guard, alignment and sandbox as a candidate; the last query that ran is the answer.
 
 use super::failure::AskError;
-use super::stages::{column_at, evaluate, Outcome_};
+use super::stages::{column_at, evaluate};
 use super::trace::{cand_sql, estimate, ms, record, traced, CandidateTrace, Trace};
-use super::{Database, Run, Settings, COLUMN_MATCH_MIN_SCORE};
+use super::{Database, Rejected, Run, Settings, COLUMN_MATCH_MIN_SCORE};
 use crate::align::Context;
 use crate::error::{Diagnostic, Report};
 use crate::model::llm::{ChatRequest, Message};
@@ -164,12 +164,12 @@ fn execute(
             let chosen = cand_sql(Some(&cand)).unwrap_or_default();
             (observation, Ok((chosen, execution)))
         }
-        Err(Outcome_::Refused(error)) => {
+        Err(Rejected::Refused(error)) => {
             cand.error = Some(error.message());
             let observation = format!("refused: {} (nl2sql runs one read-only SELECT)", error.message());
             (observation, Err(AskError::Refused { sql: written.unwrap_or_default(), error }))
         }
-        Err(Outcome_::Failed(failure)) => {
+        Err(Rejected::Failed(failure)) => {
             cand.error = Some(failure.summary());
             cand.error_kind = Some(failure.kind());
             let observation = match &failure {

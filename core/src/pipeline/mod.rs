@@ -135,12 +135,14 @@ impl Llm for Client {
     }
 }
 
-/// Why the database did not return rows for a query.
+/// Why the database did not return rows for a query; also why a candidate's evaluation did not
+/// (stages.rs), whose guard refuses or fails a query before the database sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rejected {
-    /// Its policy refused the query before it ran (final: never sent back for correction).
+    /// Its policy (or the guard) refused the query before it ran (final: never sent back for
+    /// correction).
     Refused(GuardError),
-    /// It ran, or tried to, and failed.
+    /// It ran, or tried to, and failed (or could not be read as one statement).
     Failed(Failure),
 }
 

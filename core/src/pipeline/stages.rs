@@ -123,13 +123,8 @@ pub(super) fn similar_values(q: &Question, extra: &[String], schema: &Schema, db
     db.similar_values(&lookup, &retrieve::schema_words(schema.names()))
 }
 
-
-pub(super) enum Outcome_ {
-    Refused(GuardError),
-    Failed(Failure),
-}
-
-/// Extracts, guards, aligns and executes one answer of the model.
+/// Extracts, guards, aligns and executes one answer of the model. A query it cannot run is
+/// [`Rejected`] as the database rejects one: refused (final) or failed (sent back for correction).
 pub(super) fn evaluate(
     content: &str,
     settings: &Settings,
@@ -137,14 +132,14 @@ pub(super) fn evaluate(
     schema: &Schema,
     cx: Context,
     cand: &mut CandidateTrace,
-) -> (Option<String>, Result<Execution, Outcome_>) {
+) -> (Option<String>, Result<Execution, Rejected>) {
     let Some(text) = extract_sql(content) else {
-        return (None, Err(Outcome_::Failed(Failure::Syntax(GuardError::NoStatement))));
+        return (None, Err(Rejected::Failed(Failure::Syntax(GuardError::NoStatement))));
     };
     let guarded = match guard::check(&text) {
         Ok(g) => g,
-        Err(e) if e.is_correctable() => return (Some(text), Err(Outcome_::Failed(Failure::Syntax(e)))),
-        Err(e) => return (Some(text), Err(Outcome_::Refused(e))),
+        Err(e) if e.is_correctable() => return (Some(text), Err(Rejected::Failed(Failure::Syntax(e)))),
+        Err(e) => return (Some(text), Err(Rejected::Refused(e))),
     };
     let written = guarded.sql.clone();
     let mut run = guarded;
@@ -165,11 +160,7 @@ pub(super) fn evaluate(
             }
         }
     }
-    let result = db.execute(&run.sql).map_err(|r| match r {
-        Rejected::Refused(e) => Outcome_::Refused(e),
-        Rejected::Failed(f) => Outcome_::Failed(f),
-    });
-    (Some(written), result)
+    (Some(written), db.execute(&run.sql))
 }
 
 /// A query's normal form, to find candidates that wrote the same thing.

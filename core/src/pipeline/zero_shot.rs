@@ -1,9 +1,9 @@
 //! The foundation's path: one generation from the whole schema, corrected in up to R rounds.
 
 use super::failure::AskError;
-use super::stages::{evaluate, link, sampled, show_linked, show_schema, similar_values, Outcome_};
+use super::stages::{evaluate, link, sampled, show_linked, show_schema, similar_values};
 use super::trace::{cand_sql, estimate, ms, record, traced, CandidateTrace};
-use super::{Run, Settings};
+use super::{Rejected, Run, Settings};
 use crate::align::{Context, Rules};
 use crate::error::{Diagnostic, Report};
 use crate::model::llm::ChatRequest;
@@ -67,12 +67,12 @@ pub(super) fn zero_shot(run: Run<'_>) -> Result<(String, Execution), AskError> {
                 let sql = cand_sql(trace.candidates.last()).unwrap_or_default();
                 return Ok((sql, execution));
             }
-            Err(Outcome_::Refused(error)) => {
+            Err(Rejected::Refused(error)) => {
                 cand.error = Some(error.message());
                 trace.candidates.push(cand);
                 return Err(AskError::Refused { sql: sql.unwrap_or_default(), error });
             }
-            Err(Outcome_::Failed(failure)) => {
+            Err(Rejected::Failed(failure)) => {
                 cand.error = Some(failure.summary());
                 cand.error_kind = Some(failure.kind());
                 trace.candidates.push(cand);
