@@ -1,4 +1,4 @@
--- Sent by src/pg/profile/decide.rs; its parameters ($1, $2, ...) are bound there.
+-- Sent by src/pg/relationships/decide.rs; its parameters ($1, $2, ...) are bound there.
 SELECT EXISTS (SELECT FROM pg_catalog.pg_constraint k
 WHERE k.contype OPERATOR(pg_catalog.=) 'f'
   AND k.conrelid OPERATOR(pg_catalog.=) $1 AND k.confrelid OPERATOR(pg_catalog.=) $3

@@ -1,4 +1,4 @@
--- Sent by src/pg/profile/decide.rs; its parameters ($1, $2, ...) are bound there.
+-- Sent by src/pg/relationships/decide.rs; its parameters ($1, $2, ...) are bound there.
 SELECT pg_catalog.pg_has_role($2, c.relowner, 'USAGE') OR r.rolsuper
        OR pg_catalog.pg_has_role($2, 'nl2sql_curator', 'USAGE')
 FROM pg_catalog.pg_class c, pg_catalog.pg_roles r

@@ -1,4 +1,4 @@
--- Sent by src/pg/profile/decide.rs; its parameters ($1, $2, ...) are bound there.
+-- Sent by src/pg/relationships/decide.rs; its parameters ($1, $2, ...) are bound there.
 SELECT r.rolsuper OR (pg_catalog.has_schema_privilege($3, c.relnamespace, 'USAGE')
        AND NOT EXISTS (SELECT FROM pg_catalog.unnest($2::pg_catalog.text[]) AS u(n)
                        WHERE NOT coalesce(pg_catalog.has_column_privilege($3, c.oid, u.n, 'REFERENCES, SELECT'), false)))

@@ -1,4 +1,4 @@
--- Sent by src/pg/profile/decide.rs; its parameters ($1, $2, ...) are bound there.
+-- Sent by src/pg/relationships/decide.rs; its parameters ($1, $2, ...) are bound there.
 SELECT pg_catalog.format_type(a.atttypid, a.atttypmod), coalesce(b.typcategory, t.typcategory)::pg_catalog.text
 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid
 LEFT JOIN pg_catalog.pg_type b ON b.oid OPERATOR(pg_catalog.=) t.typbasetype

@@ -1,4 +1,4 @@
--- Sent by src/pg/profile/mod.rs; its parameters ($1, $2, ...) are bound there.
+-- Sent by src/pg/relationships/mod.rs; its parameters ($1, $2, ...) are bound there.
 SELECT from_relation::pg_catalog.oid, from_columns::pg_catalog.text[], to_relation::pg_catalog.oid, to_columns::pg_catalog.text[],
        source, score, evidence
 FROM nl2sql.relationships
