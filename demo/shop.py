@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "shop.sql"
-SEED = 20261128
+SEED = 20261201
 
 FIRST = ["Mia", "Lena", "Noah", "Elias", "Sofia", "Lucas", "Emma", "Hugo", "Clara", "Luca", "Nora", "Jonas",
          "Ines", "Mateo", "Alba", "Felix", "Chloe", "Tomas", "Ana", "Leo"]

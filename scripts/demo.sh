@@ -43,7 +43,7 @@ if ! exists "$DB"; then
   # Loaded whole or not at all: into a scratch database (what a stopped run left of one is
   # dropped first), in one transaction, profiled, and renamed to $DB only when all is done.
   say "loading the sample database $DB (demo/shop.sql) and profiling it"
-  psql -q -d postgres -c "DROP DATABASE IF EXISTS ${DB}_loading" -c "CREATE DATABASE ${DB}_loading"
+  psql -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS ${DB}_loading" -c "CREATE DATABASE ${DB}_loading"
   psql -q -d "${DB}_loading" -1 -f "$SAMPLE" >/dev/null
   psql -q -d "${DB}_loading" -c "SET client_min_messages = warning" -c "CREATE EXTENSION nl2sql CASCADE"
   # Two relationships are not declared (order_lines.product_id, reviews.product_id): profiling
