@@ -49,13 +49,13 @@ pytest:          ## server tests against the extension installed in $(PG_CONFIG)
 	PG_CONFIG=$(PG_CONFIG) tests/run.sh pytest
 
 eval:            ## execution accuracy on spider-pg, e.g. make eval ARGS="--sample 50 --seed 1 --configs zero-shot,no-correction"
-	@python3 eval/data.py $(if $(findstring defog-instruct,$(ARGS)),defog-instruct,spider-pg)
+	@python3 eval/data.py --harness $(ARGS)
 	NL2SQL_PG_CONFIG=$(PG_CONFIG) scripts/setup.sh
 	$(PGRX_INSTALL) --release
 	.venv/bin/python eval/harness.py $(ARGS)
 
 bench:           ## performance numbers (printed, never asserted): pipeline overhead, prompt tokens
-	@python3 eval/data.py spider-pg
+	@python3 eval/data.py spider-pg defog-instruct
 	NL2SQL_PG_CONFIG=$(PG_CONFIG) scripts/setup.sh
 	$(PGRX_INSTALL) --release
 	.venv/bin/python bench/bench.py $(ARGS)

@@ -219,7 +219,7 @@ def main():
     ap.add_argument("--port", type=int, default=55460)
     ap.add_argument("--pgdir", default="/tmp/nl2sql-bench")
     args = ap.parse_args()
-    data.require("spider-pg")
+    data.require("spider-pg", "defog-instruct")   # part 9 asks defog-instruct's databases too
 
     items = json.loads((harness.BENCH / "questions.json").read_text())
     kw = harness.start_cluster(argparse.Namespace(pgdir=args.pgdir, port=args.port))

@@ -585,7 +585,7 @@ def main():
     ap.add_argument("--value-recall", type=int, metavar="K",
                     help="only measure value recall@K of the value index (no LLM calls)")
     args = ap.parse_args()
-    data.require(args.bench)
+    data.require(args.bench, questions_only=args.no_setup)
 
     configs = args.configs.split(",")
     for c in configs:

@@ -28,7 +28,10 @@ say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 NL2SQL_PG_CONFIG=$PG_CONFIG scripts/setup.sh   # only what this one server needs
 # One cluster directory per major (a cluster made by one major's initdb is not another's).
 major=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
-DIR=${NL2SQL_DEMO_DIR:-/tmp/nl2sql-demo$([ "$major" = 15 ] || echo "-$major")}
+DIR=$(realpath -m -- "${NL2SQL_DEMO_DIR:-/tmp/nl2sql-demo$([ "$major" = 15 ] || echo "-$major")}")
+# Both go into postgresql.conf and libpq's host: a number, and a path with nothing to escape.
+[[ $PORT =~ ^[0-9]+$ ]] || { echo "NL2SQL_DEMO_PORT must be a port number, not '$PORT'" >&2; exit 2; }
+[[ $DIR =~ ^[-A-Za-z0-9_./+@]+$ ]] || { echo "NL2SQL_DEMO_DIR may hold letters, digits and - _ . / + @ only: '$DIR'" >&2; exit 2; }
 say "building and installing nl2sql (release build)"
 sudo_flag=""; [ "$(id -u)" -eq 0 ] || sudo_flag=--sudo
 cargo pgrx install --release --pg-config "$PG_CONFIG" $sudo_flag
@@ -39,6 +42,14 @@ scripts/pg.sh start "$DIR" "$PORT"
 psql() { "$($PG_CONFIG --bindir)/psql" -X -h "$DIR" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 "$@"; }
 
 exists() { psql -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = '$1'" | grep -q 1; }
+# Which demo/shop.sql a database was loaded from: its hash, in the database's comment.
+STAMP="nl2sql demo sample $(sha256sum "$SAMPLE" | cut -c1-16)"
+if exists "$DB" && [ "$(psql -d postgres -Atc "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = '$DB'")" != "$STAMP" ]; then
+  # Loaded from another demo/shop.sql (or made by hand): kept under another name, never dropped.
+  kept="${DB}_$(date +%Y%m%d%H%M%S)"
+  say "$DB was not loaded from this demo/shop.sql: renaming it to $kept and loading it again"
+  psql -q -d postgres -c "ALTER DATABASE $DB RENAME TO $kept"
+fi
 if ! exists "$DB"; then
   # Loaded whole or not at all: into a scratch database (what a stopped run left of one is
   # dropped first), in one transaction, profiled, and renamed to $DB only when all is done.
@@ -49,9 +60,12 @@ if ! exists "$DB"; then
   # Two relationships are not declared (order_lines.product_id, reviews.product_id): profiling
   # finds them in the data.
   psql -d "${DB}_loading" -c "SELECT from_relation, from_columns, to_relation, to_columns, score FROM nl2sql.profile_relationships()"
-  psql -q -d postgres -c "ALTER DATABASE ${DB}_loading RENAME TO $DB"
+  psql -q -d postgres -c "COMMENT ON DATABASE ${DB}_loading IS '$STAMP'" \
+    -c "ALTER DATABASE ${DB}_loading RENAME TO $DB"
 fi
-psql -q -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS nl2sql CASCADE"
+# An older nl2sql in a database loaded before is brought up to the version just installed.
+psql -q -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS nl2sql CASCADE" \
+  -c "ALTER EXTENSION nl2sql UPDATE"
 
 if [ -z "${NL2SQL_LLM_URL:-}" ]; then
   # No endpoint given: the bundled local model (Qwen2.5-Coder-1.5B on llama.cpp's server, on

@@ -101,7 +101,12 @@ install_all() {
   [ -s "$MODEL" ] || install_model "$SCRATCH/model"
 }
 
-running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
+# The pid file names a process that is this server (a pid reused after a reboot is not).
+running() {
+  [ -f "$PIDFILE" ] || return 1
+  local pid; pid=$(cat "$PIDFILE")
+  [[ $pid =~ ^[0-9]+$ ]] && [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$SERVER")" ]
+}
 
 stop() {
   if running; then

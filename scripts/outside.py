@@ -15,12 +15,18 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WHERE = ["Makefile", "scripts", "tests", "pg_test", ".ci"]
+WHERE = ["Makefile", "scripts", "tests", "pg_test", ".ci", "demo", "Cargo.toml", "core/Cargo.toml", ".cargo"]
 # The checks that look for such paths in the tree name them, and read nothing there.
 CHECKERS = {"scripts/outside.py", "scripts/docs.py"}
 
-# The root named by a variable, then a step up from it.
-ROOT_UP = re.compile(r"""(\$\{?(ROOT|root)\}?|\bROOT)\s*(/\s*)?["']?\.\.|\bROOT\.parent\b""")
+# A folder named by a variable, then a step up from it (`$ROOT/..`, `"$here"/../x`,
+# `$(CURDIR)/..`, `ROOT / ".."`), and Python's ways up from the root.
+ROOT_UP = re.compile(r"""(\$\{?\w+\}?|\$\(\w+\)|\bROOT)["']?\s*(/\s*)?["']?\.\.(?![.\w])|\bROOT\.(parent|parents)\b"""
+                     r"""|\bos\.path\.dirname\(\s*ROOT\b|\bjoin(path)?\([^)]*["']\.\.["']""")
+# Going up by other means: `cd ..`, `make -C ..`, `chdir("..")`, `Path("..")`, `parents[2]`,
+# `${0%/*}/..`, `$(dirname "${BASH_SOURCE[0]}")/../..`.
+OTHER_UP = re.compile(r"""\bcd\s+["']?\.\.(/|\s|$|["'])|-C\s+["']?\.\.(/|\s|$)|chdir\(\s*["']\.\.|Path\(\s*["']\.\.["']"""
+                      r"""|\.parents\[\s*[2-9]|\$\{0%/\*\}/\.\.|BASH_SOURCE[^)]*\)"?/\.\./\.\.""")
 # The sibling folder the benchmarks are kept in.
 SIBLING = re.compile(r"(\.\./|\bparent\W+)shared\b|\bshared/bench\b")
 # `$(dirname "$0")/..` steps, and `Path(__file__)`'s parents: how far up each climbs.
@@ -39,14 +45,14 @@ def findings(rel, text):
     """(line number, line) of every place in `text` (the file `rel`) that reaches outside."""
     out = []
     for n, line in enumerate(text.splitlines(), 1):
-        bad = ROOT_UP.search(line) or SIBLING.search(line)
+        bad = ROOT_UP.search(line) or SIBLING.search(line) or OTHER_UP.search(line)
         for m in DIRNAME_UP.finditer(line):
             # $(dirname "$0") is the file's own folder: one step up per level is the root.
             bad = bad or m.group(1).count("..") > depth(rel)
         for m in FILE_UP.finditer(line):
             # Path(__file__).parent is the file's folder: the root is depth + 1 parents up.
             bad = bad or m.group(1).count("parent") > depth(rel) + 1
-        if BARE_UP.search(line) and not DIRNAME_UP.search(line):
+        if BARE_UP.search(DIRNAME_UP.sub("", line)):
             bad = True
         if bad:
             out.append((n, line.strip()))
@@ -68,7 +74,13 @@ def self_test():
     flagged = [("scripts/demo.sh", 'DUMP=$ROOT/../shared/bench/x.sql'), ("tests/run.sh", 'D=${ROOT}/../data'),
                ("tests/t.py", 'ROOT.parent / "shared"'), ("tests/t.py", 'Path(__file__).resolve().parent.parent.parent'),
                ("scripts/x.sh", 'cd "$(dirname "$0")/../.."'), ("Makefile", "\tpython3 ../tools/x.py"),
-               ("tests/t.py", 'open("../data.json")'), ("tests/t.py", 'os.environ.get("X", "/srv/shared/bench")')]
+               ("tests/t.py", 'open("../data.json")'), ("tests/t.py", 'os.environ.get("X", "/srv/shared/bench")'),
+               ("scripts/x.sh", "cd .."), ("Makefile", "\t$(MAKE) -C .. all"), ("scripts/x.sh", 'cat "$here"/../x'),
+               ("scripts/x.sh", 'cat "$ROOT_DIR/../x"'), ("Makefile", "\tpython3 $(CURDIR)/../x.py"),
+               ("tests/t.py", "os.path.join(ROOT, '..', 'x')"), ("tests/t.py", "Path('..') / 'x'"),
+               ("tests/t.py", "Path(__file__).parents[2]"), ("tests/t.py", "os.chdir('..')"),
+               ("tests/t.py", "os.path.dirname(ROOT)"), ("scripts/x.sh", 'cd "$(dirname "$0")/.." && cat ../data/x'),
+               ("scripts/x.sh", 'x="${0%/*}/../../y"')]
     kept = [("scripts/x.sh", 'ROOT=$(cd "$(dirname "$0")/.." && pwd)'), ("tests/t.py", 'Path(__file__).resolve().parent.parent'),
             ("pg_test/sql/x.sql", "-- ... and even then it cannot write"), ("Makefile", "\tscripts/setup.sh"),
             ("scripts/x.sh", 'echo "shared_buffers = 128MB"'), ("scripts/x.sh", "x=$(pg_config --sharedir)/extension")]

