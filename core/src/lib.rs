@@ -9,6 +9,7 @@ pub mod pipeline;
 pub mod model;
 pub mod prompt;
 pub mod relationships;
+pub mod render;
 pub mod retrieval;
 pub mod safety;
 pub mod schema;

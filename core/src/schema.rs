@@ -3,6 +3,8 @@
 use serde::Deserialize;
 use std::fmt::Write;
 
+use crate::render::{self, cut, has_unsafe, ident, prose};
+
 mod budget;
 mod graph;
 pub use budget::Linking;
@@ -232,37 +234,40 @@ impl Schema {
         let mut out = String::new();
         for t in tables {
             let kind = kind_note(&t.kind).map(|k| format!(" -- a {k}")).unwrap_or_default();
-            let _ = writeln!(out, "CREATE TABLE {} ({kind}", t.ident);
+            let _ = writeln!(out, "CREATE TABLE {} ({kind}", ident(&t.ident));
             let mut lines: Vec<String> = Vec::with_capacity(t.columns.len() + 2);
             let single_key = t.primary_key.len() == 1;
             let fks: Vec<&ForeignKey> =
                 self.foreign_keys.iter().filter(|fk| fk.table == t.ident && shown.contains(fk.ref_table.as_str())).collect();
             for c in &t.columns {
-                let mut line = format!("  {} {}", c.ident, c.data_type);
+                let mut line = format!("  {} {}", ident(&c.ident), ident(&c.data_type));
                 if single_key && t.primary_key[0] == c.name {
                     line.push_str(" PRIMARY KEY");
                 } else if c.not_null {
                     line.push_str(" NOT NULL");
                 }
                 if let Some(fk) = fks.iter().find(|fk| fk.columns.len() == 1 && fk.columns[0] == c.ident) {
-                    let _ = write!(line, " REFERENCES {} ({}){}", fk.ref_table, fk.ref_columns.join(", "), inferred_note(fk, " /* inferred */"));
+                    let refs: Vec<String> = fk.ref_columns.iter().map(|c| ident(c)).collect();
+                    let _ = write!(line, " REFERENCES {} ({}){}", ident(&fk.ref_table), refs.join(", "), inferred_note(fk, " /* inferred */"));
                 }
                 lines.push(line);
             }
             if t.primary_key.len() > 1 {
-                let key: Vec<&str> = t
+                let key: Vec<String> = t
                     .primary_key
                     .iter()
-                    .map(|k| t.columns.iter().find(|c| &c.name == k).map(|c| c.ident.as_str()).unwrap_or(k.as_str()))
+                    .map(|k| ident(t.columns.iter().find(|c| &c.name == k).map(|c| c.ident.as_str()).unwrap_or(k.as_str())))
                     .collect();
                 lines.push(format!("  PRIMARY KEY ({})", key.join(", ")));
             }
             for fk in fks.iter().filter(|fk| fk.columns.len() > 1) {
+                let cols: Vec<String> = fk.columns.iter().map(|c| ident(c)).collect();
+                let refs: Vec<String> = fk.ref_columns.iter().map(|c| ident(c)).collect();
                 lines.push(format!(
                     "  FOREIGN KEY ({}) REFERENCES {} ({}){}",
-                    fk.columns.join(", "),
-                    fk.ref_table,
-                    fk.ref_columns.join(", "),
+                    cols.join(", "),
+                    ident(&fk.ref_table),
+                    refs.join(", "),
                     inferred_note(fk, " /* inferred */")
                 ));
             }
@@ -302,8 +307,8 @@ fn write_foreign_keys(out: &mut String, fks: &[&ForeignKey]) {
     }
     out.push_str("# FOREIGN KEYS:\n");
     for fk in fks {
-        let lhs: Vec<String> = fk.columns.iter().map(|c| format!("{}.{}", fk.table, c)).collect();
-        let rhs: Vec<String> = fk.ref_columns.iter().map(|c| format!("{}.{}", fk.ref_table, c)).collect();
+        let lhs: Vec<String> = fk.columns.iter().map(|c| format!("{}.{}", ident(&fk.table), ident(c))).collect();
+        let rhs: Vec<String> = fk.ref_columns.iter().map(|c| format!("{}.{}", ident(&fk.ref_table), ident(c))).collect();
         let _ = writeln!(out, "# {} = {}{}", lhs.join(", "), rhs.join(", "), inferred_note(fk, " (inferred)"));
     }
 }
@@ -330,8 +335,8 @@ fn kind_note(kind: &str) -> Option<&'static str> {
 fn render_table(out: &mut String, t: &Table, detail: Detail) {
     if detail == Detail::Names {
         let kind = kind_note(&t.kind).map(|k| format!(" -- {k}")).unwrap_or_default();
-        let cols: Vec<&str> = t.columns.iter().map(|c| c.ident.as_str()).collect();
-        let _ = writeln!(out, "# {}({}){kind}", t.ident, cols.join(", "));
+        let cols: Vec<String> = t.columns.iter().map(|c| ident(&c.ident)).collect();
+        let _ = writeln!(out, "# {}({}){kind}", ident(&t.ident), cols.join(", "));
         return;
     }
     render_columns(out, t, detail, false, |_| true);
@@ -341,23 +346,23 @@ fn render_table(out: &mut String, t: &Table, detail: Detail) {
 /// value, cut short), the others by name on one line.
 fn render_columns(out: &mut String, t: &Table, detail: Detail, short: bool, keep: impl Fn(&Column) -> bool) {
     let kind = kind_note(&t.kind).map(|k| format!(" -- {k}")).unwrap_or_default();
-    let _ = write!(out, "# {} ({kind}", t.ident);
+    let _ = write!(out, "# {} ({kind}", ident(&t.ident));
     if detail >= Detail::Core {
         if let Some(c) = t.comment.as_deref().filter(|c| !c.trim().is_empty()) {
-            let _ = write!(out, "{}{}", if kind.is_empty() { " -- " } else { ": " }, one_line(c, 120));
+            let _ = write!(out, "{}{}", if kind.is_empty() { " -- " } else { ": " }, prose(c, 120));
         }
     }
     out.push('\n');
-    let mut rest: Vec<&str> = Vec::new();
+    let mut rest: Vec<String> = Vec::new();
     for c in &t.columns {
         if !keep(c) {
-            rest.push(c.ident.as_str());
+            rest.push(ident(&c.ident));
             continue;
         }
-        let _ = write!(out, "#   {}: {}", c.ident, c.data_type);
+        let _ = write!(out, "#   {}: {}", ident(&c.ident), ident(&c.data_type));
         if detail >= Detail::Core {
             if let Some(d) = c.comment.as_deref().filter(|d| !d.trim().is_empty()) {
-                let _ = write!(out, ", ({})", one_line(d, 120));
+                let _ = write!(out, ", ({})", prose(d, 120));
             }
             if let Some(v) = categorical_values(c) {
                 let _ = write!(out, ", VALUES ({})", v.join(", "));
@@ -429,31 +434,20 @@ fn sample_suffix(c: &Column, short: bool) -> Option<String> {
     }
 }
 
-/// A value as the model should write it: numbers and booleans bare, everything else a quoted literal.
+/// A value as the model should write it: numbers and booleans bare, everything else a quoted
+/// literal (render::literal); a "number" holding an unsafe character (a type's output function
+/// wrote it) is quoted too.
 fn literal(v: &str, category: &str) -> String {
     let v = cut(v, MAX_VALUE_CHARS);
     match category {
+        _ if has_unsafe(&v) => render::literal(&v),
         "N" => v,
         "B" => match v.as_str() {
             "t" => "true".into(),
             "f" => "false".into(),
             _ => v,
         },
-        _ => format!("'{}'", v.replace('\'', "''")),
-    }
-}
-
-fn one_line(s: &str, max: usize) -> String {
-    cut(&s.split_whitespace().collect::<Vec<_>>().join(" "), max)
-}
-
-fn cut(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max).collect();
-        t.push('…');
-        t
+        _ => render::literal(&v),
     }
 }
 
