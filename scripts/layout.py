@@ -8,6 +8,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MAX_FILE_LINES = 650   # "no file much over ~600 lines"
 MAX_FN_LINES = 120
+# pgrx's message macros send text as it is; src/ sends NOTICEs and WARNINGs through its own note!
+# and alert! (src/lib.rs), which put them on one line with no unsafe character.
+RAW_MESSAGE = re.compile(r'(?<![\w])(?:::)?(?:pgrx::)?(?:notice|warning|info)!\(')
 FN = re.compile(r'^(\s*)(?:pub(?:\([^)]*\))? )?(?:const )?(?:unsafe )?(?:extern "[^"]*" )?fn (\w+)')
 
 
@@ -43,11 +46,15 @@ def main():
             lines = path.read_text().split("\n")
             if len(lines) > MAX_FILE_LINES:
                 problems.append(f"{rel}: {len(lines)} lines (at most {MAX_FILE_LINES})")
+            if crate == "src":
+                for i, text in enumerate(lines, 1):
+                    if RAW_MESSAGE.search(text) and not text.lstrip().startswith("//"):
+                        problems.append(f"{rel}:{i}: pgrx's message macro; use note! or alert! (src/lib.rs)")
             for name, line, n in long_functions(lines):
                 problems.append(f"{rel}:{line}: fn {name} is {n} lines (at most {MAX_FN_LINES})")
     for p in problems:
         print(p)
-    print(f"layout: {len(problems)} file(s) or function(s) over the limits")
+    print(f"layout: {len(problems)} problem(s): files or functions over the limits, raw message macros")
     sys.exit(1 if problems else 0)
 
 

@@ -2,7 +2,8 @@
 -- similarity of their masked questions (names and values replaced by placeholders).
 -- Examples go into other roles' prompts, so only curators (members of nl2sql_curator, and
 -- superusers) add, generate, enable and remove them, through nl2sql's functions; every role
--- reads, through nl2sql.examples, only the examples whose SQL reads what it may read.
+-- reads, through nl2sql.examples, only the examples about relations it may read whole
+-- (sql/may_read.sql: an example's SQL and thought may name any column).
 
 -- The right to curate the library; GRANT nl2sql_curator TO a role.
 DO $$
@@ -56,7 +57,7 @@ CREATE INDEX example_store_sampled ON nl2sql.example_store USING gin (sampled);
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store', 'WHERE source <> ''builtin''');
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.example_store_id_seq', '');
 
--- Every role sees the examples whose relations it may SELECT from now (GRANT and REVOKE take
+-- Every role sees the examples about relations it may read whole now (GRANT and REVOKE take
 -- effect at once; a dropped relation takes its examples with it). Text the model wrote from
 -- rows of a table that has since got row-level security (or become a view) may quote rows
 -- some readers may not see: the chain of thought is hidden then (nl2sql.write_example_thoughts()
@@ -73,7 +74,7 @@ CROSS JOIN LATERAL (SELECT EXISTS (SELECT FROM pg_catalog.pg_class c
                                      AND (c.relrowsecurity OR c.relkind OPERATOR(pg_catalog.<>) ALL ('{r,p,m}'::pg_catalog."char"[])))
                     AS exposed) x
 WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
-                  WHERE NOT coalesce(pg_catalog.has_table_privilege(r.oid, 'SELECT'), false))
+                  WHERE NOT nl2sql._may_read_all((SELECT nl2sql._me()), r.oid))
   AND NOT (x.exposed AND s.source OPERATOR(pg_catalog.=) ANY ('{synthetic,feedback}'::pg_catalog.text[]));
 GRANT SELECT ON nl2sql.examples TO PUBLIC;
 COMMENT ON VIEW nl2sql.examples IS

@@ -3,7 +3,8 @@
 -- and shown to the model beside the questions they concern. Like examples they go into other
 -- roles' prompts, so only curators (members of nl2sql_curator, and superusers) add, enable and
 -- remove them, through nl2sql's functions; every role reads, through nl2sql.instructions, only
--- the instructions about tables it may read. COMMENT ON stays the place for what one column
+-- the instructions about tables it may read whole (sql/may_read.sql: an instruction may name
+-- any column). COMMENT ON stays the place for what one column
 -- means; instructions are for what spans tables.
 
 CREATE TABLE nl2sql.instruction_store (
@@ -11,7 +12,7 @@ CREATE TABLE nl2sql.instruction_store (
     instruction text NOT NULL,
     -- the SQL fragment the instruction stands for, shown with it (never run)
     sql text,
-    -- the relations it concerns: a role is shown it only while it may SELECT from all of them
+    -- the relations it concerns: a role is shown it only while it may read all of each
     -- (regclass: pg_dump writes names, so a restore points at the same tables again)
     relations regclass[] NOT NULL DEFAULT '{}',
     enabled boolean NOT NULL DEFAULT true,
@@ -29,7 +30,7 @@ CREATE INDEX instruction_store_relations ON nl2sql.instruction_store USING gin (
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.instruction_store', '');
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.instruction_store_id_seq', '');
 
--- Every role sees the instructions about relations it may SELECT from now (GRANT and REVOKE
+-- Every role sees the instructions about relations it may read whole now (GRANT and REVOKE
 -- take effect at once; a dropped relation takes its instructions with it). One about no relation
 -- concerns the whole database and is shown to every role. src/pg/instructions.rs (READABLE_BY)
 -- holds the same condition for the curators' writes.
@@ -38,7 +39,7 @@ SELECT s.id, s.instruction, s.sql, s.relations, s.enabled, s.added_by::pg_catalo
        s.embedding, s.meaning
 FROM nl2sql.instruction_store s
 WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
-                  WHERE NOT coalesce(pg_catalog.has_table_privilege(r.oid, 'SELECT'), false));
+                  WHERE NOT nl2sql._may_read_all((SELECT nl2sql._me()), r.oid));
 GRANT SELECT ON nl2sql.instructions TO PUBLIC;
 COMMENT ON VIEW nl2sql.instructions IS
     'curators'' instructions (definitions, business rules): those about relations the current role may read';

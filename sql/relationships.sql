@@ -58,21 +58,20 @@ SELECT pg_catalog.pg_extension_config_dump('nl2sql.relationship_store_id_seq', '
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.key_store', '');
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.profile_store', '');
 
--- Whether the current role may read every one of `cols` of `rel` (and the schema it is in),
--- each of the type `types` gives at the same place (NULL: any type).
+-- Whether the current role may read every one of `cols` of `rel` (sql/may_read.sql), each of the
+-- type `types` gives at the same place (NULL: any type).
 CREATE FUNCTION nl2sql._columns_readable(rel regclass, cols name[], types regtype[])
 RETURNS boolean
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT coalesce(pg_catalog.has_schema_privilege(c.relnamespace, 'USAGE'), false)
-           AND (SELECT pg_catalog.count(*) FROM ROWS FROM (pg_catalog.unnest(cols), pg_catalog.unnest(types)) AS u(n, t)
-                JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attname OPERATOR(pg_catalog.=) u.n
-                WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
-                  AND (u.t IS NULL OR a.atttypid OPERATOR(pg_catalog.=) u.t::pg_catalog.oid)
-                  AND coalesce(pg_catalog.has_column_privilege(c.oid, a.attnum, 'SELECT'), false))
-               OPERATOR(pg_catalog.=) pg_catalog.cardinality(cols)
-    FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) rel::pg_catalog.oid
+    SELECT nl2sql._may_read((SELECT nl2sql._me()), rel::pg_catalog.oid)
+       AND (SELECT pg_catalog.count(*) FROM ROWS FROM (pg_catalog.unnest(cols), pg_catalog.unnest(types)) AS u(n, t)
+            JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) rel::pg_catalog.oid AND a.attname OPERATOR(pg_catalog.=) u.n
+            WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
+              AND (u.t IS NULL OR a.atttypid OPERATOR(pg_catalog.=) u.t::pg_catalog.oid)
+              AND nl2sql._may_read_column((SELECT nl2sql._me()), a.attrelid, a.attnum))
+           OPERATOR(pg_catalog.=) pg_catalog.cardinality(cols)
 $$;
 
 -- Whether row-level security hides rows of `rel` from the current role: what profiling
@@ -147,7 +146,7 @@ GRANT SELECT ON nl2sql.candidate_keys TO PUBLIC;
 COMMENT ON VIEW nl2sql.candidate_keys IS
     'keys of relations the current role may read: declared ones, and those profiling found in tables with no primary key';
 
--- What profiling reads of one table, as its owner (src/pg/profile): among at most `max_rows`
+-- What profiling reads of one table, as its owner (src/pg/relationships): among at most `max_rows`
 -- rows (a block sample of `percent` of a larger table, the same sample every time), each
 -- column's NULLs, distinct values, and the first `keep` of those values no longer than 64
 -- characters (a key is short), printed by the type's output function (never cast: a cast may
@@ -228,7 +227,7 @@ BEGIN
 END
 $$;
 
--- Keeps what one profiling run found (src/pg/profile, as the extension owner): for the tables
+-- Keeps what one profiling run found (src/pg/relationships, as the extension owner): for the tables
 -- it read, the inferred relationships among them and their keys are replaced; confirmed and
 -- rejected relationships keep their source (their evidence and score are brought up to date).
 -- Rows of relations that no longer exist go (a temporary table leaves no drop to follow).
@@ -271,7 +270,7 @@ BEGIN
 END
 $$;
 
--- A DBA's decision on one relationship (src/pg/profile, as the extension owner, once the
+-- A DBA's decision on one relationship (src/pg/relationships, as the extension owner, once the
 -- caller's right to make it is checked): confirm (adds it when profiling did not find it),
 -- reject (kept rejected across profiling runs), or forget (the decision goes; profiling may
 -- infer it again). `who`: the deciding role's name.

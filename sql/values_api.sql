@@ -53,7 +53,7 @@ COMMENT ON FUNCTION nl2sql.search_columns(text, integer) IS
 -- One row per indexed column the caller may SELECT (a security barrier: a function in a
 -- caller's WHERE sees no other row).
 CREATE VIEW nl2sql.value_indexes WITH (security_barrier) AS
-SELECT i.relid AS relation,
+SELECT i.relid::regclass AS relation,
        a.attname AS column_name,
        -- restored: pg_restore brought the definition back without entries; the next
        -- nl2sql.refresh_value_indexes() builds it
@@ -82,7 +82,7 @@ CROSS JOIN LATERAL (SELECT nl2sql._entries(i.id, i.generation) AS entries) e
 JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
 CROSS JOIN LATERAL (SELECT coalesce(bool_or(x.flag = 'dirty'), false) AS dirty, coalesce(bool_or(x.flag = 'stale'), false) AS stale
                     FROM nl2sql.value_flags x WHERE x.column_id = i.id) f
-WHERE pg_catalog.has_column_privilege(i.relid, i.attnum, 'SELECT');
+WHERE nl2sql._may_read_column((SELECT nl2sql._me()), i.relid, i.attnum);
 GRANT SELECT ON nl2sql.value_indexes TO PUBLIC;
 
 -- Building and dropping indexes is for the DBA: superusers, or roles granted EXECUTE (who must

@@ -5,6 +5,16 @@
 
 use pgrx::prelude::*;
 
+// nl2sql's NOTICE (note!) and WARNING (alert!): the text on one line, with no unsafe character
+// (src/pg/errors.rs, send). Every module uses these, never pgrx's notice! and warning!
+// (scripts/layout.py fails on those).
+macro_rules! note {
+    ($($arg:tt)*) => { $crate::pg::errors::send(::pgrx::PgLogLevel::NOTICE, format!($($arg)*)) };
+}
+macro_rules! alert {
+    ($($arg:tt)*) => { $crate::pg::errors::send(::pgrx::PgLogLevel::WARNING, format!($($arg)*)) };
+}
+
 mod api;
 mod gucs;
 mod pg;
@@ -12,15 +22,17 @@ mod pg;
 ::pgrx::pg_module_magic!(name, version);
 
 extension_sql_file!("../sql/bootstrap.sql", name = "bootstrap", bootstrap);
-extension_sql_file!("../sql/introspect/column_stats.sql", name = "column_stats", requires = ["bootstrap"]);
-extension_sql_file!("../sql/values.sql", name = "values", requires = ["bootstrap"]);
-extension_sql_file!("../sql/examples.sql", name = "examples", requires = ["bootstrap"]);
+extension_sql_file!("../sql/may_read.sql", name = "may_read", requires = ["bootstrap"]);
+extension_sql_file!("../sql/render.sql", name = "render", requires = ["bootstrap"]);
+extension_sql_file!("../sql/introspect/column_stats.sql", name = "column_stats", requires = ["may_read"]);
+extension_sql_file!("../sql/values.sql", name = "values", requires = ["may_read", "render"]);
+extension_sql_file!("../sql/examples.sql", name = "examples", requires = ["may_read"]);
 extension_sql_file!("../sql/examples_builtin.sql", name = "examples_builtin", requires = ["examples", _example_key]);
-extension_sql_file!("../sql/instructions.sql", name = "instructions", requires = ["bootstrap"]);
+extension_sql_file!("../sql/instructions.sql", name = "instructions", requires = ["may_read"]);
 extension_sql_file!("../sql/instructions_api.sql", name = "instructions_api", requires = ["instructions", _add_instruction]);
 extension_sql_file!("../sql/history.sql", name = "history", requires = ["bootstrap"]);
 extension_sql_file!("../sql/inspect_api.sql", name = "inspect_api", requires = [_join_path]);
-extension_sql_file!("../sql/relationships.sql", name = "relationships", requires = ["bootstrap"]);
+extension_sql_file!("../sql/relationships.sql", name = "relationships", requires = ["may_read"]);
 extension_sql_file!(
     "../sql/relationships_api.sql",
     name = "relationships_api",

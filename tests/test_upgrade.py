@@ -10,6 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PG_CONFIG = os.environ.get("PG_CONFIG", "/usr/lib/postgresql/15/bin/pg_config")
 OLD = "0.1.0"
+LAST = "0.2.0"  # the release before the version being written
 
 # What defines the extension's objects: functions, relations with their columns, views, triggers.
 OBJECTS = """
@@ -40,16 +41,27 @@ def _current_version():
     raise AssertionError("no version in Cargo.toml")
 
 
-@pytest.fixture(scope="module")
-def old_script():
-    """Puts the previous release's install script beside the installed extension."""
+def _release_script(version):
+    """Puts a release's install script (pg_test/fixtures/) beside the installed extension."""
     extdir = Path(subprocess.check_output([PG_CONFIG, "--sharedir"], text=True).strip()) / "extension"
-    target = extdir / f"nl2sql--{OLD}.sql"
+    target = extdir / f"nl2sql--{version}.sql"
     if not target.exists():
         if not os.access(extdir, os.W_OK):
-            pytest.skip(f"cannot write {extdir} to install the {OLD} script")
-        shutil.copy(ROOT / "pg_test" / "fixtures" / f"nl2sql--{OLD}.sql", target)
+            pytest.skip(f"cannot write {extdir} to install the {version} script")
+        shutil.copy(ROOT / "pg_test" / "fixtures" / f"nl2sql--{version}.sql", target)
     return target
+
+
+@pytest.fixture(scope="module")
+def old_script():
+    """The 0.1.0 install script, beside the installed extension."""
+    return _release_script(OLD)
+
+
+@pytest.fixture(scope="module")
+def last_release_script():
+    """The last release's install script, beside the installed extension."""
+    return _release_script(LAST)
 
 
 def test_update_matches_a_fresh_install(connect, old_script):
@@ -98,6 +110,35 @@ def test_update_matches_a_fresh_install(connect, old_script):
         for c in ("nl2sql_upgraded", "nl2sql_fresh"):
             admin.execute(f"DROP DATABASE IF EXISTS {c} WITH (FORCE)")
 
+
+
+def test_update_from_the_last_release_matches_a_fresh_install(connect, last_release_script):
+    """The last release installed, a value index built by it, ALTER EXTENSION nl2sql UPDATE: the
+    objects of a fresh install, and the index still serves."""
+    admin = connect(dbname="postgres")
+    for db in ("nl2sql_updated", "nl2sql_fresh"):
+        admin.execute(f"DROP DATABASE IF EXISTS {db}")
+        admin.execute(f"CREATE DATABASE {db}")
+    try:
+        old = connect(dbname="nl2sql_updated")
+        old.execute("SET client_min_messages = warning")
+        old.execute(f"CREATE EXTENSION nl2sql VERSION '{LAST}' CASCADE")
+        old.execute("CREATE TABLE towns (name text)")
+        old.execute("INSERT INTO towns VALUES ('Aberdeen'), ('Inverness'), ('Perth')")
+        old.execute("SELECT * FROM nl2sql.create_value_index('towns')")
+        old.execute("ALTER EXTENSION nl2sql UPDATE")
+        assert old.execute("SELECT extversion FROM pg_extension WHERE extname = 'nl2sql'").fetchone()[0] == _current_version()
+        assert old.execute("SELECT value FROM nl2sql.search_values('inverness', 1)").fetchone()[0] == "Inverness"
+        assert old.execute("SELECT count(*) FROM nl2sql.value_indexes").fetchone()[0] == 1
+        fresh = connect(dbname="nl2sql_fresh")
+        fresh.execute("SET client_min_messages = warning")
+        fresh.execute("CREATE EXTENSION nl2sql CASCADE")
+        updated = [r[0] for r in old.execute(OBJECTS).fetchall()]
+        made = [r[0] for r in fresh.execute(OBJECTS).fetchall()]
+        assert updated == made
+    finally:
+        for c in ("nl2sql_updated", "nl2sql_fresh"):
+            admin.execute(f"DROP DATABASE IF EXISTS {c} WITH (FORCE)")
 
 V010 = "00e3ea18d8285549c1d24799d870ab93c565d225"  # tagged v0.1.0
 

@@ -98,7 +98,9 @@ const NOT_COLUMNS: &[&str] = &[
 ];
 
 /// An identifier as PostgreSQL needs it written: quoted unless it is plain lowercase and not a
-/// name PostgreSQL reads as something else (`current_user` unquoted is the function).
+/// name PostgreSQL reads as something else (`current_user` unquoted is the function). Every rule
+/// makes a catalog name an identifier through this one function; the tree holds the name itself
+/// (sqlparser's printer quotes it, and [`reads_back_as`] checks that it quoted it right).
 fn ident(name: &str) -> Ident {
     let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
@@ -322,20 +324,22 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
         return unchanged();
     }
     let sql = stmt.to_string();
-    // What the rules built is printed by sqlparser, which does not escape every quote a name
-    // may hold (a table owner's `a\" IS NULL JOIN ...` would end the identifier early and
-    // become SQL): the text must read back as the statement it was printed from, or no rule
-    // applies.
-    if !reads_back(&sql) {
+    // What the rules built is printed by sqlparser, which does not escape every quote a name or
+    // a value may hold: it leaves a doubled quote and a quote after a backslash as they are, so
+    // a table owner's `treatments""x` would print as `"treatments""x"`, which names her other
+    // table `treatments"x`, and `a\" IS NULL JOIN ...` would end the identifier early and become
+    // SQL. The text must read back as the very statement the rules built, or no rule applies.
+    if !reads_back_as(&sql, stmt) {
         return unchanged();
     }
     Aligned { sql, fired }
 }
 
-/// Whether `sql` parses to one statement that prints as `sql` again.
-fn reads_back(sql: &str) -> bool {
+/// Whether `sql` parses to one statement equal to `built` (names and values as they are, not as
+/// printed), which prints as `sql` again.
+fn reads_back_as(sql: &str, built: &Statement) -> bool {
     match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
-        Ok(stmts) => matches!(stmts.as_slice(), [one] if one.to_string() == sql),
+        Ok(stmts) => matches!(stmts.as_slice(), [one] if one == built && one.to_string() == sql),
         Err(_) => false,
     }
 }

@@ -37,4 +37,7 @@ pub struct Execution {
     pub elapsed: Duration,
     /// The planner's estimated total cost of the plan that ran (None where nothing planned it).
     pub cost: Option<f64>,
+    /// The relations the statement names, as PostgreSQL resolved them (OIDs, sorted; before
+    /// views are expanded); empty where no database analysed it.
+    pub named: Vec<u32>,
 }

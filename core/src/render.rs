@@ -139,6 +139,45 @@ pub fn prose(text: &str, max: usize) -> String {
     cut(&out, max)
 }
 
+/// Whether `c` changes the layout a reader sees, wherever it stands: control characters but the
+/// tab (line breaks, carriage returns, escapes), line and paragraph separators, and the
+/// bidirectional embeddings, overrides and isolates. Narrower than [`is_unsafe`]: free text (a
+/// question in Persian or Hebrew, an emoji) keeps its joiners and marks.
+pub fn breaks_layout(c: char) -> bool {
+    (c != '\t' && c.general_category() == GeneralCategory::Control)
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// A message's primary text (an error's, a notice's): one line, every character that
+/// [`breaks_layout`], line breaks included, written `\u{XXXX}`. The last guard of every message
+/// nl2sql sends; names and values in it are rendered by their kind's function first.
+pub fn message(text: &str) -> String {
+    escape_layout(text, false)
+}
+
+/// Text whose own line breaks are its structure (a DETAIL, a HINT, a prompt, a trace's copy of
+/// one): `\n` kept (a `\r\n` becomes `\n`), every other character that [`breaks_layout`]
+/// written `\u{XXXX}`. A line break inside a name or a value must have been rendered away before
+/// (by [`ident`], [`literal`], [`prose`]).
+pub fn lines(text: &str) -> String {
+    escape_layout(&text.replace("\r\n", "\n"), true)
+}
+
+fn escape_layout(text: &str, keep_newlines: bool) -> String {
+    if !text.chars().any(breaks_layout) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if breaks_layout(c) && !(keep_newlines && c == '\n') {
+            let _ = write!(out, "\\u{{{:04X}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `s` cut to `max` characters, an ellipsis marking the cut.
 pub fn cut(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -218,5 +257,27 @@ mod tests {
         assert_eq!(prose("one\n# FOREIGN KEYS:\r\n\ttwo", 100), "one # FOREIGN KEYS: two");
         assert_eq!(prose("rtl\u{202e}txt", 100), "rtl\\u{202E}txt");
         assert_eq!(prose("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn messages_are_one_line_and_lines_keep_only_their_line_breaks() {
+        const LAYOUT: &[char] = &['\n', '\r', '\u{1b}', '\u{7f}', '\u{85}', '\u{2028}', '\u{2029}', '\u{202e}', '\u{2066}'];
+        for &c in LAYOUT {
+            let text = format!("table a{c}b");
+            let m = message(&text);
+            assert!(!has_unsafe(&m), "{c:?}: {m}");
+            assert_eq!(m, format!("table a\\u{{{:04X}}}b", c as u32));
+            let l = lines(&format!("first{c}\nsecond"));
+            assert_eq!(l.matches('\n').count(), 1 + usize::from(c == '\n'), "{c:?}");
+            assert!(!l.chars().any(|x| is_unsafe(x) && x != '\n'), "{c:?}: {l}");
+        }
+        assert_eq!(message("plain \"Q1\" 'x' \\ é"), "plain \"Q1\" 'x' \\ é");
+        // Free text keeps its tabs, joiners and marks: a question in Persian, a flag.
+        for text in ["a\tb", "می\u{200C}خواهم", "שלום\u{200F}", "🏳\u{FE0F}\u{200D}🌈"] {
+            assert_eq!(message(text), text);
+            assert_eq!(lines(text), text);
+        }
+        assert_eq!(lines("one\r\ntwo"), "one\ntwo");
+        assert_eq!(lines("DETAIL one\nGenerated SQL: SELECT 1"), "DETAIL one\nGenerated SQL: SELECT 1");
     }
 }

@@ -238,6 +238,34 @@ fn is_comparison(op: &BinaryOperator) -> bool {
     matches!(op, Eq | NotEq | Lt | LtEq | Gt | GtEq)
 }
 
+/// The relations `sql` names in FROM and JOIN clauses, each as PostgreSQL reads the name: its
+/// schema when written, and its name (an unquoted part folded to lower case, a quoted one as it
+/// is). CTE names are among them (the database tells them apart). None when `sql` is not one
+/// statement sqlparser reads.
+pub fn relations_named(sql: &str) -> Option<Vec<(Option<String>, String)>> {
+    let stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql).ok()?;
+    let [stmt] = stmts.as_slice() else { return None };
+    // PostgreSQL folds the ASCII letters of an unquoted name (in a multibyte encoding, no other)
+    let part = |p: &ObjectNamePart| match p {
+        ObjectNamePart::Identifier(i) if i.quote_style.is_some() => Some(i.value.clone()),
+        ObjectNamePart::Identifier(i) => Some(i.value.to_ascii_lowercase()),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    let _ = sqlparser::ast::visit_relations(stmt, |name| {
+        let parts: Option<Vec<String>> = name.0.iter().map(part).collect();
+        match parts.as_deref() {
+            Some([n]) => out.push((None, n.clone())),
+            Some([.., s, n]) => out.push((Some(s.clone()), n.clone())),
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    out.sort();
+    out.dedup();
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,5 +321,18 @@ mod tests {
         let many = (0..200).map(|i| format!("c{i}")).collect::<Vec<_>>().join(", ");
         assert_eq!(unknown(&format!("SELECT {many} FROM singer")).len(), MAX_UNKNOWN_NAMES);
         assert!(unknown("not sql").is_empty());
+    }
+
+    #[test]
+    fn relations_are_named_as_postgresql_reads_them() {
+        let named = |sql: &str| relations_named(sql).unwrap_or_default();
+        assert_eq!(
+            named("SELECT * FROM Orders o JOIN sales.\"Q1\" q ON true WHERE o.id IN (SELECT id FROM \"sic\"\"\"\"x\")"),
+            vec![(None, "orders".to_string()), (None, "sic\"\"x".to_string()), (Some("sales".to_string()), "Q1".to_string())]
+        );
+        assert_eq!(named("WITH t AS (SELECT 1) SELECT * FROM t, db.s.u"), vec![(None, "t".to_string()), (Some("s".to_string()), "u".to_string())]);
+        assert_eq!(named("SELECT 1"), vec![]);
+        assert!(relations_named("SELECT 1; SELECT 2").is_none());
+        assert!(relations_named("SELEC").is_none());
     }
 }

@@ -2,7 +2,7 @@
 -- distinct count, up to six distinct values (cut to 100 characters), min and max of numbers and dates.
 -- STABLE, so everything it runs is read-only; SECURITY INVOKER, so privileges and row-level security apply.
 -- Only columns the caller may SELECT are read (column-level grants work); dates come out in ISO style.
-CREATE FUNCTION nl2sql.column_stats(rel regclass, sample_rows integer DEFAULT 1000)
+CREATE OR REPLACE FUNCTION nl2sql.column_stats(rel regclass, sample_rows integer DEFAULT 1000)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE STRICT
 SET search_path = pg_catalog, pg_temp
@@ -26,6 +26,8 @@ BEGIN
         FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
         WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
           AND t.typcategory IN ('S', 'N', 'D', 'B')
+          -- the column part of "may read" (sql/may_read.sql): the relation is one the schema
+          -- prompt showed, and this runs in the sandbox, whose policy admits built-in functions
           AND has_column_privilege(rel, a.attnum, 'SELECT')
         ORDER BY a.attnum
     LOOP

@@ -8,7 +8,8 @@ WITH rels AS (
            CASE WHEN pg_catalog.pg_table_is_visible(c.oid) THEN pg_catalog.quote_ident(c.relname)
                 ELSE pg_catalog.concat(pg_catalog.quote_ident(n.nspname), '.', pg_catalog.quote_ident(c.relname)) END AS ident,
            td.description AS comment,
-           -- SELECT on the whole table: no column needs checking one by one
+           -- SELECT on the whole table: no column needs checking one by one (the fast path of
+           -- nl2sql._may_read_column(), for relations _may_read() let through)
            pg_catalog.has_table_privilege(c.oid, 'SELECT') AS all_columns,
            pg_catalog.pg_stat_get_tuples_inserted(c.oid) OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_updated(c.oid)
              OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_deleted(c.oid) AS changes
@@ -20,8 +21,8 @@ WITH rels AS (
       AND NOT c.relispartition
       AND NOT n.nspname OPERATOR(pg_catalog.=) ANY ('{pg_catalog,information_schema,nl2sql}'::pg_catalog.name[])
       AND n.nspname::pg_catalog.text OPERATOR(pg_catalog.!~) '^pg_(toast|temp_)'::pg_catalog.text
-      AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')
-      AND pg_catalog.has_any_column_privilege(c.oid, 'SELECT')
+      -- what the role may read (sql/may_read.sql)
+      AND nl2sql._may_read((SELECT nl2sql._me()), c.oid)
       -- objects that belong to an extension (pgvector's, ours) are not user data
       AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
                       WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
@@ -42,7 +43,7 @@ WITH rels AS (
     LEFT JOIN pg_catalog.pg_description cd
            ON cd.objoid OPERATOR(pg_catalog.=) a.attrelid AND cd.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass AND cd.objsubid OPERATOR(pg_catalog.=) a.attnum
     WHERE a.attnum OPERATOR(pg_catalog.>) 0::pg_catalog.int2 AND NOT a.attisdropped
-      AND (r.all_columns OR pg_catalog.has_column_privilege(a.attrelid, a.attnum, 'SELECT'))
+      AND (r.all_columns OR nl2sql._may_read_column((SELECT nl2sql._me()), a.attrelid, a.attnum))
 ), keys AS (
     SELECT con.conrelid, con.contype, con.conkey, con.confrelid, con.confkey, con.conname
     FROM pg_catalog.pg_constraint con

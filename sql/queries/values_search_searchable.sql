@@ -7,7 +7,7 @@ FROM nl2sql.value_index i
 JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
 JOIN pg_catalog.pg_class c ON c.oid = i.relid
 WHERE i.status IN ('ready', 'dirty') AND i.embedder = $2
-  AND pg_catalog.has_column_privilege($1, i.relid, i.attnum, 'SELECT')
+  AND nl2sql._may_read_column($1, i.relid, i.attnum)
   AND (NOT c.relrowsecurity OR i.include_rls)
   -- a restored index has no entries until it is built (values_search_restored.sql names it)
   AND nl2sql._entries(i.id, i.generation) IS NOT NULL

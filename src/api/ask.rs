@@ -36,9 +36,9 @@ fn nl2sql_run(
     let previous = follow_up(follows, previous_question, previous_sql);
     let (a, secret) = answer(question, hint, previous);
     if a.execution.byte_limited {
-        notice!("result truncated to {} rows (nl2sql.max_result_bytes)", a.execution.rows.len());
+        note!("result truncated to {} rows (nl2sql.max_result_bytes)", a.execution.rows.len());
     } else if a.execution.truncated {
-        notice!("result truncated to {} rows (nl2sql.max_rows)", a.execution.rows.len());
+        note!("result truncated to {} rows (nl2sql.max_rows)", a.execution.rows.len());
     }
     let Execution { columns, rows: data, .. } = a.execution;
     let keys = rows::keys(&columns);

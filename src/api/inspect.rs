@@ -4,6 +4,7 @@
 mod nl2sql {
     use crate::gucs;
     use crate::pg::{catalog, errors};
+    use nl2sql_core::render;
     use pgrx::prelude::*;
 
     /// The schema prompt the model would get now, as the calling role sees it (without
@@ -36,7 +37,7 @@ mod nl2sql {
         };
         let (a, b) = (find(from), find(to));
         let steps = schema.join_path(a, b).unwrap_or_else(|| {
-            notice!("no foreign keys join {} and {}", schema.tables[a].ident, schema.tables[b].ident);
+            note!("no foreign keys join {} and {}", render::ident(&schema.tables[a].ident), render::ident(&schema.tables[b].ident));
             Vec::new()
         });
         TableIterator::new(steps.into_iter().enumerate().map(|(i, s)| (i as i32 + 1, s)))

@@ -7,7 +7,7 @@ use crate::pg::{catalog, errors, history, model, role, session};
 use nl2sql_core::align::Rules;
 use nl2sql_core::error::Report;
 use nl2sql_core::pipeline::{self, Answer, AskError, Llm, Mode, Previous, Question, Settings, Trace};
-use pgrx::prelude::*;
+use nl2sql_core::render;
 use serde_json::Value;
 
 /// The earlier question of a follow-up: a call of the caller's history, or one passed as text.
@@ -93,7 +93,7 @@ pub fn run(question: &str, hint: Option<&str>, previous: Option<Previous>) -> (R
     }
     let trace = &*trace;
     if trace.tables_omitted > 0 {
-        notice!(
+        note!(
             "the schema has {} tables; only {} fit in nl2sql.schema_max_tokens",
             trace.tables_shown + trace.tables_omitted,
             trace.tables_shown
@@ -160,14 +160,22 @@ fn unsure(trace: &Trace) {
 }
 
 /// Replaces the API key wherever it appears, keys of objects included (a model could echo
-/// what it was never sent; an endpoint's error body could hold it).
+/// what it was never sent; an endpoint's error body could hold it), and renders every string
+/// with render::lines (a trace holds names, values and answers other roles and the model chose:
+/// jsonb escapes line breaks and control characters, not separators or bidirectional overrides).
 pub fn scrub(v: Value, secret: Option<&str>) -> Value {
-    let Some(secret) = secret.filter(|s| s.len() >= 4) else { return v };
-    let text = |s: String| if s.contains(secret) { s.replace(secret, "***") } else { s };
+    let secret = secret.filter(|s| s.len() >= 4);
+    let text = |s: String| {
+        let s = match secret {
+            Some(k) if s.contains(k) => s.replace(k, "***"),
+            _ => s,
+        };
+        render::lines(&s)
+    };
     match v {
         Value::String(s) => Value::String(text(s)),
-        Value::Array(a) => Value::Array(a.into_iter().map(|x| scrub(x, Some(secret))).collect()),
-        Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (text(k), scrub(x, Some(secret)))).collect()),
+        Value::Array(a) => Value::Array(a.into_iter().map(|x| scrub(x, secret)).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (text(k), scrub(x, secret))).collect()),
         other => other,
     }
 }

@@ -4,7 +4,7 @@
 //! in its refusals; the rules are here, once.
 //!
 //! Who may write: curators (members of nl2sql_curator) and superusers, on the primary. Who may
-//! read a row: the roles that may SELECT from every relation it concerns. The stores' views
+//! read a row: the roles that may read the whole of every relation it concerns (sql/may_read.sql). The stores' views
 //! (sql/examples.sql, sql/instructions.sql) filter so for the current role; the writes, which run
 //! as the extension's owner, filter so for the caller.
 
@@ -59,10 +59,11 @@ pub fn may_curate(role: pg_sys::Oid) -> bool {
     .unwrap_or(false)
 }
 
-/// Whether the role `role` may read the relation `relation` (both SQL expressions): the rule
-/// behind every privilege filter of the curated stores.
+/// Whether the role `role` may read all of the relation `relation` (both SQL expressions, OIDs;
+/// sql/may_read.sql): the rule behind every privilege filter of the curated stores, whose text
+/// may name any column.
 pub fn may_read(role: &str, relation: &str) -> String {
-    format!("pg_catalog.has_table_privilege({role}, {relation}, 'SELECT')")
+    format!("nl2sql._may_read_all({role}, {relation})")
 }
 
 /// The condition, on a store's row `s`, that the role `$2` may read every relation the row

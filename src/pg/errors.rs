@@ -1,6 +1,7 @@
 //! Raises pipeline errors as PostgreSQL errors, and reads caught PostgreSQL errors back.
 
 use nl2sql_core::error::{pack_sqlstate, unpack_sqlstate, Diagnostic, Report, SqlState};
+use nl2sql_core::render;
 use pgrx::pg_sys::panic::{ErrorReport, ErrorReportWithLevel};
 use pgrx::prelude::*;
 
@@ -19,15 +20,25 @@ pub fn warn(d: &dyn Diagnostic) {
     report(d, PgLogLevel::WARNING);
 }
 
+// Every message nl2sql sends passes here (ERROR, WARNING, NOTICE): its primary text on one line,
+// its DETAIL and HINT with no unsafe character but their own line breaks (core's render). Names
+// and values in them were rendered by their kind's function where they were put in.
 fn report(d: &dyn Diagnostic, level: PgLogLevel) {
-    let mut e = ErrorReport::new(errcode(d.sqlstate()), d.message(), "nl2sql");
+    let mut e = ErrorReport::new(errcode(d.sqlstate()), render::message(&d.message()), "nl2sql");
     if let Some(detail) = d.detail() {
-        e = e.set_detail(detail);
+        e = e.set_detail(render::lines(&detail));
     }
     if let Some(hint) = d.hint() {
-        e = e.set_hint(hint);
+        e = e.set_hint(render::lines(&hint));
     }
     e.report(level);
+}
+
+/// Sends `text` at `level` (NOTICE or WARNING), on one line: what the crate's `note!` and
+/// `alert!` (src/lib.rs) do.
+pub fn send(level: PgLogLevel, text: String) {
+    let code = if level == PgLogLevel::WARNING { PgSqlErrorCode::ERRCODE_WARNING } else { PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION };
+    ErrorReport::new(code, render::message(&text), "nl2sql").report(level);
 }
 
 /// Raises an ERROR with this SQLSTATE, message, detail and hint; never returns.
@@ -44,9 +55,9 @@ pub fn fail(state: SqlState, message: String, detail: Option<String>, hint: Opti
 
 /// Sends a NOTICE with a detail and a hint.
 pub fn notice(message: String, detail: String, hint: String) {
-    ErrorReport::new(PgSqlErrorCode::ERRCODE_WARNING, message, "nl2sql")
-        .set_detail(detail)
-        .set_hint(hint)
+    ErrorReport::new(PgSqlErrorCode::ERRCODE_WARNING, render::message(&message), "nl2sql")
+        .set_detail(render::lines(&detail))
+        .set_hint(render::lines(&hint))
         .report(PgLogLevel::NOTICE);
 }
 

@@ -182,7 +182,7 @@ pub fn record(entry: Entry) -> Result<i64, String> {
     while let Some(e) = PENDING.with_borrow_mut(VecDeque::pop_front) {
         check_for_interrupts!();
         if let Err(r) = insert(e) {
-            warning!("nl2sql: a history row of an earlier call could not be written: {}", r.message);
+            alert!("nl2sql: a history row of an earlier call could not be written: {}", r.message);
         }
     }
     insert(entry).map_err(|r| format!("not recorded: {}", r.message))
@@ -363,7 +363,7 @@ pub fn purge(older: Option<pgrx::datum::Interval>) -> i64 {
     }
     let minutes = gucs::history_retention_minutes();
     if older.is_none() && minutes.is_none() {
-        notice!("nl2sql.history_retention is 0: the history is kept forever");
+        note!("nl2sql.history_retention is 0: the history is kept forever");
         return 0;
     }
     let negative = spi::read::<bool>("SELECT $1::pg_catalog.interval OPERATOR(pg_catalog.<) '0'::pg_catalog.interval", &[older.into()]);
@@ -377,6 +377,6 @@ pub fn purge(older: Option<pgrx::datum::Interval>) -> i64 {
         )
     })
     .unwrap_or(0);
-    notice!("nl2sql: {purged} history rows purged");
+    note!("nl2sql: {purged} history rows purged");
     purged
 }

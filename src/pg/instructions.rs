@@ -134,7 +134,7 @@ fn relations(tables: Option<Vec<Option<pg_sys::Oid>>>, text: &str, sql: Option<&
                 Some("Pass tables => ARRAY[...]::regclass[] naming the relations it concerns, or tables => '{}' for an instruction about the whole database."),
             );
         }
-        notice!("nl2sql: the instruction concerns {}", names.join(", "));
+        note!("nl2sql: the instruction concerns {}", names.join(", "));
     }
     oids
 }

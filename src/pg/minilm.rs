@@ -76,7 +76,7 @@ pub fn embed(texts: &[String]) -> Vec<Vec<f32>> {
             check_for_interrupts!();
         }));
         if texts.len() > 4 * chunk && (i + 1) % 8 == 0 {
-            notice!("nl2sql: {} of {} column descriptions embedded", out.len(), texts.len());
+            note!("nl2sql: {} of {} column descriptions embedded", out.len(), texts.len());
         }
     }
     out

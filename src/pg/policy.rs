@@ -133,9 +133,10 @@ struct Walk {
 }
 
 /// Parses, analyses and rewrites `sql` (as the current role, with the session's settings) and
-/// applies the policy. Returns the rewritten query, ready for the planner, and the relations
-/// the current role needs SELECT on to run it (the tables and views it names, and the tables
-/// of security_invoker views; not those a view reads with its owner's rights).
+/// applies the policy. Returns the rewritten query, ready for the planner; the relations the
+/// current role needs SELECT on to run it (the tables and views it names, and the tables of
+/// security_invoker views; not those a view reads with its owner's rights); and the relations
+/// the statement names, as PostgreSQL resolved them (before views are expanded), sorted.
 ///
 /// # Safety
 /// Must run inside a transaction and inside the Generated scope of hooks.rs: analysis and the
@@ -147,7 +148,7 @@ pub unsafe fn check(
     allowed: &[String],
     foreign_tables: bool,
     cache: &mut HashMap<u32, Result<(), GuardError>>,
-) -> Result<(*mut pg_sys::Query, Vec<Oid>), GuardError> {
+) -> Result<(*mut pg_sys::Query, Vec<Oid>, Vec<Oid>), GuardError> {
     let raw = pg_sys::pg_parse_query(sql.as_ptr());
     let n = list_len(raw);
     if n == 0 {
@@ -168,6 +169,10 @@ pub unsafe fn check(
     }
     let query = pg_sys::parse_analyze_fixedparams(rawstmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
     plain_select(query)?;
+    let mut named: Vec<Oid> = Vec::new();
+    named_walker(query.cast(), (&mut named as *mut Vec<Oid>).cast());
+    named.sort_unstable_by_key(|o| u32::from(*o));
+    named.dedup();
     let rewritten = pg_sys::pg_rewrite_query(query);
     if list_len(rewritten) != 1 {
         return Err(GuardError::NotPlainQuery(format!("the rewriter made {} queries of it", list_len(rewritten))));
@@ -230,7 +235,27 @@ pub unsafe fn check(
     let mut reads = walk.read_as_caller;
     reads.sort_unstable_by_key(|o| u32::from(*o));
     reads.dedup();
-    Ok((query, reads))
+    Ok((query, reads, named))
+}
+
+/// Collects, into the `Vec<Oid>` behind `context`, the relation of every range-table entry of an
+/// analysed tree, subqueries, CTEs and sublinks included.
+#[pg_guard]
+unsafe extern "C-unwind" fn named_walker(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+    if node.is_null() {
+        return false;
+    }
+    if pgrx::is_a(node, pg_sys::NodeTag::T_Query) {
+        return pg_sys::query_tree_walker(node.cast(), Some(named_walker), context, pg_sys::QTW_EXAMINE_RTES_BEFORE as i32);
+    }
+    if pgrx::is_a(node, pg_sys::NodeTag::T_RangeTblEntry) {
+        let rte = node as *mut pg_sys::RangeTblEntry;
+        if (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION {
+            (*(context as *mut Vec<Oid>)).push((*rte).relid);
+        }
+        return false;
+    }
+    pg_sys::expression_tree_walker(node, Some(named_walker), context)
 }
 
 /// One plain SELECT: no utility statement, no data-modifying CTE, no row locks.

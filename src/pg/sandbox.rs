@@ -120,9 +120,12 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
                 let mut verdicts = HashMap::new();
                 READING.set(true);
                 // SAFETY: inside the subtransaction; the tree lives in its memory context.
-                let (query, read) = unsafe { policy::check(&csql, &allowed, foreign, &mut verdicts) }?;
+                let (query, read, named) = unsafe { policy::check(&csql, &allowed, foreign, &mut verdicts) }?;
                 reads.extend(read);
-                Ok(unsafe { run(query, &csql, limits) })
+                Ok(unsafe { run(query, &csql, limits) }.map(|mut e| {
+                    e.named = named.into_iter().map(u32::from).collect();
+                    e
+                }))
             })
         })
     });
@@ -182,6 +185,7 @@ unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Resul
         byte_limited: got.byte_cap,
         elapsed: started.elapsed(),
         cost: Some(cost),
+        named: Vec::new(),
     })
 }
 
@@ -322,7 +326,7 @@ impl Watchdog {
             })
             .ok();
         if handle.is_none() {
-            warning!("nl2sql could not start its timeout thread; nl2sql.statement_timeout is not enforced");
+            alert!("nl2sql could not start its timeout thread; nl2sql.statement_timeout is not enforced");
         }
         Watchdog { state, handle }
     }

@@ -116,6 +116,29 @@ fn names_postgresql_reads_as_functions_are_quoted() {
 }
 
 #[test]
+fn a_name_sqlparser_prints_as_another_is_never_written() {
+    // sqlparser's printer leaves a doubled quote and a quote after a backslash as they are: a
+    // statement holding such a name does not read back as itself, and no rule applies to it.
+    // The model wrote the name as PostgreSQL quotes it, and another rule fired (singers).
+    for name in ["x\"\"y", "\"\""] {
+        let mut s = star_schema();
+        s.tables[1].columns[2].name = name.to_string();
+        s.tables[1].columns[2].ident = format!("\"{}\"", name.replace('"', "\"\""));
+        let sql = format!("SELECT {} FROM singers", s.tables[1].columns[2].ident);
+        let a = align(&sql, &s, Context::default(), &mut Index, Rules::ALL);
+        assert!(a.fired.is_empty() && a.sql == sql, "{name:?}: {:?} {}", a.fired, a.sql);
+        // Without it, the same rule applies.
+        let a = align("SELECT name FROM singers", &s, Context::default(), &mut Index, Rules::ALL);
+        assert_eq!(a.sql, "SELECT name FROM singer");
+    }
+    // One quote, a backslash elsewhere, a line break: printed as PostgreSQL quotes them.
+    for name in ["Name", "a\"b", "x\\", "a\nb", "é\"ü"] {
+        let expected = format!("\"{}\"", name.replace('"', "\"\""));
+        assert_eq!(ident(name).to_string(), expected, "{name:?}");
+    }
+}
+
+#[test]
 fn columns_named_by_a_part_of_their_name() {
     // concert's name is concert_name; an id could be concert_id or stadium_id.
     let a = run("SELECT name FROM concert");
@@ -411,6 +434,20 @@ fn a_bridge_is_no_cte_and_its_name_cannot_become_sql() {
     }
     let a = fix(&hostile, "SELECT s.name FROM singer AS s JOIN concert AS c ON s.singer_id = c.singer_id");
     assert!(!a.sql.contains("1=1") && !a.sql.contains("JOIN stadium"), "{}", a.sql);
+    // A bridge whose name holds two quotes in a row: sqlparser would print it as `"sic""x"`, the
+    // owner's decoy sic"x: the rewrite is dropped.
+    let mut doubled = s.clone();
+    let name = "sic\"\"x";
+    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+    for t in doubled.tables.iter_mut().filter(|t| t.name == "singer_in_concert") {
+        t.name = name.to_string();
+        t.ident = quoted.clone();
+    }
+    for fk in doubled.foreign_keys.iter_mut().filter(|fk| fk.table == "singer_in_concert") {
+        fk.table = quoted.clone();
+    }
+    let a = fix(&doubled, "SELECT s.name FROM singer AS s JOIN concert AS c ON s.singer_id = c.singer_id");
+    assert!(a.fired.is_empty() && !a.sql.contains("sic"), "{:?} {}", a.fired, a.sql);
 }
 
 /// brand(id integer, name text, code integer), product(id integer, brand integer -> brand.id,

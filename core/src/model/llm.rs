@@ -19,15 +19,18 @@ pub struct Message {
     pub content: String,
 }
 
+// Every message's content passes render::lines: no character that is not plain text (besides
+// its line breaks) reaches a model, whichever section put it in. Names and values were rendered
+// on one line where they were put in (render's functions), so a line break is the prompt's own.
 impl Message {
     pub fn system(c: impl Into<String>) -> Message {
-        Message { role: "system".into(), content: c.into() }
+        Message { role: "system".into(), content: crate::render::lines(&c.into()) }
     }
     pub fn user(c: impl Into<String>) -> Message {
-        Message { role: "user".into(), content: c.into() }
+        Message { role: "user".into(), content: crate::render::lines(&c.into()) }
     }
     pub fn assistant(c: impl Into<String>) -> Message {
-        Message { role: "assistant".into(), content: c.into() }
+        Message { role: "assistant".into(), content: crate::render::lines(&c.into()) }
     }
 }
 

@@ -179,7 +179,8 @@ fn asked_names(known: &HashSet<String>, trace: &Trace, sql: &str) -> Option<(Vec
     Some((words, names))
 }
 
-/// The tables the role may read, as written in SQL: what a refusal's HINT offers instead.
+/// The tables the role may read, as written in SQL (rendered: a name is another role's text):
+/// what a refusal's HINT offers instead.
 fn readable(schema: &Schema) -> Vec<String> {
-    schema.tables.iter().map(|t| t.ident.clone()).collect()
+    schema.tables.iter().map(|t| crate::render::ident(&t.ident)).collect()
 }

@@ -4,6 +4,7 @@
 //! A turn is hostile input like every answer: read once, linearly, with interrupts checked.
 
 use crate::interrupt;
+use crate::render::ident;
 use crate::schema::{self, Schema};
 use serde::Serialize;
 
@@ -157,7 +158,8 @@ pub fn table_list(schema: &Schema, max_tokens: usize) -> (String, usize) {
     let mut shown = 0;
     for (i, t) in schema.tables.iter().enumerate() {
         interrupt::every(i, 1024);
-        let piece = if shown == 0 { t.ident.clone() } else { format!(", {}", t.ident) };
+        let name = crate::render::ident(&t.ident);
+        let piece = if shown == 0 { name } else { format!(", {name}") };
         let piece_chars = piece.chars().count();
         if (chars * 5).div_ceil(16) + schema::estimate_tokens(&piece) > max_tokens {
             break;
@@ -191,7 +193,7 @@ pub fn find_table(schema: &Schema, name: &str) -> Option<usize> {
 pub fn describe_column(schema: &Schema, table: usize, column: usize) -> String {
     let t = &schema.tables[table];
     let c = &t.columns[column];
-    let mut out = format!("{}.{}: {}", t.ident, c.ident, c.data_type);
+    let mut out = format!("{}.{}: {}", ident(&t.ident), ident(&c.ident), ident(&c.data_type));
     if let Some(note) = schema::values_note(c) {
         out.push_str(&note);
     }

@@ -125,7 +125,7 @@ impl Diagnostic for AskError {
                 Some(d)
             }
             AskError::Unrelated { words, confirmed, .. } => {
-                let words = words.iter().take(10).map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", ");
+                let words = words.iter().take(10).map(|w| format!("\"{}\"", crate::render::message(w))).collect::<Vec<_>>().join(", ");
                 Some(if *confirmed {
                     format!("The model, shown the tables the role may read, said they do not hold what the question asks about; no table, column, description or stored value matches {words}.")
                 } else {
@@ -133,7 +133,8 @@ impl Diagnostic for AskError {
                 })
             }
             AskError::Missing { words, names, sql, sampled, .. } => {
-                let quoted = |v: &[String]| v.iter().take(10).map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", ");
+                // a word or a name the model wrote, on one line (the SQL below keeps its own)
+                let quoted = |v: &[String]| v.iter().take(10).map(|w| format!("\"{}\"", crate::render::message(w))).collect::<Vec<_>>().join(", ");
                 let why = match sampled {
                     None => format!("no query could be written without {}", quoted(names)),
                     Some((failed, of)) => format!("{failed} of the model's {of} first queries read {}", quoted(names)),

@@ -11,6 +11,7 @@ use crate::align::Context;
 use crate::error::{Diagnostic, Report};
 use crate::model::llm::{ChatRequest, Message};
 use crate::prompt::refine::Failure;
+use crate::render;
 use crate::safety::guard::GuardError;
 use crate::schema::Schema;
 use crate::Execution;
@@ -120,7 +121,7 @@ fn search_values(db: &mut dyn Database, what: &str) -> String {
     if found.is_empty() {
         return format!("no stored value close to {what:?}");
     }
-    found.iter().take(5).map(|v| format!("{} = '{}'", v.column, v.value.replace('\'', "''"))).collect::<Vec<_>>().join("; ")
+    found.iter().take(5).map(|v| format!("{} = {}", render::ident(&v.column), render::literal(&v.value))).collect::<Vec<_>>().join("; ")
 }
 
 /// JoinPath: the foreign keys joining two tables.
@@ -136,9 +137,9 @@ fn join_path(schema: &Schema, a: &str, b: &str) -> String {
         return format!("no table {missing:?}: use the names listed under Tables");
     };
     match schema.join_path(x, y) {
-        Some(steps) if steps.is_empty() => format!("{} is one table: no join needed", schema.tables[x].ident),
+        Some(steps) if steps.is_empty() => format!("{} is one table: no join needed", render::ident(&schema.tables[x].ident)),
         Some(steps) => steps.join(" AND "),
-        None => format!("no foreign keys join {} and {}", schema.tables[x].ident, schema.tables[y].ident),
+        None => format!("no foreign keys join {} and {}", render::ident(&schema.tables[x].ident), render::ident(&schema.tables[y].ident)),
     }
 }
 
@@ -187,7 +188,7 @@ fn execute(
 /// A result as an observation: how many rows, the first few (none under nl2sql.privacy).
 fn rows_observation(e: &Execution, private: bool) -> String {
     let n = e.rows.len();
-    let columns = e.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
+    let columns = e.columns.iter().map(|c| render::message(&c.name)).collect::<Vec<_>>().join(", ");
     // Under privacy not even the count: a query can turn a value into a number of rows.
     if private {
         let some = if n == 0 { "no rows" } else { "some rows (how many is withheld: nl2sql.privacy)" };
@@ -201,7 +202,7 @@ fn rows_observation(e: &Execution, private: bool) -> String {
         .rows
         .iter()
         .take(agent::SHOWN_ROWS)
-        .map(|r| format!("({})", r.iter().map(|v| v.as_deref().unwrap_or("NULL")).collect::<Vec<_>>().join(", ")))
+        .map(|r| format!("({})", r.iter().map(|v| v.as_deref().map_or("NULL".into(), render::message)).collect::<Vec<_>>().join(", ")))
         .collect();
     format!("{count} (columns: {columns}): {}", shown.join(" "))
 }

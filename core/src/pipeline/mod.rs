@@ -70,6 +70,12 @@ pub trait Database: ValueLookup {
     fn instructions(&mut self, _question: &str) -> Vec<Instruction> {
         Vec::new()
     }
+    /// The relation each of `names` (schema when written, name; as PostgreSQL reads them) is,
+    /// as the query would find it (OID; None: no relation of that name); None when the database
+    /// cannot tell, by default.
+    fn resolve(&mut self, _names: &[(Option<String>, String)]) -> Option<Vec<Option<u32>>> {
+        None
+    }
 }
 
 /// What the pipeline needs from the model.

@@ -160,7 +160,27 @@ pub(super) fn evaluate(
             }
         }
     }
-    (Some(written), db.execute(&run.sql))
+    let result = db.execute(&run.sql);
+    if cand.aligned.is_some() && !reads_what_it_names(db, &run.sql, &result) {
+        cand.aligned = None;
+        cand.rules.push("alignment dropped: PostgreSQL read a relation its text does not name as the rules wrote it".into());
+        return (Some(written.clone()), db.execute(&written));
+    }
+    (Some(written), result)
+}
+
+/// Whether the relations PostgreSQL resolved in an aligned query that ran (`result`) are those
+/// its text names as sqlparser reads it, each looked up by that name in the catalog. Alignment
+/// made sure the text reads back (in sqlparser) as the statement the rules built; this makes sure
+/// PostgreSQL reads the same relations from it as sqlparser does (the two read some text
+/// differently: Unicode escapes, backslashes). True where nothing ran or the database cannot
+/// tell; false where sqlparser cannot read the text.
+fn reads_what_it_names(db: &mut dyn Database, sql: &str, result: &Result<Execution, Rejected>) -> bool {
+    let Ok(execution) = result else { return true };
+    let Some(names) = crate::sqlinfo::relations_named(sql) else { return false };
+    let Some(resolved) = db.resolve(&names) else { return true };
+    let intended: std::collections::HashSet<u32> = resolved.into_iter().flatten().collect();
+    execution.named.iter().all(|oid| intended.contains(oid))
 }
 
 /// A query's normal form, to find candidates that wrote the same thing.

@@ -71,6 +71,10 @@ struct FakeDb {
     instructions: Vec<crate::retrieval::instructions::Instruction>,
     /// Texts instructions were searched by.
     instructed: Vec<String>,
+    /// Relation name -> OID, as the catalog finds it (None: the database cannot tell).
+    catalog: Option<HashMap<String, u32>>,
+    /// Exact SQL -> the relations PostgreSQL resolved when it ran.
+    named: HashMap<String, Vec<u32>>,
 }
 
 impl ValueLookup for FakeDb {
@@ -80,6 +84,10 @@ impl ValueLookup for FakeDb {
 }
 
 impl Database for FakeDb {
+    fn resolve(&mut self, names: &[(Option<String>, String)]) -> Option<Vec<Option<u32>>> {
+        let catalog = self.catalog.as_ref()?;
+        Some(names.iter().map(|(_, n)| catalog.get(n).copied()).collect())
+    }
     fn execute(&mut self, sql: &str) -> Result<Execution, Rejected> {
         // The database's own policy: refused before anything runs.
         if let Some(f) = self.volatile.iter().find(|f| sql.contains(f.as_str())) {
@@ -107,6 +115,7 @@ impl Database for FakeDb {
             byte_limited: false,
             elapsed: Duration::from_millis(ms),
             cost: None,
+            named: self.named.get(sql).cloned().unwrap_or_default(),
         })
     }
     fn similar_values(&mut self, text: &str, skip: &[String]) -> Vec<ValueHint> {
@@ -462,6 +471,32 @@ fn alignment_fixes_names_and_values_before_execution() {
     let mut llm = script(&[EXTRACTED, "#SQL: SELECT name FROM singers WHERE country = 'france'"]);
     ask(&q("Singers from France?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
     assert_eq!(db.executed, vec!["SELECT name FROM singers WHERE country = 'france'"]);
+}
+
+#[test]
+fn an_aligned_query_that_reads_a_relation_its_text_does_not_name_is_dropped() {
+    let s = Settings { candidates: 1, first_wave: 1, ..full() };
+    let aligned = "SELECT name FROM singer WHERE country = 'France'";
+    let written = "SELECT name FROM singers WHERE country = 'france'";
+    let run = |reads: Vec<u32>| {
+        let mut db = FakeDb { catalog: Some(HashMap::from([("singer".to_string(), 1)])), ..FakeDb::default() };
+        db.stored.insert("france".into(), "France".into());
+        db.named.insert(aligned.into(), reads);
+        let mut llm = script(&[EXTRACTED, &format!("#SQL: {written}")]);
+        let a = ask(&q("Singers from France?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
+        (db.executed, a)
+    };
+    // PostgreSQL read singer, the relation the text names: the alignment stands.
+    let (executed, a) = run(vec![1]);
+    assert_eq!(executed, vec![aligned]);
+    assert_eq!(a.sql, aligned);
+    // It read another relation (a name printed one way and read another): the query as written runs.
+    let (executed, a) = run(vec![1, 99]);
+    assert_eq!(executed, vec![aligned, written]);
+    assert_eq!(a.sql, written);
+    let c = &a.trace.candidates[0];
+    assert_eq!(c.aligned, None);
+    assert!(c.rules.iter().any(|r| r.starts_with("alignment dropped")), "{:?}", c.rules);
 }
 
 #[test]

@@ -85,7 +85,7 @@ pub fn thought_messages(schema: &str, question: &str, sql: &str) -> Vec<Message>
     let mut m = prompt::messages(schema, THOUGHT_TASK, "", question, None);
     // The query goes after the question it answers.
     if let Some(user) = m.last_mut() {
-        user.content.push_str(&sections);
+        user.content.push_str(&crate::render::lines(&sections));
     }
     m
 }

@@ -292,7 +292,7 @@ pub fn render_values(hints: &[ValueHint]) -> String {
     }
     let mut out = String::from("### Stored values similar to words of the question (column: value):\n");
     for h in hints {
-        out.push_str(&format!("# {}: '{}'\n", h.column, h.value.replace('\'', "''")));
+        out.push_str(&format!("# {}: {}\n", crate::render::ident(&h.column), crate::render::literal(&h.value)));
     }
     out
 }

@@ -2,6 +2,7 @@
 //! its units (schemas, and tables no key links), join paths, and the per-question focus.
 
 use super::Schema;
+use crate::render::ident;
 use serde::Serialize;
 
 /// Undirected foreign-key graph of `schema`'s tables: (neighbour, foreign key) per table.
@@ -84,7 +85,8 @@ impl Schema {
 
     /// The shortest chain of foreign keys joining table `from` to table `to` (Interactive-T2S's
     /// FindShortestPath on the table graph), as join conditions in order from `from`:
-    /// `a.x = b.y`; empty for one table, None when no chain joins them.
+    /// `a.x = b.y` (names rendered: they are their owners' text); empty for one table, None when
+    /// no chain joins them.
     pub fn join_path(&self, from: usize, to: usize) -> Option<Vec<String>> {
         if from >= self.tables.len() || to >= self.tables.len() {
             return None;
@@ -99,7 +101,10 @@ impl Schema {
                 .columns
                 .iter()
                 .zip(&fk.ref_columns)
-                .map(|(c, r)| format!("{}.{} = {}.{}", fk.table, c, fk.ref_table, r))
+                .map(|(c, r)| {
+                    let (t, c, rt, r) = (ident(&fk.table), ident(c), ident(&fk.ref_table), ident(r));
+                    format!("{t}.{c} = {rt}.{r}")
+                })
                 .collect();
             steps.push(pairs.join(" AND "));
             at = next;

@@ -79,14 +79,14 @@ pub fn offer(question: &str, sql: &str, hint: Option<&str>, shown: &[pg_sys::Oid
         |r| r.get::<pg_sys::Oid>(1).ok().flatten(),
     );
     if !gone.is_empty() {
-        notice!("nl2sql: feedback recorded; the query is not offered as an example: a table whose rows the call's prompts showed no longer exists");
+        note!("nl2sql: feedback recorded; the query is not offered as an example: a table whose rows the call's prompts showed no longer exists");
         return None;
     }
     let dependent = reader_dependent(&sampled);
     if let Some(&first) = dependent.first() {
         let name = spi::read::<String>("SELECT $1::pg_catalog.regclass::pg_catalog.text", &[pg_sys::Oid::from(first).into()]).unwrap_or_default();
         let how = if reads.iter().any(|r| u32::from(*r) == first) { "it reads" } else { "the call's prompts showed rows of" };
-        notice!(
+        note!(
             "nl2sql: feedback recorded; the query is not offered as an example: {how} {name}, which shows each reader its own rows (row-level security, a view or a foreign table)"
         );
         return None;

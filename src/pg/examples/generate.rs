@@ -41,11 +41,11 @@ impl Library for Host<'_> {
     }
 
     fn progress(&mut self, done: usize, of: usize, row: &Generated) {
-        notice!("nl2sql: {done}/{of} {}: {} pairs written, {} ran, {} kept", row.scope, row.written, row.executed, row.kept);
+        note!("nl2sql: {done}/{of} {}: {} pairs written, {} ran, {} kept", row.scope, row.written, row.executed, row.kept);
     }
 
     fn failed(&mut self, scope: &str, error: &LlmError) {
-        warning!("no examples for {scope}: {}", Report::from_diagnostic(error).redact(self.secret).message);
+        alert!("no examples for {scope}: {}", Report::from_diagnostic(error).redact(self.secret).message);
     }
 }
 
@@ -72,7 +72,7 @@ pub fn generate(per_table: i32) -> Vec<Generated> {
     let out = library::generate(&job, &schema, seen_sql, &mut model, &mut host)
         .unwrap_or_else(|e| raise(&Report::from_diagnostic(&e).redact(secret.as_deref())));
     let (p, c): (i64, i64) = out.iter().fold((0, 0), |(p, c), r| (p + r.prompt_tokens, c + r.completion_tokens));
-    notice!(
+    note!(
         "nl2sql: {} synthetic examples kept of {} written; {p} prompt and {c} completion tokens",
         out.iter().map(|r| r.kept).sum::<i32>(),
         out.iter().map(|r| r.written).sum::<i32>()
@@ -112,7 +112,7 @@ pub fn write_thoughts(max: i32) -> i64 {
             });
             written += 1;
         }
-        notice!("nl2sql: {}/{} chains of thought", i + 1, todo.len());
+        note!("nl2sql: {}/{} chains of thought", i + 1, todo.len());
     }
     written
 }

@@ -207,7 +207,7 @@ fn thought(model: &mut Model, schema: &str, question: &str, sql: &str) -> Option
         Ok(c) => synthetic::parse_thought(&c.content),
         Err(e) => {
             let r = Report::from_diagnostic(&e).redact(model.secret());
-            warning!("chain of thought not written: {}", r.message);
+            alert!("chain of thought not written: {}", r.message);
             None
         }
     }
@@ -216,13 +216,13 @@ fn thought(model: &mut Model, schema: &str, question: &str, sql: &str) -> Option
 /// The model, or None with a NOTICE when no endpoint is configured.
 fn model_if_configured(why: &str) -> Option<Model> {
     if crate::pg::session::privacy() {
-        notice!("{why}: nl2sql.privacy keeps the example's query and samples from the model");
+        note!("{why}: nl2sql.privacy keeps the example's query and samples from the model");
         return None;
     }
     match model::from_settings() {
         Ok(m) => Some(m),
         Err(e) if matches!(e.kind, ErrorKind::NotConfigured) => {
-            notice!("{why}: no model endpoint (nl2sql.llm_url); nl2sql.write_example_thoughts() writes it later");
+            note!("{why}: no model endpoint (nl2sql.llm_url); nl2sql.write_example_thoughts() writes it later");
             None
         }
         Err(e) => raise(&e.report(None)),

@@ -62,7 +62,7 @@ fn profilable(listed: Vec<read::Listed>, tell: bool) -> Vec<read::Listed> {
     ];
     for (names, why) in skipped.iter().zip(reasons) {
         if tell && !names.is_empty() {
-            notice!("nl2sql: {} tables not profiled, {why}: {}", names.len(), names.iter().take(5).cloned().collect::<Vec<_>>().join(", "));
+            note!("nl2sql: {} tables not profiled, {why}: {}", names.len(), names.iter().take(5).cloned().collect::<Vec<_>>().join(", "));
         }
     }
     out
@@ -95,7 +95,7 @@ pub fn refresh_if_changed() {
     let changed = listed.iter().any(|t| before.get(&u32::from(t.oid)).is_some_and(|(_, c)| *c != t.changes));
     if changed {
         let n = profile_tables(listed).len();
-        notice!("nl2sql: tables changed since they were profiled; {n} tables profiled again");
+        note!("nl2sql: tables changed since they were profiled; {n} tables profiled again");
     }
 }
 
@@ -119,7 +119,7 @@ fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
     let timeout = gucs::profile_timeout();
     let total = listed.len();
     if total > 0 {
-        notice!("nl2sql: profiling {total} tables (at most {max_rows} rows of each)");
+        note!("nl2sql: profiling {total} tables (at most {max_rows} rows of each)");
     }
     let mut estimates = HashMap::new();
     let mut changes = HashMap::new();
@@ -136,17 +136,17 @@ fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
                 estimates.insert(u32::from(oid), estimate);
                 tables.push(p);
             }
-            Err(why) => notice!("nl2sql: table {label} not profiled: {why}"),
+            Err(why) => note!("nl2sql: table {label} not profiled: {why}"),
         }
         if last_notice.elapsed() >= PROGRESS_EVERY {
-            notice!("nl2sql: profiled {} of {total} tables ({:.0} s)", i + 1, started.elapsed().as_secs_f64());
+            note!("nl2sql: profiled {} of {total} tables ({:.0} s)", i + 1, started.elapsed().as_secs_f64());
             last_notice = Instant::now();
         }
     }
     let mut checks = read::Checks { timeout, max_rows, estimates };
     let findings = relationships::infer(&tables, &mut checks);
     for ((f, fc), (t, tc)) in findings.unchecked.iter().take(5) {
-        notice!(
+        note!(
             "nl2sql: {}.{} may hold {}.{}, but its values could not be checked within nl2sql.profile_timeout; confirm it with nl2sql.confirm_relationship() if it does",
             tables[*f].name,
             tables[*f].columns[*fc].name,
@@ -156,7 +156,7 @@ fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
     }
     save(&tables, &findings, &changes);
     if total > 0 {
-        notice!(
+        note!(
             "nl2sql: profiled {} tables in {:.1} s: {} relationships and {} keys inferred",
             tables.len(),
             started.elapsed().as_secs_f64(),

@@ -91,4 +91,20 @@ impl Database for Sandboxed {
     fn similar_columns(&mut self, text: &str, k: usize) -> Vec<(u32, String, f32)> {
         values::search_columns(text, k).into_iter().map(|c| (u32::from(c.relid), c.column, c.score)).collect()
     }
+
+    fn resolve(&mut self, names: &[(Option<String>, String)]) -> Option<Vec<Option<u32>>> {
+        let schemas: Vec<Option<String>> = names.iter().map(|(s, _)| s.clone()).collect();
+        let relnames: Vec<String> = names.iter().map(|(_, n)| n.clone()).collect();
+        // One row a name, NULL where none is found: a row that did not decode is a name not found.
+        let found = crate::pg::spi::rows(RESOLVE_SQL, &[schemas.into(), relnames.into()], |r| Some(r.get::<pg_sys::Oid>(1).ok().flatten()));
+        (found.len() == names.len()).then(|| found.into_iter().map(|o| o.map(u32::from)).collect())
+    }
 }
+
+/// Each (schema, name) pair as the query's own lookup finds it (to_regclass of the name quoted by
+/// PostgreSQL: the search_path, pg_temp, a name's truncation to 63 bytes; called after the query
+/// ran, so USAGE on a written schema is granted).
+const RESOLVE_SQL: &str = "SELECT pg_catalog.to_regclass(CASE WHEN u.s IS NULL THEN pg_catalog.quote_ident(u.n)
+                                  ELSE pg_catalog.quote_ident(u.s) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(u.n) END)::pg_catalog.oid
+     FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[])) WITH ORDINALITY AS u(s, n, o)
+     ORDER BY u.o";

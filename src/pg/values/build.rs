@@ -66,7 +66,7 @@ pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explici
                 Some("An index of values ignores row policies. nl2sql re-checks every value it returns against the table as the caller when you opt in with include_rls => true."),
             );
         }
-        notice!("{msg}");
+        note!("{msg}");
         return vec![];
     }
     let columns = text_columns(rel, column);
@@ -147,7 +147,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
         if explicit {
             fail(SqlState::from_code("55P03"), msg, Some("Try again when that build has finished."));
         }
-        notice!("{msg}; skipped");
+        note!("{msg}; skipped");
         return None;
     };
     if relkind != "m" {
@@ -174,7 +174,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
         if explicit {
             fail(SqlState::ProgramLimitExceeded, msg, Some("Raise nl2sql.index_max_distinct or nl2sql.index_max_avg_length to index it."));
         }
-        notice!("{msg}");
+        note!("{msg}");
         None
     };
     if distinct > gucs::index_max_distinct() {
@@ -191,7 +191,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
     spi::write(&format!("CREATE TABLE {table} (LIKE nl2sql.value_entries INCLUDING ALL)"), &[]);
     // A member of the extension: DROP EXTENSION drops it; pg_dump leaves it out (a restore rebuilds).
     spi::write(&format!("ALTER EXTENSION nl2sql ADD TABLE {table}"), &[]);
-    notice!("nl2sql: indexing {relname}.{qcol}: {distinct} distinct values");
+    note!("nl2sql: indexing {relname}.{qcol}: {distinct} distinct values");
 
     let source = format!(
         "SELECT DISTINCT v FROM (SELECT {} AS v FROM {relname} WHERE {qcol} IS NOT NULL) s
@@ -205,7 +205,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
     let loaded = started.elapsed().as_secs_f64();
     let big = values + phrases > 100_000;
     if big {
-        notice!("nl2sql: {relname}.{qcol}: {values} values and {phrases} phrases loaded in {loaded:.1} s; building its indexes");
+        note!("nl2sql: {relname}.{qcol}: {values} values and {phrases} phrases loaded in {loaded:.1} s; building its indexes");
     }
     spi::write(&format!("CREATE INDEX ON {table} (key)"), &[]);
     // Byte order, forwards and backwards: a mistyped key's neighbours share the part before
@@ -222,7 +222,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
     spi::write(&format!("ANALYZE {table}"), &[]);
     let seconds = started.elapsed().as_secs_f64();
     if big {
-        notice!(
+        note!(
             "nl2sql: {relname}.{qcol} indexed in {seconds:.1} s (load {loaded:.1} s, key btrees {:.1} s, HNSW {:.1} s)",
             keyed - loaded,
             hnsw - keyed

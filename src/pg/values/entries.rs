@@ -34,7 +34,7 @@ pub fn insert_remote(table: &str, ep: &nl2sql_core::model::http::Endpoint, rows:
             &[vals.into(), terms.into(), lits.into()],
         );
         if (n + 1) % 20 == 0 {
-            notice!("nl2sql: {} of {} entries embedded", ((n + 1) * LOAD_CHUNK).min(rows.len()), rows.len());
+            note!("nl2sql: {} of {} entries embedded", ((n + 1) * LOAD_CHUNK).min(rows.len()), rows.len());
         }
     }
     dims.max(1)
@@ -81,7 +81,7 @@ pub fn catch_up(id: i32, rel: pg_sys::Oid, column: &str, old: &str, new: &str, e
         return 0;
     }
     let Some(held) = still_held(rel, column, &missing) else {
-        pgrx::warning!("nl2sql could not re-read the values added to {} while its value index was built", relation_text(rel));
+        alert!("nl2sql could not re-read the values added to {} while its value index was built", relation_text(rel));
         spi::write("INSERT INTO nl2sql.value_flags (column_id, flag) VALUES ($1, 'stale')", &[id.into()]);
         return 0;
     };

@@ -44,7 +44,7 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
         // that raises) must not undo the refresh of every other one.
         match sandbox::savepoint(|| super::create(relid, Some(&column), include_rls, false)) {
             Some(built) => out.extend(built),
-            None => pgrx::warning!(
+            None => alert!(
                 "nl2sql could not rebuild the value index of {}.{}; its previous generation goes on serving",
                 relation_text(relid),
                 quote_identifier(&column)
@@ -98,7 +98,7 @@ fn apply_removals(rel: Option<pg_sys::Oid>) {
         }
         // One table's trouble (its policy fails, say) skips that column, not the refresh.
         let Some(held) = still_held(relid, &column, &values) else {
-            pgrx::warning!("nl2sql could not re-check the removed values of {}.{}", relation_text(relid), quote_identifier(&column));
+            alert!("nl2sql could not re-check the removed values of {}.{}", relation_text(relid), quote_identifier(&column));
             continue;
         };
         let gone: Vec<String> = values.iter().filter(|v| !held.contains(v)).cloned().collect();

@@ -505,7 +505,7 @@ fn column_sql(remote: bool) -> String {
         (
             format!(
                 "({by_name} UNION SELECT v.relid, v.attnum FROM (SELECT relid, attnum FROM nl2sql.column_embeddings x
-                 WHERE x.embedder = $2 AND pg_catalog.has_column_privilege($1, x.relid, x.attnum, 'SELECT')
+                 WHERE x.embedder = $2 AND nl2sql._may_read_column($1, x.relid, x.attnum)
                  ORDER BY x.embedding <=> $4::vector LIMIT 200) v)"
             ),
             "CASE WHEN ce.embedder = $2 THEN (1 - (ce.embedding <=> $4::vector))::float4 END",
@@ -519,6 +519,6 @@ fn column_sql(remote: bool) -> String {
          JOIN nl2sql.column_embeddings ce ON ce.relid = k.relid AND ce.attnum = k.attnum
          JOIN pg_catalog.pg_attribute a ON a.attrelid = ce.relid AND a.attnum = ce.attnum
          JOIN pg_catalog.pg_class c ON c.oid = ce.relid
-         WHERE pg_catalog.has_column_privilege($1, ce.relid, ce.attnum, 'SELECT')"
+         WHERE nl2sql._may_read_column($1, ce.relid, ce.attnum)"
     )
 }

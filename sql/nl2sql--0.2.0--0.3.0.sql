@@ -1,0 +1,464 @@
+-- nl2sql 0.2.0 -> 0.3.0. One meaning of "may read" (sql/may_read.sql): the views and queries
+-- that show a role something about a relation ask it, so the schema's USAGE counts everywhere.
+-- nl2sql.value_index names its table by text as well (relation), which a restore resolves row
+-- by row (a partial restore loads the rest); PL/pgSQL warnings show names on one line
+-- (sql/render.sql). The definitions below are those of the install files named;
+-- tests/test_upgrade.py checks that an updated database matches a fresh one.
+\echo Use "ALTER EXTENSION nl2sql UPDATE TO '0.3.0'" to load this file. \quit
+
+CREATE FUNCTION nl2sql._may_read(role oid, rel oid)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL RESTRICTED
+AS $$
+    SELECT coalesce((
+        SELECT c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog."char"[])
+               AND (c.relpersistence OPERATOR(pg_catalog.<>) 't' OR c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema())
+               AND coalesce(pg_catalog.has_schema_privilege(role, c.relnamespace, 'USAGE'), false)
+               AND coalesce(pg_catalog.has_any_column_privilege(role, c.oid, 'SELECT'), false)
+        FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) rel), false)
+$$;
+
+CREATE FUNCTION nl2sql._may_read_column(role oid, rel oid, col int2)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL RESTRICTED
+AS $$
+    SELECT nl2sql._may_read(role, rel)
+           AND col OPERATOR(pg_catalog.>) 0::pg_catalog.int2
+           AND coalesce(pg_catalog.has_column_privilege(role, rel, col, 'SELECT'), false)
+$$;
+
+CREATE FUNCTION nl2sql._may_read_all(role oid, rel oid)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL RESTRICTED
+AS $$
+    SELECT nl2sql._may_read(role, rel)
+           AND (coalesce(pg_catalog.has_table_privilege(role, rel, 'SELECT'), false)
+                OR NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                               WHERE a.attrelid OPERATOR(pg_catalog.=) rel AND a.attnum OPERATOR(pg_catalog.>) 0::pg_catalog.int2
+                                 AND NOT a.attisdropped
+                                 AND NOT coalesce(pg_catalog.has_column_privilege(role, rel, a.attnum, 'SELECT'), false)))
+$$;
+
+-- The current role's OID (CURRENT_USER: inside a SECURITY DEFINER function, its owner).
+CREATE FUNCTION nl2sql._me()
+RETURNS oid
+LANGUAGE sql STABLE PARALLEL RESTRICTED
+AS $$
+    SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER
+$$;
+
+CREATE FUNCTION nl2sql._one_line(t text)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT coalesce(pg_catalog.string_agg(
+               CASE WHEN s.c OPERATOR(pg_catalog.~) E'[\\x01-\\x08\\x0a-\\x1f\\x7f-\\x9f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]'
+                    THEN pg_catalog.format(E'\\u{%s}', pg_catalog.lpad(pg_catalog.upper(pg_catalog.to_hex(pg_catalog.ascii(s.c))), 4, '0'))
+                    ELSE s.c END, '' ORDER BY s.o), '')
+    FROM pg_catalog.regexp_split_to_table(t, '') WITH ORDINALITY AS s(c, o)
+$$;
+
+CREATE OR REPLACE FUNCTION nl2sql.column_stats(rel regclass, sample_rows integer DEFAULT 1000)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+SET datestyle = 'ISO, YMD'
+SET intervalstyle = 'postgres'
+AS $$
+DECLARE
+    col record;
+    parts text[] := '{}';
+    chunk text := '';
+    cols text[] := '{}';
+    n int := 0;
+    q text;
+    result jsonb;
+BEGIN
+    IF sample_rows < 1 THEN
+        RAISE EXCEPTION 'sample_rows must be positive' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR col IN
+        SELECT a.attname, t.typcategory
+        FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+        WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
+          AND t.typcategory IN ('S', 'N', 'D', 'B')
+          -- the column part of "may read" (sql/may_read.sql): the relation is one the schema
+          -- prompt showed, and this runs in the sandbox, whose policy admits built-in functions
+          AND has_column_privilege(rel, a.attnum, 'SELECT')
+        ORDER BY a.attnum
+    LOOP
+        -- jsonb_build_object takes at most 100 arguments: build it in chunks of 40 columns.
+        IF n > 0 AND n % 40 = 0 THEN
+            parts := parts || format('jsonb_build_object(%s)', chunk);
+            chunk := '';
+        END IF;
+        chunk := chunk || CASE WHEN chunk = '' THEN '' ELSE ', ' END || format(
+            '%L, jsonb_build_object(''distinct'', count(DISTINCT %I), '
+            '''values'', to_jsonb((array_agg(DISTINCT left(%I::text, 100)) FILTER (WHERE %I IS NOT NULL))[1:6]), '
+            '''min'', %s, ''max'', %s)',
+            col.attname, col.attname, col.attname, col.attname,
+            CASE WHEN col.typcategory IN ('N', 'D') THEN format('min(%I)::text', col.attname) ELSE 'NULL::text' END,
+            CASE WHEN col.typcategory IN ('N', 'D') THEN format('max(%I)::text', col.attname) ELSE 'NULL::text' END);
+        cols := cols || format('%I', col.attname);
+        n := n + 1;
+    END LOOP;
+    IF n = 0 THEN
+        RETURN jsonb_build_object('rows', 0, 'complete', true, 'columns', '{}'::jsonb);
+    END IF;
+    parts := parts || format('jsonb_build_object(%s)', chunk);
+    q := format('SELECT jsonb_build_object(''rows'', count(*), ''complete'', count(*) < %s, ''columns'', %s) '
+                'FROM (SELECT %s FROM %s LIMIT %s) s',
+                sample_rows, array_to_string(parts, ' || '), array_to_string(cols, ', '), rel, sample_rows);
+    EXECUTE q INTO result;
+    RETURN result;
+END
+$$;
+
+-- sql/relationships.sql
+CREATE OR REPLACE FUNCTION nl2sql._columns_readable(rel regclass, cols name[], types regtype[])
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT nl2sql._may_read((SELECT nl2sql._me()), rel::pg_catalog.oid)
+       AND (SELECT pg_catalog.count(*) FROM ROWS FROM (pg_catalog.unnest(cols), pg_catalog.unnest(types)) AS u(n, t)
+            JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) rel::pg_catalog.oid AND a.attname OPERATOR(pg_catalog.=) u.n
+            WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
+              AND (u.t IS NULL OR a.atttypid OPERATOR(pg_catalog.=) u.t::pg_catalog.oid)
+              AND nl2sql._may_read_column((SELECT nl2sql._me()), a.attrelid, a.attnum))
+           OPERATOR(pg_catalog.=) pg_catalog.cardinality(cols)
+$$;
+
+-- sql/examples.sql
+CREATE OR REPLACE VIEW nl2sql.examples WITH (security_barrier) AS
+SELECT s.id, s.question, s.question_masked, s.sql, CASE WHEN x.exposed THEN NULL ELSE s.thought END AS thought,
+       s.hint, s.source, s.executed, s.enabled, s.relations, s.added_by::pg_catalog.regrole AS added_by,
+       s.added_at, s.embedding, s.meaning
+FROM nl2sql.example_store s
+CROSS JOIN LATERAL (SELECT EXISTS (SELECT FROM pg_catalog.pg_class c
+                                   WHERE c.oid OPERATOR(pg_catalog.=) ANY (s.sampled::pg_catalog.oid[])
+                                     AND (c.relrowsecurity OR c.relkind OPERATOR(pg_catalog.<>) ALL ('{r,p,m}'::pg_catalog."char"[])))
+                    AS exposed) x
+WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
+                  WHERE NOT nl2sql._may_read_all((SELECT nl2sql._me()), r.oid))
+  AND NOT (x.exposed AND s.source OPERATOR(pg_catalog.=) ANY ('{synthetic,feedback}'::pg_catalog.text[]));
+
+-- sql/instructions.sql
+CREATE OR REPLACE VIEW nl2sql.instructions WITH (security_barrier) AS
+SELECT s.id, s.instruction, s.sql, s.relations, s.enabled, s.added_by::pg_catalog.regrole AS added_by, s.added_at,
+       s.embedding, s.meaning
+FROM nl2sql.instruction_store s
+WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
+                  WHERE NOT nl2sql._may_read_all((SELECT nl2sql._me()), r.oid));
+
+-- sql/values.sql: the table's name as text beside its OID (relid was a regclass: a restore
+-- without the table failed the whole load). The view reads relid: it goes while the type changes.
+DROP VIEW nl2sql.value_indexes;
+ALTER TABLE nl2sql.value_index ALTER COLUMN relid TYPE oid USING relid::oid;
+ALTER TABLE nl2sql.value_index ADD COLUMN relation text;
+UPDATE nl2sql.value_index i SET relation = pg_catalog.format('%I.%I', n.nspname, c.relname)
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+WHERE c.oid OPERATOR(pg_catalog.=) i.relid;
+DROP TRIGGER value_index_loaded ON nl2sql.value_index;
+DROP FUNCTION nl2sql._value_index_loaded();
+
+-- Each row as it is inserted. One nl2sql inserts names its table by relid: its name is noted.
+-- One a restore loads names it by `relation` and its column by `attname` (its relid and attnum
+-- are another cluster's): both are found again, or the row is left out with a WARNING naming
+-- it (a table a partial restore did not bring back, a column since renamed, a column another
+-- index already has), and the load goes on. Work in proportion to the rows loaded.
+CREATE FUNCTION nl2sql._value_index_resolve()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel oid;
+    col int2;
+BEGIN
+    IF NEW.relation IS NULL THEN
+        SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) INTO NEW.relation
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = NEW.relid;
+        RETURN NEW;
+    END IF;
+    rel := pg_catalog.to_regclass(NEW.relation);
+    IF rel IS NULL THEN
+        RAISE WARNING 'nl2sql left out the restored value index of %.%: no such table',
+            nl2sql._one_line(NEW.relation), nl2sql._one_line(quote_ident(NEW.attname))
+            USING HINT = 'Restore the table, then SELECT nl2sql.create_value_index(...) for the column.';
+        RETURN NULL;
+    END IF;
+    SELECT a.attnum INTO col FROM pg_attribute a
+    WHERE a.attrelid = rel AND a.attname = NEW.attname AND a.attnum > 0 AND NOT a.attisdropped;
+    IF col IS NULL OR EXISTS (SELECT FROM nl2sql.value_index o WHERE o.relid = rel AND o.attnum = col) THEN
+        RAISE WARNING 'nl2sql left out the restored value index of %.%: %', nl2sql._one_line(NEW.relation), nl2sql._one_line(quote_ident(NEW.attname)),
+            CASE WHEN col IS NULL THEN 'the table has no such column' ELSE 'another value index has its column' END;
+        RETURN NULL;
+    END IF;
+    NEW.relid := rel;
+    NEW.attnum := col;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER value_index_resolve BEFORE INSERT ON nl2sql.value_index
+    FOR EACH ROW EXECUTE FUNCTION nl2sql._value_index_resolve();
+REVOKE ALL ON FUNCTION nl2sql._value_index_resolve() FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION nl2sql._values_changed()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c record;
+    n bigint;
+BEGIN
+    -- Only as one of the triggers nl2sql made, with its transition tables: a trigger someone
+    -- else made on their own table (EXECUTE is revoked from PUBLIC, so only a superuser could)
+    -- would let nl2sql_old and nl2sql_new name their temporary relations instead.
+    IF TG_LEVEL <> 'STATEMENT' OR TG_WHEN <> 'AFTER' OR NOT EXISTS (
+        SELECT 1 FROM pg_trigger t
+        WHERE t.tgrelid = TG_RELID AND t.tgname = TG_NAME
+          AND t.tgfoid = 'nl2sql._values_changed()'::regprocedure
+          AND t.tgname IN ('nl2sql_values_insert', 'nl2sql_values_update', 'nl2sql_values_delete', 'nl2sql_values_truncate')
+          AND (TG_OP NOT IN ('INSERT', 'UPDATE') OR t.tgnewtable = 'nl2sql_new')
+          AND (TG_OP NOT IN ('DELETE', 'UPDATE') OR t.tgoldtable = 'nl2sql_old')) THEN
+        RAISE WARNING 'nl2sql._values_changed() runs only as the triggers nl2sql.create_value_index() makes';
+        RETURN NULL;
+    END IF;
+    -- The generation serving now: read without locking the row (DML never writes or locks
+    -- value_index rows), which a build may hold; what this statement adds to a generation a
+    -- build is replacing is copied to the new one before the switch, or, committed later,
+    -- before the old one is dropped.
+    FOR c IN
+        SELECT i.id, i.generation, a.attname, i.embedder, i.max_length,
+               greatest(2, least(50, i.value_count / 10))::int AS cap
+        FROM nl2sql.value_index i
+        JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+        WHERE i.relid = TG_RELID AND i.status IN ('ready', 'dirty')
+          -- a restored index has no entries yet: its build reads the whole table
+          AND nl2sql._entries(i.id, i.generation) IS NOT NULL
+    LOOP
+        BEGIN
+            IF TG_OP IN ('DELETE', 'UPDATE') THEN
+                EXECUTE format('SELECT count(DISTINCT pg_catalog.format(''%%s'', %I)) FROM nl2sql_old', c.attname) INTO n;
+                -- Many values at once, or a long queue: re-check every result instead.
+                IF n > 1000 OR (n > 0 AND (SELECT count(*) FROM (SELECT 1 FROM nl2sql.value_removals r
+                                                                WHERE r.column_id = c.id LIMIT 10001) z) > 10000) THEN
+                    INSERT INTO nl2sql.value_flags (column_id, flag) VALUES (c.id, 'dirty');
+                ELSIF n > 0 THEN
+                    EXECUTE format(
+                        'INSERT INTO nl2sql.value_removals (column_id, value)
+                         SELECT DISTINCT %1$s, v FROM (SELECT pg_catalog.format(''%%s'', %2$I) AS v FROM nl2sql_old
+                                                       WHERE %2$I IS NOT NULL) x
+                         WHERE length(v) BETWEEN 1 AND %3$s
+                         ON CONFLICT DO NOTHING',
+                        c.id, c.attname, c.max_length);
+                END IF;
+            END IF;
+            IF TG_OP IN ('INSERT', 'UPDATE') THEN
+                EXECUTE nl2sql._add_values_sql(c.id, c.generation, c.attname, c.embedder, c.max_length, c.cap);
+            END IF;
+            IF TG_OP = 'TRUNCATE' THEN
+                -- DELETE, not TRUNCATE: no lock that would wait for readers of the generation.
+                EXECUTE format('DELETE FROM nl2sql.%I', 'value_entries_' || c.id || '_' || c.generation);
+                DELETE FROM nl2sql.value_queue WHERE column_id = c.id;
+                DELETE FROM nl2sql.value_removals WHERE column_id = c.id;
+                -- Under a snapshot older than a rebuild's switch, the generation emptied above
+                -- is a retired one: searches re-check the column until the next refresh.
+                INSERT INTO nl2sql.value_flags (column_id, flag) VALUES (c.id, 'dirty');
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'nl2sql could not update the value index of %.%: %', nl2sql._one_line(quote_ident(TG_TABLE_NAME)),
+                nl2sql._one_line(quote_ident(c.attname)), nl2sql._one_line(SQLERRM)
+                USING HINT = 'Rebuild it with SELECT nl2sql.refresh_value_indexes().';
+            INSERT INTO nl2sql.value_flags (column_id, flag) VALUES (c.id, 'stale');
+        END;
+    END LOOP;
+    RETURN NULL;
+EXCEPTION WHEN OTHERS THEN
+    RAISE WARNING 'nl2sql could not update the value indexes of %: %', nl2sql._one_line(quote_ident(TG_TABLE_NAME)), nl2sql._one_line(SQLERRM);
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION nl2sql._renumber_restored()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    gone record;
+BEGIN
+    FOR gone IN
+        DELETE FROM nl2sql.value_index i
+        WHERE nl2sql._entries(i.id, i.generation) IS NULL
+          AND (NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = i.relid AND a.attname = i.attname
+                                                       AND a.attnum > 0 AND NOT a.attisdropped)
+               OR EXISTS (SELECT FROM nl2sql.value_index o
+                          WHERE o.relid = i.relid AND o.attname = i.attname AND o.id <> i.id
+                            AND (o.id < i.id OR nl2sql._entries(o.id, o.generation) IS NOT NULL)))
+        RETURNING i.relid, i.attname
+    LOOP
+        RAISE WARNING 'nl2sql dropped the restored value index of %.%: no other column has its name',
+            nl2sql._one_line(gone.relid::regclass::text), nl2sql._one_line(quote_ident(gone.attname))
+            USING DETAIL = 'The table has no such column, or another value index already names it.';
+    END LOOP;
+    UPDATE nl2sql.value_index i SET attnum = m.parked
+    FROM (SELECT x.id, (-100 - row_number() OVER (PARTITION BY x.relid ORDER BY x.id))::int2 AS parked
+          FROM nl2sql.value_index x
+          JOIN pg_attribute a ON a.attrelid = x.relid AND a.attname = x.attname AND a.attnum > 0 AND NOT a.attisdropped
+          WHERE a.attnum <> x.attnum AND nl2sql._entries(x.id, x.generation) IS NULL) m
+    WHERE i.id = m.id;
+    UPDATE nl2sql.value_index i SET attnum = a.attnum
+    FROM pg_attribute a
+    WHERE i.attnum <= -100 AND a.attrelid = i.relid AND a.attname = i.attname AND a.attnum > 0 AND NOT a.attisdropped
+      AND NOT EXISTS (SELECT FROM nl2sql.value_index o WHERE o.relid = i.relid AND o.attnum = a.attnum);
+    -- a number another index holds (its name not yet updated): this one cannot be built
+    FOR gone IN DELETE FROM nl2sql.value_index i WHERE i.attnum <= -100 RETURNING i.relid, i.attname
+    LOOP
+        RAISE WARNING 'nl2sql dropped the restored value index of %.%: another value index holds its column',
+            nl2sql._one_line(gone.relid::regclass::text), nl2sql._one_line(quote_ident(gone.attname));
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION nl2sql._on_ddl_end()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cmd record;
+BEGIN
+    PERFORM nextval('nl2sql.ddl_version');
+    FOR cmd IN
+        SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands()
+        WHERE classid = 'pg_class'::regclass
+          AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
+          AND (schema_name IS NULL OR (schema_name NOT IN ('nl2sql', 'pg_catalog', 'information_schema')
+                                       AND schema_name !~ '^pg_(toast|temp_)'))
+    LOOP
+        PERFORM nl2sql._refresh_column_embeddings(cmd.objid);
+        -- a column that is no longer text, or a table that turned on row-level security
+        UPDATE nl2sql.value_index i SET status = 'stale'
+        FROM pg_attribute a, pg_type t, pg_class c
+        WHERE i.relid = cmd.objid AND a.attrelid = i.relid AND a.attnum = i.attnum AND t.oid = a.atttypid
+          AND c.oid = i.relid AND i.status <> 'stale'
+          AND (t.typcategory NOT IN ('S', 'E') OR (c.relrowsecurity AND NOT i.include_rls));
+    END LOOP;
+    -- a renamed column (in a parent, its children's too): the name a dump writes is the one a
+    -- restore looks for
+    UPDATE nl2sql.value_index i SET attname = a.attname
+    FROM pg_attribute a
+    WHERE a.attrelid = i.relid AND a.attnum = i.attnum AND i.attname <> a.attname AND NOT a.attisdropped;
+    -- a renamed table, or one moved to another schema or whose schema was renamed: the same
+    UPDATE nl2sql.value_index i SET relation = format('%I.%I', n.nspname, c.relname)
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.oid = i.relid AND i.relation IS DISTINCT FROM format('%I.%I', n.nspname, c.relname);
+EXCEPTION WHEN OTHERS THEN
+    RAISE WARNING 'nl2sql could not follow this DDL command: %', nl2sql._one_line(SQLERRM);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION nl2sql._on_sql_drop()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    obj record;
+    dropped record;
+    retired record;
+BEGIN
+    -- The examples and instructions of a dropped relation go with it (its OID may name another
+    -- one later).
+    -- Outside the block below, which swallows errors: a DROP whose examples cannot be deleted
+    -- (a lock not granted in time, say) fails instead of leaving them behind.
+    DELETE FROM nl2sql.example_store s
+    USING pg_event_trigger_dropped_objects() o
+    WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0
+      AND (s.relations @> ARRAY[o.objid::regclass] OR s.sampled @> ARRAY[o.objid::regclass]);
+    DELETE FROM nl2sql.instruction_store s
+    USING pg_event_trigger_dropped_objects() o
+    WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0 AND s.relations @> ARRAY[o.objid::regclass];
+    BEGIN
+        PERFORM nextval('nl2sql.ddl_version');
+        FOR obj IN
+            SELECT * FROM pg_event_trigger_dropped_objects()
+            WHERE classid = 'pg_class'::regclass AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
+              AND coalesce(schema_name, '') <> 'nl2sql'
+        LOOP
+            FOR dropped IN
+                DELETE FROM nl2sql.value_index
+                WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid)
+                RETURNING id, generation
+            LOOP
+                PERFORM nl2sql._drop_entries(dropped.id, dropped.generation);
+                FOR retired IN DELETE FROM nl2sql.value_generations g WHERE g.column_id = dropped.id RETURNING g.column_id, g.generation
+                LOOP
+                    PERFORM nl2sql._drop_entries(retired.column_id, retired.generation);
+                END LOOP;
+            END LOOP;
+            DELETE FROM nl2sql.column_embeddings
+            WHERE relid = obj.objid AND (obj.object_type <> 'table column' OR attnum = obj.objsubid);
+            -- relationships and keys of the relation, or of the column (relationships.sql); a row
+            -- another session holds (a decision not yet committed) is skipped, never waited for
+            -- while this DROP holds its lock: the views hide it and the next profiling sweeps it
+            DELETE FROM nl2sql.relationship_store WHERE ctid IN (
+                SELECT ctid FROM nl2sql.relationship_store
+                WHERE (from_relation::oid = obj.objid AND (obj.object_type <> 'table column' OR obj.address_names[3] = ANY (from_columns)))
+                   OR (to_relation::oid = obj.objid AND (obj.object_type <> 'table column' OR obj.address_names[3] = ANY (to_columns)))
+                FOR UPDATE SKIP LOCKED);
+            DELETE FROM nl2sql.key_store WHERE ctid IN (
+                SELECT ctid FROM nl2sql.key_store
+                WHERE relation::oid = obj.objid AND (obj.object_type <> 'table column' OR obj.address_names[3] = ANY (columns))
+                FOR UPDATE SKIP LOCKED);
+            DELETE FROM nl2sql.profile_store WHERE ctid IN (
+                SELECT ctid FROM nl2sql.profile_store WHERE relation::oid = obj.objid AND obj.object_type <> 'table column'
+                FOR UPDATE SKIP LOCKED);
+        END LOOP;
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'nl2sql could not follow this DROP: %', nl2sql._one_line(SQLERRM);
+    END;
+END
+$$;
+
+-- sql/values_api.sql
+-- One row per indexed column the caller may SELECT (a security barrier: a function in a
+-- caller's WHERE sees no other row).
+CREATE VIEW nl2sql.value_indexes WITH (security_barrier) AS
+SELECT i.relid::regclass AS relation,
+       a.attname AS column_name,
+       -- restored: pg_restore brought the definition back without entries; the next
+       -- nl2sql.refresh_value_indexes() builds it
+       CASE WHEN e.entries IS NULL AND i.status IN ('ready', 'dirty') THEN 'restored'
+            WHEN i.status IN ('ready', 'dirty') AND i.embedder <> nl2sql.current_embedder() THEN 'stale'
+            WHEN i.status IN ('ready', 'dirty') AND f.stale THEN 'stale'
+            WHEN i.status = 'ready' AND f.dirty THEN 'dirty'
+            ELSE i.status END AS status,
+       i.embedder,
+       -- at the last build; the triggers add and remove values since
+       i.value_count AS "values",
+       i.phrase_count AS phrases,
+       i.skipped_values,
+       i.include_rls,
+       i.built_at,
+       i.refreshed_at,
+       round(i.build_ms::numeric / 1000, 2) AS build_seconds,
+       (SELECT greatest(c.reltuples, 0)::bigint FROM pg_catalog.pg_class c WHERE c.oid = e.entries) AS entries_estimate,
+       pg_catalog.pg_total_relation_size(e.entries) AS size_bytes,
+       (SELECT count(*) FROM nl2sql.value_queue q WHERE q.column_id = i.id) AS queued,
+       -- values DML took away, re-checked by searches until nl2sql.refresh_value_indexes()
+       (SELECT count(*) FROM nl2sql.value_removals r WHERE r.column_id = i.id) AS pending_removals,
+       i.generation
+FROM nl2sql.value_index i
+CROSS JOIN LATERAL (SELECT nl2sql._entries(i.id, i.generation) AS entries) e
+JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+CROSS JOIN LATERAL (SELECT coalesce(bool_or(x.flag = 'dirty'), false) AS dirty, coalesce(bool_or(x.flag = 'stale'), false) AS stale
+                    FROM nl2sql.value_flags x WHERE x.column_id = i.id) f
+WHERE nl2sql._may_read_column((SELECT nl2sql._me()), i.relid, i.attnum);
+GRANT SELECT ON nl2sql.value_indexes TO PUBLIC;
