@@ -1,9 +1,8 @@
 -- nl2sql 0.2.0 -> 0.3.0. One meaning of "may read" (sql/may_read.sql): the views and queries
 -- that show a role something about a relation ask it, so the schema's USAGE counts everywhere.
--- nl2sql.value_index names its table by text as well (relation), which a restore resolves row
--- by row (a partial restore loads the rest); PL/pgSQL warnings show names on one line
--- (sql/render.sql). The definitions below are those of the install files named;
--- tests/test_upgrade.py checks that an updated database matches a fresh one.
+-- PL/pgSQL warnings show names on one line (sql/render.sql). The definitions below are those
+-- of the install files named; tests/test_upgrade.py checks that an updated database matches a
+-- fresh one.
 \echo Use "ALTER EXTENSION nl2sql UPDATE TO '0.3.0'" to load this file. \quit
 
 CREATE FUNCTION nl2sql._may_read(role oid, rel oid)
@@ -151,59 +150,7 @@ FROM nl2sql.instruction_store s
 WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
                   WHERE NOT nl2sql._may_read_all((SELECT nl2sql._me()), r.oid));
 
--- sql/values.sql: the table's name as text beside its OID (relid was a regclass: a restore
--- without the table failed the whole load). The view reads relid: it goes while the type changes.
-DROP VIEW nl2sql.value_indexes;
-ALTER TABLE nl2sql.value_index ALTER COLUMN relid TYPE oid USING relid::oid;
-ALTER TABLE nl2sql.value_index ADD COLUMN relation text;
-UPDATE nl2sql.value_index i SET relation = pg_catalog.format('%I.%I', n.nspname, c.relname)
-FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-WHERE c.oid OPERATOR(pg_catalog.=) i.relid;
-DROP TRIGGER value_index_loaded ON nl2sql.value_index;
-DROP FUNCTION nl2sql._value_index_loaded();
-
--- Each row as it is inserted. One nl2sql inserts names its table by relid: its name is noted.
--- One a restore loads names it by `relation` and its column by `attname` (its relid and attnum
--- are another cluster's): both are found again, or the row is left out with a WARNING naming
--- it (a table a partial restore did not bring back, a column since renamed, a column another
--- index already has), and the load goes on. Work in proportion to the rows loaded.
-CREATE FUNCTION nl2sql._value_index_resolve()
-RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    rel oid;
-    col int2;
-BEGIN
-    IF NEW.relation IS NULL THEN
-        SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) INTO NEW.relation
-        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = NEW.relid;
-        RETURN NEW;
-    END IF;
-    rel := pg_catalog.to_regclass(NEW.relation);
-    IF rel IS NULL THEN
-        RAISE WARNING 'nl2sql left out the restored value index of %.%: no such table',
-            nl2sql._one_line(NEW.relation), nl2sql._one_line(quote_ident(NEW.attname))
-            USING HINT = 'Restore the table, then SELECT nl2sql.create_value_index(...) for the column.';
-        RETURN NULL;
-    END IF;
-    SELECT a.attnum INTO col FROM pg_attribute a
-    WHERE a.attrelid = rel AND a.attname = NEW.attname AND a.attnum > 0 AND NOT a.attisdropped;
-    IF col IS NULL OR EXISTS (SELECT FROM nl2sql.value_index o WHERE o.relid = rel AND o.attnum = col) THEN
-        RAISE WARNING 'nl2sql left out the restored value index of %.%: %', nl2sql._one_line(NEW.relation), nl2sql._one_line(quote_ident(NEW.attname)),
-            CASE WHEN col IS NULL THEN 'the table has no such column' ELSE 'another value index has its column' END;
-        RETURN NULL;
-    END IF;
-    NEW.relid := rel;
-    NEW.attnum := col;
-    RETURN NEW;
-END
-$$;
-CREATE TRIGGER value_index_resolve BEFORE INSERT ON nl2sql.value_index
-    FOR EACH ROW EXECUTE FUNCTION nl2sql._value_index_resolve();
-REVOKE ALL ON FUNCTION nl2sql._value_index_resolve() FROM PUBLIC;
-
+-- sql/values.sql: PL/pgSQL warnings name tables and columns on one line (sql/render.sql)
 CREATE OR REPLACE FUNCTION nl2sql._values_changed()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -302,7 +249,7 @@ BEGIN
         RETURNING i.relid, i.attname
     LOOP
         RAISE WARNING 'nl2sql dropped the restored value index of %.%: no other column has its name',
-            nl2sql._one_line(gone.relid::regclass::text), nl2sql._one_line(quote_ident(gone.attname))
+            nl2sql._one_line(gone.relid::text), nl2sql._one_line(quote_ident(gone.attname))
             USING DETAIL = 'The table has no such column, or another value index already names it.';
     END LOOP;
     UPDATE nl2sql.value_index i SET attnum = m.parked
@@ -319,7 +266,7 @@ BEGIN
     FOR gone IN DELETE FROM nl2sql.value_index i WHERE i.attnum <= -100 RETURNING i.relid, i.attname
     LOOP
         RAISE WARNING 'nl2sql dropped the restored value index of %.%: another value index holds its column',
-            nl2sql._one_line(gone.relid::regclass::text), nl2sql._one_line(quote_ident(gone.attname));
+            nl2sql._one_line(gone.relid::text), nl2sql._one_line(quote_ident(gone.attname));
     END LOOP;
 END
 $$;
@@ -354,10 +301,6 @@ BEGIN
     UPDATE nl2sql.value_index i SET attname = a.attname
     FROM pg_attribute a
     WHERE a.attrelid = i.relid AND a.attnum = i.attnum AND i.attname <> a.attname AND NOT a.attisdropped;
-    -- a renamed table, or one moved to another schema or whose schema was renamed: the same
-    UPDATE nl2sql.value_index i SET relation = format('%I.%I', n.nspname, c.relname)
-    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE c.oid = i.relid AND i.relation IS DISTINCT FROM format('%I.%I', n.nspname, c.relname);
 EXCEPTION WHEN OTHERS THEN
     RAISE WARNING 'nl2sql could not follow this DDL command: %', nl2sql._one_line(SQLERRM);
 END
@@ -430,8 +373,8 @@ $$;
 -- sql/values_api.sql
 -- One row per indexed column the caller may SELECT (a security barrier: a function in a
 -- caller's WHERE sees no other row).
-CREATE VIEW nl2sql.value_indexes WITH (security_barrier) AS
-SELECT i.relid::regclass AS relation,
+CREATE OR REPLACE VIEW nl2sql.value_indexes WITH (security_barrier) AS
+SELECT i.relid AS relation,
        a.attname AS column_name,
        -- restored: pg_restore brought the definition back without entries; the next
        -- nl2sql.refresh_value_indexes() builds it

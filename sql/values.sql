@@ -17,16 +17,13 @@ CREATE SEQUENCE nl2sql.ddl_version;
 GRANT SELECT ON SEQUENCE nl2sql.ddl_version TO PUBLIC;
 
 -- Which columns are indexed is the DBA's configuration, like a CREATE INDEX: pg_dump keeps
--- these rows. A restore finds each table again by `relation`, its name as text (an OID means
--- nothing in another cluster, and a regclass column would fail the whole load on a table a
--- partial restore left out), and its column by `attname`, since a restore numbers columns again
--- without the dropped ones; an index whose table or column is not there is left out with a
--- WARNING, the rest load (nl2sql._value_index_resolve below). The entries are not dumped: a
--- restored index has no generation table until nl2sql.refresh_value_indexes() builds it, and
--- searches name it meanwhile.
+-- these rows (relid is a regclass, so the dump names the table and a restore finds it again;
+-- attname is the column's name, since a restore numbers columns again without the dropped
+-- ones). The entries are not dumped: a restored index has no generation table until
+-- nl2sql.refresh_value_indexes() builds it, and searches name it meanwhile.
 CREATE TABLE nl2sql.value_index (
     id serial PRIMARY KEY,
-    relid oid NOT NULL,
+    relid regclass NOT NULL,
     attnum int2 NOT NULL,
     embedder text NOT NULL,
     -- bits of the signatures in the HNSW index
@@ -49,10 +46,7 @@ CREATE TABLE nl2sql.value_index (
     -- a table like nl2sql.value_entries
     generation int NOT NULL DEFAULT 0,
     -- the column's name (kept current by the DDL trigger): how a restore finds the column again
-    attname name NOT NULL,
-    -- the table's schema-qualified, quoted name (kept current by the DDL trigger): how a restore
-    -- finds the table again; NULL on insert, where the row's relid is the table
-    relation text
+    attname name NOT NULL
 );
 -- Not the rows of a temporary table or of one dropped meanwhile: a restore could not resolve
 -- their names (and a dangling OID would name whatever table gets it in the new cluster).
@@ -381,10 +375,6 @@ BEGIN
     UPDATE nl2sql.value_index i SET attname = a.attname
     FROM pg_attribute a
     WHERE a.attrelid = i.relid AND a.attnum = i.attnum AND i.attname <> a.attname AND NOT a.attisdropped;
-    -- a renamed table, or one moved to another schema or whose schema was renamed: the same
-    UPDATE nl2sql.value_index i SET relation = format('%I.%I', n.nspname, c.relname)
-    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE c.oid = i.relid AND i.relation IS DISTINCT FROM format('%I.%I', n.nspname, c.relname);
 EXCEPTION WHEN OTHERS THEN
     RAISE WARNING 'nl2sql could not follow this DDL command: %', nl2sql._one_line(SQLERRM);
 END
@@ -395,10 +385,9 @@ $$;
 -- pointed at its column by name. One whose column is gone, or whose column another index of
 -- the table already names, is dropped with a WARNING (nothing could build it). The rest move in
 -- two steps, first to numbers no column has (below the system columns'), then to their own,
--- so no two ever hold one number. Runs at each nl2sql.refresh_value_indexes() (a restore's rows
--- were pointed at their columns as they loaded, by nl2sql._value_index_resolve(); this follows
--- what changed since); in between, and for every index that has entries, the number is what
--- counts.
+-- so no two ever hold one number. Runs when rows are loaded (the trigger below fires on
+-- pg_restore's COPY) and again at each nl2sql.refresh_value_indexes(); in between, and for
+-- every index that has entries, the number is what counts.
 CREATE FUNCTION nl2sql._renumber_restored()
 RETURNS void
 LANGUAGE plpgsql
@@ -418,7 +407,7 @@ BEGIN
         RETURNING i.relid, i.attname
     LOOP
         RAISE WARNING 'nl2sql dropped the restored value index of %.%: no other column has its name',
-            nl2sql._one_line(gone.relid::regclass::text), nl2sql._one_line(quote_ident(gone.attname))
+            nl2sql._one_line(gone.relid::text), nl2sql._one_line(quote_ident(gone.attname))
             USING DETAIL = 'The table has no such column, or another value index already names it.';
     END LOOP;
     UPDATE nl2sql.value_index i SET attnum = m.parked
@@ -435,51 +424,23 @@ BEGIN
     FOR gone IN DELETE FROM nl2sql.value_index i WHERE i.attnum <= -100 RETURNING i.relid, i.attname
     LOOP
         RAISE WARNING 'nl2sql dropped the restored value index of %.%: another value index holds its column',
-            nl2sql._one_line(gone.relid::regclass::text), nl2sql._one_line(quote_ident(gone.attname));
+            nl2sql._one_line(gone.relid::text), nl2sql._one_line(quote_ident(gone.attname));
     END LOOP;
 END
 $$;
 
--- Each row as it is inserted. One nl2sql inserts names its table by relid: its name is noted.
--- One a restore loads names it by `relation` and its column by `attname` (its relid and attnum
--- are another cluster's): both are found again, or the row is left out with a WARNING naming
--- it (a table a partial restore did not bring back, a column since renamed, a column another
--- index already has), and the load goes on. Work in proportion to the rows loaded.
-CREATE FUNCTION nl2sql._value_index_resolve()
+CREATE FUNCTION nl2sql._value_index_loaded()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    rel oid;
-    col int2;
 BEGIN
-    IF NEW.relation IS NULL THEN
-        SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) INTO NEW.relation
-        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = NEW.relid;
-        RETURN NEW;
-    END IF;
-    rel := pg_catalog.to_regclass(NEW.relation);
-    IF rel IS NULL THEN
-        RAISE WARNING 'nl2sql left out the restored value index of %.%: no such table',
-            nl2sql._one_line(NEW.relation), nl2sql._one_line(quote_ident(NEW.attname))
-            USING HINT = 'Restore the table, then SELECT nl2sql.create_value_index(...) for the column.';
-        RETURN NULL;
-    END IF;
-    SELECT a.attnum INTO col FROM pg_attribute a
-    WHERE a.attrelid = rel AND a.attname = NEW.attname AND a.attnum > 0 AND NOT a.attisdropped;
-    IF col IS NULL OR EXISTS (SELECT FROM nl2sql.value_index o WHERE o.relid = rel AND o.attnum = col) THEN
-        RAISE WARNING 'nl2sql left out the restored value index of %.%: %', nl2sql._one_line(NEW.relation), nl2sql._one_line(quote_ident(NEW.attname)),
-            CASE WHEN col IS NULL THEN 'the table has no such column' ELSE 'another value index has its column' END;
-        RETURN NULL;
-    END IF;
-    NEW.relid := rel;
-    NEW.attnum := col;
-    RETURN NEW;
+    PERFORM nl2sql._renumber_restored();
+    RETURN NULL;
 END
 $$;
-CREATE TRIGGER value_index_resolve BEFORE INSERT ON nl2sql.value_index
-    FOR EACH ROW EXECUTE FUNCTION nl2sql._value_index_resolve();
+CREATE TRIGGER value_index_loaded AFTER INSERT ON nl2sql.value_index
+    FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._value_index_loaded();
 
 -- Drops a generation's table (a member of the extension, so it leaves the extension first).
 CREATE FUNCTION nl2sql._drop_entries(column_id int, generation int)
@@ -570,4 +531,4 @@ REVOKE ALL ON FUNCTION nl2sql._refresh_column_embeddings(oid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._values_changed() FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._drop_entries(int, int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._renumber_restored() FROM PUBLIC;
-REVOKE ALL ON FUNCTION nl2sql._value_index_resolve() FROM PUBLIC;
+REVOKE ALL ON FUNCTION nl2sql._value_index_loaded() FROM PUBLIC;

@@ -53,7 +53,7 @@ COMMENT ON FUNCTION nl2sql.search_columns(text, integer) IS
 -- One row per indexed column the caller may SELECT (a security barrier: a function in a
 -- caller's WHERE sees no other row).
 CREATE VIEW nl2sql.value_indexes WITH (security_barrier) AS
-SELECT i.relid::regclass AS relation,
+SELECT i.relid AS relation,
        a.attname AS column_name,
        -- restored: pg_restore brought the definition back without entries; the next
        -- nl2sql.refresh_value_indexes() builds it

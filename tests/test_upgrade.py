@@ -64,17 +64,24 @@ def last_release_script():
     return _release_script(LAST)
 
 
-def test_update_matches_a_fresh_install(connect, old_script):
-    admin = connect(dbname="postgres")
-    for db in ("nl2sql_upgraded", "nl2sql_fresh"):
+def _old_and_fresh(connect, admin, old_db, version):
+    """Two new databases: `old_db` with the extension at `version` and a table of towns, and
+    nl2sql_fresh for a fresh install; the connection to the first."""
+    for db in (old_db, "nl2sql_fresh"):
         admin.execute(f"DROP DATABASE IF EXISTS {db}")
         admin.execute(f"CREATE DATABASE {db}")
+    old = connect(dbname=old_db)
+    old.execute("SET client_min_messages = warning")
+    old.execute(f"CREATE EXTENSION nl2sql VERSION '{version}' CASCADE")
+    old.execute("CREATE TABLE towns (name text)")
+    old.execute("INSERT INTO towns VALUES ('Aberdeen'), ('Inverness'), ('Perth')")
+    return old
+
+
+def test_update_matches_a_fresh_install(connect, old_script):
+    admin = connect(dbname="postgres")
     try:
-        old = connect(dbname="nl2sql_upgraded")
-        old.execute("SET client_min_messages = warning")
-        old.execute(f"CREATE EXTENSION nl2sql VERSION '{OLD}' CASCADE")
-        old.execute("CREATE TABLE towns (name text)")
-        old.execute("INSERT INTO towns VALUES ('Aberdeen'), ('Inverness'), ('Perth')")
+        old = _old_and_fresh(connect, admin, "nl2sql_upgraded", OLD)
         # An index as 0.1.0 built it: a partition of nl2sql.value_entries, and its triggers.
         cid = old.execute("INSERT INTO nl2sql.value_index (relid, attnum, embedder, dims, status) "
                           "VALUES ('towns'::regclass, 1, 'builtin-v1', 256, 'ready') RETURNING id").fetchone()[0]
@@ -116,15 +123,8 @@ def test_update_from_the_last_release_matches_a_fresh_install(connect, last_rele
     """The last release installed, a value index built by it, ALTER EXTENSION nl2sql UPDATE: the
     objects of a fresh install, and the index still serves."""
     admin = connect(dbname="postgres")
-    for db in ("nl2sql_updated", "nl2sql_fresh"):
-        admin.execute(f"DROP DATABASE IF EXISTS {db}")
-        admin.execute(f"CREATE DATABASE {db}")
     try:
-        old = connect(dbname="nl2sql_updated")
-        old.execute("SET client_min_messages = warning")
-        old.execute(f"CREATE EXTENSION nl2sql VERSION '{LAST}' CASCADE")
-        old.execute("CREATE TABLE towns (name text)")
-        old.execute("INSERT INTO towns VALUES ('Aberdeen'), ('Inverness'), ('Perth')")
+        old = _old_and_fresh(connect, admin, "nl2sql_updated", LAST)
         old.execute("SELECT * FROM nl2sql.create_value_index('towns')")
         old.execute("ALTER EXTENSION nl2sql UPDATE")
         assert old.execute("SELECT extversion FROM pg_extension WHERE extname = 'nl2sql'").fetchone()[0] == _current_version()

@@ -94,7 +94,7 @@ const NAME_SIMILARITY: f32 = 0.75;
 /// Names that are SQL functions or keywords spelled as identifiers, never columns.
 const NOT_COLUMNS: &[&str] = &[
     "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp", "current_user",
-    "session_user", "user", "current_role", "current_schema", "current_catalog", "true", "false", "null",
+    "session_user", "user", "current_role", "current_schema", "current_catalog", "system_user", "true", "false", "null",
 ];
 
 /// An identifier as PostgreSQL needs it written: quoted unless it is plain lowercase and not a
@@ -283,6 +283,12 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
     let unchanged = || Aligned { sql: sql.to_string(), fired: vec![] };
     let Ok(mut stmts) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else { return unchanged() };
     let [stmt] = stmts.as_mut_slice() else { return unchanged() };
+    // A name or a value sqlparser would print as another (below): the rules print parts of the
+    // statement and read them back, so none applies to a statement that does not read back as
+    // itself to begin with.
+    if !reads_back_as(&stmt.to_string(), stmt) {
+        return unchanged();
+    }
     let mut fired = Vec::new();
     if rules.agent {
         schema_as_table(schema, stmt, cx.linked, &mut fired);

@@ -2,7 +2,7 @@
 -- The indexes pg_restore brought back without entries that searches would otherwise use for
 -- the caller ($1): columns it may read, of tables without row-level security unless the index
 -- includes it.
-SELECT pg_catalog.format('%s.%I', i.relid::pg_catalog.regclass::pg_catalog.text, a.attname)
+SELECT pg_catalog.format('%s.%I', i.relid::pg_catalog.text, a.attname)
 FROM nl2sql.value_index i
 JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
 JOIN pg_catalog.pg_class c ON c.oid = i.relid

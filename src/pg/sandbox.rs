@@ -279,6 +279,8 @@ fn restricted<T>(scope: Scope, timeout: Duration, f: impl FnOnce() -> T) -> Resu
 /// Read-only, dates printed in ISO style (the output part of DateStyle only, so the way
 /// literals are read does not change), and no parallel workers: the object-access hook must
 /// see every function a query runs, and workers do not run it. All revert with the subtransaction.
+/// String literals are read with the session's standard_conforming_strings, as the caller will
+/// run the text nl2sql() returns.
 fn prepare_sandbox() {
     for (name, value) in [(c"transaction_read_only", "on"), (c"datestyle", "ISO"), (c"max_parallel_workers_per_gather", "0")] {
         crate::pg::spi::set_local(name, value);

@@ -214,6 +214,14 @@ fn set_literal(e: &mut Expr, s: &str) {
     *e = Expr::Value(Value::SingleQuotedString(s.to_string()).with_empty_span());
 }
 
+/// Whether a stored value may go into a query as a string literal: not one holding a backslash,
+/// which PostgreSQL reads as an escape where standard_conforming_strings is off (the session's
+/// setting, which nl2sql's guard and the caller both parse with; sqlparser never does), so that
+/// the value could end its literal early.
+fn insertable(v: &str) -> bool {
+    !v.contains('\\')
+}
+
 pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, values: &mut dyn ValueLookup, fired: &mut Vec<String>) {
     let mut lookup = |col: &Expr, lit: &mut Expr, fired: &mut Vec<String>| {
         let (Some((t, c)), Some(old)) = (resolve(schema, sc, col), string_literal(lit).map(str::to_string)) else { return };
@@ -230,6 +238,9 @@ pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, valu
             let folded = crate::text::fold(&old);
             let same: Vec<&String> = st.values.iter().filter(|v| crate::text::fold(v) == folded).collect();
             if let [stored] = same.as_slice() {
+                if !insertable(stored) {
+                    return;
+                }
                 fired.push(format!("agent: value {}.{} '{old}' -> '{stored}'", table.ident, column.ident));
                 set_literal(lit, stored);
                 return;
@@ -242,13 +253,16 @@ pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, valu
                     !code.is_empty() && folded.starts_with(&code)
                 }).collect();
                 if let [code] = codes.as_slice() {
+                    if !insertable(code) {
+                        return;
+                    }
                     fired.push(format!("agent: value {}.{} '{old}' -> '{code}' (a code)", table.ident, column.ident));
                     set_literal(lit, code);
                     return;
                 }
             }
         }
-        if let Some(stored) = values.closest_value(table.oid, &column.name, &old) {
+        if let Some(stored) = values.closest_value(table.oid, &column.name, &old).filter(|v| insertable(v)) {
             if stored != old {
                 fired.push(format!("agent: value {}.{} '{old}' -> '{stored}'", table.ident, column.ident));
                 set_literal(lit, &stored);

@@ -663,3 +663,19 @@ fn agent_the_table_that_has_every_column() {
     assert!(!switched(&ask(correlated, "venues with a singer", &[])));
     assert!(!switched(&ask("SELECT name, capacity FROM concert", "", &[])));
 }
+
+/// A value index whose closest value holds a backslash.
+struct Backslashed;
+impl ValueLookup for Backslashed {
+    fn closest_value(&mut self, _table: u32, _column: &str, _literal: &str) -> Option<String> {
+        Some("Fran\\' OR true --".into())
+    }
+}
+
+#[test]
+fn a_stored_value_holding_a_backslash_is_never_put_in() {
+    // With standard_conforming_strings off, PostgreSQL would read the backslash as an escape.
+    let a = align("SELECT name FROM singer WHERE country = 'france'", &star_schema(), Context::default(), &mut Backslashed, Rules::ALL);
+    assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'france'");
+    assert!(a.fired.iter().all(|f| !f.contains("value")), "{:?}", a.fired);
+}

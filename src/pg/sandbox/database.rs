@@ -95,9 +95,16 @@ impl Database for Sandboxed {
     fn resolve(&mut self, names: &[(Option<String>, String)]) -> Option<Vec<Option<u32>>> {
         let schemas: Vec<Option<String>> = names.iter().map(|(s, _)| s.clone()).collect();
         let relnames: Vec<String> = names.iter().map(|(_, n)| n.clone()).collect();
-        // One row a name, NULL where none is found: a row that did not decode is a name not found.
-        let found = crate::pg::spi::rows(RESOLVE_SQL, &[schemas.into(), relnames.into()], |r| Some(r.get::<pg_sys::Oid>(1).ok().flatten()));
-        (found.len() == names.len()).then(|| found.into_iter().map(|o| o.map(u32::from)).collect())
+        // As the query ran: its role (whose "$user" the search_path may name), in a subtransaction;
+        // one row a name, NULL where none is found. Any failure finds no name, which drops the
+        // alignment: the check fails closed.
+        let found = sandbox::savepoint(|| {
+            crate::pg::role::as_exec_role(|| {
+                crate::pg::spi::rows(RESOLVE_SQL, &[schemas.into(), relnames.into()], |r| Some(r.get::<pg_sys::Oid>(1).ok().flatten()))
+            })
+        })
+        .unwrap_or_default();
+        Some(if found.len() == names.len() { found.into_iter().map(|o| o.map(u32::from)).collect() } else { vec![None; names.len()] })
     }
 }
 
