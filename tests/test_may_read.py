@@ -143,3 +143,26 @@ def test_the_definition_itself(connect, vault):
     oid = other.execute("SELECT 'scratch'::regclass::oid").fetchone()[0]
     assert other.execute("SELECT nl2sql._may_read(nl2sql._me(), %s)", (oid,)).fetchone()[0] is True
     assert admin.execute("SELECT nl2sql._may_read(nl2sql._me(), %s)", (oid,)).fetchone()[0] is False
+
+
+def test_a_search_path_she_chose_changes_nothing_the_definition_asks(connect, vault):
+    """Every name in the definition is pg_catalog's: functions a role puts first on its own
+    search_path (as ALTER ROLE ... SET would) are never called by it."""
+    admin = vault
+    ledger = admin.execute("SELECT 'vault.ledger'::regclass::oid").fetchone()[0]
+    with scratch_role(admin, "mr_evil"):
+        admin.execute("CREATE SCHEMA mr_evil AUTHORIZATION mr_evil")
+        evil = as_role(connect, "mr_evil")
+        for fn in ("has_schema_privilege(oid, oid, text)", "has_any_column_privilege(oid, oid, text)",
+                   "has_table_privilege(oid, oid, text)", "has_column_privilege(oid, oid, smallint, text)",
+                   "pg_my_temp_schema()"):
+            returns = "oid" if fn.startswith("pg_my_temp_schema") else "boolean"
+            body = "SELECT 'vault'::regnamespace::oid" if returns == "oid" else "SELECT true"
+            evil.execute(f"CREATE FUNCTION mr_evil.{fn} RETURNS {returns} LANGUAGE sql AS $${body}$$")
+        evil.execute("SET search_path = mr_evil, pg_catalog")
+        got = evil.execute("SELECT nl2sql._may_read(nl2sql._me(), %s), nl2sql._may_read_column(nl2sql._me(), %s, 2::int2), "
+                           "nl2sql._may_read_all(nl2sql._me(), %s)", (ledger, ledger, ledger)).fetchone()
+        assert got == (False, False, False)
+        admin.execute("SELECT nl2sql.add_instruction('Balances are kept in cents', ARRAY['vault.ledger']::regclass[])")
+        assert evil.execute("SELECT count(*) FROM nl2sql.instructions").fetchone()[0] == 0
+        evil.close()

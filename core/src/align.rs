@@ -283,12 +283,6 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
     let unchanged = || Aligned { sql: sql.to_string(), fired: vec![] };
     let Ok(mut stmts) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else { return unchanged() };
     let [stmt] = stmts.as_mut_slice() else { return unchanged() };
-    // A name or a value sqlparser would print as another (below): the rules print parts of the
-    // statement and read them back, so none applies to a statement that does not read back as
-    // itself to begin with.
-    if !reads_back_as(&stmt.to_string(), stmt) {
-        return unchanged();
-    }
     let mut fired = Vec::new();
     if rules.agent {
         schema_as_table(schema, stmt, cx.linked, &mut fired);
@@ -329,16 +323,27 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
     if fired.is_empty() {
         return unchanged();
     }
-    let sql = stmt.to_string();
+    let printed = stmt.to_string();
     // What the rules built is printed by sqlparser, which does not escape every quote a name or
     // a value may hold: it leaves a doubled quote and a quote after a backslash as they are, so
     // a table owner's `treatments""x` would print as `"treatments""x"`, which names her other
     // table `treatments"x`, and `a\" IS NULL JOIN ...` would end the identifier early and become
     // SQL. The text must read back as the very statement the rules built, or no rule applies.
-    if !reads_back_as(&sql, stmt) {
+    // The rules also print parts of the statement and read them back: none applies to one that
+    // does not read back as itself to begin with (checked here, where a rule fired, rather than
+    // for every candidate).
+    if !reads_back_as(&printed, stmt) || !reads_back_itself(sql) {
         return unchanged();
     }
-    Aligned { sql, fired }
+    Aligned { sql: printed, fired }
+}
+
+/// Whether `sql` is one statement that prints as text sqlparser reads back as that statement.
+fn reads_back_itself(sql: &str) -> bool {
+    match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
+        Ok(stmts) => matches!(stmts.as_slice(), [one] if reads_back_as(&one.to_string(), one)),
+        Err(_) => false,
+    }
 }
 
 /// Whether `sql` parses to one statement equal to `built` (names and values as they are, not as

@@ -55,10 +55,7 @@ pub fn fail(state: SqlState, message: String, detail: Option<String>, hint: Opti
 
 /// Sends a NOTICE with a detail and a hint.
 pub fn notice(message: String, detail: String, hint: String) {
-    ErrorReport::new(PgSqlErrorCode::ERRCODE_WARNING, render::message(&message), "nl2sql")
-        .set_detail(render::lines(&detail))
-        .set_hint(render::lines(&hint))
-        .report(PgLogLevel::NOTICE);
+    report(&Report::new(SqlState::from_code("01000"), message).detail(detail).hint(hint), PgLogLevel::NOTICE);
 }
 
 /// A caught PostgreSQL error as a report.
