@@ -16,11 +16,13 @@
 CREATE SEQUENCE nl2sql.ddl_version;
 GRANT SELECT ON SEQUENCE nl2sql.ddl_version TO PUBLIC;
 
--- Which columns are indexed is the DBA's configuration, like a CREATE INDEX: pg_dump keeps
--- these rows (relid is a regclass, so the dump names the table and a restore finds it again;
--- attname is the column's name, since a restore numbers columns again without the dropped
--- ones). The entries are not dumped: a restored index has no generation table until
--- nl2sql.refresh_value_indexes() builds it, and searches name it meanwhile.
+-- Which columns are indexed is the DBA's configuration, like a CREATE INDEX. What pg_dump keeps
+-- of it is nl2sql.value_index_saved (values_saved.sql): the table by name as text, so that a
+-- dump without some table still restores the other indexes; these rows are rebuilt from it as
+-- it loads. (A dump taken by 0.2.0 holds these rows themselves, relid a regclass and the column
+-- by name; it still restores whole.) The entries are not dumped: a restored index has no
+-- generation table until nl2sql.refresh_value_indexes() builds it, and searches name it
+-- meanwhile.
 CREATE TABLE nl2sql.value_index (
     id serial PRIMARY KEY,
     relid regclass NOT NULL,
@@ -48,10 +50,6 @@ CREATE TABLE nl2sql.value_index (
     -- the column's name (kept current by the DDL trigger): how a restore finds the column again
     attname name NOT NULL
 );
--- Not the rows of a temporary table or of one dropped meanwhile: a restore could not resolve
--- their names (and a dangling OID would name whatever table gets it in the new cluster).
-SELECT pg_catalog.pg_extension_config_dump('nl2sql.value_index',
-    'WHERE EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) relid AND c.relpersistence OPERATOR(pg_catalog.<>) ''t'')');
 SELECT pg_catalog.pg_extension_config_dump('nl2sql.value_index_id_seq', '');
 
 -- The table holding a generation of a column's entries; NULL when there is none (a restored
@@ -385,10 +383,11 @@ $$;
 -- pointed at its column by name. One whose column is gone, or whose column another index of
 -- the table already names, is dropped with a WARNING (nothing could build it). The rest move in
 -- two steps, first to numbers no column has (below the system columns'), then to their own,
--- so no two ever hold one number. Runs when rows are loaded (the trigger below fires on
--- pg_restore's COPY) and again at each nl2sql.refresh_value_indexes(); in between, and for
--- every index that has entries, the number is what counts.
-CREATE FUNCTION nl2sql._renumber_restored()
+-- so no two ever hold one number. Runs for the rows just loaded (the trigger below fires on
+-- pg_restore's COPY of a 0.2.0 dump, and on the rows values_saved.sql rebuilds) and for every
+-- row at each nl2sql.refresh_value_indexes() (ids NULL); in between, and for every index that
+-- has entries, the number is what counts.
+CREATE FUNCTION nl2sql._renumber_restored(ids int[] DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -398,7 +397,7 @@ DECLARE
 BEGIN
     FOR gone IN
         DELETE FROM nl2sql.value_index i
-        WHERE nl2sql._entries(i.id, i.generation) IS NULL
+        WHERE (ids IS NULL OR i.id = ANY (ids)) AND nl2sql._entries(i.id, i.generation) IS NULL
           AND (NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = i.relid AND a.attname = i.attname
                                                        AND a.attnum > 0 AND NOT a.attisdropped)
                OR EXISTS (SELECT FROM nl2sql.value_index o
@@ -414,7 +413,8 @@ BEGIN
     FROM (SELECT x.id, (-100 - row_number() OVER (PARTITION BY x.relid ORDER BY x.id))::int2 AS parked
           FROM nl2sql.value_index x
           JOIN pg_attribute a ON a.attrelid = x.relid AND a.attname = x.attname AND a.attnum > 0 AND NOT a.attisdropped
-          WHERE a.attnum <> x.attnum AND nl2sql._entries(x.id, x.generation) IS NULL) m
+          WHERE (ids IS NULL OR x.id = ANY (ids)) AND a.attnum <> x.attnum
+            AND nl2sql._entries(x.id, x.generation) IS NULL) m
     WHERE i.id = m.id;
     UPDATE nl2sql.value_index i SET attnum = a.attnum
     FROM pg_attribute a
@@ -435,12 +435,12 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM nl2sql._renumber_restored();
+    PERFORM nl2sql._renumber_restored(ARRAY(SELECT l.id FROM loaded l));
     RETURN NULL;
 END
 $$;
 CREATE TRIGGER value_index_loaded AFTER INSERT ON nl2sql.value_index
-    FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._value_index_loaded();
+    REFERENCING NEW TABLE AS loaded FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._value_index_loaded();
 
 -- Drops a generation's table (a member of the extension, so it leaves the extension first).
 CREATE FUNCTION nl2sql._drop_entries(column_id int, generation int)
@@ -530,5 +530,5 @@ CREATE EVENT TRIGGER nl2sql_sql_drop ON sql_drop EXECUTE FUNCTION nl2sql._on_sql
 REVOKE ALL ON FUNCTION nl2sql._refresh_column_embeddings(oid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._values_changed() FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._drop_entries(int, int) FROM PUBLIC;
-REVOKE ALL ON FUNCTION nl2sql._renumber_restored() FROM PUBLIC;
+REVOKE ALL ON FUNCTION nl2sql._renumber_restored(int[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._value_index_loaded() FROM PUBLIC;

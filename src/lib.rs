@@ -26,6 +26,7 @@ extension_sql_file!("../sql/may_read.sql", name = "may_read", requires = ["boots
 extension_sql_file!("../sql/render.sql", name = "render", requires = ["bootstrap"]);
 extension_sql_file!("../sql/introspect/column_stats.sql", name = "column_stats", requires = ["may_read"]);
 extension_sql_file!("../sql/values.sql", name = "values", requires = ["may_read", "render"]);
+extension_sql_file!("../sql/values_saved.sql", name = "values_saved", requires = ["values"]);
 extension_sql_file!("../sql/examples.sql", name = "examples", requires = ["may_read"]);
 extension_sql_file!("../sql/examples_builtin.sql", name = "examples_builtin", requires = ["examples", _example_key]);
 extension_sql_file!("../sql/instructions.sql", name = "instructions", requires = ["may_read"]);

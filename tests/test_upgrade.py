@@ -30,6 +30,18 @@ SELECT 'function ' || p.oid::regprocedure || ' ' || md5(pg_get_functiondef(p.oid
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
 JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'nl2sql'
 WHERE p.pronamespace <> 'nl2sql'::regnamespace
+UNION ALL
+SELECT 'trigger ' || t.tgrelid::regclass::text || ' ' || pg_get_triggerdef(t.oid)
+FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+WHERE c.relnamespace = 'nl2sql'::regnamespace AND NOT t.tgisinternal
+UNION ALL
+SELECT 'event trigger ' || e.evtname || ' ' || e.evtevent || ' ' || e.evtfoid::regproc::text
+FROM pg_event_trigger e WHERE e.evtname LIKE 'nl2sql%'
+UNION ALL
+-- what pg_dump keeps
+SELECT 'dumped ' || x.extconfig::regclass::text || ' ' || coalesce(x.extcondition, '')
+FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS x(extconfig, extcondition)
+WHERE e.extname = 'nl2sql'
 ORDER BY 1
 """
 
