@@ -304,7 +304,6 @@ CREATE TABLE nl2sql.value_index_saved (
     include_rls boolean NOT NULL,
     max_length int NOT NULL
 );
-SELECT pg_catalog.pg_extension_config_dump('nl2sql.value_index_saved', '');
 
 -- The name a dump writes for a relation: always schema-qualified, whatever the search_path.
 CREATE FUNCTION nl2sql._saved_name(rel oid)
@@ -315,6 +314,12 @@ PARALLEL SAFE
 RETURN (SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
         WHERE c.oid OPERATOR(pg_catalog.=) rel AND c.relpersistence OPERATOR(pg_catalog.<>) 't');
+
+-- Only rows that name their index's table and column as they are when the dump is taken: a
+-- name left behind (a rename the trigger below could not follow, a DROP whose clean-up failed)
+-- could name another table by the time of a restore.
+SELECT pg_catalog.pg_extension_config_dump('nl2sql.value_index_saved',
+    'WHERE EXISTS (SELECT FROM nl2sql.value_index i WHERE i.id OPERATOR(pg_catalog.=) value_index_saved.id AND i.attname OPERATOR(pg_catalog.=) value_index_saved.attname AND nl2sql._saved_name(i.relid) OPERATOR(pg_catalog.=) value_index_saved.relation)');
 
 -- Keeps value_index_saved in step with value_index, row by row. An index of a temporary table is
 -- not kept (no restore could find the table).
@@ -339,14 +344,18 @@ BEGIN
         DELETE FROM nl2sql.value_index_saved WHERE id = NEW.id;
         RETURN NULL;
     END IF;
+    -- an unchanged row is left alone (not even locked: a build publishing its counts does not
+    -- wait on a DDL command renaming another table)
+    IF EXISTS (SELECT FROM nl2sql.value_index_saved s
+               WHERE s.id = NEW.id AND s.relation = name AND s.attname = NEW.attname AND s.embedder = NEW.embedder
+                 AND s.dims = NEW.dims AND s.include_rls = NEW.include_rls AND s.max_length = NEW.max_length) THEN
+        RETURN NULL;
+    END IF;
     INSERT INTO nl2sql.value_index_saved AS s (id, relation, attname, embedder, dims, include_rls, max_length)
     VALUES (NEW.id, name, NEW.attname, NEW.embedder, NEW.dims, NEW.include_rls, NEW.max_length)
     ON CONFLICT (id) DO UPDATE
     SET relation = EXCLUDED.relation, attname = EXCLUDED.attname, embedder = EXCLUDED.embedder,
-        dims = EXCLUDED.dims, include_rls = EXCLUDED.include_rls, max_length = EXCLUDED.max_length
-    WHERE (s.relation, s.attname, s.embedder, s.dims, s.include_rls, s.max_length)
-          IS DISTINCT FROM (EXCLUDED.relation, EXCLUDED.attname, EXCLUDED.embedder, EXCLUDED.dims,
-                            EXCLUDED.include_rls, EXCLUDED.max_length);
+        dims = EXCLUDED.dims, include_rls = EXCLUDED.include_rls, max_length = EXCLUDED.max_length;
     RETURN NULL;
 END
 $$;
@@ -365,6 +374,11 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    -- only commands that can rename a table or move it to another schema
+    IF NOT EXISTS (SELECT FROM pg_event_trigger_ddl_commands() c
+                   WHERE c.command_tag IN ('ALTER TABLE', 'ALTER SCHEMA', 'ALTER VIEW', 'ALTER MATERIALIZED VIEW', 'ALTER FOREIGN TABLE')) THEN
+        RETURN;
+    END IF;
     UPDATE nl2sql.value_index_saved s SET relation = n.name
     FROM (SELECT i.id, nl2sql._saved_name(i.relid) AS name FROM nl2sql.value_index i) n
     WHERE s.id = n.id AND n.name IS NOT NULL AND s.relation <> n.name;
@@ -374,11 +388,12 @@ END
 $$;
 CREATE EVENT TRIGGER nl2sql_saved_names ON ddl_command_end EXECUTE FUNCTION nl2sql._value_index_saved_names();
 
--- A restore: each loaded row names a table and a column of this database, or it is reported and
--- left out. Only the rows loaded (the transition table), never the whole table; a row whose
--- index exists already is one the trigger above wrote.
-CREATE FUNCTION nl2sql._value_index_saved_loaded()
-RETURNS trigger
+-- A restore: each saved row (of those in `ids`) whose index is not in value_index names a table
+-- and a column of this database, or it is reported and left out. The table must be one an index
+-- can be made on: a table, partitioned table, materialized view or foreign table, not temporary,
+-- outside nl2sql's and the system's schemas.
+CREATE FUNCTION nl2sql._value_index_saved_resolve(ids int[])
+RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -388,12 +403,15 @@ DECLARE
     att int2;
     why text;
 BEGIN
-    FOR r IN SELECT l.* FROM loaded l
-             WHERE NOT EXISTS (SELECT FROM nl2sql.value_index i WHERE i.id = l.id) ORDER BY l.id
+    FOR r IN SELECT s.* FROM nl2sql.value_index_saved s
+             WHERE s.id = ANY (ids) AND NOT EXISTS (SELECT FROM nl2sql.value_index i WHERE i.id = s.id) ORDER BY s.id
     LOOP
         why := NULL;
+        att := NULL;
         rel := to_regclass(r.relation);
-        IF rel IS NULL THEN
+        IF rel IS NULL OR NOT EXISTS (SELECT FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                                      WHERE c.oid = rel AND c.relkind IN ('r', 'p', 'm', 'f') AND c.relpersistence <> 't'
+                                        AND n.nspname NOT IN ('nl2sql', 'pg_catalog', 'information_schema')) THEN
             why := 'The dump names a table this database does not have.';
         ELSE
             SELECT a.attnum INTO att FROM pg_attribute a
@@ -415,16 +433,54 @@ BEGIN
         INSERT INTO nl2sql.value_index (id, relid, attnum, attname, embedder, dims, include_rls, max_length, status)
         VALUES (r.id, rel, att, r.attname, r.embedder, r.dims, r.include_rls, r.max_length, 'ready');
     END LOOP;
+END
+$$;
+
+-- The rows pg_restore loads, and no others (the transition table).
+CREATE FUNCTION nl2sql._value_index_saved_loaded()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM nl2sql._value_index_saved_resolve(ARRAY(SELECT l.id FROM loaded l));
     RETURN NULL;
 END
 $$;
 CREATE TRIGGER value_index_saved_loaded AFTER INSERT ON nl2sql.value_index_saved
     REFERENCING NEW TABLE AS loaded FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._value_index_saved_loaded();
 
+-- At each nl2sql.refresh_value_indexes(): the two tables agree again after a load that ran
+-- without triggers (pg_restore --disable-triggers, session_replication_role = replica): an
+-- index with no saved row gets one, a saved row with no index is resolved as a restore would,
+-- and a saved row naming what its index no longer is takes the index's names.
+CREATE FUNCTION nl2sql._value_index_saved_reconcile()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM nl2sql._value_index_saved_resolve(ARRAY(
+        SELECT s.id FROM nl2sql.value_index_saved s WHERE NOT EXISTS (SELECT FROM nl2sql.value_index i WHERE i.id = s.id)));
+    INSERT INTO nl2sql.value_index_saved AS s (id, relation, attname, embedder, dims, include_rls, max_length)
+    SELECT i.id, nl2sql._saved_name(i.relid), i.attname, i.embedder, i.dims, i.include_rls, i.max_length
+    FROM nl2sql.value_index i
+    WHERE nl2sql._saved_name(i.relid) IS NOT NULL
+    ON CONFLICT (id) DO UPDATE
+    SET relation = EXCLUDED.relation, attname = EXCLUDED.attname, embedder = EXCLUDED.embedder,
+        dims = EXCLUDED.dims, include_rls = EXCLUDED.include_rls, max_length = EXCLUDED.max_length
+    WHERE (s.relation, s.attname, s.embedder, s.dims, s.include_rls, s.max_length)
+          IS DISTINCT FROM (EXCLUDED.relation, EXCLUDED.attname, EXCLUDED.embedder, EXCLUDED.dims,
+                            EXCLUDED.include_rls, EXCLUDED.max_length);
+END
+$$;
+
 REVOKE ALL ON FUNCTION nl2sql._saved_name(oid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._value_index_saved_sync() FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._value_index_saved_names() FROM PUBLIC;
+REVOKE ALL ON FUNCTION nl2sql._value_index_saved_resolve(int[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._value_index_saved_loaded() FROM PUBLIC;
+REVOKE ALL ON FUNCTION nl2sql._value_index_saved_reconcile() FROM PUBLIC;
 INSERT INTO nl2sql.value_index_saved (id, relation, attname, embedder, dims, include_rls, max_length)
 SELECT i.id, nl2sql._saved_name(i.relid), i.attname, i.embedder, i.dims, i.include_rls, i.max_length
 FROM nl2sql.value_index i

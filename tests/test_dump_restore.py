@@ -230,3 +230,28 @@ def test_a_dump_without_a_table_restores_the_other_value_indexes(connect, connin
     finally:
         for d in (src, target):
             admin.execute(f"DROP DATABASE IF EXISTS {d} WITH (FORCE)")
+
+
+def test_a_load_without_triggers_is_reconciled_at_the_next_refresh(connect):
+    """pg_restore --disable-triggers (session_replication_role = replica) loads what pg_dump
+    kept without the trigger that makes indexes of it: the next refresh does, and gives an index
+    left without a saved row one."""
+    db = connect()
+    db.execute("SET client_min_messages = warning")
+    db.execute("CREATE TABLE recon_a (name text)")
+    db.execute("CREATE TABLE recon_b (name text)")
+    db.execute("INSERT INTO recon_a VALUES ('Ochre'); INSERT INTO recon_b VALUES ('Umber')")
+    try:
+        db.execute("SELECT * FROM nl2sql.create_value_index('recon_a', 'name')")
+        db.execute("SET session_replication_role = replica")
+        db.execute("DELETE FROM nl2sql.value_index_saved WHERE relation = 'public.recon_a'")
+        db.execute("INSERT INTO nl2sql.value_index_saved VALUES (987654, 'public.recon_b', 'name', 'builtin', 256, false, 200)")
+        db.execute("RESET session_replication_role")
+        assert db.execute("SELECT count(*) FROM nl2sql.value_index WHERE relid = 'recon_b'::regclass").fetchone()[0] == 0
+        db.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+        assert db.execute("SELECT relation, attname::text FROM nl2sql.value_index_saved WHERE relation LIKE 'public.recon%' ORDER BY 1").fetchall() == [
+            ("public.recon_a", "name"), ("public.recon_b", "name")]
+        assert db.execute("SELECT value FROM nl2sql.search_values('umber', 1)").fetchall() == [("Umber",)]
+    finally:
+        db.execute("DROP TABLE recon_a, recon_b")
+    assert db.execute("SELECT count(*) FROM nl2sql.value_index_saved WHERE relation LIKE 'public.recon%'").fetchone()[0] == 0

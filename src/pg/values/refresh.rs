@@ -22,6 +22,8 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
     collect_garbage();
     apply_removals(rel);
     // Indexes pg_restore brought back find their columns by name before they are built.
+    // What pg_dump keeps agrees with the indexes again after a load that ran without triggers.
+    owner::as_owner(|| spi::write("SELECT nl2sql._value_index_saved_reconcile()", &[]));
     owner::as_owner(|| spi::write("SELECT nl2sql._renumber_restored()", &[]));
     let todo: Vec<(pg_sys::Oid, String, bool)> = owner::as_owner(|| {
         spi::rows(
