@@ -3,6 +3,7 @@
 
 pub mod align;
 pub mod error;
+pub mod grammar;
 pub mod interrupt;
 pub mod library;
 pub mod pipeline;
