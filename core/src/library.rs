@@ -99,6 +99,7 @@ pub fn generate(job: &Job, schema: &Schema, mut seen_sql: HashSet<String>, llm: 
             temperature: job.temperature,
             // About 150 tokens a pair.
             max_tokens: job.per_table as u32 * 150 + 100,
+            grammar: None,
         };
         let mut row = Generated { scope: name.clone(), ..Default::default() };
         match llm.chat(req) {

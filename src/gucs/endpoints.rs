@@ -3,7 +3,7 @@
 
 // The hooks through gucs (its `use checks::*`): checks.rs reads this table's key settings.
 use super::{check_key, check_url, show_embedding_key, show_llm_key};
-use super::{ms, string, ColumnEmbedder};
+use super::{ms, string, ColumnEmbedder, Grammar};
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 use std::ffi::CString;
 use std::time::Duration;
@@ -53,6 +53,10 @@ settings! {
         c"nl2sql.llm_n", Userset, GucFlags::default(),
         c"Whether the candidates of a wave are asked for in one request (OpenAI's n parameter).",
         c"An endpoint that refuses n (llama.cpp's server) or ignores it is sent one request per candidate, and no n again in this session.";
+    LLM_GRAMMAR: choice(Grammar) = Grammar::Off,
+        c"nl2sql.grammar", Userset, GucFlags::default(),
+        c"Whether generation requests carry a grammar of the names the prompt shows: off, auto, llama_cpp or vllm.",
+        c"auto and llama_cpp send llama.cpp's \"grammar\" field, vllm sends \"structured_outputs\": {\"grammar\": ...}; an endpoint that refuses it is asked again without, and not sent one again in this session.";
     MAX_ANSWER_KB: int = 256,
         c"nl2sql.max_answer_bytes", Userset, GucFlags::UNIT_KB,
         c"Largest answer read from the model endpoint; larger answers are refused unread.",
@@ -120,6 +124,16 @@ pub fn llm_max_tokens() -> u32 {
 
 pub fn llm_n() -> bool {
     LLM_N.get()
+}
+
+pub fn grammar() -> nl2sql_core::grammar::Mode {
+    use nl2sql_core::grammar::Mode;
+    match LLM_GRAMMAR.get() {
+        Grammar::Off => Mode::Off,
+        Grammar::Auto => Mode::Auto,
+        Grammar::LlamaCpp => Mode::LlamaCpp,
+        Grammar::Vllm => Mode::Vllm,
+    }
 }
 
 pub fn max_answer_bytes() -> usize {

@@ -96,6 +96,20 @@ pub enum ColumnEmbedder {
     MiniLm,
 }
 
+/// Values of nl2sql.grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
+pub enum Grammar {
+    #[name = c"off"]
+    Off,
+    /// llama.cpp's form; an endpoint that refuses it is not sent one again.
+    #[name = c"auto"]
+    Auto,
+    #[name = c"llama_cpp"]
+    LlamaCpp,
+    #[name = c"vllm"]
+    Vllm,
+}
+
 /// Values of nl2sql.on_low_confidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
 pub enum OnLowConfidence {

@@ -23,6 +23,7 @@ pub fn current() -> Embedder {
             max_retries: gucs::llm_max_retries(),
             // Vectors are long: a batch of 2048 3072-dimensional ones is ~150 MB of JSON.
             max_body: 256 << 20,
+            grammar: nl2sql_core::grammar::Mode::Off,
         }),
     }
 }

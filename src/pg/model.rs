@@ -20,6 +20,7 @@ pub fn from_settings() -> Result<Model, LlmError> {
             timeout: gucs::llm_timeout(),
             max_retries: gucs::llm_max_retries(),
             max_body: gucs::max_answer_bytes(),
+            grammar: gucs::grammar(),
         },
         use_n: gucs::llm_n(),
     })

@@ -9,6 +9,7 @@
 
 use crate::render;
 use crate::schema::Schema;
+use std::collections::HashSet;
 use std::fmt::Write;
 
 /// The fixed part: PostgreSQL's syntax, without names.
@@ -17,6 +18,21 @@ const SQL: &str = include_str!("sql.gbnf");
 /// Largest grammar sent (bytes). A schema whose shown names need more is asked without one
 /// (the trace says so); the prompt's own token budget keeps the shown tables far below this.
 pub const MAX_BYTES: usize = 256 * 1024;
+
+/// How an endpoint takes a grammar (nl2sql.grammar).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Never sent.
+    #[default]
+    Off,
+    /// Sent as llama.cpp's server takes it; an endpoint that refuses it is asked again without,
+    /// and not sent one again by this process.
+    Auto,
+    /// llama.cpp's server: `"grammar": "<GBNF>"`.
+    LlamaCpp,
+    /// vLLM: `"structured_outputs": {"grammar": "<GBNF>"}` (its xgrammar backend reads GBNF).
+    Vllm,
+}
 
 /// Most columns one `#columns:` line of the structured chain of thought may list.
 const MAX_THOUGHT_COLUMNS: usize = 16;
@@ -48,12 +64,19 @@ pub enum NoGrammar {
     TooLarge(usize),
 }
 
-/// The grammar for a prompt that shows the first `shown` tables of `schema`. Each relation is
-/// written as the prompt writes it (its identifier, schema-qualified where the prompt
-/// qualifies it); a second and third use of one relation in a query take the aliases
-/// `<name>_2` and `<name>_3`, whose columns are that relation's.
-pub fn build(schema: &Schema, shown: usize, form: Form) -> Result<Grammar, NoGrammar> {
-    let tables = &schema.tables[..shown.min(schema.tables.len())];
+/// The grammar for a prompt that shows `columns` (`table.column`, as the schema's identifiers
+/// write them: [`crate::schema::Rendered::columns`]) of `schema`'s tables. Each relation is
+/// written as the prompt writes it (its identifier, schema-qualified where the prompt qualifies
+/// it), with only its shown columns; a second and third use of one relation in a query take the
+/// aliases `<name>_2` and `<name>_3`, whose columns are that relation's.
+pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar, NoGrammar> {
+    let shown: HashSet<&str> = columns.iter().map(String::as_str).collect();
+    let tables: Vec<(&crate::schema::Table, Vec<&crate::schema::Column>)> = schema
+        .tables
+        .iter()
+        .map(|t| (t, t.columns.iter().filter(|c| shown.contains(format!("{}.{}", t.ident, c.ident).as_str())).collect::<Vec<_>>()))
+        .filter(|(_, cols)| !cols.is_empty())
+        .collect();
     if tables.is_empty() {
         return Err(NoGrammar::NoRelations);
     }
@@ -75,8 +98,8 @@ pub fn build(schema: &Schema, shown: usize, form: Form) -> Result<Grammar, NoGra
     }
     let mut relations: Vec<(String, String)> = Vec::with_capacity(tables.len());
     let mut qualified: Vec<(String, String)> = Vec::with_capacity(3 * tables.len());
-    let mut columns = 0;
-    for (i, t) in tables.iter().enumerate() {
+    let mut count = 0;
+    for (i, (t, cols)) in tables.iter().enumerate() {
         crate::interrupt::every(i, 256);
         let rule = format!("t{i}");
         let shown_as = render::ident(&t.ident);
@@ -87,9 +110,9 @@ pub fn build(schema: &Schema, shown: usize, form: Form) -> Result<Grammar, NoGra
         for q in [&shown_as, &second, &third] {
             qualified.push((format!("{q}."), rule.clone()));
         }
-        let names: Vec<(String, String)> = t.columns.iter().map(|c| (render::ident(&c.ident), String::new())).collect();
-        columns += names.len();
-        let body = if names.is_empty() { literal("") } else { radix(names) };
+        let names: Vec<(String, String)> = cols.iter().map(|c| (render::ident(&c.ident), String::new())).collect();
+        count += names.len();
+        let body = radix(names);
         let _ = writeln!(out, "{rule} ::= {body}");
     }
     let _ = writeln!(out, "relation ::= {}", radix(relations));
@@ -97,7 +120,7 @@ pub fn build(schema: &Schema, shown: usize, form: Form) -> Result<Grammar, NoGra
     if out.len() > MAX_BYTES {
         return Err(NoGrammar::TooLarge(out.len()));
     }
-    Ok(Grammar { text: out, relations: tables.len(), columns })
+    Ok(Grammar { text: out, relations: tables.len(), columns: count })
 }
 
 /// The alias of the `n`th use of a relation named `name` in one query, as PostgreSQL needs it

@@ -27,8 +27,13 @@ fn concert() -> Schema {
     ])
 }
 
+/// The columns of the first `n` tables, as a rendering lists them.
+fn first(s: &Schema, n: usize) -> Vec<String> {
+    s.tables.iter().take(n).flat_map(|t| t.columns.iter().map(move |c| format!("{}.{}", t.ident, c.ident))).collect()
+}
+
 fn parsed(s: &Schema, shown: usize, form: Form) -> Parsed {
-    let g = build(s, shown, form).expect("grammar");
+    let g = build(s, &first(s, shown), form).expect("grammar");
     let p = check::parse(&g.text).unwrap_or_else(|e| panic!("{e}\n{}", g.text));
     assert_eq!(p.undefined(), Vec::<String>::new());
     p
@@ -133,7 +138,7 @@ fn hostile_names_stay_inside_their_literals() {
     let specs: Vec<(&str, &str, Vec<&str>)> = tables.iter().map(|(n, i, c)| (n.as_str(), i.as_str(), c.iter().map(String::as_str).collect())).collect();
     let specs: Vec<(&str, &str, &[&str])> = specs.iter().map(|(n, i, c)| (*n, *i, c.as_slice())).collect();
     let s = schema(&specs);
-    let g = build(&s, s.tables.len(), Form::Query).expect("grammar");
+    let g = build(&s, &first(&s, s.tables.len()), Form::Query).expect("grammar");
     // one line per rule: the fixed ones, root, a rule per table, relation and colref
     let fixed = SQL.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).count();
     assert_eq!(g.text.lines().count(), fixed + 1 + s.tables.len() + 2, "{}", g.text);
@@ -168,7 +173,7 @@ fn a_wide_schema_stays_within_the_bound_and_factors_its_names() {
     let specs: Vec<(&str, &str, Vec<&str>)> = names.iter().map(|(n, c)| (n.as_str(), n.as_str(), c.iter().map(String::as_str).collect())).collect();
     let specs: Vec<(&str, &str, &[&str])> = specs.iter().map(|(n, i, c)| (*n, *i, c.as_slice())).collect();
     let s = schema(&specs);
-    let g = build(&s, 1000, Form::Query).expect("within the bound");
+    let g = build(&s, &first(&s, 1000), Form::Query).expect("within the bound");
     assert!(g.text.len() <= MAX_BYTES && g.relations == 1000 && g.columns == 12_000, "{}", g.text.len());
     // the table names share "table_0": the relation rule writes it once
     let relation = g.text.lines().find(|l| l.starts_with("relation ::= ")).expect("relation rule");
@@ -181,9 +186,14 @@ fn a_wide_schema_stays_within_the_bound_and_factors_its_names() {
 
 #[test]
 fn no_relation_no_grammar() {
-    assert_eq!(build(&Schema::default(), 5, Form::Query), Err(NoGrammar::NoRelations));
+    assert_eq!(build(&Schema::default(), &["singer.name".into()], Form::Query), Err(NoGrammar::NoRelations));
     let s = concert();
-    assert_eq!(build(&s, 0, Form::Query), Err(NoGrammar::NoRelations));
+    assert_eq!(build(&s, &[], Form::Query), Err(NoGrammar::NoRelations));
+    // a column the rendering did not show is not in the grammar, nor its table when it shows none
+    let g = build(&s, &["singer.name".into(), "stadium.nope".into()], Form::Query).expect("grammar");
+    assert_eq!((g.relations, g.columns), (1, 1));
+    let p = check::parse(&g.text).expect("parses");
+    assert!(p.accepts("colref", "singer.name") && !p.accepts("colref", "singer.age") && !p.accepts("relation", "stadium"));
 }
 
 #[test]
@@ -198,3 +208,4 @@ fn radix_shares_prefixes_and_keeps_every_word() {
     let r = radix(vec![("abc".into(), String::new()), ("abd".into(), String::new()), ("b".into(), String::new()), ("ab".into(), String::new())]);
     assert_eq!(r, r#""ab" ("" | "c" | "d") | "b""#);
 }
+

@@ -22,6 +22,7 @@ impl Llm for Script {
             latency: Duration::from_millis(1),
             attempts: 1,
             confidence: None,
+            grammar: None,
         })
     }
 }

@@ -61,6 +61,8 @@ pub struct Endpoint {
     pub max_retries: u32,
     /// Largest response body read; a larger one is refused unread.
     pub max_body: usize,
+    /// How the endpoint takes a grammar (chat completions only).
+    pub grammar: crate::grammar::Mode,
 }
 
 impl Endpoint {

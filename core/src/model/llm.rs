@@ -1,11 +1,12 @@
 //! OpenAI-compatible chat completions, over the transport in [`crate::model::http`].
 
+use crate::grammar::Mode;
 use crate::model::http::{self, Endpoint, EndpointError, ErrorKind, Service};
 use serde::Serialize;
 use once_cell::sync::Lazy;
 use serde_json::Value;
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use crate::model::http::block_signals;
@@ -39,6 +40,8 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     pub temperature: f32,
     pub max_tokens: u32,
+    /// The grammar the answer must follow (crate::grammar), sent where the endpoint takes one.
+    pub grammar: Option<Arc<String>>,
 }
 
 /// One answer of the model and what it cost.
@@ -59,6 +62,9 @@ pub struct Completion {
     /// The probability of the answer's least likely token, its code fence left out, where the
     /// request asked for log probabilities and the endpoint returned them.
     pub confidence: Option<f32>,
+    /// Bytes of the grammar the answer was written under; None where none was sent (or the
+    /// endpoint refused it, or its answer ran to the token limit and was asked again without).
+    pub grammar: Option<usize>,
 }
 
 /// Sends one request and waits for it, calling `poll` every few milliseconds.
@@ -76,10 +82,11 @@ pub fn chat_many(ep: &Endpoint, reqs: Vec<ChatRequest>, poll: &mut dyn FnMut()) 
         .into_iter()
         .map(|req| {
             let ep = ep.clone();
-            let job: Box<dyn FnOnce() -> Result<Completion, LlmError> + Send> = Box::new(move || {
-                let reply = http::post_json(&ep, &request_body(&ep, &req, None, false))?;
-                parse_completion(&ep, &reply.text, reply.latency, reply.attempts)
-            });
+            let job: Box<dyn FnOnce() -> Result<Completion, LlmError> + Send> =
+                Box::new(move || with_grammar(&ep, &req, |grammar| {
+                    let reply = http::post_json(&ep, &request_body(&ep, &req, None, false, grammar))?;
+                    parse_completion(&ep, &reply.text, reply.latency, reply.attempts)
+                }));
             job
         })
         .collect();
@@ -133,16 +140,30 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
         once.max_retries = 0;
         once.max_body = ep.max_body.saturating_mul(n);
         let limit = ep.max_body;
-        let body = request_body(ep, &req, Some(n), false);
+        // A grammar goes with the single request; when the endpoint refuses the request, the n
+        // requests below learn on their own whether it refused the grammar.
+        let grammar = grammar_of(ep, &req);
+        let bytes = grammar.map(|g| g.1.len());
+        let body = request_body(ep, &req, Some(n), false, grammar);
         Box::new(move || {
             let reply = http::post_json(&once, &body)?;
             parse_choices(&once, &reply.text, reply.latency, reply.attempts, n, limit)
+                .map(|answers| answers.into_iter().map(|a| a.map(|c| Completion { grammar: bytes, ..c })).collect())
         })
     };
     let lost = || Err(ep.bad_response("the worker thread could not run", ""));
     let answer = http::run_concurrently(vec![job], poll, lost).pop().unwrap_or_else(lost);
     match answer {
         Ok(mut answers) => {
+            // An answer that ran to the token limit under the grammar is asked again without.
+            let looped: Vec<usize> = (0..answers.len()).filter(|&i| ran_out(&answers[i])).collect();
+            if !looped.is_empty() {
+                let plain = ChatRequest { grammar: None, ..req.clone() };
+                let again = chat_many(ep, vec![plain; looped.len()], poll);
+                for (i, a) in looped.into_iter().zip(again) {
+                    answers[i] = a;
+                }
+            }
             if answers.len() < n {
                 SINGLE_CHOICE.add(ep);
                 let rest = n - answers.len();
@@ -187,11 +208,11 @@ pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> R
         let mut scored = ep.clone();
         scored.max_body = ep.max_body.saturating_mul(SCORED_BODY_FACTOR).max((req.max_tokens as usize).saturating_mul(SCORED_TOKEN_BYTES));
         let limit = ep.max_body;
-        let body = request_body(ep, &req, None, true);
-        Box::new(move || {
-            let reply = http::post_json(&scored, &body)?;
+        let req = req.clone();
+        Box::new(move || with_grammar(&scored, &req, |grammar| {
+            let reply = http::post_json(&scored, &request_body(&scored, &req, None, true, grammar))?;
             first_choice(&scored, &reply.text, reply.latency, reply.attempts, limit)
-        })
+        }))
     };
     let lost = || Err(ep.bad_response("the worker thread could not run", ""));
     match http::run_concurrently(vec![job], poll, lost).pop().unwrap_or_else(lost) {
@@ -290,9 +311,50 @@ pub fn confidence(tokens: &[Value]) -> Option<f32> {
     lowest.map(|p| p as f32)
 }
 
+/// Endpoints that refused a grammar: asked without one from then on.
+static NO_GRAMMAR: Endpoints = Endpoints::new();
+
+/// Whether a grammar is worth building for `ep`: its setting sends one and it has not refused one.
+pub fn takes_grammar(ep: &Endpoint) -> bool {
+    ep.grammar != Mode::Off && !NO_GRAMMAR.has(ep)
+}
+
+/// The grammar to send with `req` to `ep`, with the endpoint's form of it.
+fn grammar_of<'a>(ep: &Endpoint, req: &'a ChatRequest) -> Option<(Mode, &'a str)> {
+    let g = req.grammar.as_deref()?;
+    takes_grammar(ep).then_some((ep.grammar, g.as_str()))
+}
+
+/// Whether an answer written under a grammar ran to the token limit: a grammar can hold the
+/// model in a loop (a select list that never ends); such an answer is asked again without.
+fn ran_out(a: &Result<Completion, LlmError>) -> bool {
+    matches!(a, Ok(c) if c.grammar.is_some() && c.finish_reason.as_deref() == Some("length"))
+}
+
+/// Sends `req` through `send` with its grammar where `ep` takes one: an endpoint that refuses
+/// the request (HTTP 400 or 422, or 500 as older servers do) is asked again without the grammar,
+/// and when that works it is not sent one again by this process; an answer that ran to the
+/// token limit under the grammar is asked again without it (for this request only).
+fn with_grammar(ep: &Endpoint, req: &ChatRequest, send: impl Fn(Option<(Mode, &str)>) -> Result<Completion, LlmError>) -> Result<Completion, LlmError> {
+    let Some(grammar) = grammar_of(ep, req) else { return send(None) };
+    let answer = send(Some(grammar)).map(|c| Completion { grammar: Some(grammar.1.len()), ..c });
+    match answer {
+        Err(e) if matches!(e.kind, ErrorKind::Http { status: 400 | 422, .. } | ErrorKind::Server { status: 500, .. }) => {
+            let again = send(None);
+            if again.is_ok() {
+                NO_GRAMMAR.add(ep);
+            }
+            again
+        }
+        a if ran_out(&a) => send(None),
+        a => a,
+    }
+}
+
 /// The request's JSON; `n`: several answers at once (OpenAI's parameter); `logprobs`: each
-/// answer token's log probability and its likeliest alternatives.
-fn request_body(ep: &Endpoint, req: &ChatRequest, n: Option<usize>, logprobs: bool) -> String {
+/// answer token's log probability and its likeliest alternatives; `grammar`: the grammar the
+/// answer follows, in the endpoint's form.
+fn request_body(ep: &Endpoint, req: &ChatRequest, n: Option<usize>, logprobs: bool, grammar: Option<(Mode, &str)>) -> String {
     let mut body = serde_json::json!({
         "messages": req.messages,
         "temperature": req.temperature,
@@ -308,6 +370,11 @@ fn request_body(ep: &Endpoint, req: &ChatRequest, n: Option<usize>, logprobs: bo
     if logprobs {
         body["logprobs"] = Value::Bool(true);
         body["top_logprobs"] = Value::from(TOP_LOGPROBS as u64);
+    }
+    match grammar {
+        Some((Mode::Vllm, g)) => body["structured_outputs"] = serde_json::json!({ "grammar": g }),
+        Some((_, g)) => body["grammar"] = Value::String(g.to_string()),
+        None => {}
     }
     body.to_string()
 }
@@ -377,6 +444,7 @@ pub fn parse_choices(ep: &Endpoint, text: &str, latency: Duration, attempts: u32
                     .and_then(|l| l.get("content"))
                     .and_then(Value::as_array)
                     .and_then(|t| confidence(t)),
+                grammar: None,
             })
         })
         .collect())

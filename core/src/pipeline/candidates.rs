@@ -16,6 +16,7 @@ use crate::safety::guard::{self, GuardError};
 use crate::schema::Schema;
 use crate::Execution;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// A candidate of the full path and its result.
@@ -38,10 +39,15 @@ struct Pool {
     corrected: HashSet<usize>,
 }
 
+/// A generator's prompt and the grammar its answer follows (None: asked without one).
+pub(super) type Prompt = (Generator, Vec<Message>, Option<Arc<String>>);
+
 /// One question's candidates: the prompts they are asked with, and what they are run, judged
 /// and traced with.
 pub(super) struct Asking<'a> {
-    pub prompts: &'a [(Generator, Vec<Message>)],
+    pub prompts: &'a [Prompt],
+    /// The grammar of the corrections, which answer with the query alone.
+    pub correction: Option<Arc<String>>,
     pub settings: &'a Settings,
     pub llm: &'a mut dyn Llm,
     pub db: &'a mut dyn Database,
@@ -90,7 +96,7 @@ impl Asking<'_> {
     /// Stage 6, the candidates, in waves that stop once they agree (or once a first answer the
     /// model was sure of runs and returns rows); each aligned, checked and run as it arrives.
     fn generate(&mut self, pool: &mut Pool) -> Result<(), AskError> {
-        let prompt_sizes: Vec<usize> = self.prompts.iter().map(|(_, m)| estimate(m)).collect();
+        let prompt_sizes: Vec<usize> = self.prompts.iter().map(|(_, m, _)| estimate(m)).collect();
         for (w, mut wave) in self.waves().into_iter().enumerate() {
             if wave.is_empty() {
                 continue;
@@ -143,11 +149,11 @@ impl Asking<'_> {
     fn ask_alone(&mut self, g: usize, t: f32, max_tokens: u32, threshold: f32, pool: &mut Pool) -> Result<bool, LlmError> {
         let prompts = self.prompts;
         let waited = Instant::now();
-        let req = ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens };
+        let req = ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens, grammar: prompts[g].2.clone() };
         let reply = if self.llm.can_score() { self.llm.chat_scored(req) } else { self.llm.chat(req) };
         self.trace.round_trips += 1;
         self.trace.llm_wait_ms += ms(waited.elapsed());
-        let (generator, messages) = &prompts[g];
+        let (generator, messages, _) = &prompts[g];
         record(self.trace, "generate", messages, &reply, self.secret);
         let c = reply?;
         let at = self.trace.candidates.len();
@@ -171,16 +177,16 @@ impl Asking<'_> {
         let replies = match wave {
             [] => return,
             [(g, t), ..] if wave.iter().all(|x| x == &(*g, *t)) => {
-                self.llm.sample(ChatRequest { messages: prompts[*g].1.clone(), temperature: *t, max_tokens }, wave.len())
+                self.llm.sample(ChatRequest { messages: prompts[*g].1.clone(), temperature: *t, max_tokens, grammar: prompts[*g].2.clone() }, wave.len())
             }
             _ => self.llm.chat_many(
-                wave.iter().map(|&(g, t)| ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens }).collect(),
+                wave.iter().map(|&(g, t)| ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens, grammar: prompts[g].2.clone() }).collect(),
             ),
         };
         self.trace.round_trips += 1;
         self.trace.llm_wait_ms += ms(waited.elapsed());
         for (reply, &(g, _)) in replies.into_iter().zip(wave) {
-            let (generator, messages) = &prompts[g];
+            let (generator, messages, _) = &prompts[g];
             record(self.trace, "generate", messages, &reply, self.secret);
             match reply {
                 Ok(c) => self.consider(&c.content, 0, None, Some(generator.name()), messages.clone(), pool),
@@ -222,7 +228,7 @@ impl Asking<'_> {
                 break;
             }
             pool.corrected.extend(failed.iter().map(|(i, ..)| *i));
-            let reqs = convs.iter().map(|m| ChatRequest { messages: m.clone(), temperature: 0.0, max_tokens }).collect();
+            let reqs = convs.iter().map(|m| ChatRequest { messages: m.clone(), temperature: 0.0, max_tokens, grammar: self.correction.clone() }).collect();
             let waited = Instant::now();
             let replies = self.llm.chat_many(reqs);
             self.trace.round_trips += 1;

@@ -2,14 +2,15 @@
 //! and column retrieval, the per-question schema and the prompts (stages 1 to 5, here); then
 //! the candidates, their corrections and the vote (candidates.rs).
 
-use super::candidates::Asking;
+use super::candidates::{Asking, Prompt};
 use super::failure::AskError;
-use super::stages::{column_at, link, sampled, sampled_tables, show_linked, show_schema, shown, similar_values, value_columns};
+use super::stages::{column_at, grammar_for, link, sampled, sampled_tables, show_linked, show_schema, shown, similar_values, value_columns};
 use super::trace::{estimate, ms, record, ExtractionTrace, Trace};
 use super::{Database, Generator, Llm, Question, Run, Settings, Tokens, COLUMN_MATCH_MIN_SCORE, EXTRACTION_MAX_TOKENS};
 use crate::align::Context;
 use crate::error::Report;
-use crate::model::llm::{ChatRequest, Message};
+use crate::grammar::Form;
+use crate::model::llm::ChatRequest;
 use crate::prompt::examples;
 use crate::prompt::extract::{self, Extraction};
 use crate::prompt::generate;
@@ -28,7 +29,10 @@ pub(super) fn full(run: Run<'_>) -> Result<(String, Execution), AskError> {
     let (extraction, ex) = extract_columns(q, schema, &whole, settings, llm, db, trace, secret);
     let focus = focus_for_question(q, schema, &whole, &linking, wide, extraction, &ex, settings, db, trace);
     let rendered = render_for_candidates(schema, &whole, &linking, wide, entire, extraction, &focus, settings, db, trace);
-    let prompts = prompts_for_candidates(q, schema, &rendered, &focus, &ex, settings, db, trace);
+    let grammar_on = llm.takes_grammar();
+    let prompts = prompts_for_candidates(q, schema, &rendered, &focus, &ex, settings, grammar_on, db, trace);
+    // Corrections answer with the query alone, under the grammar of the first prompt's names.
+    let correction = grammar_for(trace, grammar_on, schema, &rendered, Form::Query);
     // The alignments' context: an unqualified name several schemas hold is the linked one's
     // (the most relevant of them, by the linking's rank).
     let rank = |ident: &str| linking.rank.iter().position(|&i| schema.tables.get(i).is_some_and(|t| t.ident == ident)).unwrap_or(usize::MAX);
@@ -36,7 +40,7 @@ pub(super) fn full(run: Run<'_>) -> Result<(String, Execution), AskError> {
     linked.sort_by_cached_key(|t| rank(t));
     let said = q.said();
     let cx = Context { select: &ex.select, linked: &linked, question: &said };
-    Asking { prompts: &prompts, settings, llm, db, schema, cx, trace, secret }.answer()
+    Asking { prompts: &prompts, correction, settings, llm, db, schema, cx, trace, secret }.answer()
 }
 
 /// The schema before any model call, and how the question's tables are found in it.
@@ -123,7 +127,7 @@ fn extract_columns(
     }
     let extraction = extraction_call.is_some();
     if let Some(messages) = extraction_call {
-        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: EXTRACTION_MAX_TOKENS };
+        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: EXTRACTION_MAX_TOKENS, grammar: None };
         let waited = Instant::now();
         let reply = llm.chat(req);
         trace.round_trips += 1;
@@ -262,9 +266,10 @@ fn prompts_for_candidates(
     focus: &Focus,
     ex: &Extraction,
     settings: &Settings,
+    grammar_on: bool,
     db: &mut dyn Database,
     trace: &mut Trace,
-) -> Vec<(Generator, Vec<Message>)> {
+) -> Vec<Prompt> {
     // Examples (few-shot) for the candidates: the question masked by the schema's names and the
     // stored values found in it.
     let values: Vec<String> = trace.values.iter().map(|v| v.value.clone()).collect();
@@ -280,12 +285,22 @@ fn prompts_for_candidates(
             // The CREATE TABLE prompt asks plainly: no examples, no values. Its mistakes differ
             // from the other's, and it is the same prompt for every question on a database
             // (an endpoint's cache serves all of it but the question).
-            let (text, examples, values) = match g {
-                Generator::OpenSql => (rendered.text.clone(), shown_examples.as_str(), values.as_str()),
-                Generator::CreateTable => (focus.schema.render_ddl(settings.schema_max_tokens).text, "", ""),
+            let ddl;
+            let (shown, examples, values) = match g {
+                Generator::OpenSql => (rendered, shown_examples.as_str(), values.as_str()),
+                Generator::CreateTable => {
+                    ddl = focus.schema.render_ddl(settings.schema_max_tokens);
+                    (&ddl, "", "")
+                }
             };
-            let sections = generate::sections(examples, values, if settings.chain_of_thought { &ex.select } else { &[] }) + &q.follow_up();
-            (g, generate::query(g.layout(), &text, settings.chain_of_thought, &sections, &q.text, q.note().as_deref()))
+            let mut sections = generate::sections(examples, values, if settings.chain_of_thought { &ex.select } else { &[] }) + &q.follow_up();
+            // Each prompt's grammar allows the names it shows, in the form its task asks for.
+            let form = if settings.chain_of_thought { Form::Thought } else { Form::Query };
+            let grammar = grammar_for(trace, grammar_on, schema, shown, form);
+            if grammar.is_some() {
+                sections.push_str(generate::GRAMMAR_NAMES);
+            }
+            (g, generate::query(g.layout(), &shown.text, settings.chain_of_thought, &sections, &q.text, q.note().as_deref()), grammar)
         })
         .collect()
 }

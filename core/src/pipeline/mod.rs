@@ -104,6 +104,11 @@ pub trait Llm {
     fn secret(&self) -> Option<&str> {
         None
     }
+    /// Whether the endpoint may take a grammar with a request (nl2sql.grammar, and not known to
+    /// refuse one): only then is one built.
+    fn takes_grammar(&self) -> bool {
+        false
+    }
 }
 
 /// The model at an OpenAI-compatible endpoint, waited on with the registered interrupt check
@@ -138,6 +143,10 @@ impl Llm for Client {
 
     fn secret(&self) -> Option<&str> {
         self.endpoint.api_key.as_ref().map(|k| k.expose())
+    }
+
+    fn takes_grammar(&self) -> bool {
+        crate::model::llm::takes_grammar(&self.endpoint)
     }
 }
 

@@ -1,8 +1,10 @@
 //! Stages every path shares: showing the schema, linking a wide one, finding values, and
 //! evaluating one answer of the model (extract, guard, align, execute).
 
-use super::trace::{detail_name, CandidateTrace, Trace};
+use super::trace::{detail_name, CandidateTrace, GrammarTrace, Trace};
 use super::{Database, Question, Rejected, Settings, LINKED_COLUMNS};
+use crate::grammar::{self, Form, NoGrammar};
+use std::sync::Arc;
 use crate::align::{self, Context, NoValues};
 use crate::model::answer::extract_sql;
 use crate::safety::guard::{self, GuardError};
@@ -34,6 +36,34 @@ pub(super) fn shown(trace: &mut Trace, rendered: Rendered) -> Rendered {
     trace.tables_omitted = rendered.tables_omitted;
     trace.schema_columns = rendered.columns.clone();
     rendered
+}
+
+/// The grammar for a generation prompt that shows `rendered` (of `schema`'s tables), where the
+/// endpoint takes one (`on`: Llm::takes_grammar); what was built for the first prompt, or why
+/// nothing was, goes in the trace (each model call's trace has the bytes it was sent).
+pub(super) fn grammar_for(trace: &mut Trace, on: bool, schema: &Schema, rendered: &Rendered, form: Form) -> Option<Arc<String>> {
+    if !on {
+        return None;
+    }
+    let first = trace.grammar.is_none();
+    match grammar::build(schema, &rendered.columns, form) {
+        Ok(g) => {
+            if first {
+                trace.grammar = Some(GrammarTrace { bytes: g.text.len(), relations: g.relations, columns: g.columns, not_built: None });
+            }
+            Some(Arc::new(g.text))
+        }
+        Err(why) => {
+            let not_built = match why {
+                NoGrammar::NoRelations => "the prompt shows no relation".to_string(),
+                NoGrammar::TooLarge(n) => format!("{n} bytes, over the limit of {}", grammar::MAX_BYTES),
+            };
+            if first {
+                trace.grammar = Some(GrammarTrace { not_built: Some(not_built), ..Default::default() });
+            }
+            None
+        }
+    }
 }
 
 /// `schema` with the tables of `columns` sampled (see sampled_tables).

@@ -29,6 +29,7 @@ impl Llm for Script {
             latency: Duration::from_millis(5),
             attempts: 1,
             confidence: None,
+            grammar: None,
         })
     }
     fn secret(&self) -> Option<&str> {
@@ -1184,6 +1185,8 @@ fn wide_schema_reads_no_rows_under_privacy() {
 mod interactive;
 #[path = "tests/abstain.rs"]
 mod abstain;
+#[path = "tests/grammar.rs"]
+mod grammar;
 
 #[test]
 fn found_columns_and_values_of_units_the_extraction_chose_nothing_from_are_set_aside() {

@@ -17,6 +17,10 @@ use std::time::Duration;
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Trace {
     pub mode: Option<Mode>,
+    /// The grammar built for the generation prompts (nl2sql.grammar): its size and the names it
+    /// allows, or why none was built; absent where the endpoint takes none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grammar: Option<GrammarTrace>,
     /// The schema as the generator was shown it (per question in the full path).
     pub schema: String,
     pub schema_tokens: usize,
@@ -117,6 +121,16 @@ pub struct ExtractionTrace {
     pub full_schema_tokens: usize,
 }
 
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct GrammarTrace {
+    pub bytes: usize,
+    pub relations: usize,
+    pub columns: usize,
+    /// Why no grammar was built (then the prompts go without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_built: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct LlmCall {
     pub stage: &'static str,
@@ -138,6 +152,10 @@ pub struct LlmCall {
     pub latency_ms: f64,
     pub attempts: u32,
     pub error: Option<String>,
+    /// Bytes of the grammar the answer was written under (nl2sql.grammar); absent where none was
+    /// sent, the endpoint refused it, or the answer was asked again without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grammar_bytes: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -224,6 +242,7 @@ pub(super) fn record(trace: &mut Trace, stage: &'static str, messages: &[Message
             latency_ms: ms(c.latency),
             attempts: c.attempts,
             error: None,
+            grammar_bytes: c.grammar,
         },
         Err(e) => LlmCall {
             stage,
@@ -236,6 +255,7 @@ pub(super) fn record(trace: &mut Trace, stage: &'static str, messages: &[Message
             latency_ms: 0.0,
             attempts: 0,
             error: Some(Report::from_diagnostic(e).redact(secret).message),
+            grammar_bytes: None,
         },
     });
 }

@@ -1,10 +1,11 @@
 //! The foundation's path: one generation from the whole schema, corrected in up to R rounds.
 
 use super::failure::AskError;
-use super::stages::{evaluate, link, sampled, show_linked, show_schema, similar_values};
+use super::stages::{evaluate, grammar_for, link, sampled, show_linked, show_schema, similar_values};
 use super::trace::{cand_sql, estimate, ms, record, traced, CandidateTrace};
 use super::{Rejected, Run, Settings};
 use crate::align::{Context, Rules};
+use crate::grammar::Form;
 use crate::error::{Diagnostic, Report};
 use crate::model::llm::ChatRequest;
 use crate::prompt::refine;
@@ -29,7 +30,11 @@ pub(super) fn zero_shot(run: Run<'_>) -> Result<(String, Execution), AskError> {
         }
         trace.values_skipped = db.skipped_value_columns();
     }
-    let sections = retrieve::render_values(&trace.values) + &q.follow_up();
+    let grammar = grammar_for(trace, llm.takes_grammar(), schema, &rendered, Form::Query);
+    let mut sections = retrieve::render_values(&trace.values) + &q.follow_up();
+    if grammar.is_some() {
+        sections.push_str(generate::GRAMMAR_NAMES);
+    }
     let mut messages = generate::zero_shot(&rendered.text, &sections, &q.text, q.note().as_deref());
     let mut round = 0u32;
     let mut last_failure: Option<AskError> = None;
@@ -47,7 +52,7 @@ pub(super) fn zero_shot(run: Run<'_>) -> Result<(String, Execution), AskError> {
                 None => trace.tokens.over_budget(prompt),
             });
         }
-        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens };
+        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens, grammar: grammar.clone() };
         let waited = Instant::now();
         let reply = llm.chat(req);
         trace.round_trips += 1;

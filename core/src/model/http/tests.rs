@@ -54,6 +54,7 @@ pub fn endpoint(service: Service, url: String) -> Endpoint {
         timeout: Duration::from_secs(5),
         max_retries: 2,
         max_body: 1 << 20,
+        grammar: crate::grammar::Mode::Off,
     }
 }
 

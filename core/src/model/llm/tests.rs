@@ -3,7 +3,7 @@ use crate::error::{Diagnostic, SqlState};
 use crate::model::http::tests::{endpoint, serve};
 
 fn request() -> ChatRequest {
-    ChatRequest { messages: vec![Message::user("hi")], temperature: 0.0, max_tokens: 16 }
+    ChatRequest { messages: vec![Message::user("hi")], temperature: 0.0, max_tokens: 16, grammar: None }
 }
 
 fn ok_body(content: &str) -> String {
@@ -288,4 +288,71 @@ fn n_is_never_sent_when_switched_off() {
     let rs = sample(&endpoint(Service::Llm, url), request(), 2, false, &mut || {});
     assert!(rs.iter().all(|r| r.is_ok()));
     assert!(h.join().expect("server").iter().all(|r| !r.contains("\"n\":")));
+}
+
+fn with_grammar(g: &str) -> ChatRequest {
+    ChatRequest { grammar: Some(Arc::new(g.to_string())), ..request() }
+}
+
+fn length_body(content: &str) -> String {
+    serde_json::json!({"choices": [{"message": {"content": content}, "finish_reason": "length"}]}).to_string()
+}
+
+#[test]
+fn a_grammar_goes_in_the_form_the_setting_names_and_not_when_off() {
+    let (url, h) = serve(vec![(200, ok_body("SELECT 1"), 0), (200, ok_body("SELECT 2"), 0), (200, ok_body("SELECT 3"), 0)]);
+    let mut ep = endpoint(Service::Llm, url);
+    ep.grammar = Mode::LlamaCpp;
+    let c = chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect("answer");
+    assert_eq!(c.grammar, Some(12));
+    ep.grammar = Mode::Vllm;
+    assert_eq!(chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect("answer").grammar, Some(12));
+    ep.grammar = Mode::Off;
+    assert!(!takes_grammar(&ep));
+    assert_eq!(chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect("answer").grammar, None);
+    let seen = h.join().expect("server");
+    assert!(seen[0].contains(r#""grammar":"root ::= \"x\"""#) && !seen[0].contains("structured_outputs"), "{}", seen[0]);
+    assert!(seen[1].contains(r#""structured_outputs":{"grammar":"root ::= \"x\""}"#), "{}", seen[1]);
+    assert!(!seen[2].contains("grammar"), "{}", seen[2]);
+}
+
+#[test]
+fn an_endpoint_refusing_a_grammar_is_asked_again_without_and_not_sent_one_again() {
+    let refusal = r#"{"error":{"code":400,"message":"Unrecognized request argument supplied: grammar"}}"#;
+    let replies = vec![(400, refusal.to_string(), 0), (200, ok_body("SELECT 1"), 0), (200, ok_body("SELECT 2"), 0)];
+    let (url, h) = serve(replies);
+    let mut ep = endpoint(Service::Llm, url);
+    ep.grammar = Mode::Auto;
+    assert!(takes_grammar(&ep));
+    let first = chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect("answer");
+    assert_eq!((first.content.as_str(), first.grammar), ("SELECT 1", None));
+    assert!(!takes_grammar(&ep));
+    assert_eq!(chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect("answer").content, "SELECT 2");
+    let seen = h.join().expect("server");
+    assert_eq!(seen.iter().map(|r| r.contains("\"grammar\"")).collect::<Vec<_>>(), [true, false, false]);
+}
+
+#[test]
+fn a_request_failing_without_the_grammar_too_keeps_it() {
+    let too_long = r#"{"error":{"message":"This model's maximum context length is 8192 tokens"}}"#;
+    let (url, h) = serve(vec![(400, too_long.to_string(), 0), (400, too_long.to_string(), 0)]);
+    let mut ep = endpoint(Service::Llm, url);
+    ep.grammar = Mode::Auto;
+    assert!(chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).is_err());
+    assert!(takes_grammar(&ep));
+    h.join().expect("server");
+}
+
+#[test]
+fn an_answer_that_ran_to_the_limit_under_the_grammar_is_asked_again_without() {
+    let (url, h) = serve(vec![(200, length_body("SELECT a.b, a.b, a.b"), 0), (200, ok_body("SELECT 1"), 0), (200, length_body("SELECT 2"), 0)]);
+    let mut ep = endpoint(Service::Llm, url);
+    ep.grammar = Mode::Auto;
+    let c = chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect("answer");
+    assert_eq!((c.content.as_str(), c.grammar), ("SELECT 1", None));
+    // the grammar stays on for the next request; without a grammar, the limit is the answer's own
+    assert!(takes_grammar(&ep));
+    assert_eq!(chat(&ep, request(), &mut || {}).expect("answer").finish_reason.as_deref(), Some("length"));
+    let seen = h.join().expect("server");
+    assert_eq!(seen.iter().map(|r| r.contains("\"grammar\"")).collect::<Vec<_>>(), [true, false, false]);
 }
