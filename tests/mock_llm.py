@@ -22,6 +22,9 @@ Rule fields (besides "match"):
                the next item of "sequence" (or "content"), as OpenAI and vLLM answer; false:
                only its first answer (a server that ignores n). Without it, such a request is
                refused with HTTP 400 as llama.cpp's server refuses it.
+  grammar      "refuse": a request carrying a grammar ("grammar" or "structured_outputs") is
+               refused with HTTP 400, as OpenAI refuses a field it does not know; otherwise a
+               grammar is accepted (and, the answer being scripted, changes nothing)
   logprob      a request asking for "logprobs" gets them: every word of the answer this log
                probability, with itself as its only alternative (as llama.cpp's server answers);
                without it, a request asking for them gets none (an endpoint that ignores them)
@@ -125,6 +128,9 @@ class Handler(BaseHTTPRequestHandler):
                                            "usage": {"prompt_tokens": len(joined) // 4, "total_tokens": len(joined) // 4}}))
 
     def _answer(self, idx, rule, body):
+        if rule.get("grammar") == "refuse" and ("grammar" in body or "structured_outputs" in body):
+            msg = "Unrecognized request argument supplied: grammar"
+            return self._send(400, json.dumps({"error": {"code": 400, "message": msg, "type": "invalid_request_error"}}))
         wanted = int(body.get("n") or 1)
         if wanted > 1 and "n" not in rule:
             msg = "Field 'n': Value must be between 1 <= value <= 1, but got %d" % wanted
