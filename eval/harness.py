@@ -47,7 +47,7 @@ DEFAULTS = {
     "nl2sql.align_agent": "on", "nl2sql.align_function": "on", "nl2sql.align_style": "on",
     "nl2sql.candidates": "5", "nl2sql.agreement": "2", "nl2sql.temperature": "0.7",
     "nl2sql.generators": "open_sql,create_table", "nl2sql.examples": "0",
-    "nl2sql.alone_confidence": "0",
+    "nl2sql.alone_confidence": "0", "nl2sql.grammar": "off",
 }
 # Not a setting: whether the database's synthetic examples (nl2sql.generate_examples, made once
 # per database and kept in eval/results/synthetic-<db>.json) are in the library for the run.
@@ -94,6 +94,9 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     "full-no-alignment": NO_ALIGNMENT,
     "full-no-values": {"nl2sql.use_values": "off"},
     "full-no-correction": {"nl2sql.max_corrections": "0"},
+    # the grammar of the names each prompt shows (nl2sql.grammar; llama.cpp's form)
+    "zero-shot-grammar": {**ZERO_SHOT, "nl2sql.grammar": "auto"},
+    "full-grammar": {"nl2sql.grammar": "auto"},
     # the Interactive-T2S agent
     "interactive": {"nl2sql.mode": "interactive"},
 }.items()}
