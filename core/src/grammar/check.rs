@@ -94,7 +94,8 @@ impl Reader<'_> {
             'x' => hex(self, 2)?,
             'u' => hex(self, 4)?,
             'U' => hex(self, 8)?,
-            '\\' | '"' | ']' | '[' | '-' | '^' => c,
+            // as llama.cpp's reader: no other escapes (`\-` and `\^` are refused there)
+            '\\' | '"' | ']' | '[' => c,
             _ => return Err(format!("unknown escape \\{c}")),
         })
     }

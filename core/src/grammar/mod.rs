@@ -34,6 +34,9 @@ pub enum Mode {
     Vllm,
 }
 
+/// Bytes PostgreSQL keeps of a name, and one.
+const NAMEDATALEN: usize = 64;
+
 /// Most columns one `#columns:` line of the structured chain of thought may list.
 const MAX_THOUGHT_COLUMNS: usize = 16;
 
@@ -71,12 +74,20 @@ pub enum NoGrammar {
 /// aliases `<name>_2` and `<name>_3`, whose columns are that relation's.
 pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar, NoGrammar> {
     let shown: HashSet<&str> = columns.iter().map(String::as_str).collect();
-    let tables: Vec<(&crate::schema::Table, Vec<&crate::schema::Column>)> = schema
-        .tables
-        .iter()
-        .map(|t| (t, t.columns.iter().filter(|c| shown.contains(format!("{}.{}", t.ident, c.ident).as_str())).collect::<Vec<_>>()))
-        .filter(|(_, cols)| !cols.is_empty())
-        .collect();
+    // Only tables the rendering names: a table is looked at when some shown column starts with
+    // its identifier and a dot, so a wide schema costs what the prompt shows, not all of it.
+    let prefixes: HashSet<&str> = columns.iter().flat_map(|c| c.char_indices().filter(|(_, ch)| *ch == '.').map(move |(i, _)| &c[..i])).collect();
+    let mut tables: Vec<(&crate::schema::Table, Vec<&crate::schema::Column>)> = Vec::new();
+    for (i, t) in schema.tables.iter().enumerate() {
+        crate::interrupt::every(i, 256);
+        if !prefixes.contains(t.ident.as_str()) {
+            continue;
+        }
+        let cols: Vec<&crate::schema::Column> = t.columns.iter().filter(|c| shown.contains(format!("{}.{}", t.ident, c.ident).as_str())).collect();
+        if !cols.is_empty() {
+            tables.push((t, cols));
+        }
+    }
     if tables.is_empty() {
         return Err(NoGrammar::NoRelations);
     }
@@ -114,6 +125,10 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
         count += names.len();
         let body = radix(names);
         let _ = writeln!(out, "{rule} ::= {body}");
+        // Stop as soon as it is too large: a table owner's long names cost no more than this.
+        if out.len() > MAX_BYTES {
+            return Err(NoGrammar::TooLarge(out.len()));
+        }
     }
     let _ = writeln!(out, "relation ::= {}", radix(relations));
     let _ = writeln!(out, "colref ::= {}", radix(qualified));
@@ -126,7 +141,13 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
 /// The alias of the `n`th use of a relation named `name` in one query, as PostgreSQL needs it
 /// written and as the prompt would show it.
 fn alias(name: &str, n: u32) -> String {
-    let a = format!("{name}_{n}");
+    // PostgreSQL keeps 63 bytes of a name: a long name is cut first, so that the suffix stays
+    // and `_2` and `_3` stay two names.
+    let mut cut = name.len().min(NAMEDATALEN - 3);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let a = format!("{}_{n}", &name[..cut]);
     let plain = a.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && a.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     render::ident(&if plain { a } else { format!("\"{}\"", a.replace('"', "\"\"")) })
@@ -168,6 +189,7 @@ fn alternation(items: &[(&str, &str)]) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut i = 0;
     while i < items.len() {
+        crate::interrupt::every(i, 256);
         let Some(first) = items[i].0.chars().next() else {
             // The empty word: the continuation alone.
             parts.push(if items[i].1.is_empty() { literal("") } else { items[i].1.to_string() });

@@ -209,3 +209,13 @@ fn radix_shares_prefixes_and_keeps_every_word() {
     assert_eq!(r, r#""ab" ("" | "c" | "d") | "b""#);
 }
 
+
+#[test]
+fn a_long_names_second_and_third_use_stay_two_names() {
+    let long = "a".repeat(63);
+    assert_eq!(alias(&long, 2), format!("{}_2", "a".repeat(61)));
+    assert_ne!(alias(&long, 2), alias(&long, 3));
+    // cut at a character boundary
+    let wide = "é".repeat(31);
+    assert!(alias(&wide, 2).len() <= 63 + 2, "{}", alias(&wide, 2));
+}

@@ -175,9 +175,12 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
             vec![Err(e); n]
         }
         Err(_) => {
+            let had_grammar = grammar_of(ep, &req).is_some();
             let answers = chat_many(ep, vec![req; n], poll);
-            // A question too long for the model fails the same way alone: n stays on.
-            if answers.iter().any(|a| a.is_ok()) {
+            // A question too long for the model fails the same way alone: n stays on. So does
+            // an endpoint that refused the grammar (the requests alone learnt it), not n.
+            let grammar_refused = had_grammar && !takes_grammar(ep);
+            if answers.iter().any(|a| a.is_ok()) && !grammar_refused {
                 SINGLE_CHOICE.add(ep);
             }
             answers
@@ -333,7 +336,7 @@ fn ran_out(a: &Result<Completion, LlmError>) -> bool {
 
 /// Sends `req` through `send` with its grammar where `ep` takes one: an endpoint that refuses
 /// the request (HTTP 400 or 422, or 500 as older servers do) is asked again without the grammar,
-/// and when that works it is not sent one again by this process; an answer that ran to the
+/// and when that works after a 400 or 422 it is not sent one again by this process; an answer that ran to the
 /// token limit under the grammar is asked again without it (for this request only).
 fn with_grammar(ep: &Endpoint, req: &ChatRequest, send: impl Fn(Option<(Mode, &str)>) -> Result<Completion, LlmError>) -> Result<Completion, LlmError> {
     let Some(grammar) = grammar_of(ep, req) else { return send(None) };
@@ -341,7 +344,8 @@ fn with_grammar(ep: &Endpoint, req: &ChatRequest, send: impl Fn(Option<(Mode, &s
     match answer {
         Err(e) if matches!(e.kind, ErrorKind::Http { status: 400 | 422, .. } | ErrorKind::Server { status: 500, .. }) => {
             let again = send(None);
-            if again.is_ok() {
+            // Remembered for a refusal (400, 422) only: a 500 may have been a passing failure.
+            if again.is_ok() && matches!(e.kind, ErrorKind::Http { .. }) {
                 NO_GRAMMAR.add(ep);
             }
             again

@@ -31,8 +31,17 @@ pub(super) fn full(run: Run<'_>) -> Result<(String, Execution), AskError> {
     let rendered = render_for_candidates(schema, &whole, &linking, wide, entire, extraction, &focus, settings, db, trace);
     let grammar_on = llm.takes_grammar();
     let prompts = prompts_for_candidates(q, schema, &rendered, &focus, &ex, settings, grammar_on, db, trace);
-    // Corrections answer with the query alone, under the grammar of the first prompt's names.
-    let correction = grammar_for(trace, grammar_on, schema, &rendered, Form::Query);
+    // Corrections answer with the query alone, under the grammar of the names every prompt
+    // showed (a correction continues its candidate's conversation, whichever prompt began it).
+    let correction = if grammar_on {
+        let mut shown = rendered.columns.clone();
+        if settings.generators.contains(&Generator::CreateTable) {
+            shown.extend(focus.schema.render_ddl(settings.schema_max_tokens).columns);
+        }
+        grammar_for(trace, true, schema, &shown, Form::Query)
+    } else {
+        None
+    };
     // The alignments' context: an unqualified name several schemas hold is the linked one's
     // (the most relevant of them, by the linking's rank).
     let rank = |ident: &str| linking.rank.iter().position(|&i| schema.tables.get(i).is_some_and(|t| t.ident == ident)).unwrap_or(usize::MAX);
@@ -296,7 +305,7 @@ fn prompts_for_candidates(
             let mut sections = generate::sections(examples, values, if settings.chain_of_thought { &ex.select } else { &[] }) + &q.follow_up();
             // Each prompt's grammar allows the names it shows, in the form its task asks for.
             let form = if settings.chain_of_thought { Form::Thought } else { Form::Query };
-            let grammar = grammar_for(trace, grammar_on, schema, shown, form);
+            let grammar = grammar_for(trace, grammar_on, schema, &shown.columns, form);
             if grammar.is_some() {
                 sections.push_str(generate::GRAMMAR_NAMES);
             }

@@ -38,15 +38,15 @@ pub(super) fn shown(trace: &mut Trace, rendered: Rendered) -> Rendered {
     rendered
 }
 
-/// The grammar for a generation prompt that shows `rendered` (of `schema`'s tables), where the
+/// The grammar for a generation prompt that shows `columns` (of `schema`'s tables), where the
 /// endpoint takes one (`on`: Llm::takes_grammar); what was built for the first prompt, or why
 /// nothing was, goes in the trace (each model call's trace has the bytes it was sent).
-pub(super) fn grammar_for(trace: &mut Trace, on: bool, schema: &Schema, rendered: &Rendered, form: Form) -> Option<Arc<String>> {
+pub(super) fn grammar_for(trace: &mut Trace, on: bool, schema: &Schema, columns: &[String], form: Form) -> Option<Arc<String>> {
     if !on {
         return None;
     }
     let first = trace.grammar.is_none();
-    match grammar::build(schema, &rendered.columns, form) {
+    match grammar::build(schema, columns, form) {
         Ok(g) => {
             if first {
                 trace.grammar = Some(GrammarTrace { bytes: g.text.len(), relations: g.relations, columns: g.columns, not_built: None });

@@ -30,7 +30,7 @@ pub(super) fn zero_shot(run: Run<'_>) -> Result<(String, Execution), AskError> {
         }
         trace.values_skipped = db.skipped_value_columns();
     }
-    let grammar = grammar_for(trace, llm.takes_grammar(), schema, &rendered, Form::Query);
+    let grammar = grammar_for(trace, llm.takes_grammar(), schema, &rendered.columns, Form::Query);
     let mut sections = retrieve::render_values(&trace.values) + &q.follow_up();
     if grammar.is_some() {
         sections.push_str(generate::GRAMMAR_NAMES);
