@@ -481,10 +481,8 @@ REVOKE ALL ON FUNCTION nl2sql._value_index_saved_names() FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._value_index_saved_resolve(int[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._value_index_saved_loaded() FROM PUBLIC;
 REVOKE ALL ON FUNCTION nl2sql._value_index_saved_reconcile() FROM PUBLIC;
-INSERT INTO nl2sql.value_index_saved (id, relation, attname, embedder, dims, include_rls, max_length)
-SELECT i.id, nl2sql._saved_name(i.relid), i.attname, i.embedder, i.dims, i.include_rls, i.max_length
-FROM nl2sql.value_index i
-WHERE nl2sql._saved_name(i.relid) IS NOT NULL;
+-- every index of a table that is not temporary gets its saved row
+SELECT nl2sql._value_index_saved_reconcile();
 
 CREATE OR REPLACE FUNCTION nl2sql._on_ddl_end()
 RETURNS event_trigger

@@ -135,15 +135,15 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
     if n <= 1 || !use_n || SINGLE_CHOICE.has(ep) {
         return chat_many(ep, vec![req; n], poll);
     }
+    // A grammar goes with the single request; when the endpoint refuses the request, the n
+    // requests below learn on their own whether it refused the grammar.
+    let grammar = grammar_of(ep, &req);
+    let bytes = grammar.map(|g| g.1.len());
     let job: Box<dyn FnOnce() -> Choices + Send> = {
         let mut once = ep.clone();
         once.max_retries = 0;
         once.max_body = ep.max_body.saturating_mul(n);
         let limit = ep.max_body;
-        // A grammar goes with the single request; when the endpoint refuses the request, the n
-        // requests below learn on their own whether it refused the grammar.
-        let grammar = grammar_of(ep, &req);
-        let bytes = grammar.map(|g| g.1.len());
         let body = request_body(ep, &req, Some(n), false, grammar);
         Box::new(move || {
             let reply = http::post_json(&once, &body)?;
@@ -175,11 +175,10 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
             vec![Err(e); n]
         }
         Err(_) => {
-            let had_grammar = grammar_of(ep, &req).is_some();
             let answers = chat_many(ep, vec![req; n], poll);
             // A question too long for the model fails the same way alone: n stays on. So does
             // an endpoint that refused the grammar (the requests alone learnt it), not n.
-            let grammar_refused = had_grammar && !takes_grammar(ep);
+            let grammar_refused = bytes.is_some() && !takes_grammar(ep);
             if answers.iter().any(|a| a.is_ok()) && !grammar_refused {
                 SINGLE_CHOICE.add(ep);
             }

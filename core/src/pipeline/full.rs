@@ -30,18 +30,10 @@ pub(super) fn full(run: Run<'_>) -> Result<(String, Execution), AskError> {
     let focus = focus_for_question(q, schema, &whole, &linking, wide, extraction, &ex, settings, db, trace);
     let rendered = render_for_candidates(schema, &whole, &linking, wide, entire, extraction, &focus, settings, db, trace);
     let grammar_on = llm.takes_grammar();
-    let prompts = prompts_for_candidates(q, schema, &rendered, &focus, &ex, settings, grammar_on, db, trace);
+    let (prompts, shown) = prompts_for_candidates(q, schema, &rendered, &focus, &ex, settings, grammar_on, db, trace);
     // Corrections answer with the query alone, under the grammar of the names every prompt
     // showed (a correction continues its candidate's conversation, whichever prompt began it).
-    let correction = if grammar_on {
-        let mut shown = rendered.columns.clone();
-        if settings.generators.contains(&Generator::CreateTable) {
-            shown.extend(focus.schema.render_ddl(settings.schema_max_tokens).columns);
-        }
-        grammar_for(trace, true, schema, &shown, Form::Query)
-    } else {
-        None
-    };
+    let correction = grammar_for(trace, grammar_on, schema, &shown, Form::Query);
     // The alignments' context: an unqualified name several schemas hold is the linked one's
     // (the most relevant of them, by the linking's rank).
     let rank = |ident: &str| linking.rank.iter().position(|&i| schema.tables.get(i).is_some_and(|t| t.ident == ident)).unwrap_or(usize::MAX);
@@ -266,7 +258,8 @@ fn render_for_candidates(
     }
 }
 
-/// Stage 5, one prompt per generator, with the examples and values found.
+/// Stage 5, one prompt per generator, with the examples and values found; and the columns the
+/// prompts show, together.
 #[allow(clippy::too_many_arguments)]
 fn prompts_for_candidates(
     q: &Question,
@@ -278,7 +271,7 @@ fn prompts_for_candidates(
     grammar_on: bool,
     db: &mut dyn Database,
     trace: &mut Trace,
-) -> Vec<Prompt> {
+) -> (Vec<Prompt>, Vec<String>) {
     // Examples (few-shot) for the candidates: the question masked by the schema's names and the
     // stored values found in it.
     let values: Vec<String> = trace.values.iter().map(|v| v.value.clone()).collect();
@@ -288,7 +281,8 @@ fn prompts_for_candidates(
     // One prompt per generator, the same sections in the same order.
     let generators: Vec<Generator> = if settings.generators.is_empty() { vec![Generator::OpenSql] } else { settings.generators.clone() };
     let values = retrieve::render_values(&trace.values);
-    generators
+    let mut shown_by_all: Vec<String> = Vec::new();
+    let prompts = generators
         .iter()
         .map(|&g| {
             // The CREATE TABLE prompt asks plainly: no examples, no values. Its mistakes differ
@@ -309,9 +303,11 @@ fn prompts_for_candidates(
             if grammar.is_some() {
                 sections.push_str(generate::GRAMMAR_NAMES);
             }
+            shown_by_all.extend(shown.columns.iter().cloned());
             (g, generate::query(g.layout(), &shown.text, settings.chain_of_thought, &sections, &q.text, q.note().as_deref()), grammar)
         })
-        .collect()
+        .collect();
+    (prompts, shown_by_all)
 }
 
 
