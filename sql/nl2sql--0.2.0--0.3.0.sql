@@ -376,7 +376,9 @@ AS $$
 BEGIN
     -- only commands that can rename a table or move it to another schema
     IF NOT EXISTS (SELECT FROM pg_event_trigger_ddl_commands() c
-                   WHERE c.command_tag IN ('ALTER TABLE', 'ALTER SCHEMA', 'ALTER VIEW', 'ALTER MATERIALIZED VIEW', 'ALTER FOREIGN TABLE')) THEN
+                   WHERE c.command_tag IN ('ALTER TABLE', 'ALTER SCHEMA', 'ALTER VIEW', 'ALTER MATERIALIZED VIEW', 'ALTER FOREIGN TABLE',
+                                           -- PostgreSQL renames a table by ALTER INDEX too
+                                           'ALTER INDEX')) THEN
         RETURN;
     END IF;
     UPDATE nl2sql.value_index_saved s SET relation = n.name

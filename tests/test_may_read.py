@@ -166,3 +166,25 @@ def test_a_search_path_she_chose_changes_nothing_the_definition_asks(connect, va
         admin.execute("SELECT nl2sql.add_instruction('Balances are kept in cents', ARRAY['vault.ledger']::regclass[])")
         assert evil.execute("SELECT count(*) FROM nl2sql.instructions").fetchone()[0] == 0
         evil.close()
+
+
+def test_a_primary_key_is_shown_only_when_every_column_of_it_may_be_read(connect):
+    """A key names its columns: one over a column the role was not granted is not shown at all
+    (its name is the role's to see only with the column)."""
+    admin = connect()
+    admin.execute("DROP TABLE IF EXISTS mr_badge")
+    admin.execute("CREATE TABLE mr_badge (site int, mr_hidden_ssn text, label text, PRIMARY KEY (site, mr_hidden_ssn))")
+    try:
+        with scratch_role(admin, "mr_pia", "GRANT USAGE ON SCHEMA public TO mr_pia", "GRANT SELECT (site, label) ON mr_badge TO mr_pia"):
+            pia = connect()
+            pia.execute("SET ROLE mr_pia")
+            prompt = pia.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+            assert "mr_badge" in prompt and "label" in prompt, prompt
+            assert "mr_hidden_ssn" not in prompt and "PRIMARY_KEY" not in prompt, prompt
+            pia.execute("RESET ROLE")
+            admin.execute("GRANT SELECT (mr_hidden_ssn) ON mr_badge TO mr_pia")
+            pia.execute("SET ROLE mr_pia")
+            prompt = pia.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+            assert "site: integer, PRIMARY_KEY" in prompt and "mr_hidden_ssn: text, PRIMARY_KEY" in prompt, prompt
+    finally:
+        admin.execute("DROP TABLE IF EXISTS mr_badge")

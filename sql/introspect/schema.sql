@@ -66,6 +66,9 @@ WITH rels AS (
     JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) p.conrelid AND a.attnum OPERATOR(pg_catalog.=) k.attnum
     WHERE p.contype OPERATOR(pg_catalog.=) 'p'
     GROUP BY p.conrelid
+    -- a key is shown only when the role may read every column of it (the columns above)
+    HAVING pg_catalog.bool_and(EXISTS (SELECT FROM cols c WHERE c.attrelid OPERATOR(pg_catalog.=) p.conrelid
+                                                         AND c.attnum OPERATOR(pg_catalog.=) k.attnum))
 ), inferred_keys AS (
     -- one key a table: the first profiling kept (it keeps at most one)
     SELECT DISTINCT ON (k.relation::pg_catalog.oid) k.relation::pg_catalog.oid AS relid, pg_catalog.to_json(k.columns) AS columns
