@@ -110,8 +110,8 @@ def test_hostile_names_stay_inside_the_grammars_literals(connect, mock):
         conn.execute("SELECT nl2sql('[grammar] How many items?')")
         g = grammar_of(chat_requests(mock)[0])
         lines = well_formed(g)
-        # one root, one relation rule, one colref rule: her names made no rule of their own
-        assert [l.split(" ::= ")[0] for l in lines[:-1]].count("root") == 1
-        assert sum(l.startswith("relation ::= ") for l in lines) == 1 and sum(l.startswith("colref ::= ") for l in lines) == 1
+        # one root, one relation rule, one column rule: her names made no rule of their own
+        heads = [l.split(" ::= ")[0] for l in lines[:-1]]
+        assert all(heads.count(h) == 1 for h in ("root", "relation", "column", "qualifier", "colref")), heads
         # her line break, as the prompt writes it (U&"gr_new\000Aroot ..."), a backslash escaped
         assert "new\\\\000Aroot" in g, g

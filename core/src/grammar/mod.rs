@@ -1,19 +1,30 @@
 //! A grammar per question (GBNF, as llama.cpp's server and vLLM's xgrammar read it) under which
-//! the model can only write the relations its prompt shows and, for each, only the columns it
-//! has: a column is written with its table as one choice (`singer.name`), never as two free
-//! names. What the grammar covers and what it leaves to the guard: docs/pipeline.md.
+//! the model can only write the relations its prompt shows and column names those relations
+//! have, in the form it writes without one: a column alone or after any qualifier. What the
+//! grammar covers and what it leaves to the guard: docs/pipeline.md.
 //!
 //! Names are a table owner's text: each one goes into the grammar only as a string literal
-//! escaped here ([`literal`]); rule names are nl2sql's own (`t0`, `t1`, …). The grammar is a
-//! generation aid: the parse-tree policy still decides on what runs.
+//! escaped here ([`literal`]); rule names are nl2sql's own. The grammar is a generation aid: the
+//! parse-tree policy still decides on what runs.
 
 use crate::render;
 use crate::schema::Schema;
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write;
 
 /// The fixed part: PostgreSQL's syntax, without names.
 const SQL: &str = include_str!("sql.gbnf");
+
+/// The functions a query may call, besides count(*), EXTRACT and CAST: each one is allowed as
+/// written here and in upper case. Anything else is left out of the grammar (the guard decides
+/// on what runs whatever this lists).
+const FUNCTIONS: &[&str] = &[
+    "count", "sum", "avg", "min", "max", "string_agg", "array_agg", "bool_and", "bool_or", "stddev", "round", "abs", "coalesce",
+    "nullif", "greatest", "least", "lower", "upper", "length", "trim", "substring", "replace", "concat", "position", "split_part",
+    "left", "right", "initcap", "date_trunc", "date_part", "to_char", "to_date", "to_timestamp", "make_date", "age", "ceil", "floor",
+    "sqrt", "power", "mod", "ln", "exp", "sign", "trunc", "rank", "dense_rank", "row_number", "ntile", "lag", "lead", "first_value",
+    "last_value", "percent_rank", "cume_dist",
+];
 
 /// Largest grammar sent (bytes). A schema whose shown names need more is asked without one
 /// (the trace says so); the prompt's own token budget keeps the shown tables far below this.
@@ -34,9 +45,6 @@ pub enum Mode {
     Vllm,
 }
 
-/// Bytes PostgreSQL keeps of a name, and one.
-const NAMEDATALEN: usize = 64;
-
 /// Most columns one `#columns:` line of the structured chain of thought may list.
 const MAX_THOUGHT_COLUMNS: usize = 16;
 
@@ -53,7 +61,7 @@ pub enum Form {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grammar {
     pub text: String,
-    /// Relations and columns it allows.
+    /// Relations it allows, and distinct column names.
     pub relations: usize,
     pub columns: usize,
 }
@@ -70,28 +78,42 @@ pub enum NoGrammar {
 /// The grammar for a prompt that shows `columns` (`table.column`, as the schema's identifiers
 /// write them: [`crate::schema::Rendered::columns`]) of `schema`'s tables. Each relation is
 /// written as the prompt writes it (its identifier, schema-qualified where the prompt qualifies
-/// it), with only its shown columns; a second and third use of one relation in a query take the
-/// aliases `<name>_2` and `<name>_3`, whose columns are that relation's.
+/// it), with or without an alias; a column is one of the names the shown relations have, alone
+/// or after a qualifier (an alias, or a relation as the prompt writes it).
 pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar, NoGrammar> {
     let shown: HashSet<&str> = columns.iter().map(String::as_str).collect();
     // Only tables the rendering names: a table is looked at when some shown column starts with
     // its identifier and a dot, so a wide schema costs what the prompt shows, not all of it.
     let prefixes: HashSet<&str> = columns.iter().flat_map(|c| c.char_indices().filter(|(_, ch)| *ch == '.').map(move |(i, _)| &c[..i])).collect();
-    let mut tables: Vec<(&crate::schema::Table, Vec<&crate::schema::Column>)> = Vec::new();
+    let mut relations: BTreeSet<String> = BTreeSet::new();
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    let mut size = SQL.len();
     for (i, t) in schema.tables.iter().enumerate() {
         crate::interrupt::every(i, 256);
         if !prefixes.contains(t.ident.as_str()) {
             continue;
         }
-        let cols: Vec<&crate::schema::Column> = t.columns.iter().filter(|c| shown.contains(format!("{}.{}", t.ident, c.ident).as_str())).collect();
-        if !cols.is_empty() {
-            tables.push((t, cols));
+        let mut any = false;
+        for c in t.columns.iter().filter(|c| shown.contains(format!("{}.{}", t.ident, c.ident).as_str())) {
+            any = true;
+            let n = render::ident(&c.ident);
+            size += n.len() + 4;
+            names.insert(n);
+        }
+        if any {
+            let r = render::ident(&t.ident);
+            size += 2 * r.len() + 8;
+            relations.insert(r);
+        }
+        // Stop as soon as it is too large: a table owner's long names cost no more than this.
+        if size > MAX_BYTES {
+            return Err(NoGrammar::TooLarge(size));
         }
     }
-    if tables.is_empty() {
+    if relations.is_empty() {
         return Err(NoGrammar::NoRelations);
     }
-    let mut out = String::with_capacity(SQL.len() + 64 * tables.len());
+    let mut out = String::with_capacity(size + 1024);
     out.push_str(match form {
         Form::Query => "root ::= query-block\n",
         Form::Thought => "root ::= thought query-block\n",
@@ -107,50 +129,29 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
         out.push_str(line);
         out.push('\n');
     }
-    let mut relations: Vec<(String, String)> = Vec::with_capacity(tables.len());
-    let mut qualified: Vec<(String, String)> = Vec::with_capacity(3 * tables.len());
-    let mut count = 0;
-    for (i, (t, cols)) in tables.iter().enumerate() {
-        crate::interrupt::every(i, 256);
-        let rule = format!("t{i}");
-        let shown_as = render::ident(&t.ident);
-        let second = alias(&t.name, 2);
-        let third = alias(&t.name, 3);
-        let aliases = format!("(\" AS \" ({} | {}))?", literal(&second), literal(&third));
-        relations.push((shown_as.clone(), aliases));
-        for q in [&shown_as, &second, &third] {
-            qualified.push((format!("{q}."), rule.clone()));
-        }
-        let names: Vec<(String, String)> = cols.iter().map(|c| (render::ident(&c.ident), String::new())).collect();
-        count += names.len();
-        let body = radix(names);
-        let _ = writeln!(out, "{rule} ::= {body}");
-        // Stop as soon as it is too large: a table owner's long names cost no more than this.
-        if out.len() > MAX_BYTES {
-            return Err(NoGrammar::TooLarge(out.len()));
-        }
+    let _ = writeln!(out, "func ::= {}", radix(FUNCTIONS.iter().flat_map(|f| [f.to_string(), f.to_uppercase()])));
+    // A relation the `name` rule cannot write (quoted, schema-qualified) is a qualifier as well.
+    let unplain: Vec<&String> = relations.iter().filter(|r| !plain(r)).collect();
+    let count = names.len();
+    let _ = writeln!(out, "relation ::= {}", radix(&relations));
+    let _ = writeln!(out, "column ::= {}", radix(&names));
+    if unplain.is_empty() {
+        out.push_str("qualifier ::= name\n");
+    } else {
+        let _ = writeln!(out, "qualifier ::= name | {}", radix(unplain));
     }
-    let _ = writeln!(out, "relation ::= {}", radix(relations));
-    let _ = writeln!(out, "colref ::= {}", radix(qualified));
     if out.len() > MAX_BYTES {
         return Err(NoGrammar::TooLarge(out.len()));
     }
-    Ok(Grammar { text: out, relations: tables.len(), columns: count })
+    Ok(Grammar { text: out, relations: relations.len(), columns: count })
 }
 
-/// The alias of the `n`th use of a relation named `name` in one query, as PostgreSQL needs it
-/// written and as the prompt would show it.
-fn alias(name: &str, n: u32) -> String {
-    // PostgreSQL keeps 63 bytes of a name: a long name is cut first, so that the suffix stays
-    // and `_2` and `_3` stay two names.
-    let mut cut = name.len().min(NAMEDATALEN - 3);
-    while !name.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let a = format!("{}_{n}", &name[..cut]);
-    let plain = a.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && a.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    render::ident(&if plain { a } else { format!("\"{}\"", a.replace('"', "\"\"")) })
+/// Whether the fixed rule `name` writes `s` (an identifier PostgreSQL reads unquoted, as far as
+/// its characters go).
+fn plain(s: &str) -> bool {
+    s.len() <= 41
+        && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// `s` as a GBNF string literal: only printable ASCII stays as it is; the quote and the
@@ -175,48 +176,37 @@ pub fn literal(s: &str) -> String {
     out
 }
 
-/// An alternation of `words`, each followed by its continuation (a GBNF fragment of nl2sql's
-/// own, possibly empty), with common prefixes factored out (a radix tree): llama.cpp keeps a
+/// An alternation of `words` with common prefixes factored out (a radix tree): llama.cpp keeps a
 /// parse stack per alternative still open, so sharing prefixes keeps few open at a time.
-fn radix(mut words: Vec<(String, String)>) -> String {
+fn radix<S: AsRef<str>>(words: impl IntoIterator<Item = S>) -> String {
+    let mut words: Vec<String> = words.into_iter().map(|w| w.as_ref().to_string()).collect();
     words.sort();
     words.dedup();
-    let items: Vec<(&str, &str)> = words.iter().map(|(w, c)| (w.as_str(), c.as_str())).collect();
+    let items: Vec<&str> = words.iter().map(String::as_str).collect();
     alternation(&items)
 }
 
-fn alternation(items: &[(&str, &str)]) -> String {
+fn alternation(items: &[&str]) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut i = 0;
     while i < items.len() {
         crate::interrupt::every(i, 256);
-        let Some(first) = items[i].0.chars().next() else {
-            // The empty word: the continuation alone.
-            parts.push(if items[i].1.is_empty() { literal("") } else { items[i].1.to_string() });
+        let Some(first) = items[i].chars().next() else {
+            parts.push(literal(""));
             i += 1;
             continue;
         };
         let mut j = i + 1;
-        while j < items.len() && items[j].0.starts_with(first) {
+        while j < items.len() && items[j].starts_with(first) {
             j += 1;
         }
         let group = &items[i..j];
-        let prefix = common_prefix(group.iter().map(|g| g.0));
-        let rest: Vec<(&str, &str)> = group.iter().map(|(w, c)| (&w[prefix.len()..], *c)).collect();
-        let tail = if rest.len() == 1 {
-            let (w, c) = rest[0];
-            let mut t = String::new();
-            if !w.is_empty() {
-                t.push(' ');
-                t.push_str(&literal(w));
-            }
-            if !c.is_empty() {
-                t.push(' ');
-                t.push_str(c);
-            }
-            t
-        } else {
-            format!(" ({})", alternation(&rest))
+        let prefix = common_prefix(group.iter().copied());
+        let rest: Vec<&str> = group.iter().map(|w| &w[prefix.len()..]).collect();
+        let tail = match rest.as_slice() {
+            [""] => String::new(),
+            [w] => format!(" {}", literal(w)),
+            _ => format!(" ({})", alternation(&rest)),
         };
         parts.push(format!("{}{tail}", literal(prefix)));
         i = j;

@@ -44,25 +44,30 @@ fn block(sql: &str) -> String {
 }
 
 #[test]
-fn the_queries_of_a_question_are_allowed() {
+fn the_queries_of_a_question_are_allowed_in_the_models_own_form() {
     let p = parsed(&concert(), 4, Form::Query);
     for sql in [
         "SELECT count(*) FROM singer",
-        "SELECT count(*) FROM singer WHERE singer.country = 'France'",
-        "SELECT singer.name, singer.country FROM singer ORDER BY singer.age DESC LIMIT 1",
+        "SELECT count(*) FROM singer WHERE country = 'France'",
+        "SELECT name, country FROM singer ORDER BY age DESC LIMIT 1",
         "SELECT DISTINCT singer.country FROM singer WHERE singer.age > 20",
-        "SELECT concert.concert_name, count(*) AS n FROM concert JOIN singer_in_concert ON concert.concert_id = singer_in_concert.concert_id GROUP BY concert.concert_name ORDER BY n DESC",
-        "SELECT stadium.name FROM stadium WHERE stadium.stadium_id NOT IN (SELECT concert.stadium_id FROM concert)",
-        "SELECT avg(singer.age), max(singer.age) FROM singer WHERE singer.country ILIKE '%fr%'",
-        "SELECT singer.name FROM singer\nJOIN singer AS singer_2 ON singer.age = singer_2.age\nWHERE singer.singer_id <> singer_2.singer_id",
+        "SELECT T1.concert_name, count(*) AS n FROM concert AS T1 JOIN singer_in_concert AS T2 ON T1.concert_id = T2.concert_id GROUP BY T1.concert_name ORDER BY n DESC",
+        "SELECT c.concert_name FROM concert c JOIN singer_in_concert sic USING (concert_id)",
+        "SELECT s.name FROM singer s, singer_in_concert x WHERE s.singer_id = x.singer_id",
+        "SELECT name FROM stadium WHERE stadium_id NOT IN (SELECT stadium_id FROM concert)",
+        "SELECT AVG(age), MAX(age) FROM singer WHERE country ILIKE '%fr%'",
+        "SELECT a.name FROM singer a\nJOIN singer b ON a.age = b.age\nWHERE a.singer_id <> b.singer_id",
         "SELECT CAST(count(*) AS numeric) / NULLIF(1, 0) FROM singer",
-        "SELECT round(100.0 * sum(CASE WHEN singer.country = 'France' THEN 1 ELSE 0 END) / count(*), 2) FROM singer",
-        "SELECT concert.year FROM concert WHERE concert.year BETWEEN 2014 AND 2015 AND concert.concert_name IS NOT NULL",
-        "WITH cte1 AS (SELECT concert.stadium_id, count(*) AS n FROM concert GROUP BY concert.stadium_id) SELECT stadium.name FROM stadium JOIN cte1 ON cte1.stadium_id = stadium.stadium_id ORDER BY cte1.n DESC LIMIT 1",
-        "SELECT sub1.c FROM (SELECT singer.country AS c FROM singer) AS sub1",
-        "SELECT EXTRACT(YEAR FROM CURRENT_DATE) - concert.year::integer FROM concert",
-        "SELECT singer.name FROM singer WHERE singer.country = 'Côte d''Ivoire'",
-        "SELECT singer.name FROM singer UNION SELECT stadium.name FROM stadium;",
+        "SELECT round(100.0 * sum(CASE WHEN country = 'France' THEN 1 ELSE 0 END) / count(*), 2) FROM singer",
+        "SELECT count(*) FILTER (WHERE country = 'France') FROM singer",
+        "SELECT DATE_TRUNC('month', year::date) AS m, count(*) FROM concert GROUP BY m ORDER BY m",
+        "SELECT year FROM concert WHERE year BETWEEN 2014 AND 2015 AND concert_name IS NOT NULL",
+        "WITH cte1 AS (SELECT stadium_id, count(*) AS n FROM concert GROUP BY stadium_id) SELECT s.name FROM stadium s JOIN cte1 ON cte1.stadium_id = s.stadium_id ORDER BY cte1.n DESC LIMIT 1",
+        "SELECT sub1.c FROM (SELECT country AS c FROM singer) AS sub1",
+        "SELECT EXTRACT(YEAR FROM CURRENT_DATE) - year::integer FROM concert",
+        "SELECT name FROM singer WHERE country = 'Côte d''Ivoire' AND age > 0",
+        "SELECT singer.* FROM singer",
+        "SELECT name FROM singer UNION SELECT name FROM stadium;",
     ] {
         assert!(p.accepts("root", &block(sql)), "{sql}");
     }
@@ -72,35 +77,47 @@ fn the_queries_of_a_question_are_allowed() {
 fn names_the_tables_lack_are_not() {
     let p = parsed(&concert(), 4, Form::Query);
     for sql in [
-        "SELECT singer.nme FROM singer",
-        "SELECT concert.name FROM concert",
-        "SELECT T1.name FROM singer AS T1",
+        "SELECT nme FROM singer",
+        "SELECT s.nme FROM singer s",
+        "SELECT singer.singer_name FROM singer",
         "SELECT count(*) FROM singers",
-        "SELECT name FROM singer",
-        "SELECT singer.name FROM singer AS s",
-        "SELECT singer_4.name FROM singer",
+        "SELECT name FROM singer AS s JOIN performers AS p ON s.singer_id = p.singer_id",
+        "WITH totals AS (SELECT stadium_id FROM concert) SELECT totals.n FROM totals",
         "DELETE FROM singer",
         "SELECT pg_sleep(1) FROM singer",
+        "SELECT strftime('%Y', year) FROM concert",
     ] {
         assert!(!p.accepts("root", &block(sql)), "{sql}");
     }
 }
 
 #[test]
-fn every_shown_column_is_reachable_with_its_table_and_no_other() {
+fn a_value_is_written_where_a_value_goes_not_as_a_select_item() {
+    // A constant under an alias named like a column is the escape from a name the grammar lacks.
+    let p = parsed(&concert(), 4, Form::Query);
+    for sql in ["SELECT TIMESTAMP '2022-01-08' AS concert_date FROM concert", "SELECT 'France' AS country FROM singer", "SELECT NULL AS x FROM singer"] {
+        assert!(!p.accepts("root", &block(sql)), "{sql}");
+    }
+    assert!(p.accepts("root", &block("SELECT name FROM singer WHERE country = 'France' AND age > 30")));
+    assert!(p.accepts("root", &block("SELECT 100.0 * count(*) / 7 FROM singer")));
+}
+
+#[test]
+fn every_shown_column_is_reachable_alone_or_qualified_and_no_other() {
     let s = concert();
     let p = parsed(&s, 2, Form::Query);
+    let shown: Vec<&str> = s.tables.iter().take(2).flat_map(|t| t.columns.iter().map(|c| c.ident.as_str())).collect();
     for (i, t) in s.tables.iter().enumerate() {
         for c in &t.columns {
-            let sql = format!("SELECT {}.{} FROM {}", t.ident, c.ident, t.ident);
-            assert_eq!(p.accepts("root", &block(&sql)), i < 2, "{sql}");
-            for other in s.tables.iter().filter(|o| !o.columns.iter().any(|x| x.name == c.name)) {
-                assert!(!p.accepts("colref", &format!("{}.{}", other.ident, c.ident)), "{}.{}", other.ident, c.ident);
-            }
+            let ok = shown.contains(&c.ident.as_str());
+            assert_eq!(p.accepts("colref", &c.ident), ok, "{}", c.ident);
+            assert_eq!(p.accepts("colref", &format!("x.{}", c.ident)), ok, "x.{}", c.ident);
+            assert_eq!(p.accepts("colref", &format!("{}.{}", t.ident, c.ident)), ok, "{}.{}", t.ident, c.ident);
+            assert_eq!(p.accepts("relation", &t.ident), i < 2, "{}", t.ident);
         }
     }
-    assert!(p.accepts("relation", "concert AS concert_3"));
-    assert!(!p.accepts("relation", "stadium"));
+    // stadium_id is a column of a shown table (concert); capacity is not
+    assert!(p.accepts("colref", "stadium_id") && !p.accepts("colref", "capacity"));
 }
 
 #[test]
@@ -112,11 +129,13 @@ fn quoted_schema_qualified_and_mixed_case_names_are_written_as_the_prompt_writes
     ]);
     let p = parsed(&s, 3, Form::Query);
     assert!(p.accepts("root", &block("SELECT \"Order Items\".\"Unit Price\" FROM \"Order Items\" WHERE \"Order Items\".qty > 2")));
+    assert!(p.accepts("root", &block("SELECT oi.\"Unit Price\" FROM \"Order Items\" AS oi")));
     assert!(p.accepts("root", &block("SELECT travel.airports.\"Code\" FROM travel.airports")));
-    assert!(p.accepts("root", &block("SELECT \"user\".id FROM \"user\" JOIN \"user\" AS user_2 ON \"user\".id = user_2.id")));
-    assert!(p.accepts("relation", "\"Order Items\" AS \"Order Items_2\""));
+    assert!(p.accepts("root", &block("SELECT a.city FROM travel.airports a")));
+    assert!(p.accepts("root", &block("SELECT u.id FROM \"user\" u JOIN \"user\" AS v ON u.id = v.id")));
     assert!(!p.accepts("colref", "\"Order Items\".\"unit price\""));
     assert!(!p.accepts("colref", "travel.airports.code"));
+    assert!(!p.accepts("relation", "airports") && !p.accepts("relation", "user"));
 }
 
 #[test]
@@ -139,9 +158,9 @@ fn hostile_names_stay_inside_their_literals() {
     let specs: Vec<(&str, &str, &[&str])> = specs.iter().map(|(n, i, c)| (*n, *i, c.as_slice())).collect();
     let s = schema(&specs);
     let g = build(&s, &first(&s, s.tables.len()), Form::Query).expect("grammar");
-    // one line per rule: the fixed ones, root, a rule per table, relation and colref
+    // one line per rule: the fixed ones, root, func, relation, column and qualifier
     let fixed = SQL.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).count();
-    assert_eq!(g.text.lines().count(), fixed + 1 + s.tables.len() + 2, "{}", g.text);
+    assert_eq!(g.text.lines().count(), fixed + 5, "{}", g.text);
     assert!(g.text.is_ascii(), "{}", g.text);
     let p = check::parse(&g.text).unwrap_or_else(|e| panic!("{e}\n{}", g.text));
     assert_eq!(p.undefined(), Vec::<String>::new());
@@ -150,10 +169,11 @@ fn hostile_names_stay_inside_their_literals() {
         let col = crate::render::ident(&t.columns[0].ident);
         assert!(p.accepts("relation", &shown), "{shown}");
         assert!(p.accepts("root", &block(&format!("SELECT {shown}.{col} FROM {shown}"))), "{shown}");
+        assert!(p.accepts("root", &block(&format!("SELECT {col} FROM {shown} AS h"))), "{shown}");
         assert!(!p.accepts("relation", &t.name), "{}", t.name);
     }
     // the fixed rules are still what they were: no name changed the language of another rule
-    assert!(!p.accepts("relation", "y"));
+    assert!(!p.accepts("relation", "y") && !p.accepts("column", "y") && !p.accepts("colref", "x"));
     assert!(!p.accepts("sql", "SELECT 1 FROM x"));
     assert!(p.accepts("cmp-op", "<="));
 }
@@ -161,9 +181,9 @@ fn hostile_names_stay_inside_their_literals() {
 #[test]
 fn the_structured_chain_of_thought_lists_columns_the_tables_have() {
     let p = parsed(&concert(), 4, Form::Thought);
-    let ok = "#reason: count French singers\n#columns: singer.country, singer.singer_id\n#values: singer.country = 'France'\n#SELECT: count\n#SQL-like: count singers where country is France\n#SQL: ```sql\nSELECT count(*) FROM singer WHERE singer.country = 'France'\n```";
+    let ok = "#reason: count French singers\n#columns: singer.country, singer_id\n#values: singer.country = 'France'\n#SELECT: count\n#SQL-like: count singers where country is France\n#SQL: ```sql\nSELECT count(*) FROM singer WHERE country = 'France'\n```";
     assert!(p.accepts("root", ok));
-    assert!(!p.accepts("root", &ok.replace("singer.singer_id", "singer.id")));
+    assert!(!p.accepts("root", &ok.replace("singer_id", "id")));
 }
 
 #[test]
@@ -174,14 +194,13 @@ fn a_wide_schema_stays_within_the_bound_and_factors_its_names() {
     let specs: Vec<(&str, &str, &[&str])> = specs.iter().map(|(n, i, c)| (*n, *i, c.as_slice())).collect();
     let s = schema(&specs);
     let g = build(&s, &first(&s, 1000), Form::Query).expect("within the bound");
-    assert!(g.text.len() <= MAX_BYTES && g.relations == 1000 && g.columns == 12_000, "{}", g.text.len());
+    assert!(g.text.len() <= MAX_BYTES && g.relations == 1000 && g.columns == 12, "{}", g.text.len());
     // the table names share "table_0": the relation rule writes it once
     let relation = g.text.lines().find(|l| l.starts_with("relation ::= ")).expect("relation rule");
     assert!(relation.starts_with("relation ::= \"table_0\" ("), "{}", &relation[..80]);
     let p = check::parse(&g.text).expect("parses");
-    assert!(p.accepts("colref", "table_0999.column_number_11"));
-    assert!(p.accepts("colref", "table_0007_3.column_number_0"));
-    assert!(!p.accepts("colref", "table_1000.column_number_0"));
+    assert!(p.accepts("colref", "table_0999.column_number_11") && p.accepts("relation", "table_0999"));
+    assert!(!p.accepts("relation", "table_1000") && !p.accepts("colref", "column_number_12"));
 }
 
 #[test]
@@ -194,6 +213,7 @@ fn no_relation_no_grammar() {
     assert_eq!((g.relations, g.columns), (1, 1));
     let p = check::parse(&g.text).expect("parses");
     assert!(p.accepts("colref", "singer.name") && !p.accepts("colref", "singer.age") && !p.accepts("relation", "stadium"));
+    assert!(!p.accepts("colref", "nope"));
 }
 
 #[test]
@@ -205,17 +225,7 @@ fn literals_escape_what_is_not_printable_ascii() {
 
 #[test]
 fn radix_shares_prefixes_and_keeps_every_word() {
-    let r = radix(vec![("abc".into(), String::new()), ("abd".into(), String::new()), ("b".into(), String::new()), ("ab".into(), String::new())]);
+    let r = radix(["abc", "abd", "b", "ab", "b"]);
     assert_eq!(r, r#""ab" ("" | "c" | "d") | "b""#);
 }
 
-
-#[test]
-fn a_long_names_second_and_third_use_stay_two_names() {
-    let long = "a".repeat(63);
-    assert_eq!(alias(&long, 2), format!("{}_2", "a".repeat(61)));
-    assert_ne!(alias(&long, 2), alias(&long, 3));
-    // cut at a character boundary
-    let wide = "é".repeat(31);
-    assert!(alias(&wide, 2).len() <= 63 + 2, "{}", alias(&wide, 2));
-}

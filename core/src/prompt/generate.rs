@@ -7,11 +7,6 @@ use crate::prompt::{self, Layout};
 const TASK: &str = include_str!("text/generate_task.txt");
 const COT_TASK: &str = include_str!("text/generate_cot_task.txt");
 
-/// What a prompt sent with a grammar (crate::grammar) adds after its sections: the form of names
-/// the grammar allows, so that the model writes them at once.
-pub const GRAMMAR_NAMES: &str =
-    "### Names: write each column as table.column with its table's own name, never an alias; a table used a second time in one query is named table_2.\n";
-
 /// The messages of a generation request that answers with the query alone; `values` is the
 /// similar-values section (possibly empty), placed after the task.
 pub fn zero_shot(schema: &str, values: &str, question: &str, hint: Option<&str>) -> Vec<Message> {
