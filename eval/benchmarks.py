@@ -1,6 +1,8 @@
-"""The two benchmarks the harness asks, their databases and how they are split.
+"""The benchmarks the harness asks, their databases and how they are split.
 
 - spider-pg: ten Spider dev databases, 342 questions, gold judged by nl2sql.compare_results().
+- spider-train: fifteen Spider training databases, 225 questions, judged as spider-pg is; held
+  out entirely (its one part is held-out: run it, report it, never read its failures).
 - defog-instruct: four business databases of Defog's sql-eval, 104 questions (basic suite: ids
   0-39, advanced suite: ids 100-163, whose `instructions` go in as the hint), judged by
   sql-eval's rule (eval/judge.py). Its rows are written relative to CURRENT_DATE, so a database
@@ -33,6 +35,12 @@ SPLITS = {
     "defog-instruct": {
         "tuning": ["broker", "car_dealership"],
         "held-out": ["derm_treatment", "ewallet"],
+    },
+    # Fifteen Spider training databases, held out entirely: run and reported, never tuned on.
+    "spider-train": {
+        "held-out": ["aircraft", "architecture", "customers_and_invoices", "dorm_1", "election", "icfp_1",
+                     "insurance_policies", "medicine_enzyme_interaction", "movie_1", "music_1", "scientist_1",
+                     "soccer_2", "storm_record", "tracking_orders", "tracking_software_problems"],
     },
 }
 NO_KEYS_SUFFIX = "__nokeys"
@@ -67,7 +75,7 @@ def part_of(bench, db):
 
 def questions(bench):
     """[{id, db, question, gold, hint, suite, category}] of a benchmark."""
-    if bench == "spider-pg":
+    if bench in ("spider-pg", "spider-train"):
         items = json.loads((bench_dir(bench) / "questions.json").read_text())
         for q in items:
             q.update(hint=None, suite="dev", category=None)
@@ -99,8 +107,8 @@ def glossary_items(text):
 def definitions(bench, db):
     """What a DBA would store once as instructions for `db`: its glossary's definitions and the
     distinct definitions its questions come with (defog-instruct's `instructions`, one a line);
-    none for spider-pg."""
-    if bench == "spider-pg":
+    none for Spider's."""
+    if bench != "defog-instruct":
         return []
     meta = json.loads((bench_dir(bench) / "meta" / f"{db}.json").read_text())
     out = glossary_items(meta.get("glossary", ""))
@@ -139,7 +147,7 @@ def load(conn_kw, bench, db, no_keys):
     stamp = f"loaded {today}" + (", keys dropped" if no_keys else "")
     with psycopg.connect(dbname="postgres", autocommit=True, **conn_kw) as c:
         row = c.execute("SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s", (name,)).fetchone()
-        fresh = row is not None and (bench == "spider-pg" or row[0] == stamp)
+        fresh = row is not None and (bench != "defog-instruct" or row[0] == stamp)
         if fresh:
             return name
         if row is not None:

@@ -17,6 +17,7 @@ BENCH_ROOT = Path(os.environ.get("NL2SQL_BENCH", ROOT.parent / "shared" / "bench
 # What each benchmark cannot do without, and where its data comes from.
 NEEDS = {
     "spider-pg": (["questions.json", "dumps/"], "Spider (Yu et al., 2018), converted to PostgreSQL"),
+    "spider-train": (["questions.json", "dumps/"], "Spider's training set (Yu et al., 2018), converted to PostgreSQL"),
     "defog-instruct": (["instruct_basic_postgres.csv", "instruct_advanced_postgres.csv", "dumps/", "meta/"],
                        "Defog's sql-eval (defog-ai/sql-eval on GitHub)"),
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Evaluation harness for nl2sql on two benchmarks: spider-pg and defog-instruct (--bench).
+"""Evaluation harness for nl2sql on three benchmarks: spider-pg, spider-train (held out
+entirely) and defog-instruct (--bench).
 
 For each question: nl2sql() in the question's database, its trace, and the judgement against
-the gold query: nl2sql.compare_results() on spider-pg, sql-eval's rule on defog-instruct
+the gold query: nl2sql.compare_results() on Spider's, sql-eval's rule on defog-instruct
 (eval/judge.py). Every report gives the tuning and the held-out databases apart
 (eval/benchmarks.py: SPLITS); --no-keys asks copies of the databases with no declared key.
 Reports execution accuracy (EX: rows as multisets, as lists when the gold
