@@ -148,7 +148,8 @@ pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fir
             _ => return ControlFlow::<()>::Continue(()),
         };
         let want = fold(&name);
-        if resolve(schema, sc, e).is_some() || sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) {
+        // The grammar's name for "no column fits" is evidence for abstention, never a typo.
+        if resolve(schema, sc, e).is_some() || sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) || want.starts_with(crate::grammar::NOTHING_FITS) {
             return ControlFlow::Continue(());
         }
         let tables: Vec<usize> = match &qualifier {

@@ -26,6 +26,11 @@ const FUNCTIONS: &[&str] = &[
     "last_value", "percent_rank", "cume_dist",
 ];
 
+/// The start of the one name the grammar allows that no table has: the model writes it, with
+/// what the question asks for, where no shown column holds that (`unknown_salary`), so that the
+/// query keeps the evidence abstention reads (a name the tables lack) instead of another column.
+pub const NOTHING_FITS: &str = "unknown_";
+
 /// Largest grammar sent (bytes). A schema whose shown names need more is asked without one
 /// (the trace says so); the prompt's own token budget keeps the shown tables far below this.
 pub const MAX_BYTES: usize = 256 * 1024;
@@ -97,8 +102,10 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
         for c in t.columns.iter().filter(|c| shown.contains(format!("{}.{}", t.ident, c.ident).as_str())) {
             any = true;
             let n = render::ident(&c.ident);
-            size += n.len() + 4;
-            names.insert(n);
+            if !names.contains(&n) {
+                size += n.len() + 4;
+                names.insert(n);
+            }
         }
         if any {
             let r = render::ident(&t.ident);
@@ -125,16 +132,13 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
             MAX_THOUGHT_COLUMNS - 1
         );
     }
-    for line in SQL.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
-        out.push_str(line);
-        out.push('\n');
-    }
+    out.push_str(fixed());
     let _ = writeln!(out, "func ::= {}", radix(FUNCTIONS.iter().flat_map(|f| [f.to_string(), f.to_uppercase()])));
     // A relation the `name` rule cannot write (quoted, schema-qualified) is a qualifier as well.
     let unplain: Vec<&String> = relations.iter().filter(|r| !plain(r)).collect();
     let count = names.len();
     let _ = writeln!(out, "relation ::= {}", radix(&relations));
-    let _ = writeln!(out, "column ::= {}", radix(&names));
+    let _ = writeln!(out, "column ::= {} | {} name", radix(&names), literal(NOTHING_FITS));
     if unplain.is_empty() {
         out.push_str("qualifier ::= name\n");
     } else {
@@ -144,6 +148,83 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
         return Err(NoGrammar::TooLarge(out.len()));
     }
     Ok(Grammar { text: out, relations: relations.len(), columns: count })
+}
+
+/// The fixed rules, and the copy of each one that reaches `colref` (`<rule>-w`, the main query
+/// of a WITH) in which a column may be any name: worked out once.
+fn fixed() -> &'static str {
+    static FIXED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FIXED.get_or_init(|| {
+        let rules: Vec<(&str, &str)> =
+            SQL.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).filter_map(|l| l.split_once(" ::= ")).collect();
+        // The rules that reach colref, by fixpoint (the fixed text is a few dozen rules).
+        let mut reach: HashSet<&str> = HashSet::from(["colref"]);
+        loop {
+            let before = reach.len();
+            for (head, body) in &rules {
+                if refs(body).iter().any(|r| reach.contains(r)) {
+                    reach.insert(head);
+                }
+            }
+            if reach.len() == before {
+                break;
+            }
+        }
+        let mut out = String::new();
+        for (head, body) in &rules {
+            let _ = writeln!(out, "{head} ::= {body}");
+        }
+        for (head, body) in rules.iter().filter(|(h, _)| reach.contains(h) && *h != "colref" && *h != "query-block") {
+            let mut copy = String::with_capacity(body.len() + 32);
+            let mut last = 0;
+            for (at, r) in ref_spans(body) {
+                copy.push_str(&body[last..at]);
+                copy.push_str(r);
+                if reach.contains(r) && r != "query-block" {
+                    copy.push_str("-w");
+                }
+                last = at + r.len();
+            }
+            copy.push_str(&body[last..]);
+            let _ = writeln!(out, "{head}-w ::= {copy}");
+        }
+        out.push_str("colref-w ::= (qualifier \".\")? (column | name)\n");
+        out
+    })
+}
+
+/// The rule names a fixed rule's body refers to.
+fn refs(body: &str) -> Vec<&str> {
+    ref_spans(body).into_iter().map(|(_, r)| r).collect()
+}
+
+/// Each rule name in a body of the fixed text, with where it starts: outside string literals
+/// and character classes, a run of lowercase letters, digits and dashes.
+fn ref_spans(body: &str) -> Vec<(usize, &str)> {
+    let b = body.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'"' | b'[') => {
+                let close = if q == b'"' { b'"' } else { b']' };
+                i += 1;
+                while i < b.len() && b[i] != close {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            c if c.is_ascii_lowercase() => {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_lowercase() || b[i].is_ascii_digit() || b[i] == b'-') {
+                    i += 1;
+                }
+                out.push((start, &body[start..i]));
+            }
+            _ => i += 1,
+        }
+    }
+    out
 }
 
 /// Whether the fixed rule `name` writes `s` (an identifier PostgreSQL reads unquoted, as far as

@@ -161,6 +161,8 @@ fn asked_names(known: &HashSet<String>, trace: &Trace, sql: &str) -> Option<(Vec
     let mut names: Vec<String> = Vec::new();
     for name in crate::sqlinfo::unknown_names(sql, &is_known) {
         crate::interrupt::check();
+        // Written under a grammar as "nothing fits": the name is what follows.
+        let name = name.strip_prefix(crate::grammar::NOTHING_FITS).filter(|n| !n.is_empty()).map_or(name.clone(), str::to_string);
         let mut spelled = coverage::Vocabulary::default();
         spelled.add_name(&name);
         let asked: Vec<&String> = uncovered.iter().filter(|w| spelled.covers(w)).collect();

@@ -296,10 +296,13 @@ fn prompts_for_candidates(
                     (&ddl, "", "")
                 }
             };
-            let sections = generate::sections(examples, values, if settings.chain_of_thought { &ex.select } else { &[] }) + &q.follow_up();
+            let mut sections = generate::sections(examples, values, if settings.chain_of_thought { &ex.select } else { &[] }) + &q.follow_up();
             // Each prompt's grammar allows the names it shows, in the form its task asks for.
             let form = if settings.chain_of_thought { Form::Thought } else { Form::Query };
             let grammar = grammar_for(trace, grammar_on, schema, &shown.columns, form);
+            if grammar.is_some() {
+                sections.push_str(generate::GRAMMAR_NOTHING_FITS);
+            }
             shown_by_all.extend(shown.columns.iter().cloned());
             (g, generate::query(g.layout(), &shown.text, settings.chain_of_thought, &sections, &q.text, q.note().as_deref()), grammar)
         })

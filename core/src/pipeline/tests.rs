@@ -95,7 +95,7 @@ impl Database for FakeDb {
             return Err(Rejected::Refused(GuardError::VolatileFunction(f.clone())));
         }
         self.executed.push(sql.to_string());
-        for bad in ["nme", "nickname", "salary"] {
+        for bad in ["nme", "nickname", "salary", "unknown_colour"] {
             if sql.contains(bad) {
                 let msg = format!("column \"{bad}\" does not exist");
                 // PostgreSQL finds an undefined column while it reads the query.

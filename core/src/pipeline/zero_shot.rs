@@ -31,7 +31,10 @@ pub(super) fn zero_shot(run: Run<'_>) -> Result<(String, Execution), AskError> {
         trace.values_skipped = db.skipped_value_columns();
     }
     let grammar = grammar_for(trace, llm.takes_grammar(), schema, &rendered.columns, Form::Query);
-    let sections = retrieve::render_values(&trace.values) + &q.follow_up();
+    let mut sections = retrieve::render_values(&trace.values) + &q.follow_up();
+    if grammar.is_some() {
+        sections.push_str(generate::GRAMMAR_NOTHING_FITS);
+    }
     let mut messages = generate::zero_shot(&rendered.text, &sections, &q.text, q.note().as_deref());
     let mut round = 0u32;
     let mut last_failure: Option<AskError> = None;

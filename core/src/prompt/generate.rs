@@ -7,6 +7,11 @@ use crate::prompt::{self, Layout};
 const TASK: &str = include_str!("text/generate_task.txt");
 const COT_TASK: &str = include_str!("text/generate_cot_task.txt");
 
+/// What a prompt sent with a grammar (crate::grammar) adds after its sections: the name to write
+/// where no column fits, which the grammar allows and no table has.
+pub const GRAMMAR_NOTHING_FITS: &str =
+    "### If no column holds something the question asks for, write unknown_ and what it asks for in that column's place (unknown_salary), never another column.\n";
+
 /// The messages of a generation request that answers with the query alone; `values` is the
 /// similar-values section (possibly empty), placed after the task.
 pub fn zero_shot(schema: &str, values: &str, question: &str, hint: Option<&str>) -> Vec<Message> {

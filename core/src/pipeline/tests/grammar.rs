@@ -22,11 +22,14 @@ fn a_zero_shot_question_is_asked_under_the_grammar_of_its_prompt() {
     let a = ask(&q("How many singers?"), &sample_schema(), &settings(), &mut llm, &mut FakeDb::default()).expect("answer");
     let sent = llm.0.seen[0].grammar.clone().expect("a grammar was sent");
     assert!(sent.starts_with("root ::= query-block\n") && sent.contains("relation ::= "), "{sent}");
-    // the names the prompt shows; the prompt is the one a call without a grammar gets
+    // the names the prompt shows; the prompt is the one a call without a grammar gets, and the
+    // line on what to write where no column fits
     assert!(sent.contains("\"singer\"") && sent.contains("\\\"Order Items\\\""), "{sent}");
     let mut plain = script(&["```sql\nSELECT count(*) FROM singer;\n```"]);
     let _ = ask(&q("How many singers?"), &sample_schema(), &settings(), &mut plain, &mut FakeDb::default()).expect("answer");
-    assert_eq!(llm.0.prompts()[0], plain.prompts()[0]);
+    let with = &llm.0.prompts()[0][1].content;
+    assert_eq!(with.replace(crate::prompt::generate::GRAMMAR_NOTHING_FITS, ""), plain.prompts()[0][1].content);
+    assert_eq!(llm.0.prompts()[0][0], plain.prompts()[0][0]);
     let g = a.trace.grammar.clone().expect("traced");
     assert_eq!((g.bytes, g.not_built.as_deref()), (sent.len(), None));
     assert!(g.relations == sample_schema().tables.len() && g.columns > g.relations, "{g:?}");
@@ -53,4 +56,29 @@ fn candidates_follow_the_chain_of_thought_form_and_corrections_the_query_form() 
     assert!(g.starts_with("root ::= thought query-block\n"), "{g}");
     let correction = seen.get(2).and_then(|r| r.grammar.as_deref()).expect("correction grammar");
     assert!(correction.starts_with("root ::= query-block\n"), "{correction}");
+}
+
+#[test]
+fn nothing_fits_is_written_under_the_grammar_and_refused_as_a_missing_name() {
+    // Under a grammar the model cannot write `salary`; told how, it writes unknown_salary where
+    // no column holds it, and that is the evidence abstention reads, by the name it stands for.
+    let s = Settings { refuse_unrelated: true, max_corrections: 1, ..settings() };
+    let answers = ["SELECT name, unknown_salary FROM singer", "SELECT s.name, s.unknown_salary FROM singer AS s"];
+    let mut llm = Grammatical(Script { answers: answers.iter().map(|a| Ok(a.to_string())).collect(), seen: vec![] });
+    let (e, trace) = ask(&q("What is the salary of each singer?"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).err().unwrap();
+    assert!(matches!(&e, AskError::Missing { words, names, .. } if words == &["salary"] && names == &["salary"]), "{e:?}");
+    assert_eq!(e.sqlstate().code(), "P0002");
+    assert_eq!(trace.missing, ["salary"]);
+    // the alignment left it as written (no "fix" to another column)
+    assert!(trace.candidates.iter().all(|c| c.rules.is_empty()), "{:?}", trace.candidates);
+    let prompt = &llm.0.prompts()[0][1].content;
+    assert!(prompt.contains("write unknown_ and what it asks for"), "{prompt}");
+    // Without a grammar the prompt says nothing of it.
+    let mut plain = script(&["SELECT name FROM singer"]);
+    let _ = ask(&q("What is the name of each singer?"), &sample_schema(), &settings(), &mut plain, &mut FakeDb::default());
+    assert!(!plain.prompts()[0][1].content.contains("unknown_"));
+    // A name no word of the question asked for stays a failure, reserved form or not.
+    let mut llm = Grammatical(Script { answers: vec![Ok("SELECT unknown_colour FROM singer".into()), Ok("SELECT unknown_colour FROM singer WHERE true".into())], seen: vec![] });
+    let (e, _) = ask(&q("Which singers come from France?"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).err().unwrap();
+    assert!(matches!(&e, AskError::Failed { .. }), "{e:?}");
 }
