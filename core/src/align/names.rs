@@ -148,8 +148,10 @@ pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fir
             _ => return ControlFlow::<()>::Continue(()),
         };
         let want = fold(&name);
-        // The grammar's name for "no column fits" is evidence for abstention, never a typo.
-        if resolve(schema, sc, e).is_some() || sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) || want.starts_with(crate::grammar::NOTHING_FITS) {
+        // The grammar's name for "no column fits" is evidence for abstention, never a typo
+        // (unless some table has a column of that name).
+        let nothing_fits = want.starts_with(crate::grammar::NOTHING_FITS) && !schema.tables.iter().any(|t| t.has_column(&want));
+        if resolve(schema, sc, e).is_some() || sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) || nothing_fits {
             return ControlFlow::Continue(());
         }
         let tables: Vec<usize> = match &qualifier {

@@ -92,7 +92,7 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
     let prefixes: HashSet<&str> = columns.iter().flat_map(|c| c.char_indices().filter(|(_, ch)| *ch == '.').map(move |(i, _)| &c[..i])).collect();
     let mut relations: BTreeSet<String> = BTreeSet::new();
     let mut names: BTreeSet<String> = BTreeSet::new();
-    let mut size = SQL.len();
+    let mut size = fixed().len();
     for (i, t) in schema.tables.iter().enumerate() {
         crate::interrupt::every(i, 256);
         if !prefixes.contains(t.ident.as_str()) {
@@ -103,13 +103,13 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
             any = true;
             let n = render::ident(&c.ident);
             if !names.contains(&n) {
-                size += n.len() + 4;
+                size += literal(&n).len() + 4;
                 names.insert(n);
             }
         }
         if any {
             let r = render::ident(&t.ident);
-            size += 2 * r.len() + 8;
+            size += 2 * literal(&r).len() + 8;
             relations.insert(r);
         }
         // Stop as soon as it is too large: a table owner's long names cost no more than this.
@@ -138,7 +138,14 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
     let unplain: Vec<&String> = relations.iter().filter(|r| !plain(r)).collect();
     let count = names.len();
     let _ = writeln!(out, "relation ::= {}", radix(&relations));
-    let _ = writeln!(out, "column ::= {} | {} name", radix(&names), literal(NOTHING_FITS));
+    // "Nothing fits", unless a shown column already starts so (a table owner's name is never
+    // taken for the model's word that none fits).
+    let reserved = names.iter().any(|n| n.to_lowercase().trim_start_matches('"').starts_with(NOTHING_FITS));
+    if reserved {
+        let _ = writeln!(out, "column ::= {}", radix(&names));
+    } else {
+        let _ = writeln!(out, "column ::= {} | {} name", radix(&names), literal(NOTHING_FITS));
+    }
     if unplain.is_empty() {
         out.push_str("qualifier ::= name\n");
     } else {
@@ -155,8 +162,9 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
 fn fixed() -> &'static str {
     static FIXED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     FIXED.get_or_init(|| {
-        let rules: Vec<(&str, &str)> =
-            SQL.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).filter_map(|l| l.split_once(" ::= ")).collect();
+        let lines: Vec<&str> = SQL.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).collect();
+        let rules: Vec<(&str, &str)> = lines.iter().filter_map(|l| l.split_once(" ::= ")).collect();
+        debug_assert_eq!(rules.len(), lines.len(), "a rule of sql.gbnf is on one line");
         // The rules that reach colref, by fixpoint (the fixed text is a few dozen rules).
         let mut reach: HashSet<&str> = HashSet::from(["colref"]);
         loop {
@@ -174,13 +182,14 @@ fn fixed() -> &'static str {
         for (head, body) in &rules {
             let _ = writeln!(out, "{head} ::= {body}");
         }
-        for (head, body) in rules.iter().filter(|(h, _)| reach.contains(h) && *h != "colref" && *h != "query-block") {
+        // The query itself (top, query-block) has no copy: only its main query is the WITH's.
+        for (head, body) in rules.iter().filter(|(h, _)| reach.contains(h) && !["colref", "top", "query-block"].contains(h)) {
             let mut copy = String::with_capacity(body.len() + 32);
             let mut last = 0;
             for (at, r) in ref_spans(body) {
                 copy.push_str(&body[last..at]);
                 copy.push_str(r);
-                if reach.contains(r) && r != "query-block" {
+                if reach.contains(r) || r == "column" {
                     copy.push_str("-w");
                 }
                 last = at + r.len();
@@ -188,7 +197,7 @@ fn fixed() -> &'static str {
             copy.push_str(&body[last..]);
             let _ = writeln!(out, "{head}-w ::= {copy}");
         }
-        out.push_str("colref-w ::= (qualifier \".\")? (column | name)\n");
+        out.push_str("colref-w ::= (qualifier \".\")? column-w\ncolumn-w ::= column | name\n");
         out
     })
 }
@@ -225,6 +234,12 @@ fn ref_spans(body: &str) -> Vec<(usize, &str)> {
         }
     }
     out
+}
+
+/// Whether `grammar` (built here) lets the model write that nothing fits ([`NOTHING_FITS`]).
+pub fn offers_nothing_fits(grammar: &str) -> bool {
+    let end = format!(" | {} name", literal(NOTHING_FITS));
+    grammar.lines().any(|l| l.starts_with("column ::= ") && l.ends_with(&end))
 }
 
 /// Whether the fixed rule `name` writes `s` (an identifier PostgreSQL reads unquoted, as far as

@@ -102,12 +102,33 @@ fn the_main_query_of_a_with_reads_what_its_ctes_return_by_any_name() {
     ] {
         assert!(p.accepts("root", &block(sql)), "{sql}");
     }
-    // the CTEs themselves read only what the tables have; without a WITH, nothing is free
-    for sql in ["WITH cte1 AS (SELECT nme FROM singer) SELECT nme FROM cte1", "SELECT singers FROM singer"] {
+    assert!(p.accepts("root", &block("WITH cte1 AS (SELECT stadium_id, count(*) AS n FROM concert GROUP BY stadium_id) SELECT n FROM cte1 JOIN stadium USING (stadium_id)")));
+    // the CTEs themselves read only what the tables have; without a WITH, nothing is free, and
+    // only the query itself may start with one (a WITH in a subquery frees nothing)
+    for sql in [
+        "WITH cte1 AS (SELECT nme FROM singer) SELECT nme FROM cte1",
+        "SELECT singers FROM singer",
+        "SELECT name FROM singer WHERE singer_id IN (WITH cte1 AS (SELECT singer_id FROM singer) SELECT salary FROM cte1)",
+    ] {
         assert!(!p.accepts("root", &block(sql)), "{sql}");
     }
     // every rule that reaches a column has its copy, and only those
     assert!(p.rules.contains_key("expr-w") && p.rules.contains_key("main-w") && !p.rules.contains_key("string-w"));
+}
+
+#[test]
+fn nothing_fits_is_offered_unless_a_shown_column_is_named_so() {
+    let g = build(&concert(), &first(&concert(), 4), Form::Query).expect("grammar");
+    assert!(offers_nothing_fits(&g.text));
+    let s = schema(&[("t", "t", &["id", "unknown_salary"])]);
+    let g = build(&s, &first(&s, 1), Form::Query).expect("grammar");
+    assert!(!offers_nothing_fits(&g.text), "{}", g.text);
+    let p = check::parse(&g.text).expect("parses");
+    assert!(p.accepts("colref", "unknown_salary") && !p.accepts("colref", "unknown_wage"));
+    // a name cannot forge the rule's end
+    let s = schema(&[("t", "t", &["x\" | \"unknown_\" name¦\"x\"\" | \"\"unknown_\"\" name\""])]);
+    let g = build(&s, &first(&s, 1), Form::Query).expect("grammar");
+    assert!(offers_nothing_fits(&g.text) && g.text.lines().filter(|l| l.starts_with("column ::= ")).count() == 1);
 }
 
 #[test]
@@ -197,7 +218,7 @@ fn hostile_names_stay_inside_their_literals() {
     }
     // the fixed rules are still what they were: no name changed the language of another rule
     assert!(!p.accepts("relation", "y") && !p.accepts("column", "y") && !p.accepts("colref", "x"));
-    assert!(!p.accepts("sql", "SELECT 1 FROM x"));
+    assert!(!p.accepts("top", "SELECT 1 FROM x"));
     assert!(p.accepts("cmp-op", "<="));
 }
 

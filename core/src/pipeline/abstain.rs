@@ -161,10 +161,11 @@ fn asked_names(known: &HashSet<String>, trace: &Trace, sql: &str) -> Option<(Vec
     let mut names: Vec<String> = Vec::new();
     for name in crate::sqlinfo::unknown_names(sql, &is_known) {
         crate::interrupt::check();
-        // Written under a grammar as "nothing fits": the name is what follows.
-        let name = name.strip_prefix(crate::grammar::NOTHING_FITS).filter(|n| !n.is_empty()).map_or(name.clone(), str::to_string);
+        // Written under a grammar as "nothing fits": the words are those of what follows.
+        let folded = name.to_lowercase();
+        let asked_for = folded.strip_prefix(crate::grammar::NOTHING_FITS).filter(|n| !n.is_empty()).unwrap_or(&folded);
         let mut spelled = coverage::Vocabulary::default();
-        spelled.add_name(&name);
+        spelled.add_name(asked_for);
         let asked: Vec<&String> = uncovered.iter().filter(|w| spelled.covers(w)).collect();
         if !asked.is_empty() {
             words.extend(asked.into_iter().cloned());

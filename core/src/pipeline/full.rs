@@ -300,7 +300,7 @@ fn prompts_for_candidates(
             // Each prompt's grammar allows the names it shows, in the form its task asks for.
             let form = if settings.chain_of_thought { Form::Thought } else { Form::Query };
             let grammar = grammar_for(trace, grammar_on, schema, &shown.columns, form);
-            if grammar.is_some() {
+            if grammar.as_deref().is_some_and(|g| crate::grammar::offers_nothing_fits(g)) {
                 sections.push_str(generate::GRAMMAR_NOTHING_FITS);
             }
             shown_by_all.extend(shown.columns.iter().cloned());

@@ -32,7 +32,7 @@ pub(super) fn zero_shot(run: Run<'_>) -> Result<(String, Execution), AskError> {
     }
     let grammar = grammar_for(trace, llm.takes_grammar(), schema, &rendered.columns, Form::Query);
     let mut sections = retrieve::render_values(&trace.values) + &q.follow_up();
-    if grammar.is_some() {
+    if grammar.as_deref().is_some_and(|g| crate::grammar::offers_nothing_fits(g)) {
         sections.push_str(generate::GRAMMAR_NOTHING_FITS);
     }
     let mut messages = generate::zero_shot(&rendered.text, &sections, &q.text, q.note().as_deref());
