@@ -103,6 +103,8 @@ fn the_main_query_of_a_with_reads_what_its_ctes_return_by_any_name() {
         assert!(p.accepts("root", &block(sql)), "{sql}");
     }
     assert!(p.accepts("root", &block("WITH cte1 AS (SELECT stadium_id, count(*) AS n FROM concert GROUP BY stadium_id) SELECT n FROM cte1 JOIN stadium USING (stadium_id)")));
+    // a CTE after the first reads the ones before it
+    assert!(p.accepts("root", &block("WITH cte1 AS (SELECT stadium_id, count(*) AS n FROM concert GROUP BY stadium_id), cte2 AS (SELECT stadium_id, n FROM cte1 ORDER BY n DESC LIMIT 5) SELECT name FROM stadium JOIN cte2 USING (stadium_id)")));
     // the CTEs themselves read only what the tables have; without a WITH, nothing is free, and
     // only the query itself may start with one (a WITH in a subquery frees nothing)
     for sql in [
