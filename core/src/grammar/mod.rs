@@ -134,8 +134,6 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
     }
     out.push_str(fixed());
     let _ = writeln!(out, "func ::= {}", radix(FUNCTIONS.iter().flat_map(|f| [f.to_string(), f.to_uppercase()])));
-    // A relation the `name` rule cannot write (quoted, schema-qualified) is a qualifier as well.
-    let unplain: Vec<&String> = relations.iter().filter(|r| !plain(r)).collect();
     let count = names.len();
     let _ = writeln!(out, "relation ::= {}", radix(&relations));
     // "Nothing fits", unless a shown column already starts so (a table owner's name is never
@@ -146,11 +144,8 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
     } else {
         let _ = writeln!(out, "column ::= {} | {} name", radix(&names), literal(NOTHING_FITS));
     }
-    if unplain.is_empty() {
-        out.push_str("qualifier ::= name\n");
-    } else {
-        let _ = writeln!(out, "qualifier ::= name | {}", radix(unplain));
-    }
+    // A short alias or a shown relation as the prompt writes it: nothing longer is free.
+    out.push_str("qualifier ::= alias | relation\n");
     if out.len() > MAX_BYTES {
         return Err(NoGrammar::TooLarge(out.len()));
     }
@@ -240,14 +235,6 @@ fn ref_spans(body: &str) -> Vec<(usize, &str)> {
 pub fn offers_nothing_fits(grammar: &str) -> bool {
     let end = format!(" | {} name", literal(NOTHING_FITS));
     grammar.lines().any(|l| l.starts_with("column ::= ") && l.ends_with(&end))
-}
-
-/// Whether the fixed rule `name` writes `s` (an identifier PostgreSQL reads unquoted, as far as
-/// its characters go).
-fn plain(s: &str) -> bool {
-    s.len() <= 41
-        && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// `s` as a GBNF string literal: only printable ASCII stays as it is; the quote and the
