@@ -3,7 +3,8 @@
 //!
 //! - agent (names.rs): names of tables and columns that do not exist become the real ones when
 //!   exactly one is close (case, quoting, a typo, a plural, a schema's name for its table, the
-//!   other table of a join, a part of a longer name); a one-table query's columns that only the
+//!   other table of a join, a part of a longer name); a column a CTE or subquery does not return
+//!   is the one column it returns that matches it, read per query block (derived.rs); a one-table query's columns that only the
 //!   table its foreign key points to has get that table joined; an inner join equating two keys
 //!   that no foreign key links goes through the one table whose keys link both (joins.rs); a
 //!   foreign key compared with another column of the table it points to, of another type,
@@ -290,6 +291,7 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
         if let Statement::Query(q) = stmt {
             other_table(schema, q, cx.linked, cx.question, &mut fired);
         }
+        derived::derived_columns(schema, stmt, &mut fired);
         let sc = scope(schema, stmt);
         fix_columns(schema, &sc, stmt, &mut fired);
         if let Statement::Query(q) = stmt {
@@ -612,6 +614,7 @@ fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, cx: Context, fired: &
 }
 
 mod aggregates;
+mod derived;
 mod joins;
 mod keys;
 mod names;

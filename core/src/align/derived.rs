@@ -1,0 +1,289 @@
+//! Columns read from what a query block's own relations return, CTEs and subqueries included:
+//! `s.id` where the CTE `s` returns `student_id`, `c.total` where the subquery `c` returns
+//! `total_spent`, `cnt` in a query over a CTE that returns `n_orders` and nothing else like it.
+//! The other agent rules resolve names over every table the statement reads; this one reads
+//! each query block's FROM alone, so that a CTE's or subquery's columns are what it returns.
+//!
+//! A name is replaced only when exactly one column of the block's relations matches it: the
+//! same name but for case or a typo, the same words in another order, or a name whose words
+//! hold all of the written one's in a row (or all of whose words the written one holds in a
+//! row). Never by guess: two matches, or a relation whose columns are not known (`*`, a
+//! function), leave it to PostgreSQL.
+
+use super::{closest, fold, ident};
+use crate::schema::Schema;
+use sqlparser::ast::{Expr, Query, Select, SelectItem, SetExpr, Statement, TableFactor, VisitMut, VisitorMut};
+use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
+
+/// One relation of a block's FROM: the name the block knows it by, what it returns, and
+/// whether it is a CTE or a subquery (not a table).
+struct Relation {
+    by: String,
+    columns: Vec<String>,
+    derived: bool,
+}
+
+pub(super) fn derived_columns(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
+    let Statement::Query(q) = stmt else { return };
+    // Every name the statement could mean as a column anywhere: the columns of the tables it
+    // reads, what its CTEs and subqueries return, its output aliases. An unqualified name that
+    // is one of these may be a correlated reference or ambiguous, not a wrong name.
+    let mut known = Known { schema, names: HashSet::new(), ctes: HashMap::new() };
+    let _ = VisitMut::visit(&mut **q, &mut known);
+    let Known { names, ctes, .. } = known;
+    let mut each = Each { schema, ctes: &ctes, names: &names, fired };
+    let _ = VisitMut::visit(&mut **q, &mut each);
+}
+
+/// The names a statement makes known, and what each CTE returns (None when not known).
+struct Known<'a> {
+    schema: &'a Schema,
+    names: HashSet<String>,
+    ctes: HashMap<String, Option<Vec<String>>>,
+}
+
+impl VisitorMut for Known<'_> {
+    type Break = ();
+    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        if let Some(w) = &q.with {
+            for cte in &w.cte_tables {
+                let mut out = returned(&cte.query, self.schema, &self.ctes);
+                if let (Some(cols), false) = (out.as_mut(), cte.alias.columns.is_empty()) {
+                    rename(cols, cte.alias.columns.iter().map(|c| fold(&c.name)));
+                }
+                self.names.extend(out.iter().flatten().cloned());
+                self.ctes.insert(fold(&cte.alias.name), out);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+    fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
+        for item in &s.projection {
+            if let SelectItem::ExprWithAlias { alias, .. } = item {
+                self.names.insert(fold(alias));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+    fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
+        match t {
+            TableFactor::Table { name, .. } => {
+                if let Some(i) = super::find_table(self.schema, name) {
+                    self.names.extend(self.schema.tables[i].columns.iter().map(|c| c.name.clone()));
+                }
+            }
+            TableFactor::Derived { subquery, alias, .. } => {
+                self.names.extend(returned(subquery, self.schema, &self.ctes).into_iter().flatten());
+                if let Some(a) = alias {
+                    self.names.extend(a.columns.iter().map(|c| fold(&c.name)));
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Column names in order, the first ones renamed by a column list (`AS s(a, b)`).
+fn rename(cols: &mut [String], names: impl Iterator<Item = String>) {
+    for (c, n) in cols.iter_mut().zip(names) {
+        *c = n;
+    }
+}
+
+/// What a query returns, named as PostgreSQL names its columns; None when that is not known
+/// here (`*`, a set operation's first branch not a SELECT).
+fn returned(q: &Query, schema: &Schema, ctes: &HashMap<String, Option<Vec<String>>>) -> Option<Vec<String>> {
+    let mut body = q.body.as_ref();
+    while let SetExpr::SetOperation { left, .. } = body {
+        body = left.as_ref();
+    }
+    let SetExpr::Select(s) = body else { return None };
+    let mut out = Vec::new();
+    for item in &s.projection {
+        match item {
+            SelectItem::ExprWithAlias { alias, .. } => out.push(fold(alias)),
+            SelectItem::UnnamedExpr(e) => out.push(output_name(e)),
+            // `t.*` of a table of the schema, or of a CTE known here.
+            SelectItem::QualifiedWildcard(..) | SelectItem::Wildcard(_) => {
+                let [from] = s.from.as_slice() else { return None };
+                if !from.joins.is_empty() {
+                    return None;
+                }
+                out.extend(relation(&from.relation, schema, ctes)?.columns);
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// The name PostgreSQL gives an unnamed output column.
+fn output_name(e: &Expr) -> String {
+    match e {
+        Expr::Identifier(i) => fold(i),
+        Expr::CompoundIdentifier(p) => p.last().map(fold).unwrap_or_default(),
+        Expr::Nested(inner) | Expr::Cast { expr: inner, .. } => output_name(inner),
+        Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(fold).unwrap_or_default(),
+        _ => "?column?".to_string(),
+    }
+}
+
+/// One FROM item as a relation; None when what it returns is not known.
+fn relation(t: &TableFactor, schema: &Schema, ctes: &HashMap<String, Option<Vec<String>>>) -> Option<Relation> {
+    match t {
+        TableFactor::Table { name, alias, args: None, .. } => {
+            let (qualifier, want) = super::relation_name(name)?;
+            let by = alias.as_ref().map(|a| fold(&a.name)).unwrap_or_else(|| want.clone());
+            let mut found = match ctes.get(&want) {
+                Some(cols) if qualifier.is_none() => Relation { by, columns: cols.clone()?, derived: true },
+                _ => {
+                    let i = super::find_table(schema, name)?;
+                    Relation { by, columns: schema.tables[i].columns.iter().map(|c| c.name.clone()).collect(), derived: false }
+                }
+            };
+            if let Some(a) = alias {
+                rename(&mut found.columns, a.columns.iter().map(|c| fold(&c.name)));
+            }
+            Some(found)
+        }
+        TableFactor::Derived { subquery, alias: Some(a), .. } => {
+            let mut columns = returned(subquery, schema, ctes)?;
+            rename(&mut columns, a.columns.iter().map(|c| fold(&c.name)));
+            Some(Relation { by: fold(&a.name), columns, derived: true })
+        }
+        _ => None,
+    }
+}
+
+struct Each<'a> {
+    schema: &'a Schema,
+    ctes: &'a HashMap<String, Option<Vec<String>>>,
+    names: &'a HashSet<String>,
+    fired: &'a mut Vec<String>,
+}
+
+impl VisitorMut for Each<'_> {
+    type Break = ();
+    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        let order_by = &mut q.order_by;
+        let SetExpr::Select(s) = q.body.as_mut() else { return ControlFlow::Continue(()) };
+        let Some(rels) = block(s, self.schema, self.ctes) else { return ControlFlow::Continue(()) };
+        // Only a block that reads a CTE or a subquery: the other rules see tables' columns.
+        if !rels.iter().any(|r| r.derived) {
+            return ControlFlow::Continue(());
+        }
+        let mut fix = |e: &mut Expr| fix_one(e, &rels, self.names, self.fired);
+        super::top_level_exprs(&mut **s, &mut fix);
+        if let Some(ob) = order_by.as_mut() {
+            super::top_level_exprs(ob, &mut fix);
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The relations of a SELECT's FROM; None when one of them is not known.
+fn block(s: &Select, schema: &Schema, ctes: &HashMap<String, Option<Vec<String>>>) -> Option<Vec<Relation>> {
+    let mut rels = Vec::new();
+    for f in &s.from {
+        rels.push(relation(&f.relation, schema, ctes)?);
+        for j in &f.joins {
+            rels.push(relation(&j.relation, schema, ctes)?);
+        }
+    }
+    Some(rels)
+}
+
+/// A column reference of a block: replaced when its relation (or, unqualified, the block)
+/// returns no column of that name and exactly one that matches it.
+fn fix_one(e: &mut Expr, rels: &[Relation], known: &HashSet<String>, fired: &mut Vec<String>) {
+    let (qualifier, want) = match &*e {
+        Expr::Identifier(i) => (None, fold(i)),
+        Expr::CompoundIdentifier(p) if p.len() == 2 => (Some(fold(&p[0])), fold(&p[1])),
+        _ => return,
+    };
+    if super::NOT_COLUMNS.contains(&want.as_str()) || want.starts_with(crate::grammar::NOTHING_FITS) {
+        return;
+    }
+    let columns: Vec<&str> = match &qualifier {
+        Some(q) => {
+            // Only a CTE's or subquery's columns: a table's are the other rules' (and a
+            // qualifier of an enclosing block is not this block's to judge).
+            let [r] = rels.iter().filter(|r| r.by == *q).collect::<Vec<_>>()[..] else { return };
+            if !r.derived || r.columns.contains(&want) {
+                return;
+            }
+            r.columns.iter().map(String::as_str).collect()
+        }
+        None => {
+            // A name the statement knows anywhere may be an enclosing block's column.
+            if known.contains(&want) || rels.iter().any(|r| r.columns.contains(&want)) {
+                return;
+            }
+            rels.iter().flat_map(|r| r.columns.iter().map(String::as_str)).collect()
+        }
+    };
+    let Some(best) = matching(&want, &columns) else { return };
+    // Unqualified, the replacement must itself be unambiguous in the block.
+    if qualifier.is_none() && columns.iter().filter(|c| **c == best).count() > 1 {
+        return;
+    }
+    let fixed = ident(best);
+    fired.push(format!("agent: column {e} -> {} (what the relation returns)", match &qualifier {
+        Some(q) => format!("{q}.{fixed}"),
+        None => fixed.to_string(),
+    }));
+    match e {
+        Expr::Identifier(i) => *i = fixed,
+        Expr::CompoundIdentifier(p) => p[1] = fixed,
+        _ => {}
+    }
+}
+
+/// The one column of `columns` that `want` names: the same but for case or a typo; else the
+/// same words in another order; else one whose words hold `want`'s in a row; else one whose
+/// words `want` holds in a row. Each step must find exactly one.
+pub(super) fn matching<'a>(want: &str, columns: &[&'a str]) -> Option<&'a str> {
+    let mut unique: Vec<&str> = columns.iter().copied().filter(|c| !c.is_empty() && *c != "?column?").collect();
+    unique.sort_unstable();
+    unique.dedup();
+    if let Some(best) = closest(want, unique.iter().copied()) {
+        return Some(best);
+    }
+    let words = |s: &str| -> Vec<String> { s.split('_').filter(|w| !w.is_empty()).map(str::to_lowercase).collect() };
+    let w = words(want);
+    if w.is_empty() {
+        return None;
+    }
+    let mut sorted_w = w.clone();
+    sorted_w.sort();
+    let same: Vec<&str> = unique.iter().copied().filter(|c| {
+        let mut cw = words(c);
+        cw.sort();
+        cw == sorted_w
+    }).collect();
+    if let [one] = same.as_slice() {
+        return Some(one);
+    }
+    let holds = |outer: &[String], inner: &[String]| outer.len() > inner.len() && outer.windows(inner.len()).any(|x| x == inner);
+    for longer in [true, false] {
+        let found: Vec<&str> = unique
+            .iter()
+            .copied()
+            .filter(|c| {
+                let cw = words(c);
+                !cw.is_empty() && if longer { holds(&cw, &w) } else { holds(&w, &cw) }
+            })
+            .collect();
+        match found.as_slice() {
+            [one] => return Some(one),
+            [] => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;
