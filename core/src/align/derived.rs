@@ -5,10 +5,15 @@
 //! each query block's FROM alone, so that a CTE's or subquery's columns are what it returns.
 //!
 //! A name is replaced only when exactly one column of the block's relations matches it: the
-//! same name but for case or a typo, the same words in another order, or a name whose words
-//! hold all of the written one's in a row (or all of whose words the written one holds in a
-//! row). Never by guess: two matches, or a relation whose columns are not known (`*`, a
-//! function), leave it to PostgreSQL.
+//! same name but for case or a typo, the same words in another order, a name whose words hold
+//! all of the written one's in a row, or the written one is the column after its relation's
+//! name (`salesperson_id` for the `id` of `salespersons`). Never by guess: two matches, or a
+//! relation whose columns are not known (`*`, a function), leave it to PostgreSQL.
+//!
+//! It reads the blocks that read a CTE or a subquery, and every block of a statement with a
+//! WITH (the statement's query and its CTEs, which nothing encloses: there a name the block
+//! lacks is wrong even when another block has it). A bare column fixed in a select list keeps
+//! the name it was written with, as an alias, for the blocks that read it by that name.
 
 use super::{closest, fold, ident};
 use crate::schema::Schema;
@@ -20,6 +25,8 @@ use std::ops::ControlFlow;
 /// whether it is a CTE or a subquery (not a table).
 struct Relation {
     by: String,
+    /// The table's or CTE's own name (a subquery's alias).
+    name: String,
     columns: Vec<String>,
     derived: bool,
 }
@@ -29,10 +36,22 @@ pub(super) fn derived_columns(schema: &Schema, stmt: &mut Statement, fired: &mut
     // Every name the statement could mean as a column anywhere: the columns of the tables it
     // reads, what its CTEs and subqueries return, its output aliases. An unqualified name that
     // is one of these may be a correlated reference or ambiguous, not a wrong name.
-    let mut known = Known { schema, names: HashSet::new(), ctes: HashMap::new() };
+    let mut known = Known { schema, names: HashSet::new(), ctes: HashMap::new(), unclear: false, depth: 0 };
     let _ = VisitMut::visit(&mut **q, &mut known);
+    // Which CTE a name means is left to PostgreSQL where scopes differ by block: a CTE named
+    // like a table (its own body reads the table), two CTEs of one name, a WITH in a subquery.
+    if known.unclear {
+        return;
+    }
     let Known { names, ctes, .. } = known;
-    let mut each = Each { schema, ctes: &ctes, names: &names, fired };
+    // The blocks nothing encloses: the statement's own query and its CTEs. A name one of them
+    // lacks cannot be an enclosing block's column.
+    let mut roots: HashSet<usize> = HashSet::from([&**q as *const Query as usize]);
+    if let Some(w) = &q.with {
+        roots.extend(w.cte_tables.iter().map(|c| &*c.query as *const Query as usize));
+    }
+    let many = roots.len() > 1;
+    let mut each = Each { schema, ctes: &ctes, names: &names, roots: &roots, many, depth: 0, fired };
     let _ = VisitMut::visit(&mut **q, &mut each);
 }
 
@@ -41,47 +60,80 @@ struct Known<'a> {
     schema: &'a Schema,
     names: HashSet<String>,
     ctes: HashMap<String, Option<Vec<String>>>,
+    /// A CTE's scope is not the whole statement's.
+    unclear: bool,
+    depth: usize,
 }
 
 impl VisitorMut for Known<'_> {
     type Break = ();
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        self.depth += 1;
         if let Some(w) = &q.with {
+            if self.depth > 1 {
+                self.unclear = true;
+            }
             for cte in &w.cte_tables {
+                let name = fold(&cte.alias.name);
+                if self.ctes.contains_key(&name) || self.schema.tables.iter().any(|t| t.name == name) {
+                    self.unclear = true;
+                }
                 let mut out = returned(&cte.query, self.schema, &self.ctes);
                 if let (Some(cols), false) = (out.as_mut(), cte.alias.columns.is_empty()) {
                     rename(cols, cte.alias.columns.iter().map(|c| fold(&c.name)));
                 }
                 self.names.extend(out.iter().flatten().cloned());
-                self.ctes.insert(fold(&cte.alias.name), out);
+                self.names.insert(name.clone());
+                self.ctes.insert(name, out);
             }
         }
+        ControlFlow::Continue(())
+    }
+    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+        self.depth -= 1;
         ControlFlow::Continue(())
     }
     fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
-        for item in &s.projection {
-            if let SelectItem::ExprWithAlias { alias, .. } = item {
-                self.names.insert(fold(alias));
-            }
-        }
+        self.names.extend(aliases(s));
         ControlFlow::Continue(())
     }
     fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
+        // Every FROM item's name and column names (a function's, UNNEST's): a whole-row
+        // reference or a correlated column, never a typo.
+        if let Some(a) = factor_alias(t) {
+            self.names.insert(fold(&a.name));
+            self.names.extend(a.columns.iter().map(|c| fold(&c.name)));
+        }
+        if let TableFactor::Table { name, .. } = t {
+            if let Some((_, n)) = super::relation_name(name) {
+                self.names.insert(n);
+            }
+        }
         match t {
             TableFactor::Table { name, .. } => {
                 if let Some(i) = super::find_table(self.schema, name) {
                     self.names.extend(self.schema.tables[i].columns.iter().map(|c| c.name.clone()));
                 }
             }
-            TableFactor::Derived { subquery, alias, .. } => {
+            TableFactor::Derived { subquery, .. } => {
                 self.names.extend(returned(subquery, self.schema, &self.ctes).into_iter().flatten());
-                if let Some(a) = alias {
-                    self.names.extend(a.columns.iter().map(|c| fold(&c.name)));
-                }
             }
             _ => {}
         }
         ControlFlow::Continue(())
+    }
+}
+
+fn factor_alias(t: &TableFactor) -> Option<&sqlparser::ast::TableAlias> {
+    match t {
+        TableFactor::Table { alias, .. }
+        | TableFactor::Derived { alias, .. }
+        | TableFactor::Function { alias, .. }
+        | TableFactor::UNNEST { alias, .. }
+        | TableFactor::TableFunction { alias, .. }
+        | TableFactor::NestedJoin { alias, .. }
+        | TableFactor::JsonTable { alias, .. } => alias.as_ref(),
+        _ => None,
     }
 }
 
@@ -137,10 +189,11 @@ fn relation(t: &TableFactor, schema: &Schema, ctes: &HashMap<String, Option<Vec<
             let (qualifier, want) = super::relation_name(name)?;
             let by = alias.as_ref().map(|a| fold(&a.name)).unwrap_or_else(|| want.clone());
             let mut found = match ctes.get(&want) {
-                Some(cols) if qualifier.is_none() => Relation { by, columns: cols.clone()?, derived: true },
+                Some(cols) if qualifier.is_none() => Relation { by, name: want.clone(), columns: cols.clone()?, derived: true },
                 _ => {
                     let i = super::find_table(schema, name)?;
-                    Relation { by, columns: schema.tables[i].columns.iter().map(|c| c.name.clone()).collect(), derived: false }
+                    let t = &schema.tables[i];
+                    Relation { by, name: t.name.clone(), columns: t.columns.iter().map(|c| c.name.clone()).collect(), derived: false }
                 }
             };
             if let Some(a) = alias {
@@ -151,7 +204,7 @@ fn relation(t: &TableFactor, schema: &Schema, ctes: &HashMap<String, Option<Vec<
         TableFactor::Derived { subquery, alias: Some(a), .. } => {
             let mut columns = returned(subquery, schema, ctes)?;
             rename(&mut columns, a.columns.iter().map(|c| fold(&c.name)));
-            Some(Relation { by: fold(&a.name), columns, derived: true })
+            Some(Relation { by: fold(&a.name), name: fold(&a.name), columns, derived: true })
         }
         _ => None,
     }
@@ -161,26 +214,78 @@ struct Each<'a> {
     schema: &'a Schema,
     ctes: &'a HashMap<String, Option<Vec<String>>>,
     names: &'a HashSet<String>,
+    roots: &'a HashSet<usize>,
+    /// Whether the statement has several blocks nothing encloses (it has a WITH).
+    many: bool,
+    depth: usize,
     fired: &'a mut Vec<String>,
 }
 
 impl VisitorMut for Each<'_> {
     type Break = ();
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        self.depth += 1;
+        let root = self.roots.contains(&(&*q as *const Query as usize));
         let order_by = &mut q.order_by;
         let SetExpr::Select(s) = q.body.as_mut() else { return ControlFlow::Continue(()) };
         let Some(rels) = block(s, self.schema, self.ctes) else { return ControlFlow::Continue(()) };
-        // Only a block that reads a CTE or a subquery: the other rules see tables' columns.
-        if !rels.iter().any(|r| r.derived) {
+        // A block that reads a CTE or a subquery, or one of a WITH's blocks: the other rules
+        // read every table of the statement as one scope, which is this block's only when the
+        // statement is one block reading tables.
+        if !rels.iter().any(|r| r.derived) && !(root && self.many) {
             return ControlFlow::Continue(());
         }
-        let mut fix = |e: &mut Expr| fix_one(e, &rels, self.names, self.fired);
+        let block = Block { rels: &rels, root, aliases: aliases(s) };
+        // What a bare column of the select list is named stays the name written: the block
+        // may be a CTE or subquery another block reads by it.
+        if self.depth > 1 {
+            for item in s.projection.iter_mut() {
+                if let SelectItem::UnnamedExpr(e @ (Expr::Identifier(_) | Expr::CompoundIdentifier(_))) = item {
+                    let written = output_name(e);
+                    let mut one = Vec::new();
+                    fix_one(e, &block, self.names, &mut one);
+                    if !one.is_empty() {
+                        self.fired.extend(one);
+                        let expr = std::mem::replace(e, Expr::Value(sqlparser::ast::Value::Null.with_empty_span()));
+                        *item = SelectItem::ExprWithAlias { expr, alias: ident(&written) };
+                    }
+                }
+            }
+        }
+        let mut fix = |e: &mut Expr| fix_one(e, &block, self.names, self.fired);
         super::top_level_exprs(&mut **s, &mut fix);
         if let Some(ob) = order_by.as_mut() {
             super::top_level_exprs(ob, &mut fix);
         }
         ControlFlow::Continue(())
     }
+    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+}
+
+/// A block's relations, whether nothing encloses it, and its output aliases (which GROUP BY
+/// and ORDER BY may name).
+struct Block<'a> {
+    rels: &'a [Relation],
+    root: bool,
+    aliases: Vec<String>,
+}
+
+/// What a SELECT's output columns are named (`count` for an unnamed `count(*)`), which its
+/// ORDER BY and GROUP BY may use.
+fn aliases(s: &Select) -> Vec<String> {
+    s.projection
+        .iter()
+        .filter_map(|p| match p {
+            SelectItem::ExprWithAlias { alias, .. } => Some(fold(alias)),
+            // a bare column is the column itself, not a name of the list's own
+            SelectItem::UnnamedExpr(Expr::Identifier(_) | Expr::CompoundIdentifier(_)) => None,
+            SelectItem::UnnamedExpr(e) => Some(output_name(e)).filter(|n| n != "?column?"),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The relations of a SELECT's FROM; None when one of them is not known.
@@ -197,7 +302,8 @@ fn block(s: &Select, schema: &Schema, ctes: &HashMap<String, Option<Vec<String>>
 
 /// A column reference of a block: replaced when its relation (or, unqualified, the block)
 /// returns no column of that name and exactly one that matches it.
-fn fix_one(e: &mut Expr, rels: &[Relation], known: &HashSet<String>, fired: &mut Vec<String>) {
+fn fix_one(e: &mut Expr, b: &Block, known: &HashSet<String>, fired: &mut Vec<String>) {
+    let rels = b.rels;
     let (qualifier, want) = match &*e {
         Expr::Identifier(i) => (None, fold(i)),
         Expr::CompoundIdentifier(p) if p.len() == 2 => (Some(fold(&p[0])), fold(&p[1])),
@@ -217,14 +323,22 @@ fn fix_one(e: &mut Expr, rels: &[Relation], known: &HashSet<String>, fired: &mut
             r.columns.iter().map(String::as_str).collect()
         }
         None => {
-            // A name the statement knows anywhere may be an enclosing block's column.
-            if known.contains(&want) || rels.iter().any(|r| r.columns.contains(&want)) {
+            // In a block something encloses, a name the statement knows anywhere may be an
+            // enclosing block's column.
+            if (!b.root && known.contains(&want))
+                || b.aliases.contains(&want)
+                || rels.iter().any(|r| r.columns.contains(&want) || r.by == want || r.name == want)
+            {
                 return;
             }
             rels.iter().flat_map(|r| r.columns.iter().map(String::as_str)).collect()
         }
     };
-    let Some(best) = matching(&want, &columns) else { return };
+    let owners: Vec<(&str, &[String])> = match &qualifier {
+        Some(q) => rels.iter().filter(|r| r.by == *q).map(|r| (r.name.as_str(), r.columns.as_slice())).collect(),
+        None => rels.iter().map(|r| (r.name.as_str(), r.columns.as_slice())).collect(),
+    };
+    let Some(best) = matching(&want, &columns).or_else(|| prefixed(&want, &owners)) else { return };
     // Unqualified, the replacement must itself be unambiguous in the block.
     if qualifier.is_none() && columns.iter().filter(|c| **c == best).count() > 1 {
         return;
@@ -242,8 +356,8 @@ fn fix_one(e: &mut Expr, rels: &[Relation], known: &HashSet<String>, fired: &mut
 }
 
 /// The one column of `columns` that `want` names: the same but for case or a typo; else the
-/// same words in another order; else one whose words hold `want`'s in a row; else one whose
-/// words `want` holds in a row. Each step must find exactly one.
+/// same words in another order; else one whose words hold `want`'s in a row. Each step must
+/// find exactly one.
 pub(super) fn matching<'a>(want: &str, columns: &[&'a str]) -> Option<&'a str> {
     let mut unique: Vec<&str> = columns.iter().copied().filter(|c| !c.is_empty() && *c != "?column?").collect();
     unique.sort_unstable();
@@ -266,23 +380,41 @@ pub(super) fn matching<'a>(want: &str, columns: &[&'a str]) -> Option<&'a str> {
     if let [one] = same.as_slice() {
         return Some(one);
     }
-    let holds = |outer: &[String], inner: &[String]| outer.len() > inner.len() && outer.windows(inner.len()).any(|x| x == inner);
-    for longer in [true, false] {
-        let found: Vec<&str> = unique
-            .iter()
-            .copied()
-            .filter(|c| {
-                let cw = words(c);
-                !cw.is_empty() && if longer { holds(&cw, &w) } else { holds(&w, &cw) }
-            })
-            .collect();
-        match found.as_slice() {
-            [one] => return Some(one),
-            [] => {}
-            _ => return None,
+    let found: Vec<&str> = unique
+        .iter()
+        .copied()
+        .filter(|c| {
+            let cw = words(c);
+            cw.len() > w.len() && cw.windows(w.len()).any(|x| x == w.as_slice())
+        })
+        .collect();
+    match found.as_slice() {
+        [one] => Some(one),
+        _ => None,
+    }
+}
+
+/// The one column `want` names with its relation's name before it: `salesperson_id` for the
+/// `id` of `salespersons`, `customer_name` for the `name` of `customer` (the name as written,
+/// or without a final `s`).
+pub(super) fn prefixed<'a>(want: &str, owners: &[(&str, &'a [String])]) -> Option<&'a str> {
+    let w = want.to_lowercase();
+    let mut found: Vec<(usize, &str)> = Vec::new();
+    for (i, (name, columns)) in owners.iter().enumerate() {
+        let n = name.to_lowercase();
+        for stem in [n.as_str(), n.strip_suffix('s').unwrap_or(&n)] {
+            if let Some(rest) = w.strip_prefix(stem).and_then(|r| r.strip_prefix('_')) {
+                found.extend(columns.iter().filter(|c| c.as_str() == rest).map(|c| (i, c.as_str())));
+            }
         }
     }
-    None
+    found.sort_unstable();
+    found.dedup();
+    // one column of one relation
+    match found.as_slice() {
+        [(_, one)] => Some(one),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 use super::super::{align, Context, NoValues, Rules};
-use super::matching;
+use super::{matching, prefixed};
 use crate::schema::tests::star_schema;
 
 fn fix(sql: &str) -> super::super::Aligned {
@@ -37,6 +37,16 @@ fn never_by_guess() {
         // a table's column is the other rules' concern, and a name a table of the statement
         // has may be an enclosing block's (correlated)
         "SELECT name FROM singer WHERE EXISTS (SELECT 1 FROM (SELECT concert_id FROM concert) AS c WHERE c.concert_id > age)",
+        // ORDER BY an unnamed output column by the name PostgreSQL gives it
+        "SELECT sub1.concert_count, count(*) FROM (SELECT singer_id, count(*) AS concert_count FROM singer_in_concert GROUP BY singer_id) AS sub1 GROUP BY sub1.concert_count ORDER BY count DESC",
+        // a CTE named like a table reads the table in its own body
+        "WITH stadium AS (SELECT stadium_id, capacity AS stadium_capacity FROM stadium WHERE capacity > 5000) SELECT stadium_capacity FROM stadium",
+        // a WITH in a subquery: its CTEs are that subquery's
+        "SELECT name FROM singer WHERE singer_id IN (WITH x AS (SELECT singer_id FROM singer_in_concert) SELECT x.singer_id FROM x)",
+        // a function's columns, correlated
+        "SELECT * FROM unnest(ARRAY[1, 2]) AS u(concert) WHERE EXISTS (SELECT 1 FROM (SELECT concert_id FROM concert) AS c WHERE c.concert_id = concert)",
+        // a whole-row reference
+        "WITH totals AS (SELECT stadium_id, count(*) AS total FROM concert GROUP BY stadium_id) SELECT row_to_json(totals) FROM totals",
         // the grammar's name for nothing fits is evidence, never a typo
         "WITH s AS (SELECT singer_id, unknown_salary_total FROM singer_in_concert) SELECT s.unknown_salary FROM s",
     ] {
@@ -52,9 +62,41 @@ fn never_by_guess() {
 fn matching_takes_one_match_per_step() {
     assert_eq!(matching("id", &["singer_id", "name"]), Some("singer_id"));
     assert_eq!(matching("id", &["singer_id", "concert_id"]), None);
-    assert_eq!(matching("student_id", &["id", "name"]), Some("id"));
+    // the written name holding a column's is not enough: `customer_name` may be another
+    // table's name
+    assert_eq!(matching("student_id", &["id", "name"]), None);
     assert_eq!(matching("total_sales", &["total", "sales"]), None);
     assert_eq!(matching("name_first", &["first_name", "last_name"]), Some("first_name"));
     assert_eq!(matching("revenue", &["total", "n"]), None);
     assert_eq!(matching("x", &["?column?"]), None);
+}
+
+#[test]
+fn a_column_after_its_relations_name_is_that_column() {
+    let people = ["id".to_string(), "first_name".to_string()];
+    let sales = ["id".to_string(), "salesperson_id".to_string()];
+    assert_eq!(prefixed("salesperson_id", &[("salespersons", &people)]), Some("id"));
+    assert_eq!(prefixed("salespersons_first_name", &[("salespersons", &people)]), Some("first_name"));
+    // another relation's name, or two relations that fit
+    assert_eq!(prefixed("customer_id", &[("salespersons", &people)]), None);
+    assert_eq!(prefixed("sale_id", &[("sale", &people), ("sales", &sales)]), None);
+}
+
+#[test]
+fn a_block_of_a_with_reads_its_own_relations_only() {
+    // b's body reads singer, which has `name`, not `singer_name`; another block's table
+    // having a name does not make it this block's; the select list keeps the name written
+    let a = fix("WITH a AS (SELECT singer_id, count(*) AS n FROM singer_in_concert GROUP BY singer_id), b AS (SELECT singer_id, singer_name FROM singer) SELECT b.singer_name, a.n FROM a JOIN b ON a.singer_id = b.singer_id");
+    assert_eq!(a.sql, "WITH a AS (SELECT singer_id, count(*) AS n FROM singer_in_concert GROUP BY singer_id), b AS (SELECT singer_id, name AS singer_name FROM singer) SELECT b.singer_name, a.n FROM a JOIN b ON a.singer_id = b.singer_id");
+    // a CTE reading the wrong table's column by a typo of its own table's
+    let b = fix("WITH c AS (SELECT stadium_id, count(*) AS n FROM concert GROUP BY stadium_id) SELECT name, c.n FROM stadium JOIN c USING (stadium_id) ORDER BY capacty DESC");
+    assert!(b.sql.ends_with("ORDER BY capacity DESC"), "{}", b.sql);
+    // an output alias, and a name in a subquery of the block (it may be correlated), stay
+    for sql in [
+        "WITH c AS (SELECT stadium_id, count(*) AS total FROM concert GROUP BY stadium_id) SELECT stadium_id, total AS t FROM c ORDER BY t DESC",
+        "WITH c AS (SELECT stadium_id FROM concert) SELECT name FROM stadium WHERE stadium_id IN (SELECT stadium_id FROM c WHERE capacity > 10)",
+    ] {
+        let a = fix(sql);
+        assert!(!a.fired.iter().any(|f| f.contains("what the relation returns")), "{sql}: {:?}", a.fired);
+    }
 }
