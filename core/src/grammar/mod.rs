@@ -91,6 +91,9 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
     // its identifier and a dot, so a wide schema costs what the prompt shows, not all of it.
     let prefixes: HashSet<&str> = columns.iter().flat_map(|c| c.char_indices().filter(|(_, ch)| *ch == '.').map(move |(i, _)| &c[..i])).collect();
     let mut relations: BTreeSet<String> = BTreeSet::new();
+    // A schema-qualified relation is also known by its table's name alone (`airports.code`
+    // after `FROM travel.airports`).
+    let mut bare: BTreeSet<String> = BTreeSet::new();
     let mut names: BTreeSet<String> = BTreeSet::new();
     let mut size = fixed().len();
     for (i, t) in schema.tables.iter().enumerate() {
@@ -110,6 +113,10 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
         if any {
             let r = render::ident(&t.ident);
             size += 2 * literal(&r).len() + 8;
+            if let Some(b) = last_part(&t.ident).map(render::ident).filter(|b| *b != r) {
+                size += literal(&b).len() + 4;
+                bare.insert(b);
+            }
             relations.insert(r);
         }
         // Stop as soon as it is too large: a table owner's long names cost no more than this.
@@ -144,8 +151,13 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
     } else {
         let _ = writeln!(out, "column ::= {} | {} name", radix(&names), literal(NOTHING_FITS));
     }
-    // A short alias or a shown relation as the prompt writes it: nothing longer is free.
-    out.push_str("qualifier ::= alias | relation\n");
+    // A short alias or a shown relation as the prompt writes it (or its table's name alone):
+    // nothing longer is free.
+    if bare.is_empty() {
+        out.push_str("qualifier ::= alias | relation\n");
+    } else {
+        let _ = writeln!(out, "qualifier ::= alias | relation | {}", radix(&bare));
+    }
     if out.len() > MAX_BYTES {
         return Err(NoGrammar::TooLarge(out.len()));
     }
@@ -229,6 +241,21 @@ fn ref_spans(body: &str) -> Vec<(usize, &str)> {
         }
     }
     out
+}
+
+/// The last part of a schema-qualified identifier (`airports` of `travel.airports`, `"B.c"` of
+/// `a."B.c"`); None when it has one part only.
+fn last_part(ident: &str) -> Option<&str> {
+    let mut quoted = false;
+    let mut dot = None;
+    for (i, c) in ident.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '.' if !quoted => dot = Some(i),
+            _ => {}
+        }
+    }
+    dot.map(|i| &ident[i + 1..])
 }
 
 /// Whether `grammar` (built here) lets the model write that nothing fits ([`NOTHING_FITS`]).

@@ -116,6 +116,10 @@ fn a_qualifier_is_a_shown_relation_or_a_short_alias() {
     let s = schema(&[("Order Items", "\"Order Items\"", &["id"]), ("airports", "travel.airports", &["code"])]);
     let p = parsed(&s, 2, Form::Query);
     assert!(p.accepts("root", &block("SELECT \"Order Items\".id, travel.airports.code FROM \"Order Items\", travel.airports")));
+    // ... and by its table's name alone, as PostgreSQL reads it
+    assert!(p.accepts("root", &block("SELECT airports.code FROM travel.airports")));
+    assert_eq!(last_part("a.\"B.c\""), Some("\"B.c\""));
+    assert_eq!(last_part("\"a.b\""), None);
 }
 
 #[test]
