@@ -6,6 +6,8 @@ import psycopg
 import pytest
 from psycopg import errors
 
+from helpers import scratch_role
+
 
 @pytest.fixture
 def big_table(connect):
@@ -145,6 +147,41 @@ def test_search_reveals_nothing_to_a_role_without_privileges(connect):
     finally:
         admin.execute("DROP TABLE secret_codes")
         admin.execute("DROP ROLE eve")
+
+
+def test_an_operator_planted_in_the_vector_schema_changes_no_search(connect):
+    # The owner's queries run with pgvector's schema on the search path (for its operators).
+    # Where another role may create there (public, in databases from before PostgreSQL 15), an
+    # `=(oid, regclass)` of hers matches exactly where pg_catalog's needs a coercion: nl2sql's
+    # comparisons of a regclass are written so that pg_catalog's own operator matches exactly.
+    admin = connect()
+    schema = admin.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+    ).fetchone()[0]
+    admin.execute("DROP TABLE IF EXISTS planted_towns")
+    admin.execute("CREATE TABLE planted_towns (town text)")
+    admin.execute("INSERT INTO planted_towns VALUES ('Aberdeen'), ('Dundee')")
+    admin.execute("SELECT * FROM nl2sql.create_value_index('planted_towns')")
+    role = "pytest_planter"
+    with scratch_role(admin, role, f"GRANT CREATE ON SCHEMA {schema} TO {role}"):
+        admin.execute(f"SET ROLE {role}")
+        try:
+            admin.execute(f"""CREATE FUNCTION {schema}.her_eq(oid, regclass) RETURNS bool LANGUAGE plpgsql
+                              AS $$ BEGIN RAISE NOTICE 'her operator ran as %', current_user; RETURN true; END $$""")
+            admin.execute(f"CREATE OPERATOR {schema}.= (LEFTARG = oid, RIGHTARG = regclass, FUNCTION = {schema}.her_eq)")
+        finally:
+            admin.execute("RESET ROLE")
+        try:
+            asker = connect()
+            notices = []
+            asker.add_notice_handler(lambda n: notices.append(n.message_primary))
+            found = asker.execute("SELECT value FROM nl2sql.search_values('aberdeen', 1) WHERE relation::text = 'planted_towns'").fetchall()
+            assert found == [("Aberdeen",)]
+            asker.execute("SELECT * FROM nl2sql.refresh_value_indexes('planted_towns')")
+            asker.execute("SELECT * FROM nl2sql.drop_value_index('planted_towns')")
+            assert not [n for n in notices if "her operator" in n], notices
+        finally:
+            admin.execute("DROP TABLE planted_towns")
 
 
 def test_a_locked_index_is_skipped_and_named_in_the_trace(connect):

@@ -2,6 +2,6 @@
 SELECT r.column_id, i.generation, i.relid::oid, a.attname::text, pg_catalog.array_agg(r.value)
 FROM nl2sql.value_removals r
 JOIN nl2sql.value_index i ON i.id = r.column_id
-JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
-WHERE $1::oid IS NULL OR i.relid = $1
+JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid::pg_catalog.oid AND a.attnum = i.attnum
+WHERE $1::oid IS NULL OR i.relid::pg_catalog.oid = $1
 GROUP BY 1, 2, 3, 4

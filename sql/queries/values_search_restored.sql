@@ -4,8 +4,8 @@
 -- includes it.
 SELECT pg_catalog.format('%s.%I', i.relid::pg_catalog.text, a.attname)
 FROM nl2sql.value_index i
-JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
-JOIN pg_catalog.pg_class c ON c.oid = i.relid
+JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid::pg_catalog.oid AND a.attnum = i.attnum
+JOIN pg_catalog.pg_class c ON c.oid = i.relid::pg_catalog.oid
 WHERE i.status IN ('ready', 'dirty') AND nl2sql._entries(i.id, i.generation) IS NULL
   AND nl2sql._may_read_column($1, i.relid, i.attnum)
   AND (NOT c.relrowsecurity OR i.include_rls)

@@ -4,8 +4,8 @@ SELECT i.id, i.generation, i.relid::oid, a.attname::text,
        EXISTS (SELECT 1 FROM nl2sql.value_flags f WHERE f.column_id = i.id AND f.flag = 'dirty')
        OR i.status = 'dirty' OR c.relrowsecurity OR c.relhassubclass OR c.relkind = 'p'
 FROM nl2sql.value_index i
-JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
-JOIN pg_catalog.pg_class c ON c.oid = i.relid
+JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid::pg_catalog.oid AND a.attnum = i.attnum
+JOIN pg_catalog.pg_class c ON c.oid = i.relid::pg_catalog.oid
 WHERE i.status IN ('ready', 'dirty') AND i.embedder = $2
   AND nl2sql._may_read_column($1, i.relid, i.attnum)
   AND (NOT c.relrowsecurity OR i.include_rls)

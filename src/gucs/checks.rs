@@ -53,6 +53,17 @@ pub(super) unsafe extern "C-unwind" fn check_url(newval: *mut *mut c_char, _extr
     if newval.is_null() || (*newval).is_null() || *(*newval) == 0 {
         return true;
     }
+    // Whoever sets it, the value is shown to every role (SHOW, pg_settings): no credential in
+    // it, and nothing that makes every request go elsewhere than meant.
+    let url = CStr::from_ptr(*newval).to_string_lossy();
+    if let Some(what) = nl2sql_core::model::http::url_carries(&url) {
+        let message = CString::new(format!("an nl2sql endpoint URL cannot carry {what}")).unwrap_or_default();
+        return refuse(
+            &message,
+            c"Every role can read a setting's value with SHOW; the service's path (/chat/completions, /embeddings) is appended to the URL.",
+            c"Give the URL as scheme://host:port/path, and the key in nl2sql.llm_api_key_file (nl2sql.embedding_api_key_file) or the server's environment.",
+        );
+    }
     use pg_sys::GucSource::*;
     let interactive = matches!(source, PGC_S_SESSION | PGC_S_CLIENT | PGC_S_TEST);
     if interactive && pg_sys::IsTransactionState() && !pg_sys::superuser() {

@@ -439,6 +439,22 @@ fn is_loopback(url: &str) -> bool {
     h == "localhost" || h.starts_with("127.") || h == "::1"
 }
 
+/// What an endpoint URL carries that is a credential or cannot work: a user name and password
+/// before the host (shown to every role by SHOW, like any setting), or a query string or
+/// fragment (a key in `?key=`; the service's path is appended after it, so it never works).
+/// None for a URL that carries neither.
+pub fn url_carries(url: &str) -> Option<&'static str> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    if authority.contains('@') {
+        return Some("a user name or password");
+    }
+    if rest.contains(['?', '#']) {
+        return Some("a query string or fragment");
+    }
+    None
+}
+
 fn strip_userinfo(url: &str) -> String {
     match url.split_once("://") {
         Some((scheme, rest)) => {

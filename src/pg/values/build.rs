@@ -132,7 +132,7 @@ fn claim(rel: pg_sys::Oid, col: &Column) -> Option<Claim> {
     // does not conflict with them.)
     spi::write_row(
         "SELECT id, generation, nl2sql._entries(id, generation) IS NOT NULL FROM nl2sql.value_index
-         WHERE relid = $1 AND attnum = $2 FOR NO KEY UPDATE SKIP LOCKED",
+         WHERE relid::pg_catalog.oid = $1 AND attnum = $2 FOR NO KEY UPDATE SKIP LOCKED",
         &[rel.into(), col.attnum.into()],
         |r| Some(Claim { id: r.get::<i32>(1).ok()??, generation: r.get::<i32>(2).ok()??, new: false, serving: r.get::<bool>(3).ok()?? }),
     )
@@ -408,7 +408,7 @@ pub fn drop(rel: pg_sys::Oid, column: Option<&str>) -> Vec<String> {
             &[rel.into(), column.into()],
             |r| r.get::<String>(1).ok()?,
         );
-        let left = spi::read::<bool>("SELECT EXISTS (SELECT 1 FROM nl2sql.value_index WHERE relid = $1)", &[rel.into()]).unwrap_or(false);
+        let left = spi::read::<bool>("SELECT EXISTS (SELECT 1 FROM nl2sql.value_index WHERE relid::pg_catalog.oid = $1)", &[rel.into()]).unwrap_or(false);
         if !left {
             drop_triggers(&relname);
         }

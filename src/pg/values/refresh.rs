@@ -114,7 +114,7 @@ fn apply_removals(rel: Option<pg_sys::Oid>) {
             spi::write(
                 &format!(
                     "DELETE FROM {table} e USING pg_catalog.unnest($1::text[]) AS g(v)
-                     WHERE e.value = g.v AND e.key = ANY (nl2sql.fold(g.v) || nl2sql.phrases(g.v))"
+                     WHERE e.value = g.v AND (e.key = nl2sql.fold(g.v) OR e.key = ANY (nl2sql.phrases(g.v)))"
                 ),
                 &[gone.into()],
             );
@@ -218,7 +218,7 @@ pub fn collect_garbage() {
                     // Serialised with builds, which switch generations.
                     let claimed = spi::write_row(
                         "SELECT i.relid::oid, a.attname::text FROM nl2sql.value_index i
-                         JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum
+                         JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid::pg_catalog.oid AND a.attnum = i.attnum
                          WHERE i.id = $1 AND i.generation = $2 FOR NO KEY UPDATE OF i SKIP LOCKED",
                         &[id.into(), current.into()],
                         |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??)),

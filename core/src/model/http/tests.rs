@@ -169,3 +169,19 @@ fn urls() {
     assert_eq!(full.url(), "http://h/v1/chat/completions");
     assert_eq!(endpoint(Service::Embeddings, "http://h/v1".into()).url(), "http://h/v1/embeddings");
 }
+
+#[test]
+fn a_url_carrying_credentials_or_a_query_is_named() {
+    for ok in ["http://127.0.0.1:8080/v1", "https://api.example.com/v1/", "http://[::1]:8080/v1/chat/completions", "http://host"] {
+        assert_eq!(super::url_carries(ok), None, "{ok}");
+    }
+    for (bad, what) in [
+        ("http://user:secret@host/v1", "a user name or password"),
+        ("http://user@host", "a user name or password"),
+        ("https://host/v1?key=sk-123", "a query string or fragment"),
+        ("https://host/v1#frag", "a query string or fragment"),
+        ("https://host?x=a@b", "a query string or fragment"),
+    ] {
+        assert_eq!(super::url_carries(bad), Some(what), "{bad}");
+    }
+}
