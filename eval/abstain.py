@@ -13,7 +13,7 @@ benchmark and kind, and every false refusal.
 With --generate the questions the words and the model let through go on to their queries, and
 every query failing on a name the question asked for refuses too (the unanswerable side only).
 
-  .venv/bin/python eval/abstain.py [--no-setup] [--instructions] [--model http://127.0.0.1:8080/v1 [--generate]]
+  .venv/bin/python eval/abstain.py [--no-setup] [--instructions] [--model http://127.0.0.1:8080/v1 [--generate [--grammar]]]
 """
 import argparse
 import json
@@ -94,6 +94,9 @@ def main():
                     help="with --model: the unanswerable questions go on to their queries (nl2sql's defaults, "
                          "the full pipeline), so failed queries can refuse too; the answerable side is skipped "
                          "(measure it with harness.py --configs full-refuse)")
+    ap.add_argument("--grammar", action="store_true",
+                    help="with --generate: queries written under the grammar of the names each prompt shows "
+                         "(nl2sql.grammar = auto), which offers the model a name for 'nothing fits'")
     ap.add_argument("--pgdir", default="/tmp/nl2sql-eval")
     ap.add_argument("--port", type=int, default=55440)
     args = ap.parse_args()
@@ -101,6 +104,8 @@ def main():
     conn_kw = harness.start_cluster(args)
     if args.generate and not args.model:
         ap.error("--generate needs --model")
+    if args.grammar and not args.generate:
+        ap.error("--grammar needs --generate")
     url = args.model if args.generate else proxy(args.model) if args.model else "http://127.0.0.1:9/v1"
     unanswerable = json.loads((ROOT / "eval" / "unanswerable.json").read_text())["questions"]
     answerable = []
@@ -122,6 +127,8 @@ def main():
             c.execute("SET nl2sql.llm_timeout = 120000")
             c.execute("SET nl2sql.history = off")
             c.execute("SET nl2sql.refuse_unrelated = on")
+            if args.grammar:
+                c.execute("SET nl2sql.grammar = auto")
             if not args.instructions:
                 c.execute("SET nl2sql.instructions = 0")
             conns[db] = c
