@@ -42,5 +42,9 @@ SET nl2sql.llm_url = 'ftp://example.com';
 SELECT nl2sql('How many singers do we have?');
 RESET nl2sql.llm_url;
 
+-- A URL carrying a credential or a query string: every role can read it with SHOW.
+SET nl2sql.llm_url = 'http://user:secret@127.0.0.1:8080/v1';
+SET nl2sql.embedding_url = 'https://api.example.com/v1?key=sk-123';
+
 -- Unknown nl2sql.* settings are rejected (typo protection).
 SET nl2sql.llm_urll = 'x';
