@@ -314,10 +314,21 @@ fn fix_one(e: &mut Expr, b: &Block, known: &HashSet<String>, fired: &mut Vec<Str
     }
     let columns: Vec<&str> = match &qualifier {
         Some(q) => {
-            // Only a CTE's or subquery's columns: a table's are the other rules' (and a
-            // qualifier of an enclosing block is not this block's to judge).
+            // A qualifier of an enclosing block is not this block's to judge.
             let [r] = rels.iter().filter(|r| r.by == *q).collect::<Vec<_>>()[..] else { return };
-            if !r.derived || r.columns.contains(&want) {
+            if r.columns.contains(&want) {
+                return;
+            }
+            // A table's column: only the column after the table's name (`t1.adverse_event_id`
+            // for the `id` of adverse_events), where no other relation of the block has the
+            // name (a column of the wrong table is the other rules'); typos are theirs too.
+            if !r.derived {
+                if rels.iter().any(|o| o.columns.contains(&want)) {
+                    return;
+                }
+                if let Some(best) = prefixed(&want, &[(r.name.as_str(), r.columns.as_slice())]) {
+                    replace(e, q, best, fired);
+                }
                 return;
             }
             r.columns.iter().map(String::as_str).collect()
@@ -343,14 +354,17 @@ fn fix_one(e: &mut Expr, b: &Block, known: &HashSet<String>, fired: &mut Vec<Str
     if qualifier.is_none() && columns.iter().filter(|c| **c == best).count() > 1 {
         return;
     }
+    replace(e, qualifier.as_deref().unwrap_or(""), best, fired);
+}
+
+/// `e` (a column, `q`-qualified unless `q` is empty) made `best`, and the rule said.
+fn replace(e: &mut Expr, q: &str, best: &str, fired: &mut Vec<String>) {
     let fixed = ident(best);
-    fired.push(format!("agent: column {e} -> {} (what the relation returns)", match &qualifier {
-        Some(q) => format!("{q}.{fixed}"),
-        None => fixed.to_string(),
-    }));
+    let to = if q.is_empty() { fixed.to_string() } else { format!("{q}.{fixed}") };
+    fired.push(format!("agent: column {e} -> {to} (what the relation returns)"));
     match e {
         Expr::Identifier(i) => *i = fixed,
-        Expr::CompoundIdentifier(p) => p[1] = fixed,
+        Expr::CompoundIdentifier(p) if p.len() == 2 => p[1] = fixed,
         _ => {}
     }
 }

@@ -100,3 +100,13 @@ fn a_block_of_a_with_reads_its_own_relations_only() {
         assert!(!a.fired.iter().any(|f| f.contains("what the relation returns")), "{sql}: {:?}", a.fired);
     }
 }
+
+#[test]
+fn a_tables_column_after_the_tables_name_is_that_column() {
+    // the prefixed form in a WITH's block, where the table is qualified by an alias
+    let a = fix("WITH c AS (SELECT s.stadium_capacity, s.stadium_id FROM stadium AS s) SELECT c.stadium_capacity FROM c");
+    assert_eq!(a.sql, "WITH c AS (SELECT s.capacity AS stadium_capacity, s.stadium_id FROM stadium AS s) SELECT c.stadium_capacity FROM c");
+    // not where another relation of the block has the name (the wrong table: other rules)
+    let b = fix("WITH c AS (SELECT x.singer_id FROM singer_in_concert AS y JOIN concert AS x ON x.concert_id = y.concert_id) SELECT c.singer_id FROM c");
+    assert!(!b.fired.iter().any(|f| f.contains("what the relation returns")), "{:?}", b.fired);
+}
