@@ -1,7 +1,7 @@
 //! Facts read off a query's AST: which columns it compares with which string literals, and which
 //! names it reads that the query does not define itself.
 
-use sqlparser::ast::{BinaryOperator, Expr, Ident, JsonTableColumn, ObjectNamePart, Query, Select, SelectItem, TableFactor, Value, Visit, Visitor};
+use sqlparser::ast::{BinaryOperator, Expr, Ident, JsonTableColumn, ObjectNamePart, Query, Select, SelectItem, TableAlias, TableFactor, Value, Visit, Visitor};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use std::collections::HashSet;
@@ -116,6 +116,21 @@ struct Names<'a> {
 }
 
 /// A name as PostgreSQL folds it: unquoted, lowercase.
+/// The alias a FROM item is given, whatever its kind (`AS s(a, b)`).
+pub(crate) fn table_alias(t: &TableFactor) -> Option<&TableAlias> {
+    match t {
+        TableFactor::Table { alias, .. }
+        | TableFactor::Derived { alias, .. }
+        | TableFactor::TableFunction { alias, .. }
+        | TableFactor::Function { alias, .. }
+        | TableFactor::UNNEST { alias, .. }
+        | TableFactor::JsonTable { alias, .. }
+        | TableFactor::XmlTable { alias, .. }
+        | TableFactor::NestedJoin { alias, .. } => alias.as_ref(),
+        _ => None,
+    }
+}
+
 pub(crate) fn folded(i: &Ident) -> String {
     if i.quote_style.is_some() {
         i.value.clone()
@@ -165,24 +180,12 @@ impl Visitor for Names<'_> {
     }
 
     fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
-        let alias = match t {
-            TableFactor::Table { name, alias, args: None, .. } => {
-                if let Some(ObjectNamePart::Identifier(last)) = name.0.last() {
-                    self.read.push((folded(last), last.value.clone()));
-                }
-                alias
+        if let TableFactor::Table { name, args: None, .. } = t {
+            if let Some(ObjectNamePart::Identifier(last)) = name.0.last() {
+                self.read.push((folded(last), last.value.clone()));
             }
-            TableFactor::Table { alias, .. }
-            | TableFactor::Derived { alias, .. }
-            | TableFactor::TableFunction { alias, .. }
-            | TableFactor::Function { alias, .. }
-            | TableFactor::UNNEST { alias, .. }
-            | TableFactor::JsonTable { alias, .. }
-            | TableFactor::XmlTable { alias, .. }
-            | TableFactor::NestedJoin { alias, .. } => alias,
-            _ => &None,
-        };
-        if let Some(a) = alias {
+        }
+        if let Some(a) = table_alias(t) {
             self.defined.insert(folded(&a.name));
             self.defined.extend(a.columns.iter().map(|c| folded(&c.name)));
         }

@@ -100,7 +100,7 @@ impl VisitorMut for Known<'_> {
     fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
         // Every FROM item's name and column names (a function's, UNNEST's): a whole-row
         // reference or a correlated column, never a typo.
-        if let Some(a) = factor_alias(t) {
+        if let Some(a) = crate::sqlinfo::table_alias(t) {
             self.names.insert(fold(&a.name));
             self.names.extend(a.columns.iter().map(|c| fold(&c.name)));
         }
@@ -121,19 +121,6 @@ impl VisitorMut for Known<'_> {
             _ => {}
         }
         ControlFlow::Continue(())
-    }
-}
-
-fn factor_alias(t: &TableFactor) -> Option<&sqlparser::ast::TableAlias> {
-    match t {
-        TableFactor::Table { alias, .. }
-        | TableFactor::Derived { alias, .. }
-        | TableFactor::Function { alias, .. }
-        | TableFactor::UNNEST { alias, .. }
-        | TableFactor::TableFunction { alias, .. }
-        | TableFactor::NestedJoin { alias, .. }
-        | TableFactor::JsonTable { alias, .. } => alias.as_ref(),
-        _ => None,
     }
 }
 
