@@ -257,3 +257,41 @@ def test_a_load_without_triggers_is_reconciled_at_the_next_refresh(connect):
     finally:
         db.execute("DROP TABLE recon_a, recon_b")
     assert db.execute("SELECT count(*) FROM nl2sql.value_index_saved WHERE relation LIKE 'public.recon%'").fetchone()[0] == 0
+
+
+def test_a_restore_binds_each_saved_name_exactly_and_never_to_a_system_table(connect):
+    """A saved row names its table as text (pg_dump keeps it): the name is read as the quoted
+    identifiers it is, so public."sv_a.b" is not schema sv_a's table b; a row naming a system
+    catalog, information_schema or nl2sql's own tables is reported and left out, and nothing of
+    those is ever indexed."""
+    db = connect()
+    db.execute("SET client_min_messages = warning")
+    db.execute("DROP SCHEMA IF EXISTS sv_a CASCADE")
+    db.execute('DROP TABLE IF EXISTS public."sv_a.b"')
+    db.execute("CREATE SCHEMA sv_a")
+    db.execute('CREATE TABLE sv_a.b ("x""y" text)')
+    db.execute('CREATE TABLE public."sv_a.b" ("x""y" text)')
+    db.execute("INSERT INTO sv_a.b VALUES ('Decoy')")
+    db.execute('INSERT INTO public."sv_a.b" VALUES (\'Genuine\')')
+    warnings = []
+    db.add_notice_handler(lambda d: warnings.append(d.message_primary))
+    saved = "INSERT INTO nl2sql.value_index_saved VALUES (%s, %s, %s, 'builtin', 256, false, 200)"
+    try:
+        db.execute(saved, (987101, 'public."sv_a.b"', 'x"y'))
+        for i, (rel, col) in enumerate([("pg_catalog.pg_authid", "rolname"), ("information_schema.sql_features", "feature_name"),
+                                        ("nl2sql.value_index_saved", "relation"), ("pg_catalog.pg_class", "relname")]):
+            db.execute(saved, (987102 + i, rel, col))
+        assert db.execute("SELECT relid::text, attname::text FROM nl2sql.value_index WHERE id >= 987101 ORDER BY id").fetchall() == [
+            ('"sv_a.b"', 'x"y')]
+        assert sum("left out the restored value index" in w for w in warnings) == 4, warnings
+        assert db.execute("SELECT count(*) FROM nl2sql.value_index_saved WHERE id > 987101").fetchone()[0] == 0
+        db.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+        assert db.execute("SELECT relation::text, column_name::text, value FROM nl2sql.search_values('genuine', 1)").fetchall() == [
+            ('"sv_a.b"', 'x"y', "Genuine")]
+        assert db.execute("SELECT count(*) FROM nl2sql.search_values('decoy')").fetchone()[0] == 0
+        assert db.execute("SELECT count(*) FROM nl2sql.value_index i JOIN pg_class c ON c.oid = i.relid "
+                          "WHERE c.relnamespace IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace, "
+                          "'nl2sql'::regnamespace)").fetchone()[0] == 0
+    finally:
+        db.execute('DROP TABLE IF EXISTS public."sv_a.b"')
+        db.execute("DROP SCHEMA IF EXISTS sv_a CASCADE")

@@ -188,3 +188,26 @@ def test_a_primary_key_is_shown_only_when_every_column_of_it_may_be_read(connect
             assert "site: integer, PRIMARY_KEY" in prompt and "mr_hidden_ssn: text, PRIMARY_KEY" in prompt, prompt
     finally:
         admin.execute("DROP TABLE IF EXISTS mr_badge")
+
+
+def test_a_noinherit_member_is_shown_only_what_its_own_role_may_read(connect, mock, vault):
+    """A role created NOINHERIT does not use its roles' privileges until it SETs ROLE to one
+    (PostgreSQL's rule): nothing of the tables only its role may read is shown, searched or
+    named, and SET ROLE to that role shows them."""
+    admin = vault
+    admin.execute("SELECT * FROM nl2sql.create_value_index('vault.ledger', 'holder')")
+    admin.execute("DROP ROLE IF EXISTS nora")
+    admin.execute("CREATE ROLE nora NOINHERIT IN ROLE colin")
+    try:
+        nora = as_role(connect, "nora")
+        with pytest.raises(errors.InsufficientPrivilege):
+            nora.execute("SELECT holder FROM vault.ledger")
+        assert "ledger" not in nora.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+        assert nora.execute("SELECT count(*) FROM nl2sql.search_values('quentin marchetti')").fetchone()[0] == 0
+        assert ("vault.ledger",) not in nora.execute("SELECT relation::text FROM nl2sql.search_columns('ledger holder', 50)").fetchall()
+        # As colin it reads the columns colin may, and is shown those.
+        nora.execute("SET ROLE colin")
+        assert "holder" in nora.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+        assert nora.execute("SELECT value FROM nl2sql.search_values('quentin marchetti', 1)").fetchall() == [("Quentin Marchetti",)]
+    finally:
+        admin.execute("DROP ROLE nora")

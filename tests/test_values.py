@@ -265,3 +265,36 @@ def test_a_table_that_cannot_be_read_does_not_undo_the_refresh_of_others(connect
     finally:
         admin.execute("DROP TABLE IF EXISTS closed_towns, open_towns")
         admin.execute("DROP ROLE IF EXISTS mallory")
+
+
+def test_row_security_enabled_after_a_build_hides_the_values(connect):
+    """An index built without include_rls holds values a policy may later hide: from the moment
+    the table has row-level security, it is searched by nobody (the owner included) until it is
+    built again with include_rls, which re-checks every value as the caller."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS late_towns")
+    admin.execute("CREATE TABLE late_towns (town text)")
+    admin.execute("INSERT INTO late_towns VALUES ('Aberdeen'), ('Dundee')")
+    admin.execute("SELECT * FROM nl2sql.create_value_index('late_towns')")
+    found = "SELECT value FROM nl2sql.search_values('aberdeen', 1) WHERE relation::text = 'late_towns'"
+    role = "pytest_late_reader"
+    try:
+        with scratch_role(admin, role, f"GRANT SELECT ON late_towns TO {role}"):
+            reader = connect()
+            reader.execute(f"SET ROLE {role}")
+            assert reader.execute(found).fetchall() == [("Aberdeen",)]
+            admin.execute("ALTER TABLE late_towns ENABLE ROW LEVEL SECURITY")
+            assert reader.execute("SELECT count(*) FROM late_towns").fetchone()[0] == 0
+            assert reader.execute(found).fetchall() == []
+            assert admin.execute(found).fetchall() == []
+            # Built again with the re-check: each caller finds what its policies let it read.
+            admin.execute("SELECT * FROM nl2sql.create_value_index('late_towns', include_rls => true)")
+            assert admin.execute(found).fetchall() == [("Aberdeen",)]
+            assert reader.execute(found).fetchall() == []
+            admin.execute(f"CREATE POLICY scots ON late_towns FOR SELECT TO {role} USING (town = 'Aberdeen')")
+            assert reader.execute(found).fetchall() == [("Aberdeen",)]
+            assert reader.execute("SELECT count(*) FROM nl2sql.search_values('dundee', 1) "
+                                  "WHERE relation::text = 'late_towns'").fetchone()[0] == 0
+    finally:
+        admin.execute("DROP TABLE IF EXISTS late_towns")
