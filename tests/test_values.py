@@ -184,6 +184,48 @@ def test_an_operator_planted_in_the_vector_schema_changes_no_search(connect):
             admin.execute("DROP TABLE planted_towns")
 
 
+def test_an_operator_planted_in_pg_trgm_schema_changes_no_search(connect):
+    # pg_trgm may live in a schema of its own where another role may create. Had that schema a
+    # place on the owner's search_path before pgvector's, her `<~>(bit, bit)` would be what a
+    # search resolves; nl2sql names nothing of pg_trgm, so its schema is not on that path.
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    trgm, vector = admin.execute(
+        "SELECT (SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'), "
+        "(SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'vector')").fetchone()
+    admin.execute("DROP TABLE IF EXISTS trgm_towns")
+    admin.execute("CREATE TABLE trgm_towns (town text)")
+    admin.execute("INSERT INTO trgm_towns VALUES ('Aberdeen'), ('Dundee')")
+    admin.execute("SELECT * FROM nl2sql.create_value_index('trgm_towns')")
+    admin.execute("CREATE SCHEMA a_trgm")  # sorts before the schema pgvector is in
+    admin.execute("ALTER EXTENSION pg_trgm SET SCHEMA a_trgm")
+    role = "pytest_trgm_planter"
+    try:
+        with scratch_role(admin, role, f"GRANT USAGE, CREATE ON SCHEMA a_trgm TO {role}"):
+            admin.execute(f"SET ROLE {role}")
+            try:
+                for op, arg in (("<~>", "bit"), ("<=>", f"{vector}.vector")):
+                    fn = "her_hamming" if op == "<~>" else "her_cosine"
+                    admin.execute(f"""CREATE FUNCTION a_trgm.{fn}({arg}, {arg}) RETURNS float8 LANGUAGE plpgsql
+                                      AS $$ BEGIN RAISE NOTICE 'her operator ran as %', current_user; RETURN 0; END $$""")
+                    admin.execute(f"CREATE OPERATOR a_trgm.{op} (LEFTARG = {arg}, RIGHTARG = {arg}, FUNCTION = a_trgm.{fn})")
+            finally:
+                admin.execute("RESET ROLE")
+            asker = connect()
+            notices = []
+            asker.add_notice_handler(lambda n: notices.append(n.message_primary))
+            found = asker.execute("SELECT value FROM nl2sql.search_values('aberdeen', 1) WHERE relation::text = 'trgm_towns'").fetchall()
+            assert found == [("Aberdeen",)]
+            asker.execute("SELECT * FROM nl2sql.refresh_value_indexes('trgm_towns')")
+            assert asker.execute("SELECT value FROM nl2sql.search_values('dundee', 1)").fetchall() == [("Dundee",)]
+            assert not [n for n in notices if "her operator" in n], notices
+    finally:
+        admin.execute("RESET ROLE")
+        admin.execute(f"ALTER EXTENSION pg_trgm SET SCHEMA {trgm}")
+        admin.execute("DROP SCHEMA IF EXISTS a_trgm")
+        admin.execute("DROP TABLE IF EXISTS trgm_towns")
+
+
 def test_a_locked_index_is_skipped_and_named_in_the_trace(connect):
     """A search never waits long: a column whose entries it cannot lock in time is left out,
     and nl2sql_explain() says which."""

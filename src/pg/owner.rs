@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 
 /// What acting as the owner needs, read in one query: the owner, and a safe search_path
-/// (PostgreSQL's catalog, pgvector's and pg_trgm's schemas, this session's temporary schema last).
+/// (PostgreSQL's catalog, pgvector's schema, this session's temporary schema last).
 struct Context {
     owner: pg_sys::Oid,
     safe_path: String,
