@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from helpers import hostile_owner
+from helpers import hostile_owner, scratch_role
 
 # Written so that a shadowed `=` (a search_path that puts public first) cannot change the count.
 LOCKS = ("SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype OPERATOR(pg_catalog.=) 'advisory' "
@@ -368,3 +368,36 @@ def test_a_shell_owned_by_a_superuser_is_left_to_postgresql_and_she_cannot_compl
             conn.execute("RESET nl2sql.sample_rows")
             conn.execute("DROP OPERATOR IF EXISTS public.<%~> (int4, int4)")
             conn.execute("DROP OPERATOR IF EXISTS public.~%~ (int4, int4)")
+
+
+def test_her_operator_on_her_search_path_writes_no_statement_the_owner_runs(connect):
+    """A role granted the value index's functions, to index her own tables, calls the Rust
+    function itself (the wrapper's pinned search_path is then not hers) with her schema before
+    pg_catalog: no name nl2sql splices into a statement it runs as the extension's owner (LOCK
+    TABLE, CREATE TRIGGER) is computed by her operators. Her `||(text, text)` returns a table name
+    followed by a statement of her choice."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    role = "pytest_splicer"
+    payload = ("pytest_splicer.towns IN ACCESS SHARE MODE; CREATE TABLE public.spliced_as_owner (); "
+               "ALTER ROLE pytest_splicer SUPERUSER; LOCK TABLE pytest_splicer.towns")
+    admin.execute("DROP TABLE IF EXISTS public.spliced_as_owner")
+    with scratch_role(admin, role, f"CREATE SCHEMA {role} AUTHORIZATION {role}",
+                      f"GRANT EXECUTE ON FUNCTION nl2sql._create_value_index(oid, text, boolean) TO {role}"):
+        her = connect()
+        her.execute(f"SET ROLE {role}")
+        her.execute(f"CREATE TABLE {role}.towns (town text)")
+        her.execute(f"INSERT INTO {role}.towns VALUES ('Aberdeen'), ('Dundee')")
+        her.execute(f"CREATE FUNCTION {role}.cat(text, text) RETURNS text LANGUAGE sql AS $$ SELECT '{payload}'::text $$")
+        her.execute(f"CREATE OPERATOR {role}.|| (LEFTARG = text, RIGHTARG = text, FUNCTION = {role}.cat)")
+        her.execute(f"SET search_path = {role}, pg_catalog")
+        built = her.execute(f"SELECT column_name, status FROM nl2sql._create_value_index('{role}.towns'::regclass::oid, NULL, false)").fetchall()
+        assert built == [("town", "ready")]
+        her.execute("RESET search_path")
+        her.execute("RESET ROLE")
+        assert admin.execute(f"SELECT rolsuper FROM pg_roles WHERE rolname = '{role}'").fetchone() == (False,)
+        assert admin.execute("SELECT to_regclass('public.spliced_as_owner')").fetchone() == (None,)
+        assert admin.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'pytest_splicer.towns'::regclass "
+                             "AND tgfoid = 'nl2sql._values_changed'::regproc").fetchone()[0] > 0
+        admin.execute(f"DROP TABLE {role}.towns")
+    admin.execute("DROP TABLE IF EXISTS public.spliced_as_owner")

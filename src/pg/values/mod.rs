@@ -43,10 +43,13 @@ fn entries_table(id: i32, generation: i32) -> String {
     format!("nl2sql.value_entries_{id}_{generation}")
 }
 
-/// The relation's schema-qualified, quoted name: valid whatever the search_path.
+/// The relation's schema-qualified, quoted name: valid whatever the search_path. Read under
+/// the caller's search_path and spliced into statements the owner runs (LOCK TABLE, CREATE
+/// TRIGGER), so it names no operator: an `||(text, text)` of the caller's, first on her path,
+/// would otherwise choose the text.
 fn relation_text(rel: pg_sys::Oid) -> String {
     spi::read::<String>(
-        "SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)
+        "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
          WHERE c.oid OPERATOR(pg_catalog.=) $1",
         &[rel.into()],

@@ -315,9 +315,11 @@ impl ValueStore for Store {
 /// through its HNSW index, and the exact matches (up to case and accents) through its btree on
 /// the folded key, which the approximate search may miss among many near-identical values, and
 /// the keys next to each lookup's in byte order, forwards and reversed (one typo away).
-/// Runs under as_owner's search_path, where pgvector's operators and types resolve.
+/// Runs under as_owner's search_path, where pgvector's operators and types resolve; an operator
+/// whose operands are not of its exact types is named with its schema (`1 OPERATOR(pg_catalog.-)
+/// float8`: a `-(int4, float8)` another role put in pgvector's schema would match exactly).
 fn candidate_sql(table: &str, dims: usize, remote: bool, limit: usize, graph_only: bool) -> String {
-    let cosine = if remote { "(1 - (e.embedding <=> ($3::text[])[p.i]::vector))::float4" } else { "NULL::float4" };
+    let cosine = if remote { "(1 OPERATOR(pg_catalog.-) (e.embedding <=> ($3::text[])[p.i]::vector))::float4" } else { "NULL::float4" };
     let graph = format!(
         "SELECT (p.i - 1)::int4, e.value, e.term, {cosine}
          FROM (SELECT u.sig, u.i FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY AS u(sig, i) WHERE u.sig <> '') p
@@ -508,7 +510,7 @@ fn column_sql(remote: bool) -> String {
                  WHERE x.embedder = $2 AND nl2sql._may_read_column($1, x.relid, x.attnum)
                  ORDER BY x.embedding <=> $4::vector LIMIT 200) v)"
             ),
-            "CASE WHEN ce.embedder = $2 THEN (1 - (ce.embedding <=> $4::vector))::float4 END",
+            "CASE WHEN ce.embedder = $2 THEN (1 OPERATOR(pg_catalog.-) (ce.embedding <=> $4::vector))::float4 END",
         )
     } else {
         (format!("({by_name})"), "NULL::float4")
