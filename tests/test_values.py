@@ -149,6 +149,17 @@ def test_search_reveals_nothing_to_a_role_without_privileges(connect):
         admin.execute("DROP ROLE eve")
 
 
+def search_and_refresh(connect, table):
+    """A new session finds Aberdeen in `table`'s value index and refreshes it; the session, and
+    the notices it receives from then on (her planted operators say when they run)."""
+    asker = connect()
+    notices = []
+    asker.add_notice_handler(lambda n: notices.append(n.message_primary))
+    found = asker.execute(f"SELECT value FROM nl2sql.search_values('aberdeen', 1) WHERE relation::text = '{table}'").fetchall()
+    assert found == [("Aberdeen",)]
+    asker.execute(f"SELECT * FROM nl2sql.refresh_value_indexes('{table}')")
+    return asker, notices
+
 def test_an_operator_planted_in_the_vector_schema_changes_no_search(connect):
     # The owner's queries run with pgvector's schema on the search path (for its operators).
     # Where another role may create there (public, in databases from before PostgreSQL 15), an
@@ -172,12 +183,7 @@ def test_an_operator_planted_in_the_vector_schema_changes_no_search(connect):
         finally:
             admin.execute("RESET ROLE")
         try:
-            asker = connect()
-            notices = []
-            asker.add_notice_handler(lambda n: notices.append(n.message_primary))
-            found = asker.execute("SELECT value FROM nl2sql.search_values('aberdeen', 1) WHERE relation::text = 'planted_towns'").fetchall()
-            assert found == [("Aberdeen",)]
-            asker.execute("SELECT * FROM nl2sql.refresh_value_indexes('planted_towns')")
+            asker, notices = search_and_refresh(connect, "planted_towns")
             asker.execute("SELECT * FROM nl2sql.drop_value_index('planted_towns')")
             assert not [n for n in notices if "her operator" in n], notices
         finally:
@@ -214,12 +220,7 @@ def test_an_operator_planted_in_pg_trgm_schema_changes_no_search(connect):
                     admin.execute(f"CREATE OPERATOR a_trgm.{op} (LEFTARG = {arg}, RIGHTARG = {arg}, FUNCTION = a_trgm.{fn})")
             finally:
                 admin.execute("RESET ROLE")
-            asker = connect()
-            notices = []
-            asker.add_notice_handler(lambda n: notices.append(n.message_primary))
-            found = asker.execute("SELECT value FROM nl2sql.search_values('aberdeen', 1) WHERE relation::text = 'trgm_towns'").fetchall()
-            assert found == [("Aberdeen",)]
-            asker.execute("SELECT * FROM nl2sql.refresh_value_indexes('trgm_towns')")
+            asker, notices = search_and_refresh(connect, "trgm_towns")
             assert asker.execute("SELECT value FROM nl2sql.search_values('dundee', 1)").fetchall() == [("Dundee",)]
             assert not [n for n in notices if "her operator" in n], notices
     finally:
