@@ -9,7 +9,8 @@
 -- serving searches and switches value_index.generation to it; the old one is dropped later,
 -- once no transaction that could still use it is left (value_generations). Locks are taken in
 -- this order everywhere: value_index rows (builds, refreshes and drops only; triggers skip a
--- locked row), then a generation's table (readers with a lock timeout), then the rows of
+-- locked row), then the indexed table (builds and drops; DML holds it first and waits on no
+-- value_index row), then a generation's table (readers with a lock timeout), then the rows of
 -- value_removals, value_queue and value_flags (appended to, never waited on by DML).
 
 -- Bumped by every DDL command; caches of the catalog are keyed by it.

@@ -160,11 +160,16 @@ def search_and_refresh(connect, table):
     asker.execute(f"SELECT * FROM nl2sql.refresh_value_indexes('{table}')")
     return asker, notices
 
-def test_an_operator_planted_in_the_vector_schema_changes_no_search(connect):
+
+@pytest.mark.parametrize("op, left, right", [
+    ("=", "oid", "regclass"), ("=", "regclass", "oid"), ("-", "integer", "double precision"),
+    ("||", "text", "text[]"), ("||", "text", "text"), ("<>", "oid", "regclass")])
+def test_an_operator_planted_in_the_vector_schema_changes_no_search(connect, op, left, right):
     # The owner's queries run with pgvector's schema on the search path (for its operators).
     # Where another role may create there (public, in databases from before PostgreSQL 15), an
-    # `=(oid, regclass)` of hers matches exactly where pg_catalog's needs a coercion: nl2sql's
-    # comparisons of a regclass are written so that pg_catalog's own operator matches exactly.
+    # operator of hers that matches exactly where pg_catalog's needs a coercion (`=(oid,
+    # regclass)`, `-(integer, double precision)`) would be chosen: nl2sql names pg_catalog's
+    # operators or writes its comparisons so that pg_catalog's matches exactly. Hers raise.
     admin = connect()
     schema = admin.execute(
         "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
@@ -177,13 +182,15 @@ def test_an_operator_planted_in_the_vector_schema_changes_no_search(connect):
     with scratch_role(admin, role, f"GRANT CREATE ON SCHEMA {schema} TO {role}"):
         admin.execute(f"SET ROLE {role}")
         try:
-            admin.execute(f"""CREATE FUNCTION {schema}.her_eq(oid, regclass) RETURNS bool LANGUAGE plpgsql
-                              AS $$ BEGIN RAISE NOTICE 'her operator ran as %', current_user; RETURN true; END $$""")
-            admin.execute(f"CREATE OPERATOR {schema}.= (LEFTARG = oid, RIGHTARG = regclass, FUNCTION = {schema}.her_eq)")
+            admin.execute(f"""CREATE FUNCTION {schema}.her_op({left}, {right}) RETURNS bool LANGUAGE plpgsql
+                              AS $$ BEGIN RAISE EXCEPTION 'her operator ran as %', current_user; END $$""")
+            admin.execute(f"CREATE OPERATOR {schema}.{op} (LEFTARG = {left}, RIGHTARG = {right}, FUNCTION = {schema}.her_op)")
         finally:
             admin.execute("RESET ROLE")
         try:
             asker, notices = search_and_refresh(connect, "planted_towns")
+            asker.execute("INSERT INTO planted_towns VALUES ('Perth')")
+            assert asker.execute("SELECT value FROM nl2sql.search_values('perth', 1)").fetchall() == [("Perth",)]
             asker.execute("SELECT * FROM nl2sql.drop_value_index('planted_towns')")
             assert not [n for n in notices if "her operator" in n], notices
         finally:
@@ -228,6 +235,33 @@ def test_an_operator_planted_in_pg_trgm_schema_changes_no_search(connect):
         admin.execute(f"ALTER EXTENSION pg_trgm SET SCHEMA {trgm}")
         admin.execute("DROP SCHEMA IF EXISTS a_trgm")
         admin.execute("DROP TABLE IF EXISTS trgm_towns")
+
+
+def test_pgvector_in_a_schema_named_user_is_refused_not_misread(connect):
+    """search_path reads "$user", quoted or not, as the current role's own schema: with pgvector
+    in a schema of that name, the extension owner's path would name the owner's own schema
+    instead (where others may be able to create). nl2sql refuses to act as the owner."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS user_towns")
+    admin.execute("CREATE TABLE user_towns (town text)")
+    admin.execute("INSERT INTO user_towns VALUES ('Aberdeen'), ('Dundee')")
+    admin.execute("SELECT * FROM nl2sql.create_value_index('user_towns')")
+    vector = admin.execute("SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+    if vector == '"$user"':  # left there by a run that died
+        vector = "public"
+    try:
+        admin.execute('CREATE SCHEMA IF NOT EXISTS "$user"')
+        admin.execute('ALTER EXTENSION vector SET SCHEMA "$user"')
+        with pytest.raises(errors.ObjectNotInPrerequisiteState) as refused:
+            admin.execute("SELECT * FROM nl2sql.search_values('dundee', 1)")
+        assert '"$user"' in refused.value.diag.message_primary
+        assert "ALTER EXTENSION vector SET SCHEMA" in refused.value.diag.message_hint
+    finally:
+        admin.execute(f"ALTER EXTENSION vector SET SCHEMA {vector}")
+        admin.execute('DROP SCHEMA IF EXISTS "$user"')
+    assert admin.execute("SELECT value FROM nl2sql.search_values('dundee', 1)").fetchall() == [("Dundee",)]
+    admin.execute("DROP TABLE user_towns")
 
 
 def test_a_locked_index_is_skipped_and_named_in_the_trace(connect):
@@ -344,3 +378,161 @@ def test_row_security_enabled_after_a_build_hides_the_values(connect):
                                   "WHERE relation::text = 'late_towns'").fetchone()[0] == 0
     finally:
         admin.execute("DROP TABLE IF EXISTS late_towns")
+
+
+@pytest.fixture
+def two_schemas(connect):
+    """A role that owns two schemas, race_a and race_b, and may index its own tables; in race_b,
+    a table of the same name that the superuser owns and lets everyone read. Yields a function
+    that opens a session as that role, and one that swaps the two schemas' names."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    role = "pytest_renamer"
+    for s in ("race_a", "race_b", "race_tmp"):
+        admin.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
+    database = admin.execute("SELECT current_database()").fetchone()[0]
+    # Renaming a schema takes its ownership and CREATE on the database.
+    grants = [f"GRANT CREATE ON DATABASE {database} TO {role}"]
+    grants += [f"CREATE SCHEMA {s} AUTHORIZATION {role}" for s in ("race_a", "race_b")]
+    grants += [f"GRANT EXECUTE ON FUNCTION nl2sql.{f} TO {role}" for f in (
+        "create_value_index(regclass, name, boolean)", "_create_value_index(oid, text, boolean)",
+        "drop_value_index(regclass, name)", "_drop_value_index(oid, text)")]
+    with scratch_role(admin, role, *grants):
+        admin.execute("CREATE TABLE race_b.towns (town text)")
+        admin.execute("INSERT INTO race_b.towns VALUES ('Dundee')")
+        admin.execute("GRANT SELECT ON race_b.towns TO PUBLIC")
+
+        def as_her():
+            c = connect()
+            c.execute("SET client_min_messages = warning")
+            c.execute(f"SET ROLE {role}")
+            return c
+
+        def swap():
+            her = as_her()
+            for old, new in (("race_a", "race_tmp"), ("race_b", "race_a"), ("race_tmp", "race_b")):
+                her.execute(f"ALTER SCHEMA {old} RENAME TO {new}")
+
+        her = as_her()
+        her.execute("CREATE TABLE race_a.towns (town text)")
+        her.execute("INSERT INTO race_a.towns VALUES ('Aberdeen')")
+        theirs = admin.execute("SELECT 'race_b.towns'::regclass::oid").fetchone()[0]
+        mine = admin.execute("SELECT 'race_a.towns'::regclass::oid").fetchone()[0]
+        try:
+            yield as_her, swap, mine, theirs
+        finally:
+            for s in ("race_a", "race_b", "race_tmp"):
+                admin.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
+
+
+def nl2sql_triggers(conn, rel):
+    return conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = %s::oid AND tgfoid = 'nl2sql._values_changed'::regproc",
+                        (rel,)).fetchone()[0]
+
+
+def wait_until_blocked(conn, pid):
+    for _ in range(200):
+        if conn.execute("SELECT cardinality(pg_blocking_pids(%s)) > 0", (pid,)).fetchone()[0]:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the session never waited")
+
+
+def in_thread(conn, sql):
+    """Runs `sql` on `conn` in a thread; joining gives its rows or its error."""
+    out = {}
+
+    def run():
+        try:
+            out["rows"] = conn.execute(sql).fetchall()
+        except psycopg.Error as e:  # reported by the caller
+            out["error"] = e
+    t = threading.Thread(target=run)
+    t.start()
+    return t, out
+
+
+def test_a_drop_waiting_while_schemas_are_renamed_drops_only_its_own_tables_triggers(connect, two_schemas):
+    """A drop resolves its table once; while it waits for a build of that table, the table's
+    owner swaps her schema's name with another of hers holding someone else's table of the
+    same name. The triggers dropped are those of the table the drop was asked for."""
+    as_her, swap, mine, theirs = two_schemas
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("SELECT * FROM nl2sql.create_value_index('race_b.towns')")
+    her = as_her()
+    her.execute("SELECT * FROM nl2sql.create_value_index('race_a.towns')")
+    assert nl2sql_triggers(admin, theirs) == 4 and nl2sql_triggers(admin, mine) == 4
+    builder, dropper = as_her(), as_her()
+    builder.execute("BEGIN")
+    builder.execute("SELECT * FROM nl2sql.create_value_index('race_a.towns')")  # holds the column's row
+    t, out = in_thread(dropper, "SELECT * FROM nl2sql.drop_value_index('race_a.towns')")
+    wait_until_blocked(admin, dropper.info.backend_pid)
+    swap()
+    builder.execute("COMMIT")
+    t.join(30)
+    assert out.get("rows") == [("town",)], out
+    assert nl2sql_triggers(admin, mine) == 0
+    assert nl2sql_triggers(admin, theirs) == 4
+    assert admin.execute("SELECT count(*) FROM nl2sql.value_index WHERE relid::oid = %s::oid", (theirs,)).fetchone()[0] == 1
+
+
+def test_a_first_build_waiting_while_schemas_are_renamed_makes_no_trigger_on_another_table(connect, two_schemas):
+    """A first build waits for a lock on its table; meanwhile the schemas are swapped so that
+    the name it started with is another table's. The triggers are made on its own table and
+    the values indexed are its own."""
+    as_her, swap, mine, theirs = two_schemas
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    holder, builder = as_her(), as_her()
+    holder.execute("BEGIN")
+    holder.execute("LOCK TABLE race_a.towns IN SHARE MODE")
+    t, out = in_thread(builder, "SELECT column_name, status FROM nl2sql.create_value_index('race_a.towns')")
+    wait_until_blocked(admin, builder.info.backend_pid)
+    swap()
+    holder.execute("COMMIT")
+    t.join(30)
+    assert out.get("rows") == [("town", "ready")], out
+    assert nl2sql_triggers(admin, theirs) == 0
+    assert nl2sql_triggers(admin, mine) == 4
+    values = admin.execute("SELECT value FROM nl2sql.search_values('aberdeen', 1) WHERE relation = %s::oid::regclass",
+                           (mine,)).fetchall()
+    assert values == [("Aberdeen",)]
+    assert admin.execute("SELECT count(*) FROM nl2sql.search_values('dundee', 1) WHERE relation = %s::oid::regclass",
+                         (mine,)).fetchone()[0] == 0
+
+
+def test_a_first_build_under_an_older_snapshot_makes_its_triggers_on_its_own_table(connect, two_schemas):
+    """Under REPEATABLE READ the transaction's snapshot still shows the names from before the
+    schemas were swapped; PostgreSQL resolves a name by the catalog as committed. The triggers
+    are made on the table asked for, and what is read is its own."""
+    as_her, swap, mine, theirs = two_schemas
+    admin = connect()
+    builder = as_her()
+    builder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    builder.execute("SELECT count(*) FROM pg_class")
+    swap()
+    built = builder.execute("SELECT column_name, status FROM nl2sql.create_value_index(%s::oid::regclass)", (mine,)).fetchall()
+    builder.execute("COMMIT")
+    assert built == [("town", "ready")]
+    assert nl2sql_triggers(admin, theirs) == 0
+    assert nl2sql_triggers(admin, mine) == 4
+    assert admin.execute("SELECT count(*) FROM nl2sql.search_values('dundee', 1) WHERE relation = %s::oid::regclass",
+                         (mine,)).fetchone()[0] == 0
+
+
+def test_a_role_no_longer_the_tables_owner_cannot_drop_its_index_under_an_older_snapshot(connect, two_schemas):
+    """Who may drop a table's value index is read as committed now: a snapshot taken while she
+    owned the table does not let her drop it once it is another role's."""
+    as_her, _, mine, _ = two_schemas
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    her = as_her()
+    her.execute("SELECT * FROM nl2sql.create_value_index('race_a.towns')")
+    her.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    her.execute("SELECT count(*) FROM pg_class")
+    admin.execute("ALTER TABLE race_a.towns OWNER TO postgres")
+    with pytest.raises(errors.InsufficientPrivilege):
+        her.execute("SELECT * FROM nl2sql.drop_value_index(%s::oid::regclass)", (mine,))
+    her.execute("ROLLBACK")
+    assert nl2sql_triggers(admin, mine) == 4

@@ -17,6 +17,7 @@ pub mod owner;
 pub mod planner_calls;
 pub mod policy;
 pub mod receiver;
+pub mod relation;
 pub mod relationships;
 pub mod role;
 pub mod sandbox;

@@ -7,7 +7,8 @@
 //! superuser installed (Scope::Elevated), and user tables are read as their own owner, in a
 //! restricted security context ([`as_table_owner`]), the way VACUUM and ANALYZE read them.
 
-use crate::pg::{hooks, role};
+use crate::pg::{errors, hooks, relation, role};
+use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::safety::policy::Scope;
 use pgrx::prelude::*;
 use std::collections::HashMap;
@@ -24,11 +25,16 @@ fn context() -> Context {
     let row = crate::pg::spi::read_row(
         include_str!("../../sql/queries/owner_context.sql"),
         &[],
-        |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??)),
+        |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()?)),
     );
     match row {
-        Some((owner, safe_path)) => Context { owner, safe_path },
-        _ => error!("the nl2sql extension is not installed in this database"),
+        Some((owner, Some(safe_path))) => Context { owner, safe_path },
+        Some((_, None)) => errors::raise(
+            &Report::new(SqlState::ObjectNotInPrerequisiteState, "pgvector's schema is named \"$user\", which a search_path cannot name")
+                .detail("search_path reads \"$user\" as the current role's own schema, quoted or not.")
+                .hint("Move pgvector to another schema: ALTER EXTENSION vector SET SCHEMA ..."),
+        ),
+        None => error!("the nl2sql extension is not installed in this database"),
     }
 }
 
@@ -95,11 +101,7 @@ pub fn as_owner<T>(f: impl FnOnce() -> T) -> T {
 /// the session's settings is undone. The elevated scope is lifted meanwhile: the table owner's
 /// own code may run as the table owner.
 pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
-    let relowner = crate::pg::spi::read::<pg_sys::Oid>(
-        "SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1",
-        &[rel.into()],
-    )
-    .unwrap_or_else(|| error!("relation with OID {} does not exist", u32::from(rel)));
+    let relowner = table_owner(rel);
     // Only pg_catalog: nothing in the table owner's code path is resolved in a schema others
     // may write.
     hooks::suspended(|| switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", f))
@@ -110,10 +112,13 @@ pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
 /// folds, a policy, or a cast added to the table's types after it was listed fails the read
 /// instead of running. How profiling reads tables whose owners never asked for it.
 pub fn as_table_owner_running_no_code<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
-    let relowner = crate::pg::spi::read::<pg_sys::Oid>(
-        "SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) $1",
-        &[rel.into()],
-    )
-    .unwrap_or_else(|| error!("relation with OID {} does not exist", u32::from(rel)));
+    let relowner = table_owner(rel);
     hooks::with_scope(Scope::Elevated, &[], HashMap::new(), || switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", f))
+}
+
+/// The table's owner as committed now (the system cache), whatever the transaction's snapshot.
+fn table_owner(rel: pg_sys::Oid) -> pg_sys::Oid {
+    relation::owner(rel).unwrap_or_else(|| {
+        errors::raise(&Report::new(SqlState::UndefinedTable, format!("relation with OID {} does not exist", u32::from(rel))))
+    })
 }

@@ -12,7 +12,7 @@ mod read;
 pub use decide::{decide, Decision};
 
 use crate::gucs;
-use crate::pg::{owner, spi};
+use crate::pg::{owner, relation, spi};
 use nl2sql_core::relationships::{self, Findings, TableProfile};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
@@ -171,13 +171,7 @@ fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
 /// on it; a DROP waits for the commit) and says whether it still exists, so that nothing is
 /// kept about a table dropped while it was profiled or decided on.
 pub(crate) fn lock_existing(rel: pg_sys::Oid) -> bool {
-    let none = pg_sys::Datum::from(0usize);
-    // SAFETY: any OID may be locked; taking the lock processes pending invalidations, so the
-    // cache answers for the catalog as committed now.
-    unsafe {
-        pg_sys::LockRelationOid(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        pg_sys::SearchSysCacheExists(pg_sys::SysCacheIdentifier::RELOID as i32, pg_sys::Datum::from(rel), none, none, none)
-    }
+    relation::lock_existing(rel, pg_sys::AccessShareLock)
 }
 
 /// Keeps the findings for the tables read and still there (nl2sql._profile_save, as the

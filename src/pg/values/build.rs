@@ -5,7 +5,7 @@
 
 use super::{entries_table, fail, may_maintain, printed, relation_text, Built};
 use crate::gucs;
-use crate::pg::{embedder, owner, spi};
+use crate::pg::{embedder, owner, relation, spi};
 use nl2sql_core::retrieval::embed;
 use nl2sql_core::retrieval::embedder::Embedder;
 use nl2sql_core::error::SqlState;
@@ -150,19 +150,25 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
         note!("{msg}; skipped");
         return None;
     };
-    if relkind != "m" {
-        if !serving {
-            // The first build of a column (or of one restored without entries): DML must wait
-            // for it, as for CREATE INDEX, or the values it adds between the read below and this
-            // transaction's end would be lost (there is no generation yet for the triggers to
-            // write to). Rebuilds never block DML.
-            spi::write(&format!("LOCK TABLE {relname} IN SHARE ROW EXCLUSIVE MODE"), &[]);
-        }
+    // The table, locked after its value_index row (sql/values.sql, the order of locks) and held
+    // to the end: neither dropped nor renamed while it is read (its schema may be renamed: the
+    // reads take its name through relation::by_name). The first build of a column (or of one
+    // restored without entries) makes DML wait, as CREATE INDEX does, or the values DML adds
+    // between the read below and this transaction's end would be lost (there is no generation
+    // yet for the triggers to write to); so does making triggers someone dropped. Otherwise
+    // what a SELECT takes: rebuilds never block DML. The strongest lock first, never raised.
+    let triggers = relkind != "m";
+    let missing = triggers && TRIGGERS.iter().any(|(name, _)| !relation::has_trigger(rel, name));
+    let mode = if triggers && (!serving || missing) { pg_sys::ShareRowExclusiveLock } else { pg_sys::AccessShareLock };
+    if !relation::lock_existing(rel, mode) {
+        fail(SqlState::UndefinedTable, format!("relation {relname} does not exist"), None);
+    }
+    if triggers {
         // Made by the first build (or again, when someone dropped them).
-        ensure_triggers(rel, relname);
+        ensure_triggers(rel);
     }
     let max_len = gucs::index_max_value_length();
-    let (distinct, avg_len, too_long) = shape(rel, relname, &qcol, max_len);
+    let (distinct, avg_len, too_long) = shape(rel, &qcol, max_len);
     let skip = |why: String| -> Option<Built> {
         if new {
             spi::write("DELETE FROM nl2sql.value_index WHERE id = $1", &[id.into()]);
@@ -193,15 +199,17 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
     spi::write(&format!("ALTER EXTENSION nl2sql ADD TABLE {table}"), &[]);
     note!("nl2sql: indexing {relname}.{qcol}: {distinct} distinct values");
 
-    let source = format!(
-        "SELECT DISTINCT v FROM (SELECT {} AS v FROM {relname} WHERE {qcol} IS NOT NULL) s
-         WHERE pg_catalog.length(v) BETWEEN 1 AND {max_len}",
-        printed(&qcol)
-    );
-    let (mut values, phrases, dims) = match &emb {
-        Embedder::Builtin => load_builtin(&table, rel, &source),
-        Embedder::Remote(ep) => load_remote(&table, rel, &source, ep),
-    };
+    let (mut values, phrases, dims) = relation::by_name(rel, |name| {
+        let source = format!(
+            "SELECT DISTINCT v FROM (SELECT {} AS v FROM {name} WHERE {qcol} IS NOT NULL) s
+             WHERE pg_catalog.length(v) BETWEEN 1 AND {max_len}",
+            printed(&qcol)
+        );
+        match &emb {
+            Embedder::Builtin => load_builtin(&table, rel, &source),
+            Embedder::Remote(ep) => load_remote(&table, rel, &source, ep),
+        }
+    });
     let loaded = started.elapsed().as_secs_f64();
     let big = values + phrases > 100_000;
     if big {
@@ -251,18 +259,21 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
 
 /// A column's distinct values, their average length, and how many are longer than `max_len`;
 /// the user's table is read as its owner, in a restricted context (owner.rs).
-fn shape(rel: pg_sys::Oid, relname: &str, qcol: &str, max_len: i32) -> (i64, f64, i64) {
-    owner::as_table_owner(rel, || {
-        spi::read_row(
-            &format!(
-                "SELECT pg_catalog.count(DISTINCT v)::int8, coalesce(pg_catalog.avg(pg_catalog.length(v)), 0)::float8,
-                        pg_catalog.count(DISTINCT v) FILTER (WHERE pg_catalog.length(v) > {max_len})::int8
-                 FROM (SELECT {} AS v FROM {relname}) s",
-                printed(qcol)
-            ),
-            &[],
-            |r| Some((r.get::<i64>(1).ok()?.unwrap_or(0), r.get::<f64>(2).ok()?.unwrap_or(0.0), r.get::<i64>(3).ok()?.unwrap_or(0))),
+fn shape(rel: pg_sys::Oid, qcol: &str, max_len: i32) -> (i64, f64, i64) {
+    let sql = |relname: &str| {
+        format!(
+            "SELECT pg_catalog.count(DISTINCT v)::int8, coalesce(pg_catalog.avg(pg_catalog.length(v)), 0)::float8,
+                    pg_catalog.count(DISTINCT v) FILTER (WHERE pg_catalog.length(v) > {max_len})::int8
+             FROM (SELECT {} AS v FROM {relname}) s",
+            printed(qcol)
         )
+    };
+    relation::by_name(rel, |relname| {
+        owner::as_table_owner(rel, || {
+            spi::read_row(&sql(relname), &[], |r| {
+                Some((r.get::<i64>(1).ok()?.unwrap_or(0), r.get::<f64>(2).ok()?.unwrap_or(0.0), r.get::<i64>(3).ok()?.unwrap_or(0)))
+            })
+        })
     })
     .unwrap_or((0, 0.0, 0))
 }
@@ -375,23 +386,13 @@ const TRIGGERS: [(&str, &str); 4] = [
     ("nl2sql_values_truncate", "AFTER TRUNCATE ON {rel}"),
 ];
 
-fn ensure_triggers(rel: pg_sys::Oid, relname: &str) {
+fn ensure_triggers(rel: pg_sys::Oid) {
     for (name, when) in TRIGGERS {
-        let exists = spi::read::<bool>(
-            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid OPERATOR(pg_catalog.=) $1 AND tgname OPERATOR(pg_catalog.=) $2)",
-            &[rel.into(), name.into()],
-        )
-        .unwrap_or(false);
-        if !exists {
-            let when = when.replace("{rel}", relname);
-            spi::write(&format!("CREATE TRIGGER {name} {when} FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._values_changed()"), &[]);
+        if !relation::has_trigger(rel, name) {
+            // The ON clause is not read: the trigger is made on `rel` by OID.
+            let when = when.replace("{rel}", "nl2sql.by_oid");
+            relation::create_trigger(rel, &format!("CREATE TRIGGER {name} {when} FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._values_changed()"));
         }
-    }
-}
-
-fn drop_triggers(relname: &str) {
-    for (name, _) in TRIGGERS {
-        spi::write(&format!("DROP TRIGGER IF EXISTS {name} ON {relname}"), &[]);
     }
 }
 
@@ -410,7 +411,7 @@ pub fn drop(rel: pg_sys::Oid, column: Option<&str>) -> Vec<String> {
         );
         let left = spi::read::<bool>("SELECT EXISTS (SELECT 1 FROM nl2sql.value_index WHERE relid::pg_catalog.oid = $1)", &[rel.into()]).unwrap_or(false);
         if !left {
-            drop_triggers(&relname);
+            relation::drop_triggers(rel, &TRIGGERS.map(|(name, _)| name));
         }
         dropped
     })

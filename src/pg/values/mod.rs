@@ -15,7 +15,7 @@ pub use build::{create, create_in_schemas, drop};
 pub use refresh::refresh;
 pub use search::{closest_stored, search_columns, search_values, take_skipped, visible_name};
 
-use crate::pg::{errors, owner, spi};
+use crate::pg::{errors, owner, relation, spi};
 use nl2sql_core::error::{Report, SqlState};
 use pgrx::prelude::*;
 
@@ -43,30 +43,17 @@ fn entries_table(id: i32, generation: i32) -> String {
     format!("nl2sql.value_entries_{id}_{generation}")
 }
 
-/// The relation's schema-qualified, quoted name: valid whatever the search_path. Read under
-/// the caller's search_path and spliced into statements the owner runs (LOCK TABLE, CREATE
-/// TRIGGER), so it names no operator: an `||(text, text)` of the caller's, first on her path,
-/// would otherwise choose the text.
+/// The relation's schema-qualified, quoted name, for messages. A statement that names the
+/// relation takes its name through [`relation::by_name`].
 fn relation_text(rel: pg_sys::Oid) -> String {
-    spi::read::<String>(
-        "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
-         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-         WHERE c.oid OPERATOR(pg_catalog.=) $1",
-        &[rel.into()],
-    )
-    .unwrap_or_else(|| fail(SqlState::UndefinedTable, format!("relation with OID {} does not exist", u32::from(rel)), None))
+    relation::name(rel).unwrap_or_else(|| fail(SqlState::UndefinedTable, format!("relation with OID {} does not exist", u32::from(rel)), None))
 }
 
 /// Whether `role` may build, refresh or drop the indexes of `rel`: its owner (or a member of
-/// the owning role), or a superuser. `role` is [`owner::caller`], taken before any switch.
+/// the owning role), or a superuser. `role` is [`owner::caller`], taken before any switch. Read
+/// as committed now, not by the transaction's snapshot (which may show an earlier owner).
 fn may_maintain(rel: pg_sys::Oid, role: pg_sys::Oid) -> bool {
-    spi::read::<bool>(
-        "SELECT pg_catalog.pg_has_role($2, c.relowner, 'USAGE') OR r.rolsuper
-         FROM pg_catalog.pg_class c, pg_catalog.pg_roles r
-         WHERE c.oid OPERATOR(pg_catalog.=) $1 AND r.oid OPERATOR(pg_catalog.=) $2",
-        &[rel.into(), role.into()],
-    )
-    .unwrap_or(false)
+    relation::may_act_as_owner(rel, role)
 }
 
 /// A column's values as the index stores them: printed by their type's output function, as the
@@ -82,12 +69,15 @@ fn still_held(rel: pg_sys::Oid, column: &str, values: &[String]) -> Option<Vec<S
     if values.is_empty() {
         return Some(vec![]);
     }
-    let relname = relation_text(rel);
-    let sql = format!(
-        "SELECT coalesce(pg_catalog.array_agg(g.v), '{{}}') FROM pg_catalog.unnest($1::pg_catalog.text[]) AS g(v)
-         WHERE g.v OPERATOR(pg_catalog.=) ANY (SELECT {} FROM {relname} t)",
-        printed(&format!("t.{}", pgrx::spi::quote_identifier(column)))
-    );
+    let sql = |relname: &str| {
+        format!(
+            "SELECT coalesce(pg_catalog.array_agg(g.v), '{{}}') FROM pg_catalog.unnest($1::pg_catalog.text[]) AS g(v)
+             WHERE g.v OPERATOR(pg_catalog.=) ANY (SELECT {} FROM {relname} t)",
+            printed(&format!("t.{}", pgrx::spi::quote_identifier(column)))
+        )
+    };
     let args = [pgrx::datum::DatumWithOid::from(values.to_vec())];
-    crate::pg::sandbox::savepoint(|| owner::as_table_owner(rel, || spi::read::<Vec<String>>(&sql, &args).unwrap_or_default()))
+    crate::pg::sandbox::savepoint(|| {
+        relation::by_name(rel, |relname| owner::as_table_owner(rel, || spi::read::<Vec<String>>(&sql(relname), &args).unwrap_or_default()))
+    })
 }
