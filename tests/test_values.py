@@ -444,7 +444,8 @@ def in_thread(conn, sql):
 
     def run():
         try:
-            out["rows"] = conn.execute(sql).fetchall()
+            cur = conn.execute(sql)
+            out["rows"] = cur.fetchall() if cur.description else []
         except psycopg.Error as e:  # reported by the caller
             out["error"] = e
     t = threading.Thread(target=run)
@@ -531,8 +532,31 @@ def test_a_role_no_longer_the_tables_owner_cannot_drop_its_index_under_an_older_
     her.execute("SELECT * FROM nl2sql.create_value_index('race_a.towns')")
     her.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
     her.execute("SELECT count(*) FROM pg_class")
+    her.execute("SELECT %s::oid::regclass::text", (mine,))  # the table's catalog row in this backend's cache
     admin.execute("ALTER TABLE race_a.towns OWNER TO postgres")
     with pytest.raises(errors.InsufficientPrivilege):
         her.execute("SELECT * FROM nl2sql.drop_value_index(%s::oid::regclass)", (mine,))
     her.execute("ROLLBACK")
     assert nl2sql_triggers(admin, mine) == 4
+
+
+def test_a_drop_that_waited_while_its_table_changed_owner_is_refused(connect, two_schemas):
+    """A drop is checked again once it holds the table: while it waited for a build, the table
+    became another role's, and the drop is refused (nothing of it is kept)."""
+    as_her, _, mine, _ = two_schemas
+    admin, owner_change = connect(), connect()
+    as_her().execute("SELECT * FROM nl2sql.create_value_index('race_a.towns')")
+    builder, dropper = as_her(), as_her()
+    builder.execute("BEGIN")
+    builder.execute("SELECT * FROM nl2sql.create_value_index('race_a.towns')")
+    dropping, dropped = in_thread(dropper, "SELECT * FROM nl2sql.drop_value_index('race_a.towns')")
+    wait_until_blocked(admin, dropper.info.backend_pid)
+    changing, changed = in_thread(owner_change, "ALTER TABLE race_a.towns OWNER TO postgres")
+    wait_until_blocked(admin, owner_change.info.backend_pid)
+    builder.execute("COMMIT")
+    changing.join(30)
+    dropping.join(30)
+    assert "error" not in changed, changed
+    assert isinstance(dropped.get("error"), errors.InsufficientPrivilege), dropped
+    assert nl2sql_triggers(admin, mine) == 4
+    assert admin.execute("SELECT count(*) FROM nl2sql.value_index WHERE relid::oid = %s::oid", (mine,)).fetchone()[0] == 1

@@ -26,8 +26,10 @@ pub(crate) fn lock_existing(rel: pg_sys::Oid, mode: u32) -> bool {
 
 /// The relation's owner as committed now; None when it no longer exists.
 pub(crate) fn owner(rel: pg_sys::Oid) -> Option<pg_sys::Oid> {
-    // SAFETY: a cache lookup by OID; the tuple is released before returning.
+    // SAFETY: invalidations other sessions committed are applied (a cached row may be older
+    // than the last ALTER TABLE OWNER), then a cache lookup by OID, released before returning.
     unsafe {
+        pg_sys::AcceptInvalidationMessages();
         let tup = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::RELOID as i32, pg_sys::Datum::from(rel));
         if tup.is_null() {
             return None;
@@ -47,8 +49,10 @@ pub(crate) fn may_act_as_owner(rel: pg_sys::Oid, role: pg_sys::Oid) -> bool {
 
 /// The relation's schema-qualified, quoted name as committed now; None when it no longer exists.
 pub(crate) fn name(rel: pg_sys::Oid) -> Option<String> {
-    // SAFETY: cache lookups by OID; each returns NULL or a palloc'd C string.
+    // SAFETY: invalidations applied (a cached name may be older than the last rename), then
+    // cache lookups by OID; each returns NULL or a palloc'd C string.
     unsafe {
+        pg_sys::AcceptInvalidationMessages();
         let relname = pg_sys::get_rel_name(rel);
         if relname.is_null() {
             return None;

@@ -47,7 +47,8 @@ pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explici
         |r| Some((r.get::<String>(1).ok()??, r.get::<bool>(2).ok()??, r.get::<bool>(3).ok()??)),
     )
     .unwrap_or_else(|| fail(SqlState::UndefinedTable, format!("relation {relname} does not exist"), None));
-    if !may_maintain(rel, owner::caller()) {
+    let caller = owner::caller();
+    if !may_maintain(rel, caller) {
         fail(SqlState::InsufficientPrivilege, format!("must be owner of table {relname} to index its values"), None);
     }
     if !matches!(relkind.as_str(), "r" | "p" | "m") {
@@ -85,14 +86,63 @@ pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explici
         }
     }
     super::refresh::collect_garbage();
+    let strong = relkind != "m" && owner::as_owner(|| needs_dml_to_wait(rel, &columns));
+    let target = Target { rel, relname: &relname, relkind: &relkind, caller, strong };
     let mut out = Vec::new();
     for col in &columns {
         check_for_interrupts!();
-        if let Some(b) = owner::as_owner(|| build_column(rel, &relname, &relkind, col, include_rls, explicit && column.is_some())) {
+        if let Some(b) = owner::as_owner(|| build_column(&target, col, include_rls, explicit && column.is_some())) {
             out.push(b);
         }
     }
     out
+}
+
+/// The table a build works on.
+struct Target<'a> {
+    rel: pg_sys::Oid,
+    relname: &'a str,
+    relkind: &'a str,
+    /// Who asked: checked again once the table is locked.
+    caller: pg_sys::Oid,
+    /// DML waits for this build (a column without a generation serving, a trigger missing).
+    strong: bool,
+}
+
+/// Whether a build of `columns` makes DML wait: one of them has no generation serving yet (a
+/// first build, or restored), or a trigger is missing. Decided once for the table, so that its
+/// lock is taken at its strongest by the first column and never raised.
+fn needs_dml_to_wait(rel: pg_sys::Oid, columns: &[Column]) -> bool {
+    let attnums: Vec<i16> = columns.iter().map(|c| c.attnum).collect();
+    let serving = spi::read::<i64>(
+        "SELECT pg_catalog.count(*) FROM nl2sql.value_index i WHERE i.relid::pg_catalog.oid = $1
+         AND i.attnum = ANY ($2::pg_catalog.int2[]) AND nl2sql._entries(i.id, i.generation) IS NOT NULL",
+        &[rel.into(), attnums.into()],
+    )
+    .unwrap_or(0);
+    serving < columns.len() as i64 || TRIGGERS.iter().any(|(name, _)| !relation::has_trigger(rel, name))
+}
+
+/// Locks the table after its column's value_index row (sql/values.sql, the order of locks),
+/// to the end of the transaction: it is neither dropped nor renamed while it is read (its
+/// schema may be renamed: the reads take its name through relation::by_name). A first build
+/// makes DML wait, as CREATE INDEX does, or the values DML adds between the read and this
+/// transaction's end would be lost (there is no generation yet for the triggers to write to);
+/// so does making triggers someone dropped. Otherwise what a SELECT takes: rebuilds never
+/// block DML. Then checks that the caller may still maintain the table (its owner may have
+/// changed while the build waited) and makes the triggers that are missing.
+fn lock_table(t: &Target, serving: bool) {
+    let triggers = t.relkind != "m";
+    let mode = if triggers && (t.strong || !serving) { pg_sys::ShareRowExclusiveLock } else { pg_sys::AccessShareLock };
+    if !relation::lock_existing(t.rel, mode) {
+        fail(SqlState::UndefinedTable, format!("relation {} does not exist", t.relname), None);
+    }
+    if !may_maintain(t.rel, t.caller) {
+        fail(SqlState::InsufficientPrivilege, format!("must be owner of table {} to index its values", t.relname), None);
+    }
+    if triggers {
+        ensure_triggers(t.rel);
+    }
 }
 
 fn text_columns(rel: pg_sys::Oid, only: Option<&str>) -> Vec<Column> {
@@ -139,7 +189,8 @@ fn claim(rel: pg_sys::Oid, col: &Column) -> Option<Claim> {
 }
 
 /// Builds one column's index as a new generation. None when it is skipped (NOTICE).
-fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, include_rls: bool, explicit: bool) -> Option<Built> {
+fn build_column(t: &Target, col: &Column, include_rls: bool, explicit: bool) -> Option<Built> {
+    let (rel, relname) = (t.rel, t.relname);
     let started = Instant::now();
     let qcol = quote_identifier(&col.name);
     let Some(Claim { id, generation: old_gen, new, serving }) = claim(rel, col) else {
@@ -150,23 +201,7 @@ fn build_column(rel: pg_sys::Oid, relname: &str, relkind: &str, col: &Column, in
         note!("{msg}; skipped");
         return None;
     };
-    // The table, locked after its value_index row (sql/values.sql, the order of locks) and held
-    // to the end: neither dropped nor renamed while it is read (its schema may be renamed: the
-    // reads take its name through relation::by_name). The first build of a column (or of one
-    // restored without entries) makes DML wait, as CREATE INDEX does, or the values DML adds
-    // between the read below and this transaction's end would be lost (there is no generation
-    // yet for the triggers to write to); so does making triggers someone dropped. Otherwise
-    // what a SELECT takes: rebuilds never block DML. The strongest lock first, never raised.
-    let triggers = relkind != "m";
-    let missing = triggers && TRIGGERS.iter().any(|(name, _)| !relation::has_trigger(rel, name));
-    let mode = if triggers && (!serving || missing) { pg_sys::ShareRowExclusiveLock } else { pg_sys::AccessShareLock };
-    if !relation::lock_existing(rel, mode) {
-        fail(SqlState::UndefinedTable, format!("relation {relname} does not exist"), None);
-    }
-    if triggers {
-        // Made by the first build (or again, when someone dropped them).
-        ensure_triggers(rel);
-    }
+    lock_table(t, serving);
     let max_len = gucs::index_max_value_length();
     let (distinct, avg_len, too_long) = shape(rel, &qcol, max_len);
     let skip = |why: String| -> Option<Built> {
@@ -400,8 +435,10 @@ fn ensure_triggers(rel: pg_sys::Oid) {
 /// entries are retired like a replaced generation: searches running now finish with them.
 pub fn drop(rel: pg_sys::Oid, column: Option<&str>) -> Vec<String> {
     let relname = relation_text(rel);
-    if !may_maintain(rel, owner::caller()) {
-        fail(SqlState::InsufficientPrivilege, format!("must be owner of table {relname} to drop its value index"), None);
+    let caller = owner::caller();
+    let refused = || fail(SqlState::InsufficientPrivilege, format!("must be owner of table {relname} to drop its value index"), None);
+    if !may_maintain(rel, caller) {
+        refused();
     }
     owner::as_owner(|| {
         let dropped: Vec<String> = spi::write_rows(
@@ -410,7 +447,16 @@ pub fn drop(rel: pg_sys::Oid, column: Option<&str>) -> Vec<String> {
             |r| r.get::<String>(1).ok()?,
         );
         let left = spi::read::<bool>("SELECT EXISTS (SELECT 1 FROM nl2sql.value_index WHERE relid::pg_catalog.oid = $1)", &[rel.into()]).unwrap_or(false);
-        if !left {
+        // The table after its value_index rows (the order of locks); the owner may have changed
+        // while the DELETE waited for a build: checked again, and the DELETE undone if need be.
+        // ACCESS EXCLUSIVE (DROP TRIGGER's) only where there are triggers to drop (a
+        // materialized view has none).
+        let drop_triggers = !left && TRIGGERS.iter().any(|(name, _)| relation::has_trigger(rel, name));
+        let mode = if drop_triggers { pg_sys::AccessExclusiveLock } else { pg_sys::AccessShareLock };
+        if relation::lock_existing(rel, mode) && !may_maintain(rel, caller) {
+            refused();
+        }
+        if drop_triggers {
             relation::drop_triggers(rel, &TRIGGERS.map(|(name, _)| name));
         }
         dropped
