@@ -560,4 +560,3 @@ def test_a_drop_that_waited_while_its_table_changed_owner_is_refused(connect, tw
     assert isinstance(dropped.get("error"), errors.InsufficientPrivilege), dropped
     assert nl2sql_triggers(admin, mine) == 4
     assert admin.execute("SELECT count(*) FROM nl2sql.value_index WHERE relid::oid = %s::oid", (mine,)).fetchone()[0] == 1
-
