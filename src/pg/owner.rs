@@ -118,7 +118,5 @@ pub fn as_table_owner_running_no_code<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T
 
 /// The table's owner as committed now (the system cache), whatever the transaction's snapshot.
 fn table_owner(rel: pg_sys::Oid) -> pg_sys::Oid {
-    relation::owner(rel).unwrap_or_else(|| {
-        errors::raise(&Report::new(SqlState::UndefinedTable, format!("relation with OID {} does not exist", u32::from(rel))))
-    })
+    relation::owner(rel).unwrap_or_else(|| relation::gone(rel))
 }

@@ -149,7 +149,8 @@ pub(crate) fn drop_triggers(rel: pg_sys::Oid, names: &[&str]) {
     }
 }
 
-fn gone(rel: pg_sys::Oid) -> ! {
+/// Raises 42P01 for a relation that no longer exists.
+pub(crate) fn gone(rel: pg_sys::Oid) -> ! {
     errors::raise(&Report::new(SqlState::UndefinedTable, format!("relation with OID {} does not exist", u32::from(rel))))
 }
 

@@ -46,7 +46,7 @@ fn entries_table(id: i32, generation: i32) -> String {
 /// The relation's schema-qualified, quoted name, for messages. A statement that names the
 /// relation takes its name through [`relation::by_name`].
 fn relation_text(rel: pg_sys::Oid) -> String {
-    relation::name(rel).unwrap_or_else(|| fail(SqlState::UndefinedTable, format!("relation with OID {} does not exist", u32::from(rel)), None))
+    relation::name(rel).unwrap_or_else(|| relation::gone(rel))
 }
 
 /// Whether `role` may build, refresh or drop the indexes of `rel`: its owner (or a member of
