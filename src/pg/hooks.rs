@@ -15,6 +15,8 @@
 //!   planner calls itself (the operators it estimates, their negators and commutators, range
 //!   types' support functions: planner_calls.rs) are judged before the query is planned, and
 //!   for the predicates of each relation's partial indexes as the planner opens it;
+//! - post_parse_analyze_hook: while a table's owner's read names the table (relation.rs's
+//!   by_name), no statement may read another relation that now bears the table's name;
 //! - ProcessUtility_hook: SET ROLE, RESET ROLE, SET SESSION AUTHORIZATION, RESET ALL and
 //!   DISCARD ALL forget the session's last trace and cached samples.
 
@@ -88,6 +90,7 @@ static mut PREV_NEEDS_FMGR: pg_sys::needs_fmgr_hook_type = None;
 static mut PREV_FMGR: pg_sys::fmgr_hook_type = None;
 static mut PREV_PLANNER: pg_sys::planner_hook_type = None;
 static mut PREV_RELATION_INFO: pg_sys::get_relation_info_hook_type = None;
+static mut PREV_POST_PARSE: pg_sys::post_parse_analyze_hook_type = None;
 
 /// Installs the hooks, keeping the ones installed before.
 pub fn install() {
@@ -105,6 +108,8 @@ pub fn install() {
         pg_sys::planner_hook = Some(planner);
         PREV_RELATION_INFO = pg_sys::get_relation_info_hook;
         pg_sys::get_relation_info_hook = Some(relation_info);
+        PREV_POST_PARSE = pg_sys::post_parse_analyze_hook;
+        pg_sys::post_parse_analyze_hook = Some(post_parse);
         pg_sys::CacheRegisterSyscacheCallback(
             pg_sys::SysCacheIdentifier::PROCOID as i32,
             Some(forget_system),
@@ -142,6 +147,15 @@ pub fn suspended<T>(f: impl FnOnce() -> T) -> T {
     let prev = ACTIVE.with_borrow_mut(|a| a.take());
     let _restore = Restore(prev);
     f()
+}
+
+/// After parse analysis: a table owner's read by name (relation.rs) names only its relation.
+#[pg_guard]
+unsafe extern "C-unwind" fn post_parse(pstate: *mut pg_sys::ParseState, query: *mut pg_sys::Query, jstate: *mut pg_sys::JumbleState) {
+    if let Some(prev) = PREV_POST_PARSE {
+        pg_sys::ffi::pg_guard_ffi_boundary(|| prev(pstate, query, jstate));
+    }
+    crate::pg::relation::check_analyzed(query);
 }
 
 #[pg_guard]

@@ -61,21 +61,25 @@ pub fn written_in_sql(oid: Oid) -> bool {
 
 fn read_facts(oid: Oid) -> Option<(FunctionFacts, bool)> {
     // SAFETY: syscache lookups by OID; the tuple is released before returning, and names are
-    // copied out first.
+    // copied out first. A name that is not UTF-8 (a SQL_ASCII database) gives None, judged
+    // untrusted: spelled lossily it could equal a name the allow-list holds.
     unsafe {
         let tup = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::PROCOID as i32, pg_sys::Datum::from(oid));
         if tup.is_null() {
             return None;
         }
         let form = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_proc>(tup);
-        let name = CStr::from_ptr((*form).proname.data.as_ptr()).to_string_lossy().into_owned();
+        let name = CStr::from_ptr((*form).proname.data.as_ptr()).to_str().map(str::to_owned);
         let namespace = (*form).pronamespace;
         let owner = (*form).proowner;
         let volatility = (*form).provolatile as u8 as char;
         let aggregate = (*form).prokind as u8 == b'a';
         pg_sys::ReleaseSysCache(tup);
         let nsp = pg_sys::get_namespace_name(namespace);
-        let schema = if nsp.is_null() { String::new() } else { CStr::from_ptr(nsp).to_string_lossy().into_owned() };
+        let schema = if nsp.is_null() { Ok(String::new()) } else { CStr::from_ptr(nsp).to_str().map(str::to_owned) };
+        let (Ok(name), Ok(schema)) = (name, schema) else {
+            return None;
+        };
         let ext = pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, oid);
         let extension = if ext == pg_sys::InvalidOid {
             None
@@ -169,8 +173,7 @@ pub unsafe fn check(
     }
     let query = pg_sys::parse_analyze_fixedparams(rawstmt, sql.as_ptr(), std::ptr::null(), 0, std::ptr::null_mut());
     plain_select(query)?;
-    let mut named: Vec<Oid> = Vec::new();
-    named_walker(query.cast(), (&mut named as *mut Vec<Oid>).cast());
+    let mut named = named(query);
     named.sort_unstable_by_key(|o| u32::from(*o));
     named.dedup();
     let rewritten = pg_sys::pg_rewrite_query(query);
@@ -236,6 +239,17 @@ pub unsafe fn check(
     reads.sort_unstable_by_key(|o| u32::from(*o));
     reads.dedup();
     Ok((query, reads, named))
+}
+
+/// The relations an analysed statement names (before views are expanded), subqueries, CTEs
+/// and sublinks included.
+///
+/// # Safety
+/// `query` is an analysed Query.
+pub(crate) unsafe fn named(query: *mut pg_sys::Query) -> Vec<Oid> {
+    let mut named: Vec<Oid> = Vec::new();
+    named_walker(query.cast(), (&mut named as *mut Vec<Oid>).cast());
+    named
 }
 
 /// Collects, into the `Vec<Oid>` behind `context`, the relation of every range-table entry of an

@@ -11,6 +11,7 @@ use crate::pg::compat::{list_len, list_ptr};
 use crate::pg::errors;
 use nl2sql_core::error::{Report, SqlState};
 use pgrx::prelude::*;
+use std::cell::RefCell;
 use std::ffi::{CStr, CString};
 
 /// Takes `mode` on `rel` until the transaction ends and says whether it still exists. Taking
@@ -48,7 +49,20 @@ pub(crate) fn may_act_as_owner(rel: pg_sys::Oid, role: pg_sys::Oid) -> bool {
 }
 
 /// The relation's schema-qualified, quoted name as committed now; None when it no longer exists.
+/// A name that is not UTF-8 raises 22021.
 pub(crate) fn name(rel: pg_sys::Oid) -> Option<String> {
+    // Exactly the catalog's bytes or nothing: a name replaced lossily (a SQL_ASCII database
+    // holds names that are not UTF-8) would be another relation's, which the name then reads.
+    String::from_utf8(name_bytes(rel)?).map(Some).unwrap_or_else(|_| {
+        errors::raise(
+            &Report::new(SqlState::from_code("22021"), format!("the name of relation with OID {} is not valid UTF-8", u32::from(rel)))
+                .hint("nl2sql works on relations whose schema and name are UTF-8; rename them."),
+        )
+    })
+}
+
+/// The relation's schema-qualified, quoted name as committed now, as the catalog's bytes.
+fn name_bytes(rel: pg_sys::Oid) -> Option<Vec<u8>> {
     // SAFETY: invalidations applied (a cached name may be older than the last rename), then
     // cache lookups by OID; each returns NULL or a palloc'd C string.
     unsafe {
@@ -61,8 +75,8 @@ pub(crate) fn name(rel: pg_sys::Oid) -> Option<String> {
         if schema.is_null() {
             return None;
         }
-        let quoted = |s: *const std::ffi::c_char| CStr::from_ptr(pg_sys::quote_identifier(s)).to_string_lossy().into_owned();
-        Some(format!("{}.{}", quoted(schema), quoted(relname)))
+        let quoted = |s: *const std::ffi::c_char| CStr::from_ptr(pg_sys::quote_identifier(s)).to_bytes();
+        Some([quoted(schema), b".", quoted(relname)].concat())
     }
 }
 
@@ -70,9 +84,17 @@ pub(crate) fn name(rel: pg_sys::Oid) -> Option<String> {
 /// statement that read a table of that name read `rel`. Otherwise the transaction fails (40001)
 /// and undoes what `f` did. For reads run as the table's owner only (they gain nothing from
 /// another table): what the extension's owner does to a table goes by OID.
+///
+/// Meanwhile no statement may read another relation that now bears the name
+/// ([`check_analyzed`], from the parse-analysis hook): a rename between the lookup and the
+/// parse makes the name another relation's, a view that would run its owner's functions as
+/// the table's owner, which a rollback does not undo (a sequence's `setval`).
 pub(crate) fn by_name<T>(rel: pg_sys::Oid, f: impl FnOnce(&str) -> T) -> T {
     let before = name(rel).unwrap_or_else(|| gone(rel));
+    let prev = READING.with_borrow_mut(|r| r.replace((rel, before.clone())));
+    let restore = Reading(prev);
     let out = f(&before);
+    drop(restore);
     match name(rel) {
         Some(after) if after == before => out,
         Some(after) => errors::raise(
@@ -84,16 +106,100 @@ pub(crate) fn by_name<T>(rel: pg_sys::Oid, f: impl FnOnce(&str) -> T) -> T {
     }
 }
 
-/// Whether `rel` has a trigger named `trigger`, as committed now.
-pub(crate) fn has_trigger(rel: pg_sys::Oid, trigger: &str) -> bool {
-    trigger_oid(rel, trigger).is_some()
+thread_local! {
+    /// While [`by_name`] runs: the relation and the name its statements use.
+    static READING: RefCell<Option<(pg_sys::Oid, String)>> = const { RefCell::new(None) };
 }
 
-fn trigger_oid(rel: pg_sys::Oid, trigger: &str) -> Option<pg_sys::Oid> {
-    let name = CString::new(trigger).ok()?;
-    // SAFETY: a catalog scan by relation and name (missing_ok: InvalidOid when there is none).
-    let oid = unsafe { pg_sys::get_trigger_oid(rel, name.as_ptr(), true) };
-    (oid != pg_sys::InvalidOid).then_some(oid)
+/// Restores the read that was under way before, also when the statement raised an error.
+struct Reading(Option<(pg_sys::Oid, String)>);
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        let prev = self.0.take();
+        READING.with_borrow_mut(|r| *r = prev);
+    }
+}
+
+/// Called after PostgreSQL analysed a statement (post_parse_analyze_hook): while [`by_name`]
+/// runs, a statement that names a relation other than its own which now bears its name (the
+/// name resolved to another relation: a rename between the lookup and the parse) raises 40001
+/// before it is planned or run.
+///
+/// # Safety
+/// `query` is the hook's argument.
+pub(crate) unsafe fn check_analyzed(query: *mut pg_sys::Query) {
+    let Some((rel, name)) = READING.with_borrow(|r| r.clone()) else { return };
+    if query.is_null() {
+        return;
+    }
+    for other in crate::pg::policy::named(query) {
+        if other != rel && name_bytes(other).is_some_and(|n| n == name.as_bytes()) {
+            errors::raise(
+                &Report::new(SqlState::from_code("40001"), format!("relation {name} was renamed while nl2sql read it"))
+                    .detail("The name now names another relation; nothing of the statement ran.")
+                    .hint("Try again when no one renames the relation or its schema."),
+            );
+        }
+    }
+}
+
+/// A trigger of a table, found by name as committed now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Trigger {
+    /// No trigger of that name.
+    Missing,
+    /// One that calls `function` and is the table's own (not a partition's clone of its
+    /// parent's): its OID.
+    Calls(pg_sys::Oid),
+    /// One of that name made otherwise: by the table's owner, or cloned from a parent.
+    Other,
+}
+
+/// The trigger of `rel` named `trigger`, judged by the function it calls.
+pub(crate) fn trigger(rel: pg_sys::Oid, trigger: &str, function: pg_sys::Oid) -> Trigger {
+    let Ok(name) = CString::new(trigger) else { return Trigger::Missing };
+    // SAFETY: an index scan of pg_trigger by (tgrelid, tgname) under the catalog snapshot (as
+    // get_trigger_oid scans it); the row's fields are copied before the scan ends. The name
+    // datum points at `name`, alive for the scan.
+    unsafe {
+        let catalog = pg_sys::table_open(pg_sys::TriggerRelationId, pg_sys::AccessShareLock as i32);
+        let mut keys: [pg_sys::ScanKeyData; 2] = std::mem::zeroed();
+        let eq = pg_sys::BTEqualStrategyNumber as u16;
+        pg_sys::ScanKeyInit(&mut keys[0], pg_sys::Anum_pg_trigger_tgrelid as i16, eq, pg_sys::Oid::from(pg_sys::F_OIDEQ), pg_sys::Datum::from(rel));
+        pg_sys::ScanKeyInit(&mut keys[1], pg_sys::Anum_pg_trigger_tgname as i16, eq, pg_sys::Oid::from(pg_sys::F_NAMEEQ), pg_sys::Datum::from(name.as_ptr()));
+        let index = pg_sys::Oid::from(pg_sys::TriggerRelidNameIndexId);
+        let scan = pg_sys::systable_beginscan(catalog, index, true, std::ptr::null_mut(), 2, keys.as_mut_ptr());
+        let tup = pg_sys::systable_getnext(scan);
+        let found = if tup.is_null() {
+            Trigger::Missing
+        } else {
+            let row = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_trigger>(tup);
+            if (*row).tgfoid == function && (*row).tgparentid == pg_sys::InvalidOid {
+                Trigger::Calls((*row).oid)
+            } else {
+                Trigger::Other
+            }
+        };
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(catalog, pg_sys::AccessShareLock as i32);
+        found
+    }
+}
+
+/// The name of `rel`'s column `attnum` as committed now; None when it has none (dropped, or a
+/// name that is not UTF-8).
+pub(crate) fn column_name(rel: pg_sys::Oid, attnum: i16) -> Option<String> {
+    // SAFETY: invalidations applied, then a cache lookup by OID and number (missing_ok): NULL
+    // or a palloc'd C string.
+    unsafe {
+        pg_sys::AcceptInvalidationMessages();
+        let name = pg_sys::get_attname(rel, attnum, true);
+        if name.is_null() {
+            return None;
+        }
+        CStr::from_ptr(name).to_str().ok().map(str::to_owned)
+    }
 }
 
 /// Makes a trigger on `rel` from `statement`, a CREATE TRIGGER whose ON clause names any
@@ -130,15 +236,17 @@ pub(crate) fn create_trigger(rel: pg_sys::Oid, statement: &str) {
     }
 }
 
-/// Drops the triggers of `rel` named `names` where there are any, by OID. Takes ACCESS
+/// Drops the triggers of `rel` named `names` that call `function`, by OID. Takes ACCESS
 /// EXCLUSIVE on `rel`, as DROP TRIGGER does, first.
-pub(crate) fn drop_triggers(rel: pg_sys::Oid, names: &[&str]) {
+pub(crate) fn drop_triggers(rel: pg_sys::Oid, names: &[&str], function: pg_sys::Oid) {
     if !lock_existing(rel, pg_sys::AccessExclusiveLock) {
         return;
     }
-    for trigger in names {
+    for name in names {
         check_for_interrupts!();
-        let Some(oid) = trigger_oid(rel, trigger) else { continue };
+        // Only a trigger that calls nl2sql's function: one the table's owner made under the
+        // same name is hers, and stays.
+        let Trigger::Calls(oid) = trigger(rel, name, function) else { continue };
         let object = pg_sys::ObjectAddress { classId: pg_sys::TriggerRelationId, objectId: oid, objectSubId: 0 };
         // SAFETY: the trigger was found after the table's ACCESS EXCLUSIVE lock, which every
         // DROP TRIGGER and ALTER TABLE of it waits for; errors are PostgreSQL's own.

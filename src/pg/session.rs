@@ -25,7 +25,9 @@ pub fn setting_origin(name: &str) -> Option<(pg_sys::GucSource::Type, pg_sys::Oi
 /// A hash of every custom setting's name and value (placeholders: `x.y` names no loaded
 /// library defines) other than nl2sql's own, and of application_name.
 pub fn fingerprint() -> u64 {
-    let mut pairs: Vec<(String, String)> = Vec::new();
+    // Bytes, not text: two values that differ only in bytes that are not UTF-8 (a SQL_ASCII
+    // database) must not hash alike.
+    let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     // SAFETY: reads the GUC array as SHOW ALL does, on the backend's thread; placeholders are
     // string variables, so the cast to config_string is the one guc.c makes.
     unsafe {
@@ -33,17 +35,17 @@ pub fn fingerprint() -> u64 {
             if g.is_null() {
                 continue;
             }
-            let name = CStr::from_ptr((*g).name).to_string_lossy();
+            let name = CStr::from_ptr((*g).name).to_bytes();
             let custom = (*g).flags & pg_sys::GUC_CUSTOM_PLACEHOLDER as i32 != 0;
-            if !custom && name != "application_name" {
+            if !custom && name != b"application_name" {
                 continue;
             }
-            if name.starts_with("nl2sql.") {
+            if name.starts_with(b"nl2sql.") {
                 continue;
             }
             let var = (*(g as *mut pg_sys::config_string)).variable;
-            let value = if var.is_null() || (*var).is_null() { String::new() } else { CStr::from_ptr(*var).to_string_lossy().into_owned() };
-            pairs.push((name.into_owned(), value));
+            let value = if var.is_null() || (*var).is_null() { Vec::new() } else { CStr::from_ptr(*var).to_bytes().to_vec() };
+            pairs.push((name.to_vec(), value));
         }
     }
     pairs.sort();

@@ -5,6 +5,7 @@
 
 use super::{entries_table, fail, may_maintain, printed, relation_text, Built};
 use crate::gucs;
+use crate::pg::relation::Trigger;
 use crate::pg::{embedder, owner, relation, spi};
 use nl2sql_core::retrieval::embed;
 use nl2sql_core::retrieval::embedder::Embedder;
@@ -120,7 +121,8 @@ fn needs_dml_to_wait(rel: pg_sys::Oid, columns: &[Column]) -> bool {
         &[rel.into(), attnums.into()],
     )
     .unwrap_or(0);
-    serving < columns.len() as i64 || TRIGGERS.iter().any(|(name, _)| !relation::has_trigger(rel, name))
+    let function = values_changed();
+    serving < columns.len() as i64 || TRIGGERS.iter().any(|(name, _)| !matches!(relation::trigger(rel, name, function), Trigger::Calls(_)))
 }
 
 /// Locks the table after its column's value_index row (sql/values.sql, the order of locks),
@@ -141,7 +143,7 @@ fn lock_table(t: &Target, serving: bool) {
         fail(SqlState::InsufficientPrivilege, format!("must be owner of table {} to index its values", t.relname), None);
     }
     if triggers {
-        ensure_triggers(t.rel);
+        ensure_triggers(t);
     }
 }
 
@@ -202,6 +204,16 @@ fn build_column(t: &Target, col: &Column, include_rls: bool, explicit: bool) -> 
         return None;
     };
     lock_table(t, serving);
+    // The name was read by the transaction's snapshot, which under REPEATABLE READ may be from
+    // before a rename: spliced, it would read another of the table's columns. Now that renames
+    // wait for the lock, the name must be the column's as committed.
+    if relation::column_name(rel, col.attnum).as_deref() != Some(col.name.as_str()) {
+        fail(
+            SqlState::from_code("40001"),
+            format!("column {qcol} of {relname} was renamed or dropped while nl2sql read it"),
+            Some("Try again: the index is built from the column's current name."),
+        );
+    }
     let max_len = gucs::index_max_value_length();
     let (distinct, avg_len, too_long) = shape(rel, &qcol, max_len);
     let skip = |why: String| -> Option<Built> {
@@ -260,7 +272,7 @@ fn build_column(t: &Target, col: &Column, include_rls: bool, explicit: bool) -> 
     let hnsw = started.elapsed().as_secs_f64();
     if serving {
         // What DML added to the generation serving while this one was loaded.
-        values += super::entries::catch_up(id, rel, &col.name, &entries_table(id, old_gen), &table, &emb);
+        values += super::entries::catch_up(id, rel, col.attnum, &entries_table(id, old_gen), &table, &emb);
     }
     spi::write(&format!("ANALYZE {table}"), &[]);
     let seconds = started.elapsed().as_secs_f64();
@@ -421,12 +433,29 @@ const TRIGGERS: [(&str, &str); 4] = [
     ("nl2sql_values_truncate", "AFTER TRUNCATE ON {rel}"),
 ];
 
-fn ensure_triggers(rel: pg_sys::Oid) {
+/// nl2sql's trigger function, `nl2sql._values_changed()`.
+fn values_changed() -> pg_sys::Oid {
+    spi::read::<pg_sys::Oid>("SELECT 'nl2sql._values_changed()'::pg_catalog.regprocedure::pg_catalog.oid", &[]).unwrap_or(pg_sys::InvalidOid)
+}
+
+/// Makes the triggers the table lacks. A trigger of one of their names that calls another
+/// function (the table's owner's) is refused with 42710: taken for nl2sql's, the index would
+/// miss the DML it does not report, and a drop would remove it.
+fn ensure_triggers(t: &Target) {
+    let function = values_changed();
     for (name, when) in TRIGGERS {
-        if !relation::has_trigger(rel, name) {
-            // The ON clause is not read: the trigger is made on `rel` by OID.
-            let when = when.replace("{rel}", "nl2sql.by_oid");
-            relation::create_trigger(rel, &format!("CREATE TRIGGER {name} {when} FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._values_changed()"));
+        match relation::trigger(t.rel, name, function) {
+            Trigger::Calls(_) => {}
+            Trigger::Other => fail(
+                SqlState::from_code("42710"),
+                format!("trigger \"{name}\" of {} is not nl2sql's", t.relname),
+                Some("A value index keeps up with its table's changes through a trigger of that name; rename or drop that trigger, then build the index again."),
+            ),
+            Trigger::Missing => {
+                // The ON clause is not read: the trigger is made on `rel` by OID.
+                let when = when.replace("{rel}", "nl2sql.by_oid");
+                relation::create_trigger(t.rel, &format!("CREATE TRIGGER {name} {when} FOR EACH STATEMENT EXECUTE FUNCTION nl2sql._values_changed()"));
+            }
         }
     }
 }
@@ -451,13 +480,14 @@ pub fn drop(rel: pg_sys::Oid, column: Option<&str>) -> Vec<String> {
         // while the DELETE waited for a build: checked again, and the DELETE undone if need be.
         // ACCESS EXCLUSIVE (DROP TRIGGER's) only where there are triggers to drop (a
         // materialized view has none).
-        let drop_triggers = !left && TRIGGERS.iter().any(|(name, _)| relation::has_trigger(rel, name));
+        let function = values_changed();
+        let drop_triggers = !left && TRIGGERS.iter().any(|(name, _)| matches!(relation::trigger(rel, name, function), Trigger::Calls(_)));
         let mode = if drop_triggers { pg_sys::AccessExclusiveLock } else { pg_sys::AccessShareLock };
         if relation::lock_existing(rel, mode) && !may_maintain(rel, caller) {
             refused();
         }
         if drop_triggers {
-            relation::drop_triggers(rel, &TRIGGERS.map(|(name, _)| name));
+            relation::drop_triggers(rel, &TRIGGERS.map(|(name, _)| name), function);
         }
         dropped
     })

@@ -64,7 +64,7 @@ fn insert_values(table: &str, emb: &Embedder, values: Vec<String>) {
 
 /// Copies to the generation `new` the values that `old` holds, `new` lacks and the table still
 /// holds (DML added them after the build read the table); returns how many.
-pub fn catch_up(id: i32, rel: pg_sys::Oid, column: &str, old: &str, new: &str, emb: &Embedder) -> i64 {
+pub fn catch_up(id: i32, rel: pg_sys::Oid, attnum: i16, old: &str, new: &str, emb: &Embedder) -> i64 {
     let exists = spi::read::<bool>("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[old.into()]).unwrap_or(false);
     if !exists {
         return 0;
@@ -80,7 +80,7 @@ pub fn catch_up(id: i32, rel: pg_sys::Oid, column: &str, old: &str, new: &str, e
     if missing.is_empty() {
         return 0;
     }
-    let Some(held) = still_held(rel, column, &missing) else {
+    let Some(held) = still_held(rel, attnum, &missing) else {
         alert!("nl2sql could not re-read the values added to {} while its value index was built", relation_text(rel));
         spi::write("INSERT INTO nl2sql.value_flags (column_id, flag) VALUES ($1, 'stale')", &[id.into()]);
         return 0;

@@ -62,14 +62,16 @@ fn printed(qcol: &str) -> String {
     format!("pg_catalog.format('%s', {qcol})")
 }
 
-/// Those of `values` that some row of `rel` still holds in `column`, read as the table's owner
-/// (restricted): one scan of the table, hashed. None when the read failed (a policy that
-/// raises, say); the caller then leaves the column alone.
-fn still_held(rel: pg_sys::Oid, column: &str, values: &[String]) -> Option<Vec<String>> {
+/// Those of `values` that some row of `rel` still holds in its column `attnum`, read as the
+/// table's owner (restricted): one scan of the table, hashed. None when the read failed (a
+/// policy that raises, say) or the column is gone; the caller then leaves the column alone.
+/// The column is named as committed once the table is locked (a rename then waits), never by
+/// a snapshot, which may show a name from before a rename: another column's now.
+fn still_held(rel: pg_sys::Oid, attnum: i16, values: &[String]) -> Option<Vec<String>> {
     if values.is_empty() {
         return Some(vec![]);
     }
-    let sql = |relname: &str| {
+    let sql = |relname: &str, column: &str| {
         format!(
             "SELECT coalesce(pg_catalog.array_agg(g.v), '{{}}') FROM pg_catalog.unnest($1::pg_catalog.text[]) AS g(v)
              WHERE g.v OPERATOR(pg_catalog.=) ANY (SELECT {} FROM {relname} t)",
@@ -78,6 +80,11 @@ fn still_held(rel: pg_sys::Oid, column: &str, values: &[String]) -> Option<Vec<S
     };
     let args = [pgrx::datum::DatumWithOid::from(values.to_vec())];
     crate::pg::sandbox::savepoint(|| {
-        relation::by_name(rel, |relname| owner::as_table_owner(rel, || spi::read::<Vec<String>>(&sql(relname), &args).unwrap_or_default()))
+        if !relation::lock_existing(rel, pg_sys::AccessShareLock) {
+            return None;
+        }
+        let column = relation::column_name(rel, attnum)?;
+        Some(relation::by_name(rel, |relname| owner::as_table_owner(rel, || spi::read::<Vec<String>>(&sql(relname, &column), &args).unwrap_or_default())))
     })
+    .flatten()
 }

@@ -76,7 +76,7 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
 /// those of `rel`): each table is read as its owner (restricted), the index written as the
 /// extension's owner. Columns a build holds are left for later.
 fn apply_removals(rel: Option<pg_sys::Oid>) {
-    let pending: Vec<(i32, i32, pg_sys::Oid, String, Vec<String>)> = owner::as_owner(|| {
+    let pending: Vec<(i32, i32, pg_sys::Oid, String, Vec<String>, i16)> = owner::as_owner(|| {
         spi::rows(
             include_str!("../../../sql/queries/values_refresh_apply_removals.sql"),
             &[rel.into()],
@@ -87,19 +87,20 @@ fn apply_removals(rel: Option<pg_sys::Oid>) {
                     r.get::<pg_sys::Oid>(3).ok()??,
                     r.get::<String>(4).ok()??,
                     r.get::<Vec<String>>(5).ok()??,
+                    r.get::<i16>(6).ok()??,
                 ))
             },
         )
     });
     let caller = owner::caller();
-    for (id, generation, relid, column, values) in pending {
+    for (id, generation, relid, column, values, attnum) in pending {
         check_for_interrupts!();
         // Only tables the caller may maintain (superuser, or the table's owner).
         if !may_maintain(relid, caller) {
             continue;
         }
         // One table's trouble (its policy fails, say) skips that column, not the refresh.
-        let Some(held) = still_held(relid, &column, &values) else {
+        let Some(held) = still_held(relid, attnum, &values) else {
             alert!("nl2sql could not re-check the removed values of {}.{}", relation_text(relid), quote_identifier(&column));
             continue;
         };
@@ -217,17 +218,16 @@ pub fn collect_garbage() {
                     }
                     // Serialised with builds, which switch generations.
                     let claimed = spi::write_row(
-                        "SELECT i.relid::oid, a.attname::text FROM nl2sql.value_index i
-                         JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid::pg_catalog.oid AND a.attnum = i.attnum
+                        "SELECT i.relid::oid, i.attnum FROM nl2sql.value_index i
                          WHERE i.id = $1 AND i.generation = $2 FOR NO KEY UPDATE OF i SKIP LOCKED",
                         &[id.into(), current.into()],
-                        |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<String>(2).ok()??)),
+                        |r| Some((r.get::<pg_sys::Oid>(1).ok()??, r.get::<i16>(2).ok()??)),
                     );
-                    let Some((relid, column)) = claimed else { return false };
+                    let Some((relid, attnum)) = claimed else { return false };
                     let emb = embedder::for_stored_values();
                     let same_embedder = spi::read::<bool>("SELECT embedder = nl2sql.current_embedder() FROM nl2sql.value_index WHERE id = $1", &[id.into()]).unwrap_or(false);
                     if same_embedder {
-                        super::entries::catch_up(id, relid, &column, &old, &entries_table(id, current), &emb);
+                        super::entries::catch_up(id, relid, attnum, &old, &entries_table(id, current), &emb);
                     }
                 }
                 if spi::read::<bool>("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[old.as_str().into()]).unwrap_or(false) {
