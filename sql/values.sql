@@ -225,7 +225,12 @@ BEGIN
     -- build is replacing is copied to the new one before the switch, or, committed later,
     -- before the old one is dropped.
     FOR c IN
-        SELECT i.id, i.generation, a.attname, i.embedder, i.max_length,
+        -- The column named as committed (the system cache), as the transition tables name it:
+        -- the statement's snapshot may show a name from before a rename, another column's now.
+        SELECT i.id, i.generation,
+               (pg_catalog.pg_identify_object_as_address('pg_catalog.pg_class'::pg_catalog.regclass,
+                    i.relid::pg_catalog.oid, i.attnum)).object_names[3]::pg_catalog.name AS attname,
+               i.embedder, i.max_length,
                greatest(2, least(50, i.value_count / 10))::int AS cap
         FROM nl2sql.value_index i
         JOIN pg_attribute a ON a.attrelid = i.relid AND a.attnum = i.attnum

@@ -594,6 +594,16 @@ def test_a_name_that_is_not_utf8_never_reads_the_relation_its_lossy_spelling_nam
             with pytest.raises(errors.CharacterNotInRepertoire):
                 db.execute("SELECT * FROM nl2sql.create_value_index(%s::oid::regclass)", (oid,))
             assert db.execute("SELECT last_value FROM public.witness").fetchone()[0] == 1
+            # A table indexed under a UTF-8 name, then renamed to one that is not: a refresh of
+            # every index skips it with a WARNING naming it (bytes shown replaced) and goes on.
+            db.execute("CREATE SCHEMA e_ok")
+            db.execute("CREATE TABLE e_ok.t (c text)")
+            db.execute("INSERT INTO e_ok.t VALUES ('Montrose')")
+            db.execute("SELECT * FROM nl2sql.create_value_index('e_ok.t')")
+            db.execute(r"DO $$BEGIN EXECUTE format('ALTER SCHEMA e_ok RENAME TO %I', E'e\xfe'); END$$")
+            db.execute("UPDATE nl2sql.value_index SET status = 'stale'")
+            db.execute("SET client_min_messages = warning")
+            db.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
         db.close()
     finally:
         admin.execute("DROP DATABASE IF EXISTS nl2sql_ascii WITH (FORCE)")
@@ -660,3 +670,30 @@ def test_a_column_renamed_under_an_older_snapshot_is_not_indexed_under_its_old_n
     finally:
         builder.close()
         admin.execute("DROP TABLE IF EXISTS swap_cols")
+
+
+def test_dml_under_an_older_snapshot_indexes_the_column_by_its_current_name(connect):
+    """A writer's REPEATABLE READ snapshot names the columns as before two were swapped; the
+    transition tables name them as now. What the writer adds goes to the index of the column
+    it went into, never to the other's."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS swap_dml")
+    admin.execute("CREATE TABLE swap_dml (a text, b text)")
+    admin.execute("INSERT INTO swap_dml VALUES ('Alpha', 'Beta')")
+    admin.execute("SELECT * FROM nl2sql.create_value_index('swap_dml', 'a')")
+    writer = connect()
+    try:
+        writer.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        writer.execute("SELECT count(*) FROM pg_attribute")
+        for old, new in (("a", "tmp"), ("b", "a"), ("tmp", "b")):
+            admin.execute(f"ALTER TABLE swap_dml RENAME COLUMN {old} TO {new}")
+        # The indexed column (the first) is now named b.
+        writer.execute("INSERT INTO swap_dml (b, a) VALUES ('Oban', 'Troon')")
+        writer.execute("COMMIT")
+        found = admin.execute("SELECT value, column_name::text FROM nl2sql.search_values('oban troon', 50) "
+                              "WHERE relation = 'swap_dml'::regclass AND value IN ('Oban', 'Troon')").fetchall()
+        assert found == [("Oban", "b")], found
+    finally:
+        writer.close()
+        admin.execute("DROP TABLE IF EXISTS swap_dml")

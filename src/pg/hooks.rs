@@ -155,7 +155,7 @@ unsafe extern "C-unwind" fn post_parse(pstate: *mut pg_sys::ParseState, query: *
     if let Some(prev) = PREV_POST_PARSE {
         pg_sys::ffi::pg_guard_ffi_boundary(|| prev(pstate, query, jstate));
     }
-    crate::pg::relation::check_analyzed(query);
+    crate::pg::relation::check_analyzed(pstate, query);
 }
 
 #[pg_guard]

@@ -61,6 +61,12 @@ pub(crate) fn name(rel: pg_sys::Oid) -> Option<String> {
     })
 }
 
+/// The relation's name as [`name`] gives it, for messages only: bytes that are not UTF-8 are
+/// shown replaced (never a name to run: so spelled, it may be another relation's).
+pub(crate) fn display_name(rel: pg_sys::Oid) -> Option<String> {
+    name_bytes(rel).map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
 /// The relation's schema-qualified, quoted name as committed now, as the catalog's bytes.
 fn name_bytes(rel: pg_sys::Oid) -> Option<Vec<u8>> {
     // SAFETY: invalidations applied (a cached name may be older than the last rename), then
@@ -91,7 +97,8 @@ fn name_bytes(rel: pg_sys::Oid) -> Option<Vec<u8>> {
 /// the table's owner, which a rollback does not undo (a sequence's `setval`).
 pub(crate) fn by_name<T>(rel: pg_sys::Oid, f: impl FnOnce(&str) -> T) -> T {
     let before = name(rel).unwrap_or_else(|| gone(rel));
-    let prev = READING.with_borrow_mut(|r| r.replace((rel, before.clone())));
+    let read = Read { rel, name: before.clone(), relname: relname_bytes(rel).unwrap_or_else(|| gone(rel)) };
+    let prev = READING.with_borrow_mut(|r| r.replace(read));
     let restore = Reading(prev);
     let out = f(&before);
     drop(restore);
@@ -108,11 +115,20 @@ pub(crate) fn by_name<T>(rel: pg_sys::Oid, f: impl FnOnce(&str) -> T) -> T {
 
 thread_local! {
     /// While [`by_name`] runs: the relation and the name its statements use.
-    static READING: RefCell<Option<(pg_sys::Oid, String)>> = const { RefCell::new(None) };
+    static READING: RefCell<Option<Read>> = const { RefCell::new(None) };
+}
+
+/// A read by name under way: the relation, the quoted name its statements use, and the
+/// relation's own name (unqualified, the catalog's bytes).
+#[derive(Clone)]
+struct Read {
+    rel: pg_sys::Oid,
+    name: String,
+    relname: Vec<u8>,
 }
 
 /// Restores the read that was under way before, also when the statement raised an error.
-struct Reading(Option<(pg_sys::Oid, String)>);
+struct Reading(Option<Read>);
 
 impl Drop for Reading {
     fn drop(&mut self) {
@@ -121,26 +137,45 @@ impl Drop for Reading {
     }
 }
 
-/// Called after PostgreSQL analysed a statement (post_parse_analyze_hook): while [`by_name`]
-/// runs, a statement that names a relation other than its own which now bears its name (the
-/// name resolved to another relation: a rename between the lookup and the parse) raises 40001
-/// before it is planned or run.
+/// Called after PostgreSQL analysed a statement (post_parse_analyze_hook). While [`by_name`]
+/// runs, a statement whose text holds the name it gave out, and that names another relation
+/// of the same relname outside nl2sql's own schema, raises 40001 before it is planned or run:
+/// the name resolved to that relation (a schema renamed between the lookup and the parse).
+/// The relname, not the qualified name, is compared: the parser holds a lock on what it
+/// resolved, which a rename of that relation waits for, while its schema may be renamed
+/// again before this check.
 ///
 /// # Safety
-/// `query` is the hook's argument.
-pub(crate) unsafe fn check_analyzed(query: *mut pg_sys::Query) {
-    let Some((rel, name)) = READING.with_borrow(|r| r.clone()) else { return };
-    if query.is_null() {
+/// `pstate` and `query` are the hook's arguments.
+pub(crate) unsafe fn check_analyzed(pstate: *mut pg_sys::ParseState, query: *mut pg_sys::Query) {
+    let Some(read) = READING.with_borrow(|r| r.clone()) else { return };
+    if pstate.is_null() || (*pstate).p_sourcetext.is_null() || query.is_null() {
         return;
     }
+    // Only the read's own statements: code the table's owner runs meanwhile (a policy's
+    // function) may read tables of that relname elsewhere.
+    let text = CStr::from_ptr((*pstate).p_sourcetext).to_bytes();
+    if !text.windows(read.name.len()).any(|w| w == read.name.as_bytes()) {
+        return;
+    }
+    let own = pg_sys::get_namespace_oid(c"nl2sql".as_ptr(), true);
     for other in crate::pg::policy::named(query) {
-        if other != rel && name_bytes(other).is_some_and(|n| n == name.as_bytes()) {
+        if other != read.rel && pg_sys::get_rel_namespace(other) != own && relname_bytes(other).is_some_and(|n| n == read.relname) {
             errors::raise(
-                &Report::new(SqlState::from_code("40001"), format!("relation {name} was renamed while nl2sql read it"))
-                    .detail("The name now names another relation; nothing of the statement ran.")
+                &Report::new(SqlState::from_code("40001"), format!("relation {} was renamed while nl2sql read it", read.name))
+                    .detail("Its name now names another relation; nothing of the statement ran.")
                     .hint("Try again when no one renames the relation or its schema."),
             );
         }
+    }
+}
+
+/// The relation's own name (unqualified) as committed now, as the catalog's bytes.
+fn relname_bytes(rel: pg_sys::Oid) -> Option<Vec<u8>> {
+    // SAFETY: a cache lookup by OID: NULL or a palloc'd C string.
+    unsafe {
+        let relname = pg_sys::get_rel_name(rel);
+        (!relname.is_null()).then(|| CStr::from_ptr(relname).to_bytes().to_vec())
     }
 }
 
@@ -190,15 +225,23 @@ pub(crate) fn trigger(rel: pg_sys::Oid, trigger: &str, function: pg_sys::Oid) ->
 /// The name of `rel`'s column `attnum` as committed now; None when it has none (dropped, or a
 /// name that is not UTF-8).
 pub(crate) fn column_name(rel: pg_sys::Oid, attnum: i16) -> Option<String> {
-    // SAFETY: invalidations applied, then a cache lookup by OID and number (missing_ok): NULL
-    // or a palloc'd C string.
+    // SAFETY: invalidations applied, then a cache lookup by OID and number; the name is copied
+    // before the tuple is released.
     unsafe {
         pg_sys::AcceptInvalidationMessages();
-        let name = pg_sys::get_attname(rel, attnum, true);
-        if name.is_null() {
+        let tup = pg_sys::SearchSysCache2(
+            pg_sys::SysCacheIdentifier::ATTNUM as i32,
+            pg_sys::Datum::from(rel),
+            pg_sys::Datum::from(attnum),
+        );
+        if tup.is_null() {
             return None;
         }
-        CStr::from_ptr(name).to_str().ok().map(str::to_owned)
+        let att = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_attribute>(tup);
+        // A dropped column keeps a placeholder name, which a live column may have been given.
+        let name = (!(*att).attisdropped).then(|| CStr::from_ptr((*att).attname.data.as_ptr()).to_str().map(str::to_owned).ok()).flatten();
+        pg_sys::ReleaseSysCache(tup);
+        name
     }
 }
 

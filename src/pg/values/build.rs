@@ -433,9 +433,11 @@ const TRIGGERS: [(&str, &str); 4] = [
     ("nl2sql_values_truncate", "AFTER TRUNCATE ON {rel}"),
 ];
 
-/// nl2sql's trigger function, `nl2sql._values_changed()`.
+/// nl2sql's trigger function, `nl2sql._values_changed()` (a missing one raises: the input of
+/// regprocedure does).
 fn values_changed() -> pg_sys::Oid {
-    spi::read::<pg_sys::Oid>("SELECT 'nl2sql._values_changed()'::pg_catalog.regprocedure::pg_catalog.oid", &[]).unwrap_or(pg_sys::InvalidOid)
+    spi::read::<pg_sys::Oid>("SELECT 'nl2sql._values_changed()'::pg_catalog.regprocedure::pg_catalog.oid", &[])
+        .unwrap_or_else(|| fail(SqlState::InternalError, "nl2sql internal error: nl2sql._values_changed() is missing".into(), None))
 }
 
 /// Makes the triggers the table lacks. A trigger of one of their names that calls another

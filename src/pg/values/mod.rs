@@ -43,10 +43,11 @@ fn entries_table(id: i32, generation: i32) -> String {
     format!("nl2sql.value_entries_{id}_{generation}")
 }
 
-/// The relation's schema-qualified, quoted name, for messages. A statement that names the
-/// relation takes its name through [`relation::by_name`].
+/// The relation's schema-qualified, quoted name, for messages only (bytes that are not UTF-8
+/// shown replaced). A statement that names the relation takes its name through
+/// [`relation::by_name`].
 fn relation_text(rel: pg_sys::Oid) -> String {
-    relation::name(rel).unwrap_or_else(|| relation::gone(rel))
+    relation::display_name(rel).unwrap_or_else(|| relation::gone(rel))
 }
 
 /// Whether `role` may build, refresh or drop the indexes of `rel`: its owner (or a member of
