@@ -51,9 +51,14 @@ pub(crate) fn may_act_as_owner(rel: pg_sys::Oid, role: pg_sys::Oid) -> bool {
 /// The relation's schema-qualified, quoted name as committed now; None when it no longer exists.
 /// A name that is not UTF-8 raises 22021.
 pub(crate) fn name(rel: pg_sys::Oid) -> Option<String> {
-    // Exactly the catalog's bytes or nothing: a name replaced lossily (a SQL_ASCII database
-    // holds names that are not UTF-8) would be another relation's, which the name then reads.
-    String::from_utf8(name_bytes(rel)?).map(Some).unwrap_or_else(|_| {
+    parts(rel).map(|(qualified, _)| utf8(rel, qualified))
+}
+
+/// `name` as text. Exactly the catalog's bytes or nothing: a name replaced lossily (a SQL_ASCII
+/// database holds names that are not UTF-8) would be another relation's, which the name then
+/// reads.
+fn utf8(rel: pg_sys::Oid, name: Vec<u8>) -> String {
+    String::from_utf8(name).unwrap_or_else(|_| {
         errors::raise(
             &Report::new(SqlState::from_code("22021"), format!("the name of relation with OID {} is not valid UTF-8", u32::from(rel)))
                 .hint("nl2sql works on relations whose schema and name are UTF-8; rename them."),
@@ -64,11 +69,12 @@ pub(crate) fn name(rel: pg_sys::Oid) -> Option<String> {
 /// The relation's name as [`name`] gives it, for messages only: bytes that are not UTF-8 are
 /// shown replaced (never a name to run: so spelled, it may be another relation's).
 pub(crate) fn display_name(rel: pg_sys::Oid) -> Option<String> {
-    name_bytes(rel).map(|b| String::from_utf8_lossy(&b).into_owned())
+    parts(rel).map(|(qualified, _)| String::from_utf8_lossy(&qualified).into_owned())
 }
 
-/// The relation's schema-qualified, quoted name as committed now, as the catalog's bytes.
-fn name_bytes(rel: pg_sys::Oid) -> Option<Vec<u8>> {
+/// The relation's schema-qualified, quoted name and its own name (unqualified, unquoted), from
+/// one lookup as committed now, as the catalog's bytes.
+fn parts(rel: pg_sys::Oid) -> Option<(Vec<u8>, Vec<u8>)> {
     // SAFETY: invalidations applied (a cached name may be older than the last rename), then
     // cache lookups by OID; each returns NULL or a palloc'd C string.
     unsafe {
@@ -82,7 +88,7 @@ fn name_bytes(rel: pg_sys::Oid) -> Option<Vec<u8>> {
             return None;
         }
         let quoted = |s: *const std::ffi::c_char| CStr::from_ptr(pg_sys::quote_identifier(s)).to_bytes();
-        Some([quoted(schema), b".", quoted(relname)].concat())
+        Some(([quoted(schema), b".", quoted(relname)].concat(), CStr::from_ptr(relname).to_bytes().to_vec()))
     }
 }
 
@@ -96,8 +102,9 @@ fn name_bytes(rel: pg_sys::Oid) -> Option<Vec<u8>> {
 /// parse makes the name another relation's, a view that would run its owner's functions as
 /// the table's owner, which a rollback does not undo (a sequence's `setval`).
 pub(crate) fn by_name<T>(rel: pg_sys::Oid, f: impl FnOnce(&str) -> T) -> T {
-    let before = name(rel).unwrap_or_else(|| gone(rel));
-    let read = Read { rel, name: before.clone(), relname: relname_bytes(rel).unwrap_or_else(|| gone(rel)) };
+    let (qualified, relname) = parts(rel).unwrap_or_else(|| gone(rel));
+    let before = utf8(rel, qualified);
+    let read = Read { rel, name: before.clone(), relname };
     let prev = READING.with_borrow_mut(|r| r.replace(read));
     let restore = Reading(prev);
     let out = f(&before);
@@ -155,27 +162,22 @@ pub(crate) unsafe fn check_analyzed(pstate: *mut pg_sys::ParseState, query: *mut
     // Only the read's own statements: code the table's owner runs meanwhile (a policy's
     // function) may read tables of that relname elsewhere.
     let text = CStr::from_ptr((*pstate).p_sourcetext).to_bytes();
-    if !text.windows(read.name.len()).any(|w| w == read.name.as_bytes()) {
+    if !nl2sql_core::safety::names::holds_name(text, read.name.as_bytes()) {
         return;
+    }
+    if (*query).commandType == pg_sys::CmdType::CMD_UTILITY {
+        // Its inner query (a cursor's, EXPLAIN's) is not walked: never one of nl2sql's reads.
+        errors::raise(&Report::new(SqlState::InternalError, "nl2sql internal error: a read by name is a utility statement".to_string()));
     }
     let own = pg_sys::get_namespace_oid(c"nl2sql".as_ptr(), true);
     for other in crate::pg::policy::named(query) {
-        if other != read.rel && pg_sys::get_rel_namespace(other) != own && relname_bytes(other).is_some_and(|n| n == read.relname) {
+        if other != read.rel && pg_sys::get_rel_namespace(other) != own && parts(other).is_some_and(|(_, n)| n == read.relname) {
             errors::raise(
                 &Report::new(SqlState::from_code("40001"), format!("relation {} was renamed while nl2sql read it", read.name))
                     .detail("Its name now names another relation; nothing of the statement ran.")
                     .hint("Try again when no one renames the relation or its schema."),
             );
         }
-    }
-}
-
-/// The relation's own name (unqualified) as committed now, as the catalog's bytes.
-fn relname_bytes(rel: pg_sys::Oid) -> Option<Vec<u8>> {
-    // SAFETY: a cache lookup by OID: NULL or a palloc'd C string.
-    unsafe {
-        let relname = pg_sys::get_rel_name(rel);
-        (!relname.is_null()).then(|| CStr::from_ptr(relname).to_bytes().to_vec())
     }
 }
 

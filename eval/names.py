@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Counts, per result file of eval/harness.py, what "Only names that exist" is measured by:
+questions right, first answers that fail on a name (42703, 42P01, a missing FROM-clause
+entry), distinct first-round candidates that do, answers writing the grammar's `unknown_`
+name, p50/p90 latency and the model's completion tokens a second (median call, extraction
+left out). Counts only: it prints no question, so it may be run on a held-out benchmark.
+
+    .venv/bin/python eval/names.py eval/results/full-spider-train-all-t10.jsonl ...
+"""
+import json
+import re
+import statistics
+import sys
+
+NAME_STATES = ("42703", "42P01")
+
+
+def fails_on_a_name(candidate):
+    error = candidate.get("error") or ""
+    return (candidate.get("sqlstate") in NAME_STATES
+            or bool(re.match(r"(column|relation) .* does not exist", error))
+            or "missing FROM-clause entry" in error)
+
+
+def count(rows):
+    first, distinct, distinct_failing, unknown = 0, 0, 0, 0
+    for r in rows:
+        round0 = [c for c in (r.get("candidates") or []) if c.get("round") == 0]
+        if round0 and fails_on_a_name(round0[0]):
+            first += 1
+        seen = set()
+        for c in round0:
+            if c.get("duplicate_of") is not None or c.get("sql") in seen:
+                continue
+            seen.add(c.get("sql"))
+            distinct += 1
+            distinct_failing += fails_on_a_name(c)
+        unknown += "unknown_" in (r.get("predicted") or "")
+    return first, distinct, distinct_failing, unknown
+
+
+def main(paths):
+    for path in paths:
+        with open(path) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        if not rows:
+            print(f"{path}: empty")
+            continue
+        n = len(rows)
+        right = sum(1 for r in rows if r["correct"])
+        first, distinct, distinct_failing, unknown = count(rows)
+        latency = sorted(r["latency_ms"] / 1000 for r in rows)
+        rates = [c["completion_tokens"] / (c["latency_ms"] / 1000) for r in rows for c in (r.get("calls") or [])
+                 if c.get("stage") != "extract" and c.get("completion_tokens") and c.get("latency_ms")]
+        print(f"{path.rsplit('/', 1)[-1]}: n={n} right={right} ({100 * right / n:.1f} %) "
+              f"first answers failing on a name={first} ({100 * first / n:.1f} %) "
+              f"distinct first-round candidates={distinct}, failing on a name={distinct_failing} "
+              f"unknown_={unknown} p50={statistics.median(latency):.2f} s p90={latency[int(0.9 * (n - 1))]:.2f} s "
+              f"tokens/s={statistics.median(rates) if rates else 0:.1f} "
+              f"timed out={sum(1 for r in rows if r.get('sqlstate') == '57014')}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
