@@ -641,6 +641,15 @@ def test_a_trigger_of_the_owners_under_nl2sqls_name_is_neither_trusted_nor_dropp
         conn.execute("DROP FUNCTION IF EXISTS public.trig_mine()")
 
 
+def swap_columns_under_a_snapshot(session, admin, table):
+    """Opens a REPEATABLE READ transaction on `session` and takes its snapshot; then `admin`
+    swaps the names of `table`'s columns a and b, which that snapshot still shows as before."""
+    session.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    session.execute("SELECT count(*) FROM pg_attribute")
+    for old, new in (("a", "tmp"), ("b", "a"), ("tmp", "b")):
+        admin.execute(f"ALTER TABLE {table} RENAME COLUMN {old} TO {new}")
+
+
 def test_a_column_renamed_under_an_older_snapshot_is_not_indexed_under_its_old_name(connect):
     """Under REPEATABLE READ the snapshot still names the columns as before two were swapped;
     spliced, the old name would read the other column. The build refuses (40001) and indexes
@@ -654,10 +663,7 @@ def test_a_column_renamed_under_an_older_snapshot_is_not_indexed_under_its_old_n
     builder = connect()
     builder.execute("SET client_min_messages = warning")
     try:
-        builder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        builder.execute("SELECT count(*) FROM pg_attribute")
-        for old, new in (("a", "tmp"), ("b", "a"), ("tmp", "b")):
-            admin.execute(f"ALTER TABLE swap_cols RENAME COLUMN {old} TO {new}")
+        swap_columns_under_a_snapshot(builder, admin, "swap_cols")
         with pytest.raises(errors.SerializationFailure):
             builder.execute("SELECT * FROM nl2sql.create_value_index(%s::oid::regclass)", (rel,))
         builder.execute("ROLLBACK")
@@ -684,10 +690,7 @@ def test_dml_under_an_older_snapshot_indexes_the_column_by_its_current_name(conn
     admin.execute("SELECT * FROM nl2sql.create_value_index('swap_dml', 'a')")
     writer = connect()
     try:
-        writer.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        writer.execute("SELECT count(*) FROM pg_attribute")
-        for old, new in (("a", "tmp"), ("b", "a"), ("tmp", "b")):
-            admin.execute(f"ALTER TABLE swap_dml RENAME COLUMN {old} TO {new}")
+        swap_columns_under_a_snapshot(writer, admin, "swap_dml")
         # The indexed column (the first) is now named b.
         writer.execute("INSERT INTO swap_dml (b, a) VALUES ('Oban', 'Troon')")
         writer.execute("COMMIT")

@@ -193,6 +193,13 @@ pub(crate) enum Trigger {
     Other,
 }
 
+impl Trigger {
+    /// Whether it is one of nl2sql's (it calls the function asked about).
+    pub(crate) fn is_nl2sqls(self) -> bool {
+        matches!(self, Trigger::Calls(_))
+    }
+}
+
 /// The trigger of `rel` named `trigger`, judged by the function it calls.
 pub(crate) fn trigger(rel: pg_sys::Oid, trigger: &str, function: pg_sys::Oid) -> Trigger {
     let Ok(name) = CString::new(trigger) else { return Trigger::Missing };

@@ -87,8 +87,9 @@ pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explici
         }
     }
     super::refresh::collect_garbage();
-    let strong = relkind != "m" && owner::as_owner(|| needs_dml_to_wait(rel, &columns));
-    let target = Target { rel, relname: &relname, relkind: &relkind, caller, strong };
+    let function = owner::as_owner(values_changed);
+    let strong = relkind != "m" && owner::as_owner(|| needs_dml_to_wait(rel, &columns, function));
+    let target = Target { rel, relname: &relname, relkind: &relkind, caller, strong, function };
     let mut out = Vec::new();
     for col in &columns {
         check_for_interrupts!();
@@ -108,12 +109,14 @@ struct Target<'a> {
     caller: pg_sys::Oid,
     /// DML waits for this build (a column without a generation serving, a trigger missing).
     strong: bool,
+    /// `nl2sql._values_changed()`, the function nl2sql's triggers call.
+    function: pg_sys::Oid,
 }
 
 /// Whether a build of `columns` makes DML wait: one of them has no generation serving yet (a
 /// first build, or restored), or a trigger is missing. Decided once for the table, so that its
 /// lock is taken at its strongest by the first column and never raised.
-fn needs_dml_to_wait(rel: pg_sys::Oid, columns: &[Column]) -> bool {
+fn needs_dml_to_wait(rel: pg_sys::Oid, columns: &[Column], function: pg_sys::Oid) -> bool {
     let attnums: Vec<i16> = columns.iter().map(|c| c.attnum).collect();
     let serving = spi::read::<i64>(
         "SELECT pg_catalog.count(*) FROM nl2sql.value_index i WHERE i.relid::pg_catalog.oid = $1
@@ -121,8 +124,7 @@ fn needs_dml_to_wait(rel: pg_sys::Oid, columns: &[Column]) -> bool {
         &[rel.into(), attnums.into()],
     )
     .unwrap_or(0);
-    let function = values_changed();
-    serving < columns.len() as i64 || TRIGGERS.iter().any(|(name, _)| !matches!(relation::trigger(rel, name, function), Trigger::Calls(_)))
+    serving < columns.len() as i64 || TRIGGERS.iter().any(|(name, _)| !relation::trigger(rel, name, function).is_nl2sqls())
 }
 
 /// Locks the table after its column's value_index row (sql/values.sql, the order of locks),
@@ -444,9 +446,8 @@ fn values_changed() -> pg_sys::Oid {
 /// function (the table's owner's) is refused with 42710: taken for nl2sql's, the index would
 /// miss the DML it does not report, and a drop would remove it.
 fn ensure_triggers(t: &Target) {
-    let function = values_changed();
     for (name, when) in TRIGGERS {
-        match relation::trigger(t.rel, name, function) {
+        match relation::trigger(t.rel, name, t.function) {
             Trigger::Calls(_) => {}
             Trigger::Other => fail(
                 SqlState::from_code("42710"),
@@ -483,7 +484,7 @@ pub fn drop(rel: pg_sys::Oid, column: Option<&str>) -> Vec<String> {
         // ACCESS EXCLUSIVE (DROP TRIGGER's) only where there are triggers to drop (a
         // materialized view has none).
         let function = values_changed();
-        let drop_triggers = !left && TRIGGERS.iter().any(|(name, _)| matches!(relation::trigger(rel, name, function), Trigger::Calls(_)));
+        let drop_triggers = !left && TRIGGERS.iter().any(|(name, _)| relation::trigger(rel, name, function).is_nl2sqls());
         let mode = if drop_triggers { pg_sys::AccessExclusiveLock } else { pg_sys::AccessShareLock };
         if relation::lock_existing(rel, mode) && !may_maintain(rel, caller) {
             refused();
