@@ -87,8 +87,10 @@ pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explici
         }
     }
     super::refresh::collect_garbage();
-    let function = owner::as_owner(values_changed);
-    let strong = relkind != "m" && owner::as_owner(|| needs_dml_to_wait(rel, &columns, function));
+    let (function, strong) = owner::as_owner(|| {
+        let function = values_changed();
+        (function, relkind != "m" && needs_dml_to_wait(rel, &columns, function))
+    });
     let target = Target { rel, relname: &relname, relkind: &relkind, caller, strong, function };
     let mut out = Vec::new();
     for col in &columns {
