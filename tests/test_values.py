@@ -700,3 +700,30 @@ def test_dml_under_an_older_snapshot_indexes_the_column_by_its_current_name(conn
     finally:
         writer.close()
         admin.execute("DROP TABLE IF EXISTS swap_dml")
+
+
+def test_names_holding_quotes_dots_and_spaces_are_read_under_quote_all_identifiers(connect):
+    """A table owner's names built like the quoting a name check reads (`"`, `.`, a space), and
+    the DBA's session quoting every identifier: the build, the DML trigger and a refresh read the
+    table itself (no false 40001), and its values are found."""
+    admin = connect()
+    with scratch_role(admin, "quoting_eve", "GRANT CREATE ON DATABASE " + admin.info.dbname + " TO quoting_eve"):
+        admin.execute("SET ROLE quoting_eve")
+        admin.execute('CREATE SCHEMA "a"".b c"')
+        admin.execute('CREATE TABLE "a"".b c"."c.d ""x""" ("v "" w" text)')
+        admin.execute('INSERT INTO "a"".b c"."c.d ""x""" VALUES (\'Montrose\')')
+        admin.execute("RESET ROLE")
+        admin.execute("SET quote_all_identifiers = on")
+        try:
+            table = '"a"".b c"."c.d ""x"""'
+            assert admin.execute("SELECT status FROM nl2sql.create_value_index(%s)", (table,)).fetchone()[0] == "ready"
+            admin.execute(f"INSERT INTO {table} VALUES ('Arbroath')")
+            found = {r[0] for r in admin.execute("SELECT value FROM nl2sql.search_values('arbroath', 3)").fetchall()}
+            assert "Arbroath" in found
+            admin.execute("UPDATE nl2sql.value_index SET status = 'stale' WHERE relid::oid = %s::regclass::oid", (table,))
+            admin.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            assert admin.execute("SELECT DISTINCT status FROM nl2sql.value_index WHERE relid::oid = %s::regclass::oid",
+                                 (table,)).fetchall() == [("ready",)]
+        finally:
+            admin.execute("RESET quote_all_identifiers")
+            admin.execute("SELECT nl2sql.drop_value_index(%s)", ('"a"".b c"."c.d ""x"""',))
