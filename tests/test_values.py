@@ -380,6 +380,77 @@ def test_row_security_enabled_after_a_build_hides_the_values(connect):
         admin.execute("DROP TABLE IF EXISTS late_towns")
 
 
+def test_a_tables_own_query_canceled_fails_that_table_not_the_refresh(connect):
+    """Code a table's owner wrote runs while nl2sql reads her table (here a policy she forces on
+    herself) and may raise query_canceled with RAISE: an error of her table, not the caller's
+    cancel. A refresh of every index goes on with the other tables and says which one it could
+    not rebuild; that one keeps its generation until a later refresh. A real cancel still ends
+    the refresh."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS gated_towns, plain_towns")
+    role = "pytest_gater"
+    with scratch_role(admin, role):
+        admin.execute("""CREATE FUNCTION pytest_gate() RETURNS bool LANGUAGE plpgsql AS $$
+                         BEGIN
+                           IF current_setting('pytest.gate', true) = 'on' THEN
+                             RAISE EXCEPTION 'her gate' USING ERRCODE = 'query_canceled';
+                           ELSIF current_setting('pytest.gate', true) = 'slow' THEN
+                             PERFORM pg_sleep(30);
+                           END IF;
+                           RETURN true;
+                         END $$""")
+        admin.execute(f"ALTER FUNCTION pytest_gate() OWNER TO {role}")
+        for t in ("gated_towns", "plain_towns"):
+            admin.execute(f"CREATE TABLE {t} (town text)")
+            admin.execute(f"INSERT INTO {t} VALUES ('Aberdeen')")
+        admin.execute("CREATE POLICY gate ON gated_towns USING (pytest_gate())")
+        admin.execute("ALTER TABLE gated_towns ENABLE ROW LEVEL SECURITY")
+        admin.execute("ALTER TABLE gated_towns FORCE ROW LEVEL SECURITY")
+        admin.execute(f"ALTER TABLE gated_towns OWNER TO {role}")
+        generations = ("SELECT relid::text, generation FROM nl2sql.value_index "
+                       "WHERE relid::text IN ('gated_towns', 'plain_towns') ORDER BY 1")
+        try:
+            admin.execute("SELECT * FROM nl2sql.create_value_index('gated_towns', include_rls => true)")
+            admin.execute("SELECT * FROM nl2sql.create_value_index('plain_towns')")
+            before = dict(admin.execute(generations).fetchall())
+            # A TRUNCATE marks both indexes for a rebuild by the next refresh.
+            for t in ("gated_towns", "plain_towns"):
+                admin.execute(f"TRUNCATE {t}")
+                admin.execute(f"INSERT INTO {t} VALUES ('Montrose')")
+            refresher = connect()
+            warnings = []
+            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
+            refresher.execute("SET pytest.gate = on")
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            after = dict(refresher.execute(generations).fetchall())
+            assert after["plain_towns"] > before["plain_towns"], (before, after)
+            assert after["gated_towns"] == before["gated_towns"], (before, after)
+            assert [w for w in warnings if "gated_towns" in w and "could not rebuild" in w], warnings
+            # Her gate open, the next refresh rebuilds her table too.
+            refresher.execute("RESET pytest.gate")
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            rebuilt = dict(refresher.execute(generations).fetchall())
+            assert rebuilt["gated_towns"] > before["gated_towns"]
+            # A real cancel while her table is read still ends the refresh, rolled back whole.
+            for t in ("gated_towns", "plain_towns"):
+                admin.execute(f"TRUNCATE {t}")
+                admin.execute(f"INSERT INTO {t} VALUES ('Dundee')")
+            refresher.execute("SET pytest.gate = slow")
+            pid = refresher.execute("SELECT pg_backend_pid()").fetchone()[0]
+            canceller = threading.Timer(1.0, lambda: admin.execute("SELECT pg_cancel_backend(%s)", (pid,)))
+            canceller.start()
+            started = time.monotonic()
+            with pytest.raises(errors.QueryCanceled):
+                refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            canceller.join()
+            assert time.monotonic() - started < 20
+            refresher.execute("RESET pytest.gate")
+            assert dict(refresher.execute(generations).fetchall()) == rebuilt
+        finally:
+            admin.execute("DROP TABLE IF EXISTS gated_towns, plain_towns")
+
+
 @pytest.fixture
 def two_schemas(connect):
     """A role that owns two schemas, race_a and race_b, and may index its own tables; in race_b,

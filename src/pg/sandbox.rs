@@ -20,7 +20,7 @@ use nl2sql_core::pipeline::Rejected;
 use nl2sql_core::safety::policy::Scope;
 use nl2sql_core::prompt::refine::Failure;
 use nl2sql_core::{ColumnInfo, Execution};
-use pgrx::pg_sys::panic::CaughtError;
+use pgrx::pg_sys::panic::{CaughtError, ErrorReportWithLevel};
 use pgrx::prelude::*;
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -67,8 +67,7 @@ pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failur
         f()
     });
     let fired = dog.stop();
-    let cancelled = matches!(&result, Err(CaughtError::PostgresError(e)) | Err(CaughtError::ErrorReport(e))
-        if report_of(e).sqlstate == SqlState::QueryCanceled);
+    let cancelled = matches!(&result, Err(CaughtError::PostgresError(e)) | Err(CaughtError::ErrorReport(e)) if is_cancel(e));
     if fired && !cancelled {
         // The statement ended before our cancel landed: withdraw it so it cannot hit the next one.
         withdraw_cancel();
@@ -77,7 +76,7 @@ pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failur
         Ok(v) => Ok(v),
         Err(CaughtError::PostgresError(e)) | Err(CaughtError::ErrorReport(e)) => {
             let report = report_of(&e);
-            if report.sqlstate == SqlState::QueryCanceled {
+            if is_cancel(&e) {
                 if fired {
                     return Err(Failure::Timeout { ms: timeout.as_millis() as u64 });
                 }
@@ -195,7 +194,7 @@ pub fn savepoint<T>(f: impl FnOnce() -> T) -> Option<T> {
     match subtransaction(true, false, f) {
         Ok(v) => Some(v),
         Err(e) => match e {
-            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if report_of(r).sqlstate == SqlState::QueryCanceled => e.rethrow(),
+            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if is_cancel(r) => e.rethrow(),
             CaughtError::RustPanic { .. } => e.rethrow(),
             _ => None,
         },
@@ -213,12 +212,22 @@ fn reported<T>(r: Result<T, CaughtError>) -> Result<T, Report> {
     match r {
         Ok(v) => Ok(v),
         Err(e) => match e {
-            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if report_of(r).sqlstate != SqlState::QueryCanceled => {
-                Err(report_of(r))
-            }
+            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if !is_cancel(r) => Err(report_of(r)),
             _ => e.rethrow(),
         },
     }
+}
+
+/// Whether a caught error is a cancel to pass on: query_canceled (57014) raised where PostgreSQL
+/// acts on an interrupt (ProcessInterrupts: a user's cancel, statement_timeout, the sandbox's
+/// own timeout). Code of a table owner's run while nl2sql reads her table (a policy, an index
+/// expression's function) may raise the same SQLSTATE, with `RAISE ... USING ERRCODE =
+/// 'query_canceled'` or through a function of nl2sql's she calls with a timeout she set: that
+/// is an error of her table, which a loop over every table survives, never the caller's cancel.
+/// So is an endpoint's timeout inside such a loop: one table's failure, as an unreachable
+/// endpoint is.
+fn is_cancel(e: &ErrorReportWithLevel) -> bool {
+    report_of(e).sqlstate == SqlState::QueryCanceled && e.function_name() == Some("ProcessInterrupts")
 }
 
 /// Runs `f` in an internal subtransaction, with the sequence PL/pgSQL uses for an exception
