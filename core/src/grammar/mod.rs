@@ -164,83 +164,10 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
     Ok(Grammar { text: out, relations: relations.len(), columns: count })
 }
 
-/// The fixed rules, and the copy of each one that reaches `colref` (`<rule>-w`, the main query
-/// of a WITH) in which a column may be any name: worked out once.
+/// The fixed rules: sql.gbnf without its comments, worked out once.
 fn fixed() -> &'static str {
     static FIXED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    FIXED.get_or_init(|| {
-        let lines: Vec<&str> = SQL.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).collect();
-        let rules: Vec<(&str, &str)> = lines.iter().filter_map(|l| l.split_once(" ::= ")).collect();
-        debug_assert_eq!(rules.len(), lines.len(), "a rule of sql.gbnf is on one line");
-        // The rules that reach colref, by fixpoint (the fixed text is a few dozen rules).
-        let mut reach: HashSet<&str> = HashSet::from(["colref"]);
-        loop {
-            let before = reach.len();
-            for (head, body) in &rules {
-                if refs(body).iter().any(|r| reach.contains(r)) {
-                    reach.insert(head);
-                }
-            }
-            if reach.len() == before {
-                break;
-            }
-        }
-        let mut out = String::new();
-        for (head, body) in &rules {
-            let _ = writeln!(out, "{head} ::= {body}");
-        }
-        // The query itself (top, query-block) has no copy: only its main query is the WITH's.
-        for (head, body) in rules.iter().filter(|(h, _)| reach.contains(h) && !["colref", "top", "query-block"].contains(h)) {
-            let mut copy = String::with_capacity(body.len() + 32);
-            let mut last = 0;
-            for (at, r) in ref_spans(body) {
-                copy.push_str(&body[last..at]);
-                copy.push_str(r);
-                if reach.contains(r) || r == "column" {
-                    copy.push_str("-w");
-                }
-                last = at + r.len();
-            }
-            copy.push_str(&body[last..]);
-            let _ = writeln!(out, "{head}-w ::= {copy}");
-        }
-        out.push_str("colref-w ::= (qualifier \".\")? column-w\ncolumn-w ::= column | name\n");
-        out
-    })
-}
-
-/// The rule names a fixed rule's body refers to.
-fn refs(body: &str) -> Vec<&str> {
-    ref_spans(body).into_iter().map(|(_, r)| r).collect()
-}
-
-/// Each rule name in a body of the fixed text, with where it starts: outside string literals
-/// and character classes, a run of lowercase letters, digits and dashes.
-fn ref_spans(body: &str) -> Vec<(usize, &str)> {
-    let b = body.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            q @ (b'"' | b'[') => {
-                let close = if q == b'"' { b'"' } else { b']' };
-                i += 1;
-                while i < b.len() && b[i] != close {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
-                i += 1;
-            }
-            c if c.is_ascii_lowercase() => {
-                let start = i;
-                while i < b.len() && (b[i].is_ascii_lowercase() || b[i].is_ascii_digit() || b[i] == b'-') {
-                    i += 1;
-                }
-                out.push((start, &body[start..i]));
-            }
-            _ => i += 1,
-        }
-    }
-    out
+    FIXED.get_or_init(|| SQL.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).map(|l| format!("{l}\n")).collect())
 }
 
 /// The last part of a schema-qualified identifier (`airports` of `travel.airports`, `"B.c"` of
