@@ -239,8 +239,12 @@ pub fn collect_garbage() {
                 spi::write("DELETE FROM nl2sql.value_generations WHERE column_id = $1 AND generation = $2", &[id.into(), generation.into()]);
                 true
             });
-            if done != Some(true) {
-                debug1!("nl2sql: generation {generation} of value index {id} is still in use; dropped later");
+            match done {
+                Some(true) => {}
+                Some(false) => debug1!("nl2sql: generation {generation} of value index {id} is still in use; dropped later"),
+                // An error (an endpoint's timeout while DML's values were copied, a lock): rolled
+                // back, and tried again by the next refresh.
+                None => alert!("nl2sql could not drop generation {generation} of value index {id}; the next refresh tries again"),
             }
         }
     })
