@@ -76,7 +76,7 @@ pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failur
         Ok(v) => Ok(v),
         Err(CaughtError::PostgresError(e)) | Err(CaughtError::ErrorReport(e)) => {
             let report = report_of(&e);
-            if is_cancel(&e) {
+            if cancelled {
                 if fired {
                     return Err(Failure::Timeout { ms: timeout.as_millis() as u64 });
                 }
