@@ -189,16 +189,9 @@ unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Resul
 }
 
 /// Runs `f` in an internal subtransaction that is kept when it succeeds and rolled back when it
-/// raises an error (Some and None); a real cancel is passed on.
+/// raises an error (Some and None); a real cancel and a panic are passed on, as [`kept`] does.
 pub fn savepoint<T>(f: impl FnOnce() -> T) -> Option<T> {
-    match subtransaction(true, false, f) {
-        Ok(v) => Some(v),
-        Err(e) => match e {
-            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if is_cancel(r) => e.rethrow(),
-            CaughtError::RustPanic { .. } => e.rethrow(),
-            _ => None,
-        },
-    }
+    kept(f).ok()
 }
 
 /// Runs `f` in an internal subtransaction that is kept when it succeeds and rolled back when it
