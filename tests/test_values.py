@@ -380,6 +380,20 @@ def test_row_security_enabled_after_a_build_hides_the_values(connect):
         admin.execute("DROP TABLE IF EXISTS late_towns")
 
 
+def her_policed_towns(admin, role, function, body, policed, plain):
+    """Two tables of towns holding 'Aberdeen': `policed` owned by `role`, who forces on herself a
+    policy calling her PL/pgSQL `function` (`body`, then RETURN true), and `plain`."""
+    admin.execute(f"CREATE FUNCTION {function}() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {body} RETURN true; END $$")
+    admin.execute(f"ALTER FUNCTION {function}() OWNER TO {role}")
+    for t in (policed, plain):
+        admin.execute(f"CREATE TABLE {t} (town text)")
+        admin.execute(f"INSERT INTO {t} VALUES ('Aberdeen')")
+    admin.execute(f"CREATE POLICY hers ON {policed} USING ({function}())")
+    admin.execute(f"ALTER TABLE {policed} ENABLE ROW LEVEL SECURITY")
+    admin.execute(f"ALTER TABLE {policed} FORCE ROW LEVEL SECURITY")
+    admin.execute(f"ALTER TABLE {policed} OWNER TO {role}")
+
+
 def test_a_tables_own_query_canceled_fails_that_table_not_the_refresh(connect):
     """Code a table's owner wrote runs while nl2sql reads her table (here a policy she forces on
     herself) and may raise query_canceled with RAISE: an error of her table, not the caller's
@@ -391,23 +405,12 @@ def test_a_tables_own_query_canceled_fails_that_table_not_the_refresh(connect):
     admin.execute("DROP TABLE IF EXISTS gated_towns, plain_towns")
     role = "pytest_gater"
     with scratch_role(admin, role):
-        admin.execute("""CREATE FUNCTION pytest_gate() RETURNS bool LANGUAGE plpgsql AS $$
-                         BEGIN
-                           IF current_setting('pytest.gate', true) = 'on' THEN
-                             RAISE EXCEPTION 'her gate' USING ERRCODE = 'query_canceled';
-                           ELSIF current_setting('pytest.gate', true) = 'slow' THEN
-                             PERFORM pg_sleep(30);
-                           END IF;
-                           RETURN true;
-                         END $$""")
-        admin.execute(f"ALTER FUNCTION pytest_gate() OWNER TO {role}")
-        for t in ("gated_towns", "plain_towns"):
-            admin.execute(f"CREATE TABLE {t} (town text)")
-            admin.execute(f"INSERT INTO {t} VALUES ('Aberdeen')")
-        admin.execute("CREATE POLICY gate ON gated_towns USING (pytest_gate())")
-        admin.execute("ALTER TABLE gated_towns ENABLE ROW LEVEL SECURITY")
-        admin.execute("ALTER TABLE gated_towns FORCE ROW LEVEL SECURITY")
-        admin.execute(f"ALTER TABLE gated_towns OWNER TO {role}")
+        her_policed_towns(admin, role, "pytest_gate", """
+                         IF current_setting('pytest.gate', true) = 'on' THEN
+                           RAISE EXCEPTION 'her gate' USING ERRCODE = 'query_canceled';
+                         ELSIF current_setting('pytest.gate', true) = 'slow' THEN
+                           PERFORM pg_sleep(30);
+                         END IF;""", "gated_towns", "plain_towns")
         generations = ("SELECT relid::text, generation FROM nl2sql.value_index "
                        "WHERE relid::text IN ('gated_towns', 'plain_towns') ORDER BY 1")
         try:
@@ -449,6 +452,84 @@ def test_a_tables_own_query_canceled_fails_that_table_not_the_refresh(connect):
             assert dict(refresher.execute(generations).fetchall()) == rebuilt
         finally:
             admin.execute("DROP TABLE IF EXISTS gated_towns, plain_towns")
+
+
+def test_a_tables_sleeping_code_is_skipped_within_the_refresh_table_timeout(connect):
+    """A table's owner can make every read of her table slow (a policy she forces on herself
+    that sleeps). With nl2sql.refresh_table_timeout set, a refresh of every index gives up on
+    her table after that time, says so, and refreshes the others: the re-check of values DML
+    removed from her table waits for a later refresh, and so does her table's rebuild. The
+    caller's statement_timeout still ends the refresh."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS sleepy_towns, awake_towns")
+    role = "pytest_sleeper"
+    with scratch_role(admin, role):
+        her_policed_towns(admin, role, "pytest_nap", """
+                         IF current_setting('pytest.nap', true) = 'on' THEN
+                           PERFORM pg_sleep(60);
+                         END IF;""", "sleepy_towns", "awake_towns")
+        generations = ("SELECT relid::text, generation FROM nl2sql.value_index "
+                       "WHERE relid::text IN ('sleepy_towns', 'awake_towns') ORDER BY 1")
+        removals = ("SELECT count(*) FROM nl2sql.value_removals r JOIN nl2sql.value_index i "
+                    "ON i.id = r.column_id WHERE i.relid = 'sleepy_towns'::regclass")
+        try:
+            admin.execute("SELECT * FROM nl2sql.create_value_index('sleepy_towns', include_rls => true)")
+            admin.execute("SELECT * FROM nl2sql.create_value_index('awake_towns')")
+            before = dict(admin.execute(generations).fetchall())
+            # Her table loses a value (a removal to re-check); the other is marked for a rebuild.
+            admin.execute("INSERT INTO sleepy_towns VALUES ('Dundee')")
+            admin.execute("DELETE FROM sleepy_towns WHERE town = 'Aberdeen'")
+            assert admin.execute(removals).fetchone()[0] == 1
+            admin.execute("TRUNCATE awake_towns")
+            admin.execute("INSERT INTO awake_towns VALUES ('Montrose')")
+            refresher = connect()
+            warnings = []
+            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
+            refresher.execute("SET nl2sql.refresh_table_timeout = '3s'")
+            refresher.execute("SET pytest.nap = on")
+            started = time.monotonic()
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            assert time.monotonic() - started < 30
+            after = dict(refresher.execute(generations).fetchall())
+            assert after["awake_towns"] > before["awake_towns"], (before, after)
+            assert refresher.execute(removals).fetchone()[0] == 1
+            assert [w for w in warnings if "sleepy_towns" in w and "could not re-check" in w
+                    and "nl2sql.refresh_table_timeout (3000 ms)" in w], warnings
+            # Her table marked for a rebuild too: the rebuild gives up the same way.
+            admin.execute("TRUNCATE sleepy_towns, awake_towns")
+            admin.execute("INSERT INTO sleepy_towns VALUES ('Perth')")
+            admin.execute("INSERT INTO awake_towns VALUES ('Perth')")
+            warnings.clear()
+            started = time.monotonic()
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            assert time.monotonic() - started < 30
+            again = dict(refresher.execute(generations).fetchall())
+            assert again["awake_towns"] > after["awake_towns"], (after, again)
+            assert again["sleepy_towns"] == before["sleepy_towns"], (before, again)
+            assert [w for w in warnings if "sleepy_towns" in w and "could not rebuild" in w
+                    and "nl2sql.refresh_table_timeout" in w], warnings
+            # statement_timeout, shorter than the table's bound, still ends the refresh, rolled
+            # back whole: it is the caller's, not her table's.
+            admin.execute("TRUNCATE awake_towns")
+            admin.execute("INSERT INTO awake_towns VALUES ('Forfar')")
+            refresher.execute("SET nl2sql.refresh_table_timeout = '60s'")
+            refresher.execute("SET statement_timeout = '1s'")
+            started = time.monotonic()
+            with pytest.raises(errors.QueryCanceled):
+                refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            assert time.monotonic() - started < 20
+            refresher.execute("RESET statement_timeout")
+            assert dict(refresher.execute(generations).fetchall()) == again
+            # Awake again, the next refresh rebuilds her table; nothing is left to re-check.
+            refresher.execute("RESET pytest.nap")
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            assert dict(refresher.execute(generations).fetchall())["sleepy_towns"] > before["sleepy_towns"]
+            found = ("SELECT value FROM nl2sql.search_values('perth', 5) "
+                     "WHERE relation::text = 'sleepy_towns'")
+            assert refresher.execute(found).fetchall() == [("Perth",)]
+        finally:
+            admin.execute("DROP TABLE IF EXISTS sleepy_towns, awake_towns")
 
 
 @pytest.fixture

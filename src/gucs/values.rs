@@ -63,6 +63,11 @@ settings! {
         c"Time allowed for each read profiling makes of a table.",
         c"A table or a check that takes longer is left out, with a NOTICE.",
         range(100, 3_600_000);
+    REFRESH_TABLE_TIMEOUT_MS: int = 0,
+        c"nl2sql.refresh_table_timeout", Userset, GucFlags::UNIT_MS,
+        c"Time allowed for each table's rebuild or re-read in nl2sql.refresh_value_indexes().",
+        c"A table that takes longer is skipped with a WARNING and keeps serving its previous generation; 0: no limit.",
+        range(0, i32::MAX);
     USE_INFERRED_RELATIONSHIPS: bool = true,
         c"nl2sql.use_inferred_relationships", Userset, GucFlags::default(),
         c"Whether keys and relationships profiling inferred are used like declared ones.",
@@ -115,6 +120,12 @@ pub fn profile_rows() -> i32 {
 
 pub fn profile_timeout() -> Duration {
     Duration::from_millis(PROFILE_TIMEOUT_MS.get().max(1) as u64)
+}
+
+/// None: no limit (0).
+pub fn refresh_table_timeout() -> Option<Duration> {
+    let ms = REFRESH_TABLE_TIMEOUT_MS.get();
+    (ms > 0).then(|| Duration::from_millis(ms as u64))
 }
 
 pub fn use_inferred_relationships() -> bool {

@@ -59,31 +59,63 @@ impl Limits {
 /// Runs `f` in a read-only internal subtransaction that is always rolled back, cancelling it
 /// when it runs longer than `timeout`.
 pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failure> {
-    let dog = Watchdog::start(timeout);
     // Everything `f` allocates (parse trees, plans, the executor's state) goes with the
     // subtransaction, also when it fails: results come back as Rust values.
-    let result = subtransaction(false, true, || {
+    let (result, timed_out) = watched(timeout, false, true, || {
         prepare_sandbox();
         f()
     });
+    timed(result, timed_out, timeout)
+}
+
+/// [`kept`] within `timeout` (None: no limit): a subtransaction kept when `f` succeeds, rolled
+/// back when it raises an error or runs too long. For reads of a table whose owner's code
+/// (policies, output functions) runs: one table's trouble, a timeout included, is that table's.
+pub fn kept_within<T>(timeout: Option<Duration>, f: impl FnOnce() -> T) -> Result<T, Failure> {
+    let Some(timeout) = timeout else {
+        return kept(f).map_err(Failure::Execution);
+    };
+    let (result, timed_out) = watched(timeout, true, false, f);
+    timed(result, timed_out, timeout)
+}
+
+/// Runs `f` in a subtransaction ([`subtransaction`]'s `keep` and `own_memory`) that a watchdog
+/// cancels after `timeout`; true with the result when the watchdog's cancel is what ended it.
+fn watched<T>(timeout: Duration, keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> (Result<T, CaughtError>, bool) {
+    let dog = Watchdog::start(timeout);
+    let result = subtransaction(keep, own_memory, f);
     let fired = dog.stop();
     let cancelled = matches!(&result, Err(CaughtError::PostgresError(e)) | Err(CaughtError::ErrorReport(e)) if is_cancel(e));
-    if fired && !cancelled {
-        // The statement ended before our cancel landed: withdraw it so it cannot hit the next one.
+    if fired {
+        // A cancel of ours may still be pending (the run ended before it landed, or the
+        // watchdog sent it again after the one that ended the run): withdraw it so that it
+        // cannot hit the next statement.
         withdraw_cancel();
     }
+    // Past statement_timeout, the cancel is (also) the statement's: never ours to keep.
+    (result, fired && cancelled && !past_statement_timeout())
+}
+
+/// Whether the statement has run for statement_timeout (when set) or longer.
+fn past_statement_timeout() -> bool {
+    // SAFETY: reads a GUC variable and the statement's start time; no allocation.
+    unsafe {
+        let limit = i64::from(pg_sys::StatementTimeout);
+        limit > 0 && (pg_sys::GetCurrentTimestamp() - pg_sys::GetCurrentStatementStartTimestamp()) / 1000 >= limit
+    }
+}
+
+/// A watched run's outcome: our timeout, an error of `f` as its report, or a cancel that is
+/// not ours (the user's, the outer statement_timeout) and a panic passed on.
+fn timed<T>(result: Result<T, CaughtError>, timed_out: bool, timeout: Duration) -> Result<T, Failure> {
     match result {
         Ok(v) => Ok(v),
+        Err(_) if timed_out => Err(Failure::Timeout { ms: timeout.as_millis() as u64 }),
         Err(CaughtError::PostgresError(e)) | Err(CaughtError::ErrorReport(e)) => {
-            let report = report_of(&e);
-            if cancelled {
-                if fired {
-                    return Err(Failure::Timeout { ms: timeout.as_millis() as u64 });
-                }
-                // The user (or the outer statement_timeout) cancelled: not ours to swallow.
+            if is_cancel(&e) {
                 CaughtError::PostgresError(e).rethrow()
             }
-            Err(Failure::Execution(report))
+            Err(Failure::Execution(report_of(&e)))
         }
         Err(panic @ CaughtError::RustPanic { .. }) => panic.rethrow(),
     }
@@ -296,11 +328,16 @@ struct State {
 }
 
 /// A helper thread that cancels the running statement when the time is up, the way
-/// pg_cancel_backend does: SIGINT to this backend. It never calls into PostgreSQL.
+/// pg_cancel_backend does: SIGINT to this backend, and again every [`RESEND`] until stopped, so
+/// that a cancel the running code swallowed (PL/pgSQL may catch query_canceled once), or one an
+/// inner run took for its own timeout, does not end the bound. It never calls into PostgreSQL.
 struct Watchdog {
     state: Arc<(Mutex<State>, Condvar)>,
     handle: Option<thread::JoinHandle<()>>,
 }
+
+/// How often a watchdog that fired cancels again.
+const RESEND: Duration = Duration::from_millis(100);
 
 impl Watchdog {
     fn start(timeout: Duration) -> Watchdog {
@@ -311,7 +348,7 @@ impl Watchdog {
             .spawn(move || {
                 nl2sql_core::model::llm::block_signals();
                 let (lock, cv) = &*shared;
-                let deadline = Instant::now() + timeout;
+                let mut deadline = Instant::now() + timeout;
                 let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
                 while !st.done {
                     let now = Instant::now();
@@ -320,7 +357,8 @@ impl Watchdog {
                         // SAFETY: kill(2) on our own pid; the signal lands on the backend's main
                         // thread, the only one that does not block it.
                         unsafe { libc::kill(libc::getpid(), libc::SIGINT) };
-                        break;
+                        deadline = now + RESEND;
+                        continue;
                     }
                     st = match cv.wait_timeout(st, deadline - now) {
                         Ok((g, _)) => g,
@@ -330,24 +368,39 @@ impl Watchdog {
             })
             .ok();
         if handle.is_none() {
-            alert!("nl2sql could not start its timeout thread; nl2sql.statement_timeout is not enforced");
+            alert!("nl2sql could not start its timeout thread; this call's time limit is not enforced");
         }
         Watchdog { state, handle }
     }
 
     /// Stops the thread; true when it fired.
     fn stop(mut self) -> bool {
-        let fired = {
-            let (lock, cv) = &*self.state;
+        self.finish()
+    }
+
+    /// Stops the thread once (later calls, and a watchdog whose thread did not start: false);
+    /// true when it fired.
+    fn finish(&mut self) -> bool {
+        let Some(h) = self.handle.take() else { return false };
+        let (lock, cv) = &*self.state;
+        {
             let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
             st.done = true;
             cv.notify_all();
-            st.fired
-        };
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
         }
-        fired
+        let _ = h.join();
+        let st = lock.lock().unwrap_or_else(|e| e.into_inner());
+        st.fired
+    }
+}
+
+impl Drop for Watchdog {
+    /// An error or panic that unwinds past [`watched`] still stops the thread, which would
+    /// otherwise cancel a later statement.
+    fn drop(&mut self) {
+        if self.finish() {
+            withdraw_cancel();
+        }
     }
 }
 

@@ -37,9 +37,21 @@ pub fn create_in_schemas(schemas: Vec<String>, include_rls: bool) -> Vec<Built> 
     built
 }
 
-/// Indexes the text columns of `rel` (or the one named). `explicit`: the caller named this
-/// table, so refusals are errors; otherwise they are NOTICEs and the column is skipped.
+/// Indexes the text columns of `rel` (or the one named), first dropping the generations builds
+/// replaced ([`super::refresh::collect_garbage`]). `explicit`: the caller named this table, so
+/// refusals are errors; otherwise they are NOTICEs and the column is skipped.
 pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explicit: bool) -> Vec<Built> {
+    index(rel, column, include_rls, explicit, true)
+}
+
+/// A refresh's rebuild of `rel`'s `column`: [`create`], but reading no other table (the
+/// refresh collected the old generations first), so that a refresh bounding each table's
+/// rebuild charges each table only its own time.
+pub(super) fn rebuild(rel: pg_sys::Oid, column: &str, include_rls: bool) -> Vec<Built> {
+    index(rel, Some(column), include_rls, false, false)
+}
+
+fn index(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explicit: bool, collect: bool) -> Vec<Built> {
     let relname = relation_text(rel);
     let (relkind, rls, temporary) = spi::read_row(
         "SELECT c.relkind::text, c.relrowsecurity, c.relpersistence OPERATOR(pg_catalog.=) 't'
@@ -86,7 +98,9 @@ pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explici
             fail(SqlState::from_code("42703"), format!("column \"{c}\" of relation {relname} does not exist"), None);
         }
     }
-    super::refresh::collect_garbage();
+    if collect {
+        super::refresh::collect_garbage();
+    }
     let (function, strong) = owner::as_owner(|| {
         let function = values_changed();
         (function, relkind != "m" && needs_dml_to_wait(rel, &columns, function))

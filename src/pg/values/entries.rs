@@ -2,7 +2,7 @@
 //! by an endpoint, values DML added while a build ran, and the catch-up of a replaced
 //! generation. Used by build.rs and refresh.rs alike.
 
-use super::{fail, relation_text, still_held};
+use super::{fail, relation_text, still_held, within};
 use crate::pg::{embedder, spi};
 use nl2sql_core::error::SqlState;
 use nl2sql_core::retrieval::embedder::Embedder;
@@ -80,10 +80,13 @@ pub fn catch_up(id: i32, rel: pg_sys::Oid, attnum: i16, old: &str, new: &str, em
     if missing.is_empty() {
         return 0;
     }
-    let Some(held) = still_held(rel, attnum, &missing) else {
-        alert!("nl2sql could not re-read the values added to {} while its value index was built", relation_text(rel));
-        spi::write("INSERT INTO nl2sql.value_flags (column_id, flag) VALUES ($1, 'stale')", &[id.into()]);
-        return 0;
+    let held = match still_held(rel, attnum, &missing) {
+        Ok(held) => held,
+        Err(why) => {
+            alert!("nl2sql could not re-read the values added to {} while its value index was built{}", relation_text(rel), within(&why));
+            spi::write("INSERT INTO nl2sql.value_flags (column_id, flag) VALUES ($1, 'stale')", &[id.into()]);
+            return 0;
+        }
     };
     let n = held.len() as i64;
     insert_values(new, emb, held);

@@ -12,11 +12,14 @@ mod refresh;
 mod search;
 
 pub use build::{create, create_in_schemas, drop};
+use build::rebuild;
 pub use refresh::refresh;
 pub use search::{closest_stored, search_columns, search_values, take_skipped, visible_name};
 
+use crate::gucs;
 use crate::pg::{errors, owner, relation, spi};
 use nl2sql_core::error::{Report, SqlState};
+use nl2sql_core::prompt::refine::Failure;
 use pgrx::prelude::*;
 
 /// What one build did, one row of create_value_index()'s result.
@@ -64,13 +67,14 @@ fn printed(qcol: &str) -> String {
 }
 
 /// Those of `values` that some row of `rel` still holds in its column `attnum`, read as the
-/// table's owner (restricted): one scan of the table, hashed. None when the read failed (a
-/// policy that raises, say) or the column is gone; the caller then leaves the column alone.
+/// table's owner (restricted) within nl2sql.refresh_table_timeout: one scan of the table,
+/// hashed. An error when the read failed (a policy that raises or sleeps; None: the table or
+/// the column is gone); the caller then leaves the column alone.
 /// The column is named as committed once the table is locked (a rename then waits), never by
 /// a snapshot, which may show a name from before a rename: another column's now.
-fn still_held(rel: pg_sys::Oid, attnum: i16, values: &[String]) -> Option<Vec<String>> {
+fn still_held(rel: pg_sys::Oid, attnum: i16, values: &[String]) -> Result<Vec<String>, Option<Failure>> {
     if values.is_empty() {
-        return Some(vec![]);
+        return Ok(vec![]);
     }
     let sql = |relname: &str, column: &str| {
         format!(
@@ -80,12 +84,25 @@ fn still_held(rel: pg_sys::Oid, attnum: i16, values: &[String]) -> Option<Vec<St
         )
     };
     let args = [pgrx::datum::DatumWithOid::from(values.to_vec())];
-    crate::pg::sandbox::savepoint(|| {
+    let read = crate::pg::sandbox::kept_within(gucs::refresh_table_timeout(), || {
         if !relation::lock_existing(rel, pg_sys::AccessShareLock) {
             return None;
         }
         let column = relation::column_name(rel, attnum)?;
         Some(relation::by_name(rel, |relname| owner::as_table_owner(rel, || spi::read::<Vec<String>>(&sql(relname, &column), &args).unwrap_or_default())))
-    })
-    .flatten()
+    });
+    match read {
+        Ok(Some(held)) => Ok(held),
+        Ok(None) => Err(None),
+        Err(failure) => Err(Some(failure)),
+    }
+}
+
+/// What a WARNING about a table that could not be read says of why: its timeout only (an
+/// error of the table's own code is not quoted: its text is the table owner's).
+fn within(failure: &Option<Failure>) -> String {
+    match failure {
+        Some(Failure::Timeout { ms }) => format!(" within nl2sql.refresh_table_timeout ({ms} ms)"),
+        _ => String::new(),
+    }
 }

@@ -4,7 +4,8 @@
 //! and dropping the generations builds replaced once no snapshot can use them.
 //! nl2sql.refresh_value_indexes() runs all of it; a scheduler (pg_cron, cron with psql) can call it.
 
-use super::{entries_table, may_maintain, relation_text, still_held, Built};
+use super::{entries_table, may_maintain, relation_text, still_held, within, Built};
+use crate::gucs;
 use crate::pg::{embedder, owner, sandbox, spi};
 use nl2sql_core::retrieval::embedder::Embedder;
 use nl2sql_core::retrieval::lookup;
@@ -39,17 +40,18 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
             continue;
         }
         if rel.is_some() {
-            out.extend(super::create(relid, Some(&column), include_rls, false));
+            out.extend(super::rebuild(relid, &column, include_rls));
             continue;
         }
         // One table that cannot be read (its owner revoked their own SELECT, a lock, a policy
-        // that raises) must not undo the refresh of every other one.
-        match sandbox::savepoint(|| super::create(relid, Some(&column), include_rls, false)) {
-            Some(built) => out.extend(built),
-            None => alert!(
-                "nl2sql could not rebuild the value index of {}.{}; its previous generation goes on serving",
+        // that raises or sleeps) must not undo or hold up the refresh of every other one.
+        match sandbox::kept_within(gucs::refresh_table_timeout(), || super::rebuild(relid, &column, include_rls)) {
+            Ok(built) => out.extend(built),
+            Err(failure) => alert!(
+                "nl2sql could not rebuild the value index of {}.{}{}; its previous generation goes on serving",
                 relation_text(relid),
-                quote_identifier(&column)
+                quote_identifier(&column),
+                within(&Some(failure))
             ),
         }
     }
@@ -100,9 +102,12 @@ fn apply_removals(rel: Option<pg_sys::Oid>) {
             continue;
         }
         // One table's trouble (its policy fails, say) skips that column, not the refresh.
-        let Some(held) = still_held(relid, attnum, &values) else {
-            alert!("nl2sql could not re-check the removed values of {}.{}", relation_text(relid), quote_identifier(&column));
-            continue;
+        let held = match still_held(relid, attnum, &values) {
+            Ok(held) => held,
+            Err(why) => {
+                alert!("nl2sql could not re-check the removed values of {}.{}{}", relation_text(relid), quote_identifier(&column), within(&why));
+                continue;
+            }
         };
         let gone: Vec<String> = values.iter().filter(|v| !held.contains(v)).cloned().collect();
         owner::as_owner(|| {
