@@ -82,27 +82,35 @@ pub fn kept_within<T>(timeout: Option<Duration>, f: impl FnOnce() -> T) -> Resul
 /// Runs `f` in a subtransaction ([`subtransaction`]'s `keep` and `own_memory`) that a watchdog
 /// cancels after `timeout`; true with the result when the watchdog's cancel is what ended it.
 fn watched<T>(timeout: Duration, keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> (Result<T, CaughtError>, bool) {
+    let armed = statement_timer_running();
     let dog = Watchdog::start(timeout);
     let result = subtransaction(keep, own_memory, f);
     let fired = dog.stop();
     let cancelled = matches!(&result, Err(CaughtError::PostgresError(e)) | Err(CaughtError::ErrorReport(e)) if is_cancel(e));
-    if fired {
+    // statement_timeout's timer stops when it fires: then the cancel is (also) the statement's,
+    // never ours to keep or to withdraw.
+    let statement_ran_out = armed && !statement_timer_running();
+    if fired && !statement_ran_out {
         // A cancel of ours may still be pending (the run ended before it landed, or the
         // watchdog sent it again after the one that ended the run): withdraw it so that it
         // cannot hit the next statement.
         withdraw_cancel();
     }
-    // Past statement_timeout, the cancel is (also) the statement's: never ours to keep.
-    (result, fired && cancelled && !past_statement_timeout())
+    (result, fired && cancelled && !statement_ran_out)
 }
 
-/// Whether the statement has run for statement_timeout (when set) or longer.
-fn past_statement_timeout() -> bool {
-    // SAFETY: reads a GUC variable and the statement's start time; no allocation.
-    unsafe {
-        let limit = i64::from(pg_sys::StatementTimeout);
-        limit > 0 && (pg_sys::GetCurrentTimestamp() - pg_sys::GetCurrentStatementStartTimestamp()) / 1000 >= limit
-    }
+unsafe extern "C" {
+    /// utils/timeout.h: whether a timeout's timer is running (it stops when it fires).
+    fn get_timeout_active(id: std::ffi::c_int) -> bool;
+}
+
+/// utils/timeout.h's STATEMENT_TIMEOUT, the fourth TimeoutId in every supported major.
+const STATEMENT_TIMEOUT: std::ffi::c_int = 3;
+
+/// Whether statement_timeout's timer runs for the current statement.
+fn statement_timer_running() -> bool {
+    // SAFETY: reads the timeout module's state for one of its fixed ids; no allocation.
+    unsafe { get_timeout_active(STATEMENT_TIMEOUT) }
 }
 
 /// A watched run's outcome: our timeout, an error of `f` as its report, or a cancel that is
