@@ -83,19 +83,23 @@ pub fn kept_within<T>(timeout: Option<Duration>, f: impl FnOnce() -> T) -> Resul
 /// cancels after `timeout`; true with the result when the watchdog's cancel is what ended it.
 fn watched<T>(timeout: Duration, keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> (Result<T, CaughtError>, bool) {
     let armed = statement_timer_running();
-    let dog = Watchdog::start(timeout);
-    let result = subtransaction(keep, own_memory, f);
-    let fired = dog.stop();
+    let mut dog = Watchdog::start(timeout);
+    let (mut fired, mut statement_ran_out) = (false, false);
+    // The watchdog stops as soon as `f` is done, before the subtransaction is released or
+    // rolled back, so that no cancel of ours lands in that (a cancel pending then is withdrawn).
+    let result = subtransaction_then(keep, own_memory, f, || {
+        fired = dog.finish();
+        // statement_timeout's timer stops when it fires: then the cancel is (also) the
+        // statement's, never ours to keep or to withdraw.
+        statement_ran_out = armed && !statement_timer_running();
+        if fired && !statement_ran_out {
+            // A cancel of ours may still be pending (the run ended before it landed, or the
+            // watchdog sent it again after the one that ended the run): withdraw it so that it
+            // cannot hit the release nor the next statement.
+            withdraw_cancel();
+        }
+    });
     let cancelled = matches!(&result, Err(CaughtError::PostgresError(e)) | Err(CaughtError::ErrorReport(e)) if is_cancel(e));
-    // statement_timeout's timer stops when it fires: then the cancel is (also) the statement's,
-    // never ours to keep or to withdraw.
-    let statement_ran_out = armed && !statement_timer_running();
-    if fired && !statement_ran_out {
-        // A cancel of ours may still be pending (the run ended before it landed, or the
-        // watchdog sent it again after the one that ended the run): withdraw it so that it
-        // cannot hit the next statement.
-        withdraw_cancel();
-    }
     (result, fired && cancelled && !statement_ran_out)
 }
 
@@ -268,6 +272,12 @@ fn is_cancel(e: &ErrorReportWithLevel) -> bool {
 /// subtransaction (`keep` and `f` succeeded) or roll it back, and restore both. `own_memory`:
 /// `f` allocates in the subtransaction's context, freed with it.
 fn subtransaction<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> Result<T, CaughtError> {
+    subtransaction_then(keep, own_memory, f, || ())
+}
+
+/// [`subtransaction`], calling `settle` once `f` is done (succeeded or caught), before the
+/// subtransaction is released or rolled back.
+fn subtransaction_then<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T, settle: impl FnOnce()) -> Result<T, CaughtError> {
     // SAFETY: begin and end are paired on every path (errors are caught inside), and the
     // memory context and resource owner are restored as PL/pgSQL restores them.
     unsafe {
@@ -276,6 +286,7 @@ fn subtransaction<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> Res
         pg_sys::BeginInternalSubTransaction(std::ptr::null());
         pg_sys::MemoryContextSwitchTo(if own_memory { pg_sys::CurTransactionContext } else { oldcxt });
         let r = PgTryBuilder::new(AssertUnwindSafe(|| Ok(f()))).catch_others(Err).execute();
+        settle();
         pg_sys::MemoryContextSwitchTo(oldcxt);
         if keep && r.is_ok() {
             pg_sys::ReleaseCurrentSubTransaction();
@@ -379,11 +390,6 @@ impl Watchdog {
             alert!("nl2sql could not start its timeout thread; this call's time limit is not enforced");
         }
         Watchdog { state, handle }
-    }
-
-    /// Stops the thread; true when it fired.
-    fn stop(mut self) -> bool {
-        self.finish()
     }
 
     /// Stops the thread once (later calls, and a watchdog whose thread did not start: false);

@@ -1,0 +1,250 @@
+"""A refresh of every value index when one table makes trouble: its owner revoked her own
+SELECT, forces a policy that raises query_canceled or sleeps. That table is skipped with a
+WARNING and the others are refreshed; the caller's own cancel and statement_timeout still end
+the refresh, rolled back whole."""
+import threading
+import time
+
+import pytest
+from psycopg import errors
+
+from helpers import scratch_role
+
+def test_a_table_that_cannot_be_read_does_not_undo_the_refresh_of_others(connect):
+    """refresh_value_indexes() over every column: one table whose owner revoked their own SELECT
+    is skipped with a WARNING, the others are rebuilt."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS closed_towns, open_towns")
+    admin.execute("DROP ROLE IF EXISTS mallory")
+    admin.execute("CREATE ROLE mallory")
+    admin.execute("CREATE TABLE closed_towns (name text)")
+    admin.execute("CREATE TABLE open_towns (name text)")
+    admin.execute("INSERT INTO closed_towns VALUES ('Aberdeen')")
+    admin.execute("INSERT INTO open_towns VALUES ('Inverness')")
+    admin.execute("ALTER TABLE closed_towns OWNER TO mallory")
+    try:
+        admin.execute("SELECT * FROM nl2sql.create_value_index('closed_towns')")
+        admin.execute("SELECT * FROM nl2sql.create_value_index('open_towns')")
+        admin.execute("SET ROLE mallory")
+        admin.execute("REVOKE SELECT ON closed_towns FROM mallory")
+        admin.execute("RESET ROLE")
+        admin.execute("INSERT INTO nl2sql.value_flags (column_id, flag) SELECT id, 'stale' FROM nl2sql.value_index "
+                      "WHERE relid IN ('closed_towns'::regclass, 'open_towns'::regclass)")
+        warnings = []
+        admin.add_notice_handler(lambda d: warnings.append(d.message_primary))
+        rebuilt = admin.execute("SELECT relation::text FROM nl2sql.refresh_value_indexes()").fetchall()
+        assert ("open_towns",) in rebuilt and ("closed_towns",) not in rebuilt
+        assert any("closed_towns" in w and "previous generation" in w for w in warnings), warnings
+        # The one skipped keeps serving, the other was rebuilt.
+        assert admin.execute("SELECT value FROM nl2sql.search_values('aberdeen', 1)").fetchone()[0] == "Aberdeen"
+        assert admin.execute("SELECT count(*) FROM nl2sql.value_flags f JOIN nl2sql.value_index i ON i.id = f.column_id "
+                             "WHERE i.relid = 'open_towns'::regclass").fetchone()[0] == 0
+    finally:
+        admin.execute("DROP TABLE IF EXISTS closed_towns, open_towns")
+        admin.execute("DROP ROLE IF EXISTS mallory")
+
+
+
+
+def her_policed_towns(admin, role, function, body, policed, plain):
+    """Two tables of towns holding 'Aberdeen': `policed` owned by `role`, who forces on herself a
+    policy calling her PL/pgSQL `function` (`body`, then RETURN true), and `plain`."""
+    admin.execute(f"CREATE FUNCTION {function}() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {body} RETURN true; END $$")
+    admin.execute(f"ALTER FUNCTION {function}() OWNER TO {role}")
+    for t in (policed, plain):
+        admin.execute(f"CREATE TABLE {t} (town text)")
+        admin.execute(f"INSERT INTO {t} VALUES ('Aberdeen')")
+    admin.execute(f"CREATE POLICY hers ON {policed} USING ({function}())")
+    admin.execute(f"ALTER TABLE {policed} ENABLE ROW LEVEL SECURITY")
+    admin.execute(f"ALTER TABLE {policed} FORCE ROW LEVEL SECURITY")
+    admin.execute(f"ALTER TABLE {policed} OWNER TO {role}")
+
+
+def test_a_tables_own_query_canceled_fails_that_table_not_the_refresh(connect):
+    """Code a table's owner wrote runs while nl2sql reads her table (here a policy she forces on
+    herself) and may raise query_canceled with RAISE: an error of her table, not the caller's
+    cancel. A refresh of every index goes on with the other tables and says which one it could
+    not rebuild; that one keeps its generation until a later refresh. A real cancel still ends
+    the refresh."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS gated_towns, plain_towns")
+    role = "pytest_gater"
+    with scratch_role(admin, role):
+        her_policed_towns(admin, role, "pytest_gate", """
+                         IF current_setting('pytest.gate', true) = 'on' THEN
+                           RAISE EXCEPTION 'her gate' USING ERRCODE = 'query_canceled';
+                         ELSIF current_setting('pytest.gate', true) = 'slow' THEN
+                           PERFORM pg_sleep(30);
+                         END IF;""", "gated_towns", "plain_towns")
+        generations = ("SELECT relid::text, generation FROM nl2sql.value_index "
+                       "WHERE relid::text IN ('gated_towns', 'plain_towns') ORDER BY 1")
+        try:
+            admin.execute("SELECT * FROM nl2sql.create_value_index('gated_towns', include_rls => true)")
+            admin.execute("SELECT * FROM nl2sql.create_value_index('plain_towns')")
+            before = dict(admin.execute(generations).fetchall())
+            # A TRUNCATE marks both indexes for a rebuild by the next refresh.
+            for t in ("gated_towns", "plain_towns"):
+                admin.execute(f"TRUNCATE {t}")
+                admin.execute(f"INSERT INTO {t} VALUES ('Montrose')")
+            refresher = connect()
+            warnings = []
+            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
+            refresher.execute("SET pytest.gate = on")
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            after = dict(refresher.execute(generations).fetchall())
+            assert after["plain_towns"] > before["plain_towns"], (before, after)
+            assert after["gated_towns"] == before["gated_towns"], (before, after)
+            assert [w for w in warnings if "gated_towns" in w and "could not rebuild" in w], warnings
+            # Her gate open, the next refresh rebuilds her table too.
+            refresher.execute("RESET pytest.gate")
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            rebuilt = dict(refresher.execute(generations).fetchall())
+            assert rebuilt["gated_towns"] > before["gated_towns"]
+            # A real cancel while her table is read still ends the refresh, rolled back whole.
+            for t in ("gated_towns", "plain_towns"):
+                admin.execute(f"TRUNCATE {t}")
+                admin.execute(f"INSERT INTO {t} VALUES ('Dundee')")
+            refresher.execute("SET pytest.gate = slow")
+            pid = refresher.execute("SELECT pg_backend_pid()").fetchone()[0]
+            canceller = threading.Timer(1.0, lambda: admin.execute("SELECT pg_cancel_backend(%s)", (pid,)))
+            canceller.start()
+            started = time.monotonic()
+            with pytest.raises(errors.QueryCanceled):
+                refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            canceller.join()
+            assert time.monotonic() - started < 20
+            refresher.execute("RESET pytest.gate")
+            assert dict(refresher.execute(generations).fetchall()) == rebuilt
+        finally:
+            admin.execute("DROP TABLE IF EXISTS gated_towns, plain_towns")
+
+
+def test_a_tables_sleeping_code_is_skipped_within_the_refresh_table_timeout(connect):
+    """A table's owner can make every read of her table slow (a policy she forces on herself
+    that sleeps). With nl2sql.refresh_table_timeout set, a refresh of every index gives up on
+    her table after that time, says so, and refreshes the others: the re-check of values DML
+    removed from her table waits for a later refresh, and so does her table's rebuild. The
+    caller's statement_timeout still ends the refresh."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS sleepy_towns, awake_towns")
+    role = "pytest_sleeper"
+    with scratch_role(admin, role):
+        her_policed_towns(admin, role, "pytest_nap", """
+                         IF current_setting('pytest.nap', true) = 'on' THEN
+                           PERFORM pg_sleep(60);
+                         END IF;""", "sleepy_towns", "awake_towns")
+        generations = ("SELECT relid::text, generation FROM nl2sql.value_index "
+                       "WHERE relid::text IN ('sleepy_towns', 'awake_towns') ORDER BY 1")
+        removals = ("SELECT count(*) FROM nl2sql.value_removals r JOIN nl2sql.value_index i "
+                    "ON i.id = r.column_id WHERE i.relid = 'sleepy_towns'::regclass")
+        try:
+            admin.execute("SELECT * FROM nl2sql.create_value_index('sleepy_towns', include_rls => true)")
+            admin.execute("SELECT * FROM nl2sql.create_value_index('awake_towns')")
+            before = dict(admin.execute(generations).fetchall())
+            # Her table loses a value (a removal to re-check); the other is marked for a rebuild.
+            admin.execute("INSERT INTO sleepy_towns VALUES ('Dundee')")
+            admin.execute("DELETE FROM sleepy_towns WHERE town = 'Aberdeen'")
+            assert admin.execute(removals).fetchone()[0] == 1
+            admin.execute("TRUNCATE awake_towns")
+            admin.execute("INSERT INTO awake_towns VALUES ('Montrose')")
+            refresher = connect()
+            warnings = []
+            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
+            refresher.execute("SET nl2sql.refresh_table_timeout = '3s'")
+            refresher.execute("SET pytest.nap = on")
+            started = time.monotonic()
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            assert time.monotonic() - started < 30
+            after = dict(refresher.execute(generations).fetchall())
+            assert after["awake_towns"] > before["awake_towns"], (before, after)
+            assert refresher.execute(removals).fetchone()[0] == 1
+            assert [w for w in warnings if "sleepy_towns" in w and "could not re-check" in w
+                    and "nl2sql.refresh_table_timeout (3000 ms)" in w], warnings
+            # Her table marked for a rebuild too: the rebuild gives up the same way.
+            admin.execute("TRUNCATE sleepy_towns, awake_towns")
+            admin.execute("INSERT INTO sleepy_towns VALUES ('Perth')")
+            admin.execute("INSERT INTO awake_towns VALUES ('Perth')")
+            warnings.clear()
+            started = time.monotonic()
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            assert time.monotonic() - started < 30
+            again = dict(refresher.execute(generations).fetchall())
+            assert again["awake_towns"] > after["awake_towns"], (after, again)
+            assert again["sleepy_towns"] == before["sleepy_towns"], (before, again)
+            assert [w for w in warnings if "sleepy_towns" in w and "could not rebuild" in w
+                    and "nl2sql.refresh_table_timeout" in w], warnings
+            # statement_timeout, shorter than the table's bound, still ends the refresh, rolled
+            # back whole: it is the caller's, not her table's.
+            admin.execute("TRUNCATE awake_towns")
+            admin.execute("INSERT INTO awake_towns VALUES ('Forfar')")
+            refresher.execute("SET nl2sql.refresh_table_timeout = '60s'")
+            refresher.execute("SET statement_timeout = '1s'")
+            started = time.monotonic()
+            with pytest.raises(errors.QueryCanceled):
+                refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            assert time.monotonic() - started < 20
+            refresher.execute("RESET statement_timeout")
+            assert dict(refresher.execute(generations).fetchall()) == again
+            # Awake again, the next refresh rebuilds her table; nothing is left to re-check.
+            refresher.execute("RESET pytest.nap")
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            assert dict(refresher.execute(generations).fetchall())["sleepy_towns"] > before["sleepy_towns"]
+            found = ("SELECT value FROM nl2sql.search_values('perth', 5) "
+                     "WHERE relation::text = 'sleepy_towns'")
+            assert refresher.execute(found).fetchall() == [("Perth",)]
+        finally:
+            admin.execute("DROP TABLE IF EXISTS sleepy_towns, awake_towns")
+
+
+def test_the_callers_cancel_after_a_tables_timeout_still_ends_the_refresh(connect):
+    """Two tables whose owner's policy sleeps, nl2sql.refresh_table_timeout at 2 s: the first
+    table read is given up at 2 s (nl2sql's own cancel, withdrawn once that table's part ends),
+    and a pg_cancel_backend while the second is read is the caller's: the refresh ends with
+    query_canceled, rolled back whole, not taken as the second table's timeout."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS nap_a_towns, nap_b_towns")
+    role = "pytest_napper"
+    with scratch_role(admin, role):
+        her_policed_towns(admin, role, "pytest_nap_both", """
+                         IF current_setting('pytest.nap', true) = 'on' THEN
+                           PERFORM pg_sleep(60);
+                         END IF;""", "nap_a_towns", "nap_b_towns")
+        admin.execute("CREATE POLICY hers ON nap_b_towns USING (pytest_nap_both())")
+        for statement in ("ALTER TABLE nap_b_towns ENABLE ROW LEVEL SECURITY",
+                          "ALTER TABLE nap_b_towns FORCE ROW LEVEL SECURITY",
+                          f"ALTER TABLE nap_b_towns OWNER TO {role}"):
+            admin.execute(statement)
+        generations = ("SELECT relid::text, generation FROM nl2sql.value_index "
+                       "WHERE relid::text IN ('nap_a_towns', 'nap_b_towns') ORDER BY 1")
+        try:
+            for t in ("nap_a_towns", "nap_b_towns"):
+                admin.execute(f"SELECT * FROM nl2sql.create_value_index('{t}', include_rls => true)")
+            before = dict(admin.execute(generations).fetchall())
+            admin.execute("TRUNCATE nap_a_towns, nap_b_towns")
+            admin.execute("INSERT INTO nap_a_towns VALUES ('Perth')")
+            admin.execute("INSERT INTO nap_b_towns VALUES ('Perth')")
+            refresher = connect()
+            warnings = []
+            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
+            refresher.execute("SET nl2sql.refresh_table_timeout = '2s'")
+            refresher.execute("SET pytest.nap = on")
+            pid = refresher.execute("SELECT pg_backend_pid()").fetchone()[0]
+            canceller = threading.Timer(3.0, lambda: admin.execute("SELECT pg_cancel_backend(%s)", (pid,)))
+            canceller.start()
+            with pytest.raises(errors.QueryCanceled):
+                refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            canceller.join()
+            # The first table was given up on its own timeout before the cancel came; the
+            # second was not (the cancel is not taken as its timeout).
+            skipped = [w for w in warnings if "could not rebuild" in w and "refresh_table_timeout" in w]
+            assert len(skipped) == 1, warnings
+            refresher.execute("RESET pytest.nap")
+            assert dict(refresher.execute(generations).fetchall()) == before
+            # Nothing of ours is left pending: the session's next statement runs.
+            assert refresher.execute("SELECT 1").fetchone() == (1,)
+        finally:
+            admin.execute("DROP TABLE IF EXISTS nap_a_towns, nap_b_towns")
