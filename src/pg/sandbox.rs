@@ -97,6 +97,12 @@ fn watched<T>(timeout: Duration, keep: bool, own_memory: bool, f: impl FnOnce() 
             // watchdog sent it again after the one that ended the run): withdraw it so that it
             // cannot hit the release nor the next statement.
             withdraw_cancel();
+            // statement_timeout fired while we waited for ours: its cancel is the one withdrawn
+            // (its timer does not fire twice), so it is raised again.
+            if armed && !statement_timer_running() {
+                statement_ran_out = true;
+                repost_cancel();
+            }
         }
     });
     let cancelled = matches!(&result, Err(CaughtError::PostgresError(e)) | Err(CaughtError::ErrorReport(e)) if is_cancel(e));
@@ -276,7 +282,8 @@ fn subtransaction<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> Res
 }
 
 /// [`subtransaction`], calling `settle` once `f` is done (succeeded or caught), before the
-/// subtransaction is released or rolled back.
+/// subtransaction is released or rolled back. `settle` must neither panic nor call into
+/// PostgreSQL: it runs in whatever state `f` left.
 fn subtransaction_then<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T, settle: impl FnOnce()) -> Result<T, CaughtError> {
     // SAFETY: begin and end are paired on every path (errors are caught inside), and the
     // memory context and resource owner are restored as PL/pgSQL restores them.
@@ -287,6 +294,12 @@ fn subtransaction_then<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T, s
         pg_sys::MemoryContextSwitchTo(if own_memory { pg_sys::CurTransactionContext } else { oldcxt });
         let r = PgTryBuilder::new(AssertUnwindSafe(|| Ok(f()))).catch_others(Err).execute();
         settle();
+        // No cancel is acted on until the subtransaction is released and the memory context and
+        // resource owner are restored (the release reads the catalog, which checks for
+        // interrupts): a cancel pending then is raised at the caller's next check, where an
+        // error leaves nothing of ours half done.
+        let holdoff = &raw mut pg_sys::InterruptHoldoffCount;
+        holdoff.write_volatile(holdoff.read_volatile() + 1);
         pg_sys::MemoryContextSwitchTo(oldcxt);
         if keep && r.is_ok() {
             pg_sys::ReleaseCurrentSubTransaction();
@@ -295,6 +308,7 @@ fn subtransaction_then<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T, s
         }
         pg_sys::MemoryContextSwitchTo(oldcxt);
         pg_sys::CurrentResourceOwner = oldowner;
+        holdoff.write_volatile(holdoff.read_volatile().saturating_sub(1));
         r
     }
 }
@@ -415,6 +429,16 @@ impl Drop for Watchdog {
         if self.finish() {
             withdraw_cancel();
         }
+    }
+}
+
+/// Marks a query cancel pending again, as PostgreSQL's SIGINT handler does: the next
+/// CHECK_FOR_INTERRUPTS raises it.
+fn repost_cancel() {
+    // SAFETY: plain writes of the sig_atomic_t flags PostgreSQL's SIGINT handler sets.
+    unsafe {
+        (&raw mut pg_sys::QueryCancelPending).write_volatile(1);
+        (&raw mut pg_sys::InterruptPending).write_volatile(1);
     }
 }
 
