@@ -37,6 +37,8 @@ struct Pool {
     conversations: HashMap<usize, Vec<Message>>,
     /// Candidates already sent back for correction.
     corrected: HashSet<usize>,
+    /// Failed candidates a round left out (more than it corrects at once).
+    skipped: HashSet<usize>,
 }
 
 /// A generator's prompt and the grammar its answer follows (None: asked without one).
@@ -63,6 +65,7 @@ impl Asking<'_> {
         let mut pool = Pool::default();
         self.generate(&mut pool)?;
         self.correct(&mut pool);
+        self.trace.corrections_skipped = pool.skipped.difference(&pool.corrected).count();
         vote_on(&mut pool, self.trace)
     }
 
@@ -199,6 +202,10 @@ impl Asking<'_> {
     /// one did, the vote decides among what ran: measured on both benchmarks, a correction then
     /// never turned a wrong answer right, and cost a model call per failed candidate.
     fn correct(&mut self, pool: &mut Pool) {
+        // As many corrections at once as the first wave asked candidates: past what the endpoint
+        // serves together they queue, and on the local model a queued correction costs a whole
+        // generation while, measured, it mostly writes the failed query again.
+        let width = self.waves().first().map_or(1, Vec::len).max(1);
         for round in 1..=self.settings.max_corrections {
             if pool.executed.iter().any(|(_, _, e)| !e.rows.is_empty()) {
                 break;
@@ -211,10 +218,12 @@ impl Asking<'_> {
                     pool.failed.push((*i, conv, raw, Failure::Empty));
                 }
             }
-            let mut failed = std::mem::take(&mut pool.failed);
+            let mut failed = to_correct(std::mem::take(&mut pool.failed), width);
             if failed.is_empty() {
                 break;
             }
+            pool.skipped.extend(failed.iter().skip(width).map(|(i, ..)| *i));
+            failed.truncate(width);
             let mut convs: Vec<Vec<Message>> = failed.iter().map(|(_, conv, raw, f)| refine::correction(conv.clone(), raw, f, self.settings.privacy)).collect();
             // The token budget: as many corrections as fit, the first failures first.
             let largest = convs.iter().map(|m| estimate(m)).max().unwrap_or(0);
@@ -307,6 +316,18 @@ impl Asking<'_> {
             }
         }
     }
+}
+
+/// The failed candidates in the order they are worth correcting: the first of each distinct
+/// failure (the same missing column twice is one correction's worth), then the others, each
+/// group in the order they failed.
+fn to_correct<T>(failed: Vec<(usize, T, String, Failure)>, width: usize) -> Vec<(usize, T, String, Failure)> {
+    if failed.len() <= width {
+        return failed;
+    }
+    let mut seen = HashSet::new();
+    let (first, rest): (Vec<_>, Vec<_>) = failed.into_iter().partition(|(.., f)| seen.insert(f.summary()));
+    first.into_iter().chain(rest).collect()
 }
 
 /// Stage 8, the vote among the candidates that ran; with none, the last failure.

@@ -679,6 +679,47 @@ fn empty_results_are_corrected_once_each_with_their_own_conversation() {
 }
 
 #[test]
+fn a_round_corrects_as_many_as_the_first_wave_asked_distinct_failures_first() {
+    let s = Settings { candidates: 3, first_wave: 2, agreement: 2, alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
+    let mut llm = script(&[
+        EXTRACTED,
+        "#SQL: SELECT nme FROM singer",
+        "#SQL: SELECT nme, age FROM singer",
+        "#SQL: SELECT nickname FROM singer",
+        "SELECT name FROM singer",
+        "SELECT age FROM singer",
+    ]);
+    let mut db = FakeDb::default();
+    let a = ask(&q("names"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
+    assert_eq!(llm.seen.len(), 6, "one extraction, three candidates, two corrections");
+    let c = &a.trace.candidates;
+    // The second "nme" failure is the one left: "nickname" is a failure of its own.
+    let corrected: Vec<Option<usize>> = c.iter().filter(|c| c.round == 1).map(|c| c.corrects).collect();
+    assert_eq!(corrected, vec![Some(0), Some(2)]);
+    assert!(llm.prompts()[5].iter().any(|m| m.content.contains("column \"nickname\" does not exist")));
+    assert_eq!(a.trace.corrections_skipped, 1);
+    assert!(serde_json::to_value(&a.trace).unwrap()["corrections_skipped"] == 1);
+}
+
+#[test]
+fn without_an_early_stop_every_failure_is_corrected_at_once() {
+    let s = Settings { candidates: 3, first_wave: 3, agreement: usize::MAX, alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
+    let mut llm = script(&[
+        EXTRACTED,
+        "#SQL: SELECT nme FROM singer",
+        "#SQL: SELECT nme, age FROM singer",
+        "#SQL: SELECT nickname FROM singer",
+        "SELECT name FROM singer",
+        "SELECT age FROM singer",
+        "SELECT name, age FROM singer",
+    ]);
+    let a = ask(&q("names"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
+    assert_eq!(llm.seen.len(), 7, "one extraction, three candidates, three corrections");
+    assert_eq!(a.trace.corrections_skipped, 0);
+    assert!(serde_json::to_value(&a.trace).unwrap().get("corrections_skipped").is_none());
+}
+
+#[test]
 fn an_execution_failure_is_reported_over_a_refusal() {
     let s = Settings { candidates: 2, first_wave: 2, max_corrections: 0, ..full() };
     let mut llm = script(&[EXTRACTED, "DROP TABLE singer", "#SQL: SELECT nickname FROM singer"]);

@@ -74,6 +74,10 @@ pub struct Trace {
     /// Time spent waiting for the model on the critical path (the rest is nl2sql's own work).
     pub llm_wait_ms: f64,
     pub candidates: Vec<CandidateTrace>,
+    /// Failed candidates left uncorrected: a round corrects as many at once as the first wave
+    /// asked, the first of each distinct failure first.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub corrections_skipped: usize,
     /// Waves of generation requests sent (adaptive n: the second only when the first disagrees).
     pub waves: usize,
     /// Sampling stopped before n candidates because enough agreed.
@@ -280,3 +284,6 @@ pub(super) fn cand_sql(c: Option<&CandidateTrace>) -> Option<String> {
     c.and_then(|c| c.aligned.clone().or_else(|| c.sql.clone()))
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
