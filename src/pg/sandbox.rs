@@ -84,29 +84,35 @@ pub fn kept_within<T>(timeout: Option<Duration>, f: impl FnOnce() -> T) -> Resul
 fn watched<T>(timeout: Duration, keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> (Result<T, CaughtError>, bool) {
     let armed = statement_timer_running();
     let mut dog = Watchdog::start(timeout);
-    let (mut fired, mut statement_ran_out) = (false, false);
+    let (mut fired, mut statement_ran_out, mut f_cancelled) = (false, false, false);
     // The watchdog stops as soon as `f` is done, before the subtransaction is released or
     // rolled back, so that no cancel of ours lands in that (a cancel pending then is withdrawn).
-    let result = subtransaction_then(keep, own_memory, f, || {
+    let result = subtransaction_then(keep, own_memory, f, |error| {
         fired = dog.finish();
+        f_cancelled = matches!(error, Some(CaughtError::PostgresError(e) | CaughtError::ErrorReport(e)) if is_cancel(e));
         // statement_timeout's timer stops when it fires: then the cancel is (also) the
         // statement's, never ours to keep or to withdraw.
         statement_ran_out = armed && !statement_timer_running();
         if fired && !statement_ran_out {
             // A cancel of ours may still be pending (the run ended before it landed, or the
             // watchdog sent it again after the one that ended the run): withdraw it so that it
-            // cannot hit the release nor the next statement.
-            withdraw_cancel();
+            // cannot hit the release nor the next statement. When a cancel ended `f`, the
+            // signals sent before the watchdog was joined have landed: nothing to wait for.
+            withdraw_cancel(!f_cancelled);
             // statement_timeout fired while we waited for ours: its cancel is the one withdrawn
-            // (its timer does not fire twice), so it is raised again.
+            // (its timer does not fire twice). The cancel that ended `f` is passed on as the
+            // statement's; when none did, the statement's is raised again.
             if armed && !statement_timer_running() {
                 statement_ran_out = true;
-                repost_cancel();
+                if !f_cancelled {
+                    repost_cancel();
+                }
             }
         }
     });
-    let cancelled = matches!(&result, Err(CaughtError::PostgresError(e)) | Err(CaughtError::ErrorReport(e)) if is_cancel(e));
-    (result, fired && cancelled && !statement_ran_out)
+    // Only a cancel that ended `f` can be our timeout: one raised while the subtransaction was
+    // released came after the watchdog stopped.
+    (result, fired && f_cancelled && !statement_ran_out)
 }
 
 unsafe extern "C" {
@@ -278,13 +284,15 @@ fn is_cancel(e: &ErrorReportWithLevel) -> bool {
 /// subtransaction (`keep` and `f` succeeded) or roll it back, and restore both. `own_memory`:
 /// `f` allocates in the subtransaction's context, freed with it.
 fn subtransaction<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> Result<T, CaughtError> {
-    subtransaction_then(keep, own_memory, f, || ())
+    subtransaction_then(keep, own_memory, f, |_| ())
 }
 
-/// [`subtransaction`], calling `settle` once `f` is done (succeeded or caught), before the
+/// [`subtransaction`], calling `settle` with `f`'s error, if any, once `f` is done and before the
 /// subtransaction is released or rolled back. `settle` must neither panic nor call into
-/// PostgreSQL: it runs in whatever state `f` left.
-fn subtransaction_then<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T, settle: impl FnOnce()) -> Result<T, CaughtError> {
+/// PostgreSQL: it runs in whatever state `f` left. As in PL/pgSQL, an error raised while the
+/// subtransaction is released (a cancel, an error of a subtransaction callback) rolls it back
+/// and is returned: the session is never left inside it.
+fn subtransaction_then<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T, settle: impl FnOnce(Option<&CaughtError>)) -> Result<T, CaughtError> {
     // SAFETY: begin and end are paired on every path (errors are caught inside), and the
     // memory context and resource owner are restored as PL/pgSQL restores them.
     unsafe {
@@ -293,22 +301,32 @@ fn subtransaction_then<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T, s
         pg_sys::BeginInternalSubTransaction(std::ptr::null());
         pg_sys::MemoryContextSwitchTo(if own_memory { pg_sys::CurTransactionContext } else { oldcxt });
         let r = PgTryBuilder::new(AssertUnwindSafe(|| Ok(f()))).catch_others(Err).execute();
-        settle();
-        // No cancel is acted on until the subtransaction is released and the memory context and
-        // resource owner are restored (the release reads the catalog, which checks for
-        // interrupts): a cancel pending then is raised at the caller's next check, where an
-        // error leaves nothing of ours half done.
-        let holdoff = &raw mut pg_sys::InterruptHoldoffCount;
-        holdoff.write_volatile(holdoff.read_volatile() + 1);
+        settle(r.as_ref().err());
         pg_sys::MemoryContextSwitchTo(oldcxt);
-        if keep && r.is_ok() {
-            pg_sys::ReleaseCurrentSubTransaction();
-        } else {
-            pg_sys::RollbackAndReleaseCurrentSubTransaction();
-        }
+        let r = match r {
+            Ok(v) if keep => {
+                let released = PgTryBuilder::new(|| {
+                    pg_sys::ReleaseCurrentSubTransaction();
+                    Ok(())
+                })
+                .catch_others(Err)
+                .execute();
+                match released {
+                    Ok(()) => Ok(v),
+                    Err(e) => {
+                        pg_sys::MemoryContextSwitchTo(oldcxt);
+                        pg_sys::RollbackAndReleaseCurrentSubTransaction();
+                        Err(e)
+                    }
+                }
+            }
+            other => {
+                pg_sys::RollbackAndReleaseCurrentSubTransaction();
+                other
+            }
+        };
         pg_sys::MemoryContextSwitchTo(oldcxt);
         pg_sys::CurrentResourceOwner = oldowner;
-        holdoff.write_volatile(holdoff.read_volatile().saturating_sub(1));
         r
     }
 }
@@ -427,7 +445,7 @@ impl Drop for Watchdog {
     /// otherwise cancel a later statement.
     fn drop(&mut self) {
         if self.finish() {
-            withdraw_cancel();
+            withdraw_cancel(true);
         }
     }
 }
@@ -442,13 +460,14 @@ fn repost_cancel() {
     }
 }
 
-/// Clears a query cancel our watchdog sent, once the signal has landed (it may still be in flight).
-fn withdraw_cancel() {
+/// Clears a query cancel our watchdog sent; `wait`: once the signal has landed (it may still be
+/// in flight), for at most 50 ms.
+fn withdraw_cancel(wait: bool) {
     // SAFETY: plain reads and writes of the sig_atomic_t flags PostgreSQL's SIGINT handler sets.
     unsafe {
         let flag = &raw mut pg_sys::QueryCancelPending;
         let waited = Instant::now();
-        while flag.read_volatile() == 0 && waited.elapsed() < Duration::from_millis(50) {
+        while wait && flag.read_volatile() == 0 && waited.elapsed() < Duration::from_millis(50) {
             thread::sleep(Duration::from_micros(200));
         }
         flag.write_volatile(0);
