@@ -55,10 +55,28 @@ def her_policed_towns(admin, role, function, body, policed, plain):
     for t in (policed, plain):
         admin.execute(f"CREATE TABLE {t} (town text)")
         admin.execute(f"INSERT INTO {t} VALUES ('Aberdeen')")
-    admin.execute(f"CREATE POLICY hers ON {policed} USING ({function}())")
-    admin.execute(f"ALTER TABLE {policed} ENABLE ROW LEVEL SECURITY")
-    admin.execute(f"ALTER TABLE {policed} FORCE ROW LEVEL SECURITY")
-    admin.execute(f"ALTER TABLE {policed} OWNER TO {role}")
+    police(admin, role, function, policed)
+
+
+def police(admin, role, function, table):
+    """`table` given to `role`, who forces on herself a policy calling her `function`."""
+    admin.execute(f"CREATE POLICY hers ON {table} USING ({function}())")
+    admin.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+    admin.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+    admin.execute(f"ALTER TABLE {table} OWNER TO {role}")
+
+
+# A policy body that sleeps for a minute while the session's pytest.nap is on.
+NAP = """IF current_setting('pytest.nap', true) = 'on' THEN
+           PERFORM pg_sleep(60);
+         END IF;"""
+
+
+def generations_of(*tables):
+    """The query of the value index generations of `tables`, by table name."""
+    names = ", ".join(f"'{t}'" for t in tables)
+    return ("SELECT relid::text, generation FROM nl2sql.value_index "
+            f"WHERE relid::text IN ({names}) ORDER BY 1")
 
 
 def test_a_tables_own_query_canceled_fails_that_table_not_the_refresh(connect):
@@ -78,8 +96,7 @@ def test_a_tables_own_query_canceled_fails_that_table_not_the_refresh(connect):
                          ELSIF current_setting('pytest.gate', true) = 'slow' THEN
                            PERFORM pg_sleep(30);
                          END IF;""", "gated_towns", "plain_towns")
-        generations = ("SELECT relid::text, generation FROM nl2sql.value_index "
-                       "WHERE relid::text IN ('gated_towns', 'plain_towns') ORDER BY 1")
+        generations = generations_of("gated_towns", "plain_towns")
         try:
             admin.execute("SELECT * FROM nl2sql.create_value_index('gated_towns', include_rls => true)")
             admin.execute("SELECT * FROM nl2sql.create_value_index('plain_towns')")
@@ -132,12 +149,8 @@ def test_a_tables_sleeping_code_is_skipped_within_the_refresh_table_timeout(conn
     admin.execute("DROP TABLE IF EXISTS sleepy_towns, awake_towns")
     role = "pytest_sleeper"
     with scratch_role(admin, role):
-        her_policed_towns(admin, role, "pytest_nap", """
-                         IF current_setting('pytest.nap', true) = 'on' THEN
-                           PERFORM pg_sleep(60);
-                         END IF;""", "sleepy_towns", "awake_towns")
-        generations = ("SELECT relid::text, generation FROM nl2sql.value_index "
-                       "WHERE relid::text IN ('sleepy_towns', 'awake_towns') ORDER BY 1")
+        her_policed_towns(admin, role, "pytest_nap", NAP, "sleepy_towns", "awake_towns")
+        generations = generations_of("sleepy_towns", "awake_towns")
         removals = ("SELECT count(*) FROM nl2sql.value_removals r JOIN nl2sql.value_index i "
                     "ON i.id = r.column_id WHERE i.relid = 'sleepy_towns'::regclass")
         try:
@@ -209,17 +222,9 @@ def test_the_callers_cancel_after_a_tables_timeout_still_ends_the_refresh(connec
     admin.execute("DROP TABLE IF EXISTS nap_a_towns, nap_b_towns")
     role = "pytest_napper"
     with scratch_role(admin, role):
-        her_policed_towns(admin, role, "pytest_nap_both", """
-                         IF current_setting('pytest.nap', true) = 'on' THEN
-                           PERFORM pg_sleep(60);
-                         END IF;""", "nap_a_towns", "nap_b_towns")
-        admin.execute("CREATE POLICY hers ON nap_b_towns USING (pytest_nap_both())")
-        for statement in ("ALTER TABLE nap_b_towns ENABLE ROW LEVEL SECURITY",
-                          "ALTER TABLE nap_b_towns FORCE ROW LEVEL SECURITY",
-                          f"ALTER TABLE nap_b_towns OWNER TO {role}"):
-            admin.execute(statement)
-        generations = ("SELECT relid::text, generation FROM nl2sql.value_index "
-                       "WHERE relid::text IN ('nap_a_towns', 'nap_b_towns') ORDER BY 1")
+        her_policed_towns(admin, role, "pytest_nap_both", NAP, "nap_a_towns", "nap_b_towns")
+        police(admin, role, "pytest_nap_both", "nap_b_towns")
+        generations = generations_of("nap_a_towns", "nap_b_towns")
         try:
             for t in ("nap_a_towns", "nap_b_towns"):
                 admin.execute(f"SELECT * FROM nl2sql.create_value_index('{t}', include_rls => true)")

@@ -678,17 +678,13 @@ fn empty_results_are_corrected_once_each_with_their_own_conversation() {
     assert_eq!(a.trace.samples, 1);
 }
 
+/// An extraction and three candidates that fail: two on the same missing column, one on another.
+const THREE_FAILING: [&str; 4] = [EXTRACTED, "#SQL: SELECT nme FROM singer", "#SQL: SELECT nme, age FROM singer", "#SQL: SELECT nickname FROM singer"];
+
 #[test]
 fn a_round_corrects_as_many_as_the_first_wave_asked_distinct_failures_first() {
     let s = Settings { candidates: 3, first_wave: 2, agreement: 2, alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
-    let mut llm = script(&[
-        EXTRACTED,
-        "#SQL: SELECT nme FROM singer",
-        "#SQL: SELECT nme, age FROM singer",
-        "#SQL: SELECT nickname FROM singer",
-        "SELECT name FROM singer",
-        "SELECT age FROM singer",
-    ]);
+    let mut llm = script(&[&THREE_FAILING[..], &["SELECT name FROM singer", "SELECT age FROM singer"]].concat());
     let mut db = FakeDb::default();
     let a = ask(&q("names"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
     assert_eq!(llm.seen.len(), 6, "one extraction, three candidates, two corrections");
@@ -704,15 +700,8 @@ fn a_round_corrects_as_many_as_the_first_wave_asked_distinct_failures_first() {
 #[test]
 fn without_an_early_stop_every_failure_is_corrected_at_once() {
     let s = Settings { candidates: 3, first_wave: 3, agreement: usize::MAX, alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
-    let mut llm = script(&[
-        EXTRACTED,
-        "#SQL: SELECT nme FROM singer",
-        "#SQL: SELECT nme, age FROM singer",
-        "#SQL: SELECT nickname FROM singer",
-        "SELECT name FROM singer",
-        "SELECT age FROM singer",
-        "SELECT name, age FROM singer",
-    ]);
+    let fixes = ["SELECT name FROM singer", "SELECT age FROM singer", "SELECT name, age FROM singer"];
+    let mut llm = script(&[&THREE_FAILING[..], &fixes[..]].concat());
     let a = ask(&q("names"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
     assert_eq!(llm.seen.len(), 7, "one extraction, three candidates, three corrections");
     assert_eq!(a.trace.corrections_skipped, 0);

@@ -83,7 +83,7 @@ pub fn catch_up(id: i32, rel: pg_sys::Oid, attnum: i16, old: &str, new: &str, em
     let held = match still_held(rel, attnum, &missing) {
         Ok(held) => held,
         Err(why) => {
-            alert!("nl2sql could not re-read the values added to {} while its value index was built{}", relation_text(rel), within(&why));
+            alert!("nl2sql could not re-read the values added to {} while its value index was built{}", relation_text(rel), within(why.as_ref()));
             spi::write("INSERT INTO nl2sql.value_flags (column_id, flag) VALUES ($1, 'stale')", &[id.into()]);
             return 0;
         }

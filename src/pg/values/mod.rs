@@ -100,7 +100,7 @@ fn still_held(rel: pg_sys::Oid, attnum: i16, values: &[String]) -> Result<Vec<St
 
 /// What a WARNING about a table that could not be read says of why: its timeout only (an
 /// error of the table's own code is not quoted: its text is the table owner's).
-fn within(failure: &Option<Failure>) -> String {
+fn within(failure: Option<&Failure>) -> String {
     match failure {
         Some(Failure::Timeout { ms }) => format!(" within nl2sql.refresh_table_timeout ({ms} ms)"),
         _ => String::new(),

@@ -51,7 +51,7 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
                 "nl2sql could not rebuild the value index of {}.{}{}; its previous generation goes on serving",
                 relation_text(relid),
                 quote_identifier(&column),
-                within(&Some(failure))
+                within(Some(&failure))
             ),
         }
     }
@@ -105,7 +105,7 @@ fn apply_removals(rel: Option<pg_sys::Oid>) {
         let held = match still_held(relid, attnum, &values) {
             Ok(held) => held,
             Err(why) => {
-                alert!("nl2sql could not re-check the removed values of {}.{}{}", relation_text(relid), quote_identifier(&column), within(&why));
+                alert!("nl2sql could not re-check the removed values of {}.{}{}", relation_text(relid), quote_identifier(&column), within(why.as_ref()));
                 continue;
             }
         };
