@@ -253,3 +253,180 @@ def test_the_callers_cancel_after_a_tables_timeout_still_ends_the_refresh(connec
             assert refresher.execute("SELECT 1").fetchone() == (1,)
         finally:
             admin.execute("DROP TABLE IF EXISTS nap_a_towns, nap_b_towns")
+
+
+# A policy body that, while pytest.nap is on, sleeps and catches the cancel that ends the sleep:
+# her code swallowing every cancel nl2sql or statement_timeout sends.
+CATCHING_NAP = """IF current_setting('pytest.nap', true) = 'on' THEN
+                    BEGIN
+                      PERFORM pg_sleep(30);
+                    EXCEPTION WHEN query_canceled THEN NULL;
+                    END;
+                  END IF;"""
+
+
+def test_a_table_whose_code_catches_every_cancel_is_still_given_up(connect):
+    """A per-row policy that catches query_canceled: once nl2sql.refresh_table_timeout is up,
+    every row's sleep ends at the next resend and her read goes on to the end, as if nothing
+    happened. Her table's part still counts as timed out: its rebuild is rolled back, the
+    WARNING says so, and the table keeps its generation."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS stubborn_towns, easy_towns")
+    role = "pytest_stubborn"
+    with scratch_role(admin, role):
+        her_policed_towns(admin, role, "pytest_catching_nap", CATCHING_NAP, "stubborn_towns", "easy_towns")
+        admin.execute("INSERT INTO stubborn_towns SELECT 'Town ' || g FROM generate_series(1, 40) g")
+        generations = generations_of("stubborn_towns", "easy_towns")
+        try:
+            admin.execute("SELECT * FROM nl2sql.create_value_index('stubborn_towns', include_rls => true)")
+            admin.execute("SELECT * FROM nl2sql.create_value_index('easy_towns')")
+            before = dict(admin.execute(generations).fetchall())
+            admin.execute("INSERT INTO nl2sql.value_flags (column_id, flag) SELECT id, 'stale' FROM nl2sql.value_index "
+                          "WHERE relid IN ('stubborn_towns'::regclass, 'easy_towns'::regclass)")
+            refresher = connect()
+            warnings = []
+            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
+            refresher.execute("SET nl2sql.refresh_table_timeout = '1s'")
+            refresher.execute("SET pytest.nap = on")
+            started = time.monotonic()
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            # 1 s, then at most a resend (100 ms) per row she catches.
+            assert time.monotonic() - started < 20
+            after = dict(refresher.execute(generations).fetchall())
+            assert after["easy_towns"] > before["easy_towns"], (before, after)
+            assert after["stubborn_towns"] == before["stubborn_towns"], (before, after)
+            skipped = [w for w in warnings if "stubborn_towns" in w and "could not rebuild" in w
+                       and "nl2sql.refresh_table_timeout (1000 ms)" in w]
+            assert len(skipped) == 1, warnings
+            # Her rebuild is still owed to a later refresh.
+            owed = ("SELECT count(*) FROM nl2sql.value_flags f JOIN nl2sql.value_index i "
+                    "ON i.id = f.column_id WHERE i.relid = 'stubborn_towns'::regclass")
+            assert refresher.execute(owed).fetchone()[0] > 0
+            # Nothing of ours is left pending: the session's next statement runs.
+            assert refresher.execute("SELECT 1").fetchone() == (1,)
+        finally:
+            admin.execute("DROP TABLE IF EXISTS stubborn_towns, easy_towns")
+
+
+@pytest.mark.parametrize("table_timeout", ["60s", "0"])
+def test_statement_timeout_caught_by_a_tables_code_still_ends_the_refresh(connect, table_timeout):
+    """statement_timeout cancels once; her per-row policy catches that cancel and her read goes
+    on as if nothing happened. The refresh still ends with query_canceled soon after the
+    statement's deadline, rolled back whole, rather than run on (to the table's own bound, or
+    to the end of her read) and commit; with or without nl2sql.refresh_table_timeout."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS catching_towns, other_towns")
+    role = "pytest_catcher"
+    with scratch_role(admin, role):
+        her_policed_towns(admin, role, "pytest_catch_once", CATCHING_NAP, "catching_towns", "other_towns")
+        admin.execute("INSERT INTO catching_towns VALUES ('Perth'), ('Dundee')")
+        generations = generations_of("catching_towns", "other_towns")
+        try:
+            admin.execute("SELECT * FROM nl2sql.create_value_index('catching_towns', include_rls => true)")
+            admin.execute("SELECT * FROM nl2sql.create_value_index('other_towns')")
+            before = dict(admin.execute(generations).fetchall())
+            admin.execute("INSERT INTO nl2sql.value_flags (column_id, flag) SELECT id, 'stale' FROM nl2sql.value_index "
+                          "WHERE relid IN ('catching_towns'::regclass, 'other_towns'::regclass)")
+            refresher = connect()
+            refresher.execute(f"SET nl2sql.refresh_table_timeout = '{table_timeout}'")
+            refresher.execute("SET statement_timeout = '1s'")
+            refresher.execute("SET pytest.nap = on")
+            started = time.monotonic()
+            with pytest.raises(errors.QueryCanceled):
+                refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            # Three rows of 30 s naps: only a cancel sent again after the first ends them.
+            assert time.monotonic() - started < 15
+            refresher.execute("RESET statement_timeout")
+            assert dict(refresher.execute(generations).fetchall()) == before
+            assert refresher.execute("SELECT 1").fetchone() == (1,)
+        finally:
+            admin.execute("DROP TABLE IF EXISTS catching_towns, other_towns")
+
+
+def test_a_tables_parts_share_one_refresh_table_timeout(connect):
+    """nl2sql.refresh_table_timeout bounds a table, not each of its parts: a table with four
+    indexed columns behind a sleeping policy is given up once its time is spent, and its other
+    columns are skipped without another wait."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS wide_towns")
+    role = "pytest_wide"
+    with scratch_role(admin, role):
+        admin.execute(f"CREATE FUNCTION pytest_wide_nap() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {NAP} RETURN true; END $$")
+        admin.execute(f"ALTER FUNCTION pytest_wide_nap() OWNER TO {role}")
+        admin.execute("CREATE TABLE wide_towns (town text, region text, country text, river text)")
+        admin.execute("INSERT INTO wide_towns VALUES ('Perth', 'Tayside', 'Scotland', 'Tay')")
+        police(admin, role, "pytest_wide_nap", "wide_towns")
+        generations = ("SELECT a.attname, i.generation FROM nl2sql.value_index i JOIN pg_attribute a "
+                       "ON a.attrelid = i.relid AND a.attnum = i.attnum WHERE i.relid = 'wide_towns'::regclass ORDER BY 1")
+        try:
+            admin.execute("SELECT * FROM nl2sql.create_value_index('wide_towns', include_rls => true)")
+            before = admin.execute(generations).fetchall()
+            assert len(before) == 4, before
+            admin.execute("INSERT INTO nl2sql.value_flags (column_id, flag) SELECT id, 'stale' FROM nl2sql.value_index "
+                          "WHERE relid = 'wide_towns'::regclass")
+            refresher = connect()
+            warnings = []
+            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
+            refresher.execute("SET nl2sql.refresh_table_timeout = '2s'")
+            refresher.execute("SET pytest.nap = on")
+            started = time.monotonic()
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            # One table's time, not four (8 s).
+            assert time.monotonic() - started < 6
+            skipped = [w for w in warnings if "wide_towns" in w and "could not rebuild" in w
+                       and "nl2sql.refresh_table_timeout (2000 ms)" in w]
+            assert len(skipped) == 4, warnings
+            assert refresher.execute(generations).fetchall() == before
+        finally:
+            admin.execute("DROP TABLE IF EXISTS wide_towns")
+
+
+def test_a_table_is_charged_only_its_own_time(connect):
+    """Each table's budget counts the time its own parts took, not the time other tables' parts
+    took between them: with nl2sql.refresh_table_timeout at 3 s, a slow table rebuilt between
+    another table's re-check and its rebuild does not use up that table's time."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS slow_towns, patient_towns")
+    slow, patient = "pytest_slow", "pytest_patient"
+    # Each policy sleeps for as long as its own setting says, once per row it is asked about.
+    nap = lambda setting: f"PERFORM pg_sleep(coalesce(nullif(current_setting('{setting}', true), ''), '0')::float8);"
+    with scratch_role(admin, slow), scratch_role(admin, patient):
+        for role, table, setting in ((slow, "slow_towns", "pytest.slow_nap"), (patient, "patient_towns", "pytest.patient_nap")):
+            function = f"{table}_nap"
+            admin.execute(f"CREATE FUNCTION {function}() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {nap(setting)} RETURN true; END $$")
+            admin.execute(f"ALTER FUNCTION {function}() OWNER TO {role}")
+            admin.execute(f"CREATE TABLE {table} (town text)")
+            admin.execute(f"INSERT INTO {table} VALUES ('Perth')")
+            police(admin, role, function, table)
+        generations = generations_of("slow_towns", "patient_towns")
+        try:
+            # The slow table's index comes first: rebuilds run in the indexes' order.
+            admin.execute("SELECT * FROM nl2sql.create_value_index('slow_towns', include_rls => true)")
+            admin.execute("SELECT * FROM nl2sql.create_value_index('patient_towns', include_rls => true)")
+            before = dict(admin.execute(generations).fetchall())
+            # The patient table loses a value (a re-check, before every rebuild) and both are
+            # marked for a rebuild.
+            admin.execute("INSERT INTO patient_towns VALUES ('Dundee')")
+            admin.execute("DELETE FROM patient_towns WHERE town = 'Perth'")
+            admin.execute("INSERT INTO nl2sql.value_flags (column_id, flag) SELECT id, 'stale' FROM nl2sql.value_index "
+                          "WHERE relid IN ('slow_towns'::regclass, 'patient_towns'::regclass)")
+            refresher = connect()
+            warnings = []
+            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
+            refresher.execute("SET nl2sql.refresh_table_timeout = '3s'")
+            # A rebuild of one row asks the policy twice, a re-check once: the slow table's
+            # rebuild takes 2.4 s of its 3, the patient table's re-check 0.4 s and its rebuild
+            # 0.8 s (3.6 s from its first part to its last's end, with the slow one between).
+            refresher.execute("SET pytest.slow_nap = '1.2'")
+            refresher.execute("SET pytest.patient_nap = '0.4'")
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            after = dict(refresher.execute(generations).fetchall())
+            assert not [w for w in warnings if "refresh_table_timeout" in w], warnings
+            assert after["patient_towns"] > before["patient_towns"], (before, after)
+            assert after["slow_towns"] > before["slow_towns"], (before, after)
+        finally:
+            admin.execute("DROP TABLE IF EXISTS slow_towns, patient_towns")

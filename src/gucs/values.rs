@@ -65,7 +65,7 @@ settings! {
         range(100, 3_600_000);
     REFRESH_TABLE_TIMEOUT_MS: int = 0,
         c"nl2sql.refresh_table_timeout", Userset, GucFlags::UNIT_MS,
-        c"Time allowed for each table's rebuild or re-read in nl2sql.refresh_value_indexes().",
+        c"Time allowed for all of each table's rebuilds and re-reads together in nl2sql.refresh_value_indexes().",
         c"A table that takes longer is skipped with a WARNING and keeps serving its previous generation; 0: no limit.",
         range(0, i32::MAX);
     USE_INFERRED_RELATIONSHIPS: bool = true,

@@ -61,7 +61,7 @@ impl Limits {
 pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failure> {
     // Everything `f` allocates (parse trees, plans, the executor's state) goes with the
     // subtransaction, also when it fails: results come back as Rust values.
-    let (result, timed_out) = watched(timeout, false, true, || {
+    let (result, timed_out) = watched(Some(timeout), false, true, || {
         prepare_sandbox();
         f()
     });
@@ -70,54 +70,71 @@ pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failur
 
 /// [`kept`] within `timeout` (None: no limit): a subtransaction kept when `f` succeeds, rolled
 /// back when it raises an error or runs too long. For reads of a table whose owner's code
-/// (policies, output functions) runs: one table's trouble, a timeout included, is that table's.
+/// (policies, output functions) runs: one table's trouble, a timeout included, is that table's;
+/// statement_timeout, also when her code caught its cancel, ends the statement.
 pub fn kept_within<T>(timeout: Option<Duration>, f: impl FnOnce() -> T) -> Result<T, Failure> {
-    let Some(timeout) = timeout else {
-        return kept(f).map_err(Failure::Execution);
-    };
     let (result, timed_out) = watched(timeout, true, false, f);
-    timed(result, timed_out, timeout)
+    match timeout {
+        Some(timeout) => timed(result, timed_out, timeout),
+        None => timed(result, false, Duration::ZERO),
+    }
 }
 
 /// Runs `f` in a subtransaction ([`subtransaction`]'s `keep` and `own_memory`) that a watchdog
-/// cancels after `timeout`; true with the result when the watchdog's cancel is what ended it.
-fn watched<T>(timeout: Duration, keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> (Result<T, CaughtError>, bool) {
-    let armed = statement_timer_running();
-    let mut dog = Watchdog::start(timeout);
-    let (mut fired, mut statement_ran_out, mut f_cancelled) = (false, false, false);
+/// cancels after `timeout` (None: never for a time of ours); true with the result when the
+/// watchdog fired for our time. A run past its time is rolled back whatever `f` returned: her
+/// code may catch every cancel and return normally. So is a run in which statement_timeout ran
+/// out, whose cancel is raised again when her code caught it; the watchdog cancels again from
+/// shortly after the statement's deadline too, so that her code catching it once does not hold
+/// the statement up until our own time.
+fn watched<T>(timeout: Option<Duration>, keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> (Result<T, CaughtError>, bool) {
+    let running = statement_timer_running();
+    // Fired already, its cancel not yet acted on: the statement has run out too.
+    let armed = running || statement_timeout_indicated();
+    let statement = running.then(statement_time_left).map(|left| left + STATEMENT_MARGIN);
+    let mut dog = Watchdog::start([timeout, statement].into_iter().flatten().min());
+    let (mut fired, mut statement_ran_out, mut swallowed) = (false, false, false);
     // The watchdog stops as soon as `f` is done, before the subtransaction is released or
     // rolled back, so that no cancel of ours lands in that (a cancel pending then is withdrawn).
     let result = subtransaction_then(keep, own_memory, f, |error| {
         fired = dog.finish();
-        f_cancelled = matches!(error, Some(CaughtError::PostgresError(e) | CaughtError::ErrorReport(e)) if is_cancel(e));
+        let f_cancelled = matches!(error, Some(CaughtError::PostgresError(e) | CaughtError::ErrorReport(e)) if is_cancel(e));
         // statement_timeout's timer stops when it fires: then the cancel is (also) the
         // statement's, never ours to keep or to withdraw.
         statement_ran_out = armed && !statement_timer_running();
         if fired && !statement_ran_out {
             // A cancel of ours may still be pending (the run ended before it landed, or the
             // watchdog sent it again after the one that ended the run): withdraw it so that it
-            // cannot hit the release nor the next statement. When a cancel ended `f`, the
-            // signals sent before the watchdog was joined have landed: nothing to wait for.
-            withdraw_cancel(!f_cancelled);
-            // statement_timeout fired while we waited for ours: its cancel is the one withdrawn
-            // (its timer does not fire twice). The cancel that ended `f` is passed on as the
-            // statement's; when none did, the statement's is raised again.
-            if armed && !statement_timer_running() {
-                statement_ran_out = true;
-                if !f_cancelled {
-                    repost_cancel();
-                }
-            }
+            // cannot hit the release nor the next statement.
+            withdraw_cancel();
+            // statement_timeout fired while we withdrew ours: its cancel may be the one withdrawn.
+            statement_ran_out = armed && !statement_timer_running();
         }
+        // statement_timeout cancels once. Unless that cancel ended `f` (it is then passed on as
+        // the statement's), her code caught it or we withdrew it: raise it again.
+        swallowed = statement_ran_out && !f_cancelled;
+        if swallowed {
+            repost_cancel();
+        }
+        (fired && timeout.is_some()) || statement_ran_out
     });
-    // Only a cancel that ended `f` can be our timeout: one raised while the subtransaction was
-    // released came after the watchdog stopped.
-    (result, fired && f_cancelled && !statement_ran_out)
+    if swallowed {
+        pgrx::check_for_interrupts!();
+    }
+    (result, fired && timeout.is_some() && !statement_ran_out)
 }
+
+/// How long after statement_timeout's deadline the watchdog cancels again, when the statement's
+/// deadline comes before ours: its own cancel has landed by then.
+const STATEMENT_MARGIN: Duration = Duration::from_millis(50);
 
 unsafe extern "C" {
     /// utils/timeout.h: whether a timeout's timer is running (it stops when it fires).
     fn get_timeout_active(id: std::ffi::c_int) -> bool;
+    /// utils/timeout.h: whether a timeout fired since its indicator was last reset.
+    fn get_timeout_indicator(id: std::ffi::c_int, reset_indicator: bool) -> bool;
+    /// utils/timeout.h: when a timeout's timer fires (set while it runs).
+    fn get_timeout_finish_time(id: std::ffi::c_int) -> pg_sys::TimestampTz;
 }
 
 /// utils/timeout.h's STATEMENT_TIMEOUT, the fourth TimeoutId in every supported major.
@@ -129,19 +146,33 @@ fn statement_timer_running() -> bool {
     unsafe { get_timeout_active(STATEMENT_TIMEOUT) }
 }
 
-/// A watched run's outcome: our timeout, an error of `f` as its report, or a cancel that is
-/// not ours (the user's, the outer statement_timeout) and a panic passed on.
+/// Whether statement_timeout fired and ProcessInterrupts has not yet said so.
+fn statement_timeout_indicated() -> bool {
+    // SAFETY: as above; the indicator is left as it is.
+    unsafe { get_timeout_indicator(STATEMENT_TIMEOUT, false) }
+}
+
+/// The time left until statement_timeout's running timer fires.
+fn statement_time_left() -> Duration {
+    // SAFETY: as above; GetCurrentTimestamp only reads the clock.
+    let micros = unsafe { get_timeout_finish_time(STATEMENT_TIMEOUT) - pg_sys::GetCurrentTimestamp() };
+    Duration::from_micros(micros.max(0) as u64)
+}
+
+/// A watched run's outcome: a panic passed on; our timeout (whatever `f` returned once the
+/// watchdog fired); an error of `f` as its report, or a cancel that is not ours (the user's, the
+/// outer statement_timeout) passed on.
 fn timed<T>(result: Result<T, CaughtError>, timed_out: bool, timeout: Duration) -> Result<T, Failure> {
     match result {
+        Err(panic @ CaughtError::RustPanic { .. }) => panic.rethrow(),
+        _ if timed_out => Err(Failure::Timeout { ms: timeout.as_millis() as u64 }),
         Ok(v) => Ok(v),
-        Err(_) if timed_out => Err(Failure::Timeout { ms: timeout.as_millis() as u64 }),
         Err(CaughtError::PostgresError(e)) | Err(CaughtError::ErrorReport(e)) => {
             if is_cancel(&e) {
                 CaughtError::PostgresError(e).rethrow()
             }
             Err(Failure::Execution(report_of(&e)))
         }
-        Err(panic @ CaughtError::RustPanic { .. }) => panic.rethrow(),
     }
 }
 
@@ -284,15 +315,16 @@ fn is_cancel(e: &ErrorReportWithLevel) -> bool {
 /// subtransaction (`keep` and `f` succeeded) or roll it back, and restore both. `own_memory`:
 /// `f` allocates in the subtransaction's context, freed with it.
 fn subtransaction<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> Result<T, CaughtError> {
-    subtransaction_then(keep, own_memory, f, |_| ())
+    subtransaction_then(keep, own_memory, f, |_| false)
 }
 
 /// [`subtransaction`], calling `settle` with `f`'s error, if any, once `f` is done and before the
-/// subtransaction is released or rolled back. `settle` must neither panic nor call into
+/// subtransaction is released or rolled back (also when `f` succeeded, if `settle` returns true:
+/// the result is then returned from a rolled-back subtransaction). `settle` must neither panic nor call into
 /// PostgreSQL: it runs in whatever state `f` left. As in PL/pgSQL, an error raised while the
 /// subtransaction is released (a cancel, an error of a subtransaction callback) rolls it back
 /// and is returned: the session is never left inside it.
-fn subtransaction_then<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T, settle: impl FnOnce(Option<&CaughtError>)) -> Result<T, CaughtError> {
+fn subtransaction_then<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T, settle: impl FnOnce(Option<&CaughtError>) -> bool) -> Result<T, CaughtError> {
     // SAFETY: begin and end are paired on every path (errors are caught inside), and the
     // memory context and resource owner are restored as PL/pgSQL restores them.
     unsafe {
@@ -301,10 +333,10 @@ fn subtransaction_then<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T, s
         pg_sys::BeginInternalSubTransaction(std::ptr::null());
         pg_sys::MemoryContextSwitchTo(if own_memory { pg_sys::CurTransactionContext } else { oldcxt });
         let r = PgTryBuilder::new(AssertUnwindSafe(|| Ok(f()))).catch_others(Err).execute();
-        settle(r.as_ref().err());
+        let discard = settle(r.as_ref().err());
         pg_sys::MemoryContextSwitchTo(oldcxt);
         let r = match r {
-            Ok(v) if keep => {
+            Ok(v) if keep && !discard => {
                 let released = PgTryBuilder::new(|| {
                     pg_sys::ReleaseCurrentSubTransaction();
                     Ok(())
@@ -391,9 +423,15 @@ struct Watchdog {
 const RESEND: Duration = Duration::from_millis(100);
 
 impl Watchdog {
-    fn start(timeout: Duration) -> Watchdog {
+    /// A watchdog that cancels after `timeout`; None: one that never does (no thread).
+    fn start(timeout: Option<Duration>) -> Watchdog {
         let state = Arc::new((Mutex::new(State::default()), Condvar::new()));
+        let Some(timeout) = timeout else {
+            return Watchdog { state, handle: None };
+        };
         let shared = Arc::clone(&state);
+        // SAFETY: pthread_self has no preconditions; this is the backend's main thread.
+        let main = unsafe { libc::pthread_self() };
         let handle = thread::Builder::new()
             .name("nl2sql-watchdog".into())
             .spawn(move || {
@@ -405,9 +443,10 @@ impl Watchdog {
                     let now = Instant::now();
                     if now >= deadline {
                         st.fired = true;
-                        // SAFETY: kill(2) on our own pid; the signal lands on the backend's main
-                        // thread, the only one that does not block it.
-                        unsafe { libc::kill(libc::getpid(), libc::SIGINT) };
+                        // SAFETY: a signal to the backend's main thread, which outlives this
+                        // one (it joins it): PostgreSQL's SIGINT handler runs there, never on a
+                        // thread an extension started.
+                        unsafe { libc::pthread_kill(main, libc::SIGINT) };
                         deadline = now + RESEND;
                         continue;
                     }
@@ -445,7 +484,7 @@ impl Drop for Watchdog {
     /// otherwise cancel a later statement.
     fn drop(&mut self) {
         if self.finish() {
-            withdraw_cancel(true);
+            withdraw_cancel();
         }
     }
 }
@@ -460,16 +499,11 @@ fn repost_cancel() {
     }
 }
 
-/// Clears a query cancel our watchdog sent; `wait`: once the signal has landed (it may still be
-/// in flight), for at most 50 ms.
-fn withdraw_cancel(wait: bool) {
-    // SAFETY: plain reads and writes of the sig_atomic_t flags PostgreSQL's SIGINT handler sets.
-    unsafe {
-        let flag = &raw mut pg_sys::QueryCancelPending;
-        let waited = Instant::now();
-        while wait && flag.read_volatile() == 0 && waited.elapsed() < Duration::from_millis(50) {
-            thread::sleep(Duration::from_micros(200));
-        }
-        flag.write_volatile(0);
-    }
+/// Clears a query cancel our watchdog sent. Once [`Watchdog::finish`] returned, the main thread
+/// has handled every signal the watchdog sent it: each was sent while the watchdog held the lock
+/// that `finish` takes after it, and `finish` then makes a system call (the condition
+/// variable's wake), on whose return a pending signal is handled.
+fn withdraw_cancel() {
+    // SAFETY: a plain write of the sig_atomic_t flag PostgreSQL's SIGINT handler sets.
+    unsafe { (&raw mut pg_sys::QueryCancelPending).write_volatile(0) }
 }

@@ -99,7 +99,7 @@ fn index(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explicit: bo
         }
     }
     if collect {
-        super::refresh::collect_garbage();
+        super::refresh::collect_garbage(&mut super::TableClock::new());
     }
     let (function, strong) = owner::as_owner(|| {
         let function = values_changed();
@@ -290,7 +290,7 @@ fn build_column(t: &Target, col: &Column, include_rls: bool, explicit: bool) -> 
     let hnsw = started.elapsed().as_secs_f64();
     if serving {
         // What DML added to the generation serving while this one was loaded.
-        values += super::entries::catch_up(id, rel, col.attnum, &entries_table(id, old_gen), &table, &emb);
+        values += super::entries::catch_up(id, rel, col.attnum, &entries_table(id, old_gen), &table, &emb, &mut super::TableClock::new());
     }
     spi::write(&format!("ANALYZE {table}"), &[]);
     let seconds = started.elapsed().as_secs_f64();

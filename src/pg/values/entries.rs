@@ -2,7 +2,7 @@
 //! by an endpoint, values DML added while a build ran, and the catch-up of a replaced
 //! generation. Used by build.rs and refresh.rs alike.
 
-use super::{fail, relation_text, still_held, within};
+use super::{fail, relation_text, still_held, within, TableClock};
 use crate::pg::{embedder, spi};
 use nl2sql_core::error::SqlState;
 use nl2sql_core::retrieval::embedder::Embedder;
@@ -64,7 +64,7 @@ fn insert_values(table: &str, emb: &Embedder, values: Vec<String>) {
 
 /// Copies to the generation `new` the values that `old` holds, `new` lacks and the table still
 /// holds (DML added them after the build read the table); returns how many.
-pub fn catch_up(id: i32, rel: pg_sys::Oid, attnum: i16, old: &str, new: &str, emb: &Embedder) -> i64 {
+pub fn catch_up(id: i32, rel: pg_sys::Oid, attnum: i16, old: &str, new: &str, emb: &Embedder, clock: &mut TableClock) -> i64 {
     let exists = spi::read::<bool>("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[old.into()]).unwrap_or(false);
     if !exists {
         return 0;
@@ -80,7 +80,7 @@ pub fn catch_up(id: i32, rel: pg_sys::Oid, attnum: i16, old: &str, new: &str, em
     if missing.is_empty() {
         return 0;
     }
-    let held = match still_held(rel, attnum, &missing) {
+    let held = match still_held(rel, attnum, &missing, clock) {
         Ok(held) => held,
         Err(why) => {
             alert!("nl2sql could not re-read the values added to {} while its value index was built{}", relation_text(rel), within(why.as_ref()));

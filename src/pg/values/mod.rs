@@ -17,10 +17,12 @@ pub use refresh::refresh;
 pub use search::{closest_stored, search_columns, search_values, take_skipped, visible_name};
 
 use crate::gucs;
-use crate::pg::{errors, owner, relation, spi};
+use crate::pg::{errors, owner, relation, sandbox, spi};
 use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::prompt::refine::Failure;
 use pgrx::prelude::*;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 /// What one build did, one row of create_value_index()'s result.
 pub struct Built {
@@ -66,13 +68,49 @@ fn printed(qcol: &str) -> String {
     format!("pg_catalog.format('%s', {qcol})")
 }
 
+/// nl2sql.refresh_table_timeout as one budget per table: every part of a refresh that reads a
+/// table (the copy of what DML added to a retired generation, the re-check of each column's
+/// removed values, each column's rebuild) runs within what that table's earlier parts left of
+/// it. A table is charged only the time its own parts took.
+pub(super) struct TableClock {
+    limit: Option<Duration>,
+    spent: HashMap<pg_sys::Oid, Duration>,
+}
+
+impl TableClock {
+    pub(super) fn new() -> TableClock {
+        TableClock { limit: gucs::refresh_table_timeout(), spent: HashMap::new() }
+    }
+
+    /// [`sandbox::kept_within`] what is left of `rel`'s time; its timeout, without running `f`,
+    /// once none is left. A timeout reports the setting's whole time.
+    pub(super) fn kept<T>(&mut self, rel: pg_sys::Oid, f: impl FnOnce() -> T) -> Result<T, Failure> {
+        let Some(limit) = self.limit else {
+            return sandbox::kept_within(None, f);
+        };
+        let spent = self.spent.get(&rel).copied().unwrap_or_default();
+        let left = limit.saturating_sub(spent);
+        let out = Failure::Timeout { ms: limit.as_millis() as u64 };
+        if left.is_zero() {
+            return Err(out);
+        }
+        let started = Instant::now();
+        let r = sandbox::kept_within(Some(left), f);
+        self.spent.insert(rel, spent + started.elapsed());
+        r.map_err(|failure| match failure {
+            Failure::Timeout { .. } => out,
+            other => other,
+        })
+    }
+}
+
 /// Those of `values` that some row of `rel` still holds in its column `attnum`, read as the
-/// table's owner (restricted) within nl2sql.refresh_table_timeout: one scan of the table,
+/// table's owner (restricted) within what is left of its time on `clock`: one scan of the table,
 /// hashed. An error when the read failed (a policy that raises or sleeps; None: the table or
 /// the column is gone); the caller then leaves the column alone.
 /// The column is named as committed once the table is locked (a rename then waits), never by
 /// a snapshot, which may show a name from before a rename: another column's now.
-fn still_held(rel: pg_sys::Oid, attnum: i16, values: &[String]) -> Result<Vec<String>, Option<Failure>> {
+fn still_held(rel: pg_sys::Oid, attnum: i16, values: &[String], clock: &mut TableClock) -> Result<Vec<String>, Option<Failure>> {
     if values.is_empty() {
         return Ok(vec![]);
     }
@@ -84,7 +122,7 @@ fn still_held(rel: pg_sys::Oid, attnum: i16, values: &[String]) -> Result<Vec<St
         )
     };
     let args = [pgrx::datum::DatumWithOid::from(values.to_vec())];
-    let read = crate::pg::sandbox::kept_within(gucs::refresh_table_timeout(), || {
+    let read = clock.kept(rel, || {
         if !relation::lock_existing(rel, pg_sys::AccessShareLock) {
             return None;
         }

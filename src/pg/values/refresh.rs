@@ -4,9 +4,8 @@
 //! and dropping the generations builds replaced once no snapshot can use them.
 //! nl2sql.refresh_value_indexes() runs all of it; a scheduler (pg_cron, cron with psql) can call it.
 
-use super::{entries_table, may_maintain, relation_text, still_held, within, Built};
-use crate::gucs;
-use crate::pg::{embedder, owner, sandbox, spi};
+use super::{entries_table, may_maintain, relation_text, still_held, within, Built, TableClock};
+use crate::pg::{embedder, owner, spi};
 use nl2sql_core::retrieval::embedder::Embedder;
 use nl2sql_core::retrieval::lookup;
 use pgrx::prelude::*;
@@ -20,8 +19,10 @@ const QUEUE_BATCH: i64 = 100_000;
 /// `rel`'s when given), applies removals, embeds queued values and collects old generations.
 pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
     let caller = owner::caller();
-    collect_garbage();
-    apply_removals(rel);
+    // Each table's parts, removals and rebuilds, share its nl2sql.refresh_table_timeout.
+    let mut clock = TableClock::new();
+    collect_garbage(&mut clock);
+    apply_removals(rel, &mut clock);
     // Indexes pg_restore brought back find their columns by name before they are built.
     // What pg_dump keeps agrees with the indexes again after a load that ran without triggers.
     owner::as_owner(|| spi::write("SELECT nl2sql._value_index_saved_reconcile()", &[]));
@@ -45,7 +46,7 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
         }
         // One table that cannot be read (its owner revoked their own SELECT, a lock, a policy
         // that raises or sleeps) must not undo or hold up the refresh of every other one.
-        match sandbox::kept_within(gucs::refresh_table_timeout(), || super::rebuild(relid, &column, include_rls)) {
+        match clock.kept(relid, || super::rebuild(relid, &column, include_rls)) {
             Ok(built) => out.extend(built),
             Err(failure) => alert!(
                 "nl2sql could not rebuild the value index of {}.{}{}; its previous generation goes on serving",
@@ -77,7 +78,7 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
 /// Removes from the index the values DML took away that no row holds any more (all columns, or
 /// those of `rel`): each table is read as its owner (restricted), the index written as the
 /// extension's owner. Columns a build holds are left for later.
-fn apply_removals(rel: Option<pg_sys::Oid>) {
+fn apply_removals(rel: Option<pg_sys::Oid>, clock: &mut TableClock) {
     let pending: Vec<(i32, i32, pg_sys::Oid, String, Vec<String>, i16)> = owner::as_owner(|| {
         spi::rows(
             include_str!("../../../sql/queries/values_refresh_apply_removals.sql"),
@@ -102,7 +103,7 @@ fn apply_removals(rel: Option<pg_sys::Oid>) {
             continue;
         }
         // One table's trouble (its policy fails, say) skips that column, not the refresh.
-        let held = match still_held(relid, attnum, &values) {
+        let held = match still_held(relid, attnum, &values, clock) {
             Ok(held) => held,
             Err(why) => {
                 alert!("nl2sql could not re-check the removed values of {}.{}{}", relation_text(relid), quote_identifier(&column), within(why.as_ref()));
@@ -198,8 +199,9 @@ fn horizon() -> i64 {
 
 /// Drops the generations builds replaced (and those of dropped indexes) once every snapshot
 /// sees them retired, after copying to the generation serving what DML added to them after the
-/// build's last look. A generation some session still reads is left for the next call.
-pub fn collect_garbage() {
+/// build's last look (each table within what is left of its time on `clock`). A generation
+/// some session still reads is left for the next call.
+pub fn collect_garbage(clock: &mut TableClock) {
     let caller = owner::caller();
     owner::as_owner(|| {
         let horizon = horizon();
@@ -232,7 +234,7 @@ pub fn collect_garbage() {
                     let emb = embedder::for_stored_values();
                     let same_embedder = spi::read::<bool>("SELECT embedder = nl2sql.current_embedder() FROM nl2sql.value_index WHERE id = $1", &[id.into()]).unwrap_or(false);
                     if same_embedder {
-                        super::entries::catch_up(id, relid, attnum, &old, &entries_table(id, current), &emb);
+                        super::entries::catch_up(id, relid, attnum, &old, &entries_table(id, current), &emb, clock);
                     }
                 }
                 if spi::read::<bool>("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[old.as_str().into()]).unwrap_or(false) {
