@@ -91,13 +91,17 @@ fn watched<T>(timeout: Option<Duration>, keep: bool, own_memory: bool, f: impl F
     let running = statement_timer_running();
     // Fired already, its cancel not yet acted on: the statement has run out too.
     let armed = running || statement_timeout_indicated();
-    let statement = running.then(statement_time_left).map(|left| left + STATEMENT_MARGIN);
-    let mut dog = Watchdog::start([timeout, statement].into_iter().flatten().min());
-    let (mut fired, mut statement_ran_out, mut swallowed) = (false, false, false);
+    let statement = if running {
+        Some(statement_time_left() + STATEMENT_MARGIN)
+    } else {
+        armed.then_some(STATEMENT_MARGIN)
+    };
+    let mut dog = Watchdog::start(timeout, statement);
+    let (mut fired, mut ours, mut statement_ran_out, mut swallowed) = (false, false, false, false);
     // The watchdog stops as soon as `f` is done, before the subtransaction is released or
     // rolled back, so that no cancel of ours lands in that (a cancel pending then is withdrawn).
     let result = subtransaction_then(keep, own_memory, f, |error| {
-        fired = dog.finish();
+        (fired, ours) = dog.finish();
         let f_cancelled = matches!(error, Some(CaughtError::PostgresError(e) | CaughtError::ErrorReport(e)) if is_cancel(e));
         // statement_timeout's timer stops when it fires: then the cancel is (also) the
         // statement's, never ours to keep or to withdraw.
@@ -116,12 +120,12 @@ fn watched<T>(timeout: Option<Duration>, keep: bool, own_memory: bool, f: impl F
         if swallowed {
             repost_cancel();
         }
-        (fired && timeout.is_some()) || statement_ran_out
+        ours || statement_ran_out
     });
     if swallowed {
         pgrx::check_for_interrupts!();
     }
-    (result, fired && timeout.is_some() && !statement_ran_out)
+    (result, ours && !statement_ran_out)
 }
 
 /// How long after statement_timeout's deadline the watchdog cancels again, when the statement's
@@ -407,7 +411,10 @@ fn prepare_sandbox() {
 #[derive(Default)]
 struct State {
     done: bool,
+    /// A cancel was sent (for either deadline).
     fired: bool,
+    /// Our own deadline had come when one was.
+    ours: bool,
 }
 
 /// A helper thread that cancels the running statement when the time is up, the way
@@ -423,26 +430,40 @@ struct Watchdog {
 const RESEND: Duration = Duration::from_millis(100);
 
 impl Watchdog {
-    /// A watchdog that cancels after `timeout`; None: one that never does (no thread).
-    fn start(timeout: Option<Duration>) -> Watchdog {
+    /// A watchdog that cancels after `timeout` (ours) or `statement` (shortly after the
+    /// statement's deadline), whichever comes first; with neither, one that never does (no
+    /// thread). Its clock is monotonic: which deadline came is told by ours alone.
+    fn start(timeout: Option<Duration>, statement: Option<Duration>) -> Watchdog {
         let state = Arc::new((Mutex::new(State::default()), Condvar::new()));
-        let Some(timeout) = timeout else {
+        let Some(first) = [timeout, statement].into_iter().flatten().min() else {
             return Watchdog { state, handle: None };
         };
+        let started = Instant::now();
+        let ours_at = timeout.map(|t| started + t);
         let shared = Arc::clone(&state);
         // SAFETY: pthread_self has no preconditions; this is the backend's main thread.
         let main = unsafe { libc::pthread_self() };
+        // The thread starts with every signal blocked (it inherits this mask), so that none of
+        // PostgreSQL's handlers ever runs on it; this thread's own mask is restored after.
+        // SAFETY: sigset_t is plain data that sigfillset fills; pthread_sigmask with valid sets.
+        let restore = unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            (libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) == 0).then_some(old)
+        };
         let handle = thread::Builder::new()
             .name("nl2sql-watchdog".into())
             .spawn(move || {
                 nl2sql_core::model::llm::block_signals();
                 let (lock, cv) = &*shared;
-                let mut deadline = Instant::now() + timeout;
+                let mut deadline = started + first;
                 let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
                 while !st.done {
                     let now = Instant::now();
                     if now >= deadline {
                         st.fired = true;
+                        st.ours |= ours_at.is_some_and(|at| now >= at);
                         // SAFETY: a signal to the backend's main thread, which outlives this
                         // one (it joins it): PostgreSQL's SIGINT handler runs there, never on a
                         // thread an extension started.
@@ -457,16 +478,20 @@ impl Watchdog {
                 }
             })
             .ok();
+        if let Some(old) = restore {
+            // SAFETY: the mask saved above.
+            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+        }
         if handle.is_none() {
             alert!("nl2sql could not start its timeout thread; this call's time limit is not enforced");
         }
         Watchdog { state, handle }
     }
 
-    /// Stops the thread once (later calls, and a watchdog whose thread did not start: false);
-    /// true when it fired.
-    fn finish(&mut self) -> bool {
-        let Some(h) = self.handle.take() else { return false };
+    /// Stops the thread once (later calls, and a watchdog whose thread did not start: false,
+    /// false); whether it cancelled, and whether our own deadline had come when it did.
+    fn finish(&mut self) -> (bool, bool) {
+        let Some(h) = self.handle.take() else { return (false, false) };
         let (lock, cv) = &*self.state;
         {
             let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -475,7 +500,7 @@ impl Watchdog {
         }
         let _ = h.join();
         let st = lock.lock().unwrap_or_else(|e| e.into_inner());
-        st.fired
+        (st.fired, st.ours)
     }
 }
 
@@ -483,7 +508,7 @@ impl Drop for Watchdog {
     /// An error or panic that unwinds past [`watched`] still stops the thread, which would
     /// otherwise cancel a later statement.
     fn drop(&mut self) {
-        if self.finish() {
+        if self.finish().0 {
             withdraw_cancel();
         }
     }
