@@ -323,9 +323,9 @@ fn subtransaction<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> Res
 }
 
 /// [`subtransaction`], calling `settle` with `f`'s error, if any, once `f` is done and before the
-/// subtransaction is released or rolled back (also when `f` succeeded, if `settle` returns true:
-/// the result is then returned from a rolled-back subtransaction). `settle` must neither panic nor call into
-/// PostgreSQL: it runs in whatever state `f` left. As in PL/pgSQL, an error raised while the
+/// subtransaction is released or rolled back (rolled back also when `f` succeeded, if `settle`
+/// returns true: the result then comes from a rolled-back subtransaction). `settle` must neither
+/// panic nor call into PostgreSQL: it runs in whatever state `f` left. As in PL/pgSQL, an error raised while the
 /// subtransaction is released (a cancel, an error of a subtransaction callback) rolls it back
 /// and is returned: the session is never left inside it.
 fn subtransaction_then<T>(keep: bool, own_memory: bool, f: impl FnOnce() -> T, settle: impl FnOnce(Option<&CaughtError>) -> bool) -> Result<T, CaughtError> {
