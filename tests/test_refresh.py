@@ -386,7 +386,7 @@ def test_a_tables_parts_share_one_refresh_table_timeout(connect):
 
 def test_a_table_is_charged_only_its_own_time(connect):
     """Each table's budget counts the time its own parts took, not the time other tables' parts
-    took between them: with nl2sql.refresh_table_timeout at 3 s, a slow table rebuilt between
+    took between them: with nl2sql.refresh_table_timeout at 4 s, a slow table rebuilt between
     another table's re-check and its rebuild does not use up that table's time."""
     admin = connect()
     admin.execute("SET client_min_messages = warning")
@@ -417,12 +417,12 @@ def test_a_table_is_charged_only_its_own_time(connect):
             refresher = connect()
             warnings = []
             refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
-            refresher.execute("SET nl2sql.refresh_table_timeout = '3s'")
+            refresher.execute("SET nl2sql.refresh_table_timeout = '4s'")
             # A rebuild of one row asks the policy twice, a re-check once: the slow table's
-            # rebuild takes 2.4 s of its 3, the patient table's re-check 0.4 s and its rebuild
-            # 0.8 s (3.6 s from its first part to its last's end, with the slow one between).
+            # rebuild takes 2.4 s of its 4, the patient table's re-check 0.6 s and its rebuild
+            # 1.2 s (over 4.2 s from its first part to its last's end, the slow one between).
             refresher.execute("SET pytest.slow_nap = '1.2'")
-            refresher.execute("SET pytest.patient_nap = '0.4'")
+            refresher.execute("SET pytest.patient_nap = '0.6'")
             refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
             after = dict(refresher.execute(generations).fetchall())
             assert not [w for w in warnings if "refresh_table_timeout" in w], warnings
