@@ -29,8 +29,7 @@ def test_a_table_that_cannot_be_read_does_not_undo_the_refresh_of_others(connect
         admin.execute("SET ROLE mallory")
         admin.execute("REVOKE SELECT ON closed_towns FROM mallory")
         admin.execute("RESET ROLE")
-        admin.execute("INSERT INTO nl2sql.value_flags (column_id, flag) SELECT id, 'stale' FROM nl2sql.value_index "
-                      "WHERE relid IN ('closed_towns'::regclass, 'open_towns'::regclass)")
+        mark_stale(admin, "closed_towns", "open_towns")
         warnings = []
         admin.add_notice_handler(lambda d: warnings.append(d.message_primary))
         rebuilt = admin.execute("SELECT relation::text FROM nl2sql.refresh_value_indexes()").fetchall()
@@ -47,11 +46,16 @@ def test_a_table_that_cannot_be_read_does_not_undo_the_refresh_of_others(connect
 
 
 
+def her_function(admin, role, function, body):
+    """`role`'s PL/pgSQL `function`: `body`, then RETURN true."""
+    admin.execute(f"CREATE FUNCTION {function}() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {body} RETURN true; END $$")
+    admin.execute(f"ALTER FUNCTION {function}() OWNER TO {role}")
+
+
 def her_policed_towns(admin, role, function, body, policed, plain):
     """Two tables of towns holding 'Aberdeen': `policed` owned by `role`, who forces on herself a
     policy calling her PL/pgSQL `function` (`body`, then RETURN true), and `plain`."""
-    admin.execute(f"CREATE FUNCTION {function}() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {body} RETURN true; END $$")
-    admin.execute(f"ALTER FUNCTION {function}() OWNER TO {role}")
+    her_function(admin, role, function, body)
     for t in (policed, plain):
         admin.execute(f"CREATE TABLE {t} (town text)")
         admin.execute(f"INSERT INTO {t} VALUES ('Aberdeen')")
@@ -70,6 +74,20 @@ def police(admin, role, function, table):
 NAP = """IF current_setting('pytest.nap', true) = 'on' THEN
            PERFORM pg_sleep(60);
          END IF;"""
+
+
+def mark_stale(admin, *tables):
+    """Flags the value indexes of `tables` for a rebuild by the next refresh."""
+    relids = ", ".join(f"'{t}'::regclass" for t in tables)
+    admin.execute("INSERT INTO nl2sql.value_flags (column_id, flag) SELECT id, 'stale' FROM nl2sql.value_index "
+                  f"WHERE relid IN ({relids})")
+
+
+def index_policed_and_plain(admin, policed, plain, generations):
+    """Indexes `policed` (its policies applied) and `plain`; their generations by table name."""
+    admin.execute(f"SELECT * FROM nl2sql.create_value_index('{policed}', include_rls => true)")
+    admin.execute(f"SELECT * FROM nl2sql.create_value_index('{plain}')")
+    return dict(admin.execute(generations).fetchall())
 
 
 def generations_of(*tables):
@@ -98,9 +116,7 @@ def test_a_tables_own_query_canceled_fails_that_table_not_the_refresh(connect):
                          END IF;""", "gated_towns", "plain_towns")
         generations = generations_of("gated_towns", "plain_towns")
         try:
-            admin.execute("SELECT * FROM nl2sql.create_value_index('gated_towns', include_rls => true)")
-            admin.execute("SELECT * FROM nl2sql.create_value_index('plain_towns')")
-            before = dict(admin.execute(generations).fetchall())
+            before = index_policed_and_plain(admin, "gated_towns", "plain_towns", generations)
             # A TRUNCATE marks both indexes for a rebuild by the next refresh.
             for t in ("gated_towns", "plain_towns"):
                 admin.execute(f"TRUNCATE {t}")
@@ -154,9 +170,7 @@ def test_a_tables_sleeping_code_is_skipped_within_the_refresh_table_timeout(conn
         removals = ("SELECT count(*) FROM nl2sql.value_removals r JOIN nl2sql.value_index i "
                     "ON i.id = r.column_id WHERE i.relid = 'sleepy_towns'::regclass")
         try:
-            admin.execute("SELECT * FROM nl2sql.create_value_index('sleepy_towns', include_rls => true)")
-            admin.execute("SELECT * FROM nl2sql.create_value_index('awake_towns')")
-            before = dict(admin.execute(generations).fetchall())
+            before = index_policed_and_plain(admin, "sleepy_towns", "awake_towns", generations)
             # Her table loses a value (a removal to re-check); the other is marked for a rebuild.
             admin.execute("INSERT INTO sleepy_towns VALUES ('Dundee')")
             admin.execute("DELETE FROM sleepy_towns WHERE town = 'Aberdeen'")
@@ -279,11 +293,8 @@ def test_a_table_whose_code_catches_every_cancel_is_still_given_up(connect):
         admin.execute("INSERT INTO stubborn_towns SELECT 'Town ' || g FROM generate_series(1, 40) g")
         generations = generations_of("stubborn_towns", "easy_towns")
         try:
-            admin.execute("SELECT * FROM nl2sql.create_value_index('stubborn_towns', include_rls => true)")
-            admin.execute("SELECT * FROM nl2sql.create_value_index('easy_towns')")
-            before = dict(admin.execute(generations).fetchall())
-            admin.execute("INSERT INTO nl2sql.value_flags (column_id, flag) SELECT id, 'stale' FROM nl2sql.value_index "
-                          "WHERE relid IN ('stubborn_towns'::regclass, 'easy_towns'::regclass)")
+            before = index_policed_and_plain(admin, "stubborn_towns", "easy_towns", generations)
+            mark_stale(admin, "stubborn_towns", "easy_towns")
             refresher = connect()
             warnings = []
             refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
@@ -324,11 +335,8 @@ def test_statement_timeout_caught_by_a_tables_code_still_ends_the_refresh(connec
         admin.execute("INSERT INTO catching_towns VALUES ('Perth'), ('Dundee')")
         generations = generations_of("catching_towns", "other_towns")
         try:
-            admin.execute("SELECT * FROM nl2sql.create_value_index('catching_towns', include_rls => true)")
-            admin.execute("SELECT * FROM nl2sql.create_value_index('other_towns')")
-            before = dict(admin.execute(generations).fetchall())
-            admin.execute("INSERT INTO nl2sql.value_flags (column_id, flag) SELECT id, 'stale' FROM nl2sql.value_index "
-                          "WHERE relid IN ('catching_towns'::regclass, 'other_towns'::regclass)")
+            before = index_policed_and_plain(admin, "catching_towns", "other_towns", generations)
+            mark_stale(admin, "catching_towns", "other_towns")
             refresher = connect()
             refresher.execute(f"SET nl2sql.refresh_table_timeout = '{table_timeout}'")
             refresher.execute("SET statement_timeout = '1s'")
@@ -354,8 +362,7 @@ def test_a_tables_parts_share_one_refresh_table_timeout(connect):
     admin.execute("DROP TABLE IF EXISTS wide_towns")
     role = "pytest_wide"
     with scratch_role(admin, role):
-        admin.execute(f"CREATE FUNCTION pytest_wide_nap() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {NAP} RETURN true; END $$")
-        admin.execute(f"ALTER FUNCTION pytest_wide_nap() OWNER TO {role}")
+        her_function(admin, role, "pytest_wide_nap", NAP)
         admin.execute("CREATE TABLE wide_towns (town text, region text, country text, river text)")
         admin.execute("INSERT INTO wide_towns VALUES ('Perth', 'Tayside', 'Scotland', 'Tay')")
         police(admin, role, "pytest_wide_nap", "wide_towns")
@@ -365,8 +372,7 @@ def test_a_tables_parts_share_one_refresh_table_timeout(connect):
             admin.execute("SELECT * FROM nl2sql.create_value_index('wide_towns', include_rls => true)")
             before = admin.execute(generations).fetchall()
             assert len(before) == 4, before
-            admin.execute("INSERT INTO nl2sql.value_flags (column_id, flag) SELECT id, 'stale' FROM nl2sql.value_index "
-                          "WHERE relid = 'wide_towns'::regclass")
+            mark_stale(admin, "wide_towns")
             refresher = connect()
             warnings = []
             refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
@@ -397,8 +403,7 @@ def test_a_table_is_charged_only_its_own_time(connect):
     with scratch_role(admin, slow), scratch_role(admin, patient):
         for role, table, setting in ((slow, "slow_towns", "pytest.slow_nap"), (patient, "patient_towns", "pytest.patient_nap")):
             function = f"{table}_nap"
-            admin.execute(f"CREATE FUNCTION {function}() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {nap(setting)} RETURN true; END $$")
-            admin.execute(f"ALTER FUNCTION {function}() OWNER TO {role}")
+            her_function(admin, role, function, nap(setting))
             admin.execute(f"CREATE TABLE {table} (town text)")
             admin.execute(f"INSERT INTO {table} VALUES ('Perth')")
             police(admin, role, function, table)
@@ -412,8 +417,7 @@ def test_a_table_is_charged_only_its_own_time(connect):
             # marked for a rebuild.
             admin.execute("INSERT INTO patient_towns VALUES ('Dundee')")
             admin.execute("DELETE FROM patient_towns WHERE town = 'Perth'")
-            admin.execute("INSERT INTO nl2sql.value_flags (column_id, flag) SELECT id, 'stale' FROM nl2sql.value_index "
-                          "WHERE relid IN ('slow_towns'::regclass, 'patient_towns'::regclass)")
+            mark_stale(admin, "slow_towns", "patient_towns")
             refresher = connect()
             warnings = []
             refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))

@@ -73,11 +73,9 @@ pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failur
 /// (policies, output functions) runs: one table's trouble, a timeout included, is that table's;
 /// statement_timeout, also when her code caught its cancel, ends the statement.
 pub fn kept_within<T>(timeout: Option<Duration>, f: impl FnOnce() -> T) -> Result<T, Failure> {
+    // Without a time of ours, `watched` never reports our timeout.
     let (result, timed_out) = watched(timeout, true, false, f);
-    match timeout {
-        Some(timeout) => timed(result, timed_out, timeout),
-        None => timed(result, false, Duration::ZERO),
-    }
+    timed(result, timed_out, timeout.unwrap_or_default())
 }
 
 /// Runs `f` in a subtransaction ([`subtransaction`]'s `keep` and `own_memory`) that a watchdog
