@@ -320,30 +320,49 @@ def test_a_table_whose_code_catches_every_cancel_is_still_given_up(connect):
             admin.execute("DROP TABLE IF EXISTS stubborn_towns, easy_towns")
 
 
-@pytest.mark.parametrize("table_timeout", ["60s", "0"])
-def test_statement_timeout_caught_by_a_tables_code_still_ends_the_refresh(connect, table_timeout):
+# The calls that read her table: a refresh of every table (with and without a table bound), a
+# refresh of hers named, and an explicit build of it.
+HER_TABLE_READS = [
+    ("refresh_value_indexes()", "60s"),
+    ("refresh_value_indexes()", "0"),
+    ("refresh_value_indexes('catching_towns')", "0"),
+    ("create_value_index('catching_towns', include_rls => true)", "0"),
+]
+
+
+def catching_towns(admin, role):
+    """`role`'s catching_towns, whose per-row policy catches every cancel while pytest.nap is
+    on (three rows), and other_towns, both indexed and flagged stale; their generations' query
+    and the generations now."""
+    her_policed_towns(admin, role, "pytest_catch_once", CATCHING_NAP, "catching_towns", "other_towns")
+    admin.execute("INSERT INTO catching_towns VALUES ('Perth'), ('Dundee')")
+    generations = generations_of("catching_towns", "other_towns")
+    before = index_policed_and_plain(admin, "catching_towns", "other_towns", generations)
+    mark_stale(admin, "catching_towns", "other_towns")
+    return generations, before
+
+
+@pytest.mark.parametrize("call,table_timeout", HER_TABLE_READS)
+def test_statement_timeout_caught_by_a_tables_code_still_ends_the_refresh(connect, call, table_timeout):
     """statement_timeout cancels once; her per-row policy catches that cancel and her read goes
-    on as if nothing happened. The refresh still ends with query_canceled soon after the
+    on as if nothing happened. The call still ends with query_canceled soon after the
     statement's deadline, rolled back whole, rather than run on (to the table's own bound, or
-    to the end of her read) and commit; with or without nl2sql.refresh_table_timeout."""
+    to the end of her read) and commit; with or without nl2sql.refresh_table_timeout, and when
+    the caller names her table."""
     admin = connect()
     admin.execute("SET client_min_messages = warning")
     admin.execute("DROP TABLE IF EXISTS catching_towns, other_towns")
     role = "pytest_catcher"
     with scratch_role(admin, role):
-        her_policed_towns(admin, role, "pytest_catch_once", CATCHING_NAP, "catching_towns", "other_towns")
-        admin.execute("INSERT INTO catching_towns VALUES ('Perth'), ('Dundee')")
-        generations = generations_of("catching_towns", "other_towns")
         try:
-            before = index_policed_and_plain(admin, "catching_towns", "other_towns", generations)
-            mark_stale(admin, "catching_towns", "other_towns")
+            generations, before = catching_towns(admin, role)
             refresher = connect()
             refresher.execute(f"SET nl2sql.refresh_table_timeout = '{table_timeout}'")
             refresher.execute("SET statement_timeout = '1s'")
             refresher.execute("SET pytest.nap = on")
             started = time.monotonic()
             with pytest.raises(errors.QueryCanceled):
-                refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+                refresher.execute(f"SELECT * FROM nl2sql.{call}")
             # Three rows of 30 s naps: only a cancel sent again after the first ends them.
             assert time.monotonic() - started < 15
             refresher.execute("RESET statement_timeout")
@@ -351,6 +370,98 @@ def test_statement_timeout_caught_by_a_tables_code_still_ends_the_refresh(connec
             assert refresher.execute("SELECT 1").fetchone() == (1,)
         finally:
             admin.execute("DROP TABLE IF EXISTS catching_towns, other_towns")
+
+
+def cancel_when_napping(admin, pid):
+    """Cancels backend `pid` once it sleeps in her code (so that her code is what catches it)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        waiting = admin.execute("SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+        if waiting and waiting[0] == "PgSleep":
+            admin.execute("SELECT pg_cancel_backend(%s)", (pid,))
+            return
+        time.sleep(0.05)
+    raise AssertionError("her code never slept")
+
+
+@pytest.mark.parametrize("call,table_timeout,statement_timeout", [
+    ("refresh_value_indexes()", "0", "0"),
+    ("refresh_value_indexes()", "60s", "0"),
+    ("refresh_value_indexes()", "0", "1h"),
+    ("refresh_value_indexes('catching_towns')", "0", "0"),
+    ("create_value_index('catching_towns', include_rls => true)", "0", "0"),
+])
+def test_the_callers_cancel_caught_by_a_tables_code_still_ends_the_refresh(connect, call, table_timeout, statement_timeout):
+    """The caller's pg_cancel_backend lands while her per-row policy naps and her code catches
+    it: at the default settings (nothing of nl2sql's own watches the clock), and with a table
+    bound or a statement_timeout far ahead. It is not lost: the call ends with query_canceled
+    soon after, rolled back whole, instead of reading her table to the end (or to a deadline)
+    and committing."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS catching_towns, other_towns")
+    role = "pytest_catcher"
+    with scratch_role(admin, role):
+        try:
+            generations, before = catching_towns(admin, role)
+            refresher = connect()
+            refresher.execute(f"SET nl2sql.refresh_table_timeout = '{table_timeout}'")
+            refresher.execute(f"SET statement_timeout = '{statement_timeout}'")
+            refresher.execute("SET pytest.nap = on")
+            pid = refresher.execute("SELECT pg_backend_pid()").fetchone()[0]
+            canceller = threading.Thread(target=cancel_when_napping, args=(connect(), pid))
+            canceller.start()
+            started = time.monotonic()
+            with pytest.raises(errors.QueryCanceled):
+                refresher.execute(f"SELECT * FROM nl2sql.{call}")
+            canceller.join()
+            # Three rows of 30 s naps: only a cancel sent again after the caller's ends them.
+            assert time.monotonic() - started < 15
+            refresher.execute("RESET statement_timeout")
+            assert dict(refresher.execute(generations).fetchall()) == before
+            # Nothing is left pending: the next statement runs, and a later cancel still works.
+            assert refresher.execute("SELECT 1").fetchone() == (1,)
+            canceller = threading.Timer(1.0, lambda: admin.execute("SELECT pg_cancel_backend(%s)", (pid,)))
+            canceller.start()
+            with pytest.raises(errors.QueryCanceled):
+                refresher.execute("SELECT pg_sleep(30)")
+            canceller.join()
+        finally:
+            admin.execute("DROP TABLE IF EXISTS catching_towns, other_towns")
+
+
+def test_a_tables_lock_timeout_is_not_taken_for_the_callers_cancel(connect):
+    """Her policy waits for a lock under its own lock_timeout and catches lock_not_available.
+    PostgreSQL's lock_timeout signals the backend itself, as a cancel would: that is not the
+    caller's cancel, and the refresh goes on and rebuilds both tables."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS locking_towns, free_towns")
+    role = "pytest_locker"
+    body = """IF current_setting('pytest.nap', true) = 'on' THEN
+                BEGIN
+                  SET LOCAL lock_timeout = '100ms';
+                  PERFORM pg_advisory_xact_lock(424242);
+                EXCEPTION WHEN lock_not_available THEN NULL;
+                END;
+              END IF;"""
+    with scratch_role(admin, role):
+        her_policed_towns(admin, role, "pytest_lock_wait", body, "locking_towns", "free_towns")
+        generations = generations_of("locking_towns", "free_towns")
+        holder = connect()
+        try:
+            before = index_policed_and_plain(admin, "locking_towns", "free_towns", generations)
+            mark_stale(admin, "locking_towns", "free_towns")
+            holder.execute("SELECT pg_advisory_lock(424242)")
+            refresher = connect()
+            refresher.execute("SET pytest.nap = on")
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            after = dict(refresher.execute(generations).fetchall())
+            assert after["free_towns"] > before["free_towns"], (before, after)
+            assert after["locking_towns"] > before["locking_towns"], (before, after)
+        finally:
+            holder.execute("SELECT pg_advisory_unlock_all()")
+            admin.execute("DROP TABLE IF EXISTS locking_towns, free_towns")
 
 
 def test_a_tables_parts_share_one_refresh_table_timeout(connect):

@@ -214,6 +214,51 @@ def test_a_range_type_returned_by_a_json_expression_is_judged(connect, mock):
         conn.execute("RESET nl2sql.allowed_functions")
 
 
+def test_the_callers_cancel_caught_in_a_generated_query_still_ends_the_call(connect, mock):
+    """A function the DBA allowed in generated SQL whose owner's code catches every cancel
+    (three 30 s busy loops, each catching query_canceled). The caller's pg_cancel_backend is
+    not hers to swallow: nl2sql() ends with query_canceled soon after, rather than running her
+    loops to nl2sql.statement_timeout and answering as if nobody had cancelled."""
+    conn = connect()
+    owner = hostile_owner(
+        conn, "pytest_cbusy_owner",
+        """CREATE FUNCTION pytest_cbusy() RETURNS int LANGUAGE plpgsql AS $$
+           DECLARE t timestamptz;
+           BEGIN
+             FOR i IN 1..3 LOOP
+               t := clock_timestamp();
+               BEGIN
+                 WHILE clock_timestamp() < t + interval '30 s' LOOP END LOOP;
+               EXCEPTION WHEN query_canceled THEN NULL;
+               END;
+             END LOOP;
+             RETURN 1;
+           END $$""",
+    )
+    with owner:
+        conn.execute("SET nl2sql.allowed_functions = 'pytest_cbusy'")
+        conn.execute("SET nl2sql.statement_timeout = '120s'")
+        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        other = connect()
+
+        def cancel_in_her_loop():
+            # Her loop runs once the model has answered and the query started: cancel 1 s in.
+            time.sleep(max(0.0, wait_answered(mock, "[catching-busy]") + 1.0 - time.time()))
+            other.execute("SELECT pg_cancel_backend(%s)", (pid,))
+
+        canceller = threading.Thread(target=cancel_in_her_loop)
+        canceller.start()
+        started = time.monotonic()
+        with pytest.raises(errors.QueryCanceled):
+            conn.execute("SELECT nl2sql('[catching-busy] is it done')")
+        canceller.join()
+        assert time.monotonic() - started < 20
+        # Nothing is left pending, and PostgreSQL's own handler is back.
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        conn.execute("RESET nl2sql.allowed_functions")
+        conn.execute("RESET nl2sql.statement_timeout")
+
+
 def test_domain_checks_run_without_a_domain_node_are_refused(connect, mock):
     # Domain CHECKs PostgreSQL runs from a type's input function, with no CoerceToDomain in the
     # tree for the policy to see: an XMLTABLE column of the domain, a text literal cast to a

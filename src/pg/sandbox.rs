@@ -10,6 +10,7 @@
 //! The database a question's run sees, built on this, is database.rs.
 
 pub mod database;
+mod watchdog;
 
 use crate::gucs;
 use crate::pg::errors::report_of;
@@ -25,9 +26,8 @@ use pgrx::prelude::*;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread;
 use std::time::{Duration, Instant};
+use watchdog::{repost_cancel, withdraw_cancel, Watchdog};
 
 thread_local! {
     /// Whether the query being run is still being read (parsed, analysed, planned), not executed.
@@ -78,13 +78,25 @@ pub fn kept_within<T>(timeout: Option<Duration>, f: impl FnOnce() -> T) -> Resul
     timed(result, timed_out, timeout.unwrap_or_default())
 }
 
+/// Runs `f` in a subtransaction kept when it succeeds, for a read of a table whose owner's code
+/// runs in the caller's own statement (an explicit build or refresh of her table): her errors
+/// are the caller's, raised as they were; a cancel that is not ours (statement_timeout, the
+/// caller's) ends the statement even when her code caught it, and nothing `f` did is kept then.
+pub fn in_statement<T>(f: impl FnOnce() -> T) -> T {
+    match watched(None, true, false, f).0 {
+        Ok(v) => v,
+        Err(e) => e.rethrow(),
+    }
+}
+
 /// Runs `f` in a subtransaction ([`subtransaction`]'s `keep` and `own_memory`) that a watchdog
 /// cancels after `timeout` (None: never for a time of ours); true with the result when the
 /// watchdog fired for our time. A run past its time is rolled back whatever `f` returned: her
-/// code may catch every cancel and return normally. So is a run in which statement_timeout ran
-/// out, whose cancel is raised again when her code caught it; the watchdog cancels again from
-/// shortly after the statement's deadline too, so that her code catching it once does not hold
-/// the statement up until our own time.
+/// code may catch every cancel and return normally. So is a run in which a cancel that is not
+/// ours came (statement_timeout ran out, or someone else sent one: the caller's
+/// pg_cancel_backend), whose cancel is raised again when her code caught it; the watchdog
+/// cancels again from shortly after such a cancel too, so that her code catching it once does
+/// not hold the statement up until our own time or the end of her code.
 fn watched<T>(timeout: Option<Duration>, keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> (Result<T, CaughtError>, bool) {
     let running = statement_timer_running();
     // Fired already, its cancel not yet acted on: the statement has run out too.
@@ -95,35 +107,37 @@ fn watched<T>(timeout: Option<Duration>, keep: bool, own_memory: bool, f: impl F
         armed.then_some(STATEMENT_MARGIN)
     };
     let mut dog = Watchdog::start(timeout, statement);
-    let (mut fired, mut ours, mut statement_ran_out, mut swallowed) = (false, false, false, false);
+    // A cancel already pending (or one that came while the watchdog started) is the caller's:
+    // raised here, before her code could catch it (the watchdog stops as it unwinds).
+    pgrx::check_for_interrupts!();
+    let (mut ours, mut outside, mut swallowed) = (false, false, false);
     // The watchdog stops as soon as `f` is done, before the subtransaction is released or
     // rolled back, so that no cancel of ours lands in that (a cancel pending then is withdrawn).
     let result = subtransaction_then(keep, own_memory, f, |error| {
+        let fired;
         (fired, ours) = dog.finish();
         let f_cancelled = matches!(error, Some(CaughtError::PostgresError(e) | CaughtError::ErrorReport(e)) if is_cancel(e));
-        // statement_timeout's timer stops when it fires: then the cancel is (also) the
-        // statement's, never ours to keep or to withdraw.
-        statement_ran_out = armed && !statement_timer_running();
-        if fired && !statement_ran_out {
+        if fired {
             // A cancel of ours may still be pending (the run ended before it landed, or the
             // watchdog sent it again after the one that ended the run): withdraw it so that it
             // cannot hit the release nor the next statement.
             withdraw_cancel();
-            // statement_timeout fired while we withdrew ours: its cancel may be the one withdrawn.
-            statement_ran_out = armed && !statement_timer_running();
         }
-        // statement_timeout cancels once. Unless that cancel ended `f` (it is then passed on as
-        // the statement's), her code caught it or we withdrew it: raise it again.
-        swallowed = statement_ran_out && !f_cancelled;
+        // statement_timeout's timer stops when it fires (also while we withdrew ours: its
+        // cancel may be the one withdrawn); someone else's cancel is counted as it lands.
+        // Either is not ours to keep: unless that cancel ended `f` (it is then passed on), her
+        // code caught it or we withdrew it: raise it again.
+        outside = (armed && !statement_timer_running()) || dog.foreign_cancel();
+        swallowed = outside && !f_cancelled;
         if swallowed {
             repost_cancel();
         }
-        ours || statement_ran_out
+        ours || outside
     });
     if swallowed {
         pgrx::check_for_interrupts!();
     }
-    (result, ours && !statement_ran_out)
+    (result, ours && !outside)
 }
 
 /// How long after statement_timeout's deadline the watchdog cancels again, when the statement's
@@ -404,129 +418,4 @@ fn prepare_sandbox() {
     for (name, value) in [(c"transaction_read_only", "on"), (c"datestyle", "ISO"), (c"max_parallel_workers_per_gather", "0")] {
         crate::pg::spi::set_local(name, value);
     }
-}
-
-#[derive(Default)]
-struct State {
-    done: bool,
-    /// A cancel was sent (for either deadline).
-    fired: bool,
-    /// Our own deadline had come when one was.
-    ours: bool,
-}
-
-/// A helper thread that cancels the running statement when the time is up, the way
-/// pg_cancel_backend does: SIGINT to this backend, and again every [`RESEND`] until stopped, so
-/// that a cancel the running code swallowed (PL/pgSQL may catch query_canceled once), or one an
-/// inner run took for its own timeout, does not end the bound. It never calls into PostgreSQL.
-struct Watchdog {
-    state: Arc<(Mutex<State>, Condvar)>,
-    handle: Option<thread::JoinHandle<()>>,
-}
-
-/// How often a watchdog that fired cancels again.
-const RESEND: Duration = Duration::from_millis(100);
-
-impl Watchdog {
-    /// A watchdog that cancels after `timeout` (ours) or `statement` (shortly after the
-    /// statement's deadline), whichever comes first; with neither, one that never does (no
-    /// thread). Its clock is monotonic: which deadline came is told by ours alone.
-    fn start(timeout: Option<Duration>, statement: Option<Duration>) -> Watchdog {
-        let state = Arc::new((Mutex::new(State::default()), Condvar::new()));
-        let Some(first) = [timeout, statement].into_iter().flatten().min() else {
-            return Watchdog { state, handle: None };
-        };
-        let started = Instant::now();
-        let ours_at = timeout.map(|t| started + t);
-        let shared = Arc::clone(&state);
-        // SAFETY: pthread_self has no preconditions; this is the backend's main thread.
-        let main = unsafe { libc::pthread_self() };
-        // The thread starts with every signal blocked (it inherits this mask), so that none of
-        // PostgreSQL's handlers ever runs on it; this thread's own mask is restored after.
-        // SAFETY: sigset_t is plain data that sigfillset fills; pthread_sigmask with valid sets.
-        let restore = unsafe {
-            let mut all: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all);
-            (libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) == 0).then_some(old)
-        };
-        let handle = thread::Builder::new()
-            .name("nl2sql-watchdog".into())
-            .spawn(move || {
-                nl2sql_core::model::llm::block_signals();
-                let (lock, cv) = &*shared;
-                let mut deadline = started + first;
-                let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
-                while !st.done {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        st.fired = true;
-                        st.ours |= ours_at.is_some_and(|at| now >= at);
-                        // SAFETY: a signal to the backend's main thread, which outlives this
-                        // one (it joins it): PostgreSQL's SIGINT handler runs there, never on a
-                        // thread an extension started.
-                        unsafe { libc::pthread_kill(main, libc::SIGINT) };
-                        deadline = now + RESEND;
-                        continue;
-                    }
-                    st = match cv.wait_timeout(st, deadline - now) {
-                        Ok((g, _)) => g,
-                        Err(e) => e.into_inner().0,
-                    };
-                }
-            })
-            .ok();
-        if let Some(old) = restore {
-            // SAFETY: the mask saved above.
-            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-        }
-        if handle.is_none() {
-            alert!("nl2sql could not start its timeout thread; this call's time limit is not enforced");
-        }
-        Watchdog { state, handle }
-    }
-
-    /// Stops the thread once (later calls, and a watchdog whose thread did not start: false,
-    /// false); whether it cancelled, and whether our own deadline had come when it did.
-    fn finish(&mut self) -> (bool, bool) {
-        let Some(h) = self.handle.take() else { return (false, false) };
-        let (lock, cv) = &*self.state;
-        {
-            let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
-            st.done = true;
-            cv.notify_all();
-        }
-        let _ = h.join();
-        let st = lock.lock().unwrap_or_else(|e| e.into_inner());
-        (st.fired, st.ours)
-    }
-}
-
-impl Drop for Watchdog {
-    /// An error or panic that unwinds past [`watched`] still stops the thread, which would
-    /// otherwise cancel a later statement.
-    fn drop(&mut self) {
-        if self.finish().0 {
-            withdraw_cancel();
-        }
-    }
-}
-
-/// Marks a query cancel pending again, as PostgreSQL's SIGINT handler does: the next
-/// CHECK_FOR_INTERRUPTS raises it.
-fn repost_cancel() {
-    // SAFETY: plain writes of the sig_atomic_t flags PostgreSQL's SIGINT handler sets.
-    unsafe {
-        (&raw mut pg_sys::QueryCancelPending).write_volatile(1);
-        (&raw mut pg_sys::InterruptPending).write_volatile(1);
-    }
-}
-
-/// Clears a query cancel our watchdog sent. Once [`Watchdog::finish`] returned, the main thread
-/// has handled every signal the watchdog sent it: each was sent while the watchdog held the lock
-/// that `finish` takes after it, and `finish` then makes a system call (the condition
-/// variable's wake), on whose return a pending signal is handled.
-fn withdraw_cancel() {
-    // SAFETY: a plain write of the sig_atomic_t flag PostgreSQL's SIGINT handler sets.
-    unsafe { (&raw mut pg_sys::QueryCancelPending).write_volatile(0) }
 }

@@ -40,8 +40,9 @@ pub fn create_in_schemas(schemas: Vec<String>, include_rls: bool) -> Vec<Built> 
 /// Indexes the text columns of `rel` (or the one named), first dropping the generations builds
 /// replaced ([`super::refresh::collect_garbage`]). `explicit`: the caller named this table, so
 /// refusals are errors; otherwise they are NOTICEs and the column is skipped.
+/// Her table's code runs in the caller's statement: a cancel it catches still ends it.
 pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explicit: bool) -> Vec<Built> {
-    index(rel, column, include_rls, explicit, true)
+    crate::pg::sandbox::in_statement(|| index(rel, column, include_rls, explicit, true))
 }
 
 /// A refresh's rebuild of `rel`'s `column`: [`create`], but reading no other table (the
