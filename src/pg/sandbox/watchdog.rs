@@ -70,6 +70,7 @@ impl Watchdog {
             libc::sigfillset(&mut all);
             (libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) == 0).then_some(old)
         };
+        let counting = listening.is_some();
         let handle = thread::Builder::new()
             .name("nl2sql-watchdog".into())
             .spawn(move || {
@@ -80,7 +81,7 @@ impl Watchdog {
                 while !st.done {
                     let now = Instant::now();
                     // Someone else's cancel: from now on, whatever deadline was ahead.
-                    if !st.fired && FOREIGN.load(Ordering::SeqCst) != foreign_at_start {
+                    if counting && !st.fired && FOREIGN.load(Ordering::SeqCst) != foreign_at_start {
                         deadline = Some(now);
                     }
                     if deadline.is_some_and(|d| now >= d) {
@@ -169,6 +170,8 @@ static FOREIGN: AtomicU64 = AtomicU64::new(0);
 /// that it never passes a signal on to a handler that passes it back).
 static PASS_ON: AtomicUsize = AtomicUsize::new(0);
 static PASS_ON_SIGINFO: AtomicBool = AtomicBool::new(false);
+/// Whether this backend said that it could not put our handler in front.
+static WARNED: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
     /// Watched runs under way (they nest); the disposition ours replaced while any is.
@@ -214,8 +217,17 @@ pub(super) struct Listening;
 
 impl Listening {
     /// Puts our handler in front of PostgreSQL's, unless a watched run already did; None when
-    /// it cannot (no handler to pass on to, or sigaction failed).
+    /// it cannot (no handler to pass on to, another one took SIGINT, or sigaction failed): a
+    /// WARNING says so once per backend, for a caught cancel of yours is then lost again.
     fn begin() -> Option<Listening> {
+        let listening = Listening::install();
+        if listening.is_none() && !WARNED.swap(true, Ordering::SeqCst) {
+            alert!("nl2sql cannot tell your cancels from its own in this session; a cancel that a table owner's code catches may be lost");
+        }
+        listening
+    }
+
+    fn install() -> Option<Listening> {
         if LISTENERS.get() > 0 {
             LISTENERS.set(LISTENERS.get() + 1);
             return Some(Listening);
