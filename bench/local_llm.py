@@ -6,6 +6,7 @@ Numbers are printed, never asserted; run it against scripts/local-llm.sh started
 settings to compare (NL2SQL_LLM_SLOTS, NL2SQL_LLM_KV_UNIFIED).
 
     .venv/bin/python bench/local_llm.py --url http://127.0.0.1:8080/v1 --n 5 --schema-lines 60
+    .venv/bin/python bench/local_llm.py --two-prompts --rounds 4 --schema-lines 200
 """
 import argparse
 import concurrent.futures
@@ -56,7 +57,12 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--reason", action="store_true", help="long answers, as the structured chain of thought makes")
+    ap.add_argument("--two-prompts", action="store_true",
+                    help="nl2sql's two generators: per round a first answer alone on the long prompt, then the "
+                         "long and a short prompt (sharing only the system text) at once; prints what each read")
     args = ap.parse_args()
+    if args.two_prompts:
+        return two_prompts(args)
     for r in range(args.rounds):
         # A new question each round: the system text and the schema are shared with the last round.
         question = f"Question {r}: what is the total of column_{r} per table for rows where column_{r + 1} > {r}?"
@@ -67,6 +73,30 @@ def main():
         print(f"round {r}: {args.n} answers in {wall:6.1f} s; prompt {usage.get('prompt_tokens', '?')} tokens, "
               f"processed {prompt} in all (cache hits skip); decoded {decoded} tokens, "
               f"{statistics.median(rates) if rates else 0:.1f} tokens/s per sequence, {decoded / wall:.1f} tokens/s together")
+
+
+def two_prompts(args):
+    """Whether each of two prompts keeps its own slot's cache: per round, a first answer on the
+    long prompt alone, then a wave of the long and the short prompt at once (a new question
+    each round). Tokens read per request: a kept cache reads only the question."""
+    # nl2sql's instructions are about a quarter of its shorter prompt: the share that decides
+    # whether the short prompt is taken for the long one's cache.
+    rules = " ".join(f"Rule {i}: qualify column_{i} with its table and never invent a name." for i in range(args.schema_lines // 5))
+    system = {"role": "system", "content": SYSTEM + " Answer with the query only. " + rules}
+    for r in range(args.rounds):
+        question = f"Question {r}: what is the total of column_{r} per table for rows where column_{r + 1} > {r}?"
+        long_prompt = [system, {"role": "user", "content": schema(args.schema_lines) + "\n" + question}]
+        short_prompt = [system, {"role": "user", "content": schema(args.schema_lines // 3).replace("facts", "facts_short")
+                                 + "\n" + question}]
+        _, first, _ = ask(args.url, long_prompt, args.max_tokens, 0.0, 0)
+        t0 = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            # The short prompt first: as likely as the long one to reach the server first.
+            both = list(pool.map(lambda m: ask(args.url, m, args.max_tokens, 0.7, r), [short_prompt, long_prompt]))[::-1]
+        wall = time.perf_counter() - t0
+        print(f"round {r}: first answer read {first.get('prompt_n', '?')} tokens; then at once: long prompt read "
+              f"{both[0][1].get('prompt_n', '?')} of {both[0][2].get('prompt_tokens', '?')}, short read "
+              f"{both[1][1].get('prompt_n', '?')} of {both[1][2].get('prompt_tokens', '?')}, in {wall:.1f} s")
 
 
 if __name__ == "__main__":

@@ -375,8 +375,7 @@ pub fn run_concurrently<T: Send + 'static>(
     let mut pending = 0;
     for (i, job) in jobs.into_iter().enumerate() {
         let tx = tx.clone();
-        let spawned = thread::Builder::new().name(format!("nl2sql-http-{i}")).spawn(move || {
-            block_signals();
+        let spawned = spawn_without_signals(format!("nl2sql-http-{i}"), move || {
             let _ = tx.send((i, job()));
         });
         if spawned.is_ok() {
@@ -396,6 +395,35 @@ pub fn run_concurrently<T: Send + 'static>(
         }
     }
     results.into_iter().map(|r| r.unwrap_or_else(&lost)).collect()
+}
+
+/// Starts a helper thread with every signal blocked from its first instruction (it inherits the
+/// mask set here around the spawn; the calling thread's own mask is restored after), so that a
+/// signal meant for the PostgreSQL backend never runs PostgreSQL's handler on it.
+#[cfg(unix)]
+pub fn spawn_without_signals<T: Send + 'static>(name: String, f: impl FnOnce() -> T + Send + 'static) -> std::io::Result<thread::JoinHandle<T>> {
+    // SAFETY: sigset_t is plain data that sigfillset fills; pthread_sigmask with valid sets.
+    let restore = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        (libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) == 0).then_some(old)
+    };
+    let spawned = thread::Builder::new().name(name).spawn(move || {
+        // Blocked already where the mask could be set above; blocked here otherwise.
+        block_signals();
+        f()
+    });
+    if let Some(old) = restore {
+        // SAFETY: the mask saved above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    }
+    spawned
+}
+
+#[cfg(not(unix))]
+pub fn spawn_without_signals<T: Send + 'static>(name: String, f: impl FnOnce() -> T + Send + 'static) -> std::io::Result<thread::JoinHandle<T>> {
+    thread::Builder::new().name(name).spawn(f)
 }
 
 /// Blocks every signal in the calling thread, so that signals meant for the PostgreSQL backend

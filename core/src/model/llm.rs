@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub use crate::model::http::block_signals;
+pub use crate::model::http::{block_signals, spawn_without_signals};
 
 /// Errors of the model endpoint.
 pub type LlmError = EndpointError;

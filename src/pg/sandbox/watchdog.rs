@@ -61,51 +61,36 @@ impl Watchdog {
         let shared = Arc::clone(&state);
         // SAFETY: pthread_self has no preconditions; this is the backend's main thread.
         let main = unsafe { libc::pthread_self() };
-        // The thread starts with every signal blocked (it inherits this mask), so that none of
-        // PostgreSQL's handlers ever runs on it; this thread's own mask is restored after.
-        // SAFETY: sigset_t is plain data that sigfillset fills; pthread_sigmask with valid sets.
-        let restore = unsafe {
-            let mut all: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all);
-            (libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) == 0).then_some(old)
-        };
         let counting = listening.is_some();
-        let handle = thread::Builder::new()
-            .name("nl2sql-watchdog".into())
-            .spawn(move || {
-                nl2sql_core::model::llm::block_signals();
-                let (lock, cv) = &*shared;
-                let mut deadline = first.map(|f| started + f);
-                let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
-                while !st.done {
-                    let now = Instant::now();
-                    // Someone else's cancel: from now on, whatever deadline was ahead.
-                    if counting && !st.fired && FOREIGN.load(Ordering::SeqCst) != foreign_at_start {
-                        deadline = Some(now);
-                    }
-                    if deadline.is_some_and(|d| now >= d) {
-                        st.fired = true;
-                        st.ours |= ours_at.is_some_and(|at| now >= at);
-                        // SAFETY: a signal to the backend's main thread, which outlives this
-                        // one (it joins it): PostgreSQL's SIGINT handler runs there, never on a
-                        // thread an extension started.
-                        unsafe { libc::pthread_kill(main, libc::SIGINT) };
-                        deadline = Some(now + RESEND);
-                        continue;
-                    }
-                    let wait = deadline.map_or(POLL, |d| (d - now).min(POLL));
-                    st = match cv.wait_timeout(st, wait) {
-                        Ok((g, _)) => g,
-                        Err(e) => e.into_inner().0,
-                    };
+        // No signal ever runs PostgreSQL's handlers on this thread.
+        let handle = nl2sql_core::model::llm::spawn_without_signals("nl2sql-watchdog".into(), move || {
+            let (lock, cv) = &*shared;
+            let mut deadline = first.map(|f| started + f);
+            let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+            while !st.done {
+                let now = Instant::now();
+                // Someone else's cancel: from now on, whatever deadline was ahead.
+                if counting && !st.fired && FOREIGN.load(Ordering::SeqCst) != foreign_at_start {
+                    deadline = Some(now);
                 }
-            })
-            .ok();
-        if let Some(old) = restore {
-            // SAFETY: the mask saved above.
-            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-        }
+                if deadline.is_some_and(|d| now >= d) {
+                    st.fired = true;
+                    st.ours |= ours_at.is_some_and(|at| now >= at);
+                    // SAFETY: a signal to the backend's main thread, which outlives this
+                    // one (it joins it): PostgreSQL's SIGINT handler runs there, never on a
+                    // thread an extension started.
+                    unsafe { libc::pthread_kill(main, libc::SIGINT) };
+                    deadline = Some(now + RESEND);
+                    continue;
+                }
+                let wait = deadline.map_or(POLL, |d| (d - now).min(POLL));
+                st = match cv.wait_timeout(st, wait) {
+                    Ok((g, _)) => g,
+                    Err(e) => e.into_inner().0,
+                };
+            }
+        })
+        .ok();
         if handle.is_none() {
             alert!("nl2sql could not start its timeout thread; this call's time limit is not enforced");
         }
