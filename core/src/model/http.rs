@@ -403,22 +403,30 @@ pub fn run_concurrently<T: Send + 'static>(
 #[cfg(unix)]
 pub fn spawn_without_signals<T: Send + 'static>(name: String, f: impl FnOnce() -> T + Send + 'static) -> std::io::Result<thread::JoinHandle<T>> {
     // SAFETY: sigset_t is plain data that sigfillset fills; pthread_sigmask with valid sets.
-    let restore = unsafe {
+    // The caller's mask comes back when `_restore` drops, also if the spawn panics.
+    let _restore = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
-        (libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) == 0).then_some(old)
+        (libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) == 0).then_some(RestoreMask(old))
     };
-    let spawned = thread::Builder::new().name(name).spawn(move || {
+    thread::Builder::new().name(name).spawn(move || {
         // Blocked already where the mask could be set above; blocked here otherwise.
         block_signals();
         f()
-    });
-    if let Some(old) = restore {
-        // SAFETY: the mask saved above.
-        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    })
+}
+
+/// A thread's signal mask, set again when dropped.
+#[cfg(unix)]
+struct RestoreMask(libc::sigset_t);
+
+#[cfg(unix)]
+impl Drop for RestoreMask {
+    fn drop(&mut self) {
+        // SAFETY: a mask pthread_sigmask returned.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
     }
-    spawned
 }
 
 #[cfg(not(unix))]

@@ -206,6 +206,8 @@ impl Listening {
     /// WARNING says so once per backend, for a caught cancel of yours is then lost again.
     fn begin() -> Option<Listening> {
         let listening = Listening::install();
+        // The WARNING may raise a pending cancel (errfinish checks for interrupts): as the check
+        // `watched` makes next would, before any subtransaction or thread.
         if listening.is_none() && !WARNED.swap(true, Ordering::SeqCst) {
             alert!("nl2sql cannot tell your cancels from its own in this session; a cancel that a table owner's code catches may be lost");
         }
@@ -213,16 +215,20 @@ impl Listening {
     }
 
     fn install() -> Option<Listening> {
-        if LISTENERS.get() > 0 {
-            LISTENERS.set(LISTENERS.get() + 1);
-            return Some(Listening);
-        }
         // SAFETY: sigaction reads and sets this process's disposition of SIGINT from plain
         // structs; the handler we install passes every signal on to the one it replaced.
         unsafe {
             let mut old: libc::sigaction = std::mem::zeroed();
             if libc::sigaction(libc::SIGINT, std::ptr::null(), &mut old) != 0 {
                 return None;
+            }
+            if LISTENERS.get() > 0 {
+                // An outer run's handler, unless someone replaced it since.
+                if old.sa_sigaction != handler_address() {
+                    return None;
+                }
+                LISTENERS.set(LISTENERS.get() + 1);
+                return Some(Listening);
             }
             if old.sa_sigaction == libc::SIG_DFL || old.sa_sigaction == libc::SIG_IGN || old.sa_sigaction == handler_address() {
                 return None;

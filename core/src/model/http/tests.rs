@@ -185,3 +185,26 @@ fn a_url_carrying_credentials_or_a_query_is_named() {
         assert_eq!(super::url_carries(bad), Some(what), "{bad}");
     }
 }
+
+/// The signals of the calling thread's mask, 1 to 31.
+#[cfg(unix)]
+fn blocked_signals() -> Vec<i32> {
+    // SAFETY: reads this thread's mask into a zeroed set; sigismember on that set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut set);
+        (1..32).filter(|&s| libc::sigismember(&set, s) == 1).collect()
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn helper_threads_start_with_every_signal_blocked_and_leave_the_callers_mask_alone() {
+    let before = blocked_signals();
+    let inside = spawn_without_signals("nl2sql-test".into(), blocked_signals).expect("spawned").join().expect("joined");
+    for s in [libc::SIGINT, libc::SIGTERM, libc::SIGALRM, libc::SIGUSR1, libc::SIGUSR2, libc::SIGQUIT] {
+        assert!(inside.contains(&s), "signal {s} not blocked in the helper thread: {inside:?}");
+    }
+    assert_eq!(blocked_signals(), before, "the caller's mask changed");
+    assert!(!before.contains(&libc::SIGINT), "the test thread itself blocks SIGINT: {before:?}");
+}
