@@ -2,6 +2,7 @@
 SELECT, forces a policy that raises query_canceled or sleeps. That table is skipped with a
 WARNING and the others are refreshed; the caller's own cancel and statement_timeout still end
 the refresh, rolled back whole."""
+import contextlib
 import threading
 import time
 
@@ -330,16 +331,30 @@ HER_TABLE_READS = [
 ]
 
 
-def catching_towns(admin, role):
-    """`role`'s catching_towns, whose per-row policy catches every cancel while pytest.nap is
-    on (three rows), and other_towns, both indexed and flagged stale; their generations' query
-    and the generations now."""
-    her_policed_towns(admin, role, "pytest_catch_once", CATCHING_NAP, "catching_towns", "other_towns")
-    admin.execute("INSERT INTO catching_towns VALUES ('Perth'), ('Dundee')")
-    generations = generations_of("catching_towns", "other_towns")
-    before = index_policed_and_plain(admin, "catching_towns", "other_towns", generations)
-    mark_stale(admin, "catching_towns", "other_towns")
-    return generations, before
+@contextlib.contextmanager
+def catching_towns(connect, table_timeout, statement_timeout):
+    """A session about to read catching_towns, whose owner's per-row policy catches every cancel
+    while pytest.nap is on (three rows), next to other_towns, both indexed and flagged stale;
+    the session has `table_timeout` and `statement_timeout` set. Yields the session, the
+    generations' query and the generations now; the tables and the role are dropped after."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS catching_towns, other_towns")
+    role = "pytest_catcher"
+    with scratch_role(admin, role):
+        try:
+            her_policed_towns(admin, role, "pytest_catch_once", CATCHING_NAP, "catching_towns", "other_towns")
+            admin.execute("INSERT INTO catching_towns VALUES ('Perth'), ('Dundee')")
+            generations = generations_of("catching_towns", "other_towns")
+            before = index_policed_and_plain(admin, "catching_towns", "other_towns", generations)
+            mark_stale(admin, "catching_towns", "other_towns")
+            refresher = connect()
+            refresher.execute(f"SET nl2sql.refresh_table_timeout = '{table_timeout}'")
+            refresher.execute(f"SET statement_timeout = '{statement_timeout}'")
+            refresher.execute("SET pytest.nap = on")
+            yield refresher, generations, before
+        finally:
+            admin.execute("DROP TABLE IF EXISTS catching_towns, other_towns")
 
 
 @pytest.mark.parametrize("call,table_timeout", HER_TABLE_READS)
@@ -349,27 +364,15 @@ def test_statement_timeout_caught_by_a_tables_code_still_ends_the_refresh(connec
     statement's deadline, rolled back whole, rather than run on (to the table's own bound, or
     to the end of her read) and commit; with or without nl2sql.refresh_table_timeout, and when
     the caller names her table."""
-    admin = connect()
-    admin.execute("SET client_min_messages = warning")
-    admin.execute("DROP TABLE IF EXISTS catching_towns, other_towns")
-    role = "pytest_catcher"
-    with scratch_role(admin, role):
-        try:
-            generations, before = catching_towns(admin, role)
-            refresher = connect()
-            refresher.execute(f"SET nl2sql.refresh_table_timeout = '{table_timeout}'")
-            refresher.execute("SET statement_timeout = '1s'")
-            refresher.execute("SET pytest.nap = on")
-            started = time.monotonic()
-            with pytest.raises(errors.QueryCanceled):
-                refresher.execute(f"SELECT * FROM nl2sql.{call}")
-            # Three rows of 30 s naps: only a cancel sent again after the first ends them.
-            assert time.monotonic() - started < 15
-            refresher.execute("RESET statement_timeout")
-            assert dict(refresher.execute(generations).fetchall()) == before
-            assert refresher.execute("SELECT 1").fetchone() == (1,)
-        finally:
-            admin.execute("DROP TABLE IF EXISTS catching_towns, other_towns")
+    with catching_towns(connect, table_timeout, "1s") as (refresher, generations, before):
+        started = time.monotonic()
+        with pytest.raises(errors.QueryCanceled):
+            refresher.execute(f"SELECT * FROM nl2sql.{call}")
+        # Three rows of 30 s naps: only a cancel sent again after the first ends them.
+        assert time.monotonic() - started < 15
+        refresher.execute("RESET statement_timeout")
+        assert dict(refresher.execute(generations).fetchall()) == before
+        assert refresher.execute("SELECT 1").fetchone() == (1,)
 
 
 def cancel_when_napping(admin, pid):
@@ -397,37 +400,26 @@ def test_the_callers_cancel_caught_by_a_tables_code_still_ends_the_refresh(conne
     bound or a statement_timeout far ahead. It is not lost: the call ends with query_canceled
     soon after, rolled back whole, instead of reading her table to the end (or to a deadline)
     and committing."""
-    admin = connect()
-    admin.execute("SET client_min_messages = warning")
-    admin.execute("DROP TABLE IF EXISTS catching_towns, other_towns")
-    role = "pytest_catcher"
-    with scratch_role(admin, role):
-        try:
-            generations, before = catching_towns(admin, role)
-            refresher = connect()
-            refresher.execute(f"SET nl2sql.refresh_table_timeout = '{table_timeout}'")
-            refresher.execute(f"SET statement_timeout = '{statement_timeout}'")
-            refresher.execute("SET pytest.nap = on")
-            pid = refresher.execute("SELECT pg_backend_pid()").fetchone()[0]
-            canceller = threading.Thread(target=cancel_when_napping, args=(connect(), pid))
-            canceller.start()
-            started = time.monotonic()
-            with pytest.raises(errors.QueryCanceled):
-                refresher.execute(f"SELECT * FROM nl2sql.{call}")
-            canceller.join()
-            # Three rows of 30 s naps: only a cancel sent again after the caller's ends them.
-            assert time.monotonic() - started < 15
-            refresher.execute("RESET statement_timeout")
-            assert dict(refresher.execute(generations).fetchall()) == before
-            # Nothing is left pending: the next statement runs, and a later cancel still works.
-            assert refresher.execute("SELECT 1").fetchone() == (1,)
-            canceller = threading.Timer(1.0, lambda: admin.execute("SELECT pg_cancel_backend(%s)", (pid,)))
-            canceller.start()
-            with pytest.raises(errors.QueryCanceled):
-                refresher.execute("SELECT pg_sleep(30)")
-            canceller.join()
-        finally:
-            admin.execute("DROP TABLE IF EXISTS catching_towns, other_towns")
+    with catching_towns(connect, table_timeout, statement_timeout) as (refresher, generations, before):
+        pid = refresher.execute("SELECT pg_backend_pid()").fetchone()[0]
+        canceller = threading.Thread(target=cancel_when_napping, args=(connect(), pid))
+        canceller.start()
+        started = time.monotonic()
+        with pytest.raises(errors.QueryCanceled):
+            refresher.execute(f"SELECT * FROM nl2sql.{call}")
+        canceller.join()
+        # Three rows of 30 s naps: only a cancel sent again after the caller's ends them.
+        assert time.monotonic() - started < 15
+        refresher.execute("RESET statement_timeout")
+        assert dict(refresher.execute(generations).fetchall()) == before
+        # Nothing is left pending: the next statement runs, and a later cancel still works.
+        assert refresher.execute("SELECT 1").fetchone() == (1,)
+        admin = connect()
+        canceller = threading.Timer(1.0, lambda: admin.execute("SELECT pg_cancel_backend(%s)", (pid,)))
+        canceller.start()
+        with pytest.raises(errors.QueryCanceled):
+            refresher.execute("SELECT pg_sleep(30)")
+        canceller.join()
 
 
 def test_a_tables_lock_timeout_is_not_taken_for_the_callers_cancel(connect):
