@@ -456,6 +456,46 @@ def test_a_tables_lock_timeout_is_not_taken_for_the_callers_cancel(connect):
             admin.execute("DROP TABLE IF EXISTS locking_towns, free_towns")
 
 
+def test_a_cancel_a_tables_code_sends_its_own_backend_fails_that_table_not_the_refresh(connect):
+    """Her policy calls a function that cancels the backend it runs in
+    (pg_cancel_backend(pg_backend_pid()), here through a SECURITY DEFINER function a superuser
+    gave her). That cancel comes from the read itself, not from the caller: her table is
+    skipped with a WARNING and the refresh goes on with the other one; the session is left
+    with no cancel pending."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS cancelling_towns, quiet_towns")
+    admin.execute("DROP FUNCTION IF EXISTS pytest_cancel_self()")
+    role = "pytest_canceller"
+    admin.execute("CREATE FUNCTION pytest_cancel_self() RETURNS void LANGUAGE plpgsql SECURITY DEFINER "
+                  "AS $$ BEGIN PERFORM pg_cancel_backend(pg_backend_pid()); PERFORM pg_sleep(5); END $$")
+    body = """IF current_setting('pytest.nap', true) = 'on' THEN
+                PERFORM public.pytest_cancel_self();
+              END IF;"""
+    with scratch_role(admin, role):
+        admin.execute(f"GRANT EXECUTE ON FUNCTION pytest_cancel_self() TO {role}")
+        her_policed_towns(admin, role, "pytest_cancels_self", body, "cancelling_towns", "quiet_towns")
+        generations = generations_of("cancelling_towns", "quiet_towns")
+        try:
+            before = index_policed_and_plain(admin, "cancelling_towns", "quiet_towns", generations)
+            mark_stale(admin, "cancelling_towns", "quiet_towns")
+            refresher = connect()
+            warnings = []
+            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
+            refresher.execute("SET pytest.nap = on")
+            started = time.monotonic()
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            assert time.monotonic() - started < 20
+            after = dict(refresher.execute(generations).fetchall())
+            assert after["quiet_towns"] > before["quiet_towns"], (before, after)
+            assert after["cancelling_towns"] == before["cancelling_towns"], (before, after)
+            assert [w for w in warnings if "cancelling_towns" in w and "could not rebuild" in w], warnings
+            assert refresher.execute("SELECT pg_sleep(0.5), 1").fetchone()[1] == 1
+        finally:
+            admin.execute("DROP TABLE IF EXISTS cancelling_towns, quiet_towns")
+            admin.execute("DROP FUNCTION IF EXISTS pytest_cancel_self()")
+
+
 def test_a_tables_parts_share_one_refresh_table_timeout(connect):
     """nl2sql.refresh_table_timeout bounds a table, not each of its parts: a table with four
     indexed columns behind a sleeping policy is given up once its time is spent, and its other

@@ -61,11 +61,11 @@ impl Limits {
 pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failure> {
     // Everything `f` allocates (parse trees, plans, the executor's state) goes with the
     // subtransaction, also when it fails: results come back as Rust values.
-    let (result, timed_out) = watched(Some(timeout), false, true, || {
+    let (result, ending) = watched(Some(timeout), false, true, || {
         prepare_sandbox();
         f()
     });
-    timed(result, timed_out, timeout)
+    timed(result, ending, timeout)
 }
 
 /// [`kept`] within `timeout` (None: no limit): a subtransaction kept when `f` succeeds, rolled
@@ -74,8 +74,8 @@ pub fn isolated<T>(timeout: Duration, f: impl FnOnce() -> T) -> Result<T, Failur
 /// statement_timeout, also when her code caught its cancel, ends the statement.
 pub fn kept_within<T>(timeout: Option<Duration>, f: impl FnOnce() -> T) -> Result<T, Failure> {
     // Without a time of ours, `watched` never reports our timeout.
-    let (result, timed_out) = watched(timeout, true, false, f);
-    timed(result, timed_out, timeout.unwrap_or_default())
+    let (result, ending) = watched(timeout, true, false, f);
+    timed(result, ending, timeout.unwrap_or_default())
 }
 
 /// Runs `f` in a subtransaction kept when it succeeds, for a read of a table whose owner's code
@@ -97,7 +97,7 @@ pub fn in_statement<T>(f: impl FnOnce() -> T) -> T {
 /// pg_cancel_backend), whose cancel is raised again when her code caught it; the watchdog
 /// cancels again from shortly after such a cancel too, so that her code catching it once does
 /// not hold the statement up until our own time or the end of her code.
-fn watched<T>(timeout: Option<Duration>, keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> (Result<T, CaughtError>, bool) {
+fn watched<T>(timeout: Option<Duration>, keep: bool, own_memory: bool, f: impl FnOnce() -> T) -> (Result<T, CaughtError>, Ending) {
     let running = statement_timer_running();
     // Fired already, its cancel not yet acted on: the statement has run out too.
     let armed = running || statement_timeout_indicated();
@@ -137,7 +137,19 @@ fn watched<T>(timeout: Option<Duration>, keep: bool, own_memory: bool, f: impl F
     if swallowed {
         pgrx::check_for_interrupts!();
     }
-    (result, ours && !outside)
+    (result, Ending { timed_out: ours && !outside, own_cancel: !ours && !outside && dog.counts_others() })
+}
+
+/// How a watched run ended, as far as cancels go.
+#[derive(Clone, Copy)]
+struct Ending {
+    /// Our own time ran out (and no cancel came from outside).
+    timed_out: bool,
+    /// No cancel came from us nor from outside, as far as our handler could count them: one
+    /// that ended the run was sent by the running code itself (her
+    /// pg_cancel_backend(pg_backend_pid())), an error of hers like any other. False where our
+    /// handler could not count others' cancels: any cancel is then the caller's.
+    own_cancel: bool,
 }
 
 /// How long after statement_timeout's deadline the watchdog cancels again, when the statement's
@@ -176,15 +188,15 @@ fn statement_time_left() -> Duration {
 }
 
 /// A watched run's outcome: a panic passed on; our timeout (whatever `f` returned once the
-/// watchdog fired); an error of `f` as its report, or a cancel that is not ours (the user's, the
-/// outer statement_timeout) passed on.
-fn timed<T>(result: Result<T, CaughtError>, timed_out: bool, timeout: Duration) -> Result<T, Failure> {
+/// watchdog fired); an error of `f` as its report, or a cancel that came from outside (the
+/// user's, the outer statement_timeout) passed on.
+fn timed<T>(result: Result<T, CaughtError>, ending: Ending, timeout: Duration) -> Result<T, Failure> {
     match result {
         Err(panic @ CaughtError::RustPanic { .. }) => panic.rethrow(),
-        _ if timed_out => Err(Failure::Timeout { ms: timeout.as_millis() as u64 }),
+        _ if ending.timed_out => Err(Failure::Timeout { ms: timeout.as_millis() as u64 }),
         Ok(v) => Ok(v),
         Err(CaughtError::PostgresError(e)) | Err(CaughtError::ErrorReport(e)) => {
-            if is_cancel(&e) {
+            if is_cancel(&e) && !ending.own_cancel {
                 CaughtError::PostgresError(e).rethrow()
             }
             Err(Failure::Execution(report_of(&e)))

@@ -115,7 +115,12 @@ impl Watchdog {
     /// Whether someone else sent this backend a cancel since the run began (counted only while
     /// our handler listens: false where it could not be installed).
     pub(super) fn foreign_cancel(&self) -> bool {
-        self.listening.is_some() && FOREIGN.load(Ordering::SeqCst) != self.foreign_at_start
+        self.counts_others() && FOREIGN.load(Ordering::SeqCst) != self.foreign_at_start
+    }
+
+    /// Whether this run counts others' cancels: our handler listens.
+    pub(super) fn counts_others(&self) -> bool {
+        self.listening.is_some()
     }
 }
 
