@@ -110,13 +110,12 @@ fn watched<T>(timeout: Option<Duration>, keep: bool, own_memory: bool, f: impl F
     // A cancel already pending (or one that came while the watchdog started) is the caller's:
     // raised here, before her code could catch it (the watchdog stops as it unwinds).
     pgrx::check_for_interrupts!();
-    let (mut ours, mut outside, mut swallowed) = (false, false, false);
+    let (mut fired, mut ours, mut outside, mut swallowed, mut f_cancelled) = (false, false, false, false, false);
     // The watchdog stops as soon as `f` is done, before the subtransaction is released or
     // rolled back, so that no cancel of ours lands in that (a cancel pending then is withdrawn).
     let result = subtransaction_then(keep, own_memory, f, |error| {
-        let fired;
         (fired, ours) = dog.finish();
-        let f_cancelled = matches!(error, Some(CaughtError::PostgresError(e) | CaughtError::ErrorReport(e)) if is_cancel(e));
+        f_cancelled = matches!(error, Some(CaughtError::PostgresError(e) | CaughtError::ErrorReport(e)) if is_cancel(e));
         if fired {
             // A cancel of ours may still be pending (the run ended before it landed, or the
             // watchdog sent it again after the one that ended the run): withdraw it so that it
@@ -137,7 +136,11 @@ fn watched<T>(timeout: Option<Duration>, keep: bool, own_memory: bool, f: impl F
     if swallowed {
         pgrx::check_for_interrupts!();
     }
-    (result, Ending { timed_out: ours && !outside, own_cancel: !ours && !outside && dog.counts_others() })
+    // A cancel is the running code's own only when it ended `f` (not the subtransaction's
+    // release, where the caller's cancel may land too), nothing of ours was sent, and our
+    // handler counted others' cancels throughout.
+    let own_cancel = f_cancelled && !fired && !outside && dog.counts_others();
+    (result, Ending { timed_out: ours && !outside, own_cancel })
 }
 
 /// How a watched run ended, as far as cancels go.
@@ -145,10 +148,11 @@ fn watched<T>(timeout: Option<Duration>, keep: bool, own_memory: bool, f: impl F
 struct Ending {
     /// Our own time ran out (and no cancel came from outside).
     timed_out: bool,
-    /// No cancel came from us nor from outside, as far as our handler could count them: one
-    /// that ended the run was sent by the running code itself (her
+    /// The cancel that ended `f` came neither from us nor from outside, as far as our handler
+    /// could count them: the running code sent it to its own backend (her
     /// pg_cancel_backend(pg_backend_pid())), an error of hers like any other. False where our
-    /// handler could not count others' cancels: any cancel is then the caller's.
+    /// handler could not count others' cancels, and for a cancel raised while the
+    /// subtransaction was released: any such cancel is the caller's.
     own_cancel: bool,
 }
 

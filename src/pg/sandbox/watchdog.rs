@@ -115,12 +115,13 @@ impl Watchdog {
     /// Whether someone else sent this backend a cancel since the run began (counted only while
     /// our handler listens: false where it could not be installed).
     pub(super) fn foreign_cancel(&self) -> bool {
-        self.counts_others() && FOREIGN.load(Ordering::SeqCst) != self.foreign_at_start
+        self.listening.is_some() && FOREIGN.load(Ordering::SeqCst) != self.foreign_at_start
     }
 
-    /// Whether this run counts others' cancels: our handler listens.
+    /// Whether this run counted others' cancels throughout: our handler listened from its start
+    /// and still does (code the run loaded may have put another in front since).
     pub(super) fn counts_others(&self) -> bool {
-        self.listening.is_some()
+        self.listening.is_some() && handler_installed()
     }
 }
 
@@ -200,6 +201,15 @@ extern "C" fn counting_handler(signo: libc::c_int, info: *mut libc::siginfo_t, c
 /// Our handler as a disposition's `sa_sigaction`.
 fn handler_address() -> usize {
     counting_handler as *const () as usize
+}
+
+/// Whether our handler is SIGINT's disposition now.
+fn handler_installed() -> bool {
+    // SAFETY: sigaction reads this process's disposition of SIGINT into a plain struct.
+    unsafe {
+        let mut now: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGINT, std::ptr::null(), &mut now) == 0 && now.sa_sigaction == handler_address()
+    }
 }
 
 /// Our handler's hold on SIGINT for one watched run (nested runs share the outermost's).
