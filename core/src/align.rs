@@ -6,7 +6,9 @@
 //!   other table of a join, a part of a longer name); a column a CTE or subquery does not return
 //!   is the one column it returns that matches it, read per query block (derived.rs); a one-table query's columns that only the
 //!   table its foreign key points to has get that table joined; an inner join equating two keys
-//!   that no foreign key links goes through the one table whose keys link both (joins.rs); a
+//!   that no foreign key links goes through the one table whose keys link both, and one equating
+//!   a key with a column the other table lacks joins on the one foreign key between that key and
+//!   that table (joins.rs); a
 //!   foreign key compared with another column of the table it points to, of another type,
 //!   is compared with the column it references (keys.rs); a bare column the inner joins equate
 //!   across every table that has it is taken from the first (joins.rs); a one-table query
@@ -21,7 +23,8 @@
 //!   is a one-to-many join the question never names in a SELECT that neither groups, aggregates
 //!   nor uses a window (question.rs); a window the question bounds by the calendar ("the last 6
 //!   months, excluding the current month", "last year") ends where the current period starts
-//!   and starts at a period's start (windows.rs);
+//!   and starts at a period's start (windows.rs); alternatives for one column split by an
+//!   unparenthesised AND are grouped (`k = 'a' OR k = 'b' AND y > 1`: precedence.rs);
 //! - style: ORDER BY ... LIMIT on a nullable column gets IS NOT NULL (PostgreSQL sorts NULLs
 //!   first in DESC order); id columns nobody asked for leave a SELECT list that the extraction
 //!   said returns fewer things, or, with no extraction, where another column of their table
@@ -312,6 +315,7 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
             aggregate_in_where(q, &mut fired);
             aggregate_in_order_by(q, &mut fired);
             nested_aggregates(q, &mut fired);
+            precedence::and_or_on_one_column(q, &mut fired);
             redundant_joins(schema, &sc, q, &mut fired);
             unmentioned_joins(schema, &sc, q, cx.question, &mut fired);
             windows::calendar_windows(q, cx.question, &mut fired);
@@ -618,6 +622,7 @@ mod derived;
 mod joins;
 mod keys;
 mod names;
+mod precedence;
 mod question;
 mod reach;
 mod windows;

@@ -1,7 +1,10 @@
 //! Agent alignment of joins: a join that equates the keys of two tables no foreign key links,
 //! where the foreign keys link them through one third table, joins through that table; so
 //! does a join that equates a key to a column the other table lacks, where a third table has
-//! that column, linked to the key, and a foreign key to the other table.
+//! that column, linked to the key, and a foreign key to the other table. A join that equates a
+//! key to a column the other table lacks, where one foreign key links that very key to the
+//! other table, equates the two ends of that foreign key (`cars_data AS d JOIN car_names AS n
+//! ON d.makeid = n.makeid`, with cars_data.id -> car_names.makeid: `d.id = n.makeid`).
 //!
 //! `car_makers JOIN continents ON car_makers.country = continents.contid`, with
 //! car_makers.country -> countries.countryid and countries.continent -> continents.contid, reads
@@ -118,6 +121,21 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], earlie
     if te.oid == tl.oid {
         return None;
     }
+    // One side's column missing, the other side's the end of the one foreign key between its
+    // key and the lacking table: that foreign key is the join meant.
+    let direct = match (column_ident(te, &fold(ec)), column_ident(tl, &fold(lc))) {
+        (Some(ex), None) => one_link(keys, (te.ident.as_str(), ex), tl).map(|lx| (ex, lx)),
+        (None, Some(lx)) => one_link(keys, (tl.ident.as_str(), lx), te).map(|ex| (ex, lx)),
+        _ => None,
+    };
+    // The sides in the order written.
+    let direct = direct.map(|(ex, lx)| if fold(q1) == later { format!("{lq}.{lx} = {eq}.{ex}") } else { format!("{eq}.{ex} = {lq}.{lx}") });
+    if let Some(cond) = direct {
+        let mut joins = super::parsed_joins(&format!("SELECT 1 FROM x JOIN y ON {cond}")).into_iter();
+        *on = on_mut(&mut joins.next()?.join_operator)?.clone();
+        fired.push(format!("agent: {} joined to {} on their foreign key ({cond})", te.name, tl.name));
+        return None;
+    }
     let (bt, bx, ex, by, lx) = match (column_ident(te, &fold(ec)), column_ident(tl, &fold(lc))) {
         (Some(ex), Some(lx)) => between_keys(keys, (te.ident.as_str(), ex), (tl.ident.as_str(), lx))?,
         (Some(ex), None) => for_missing(schema, keys, (te.ident.as_str(), ex), tl, &fold(lc))?,
@@ -138,6 +156,14 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], earlie
     *on = on_mut(&mut rest.join_operator)?.clone();
     fired.push(format!("agent: {} joined to {} through {}", te.name, tl.name, b.ident));
     Some(through)
+}
+
+/// The column of `other` that the one foreign key linking the key `at` with `other` has at its
+/// other end (either way round); None when no foreign key or several do.
+fn one_link<'a>(keys: &[(&'a str, &'a str, &'a str, &'a str)], at: (&str, &str), other: &Table) -> Option<&'a str> {
+    let ends: Vec<&str> = other_ends(keys, at).into_iter().filter(|(t, _)| *t == other.ident).map(|(_, c)| c).collect();
+    let [one] = ends.as_slice() else { return None };
+    Some(*one)
 }
 
 /// A bridge, as (table, its column linked to the earlier side, that side's column, its column
