@@ -88,9 +88,19 @@ pub(super) fn bridge_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &m
         let mut k = 0;
         while k < from.joins.len() {
             crate::interrupt::every(k, 64);
-            let earlier: Vec<String> =
-                std::iter::once(&from.relation).chain(from.joins[..k].iter().map(|j| &j.relation)).filter_map(referred_as).collect();
-            match bridge(schema, sc, &keys, &earlier, &mut from.joins[k], fired) {
+            // This FROM's items by the name they are referred to with, and their tables: a
+            // name is read here, never from another SELECT that may use it for another table.
+            let items: Vec<(String, Option<usize>)> = std::iter::once(&from.relation)
+                .chain(from.joins.iter().map(|j| &j.relation))
+                .filter_map(|t| {
+                    let table = match t {
+                        TableFactor::Table { name, args: None, .. } => super::find_table(schema, name),
+                        _ => None,
+                    };
+                    referred_as(t).map(|n| (n, table))
+                })
+                .collect();
+            match bridge(schema, sc, &keys, (&items, k), &mut from.joins[k], fired) {
                 Some(join) => {
                     from.joins.insert(k, join);
                     k += 2;
@@ -103,8 +113,17 @@ pub(super) fn bridge_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &m
 
 /// For one join: the bridge's join to put before it (its own condition rewritten to the
 /// bridge), or None.
-fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], earlier: &[String], join: &mut Join, fired: &mut Vec<String>) -> Option<Join> {
+fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items, k): (&[(String, Option<usize>)], usize), join: &mut Join, fired: &mut Vec<String>) -> Option<Join> {
     let later = referred_as(&join.relation)?;
+    let earlier: Vec<String> = items.iter().take(k + 1).map(|(n, _)| n.clone()).collect();
+    // The table an item of this FROM up to the join is (one item of that name, a table).
+    let table_of = |name: &str| -> Option<&Table> {
+        let mut found = items.iter().take(k + 2).filter(|(n, _)| n == name);
+        match (found.next(), found.next()) {
+            (Some((_, Some(t))), None) => Some(&schema.tables[*t]),
+            _ => None,
+        }
+    };
     let on = on_mut(&mut join.join_operator)?;
     let (q1, c1, q2, c2) = key_equality(on)?;
     // Which side is the joined table, which one an earlier one.
@@ -117,15 +136,20 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], earlie
     if [fold(eq), fold(lq)].iter().any(|n| sc.other.contains(n)) {
         return None;
     }
-    let (te, tl) = (&schema.tables[*sc.names.get(&fold(eq))?], &schema.tables[*sc.names.get(&fold(lq))?]);
+    let (te, tl) = (table_of(&fold(eq))?, table_of(&fold(lq))?);
     if te.oid == tl.oid {
         return None;
     }
+    // A third table of this FROM with the missing column: the qualifier, not the column, may
+    // be what is wrong.
+    let held_elsewhere = |column: &str| {
+        items.iter().any(|(_, t)| t.is_some_and(|t| ![te.oid, tl.oid].contains(&schema.tables[t].oid) && schema.tables[t].has_column(column)))
+    };
     // One side's column missing, the other side's the end of the one foreign key between its
     // key and the lacking table: that foreign key is the join meant.
     let direct = match (column_ident(te, &fold(ec)), column_ident(tl, &fold(lc))) {
-        (Some(ex), None) => one_link(keys, (te.ident.as_str(), ex), tl).map(|lx| (ex, lx)),
-        (None, Some(lx)) => one_link(keys, (tl.ident.as_str(), lx), te).map(|ex| (ex, lx)),
+        (Some(ex), None) if !held_elsewhere(&fold(lc)) => one_link(keys, (te.ident.as_str(), ex), tl).map(|lx| (ex, lx)),
+        (None, Some(lx)) if !held_elsewhere(&fold(ec)) => one_link(keys, (tl.ident.as_str(), lx), te).map(|ex| (ex, lx)),
         _ => None,
     };
     // The sides in the order written.
@@ -302,3 +326,6 @@ pub(super) fn ambiguous_columns(schema: &Schema, sc: &Scope, q: &mut Query, fire
         fired.push(format!("agent: ambiguous column {c}"));
     }
 }
+
+#[cfg(test)]
+mod tests;

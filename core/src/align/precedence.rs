@@ -5,91 +5,141 @@
 //! likewise `year > 2000 AND kind = 'a' OR kind = 'b'` becomes
 //! `year > 2000 AND (kind = 'a' OR kind = 'b')`.
 //!
-//! Only where every alternative the OR joins tests the same expression of columns (`=` a value,
-//! LIKE, ILIKE, IN, BETWEEN) and the AND's nearest term tests it too; written parentheses are
-//! kept as they are.
+//! Only where a run of ORs (read whole, from its top) is alternatives that all test the same
+//! expression of columns (`=` a value, LIKE, ILIKE, IN, BETWEEN) and one AND chain at either end
+//! whose nearest term tests it too; anywhere a condition is (WHERE, HAVING, ON, CASE,
+//! subqueries). A group written in parentheses is read on its own.
 
 use super::fold;
-use sqlparser::ast::{BinaryOperator, Expr};
+use sqlparser::ast::{BinaryOperator, Expr, VisitMut, VisitorMut};
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 
-/// Most tests one run of ORs may hold for the rule to look at it.
-const MAX_ALTERNATIVES: usize = 16;
+/// Most terms one run of ORs may hold for the rule to look at it.
+const MAX_TERMS: usize = 16;
 
 pub(super) fn and_or_on_one_column(q: &mut sqlparser::ast::Query, fired: &mut Vec<String>) {
-    let mut grouped = Vec::new();
-    let _ = sqlparser::ast::visit_expressions_mut(q, |e| {
-        crate::interrupt::every(grouped.len(), 64);
-        if let Some(column) = regroup(e) {
-            grouped.push(column);
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    grouped.sort_unstable();
-    grouped.dedup();
-    for c in grouped {
+    let mut r = Regroup { inside: HashSet::new(), grouped: Vec::new(), visits: 0 };
+    let _ = q.visit(&mut r);
+    r.grouped.sort_unstable();
+    r.grouped.dedup();
+    for c in r.grouped {
         fired.push(format!("function: alternatives for {c} grouped before AND"));
     }
 }
 
-/// Regroups `e` when it is one of the two shapes; the tested expression, folded.
+/// Visits each expression before its parts, so that a run of ORs is read whole from its top;
+/// the ORs inside a run (not in parentheses) are noted so as not to be read as runs themselves.
+struct Regroup {
+    inside: HashSet<*const Expr>,
+    grouped: Vec<String>,
+    visits: usize,
+}
+
+impl VisitorMut for Regroup {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        self.visits += 1;
+        crate::interrupt::every(self.visits, 256);
+        if !matches!(e, Expr::BinaryOp { op: BinaryOperator::Or, .. }) {
+            return ControlFlow::Continue(());
+        }
+        let top = !self.inside.remove(&(e as *const Expr));
+        if top {
+            if let Some(column) = regroup(e) {
+                self.grouped.push(column);
+                return ControlFlow::Continue(());
+            }
+        }
+        if let Expr::BinaryOp { left, right, .. } = e {
+            for part in [left.as_ref(), right.as_ref()] {
+                if matches!(part, Expr::BinaryOp { op: BinaryOperator::Or, .. }) {
+                    self.inside.insert(part as *const Expr);
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Regroups a run of ORs `e` of one of the two shapes; the tested expression.
 fn regroup(e: &mut Expr) -> Option<String> {
-    let Expr::BinaryOp { left, op: BinaryOperator::Or, right } = e else { return None };
-    // `A OR B AND C`: the ORed tests on the left, the AND chain's first term on the right.
-    if let Some(column) = same_tested(left, leftmost_of_and(right)) {
-        let (left, right) = (std::mem::replace(left.as_mut(), Expr::Value(sqlparser::ast::Value::Null.into())), take(right));
-        let mut chain = right;
-        let first = leftmost_of_and_mut(&mut chain);
-        let b = std::mem::replace(first, Expr::Value(sqlparser::ast::Value::Null.into()));
-        *first = Expr::Nested(Box::new(Expr::BinaryOp { left: Box::new(left), op: BinaryOperator::Or, right: Box::new(b) }));
-        *e = chain;
-        return Some(column);
-    }
-    // `A AND B OR C`: the AND chain's last term on the left, the ORed tests on the right.
-    if let Some(column) = same_tested(right, rightmost_of_and(left)) {
-        let (left, right) = (take(left), take(right));
-        let mut chain = left;
-        let last = rightmost_of_and_mut(&mut chain);
-        let b = std::mem::replace(last, Expr::Value(sqlparser::ast::Value::Null.into()));
-        *last = Expr::Nested(Box::new(Expr::BinaryOp { left: Box::new(b), op: BinaryOperator::Or, right: Box::new(right) }));
-        *e = chain;
-        return Some(column);
-    }
-    None
-}
-
-fn take(b: &mut Box<Expr>) -> Expr {
-    std::mem::replace(b.as_mut(), Expr::Value(sqlparser::ast::Value::Null.into()))
-}
-
-/// When `ors` is a run of ORed tests of one expression and `and_term` (an AND chain's term
-/// next to them; None when there is no AND) tests it too: that expression, folded.
-fn same_tested(ors: &Expr, and_term: Option<&Expr>) -> Option<String> {
-    let column = tested(and_term?)?;
-    let mut alternatives = Vec::new();
-    or_terms(ors, &mut alternatives);
-    if alternatives.is_empty() || alternatives.len() > MAX_ALTERNATIVES {
+    let terms = or_terms(e)?;
+    let (last, first) = (terms.len() - 1, 0);
+    let ands: Vec<usize> = (0..terms.len()).filter(|&i| matches!(terms[i], Expr::BinaryOp { op: BinaryOperator::And, .. })).collect();
+    let [at] = ands.as_slice() else { return None };
+    let alternatives: Vec<&Expr> = terms.iter().enumerate().filter(|(i, _)| i != at).map(|(_, t)| *t).collect();
+    let chain = terms[*at];
+    let (nearest, before) = match *at {
+        // `A OR B AND C`: the AND chain's first term joins the alternatives before it.
+        i if i == last => (and_end(chain, true), true),
+        // `A AND B OR C`: its last term joins the alternatives after it.
+        i if i == first => (and_end(chain, false), false),
+        _ => return None,
+    };
+    let column = tested(nearest)?;
+    if alternatives.is_empty() || !alternatives.iter().all(|a| tested(a).as_deref() == Some(column.as_str())) {
         return None;
     }
-    alternatives.iter().all(|a| tested(a).as_deref() == Some(column.as_str())).then_some(column)
+    let mut group: Vec<Expr> = alternatives.into_iter().cloned().collect();
+    if before {
+        group.push(nearest.clone());
+    } else {
+        group.insert(0, nearest.clone());
+    }
+    let ored = group.into_iter().reduce(|l, r| Expr::BinaryOp { left: Box::new(l), op: BinaryOperator::Or, right: Box::new(r) })?;
+    let mut rebuilt = chain.clone();
+    *and_end_mut(&mut rebuilt, before) = Expr::Nested(Box::new(ored));
+    *e = rebuilt;
+    Some(column)
 }
 
-/// The terms of a run of ORs written without parentheses (none when it is too long).
-fn or_terms<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
-    if out.len() > MAX_ALTERNATIVES {
-        return;
-    }
-    match e {
-        Expr::BinaryOp { left, op: BinaryOperator::Or, right } => {
-            or_terms(left, out);
-            or_terms(right, out);
+/// The terms of a run of ORs written without parentheses, left to right; None past
+/// [`MAX_TERMS`]. Walks the left spine in a loop (a long run is a deep left tree).
+fn or_terms(e: &Expr) -> Option<Vec<&Expr>> {
+    let mut rights = Vec::new();
+    let mut at = e;
+    while let Expr::BinaryOp { left, op: BinaryOperator::Or, right } = at {
+        if rights.len() >= MAX_TERMS {
+            return None;
         }
-        other => out.push(other),
+        rights.push(right.as_ref());
+        at = left;
+    }
+    let mut terms = vec![at];
+    while let Some(r) = rights.pop() {
+        // An OR as a right operand is written without parentheses only in odd spellings.
+        if matches!(r, Expr::BinaryOp { op: BinaryOperator::Or, .. }) {
+            return None;
+        }
+        terms.push(r);
+    }
+    Some(terms)
+}
+
+/// The first (`first`) or last term of an AND chain written without parentheses.
+fn and_end(e: &Expr, first: bool) -> &Expr {
+    let mut at = e;
+    while let Expr::BinaryOp { left, op: BinaryOperator::And, right } = at {
+        at = if first { left } else { right };
+    }
+    at
+}
+
+fn and_end_mut(e: &mut Expr, first: bool) -> &mut Expr {
+    let mut at = e;
+    loop {
+        match at {
+            Expr::BinaryOp { left, op: BinaryOperator::And, right } => at = if first { left.as_mut() } else { right.as_mut() },
+            other => return other,
+        }
     }
 }
 
 /// The expression a test of one value compares (`x = 'a'`, `x LIKE 'a%'`, `x IN (...)`,
-/// `x BETWEEN ...`), folded; None for anything else.
+/// `x BETWEEN ...`): a column by its folded name, another expression of columns as written;
+/// None for anything else.
 fn tested(e: &Expr) -> Option<String> {
     let subject = match e {
         Expr::BinaryOp { left, op: BinaryOperator::Eq, right } if is_value(right) => left,
@@ -101,8 +151,7 @@ fn tested(e: &Expr) -> Option<String> {
     match subject.as_ref() {
         Expr::Identifier(i) => Some(fold(i)),
         Expr::CompoundIdentifier(parts) => Some(parts.iter().map(fold).collect::<Vec<_>>().join(".")),
-        // An expression of columns (`lower(name)`), compared as printed.
-        other if reads_columns_only(other) => Some(other.to_string().to_lowercase()),
+        other if reads_columns_only(other) => Some(other.to_string()),
         _ => None,
     }
 }
@@ -130,28 +179,5 @@ fn is_value(e: &Expr) -> bool {
     }
 }
 
-/// The first term of an AND chain written without parentheses; None when `e` is no AND.
-fn leftmost_of_and(e: &Expr) -> Option<&Expr> {
-    let Expr::BinaryOp { left, op: BinaryOperator::And, .. } = e else { return None };
-    leftmost_of_and(left).or(Some(left))
-}
-
-fn leftmost_of_and_mut(e: &mut Expr) -> &mut Expr {
-    match e {
-        Expr::BinaryOp { left, op: BinaryOperator::And, .. } => leftmost_of_and_mut(left),
-        other => other,
-    }
-}
-
-/// The last term of an AND chain written without parentheses; None when `e` is no AND.
-fn rightmost_of_and(e: &Expr) -> Option<&Expr> {
-    let Expr::BinaryOp { right, op: BinaryOperator::And, .. } = e else { return None };
-    rightmost_of_and(right).or(Some(right))
-}
-
-fn rightmost_of_and_mut(e: &mut Expr) -> &mut Expr {
-    match e {
-        Expr::BinaryOp { right, op: BinaryOperator::And, .. } => rightmost_of_and_mut(right),
-        other => other,
-    }
-}
+#[cfg(test)]
+mod tests;

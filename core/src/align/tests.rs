@@ -412,61 +412,6 @@ fn keys_no_foreign_key_links_are_joined_through_the_table_that_links_them() {
     }
 }
 
-/// car_names(makeid, model) and cars_data(id, weight), cars_data.id -> car_names.makeid; flights
-/// with two keys to airports.
-fn cars() -> Schema {
-    let t = |oid: u32, name: &str, cols: &[&str], pk: &[&str]| -> serde_json::Value {
-        serde_json::json!({"oid": oid, "schema": "public", "name": name, "ident": name, "kind": "r", "comment": null,
-            "columns": cols.iter().map(|c| serde_json::json!({"name": c, "ident": c, "data_type": "text", "comment": null})).collect::<Vec<_>>(),
-            "primary_key": pk})
-    };
-    serde_json::from_value(serde_json::json!({
-        "tables": [
-            t(1, "car_names", &["makeid", "model"], &["makeid"]),
-            t(2, "cars_data", &["id", "weight"], &["id"]),
-            t(3, "airports", &["code", "city"], &["code"]),
-            t(4, "flights", &["flight_no", "source_airport", "dest_airport"], &["flight_no"]),
-        ],
-        "foreign_keys": [
-            {"table": "cars_data", "columns": ["id"], "ref_table": "car_names", "ref_columns": ["makeid"]},
-            {"table": "flights", "columns": ["source_airport"], "ref_table": "airports", "ref_columns": ["code"]},
-            {"table": "flights", "columns": ["dest_airport"], "ref_table": "airports", "ref_columns": ["code"]}
-        ]
-    }))
-    .expect("valid schema")
-}
-
-#[test]
-fn a_key_equated_to_a_column_the_other_table_lacks_joins_on_their_foreign_key() {
-    let s = cars();
-    let fix = |sql: &str| align(sql, &s, Context::default(), &mut Index, Rules::ALL);
-    // The key's name written on both sides: cars_data has no makeid; its id is the key to it.
-    let a = fix("SELECT n.model FROM cars_data AS d JOIN car_names AS n ON d.makeid = n.makeid WHERE d.weight > 3000");
-    assert_eq!(a.sql, "SELECT n.model FROM cars_data AS d JOIN car_names AS n ON d.id = n.makeid WHERE d.weight > 3000");
-    assert!(a.fired.contains(&"agent: cars_data joined to car_names on their foreign key (d.id = n.makeid)".to_string()), "{:?}", a.fired);
-    // Either side may lack it, and either table may come first.
-    assert_eq!(
-        fix("SELECT n.model FROM car_names AS n JOIN cars_data AS d ON n.makeid = d.makeid").sql,
-        "SELECT n.model FROM car_names AS n JOIN cars_data AS d ON n.makeid = d.id"
-    );
-    assert_eq!(
-        fix("SELECT car_names.model FROM car_names JOIN cars_data ON cars_data.car_names_id = car_names.makeid").sql,
-        "SELECT car_names.model FROM car_names JOIN cars_data ON cars_data.id = car_names.makeid"
-    );
-    // Left alone: the right join already; the present column no key (model); a key with two
-    // foreign keys to the lacking table (which one is meant is not known); an outer join; a
-    // condition with more than the equality.
-    for sql in [
-        "SELECT n.model FROM cars_data AS d JOIN car_names AS n ON d.id = n.makeid",
-        "SELECT n.model FROM cars_data AS d JOIN car_names AS n ON d.model = n.model",
-        "SELECT a.city FROM flights AS f JOIN airports AS a ON f.code = a.code",
-        "SELECT n.model FROM cars_data AS d LEFT JOIN car_names AS n ON d.makeid = n.makeid",
-        "SELECT n.model FROM cars_data AS d JOIN car_names AS n ON d.makeid = n.makeid AND d.weight > 1",
-    ] {
-        assert!(!fix(sql).fired.iter().any(|f| f.contains("foreign key")), "{sql}: {:?}", fix(sql).fired);
-    }
-}
-
 #[test]
 fn a_bridge_is_no_cte_and_its_name_cannot_become_sql() {
     let s = star_schema();
@@ -733,49 +678,4 @@ fn a_stored_value_holding_a_backslash_is_never_put_in() {
     let a = align("SELECT name FROM singer WHERE country = 'france'", &star_schema(), Context::default(), &mut Backslashed, Rules::ALL);
     assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'france'");
     assert!(a.fired.iter().all(|f| !f.contains("value")), "{:?}", a.fired);
-}
-
-#[test]
-fn function_groups_alternatives_for_one_column_before_and() {
-    let s = star_schema();
-    let fix = |sql: &str| align(sql, &s, Context::default(), &mut Index, Rules::ALL);
-    let a = fix("SELECT name FROM singer WHERE country = 'France' OR country = 'Spain' AND age > 30");
-    assert_eq!(a.sql, "SELECT name FROM singer WHERE (country = 'France' OR country = 'Spain') AND age > 30");
-    assert_eq!(a.fired, vec!["function: alternatives for country grouped before AND".to_string()]);
-    // Three alternatives, qualified, LIKE and IN among them; the AND chain goes on.
-    assert_eq!(
-        fix("SELECT 1 FROM singer AS s WHERE s.country = 'France' OR s.country LIKE 'Sp%' OR s.country IN ('Italy') AND s.age > 30 AND s.name <> 'x'").sql,
-        "SELECT 1 FROM singer AS s WHERE (s.country = 'France' OR s.country LIKE 'Sp%' OR s.country IN ('Italy')) AND s.age > 30 AND s.name <> 'x'"
-    );
-    // An expression of the column tested by each.
-    assert_eq!(
-        fix("SELECT count(*) FROM singer WHERE lower(name) LIKE 'j%' OR lower(name) LIKE '%ez' AND lower(country) LIKE '%a%'").sql,
-        "SELECT count(*) FROM singer WHERE (lower(name) LIKE 'j%' OR lower(name) LIKE '%ez') AND lower(country) LIKE '%a%'"
-    );
-    // The other way round: the AND's last term and the alternatives after it.
-    assert_eq!(
-        fix("SELECT name FROM singer WHERE age > 30 AND country = 'France' OR country = 'Spain'").sql,
-        "SELECT name FROM singer WHERE age > 30 AND (country = 'France' OR country = 'Spain')"
-    );
-    // In a join's condition and in a subquery too.
-    assert_eq!(
-        fix("SELECT name FROM singer WHERE singer_id IN (SELECT singer_id FROM singer WHERE age = 20 OR age = 30 AND country = 'Spain')").sql,
-        "SELECT name FROM singer WHERE singer_id IN (SELECT singer_id FROM singer WHERE (age = 20 OR age = 30) AND country = 'Spain')"
-    );
-    // Left alone: parentheses written; alternatives for different columns; the AND's term
-    // testing another column; a comparison that is no test of one value; NOT IN; no AND.
-    for sql in [
-        "SELECT name FROM singer WHERE country = 'France' OR (country = 'Spain' AND age > 30)",
-        "SELECT name FROM singer WHERE (country = 'France' OR country = 'Spain') AND age > 30",
-        "SELECT name FROM singer WHERE name = 'A' OR country = 'Spain' AND age > 30",
-        "SELECT name FROM singer WHERE country = 'France' OR age > 30 AND country = 'Spain'",
-        "SELECT name FROM singer WHERE country = name OR country = 'Spain' AND age > 30",
-        "SELECT name FROM singer WHERE country NOT IN ('France') OR country = 'Spain' AND age > 30",
-        "SELECT name FROM singer WHERE country = 'France' OR country = 'Spain'",
-        "SELECT name FROM singer WHERE age > 30 AND country = 'France' OR name = 'Spain'",
-        "SELECT name FROM singer WHERE lower(name) LIKE 'j%' OR upper(name) LIKE 'J%' AND age > 30",
-        "SELECT name FROM singer WHERE (SELECT 1) = 1 OR (SELECT 1) = 1 AND age > 30",
-    ] {
-        assert!(!fix(sql).fired.iter().any(|f| f.contains("grouped")), "{sql}: {:?}", fix(sql).fired);
-    }
 }
