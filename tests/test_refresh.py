@@ -77,6 +77,17 @@ NAP = """IF current_setting('pytest.nap', true) = 'on' THEN
          END IF;"""
 
 
+def noting_session(connect, *settings):
+    """A new session that keeps the primary message of each notice it gets (its WARNINGs), with
+    `settings` run in it; the session and the list."""
+    session = connect()
+    notices = []
+    session.add_notice_handler(lambda n: notices.append(n.message_primary))
+    for setting in settings:
+        session.execute(setting)
+    return session, notices
+
+
 def mark_stale(admin, *tables):
     """Flags the value indexes of `tables` for a rebuild by the next refresh."""
     relids = ", ".join(f"'{t}'::regclass" for t in tables)
@@ -122,10 +133,7 @@ def test_a_tables_own_query_canceled_fails_that_table_not_the_refresh(connect):
             for t in ("gated_towns", "plain_towns"):
                 admin.execute(f"TRUNCATE {t}")
                 admin.execute(f"INSERT INTO {t} VALUES ('Montrose')")
-            refresher = connect()
-            warnings = []
-            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
-            refresher.execute("SET pytest.gate = on")
+            refresher, warnings = noting_session(connect, "SET pytest.gate = on")
             refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
             after = dict(refresher.execute(generations).fetchall())
             assert after["plain_towns"] > before["plain_towns"], (before, after)
@@ -178,11 +186,7 @@ def test_a_tables_sleeping_code_is_skipped_within_the_refresh_table_timeout(conn
             assert admin.execute(removals).fetchone()[0] == 1
             admin.execute("TRUNCATE awake_towns")
             admin.execute("INSERT INTO awake_towns VALUES ('Montrose')")
-            refresher = connect()
-            warnings = []
-            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
-            refresher.execute("SET nl2sql.refresh_table_timeout = '3s'")
-            refresher.execute("SET pytest.nap = on")
+            refresher, warnings = noting_session(connect, "SET nl2sql.refresh_table_timeout = '3s'", "SET pytest.nap = on")
             started = time.monotonic()
             refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
             assert time.monotonic() - started < 30
@@ -247,11 +251,7 @@ def test_the_callers_cancel_after_a_tables_timeout_still_ends_the_refresh(connec
             admin.execute("TRUNCATE nap_a_towns, nap_b_towns")
             admin.execute("INSERT INTO nap_a_towns VALUES ('Perth')")
             admin.execute("INSERT INTO nap_b_towns VALUES ('Perth')")
-            refresher = connect()
-            warnings = []
-            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
-            refresher.execute("SET nl2sql.refresh_table_timeout = '2s'")
-            refresher.execute("SET pytest.nap = on")
+            refresher, warnings = noting_session(connect, "SET nl2sql.refresh_table_timeout = '2s'", "SET pytest.nap = on")
             pid = refresher.execute("SELECT pg_backend_pid()").fetchone()[0]
             canceller = threading.Timer(3.0, lambda: admin.execute("SELECT pg_cancel_backend(%s)", (pid,)))
             canceller.start()
@@ -296,11 +296,7 @@ def test_a_table_whose_code_catches_every_cancel_is_still_given_up(connect):
         try:
             before = index_policed_and_plain(admin, "stubborn_towns", "easy_towns", generations)
             mark_stale(admin, "stubborn_towns", "easy_towns")
-            refresher = connect()
-            warnings = []
-            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
-            refresher.execute("SET nl2sql.refresh_table_timeout = '1s'")
-            refresher.execute("SET pytest.nap = on")
+            refresher, warnings = noting_session(connect, "SET nl2sql.refresh_table_timeout = '1s'", "SET pytest.nap = on")
             started = time.monotonic()
             refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
             # 1 s, then at most a resend (100 ms) per row she catches.
@@ -479,10 +475,7 @@ def test_a_cancel_a_tables_code_sends_its_own_backend_fails_that_table_not_the_r
         try:
             before = index_policed_and_plain(admin, "cancelling_towns", "quiet_towns", generations)
             mark_stale(admin, "cancelling_towns", "quiet_towns")
-            refresher = connect()
-            warnings = []
-            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
-            refresher.execute("SET pytest.nap = on")
+            refresher, warnings = noting_session(connect, "SET pytest.nap = on")
             started = time.monotonic()
             refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
             assert time.monotonic() - started < 20
@@ -516,11 +509,7 @@ def test_a_tables_parts_share_one_refresh_table_timeout(connect):
             before = admin.execute(generations).fetchall()
             assert len(before) == 4, before
             mark_stale(admin, "wide_towns")
-            refresher = connect()
-            warnings = []
-            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
-            refresher.execute("SET nl2sql.refresh_table_timeout = '2s'")
-            refresher.execute("SET pytest.nap = on")
+            refresher, warnings = noting_session(connect, "SET nl2sql.refresh_table_timeout = '2s'", "SET pytest.nap = on")
             started = time.monotonic()
             refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
             # One table's time, not four (8 s).
@@ -561,10 +550,7 @@ def test_a_table_is_charged_only_its_own_time(connect):
             admin.execute("INSERT INTO patient_towns VALUES ('Dundee')")
             admin.execute("DELETE FROM patient_towns WHERE town = 'Perth'")
             mark_stale(admin, "slow_towns", "patient_towns")
-            refresher = connect()
-            warnings = []
-            refresher.add_notice_handler(lambda n: warnings.append(n.message_primary))
-            refresher.execute("SET nl2sql.refresh_table_timeout = '4s'")
+            refresher, warnings = noting_session(connect, "SET nl2sql.refresh_table_timeout = '4s'")
             # A rebuild of one row asks the policy twice, a re-check once: the slow table's
             # rebuild takes 2.4 s of its 4, the patient table's re-check 0.6 s and its rebuild
             # 1.2 s (over 4.2 s from its first part to its last's end, the slow one between).

@@ -12,7 +12,7 @@
 
 use super::{fold, relation_name, Scope};
 use crate::schema::{Schema, Table};
-use sqlparser::ast::{BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, Query, SetExpr, TableFactor};
+use sqlparser::ast::{BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, Query, SetExpr, TableFactor, TableWithJoins};
 
 /// One-column foreign keys: (table ident, column ident, referenced table ident, column ident).
 fn key_pairs(schema: &Schema) -> Vec<(&str, &str, &str, &str)> {
@@ -88,18 +88,9 @@ pub(super) fn bridge_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &m
         let mut k = 0;
         while k < from.joins.len() {
             crate::interrupt::every(k, 64);
-            // This FROM's items by the name they are referred to with, and their tables: a
-            // name is read here, never from another SELECT that may use it for another table.
-            let items: Vec<(String, Option<usize>)> = std::iter::once(&from.relation)
-                .chain(from.joins.iter().map(|j| &j.relation))
-                .filter_map(|t| {
-                    let table = match t {
-                        TableFactor::Table { name, args: None, .. } => super::find_table(schema, name),
-                        _ => None,
-                    };
-                    referred_as(t).map(|n| (n, table))
-                })
-                .collect();
+            // A name is read from this FROM, never from another SELECT that may use it for
+            // another table.
+            let items = from_items(schema, from);
             match bridge(schema, sc, &keys, (&items, k), &mut from.joins[k], fired) {
                 Some(join) => {
                     from.joins.insert(k, join);
@@ -111,14 +102,34 @@ pub(super) fn bridge_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &m
     }
 }
 
+/// A FROM item: the name the statement refers to it with, and its table when it is one of the
+/// catalog's (None for a subquery, a function, a CTE).
+type FromItem = (Option<String>, Option<usize>);
+
+/// The items of one FROM entry, its relation first, then its joins in order (item k + 1 is
+/// join k).
+fn from_items(schema: &Schema, from: &TableWithJoins) -> Vec<FromItem> {
+    std::iter::once(&from.relation)
+        .chain(from.joins.iter().map(|j| &j.relation))
+        .map(|t| {
+            let table = match t {
+                TableFactor::Table { name, args: None, .. } => super::find_table(schema, name),
+                _ => None,
+            };
+            (referred_as(t), table)
+        })
+        .collect()
+}
+
 /// For one join: the bridge's join to put before it (its own condition rewritten to the
 /// bridge), or None.
-fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items, k): (&[(String, Option<usize>)], usize), join: &mut Join, fired: &mut Vec<String>) -> Option<Join> {
+fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items, k): (&[FromItem], usize), join: &mut Join, fired: &mut Vec<String>) -> Option<Join> {
     let later = referred_as(&join.relation)?;
-    let earlier: Vec<String> = items.iter().take(k + 1).map(|(n, _)| n.clone()).collect();
+    // Item k + 1 is this join; the ones before it are the FROM's relation and earlier joins.
+    let earlier = |name: &str| items.iter().take(k + 1).any(|(n, _)| n.as_deref() == Some(name));
     // The table an item of this FROM up to the join is (one item of that name, a table).
     let table_of = |name: &str| -> Option<&Table> {
-        let mut found = items.iter().take(k + 2).filter(|(n, _)| n == name);
+        let mut found = items.iter().take(k + 2).filter(|(n, _)| n.as_deref() == Some(name));
         match (found.next(), found.next()) {
             (Some((_, Some(t))), None) => Some(&schema.tables[*t]),
             _ => None,
@@ -128,8 +139,8 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items
     let (q1, c1, q2, c2) = key_equality(on)?;
     // Which side is the joined table, which one an earlier one.
     let ((eq, ec), (lq, lc)) = match (fold(q1), fold(q2)) {
-        (a, b) if b == later && earlier.contains(&a) => ((q1, c1), (q2, c2)),
-        (a, b) if a == later && earlier.contains(&b) => ((q2, c2), (q1, c1)),
+        (a, b) if b == later && earlier(&a) => ((q1, c1), (q2, c2)),
+        (a, b) if a == later && earlier(&b) => ((q2, c2), (q1, c1)),
         _ => return None,
     };
     // A CTE or derived table of that name is not the catalog's table.
@@ -147,7 +158,8 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items
     };
     // One side's column missing, the other side's the end of the one foreign key between its
     // key and the lacking table: that foreign key is the join meant.
-    let direct = match (column_ident(te, &fold(ec)), column_ident(tl, &fold(lc))) {
+    let (ce, cl) = (column_ident(te, &fold(ec)), column_ident(tl, &fold(lc)));
+    let direct = match (ce, cl) {
         (Some(ex), None) if !held_elsewhere(&fold(lc)) => one_link(keys, (te.ident.as_str(), ex), tl).map(|lx| (ex, lx)),
         (None, Some(lx)) if !held_elsewhere(&fold(ec)) => one_link(keys, (tl.ident.as_str(), lx), te).map(|ex| (ex, lx)),
         _ => None,
@@ -160,7 +172,7 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items
         fired.push(format!("agent: {} joined to {} on their foreign key ({cond})", te.name, tl.name));
         return None;
     }
-    let (bt, bx, ex, by, lx) = match (column_ident(te, &fold(ec)), column_ident(tl, &fold(lc))) {
+    let (bt, bx, ex, by, lx) = match (ce, cl) {
         (Some(ex), Some(lx)) => between_keys(keys, (te.ident.as_str(), ex), (tl.ident.as_str(), lx))?,
         (Some(ex), None) => for_missing(schema, keys, (te.ident.as_str(), ex), tl, &fold(lc))?,
         (None, Some(lx)) => {
@@ -269,12 +281,7 @@ pub(super) fn ambiguous_columns(schema: &Schema, sc: &Scope, q: &mut Query, fire
     let [from] = s.from.as_slice() else { return };
     // The FROM items, by the name the statement refers to them with; any other kind of item
     // (a subquery, a function) may hold the name too.
-    let mut items: Vec<(String, usize)> = Vec::new();
-    for t in std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation)) {
-        let TableFactor::Table { name, args: None, .. } = t else { return };
-        let (Some(r), Some(i)) = (referred_as(t), super::find_table(schema, name)) else { return };
-        items.push((r, i));
-    }
+    let Some(items) = from_items(schema, from).into_iter().map(|(r, i)| Some((r?, i?))).collect::<Option<Vec<(String, usize)>>>() else { return };
     let mut eqs = Vec::new();
     for j in &from.joins {
         match &j.join_operator {

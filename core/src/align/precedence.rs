@@ -66,7 +66,7 @@ impl VisitorMut for Regroup {
 /// Regroups a run of ORs `e` of one of the two shapes; the tested expression.
 fn regroup(e: &mut Expr) -> Option<String> {
     let terms = or_terms(e)?;
-    let (last, first) = (terms.len() - 1, 0);
+    let last = terms.len() - 1;
     let ands: Vec<usize> = (0..terms.len()).filter(|&i| matches!(terms[i], Expr::BinaryOp { op: BinaryOperator::And, .. })).collect();
     let [at] = ands.as_slice() else { return None };
     let alternatives: Vec<&Expr> = terms.iter().enumerate().filter(|(i, _)| i != at).map(|(_, t)| *t).collect();
@@ -75,7 +75,7 @@ fn regroup(e: &mut Expr) -> Option<String> {
         // `A OR B AND C`: the AND chain's first term joins the alternatives before it.
         i if i == last => (and_end(chain, true), true),
         // `A AND B OR C`: its last term joins the alternatives after it.
-        i if i == first => (and_end(chain, false), false),
+        0 => (and_end(chain, false), false),
         _ => return None,
     };
     let column = tested(nearest)?;

@@ -121,12 +121,15 @@ pub fn two_schemas() -> Schema {
 }
 
 /// concert_singer's shape: singer_in_concert joins singer and concert, concert has a stadium.
+/// A table of the public schema as a schema's JSON holds it: text columns, a primary key.
+pub fn table_json(oid: u32, name: &str, cols: &[&str], pk: &[&str]) -> serde_json::Value {
+    serde_json::json!({"oid": oid, "schema": "public", "name": name, "ident": name, "kind": "r", "comment": null,
+        "columns": cols.iter().map(|c| serde_json::json!({"name": c, "ident": c, "data_type": "text", "comment": null})).collect::<Vec<_>>(),
+        "primary_key": pk})
+}
+
 pub fn star_schema() -> Schema {
-    let t = |oid: u32, name: &str, cols: &[&str], pk: &[&str]| -> serde_json::Value {
-        serde_json::json!({"oid": oid, "schema": "public", "name": name, "ident": name, "kind": "r", "comment": null,
-            "columns": cols.iter().map(|c| serde_json::json!({"name": c, "ident": c, "data_type": "text", "comment": null})).collect::<Vec<_>>(),
-            "primary_key": pk})
-    };
+    let t = table_json;
     serde_json::from_value(serde_json::json!({
         "tables": [
             t(1, "concert", &["concert_id", "concert_name", "stadium_id", "year"], &["concert_id"]),

@@ -1,16 +1,13 @@
 //! The join on a foreign key that one side's missing column stands for.
 
 use crate::align::{align, Context, NoValues, Rules};
+use crate::schema::tests::table_json;
 use crate::schema::Schema;
 
 /// car_names(makeid, model) and cars_data(id, weight), cars_data.id -> car_names.makeid; flights
 /// with two keys to airports.
 fn cars() -> Schema {
-    let t = |oid: u32, name: &str, cols: &[&str], pk: &[&str]| -> serde_json::Value {
-        serde_json::json!({"oid": oid, "schema": "public", "name": name, "ident": name, "kind": "r", "comment": null,
-            "columns": cols.iter().map(|c| serde_json::json!({"name": c, "ident": c, "data_type": "text", "comment": null})).collect::<Vec<_>>(),
-            "primary_key": pk})
-    };
+    let t = table_json;
     serde_json::from_value(serde_json::json!({
         "tables": [
             t(1, "car_names", &["makeid", "model"], &["makeid"]),
