@@ -489,6 +489,44 @@ def test_a_cancel_a_tables_code_sends_its_own_backend_fails_that_table_not_the_r
             admin.execute("DROP FUNCTION IF EXISTS pytest_cancel_self()")
 
 
+def test_a_tables_code_running_nl2sql_itself_is_still_given_up(connect):
+    """Her policy runs nl2sql's own sandbox over and over (nl2sql.compare_results on a slow
+    query, in a loop that catches nothing). Once nl2sql.refresh_table_timeout is up, the
+    refresh's cancel lands in one of those inner runs: sent by this backend, but by nl2sql, not
+    by her code, so the inner run passes it on rather than report it as her query's error, and
+    her table is given up with a WARNING while the other table is rebuilt."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("DROP TABLE IF EXISTS looping_towns, steady_towns")
+    role = "pytest_looper"
+    body = """IF current_setting('pytest.nap', true) = 'on' THEN
+                LOOP
+                  PERFORM nl2sql.compare_results('SELECT count(*) FROM generate_series(1, 300000000) g', 'SELECT 1');
+                END LOOP;
+              END IF;"""
+    with scratch_role(admin, role):
+        her_policed_towns(admin, role, "pytest_loops_nl2sql", body, "looping_towns", "steady_towns")
+        generations = generations_of("looping_towns", "steady_towns")
+        try:
+            before = index_policed_and_plain(admin, "looping_towns", "steady_towns", generations)
+            mark_stale(admin, "looping_towns", "steady_towns")
+            refresher, warnings = noting_session(
+                connect, "SET nl2sql.refresh_table_timeout = '1s'", "SET nl2sql.statement_timeout = '1h'",
+                # Without the fix the refresh would run on for ever: end it as a failure instead.
+                "SET statement_timeout = '30s'", "SET pytest.nap = on")
+            started = time.monotonic()
+            refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
+            assert time.monotonic() - started < 20
+            after = dict(refresher.execute(generations).fetchall())
+            assert after["steady_towns"] > before["steady_towns"], (before, after)
+            assert after["looping_towns"] == before["looping_towns"], (before, after)
+            assert [w for w in warnings if "looping_towns" in w and "could not rebuild" in w
+                    and "nl2sql.refresh_table_timeout (1000 ms)" in w], warnings
+            assert refresher.execute("SELECT 1").fetchone() == (1,)
+        finally:
+            admin.execute("DROP TABLE IF EXISTS looping_towns, steady_towns")
+
+
 def test_a_tables_parts_share_one_refresh_table_timeout(connect):
     """nl2sql.refresh_table_timeout bounds a table, not each of its parts: a table with four
     indexed columns behind a sleeping policy is given up once its time is spent, and its other

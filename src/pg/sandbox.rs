@@ -110,10 +110,11 @@ fn watched<T>(timeout: Option<Duration>, keep: bool, own_memory: bool, f: impl F
     // A cancel already pending (or one that came while the watchdog started) is the caller's:
     // raised here, before her code could catch it (the watchdog stops as it unwinds).
     pgrx::check_for_interrupts!();
-    let (mut fired, mut ours, mut outside, mut swallowed, mut f_cancelled) = (false, false, false, false, false);
+    let (mut ours, mut outside, mut swallowed, mut f_cancelled) = (false, false, false, false);
     // The watchdog stops as soon as `f` is done, before the subtransaction is released or
     // rolled back, so that no cancel of ours lands in that (a cancel pending then is withdrawn).
     let result = subtransaction_then(keep, own_memory, f, |error| {
+        let fired;
         (fired, ours) = dog.finish();
         f_cancelled = matches!(error, Some(CaughtError::PostgresError(e) | CaughtError::ErrorReport(e)) if is_cancel(e));
         if fired {
@@ -137,9 +138,10 @@ fn watched<T>(timeout: Option<Duration>, keep: bool, own_memory: bool, f: impl F
         pgrx::check_for_interrupts!();
     }
     // A cancel is the running code's own only when it ended `f` (not the subtransaction's
-    // release, where the caller's cancel may land too), nothing of ours was sent, and our
-    // handler counted others' cancels throughout.
-    let own_cancel = f_cancelled && !fired && !outside && dog.counts_others();
+    // release, where the caller's cancel may land too), no watchdog of ours sent one meanwhile
+    // (this run's, or an enclosing run's when her code runs nl2sql), and our handler counted
+    // others' cancels throughout.
+    let own_cancel = f_cancelled && !dog.any_sent() && !outside && dog.counts_others();
     (result, Ending { timed_out: ours && !outside, own_cancel })
 }
 
@@ -151,8 +153,9 @@ struct Ending {
     /// The cancel that ended `f` came neither from us nor from outside, as far as our handler
     /// could count them: the running code sent it to its own backend (her
     /// pg_cancel_backend(pg_backend_pid())), an error of hers like any other. False where our
-    /// handler could not count others' cancels, and for a cancel raised while the
-    /// subtransaction was released: any such cancel is the caller's.
+    /// handler could not count others' cancels, where a watchdog of ours (this run's or an
+    /// enclosing one's) sent a cancel meanwhile, and for a cancel raised while the
+    /// subtransaction was released: any such cancel is passed on.
     own_cancel: bool,
 }
 

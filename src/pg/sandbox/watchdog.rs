@@ -34,6 +34,8 @@ pub(super) struct Watchdog {
     handle: Option<thread::JoinHandle<()>>,
     /// Others' cancels counted when the run began.
     foreign_at_start: u64,
+    /// Cancels every watchdog of this backend had sent when the run began.
+    sent_at_start: u64,
     /// Whether this run counts others' cancels (SIGINT goes through our handler).
     listening: Option<Listening>,
 }
@@ -52,9 +54,10 @@ impl Watchdog {
         let state = Arc::new((Mutex::new(State::default()), Condvar::new()));
         let listening = Listening::begin();
         let foreign_at_start = FOREIGN.load(Ordering::SeqCst);
+        let sent_at_start = SENT.load(Ordering::SeqCst);
         let first = [timeout, statement].into_iter().flatten().min();
         if first.is_none() && listening.is_none() {
-            return Watchdog { state, handle: None, foreign_at_start, listening };
+            return Watchdog { state, handle: None, foreign_at_start, sent_at_start, listening };
         }
         let started = Instant::now();
         let ours_at = timeout.map(|t| started + t);
@@ -76,6 +79,7 @@ impl Watchdog {
                 if deadline.is_some_and(|d| now >= d) {
                     st.fired = true;
                     st.ours |= ours_at.is_some_and(|at| now >= at);
+                    SENT.fetch_add(1, Ordering::SeqCst);
                     // SAFETY: a signal to the backend's main thread, which outlives this
                     // one (it joins it): PostgreSQL's SIGINT handler runs there, never on a
                     // thread an extension started.
@@ -94,7 +98,7 @@ impl Watchdog {
         if handle.is_none() {
             alert!("nl2sql could not start its timeout thread; this call's time limit is not enforced");
         }
-        Watchdog { state, handle, foreign_at_start, listening }
+        Watchdog { state, handle, foreign_at_start, sent_at_start, listening }
     }
 
     /// Stops the thread once (later calls, and a watchdog whose thread did not start: false,
@@ -122,6 +126,13 @@ impl Watchdog {
     /// and still does (code the run loaded may have put another in front since).
     pub(super) fn counts_others(&self) -> bool {
         self.listening.is_some() && handler_installed()
+    }
+
+    /// Whether any watchdog of this backend sent a cancel since the run began: this run's, or
+    /// an enclosing run's, whose cancels land in the runs nested in it (her code calling
+    /// nl2sql), or a nested run's. Call after [`Watchdog::finish`].
+    pub(super) fn any_sent(&self) -> bool {
+        SENT.load(Ordering::SeqCst) != self.sent_at_start
     }
 }
 
@@ -156,6 +167,8 @@ pub(super) fn withdraw_cancel() {
 
 /// SIGINTs received while our handler listened that this backend's watchdog did not send.
 static FOREIGN: AtomicU64 = AtomicU64::new(0);
+/// SIGINTs this backend's watchdogs sent (counted before each is sent).
+static SENT: AtomicU64 = AtomicU64::new(0);
 /// The handler ours passes each SIGINT on to (PostgreSQL's), and whether it takes siginfo: the
 /// disposition found the first time, and ever after (ours goes only in front of that one, so
 /// that it never passes a signal on to a handler that passes it back).
