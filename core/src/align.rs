@@ -618,6 +618,7 @@ fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, cx: Context, fired: &
 }
 
 mod aggregates;
+mod columns;
 mod derived;
 mod joins;
 mod keys;
@@ -630,7 +631,8 @@ use aggregates::{aggregate_in_order_by, aggregate_in_where, aggregate_name, aggr
 use joins::{ambiguous_columns, bridge_joins};
 use keys::key_comparisons;
 use question::{other_table, positional, question_order, unasked_keys, unmentioned_joins};
-use names::{fix_columns, fix_tables, fix_values, join_for_columns, schema_as_table};
+use columns::fix_columns;
+use names::{fix_tables, fix_values, join_for_columns, schema_as_table};
 use reach::join_for_qualified;
 
 #[cfg(test)]

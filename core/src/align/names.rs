@@ -4,7 +4,6 @@
 use super::{closest, find_table, fold, ident, object_name, parsed_joins, relation_name, resolve, top_level_exprs, Scope, ValueLookup, NOT_COLUMNS};
 use crate::schema::{Schema, Table};
 use sqlparser::ast::{BinaryOperator, Expr, Query, Select, SelectItem, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
-use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 /// Whether a table is on the search path: its ident is not schema-qualified (no dot outside
@@ -125,84 +124,6 @@ impl Visitor for CteNames<'_> {
     }
 }
 
-pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fired: &mut Vec<String>) {
-    // Both sides of `a.x = b.x`: a join on a column of that name, whose tables stay as written
-    // (given the other table, `a.x` would become `b.x = b.x`).
-    let mut join_keys: HashSet<String> = HashSet::new();
-    let _ = sqlparser::ast::visit_expressions(&*stmt, |e| {
-        if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = e {
-            if let (Expr::CompoundIdentifier(l), Expr::CompoundIdentifier(r)) = (left.as_ref(), right.as_ref()) {
-                if l.last().map(fold) == r.last().map(fold) {
-                    join_keys.extend([left.to_string(), right.to_string()]);
-                }
-            }
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    let _ = sqlparser::ast::visit_expressions_mut(stmt, |e| {
-        let (qualifier, name) = match e {
-            Expr::Identifier(i) => (None, i.clone()),
-            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
-                (Some(fold(&parts[parts.len() - 2])), parts[parts.len() - 1].clone())
-            }
-            _ => return ControlFlow::<()>::Continue(()),
-        };
-        let want = fold(&name);
-        // The grammar's name for "no column fits" is evidence for abstention, never a typo
-        // (unless some table has a column of that name).
-        let nothing_fits = want.starts_with(crate::grammar::NOTHING_FITS) && !schema.tables.iter().any(|t| t.has_column(&want));
-        if resolve(schema, sc, e).is_some() || sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) || nothing_fits {
-            return ControlFlow::Continue(());
-        }
-        let tables: Vec<usize> = match &qualifier {
-            Some(q) => match sc.names.get(q) {
-                Some(t) => vec![*t],
-                None => return ControlFlow::Continue(()),
-            },
-            None => sc.tables.clone(),
-        };
-        // The column exists somewhere in scope under this exact name: ambiguous, not wrong.
-        if qualifier.is_none() && tables.iter().filter(|&&t| schema.tables[t].has_column(&want)).count() > 1 {
-            return ControlFlow::Continue(());
-        }
-        let names: Vec<&str> = tables.iter().flat_map(|&t| schema.tables[t].columns.iter().map(|c| c.name.as_str())).collect();
-        let mut unique = names.clone();
-        unique.sort_unstable();
-        unique.dedup();
-        // A typo of one of its table's columns; else, written with the wrong table of the
-        // statement, the one other table that has it; else a longer name made of it.
-        let best = closest(&want, unique.iter().copied());
-        if best.is_none() && !join_keys.contains(&e.to_string()) {
-            if let (Some(q), Expr::CompoundIdentifier(parts)) = (&qualifier, &mut *e) {
-                if let Some(owner) = other_holder(schema, sc, q, &want) {
-                    fired.push(format!("agent: column {q}.{name} -> {owner}.{name}"));
-                    let n = parts.len();
-                    *parts = vec![ident(&owner), parts[n - 1].clone()];
-                    return ControlFlow::Continue(());
-                }
-            }
-        }
-        if let Some(best) = best.or_else(|| made_of(&want, unique.iter().copied())) {
-            // Unqualified, and the fix would be ambiguous itself: leave it to PostgreSQL.
-            if qualifier.is_none() && names.iter().filter(|n| **n == best).count() > 1 {
-                return ControlFlow::Continue(());
-            }
-            let fixed = ident(best);
-            fired.push(format!("agent: column {name} -> {fixed}"));
-            match e {
-                Expr::Identifier(i) => *i = fixed,
-                Expr::CompoundIdentifier(parts) => {
-                    if let Some(last) = parts.last_mut() {
-                        *last = fixed;
-                    }
-                }
-                _ => {}
-            }
-        }
-        ControlFlow::Continue(())
-    });
-}
-
 fn string_literal(e: &Expr) -> Option<&str> {
     match e {
         Expr::Value(v) => match &v.value {
@@ -298,42 +219,6 @@ pub(super) fn one_or_linked<'a>(tables: &[&'a Table], linked: &[String]) -> Opti
     match tables {
         [one] => Some(*one),
         _ => linked.iter().find_map(|l| tables.iter().find(|t| t.ident == *l).copied()),
-    }
-}
-
-/// How the statement refers to the one table in scope, other than `qualifier`'s, that has
-/// `column`: its alias, or its name when it has none. None when no table or several do.
-fn other_holder(schema: &Schema, sc: &Scope, qualifier: &str, column: &str) -> Option<String> {
-    let own = sc.names.get(qualifier).copied();
-    let holders: Vec<usize> =
-        sc.tables.iter().copied().filter(|&t| Some(t) != own && schema.tables[t].has_column(column)).collect();
-    let [t] = holders.as_slice() else { return None };
-    let refs: Vec<&String> = sc.names.iter().filter(|(_, i)| **i == *t).map(|(n, _)| n).collect();
-    // An aliased table is known by its alias only.
-    let aliases: Vec<&String> = refs.iter().copied().filter(|n| **n != schema.tables[*t].name).collect();
-    match (aliases.as_slice(), refs.as_slice()) {
-        ([a], _) => Some((*a).clone()),
-        ([], [n]) => Some((*n).clone()),
-        _ => None,
-    }
-}
-
-/// The one name among `names` whose words (split at underscores) contain all of `want`'s in a
-/// row: `age` for pet_age, `first name` never (one name, not two).
-fn made_of<'a>(want: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let words: Vec<&str> = want.split('_').filter(|w| !w.is_empty()).collect();
-    if words.is_empty() {
-        return None;
-    }
-    let found: Vec<&str> = names
-        .filter(|n| {
-            let parts: Vec<&str> = n.split('_').collect();
-            parts.len() > words.len() && parts.windows(words.len()).any(|w| w == words.as_slice())
-        })
-        .collect();
-    match found.as_slice() {
-        [one] => Some(one),
-        _ => None,
     }
 }
 

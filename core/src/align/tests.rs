@@ -106,6 +106,70 @@ fn columns_written_with_the_wrong_table() {
 }
 
 #[test]
+fn columns_qualified_with_a_name_the_statement_never_declares() {
+    // employee is not in FROM; the one relation in scope with the column holds it.
+    let a = run("SELECT concert.concert_name, COUNT(singer.singer_id) FROM concert JOIN singer_in_concert AS sic ON concert.concert_id = sic.concert_id GROUP BY concert.concert_name");
+    assert_eq!(a.sql, "SELECT concert.concert_name, COUNT(sic.singer_id) FROM concert JOIN singer_in_concert AS sic ON concert.concert_id = sic.concert_id GROUP BY concert.concert_name");
+    assert_eq!(a.fired, vec!["agent: column singer.singer_id -> sic.singer_id (singer is not in FROM)".to_string()]);
+    // An alias never declared, by the table's name where it has no alias.
+    assert_eq!(
+        run("SELECT T3.name FROM singer JOIN singer_in_concert AS T2 ON singer.singer_id = T2.singer_id").sql,
+        "SELECT singer.name FROM singer JOIN singer_in_concert AS T2 ON singer.singer_id = T2.singer_id"
+    );
+    // Two relations have it, or none: left for PostgreSQL to reject.
+    for sql in [
+        "SELECT T3.concert_id FROM concert AS T1 JOIN singer_in_concert AS T2 ON T1.concert_id = T2.concert_id",
+        "SELECT T3.capacity FROM concert AS T1 JOIN singer_in_concert AS T2 ON T1.concert_id = T2.concert_id",
+        // A self-join: which alias is meant is not known.
+        "SELECT T3.name FROM singer AS a JOIN singer AS b ON a.age = b.age",
+    ] {
+        assert!(run(sql).fired.is_empty(), "{sql}: {:?}", run(sql).fired);
+    }
+    // Compared with another column: `T2.stadium_id = T2.stadium_id` would join nothing.
+    let sql = "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T3.stadium_id = T2.stadium_id";
+    assert!(run(sql).fired.is_empty(), "{:?}", run(sql).fired);
+    let sql = "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T2.year = T3.age";
+    assert!(run(sql).fired.is_empty(), "{:?}", run(sql).fired);
+    // Declared names are never rewritten: a derived table, a CTE, a function's alias, a
+    // relation the schema does not show.
+    for sql in [
+        "SELECT d.country FROM (SELECT name FROM singer) AS d JOIN singer ON singer.name = d.name",
+        "WITH d AS (SELECT name FROM singer) SELECT d.country FROM d, singer",
+        "SELECT g.age FROM singer, generate_series(1, 3) AS g",
+        "SELECT other_table.age FROM other_table, singer",
+        "SELECT o.age FROM other_schema.other_table AS o, singer",
+    ] {
+        assert!(run(sql).fired.is_empty(), "{sql}: {:?}", run(sql).fired);
+    }
+}
+
+#[test]
+fn a_column_is_fixed_with_the_tables_its_select_may_read() {
+    // In a subquery, its own table's column; in a correlated subquery, the enclosing one's.
+    let a = run("SELECT name FROM stadium WHERE stadium_id IN (SELECT stadium_id FROM concert WHERE yeer = 2014)");
+    assert_eq!(a.sql, "SELECT name FROM stadium WHERE stadium_id IN (SELECT stadium_id FROM concert WHERE year = 2014)");
+    let a = run("SELECT name FROM stadium AS s WHERE EXISTS (SELECT 1 FROM concert AS c WHERE c.stadium_id = s.stadium_id AND capacty > 100)");
+    assert_eq!(a.fired, vec!["agent: column capacty -> capacity".to_string()]);
+    // Never a column only a subquery's table has: the outer query cannot read it.
+    for sql in [
+        "SELECT concert_nme FROM stadium WHERE stadium_id IN (SELECT stadium_id FROM concert)",
+        "SELECT T2.year FROM stadium AS T2 WHERE T2.stadium_id IN (SELECT stadium_id FROM concert AS T1)",
+        "SELECT x.year FROM stadium WHERE stadium_id IN (SELECT stadium_id FROM concert AS T1)",
+        // A CTE cannot read the main query's tables, nor the main query a CTE's.
+        "WITH c AS (SELECT concert_id FROM concert WHERE capacty > 1) SELECT c.concert_id FROM c JOIN stadium ON capacity > 1",
+        "WITH c AS (SELECT concert_id FROM concert) SELECT concert_nme FROM c JOIN stadium ON capacity > 1",
+        // Nor a sibling subquery's.
+        "SELECT (SELECT max(year) FROM concert), (SELECT count(*) FROM singer WHERE yeer > 1) FROM stadium",
+    ] {
+        let a = run(sql);
+        assert!(!a.fired.iter().any(|f| f.contains("yeer -> ") || f.contains("concert_nme -> ") || f.contains(".year -> ") || f.contains("capacty -> ")), "{sql}: {:?}", a.fired);
+    }
+    // A query's ORDER BY reads its own tables.
+    let a = run("SELECT name FROM stadium WHERE stadium_id IN (SELECT stadium_id FROM concert ORDER BY yeer LIMIT 3) ORDER BY capacty");
+    assert_eq!(a.sql, "SELECT name FROM stadium WHERE stadium_id IN (SELECT stadium_id FROM concert ORDER BY year LIMIT 3) ORDER BY capacity");
+}
+
+#[test]
 fn names_postgresql_reads_as_functions_are_quoted() {
     // A column named current_user, written unquoted, would be the role's name.
     let mut s = star_schema();
