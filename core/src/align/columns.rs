@@ -1,19 +1,27 @@
-//! Agent alignments of column names, each fixed with the tables its SELECT may read: a typo,
-//! a column written with the wrong table or with a name the statement never declares, a column
-//! named by a part of its name.
+//! Agent alignments of column names, each fixed with the FROM items its SELECT may read, as
+//! PostgreSQL resolves a name: a typo, a column written with the wrong table or with a name no
+//! FROM item there declares, a column named by a part of its name.
 
-use super::{closest, find_table, fold, ident, relation_name, resolve, Scope, NOT_COLUMNS};
+use super::{closest, find_table, fold, ident, Scope, NOT_COLUMNS};
 use crate::schema::Schema;
 use sqlparser::ast::{BinaryOperator, Expr, OrderBy, Query, Select, SetExpr, Statement, TableFactor, Visit, VisitMut, Visitor, VisitorMut};
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
-/// Every name the statement declares for a relation, folded: each FROM item's alias, and the
-/// name of each table, view or CTE it reads (schema-qualified or not, shown to the model or
-/// not). A qualifier outside this set is one PostgreSQL rejects (missing FROM-clause entry).
-fn declared_names(stmt: &Statement) -> HashSet<String> {
-    struct Declared(HashSet<String>);
-    impl Visitor for Declared {
+/// One FROM item: the name a reference qualifies it with (its alias, else its relation's name),
+/// and the table it reads when it is a table of the schema; None for anything whose columns the
+/// rules do not know (a CTE, a derived table, a function, a join with an alias, a relation not
+/// shown, a FROM item of another kind).
+struct Item {
+    name: Option<String>,
+    table: Option<usize>,
+}
+
+/// The CTE names of the statement, folded: a FROM item of that name reads the CTE, whatever
+/// table has the name too.
+fn cte_names(stmt: &Statement) -> HashSet<String> {
+    struct Ctes(HashSet<String>);
+    impl Visitor for Ctes {
         type Break = ();
         fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
             for cte in q.with.iter().flat_map(|w| &w.cte_tables) {
@@ -21,108 +29,117 @@ fn declared_names(stmt: &Statement) -> HashSet<String> {
             }
             ControlFlow::Continue(())
         }
-        fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
-            if let TableFactor::Table { name, .. } = t {
-                if let Some((_, n)) = relation_name(name) {
-                    self.0.insert(n);
-                }
-            }
-            let alias = match t {
-                TableFactor::Table { alias, .. }
-                | TableFactor::Derived { alias, .. }
-                | TableFactor::Function { alias, .. }
-                | TableFactor::UNNEST { alias, .. }
-                | TableFactor::NestedJoin { alias, .. } => alias.as_ref(),
-                _ => None,
-            };
-            // Any other kind of FROM item (a pivot, a JSON table): nothing is known undeclared.
-            let known = matches!(
-                t,
-                TableFactor::Table { .. } | TableFactor::Derived { .. } | TableFactor::Function { .. } | TableFactor::UNNEST { .. } | TableFactor::NestedJoin { .. }
-            );
-            if !known {
-                self.0.insert(String::new());
-            }
-            self.0.extend(alias.map(|a| fold(&a.name)));
-            ControlFlow::Continue(())
-        }
     }
-    let mut d = Declared(HashSet::new());
-    let _ = stmt.visit(&mut d);
-    d.0
+    let mut c = Ctes(HashSet::new());
+    let _ = stmt.visit(&mut c);
+    c.0
 }
 
-pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fired: &mut Vec<String>) {
-    let declared = declared_names(stmt);
-    // Both sides of `a.x = b.x`: a join on a column of that name, whose tables stay as written
-    // (given the other table, `a.x` would become `b.x = b.x`); and any column compared with
-    // another column.
-    let mut join_keys: HashSet<String> = HashSet::new();
-    let mut compared: HashSet<String> = HashSet::new();
-    let _ = sqlparser::ast::visit_expressions(&*stmt, |e| {
+/// Column references compared, combined or listed with another column reference (`a.x = b.y`,
+/// `a.x > b.y`, `a.x IN (b.y)`, `a.x - b.y`): given the other side's table, a rewrite could
+/// compare a column with itself. And both sides of `a.x = b.x` (a join on a column of that name).
+fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<String>) {
+    fn column(e: &Expr) -> Option<&Expr> {
+        match e {
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => Some(e),
+            Expr::Nested(inner) | Expr::Cast { expr: inner, .. } => column(inner),
+            _ => None,
+        }
+    }
+    let mut join_keys = HashSet::new();
+    let mut compared = HashSet::new();
+    let _ = sqlparser::ast::visit_expressions(stmt, |e| {
+        let operands: Vec<&Expr> = match e {
+            Expr::BinaryOp { left, right, .. } | Expr::IsDistinctFrom(left, right) | Expr::IsNotDistinctFrom(left, right) => {
+                vec![left, right]
+            }
+            Expr::InList { expr, list, .. } => std::iter::once(expr.as_ref()).chain(list.iter()).collect(),
+            Expr::Between { expr, low, high, .. } => vec![expr, low, high],
+            _ => Vec::new(),
+        };
+        let columns: Vec<&Expr> = operands.into_iter().filter_map(column).collect();
+        if columns.len() > 1 {
+            compared.extend(columns.iter().map(|c| c.to_string()));
+        }
         if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = e {
             if let (Expr::CompoundIdentifier(l), Expr::CompoundIdentifier(r)) = (left.as_ref(), right.as_ref()) {
                 if l.last().map(fold) == r.last().map(fold) {
                     join_keys.extend([left.to_string(), right.to_string()]);
                 }
-                compared.extend([left.to_string(), right.to_string()]);
             }
         }
         ControlFlow::<()>::Continue(())
     });
-    let mut fixer = ColumnFixer { schema, sc, declared, join_keys, compared, fired, levels: Vec::new(), bodies: Vec::new() };
+    (join_keys, compared)
+}
+
+pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fired: &mut Vec<String>) {
+    let (join_keys, compared) = paired_columns(stmt);
+    let ctes = cte_names(stmt);
+    let mut fixer = ColumnFixer { schema, sc, ctes, join_keys, compared, fired, levels: Vec::new(), bodies: Vec::new() };
     let _ = stmt.visit(&mut fixer);
 }
 
-/// The tables a SELECT's own FROM reads (not its subqueries').
-fn level_tables(schema: &Schema, s: &Select) -> Vec<usize> {
-    fn factor(schema: &Schema, t: &TableFactor, out: &mut Vec<usize>) {
+/// The FROM items of a SELECT (not its subqueries').
+fn level_items(schema: &Schema, ctes: &HashSet<String>, s: &Select) -> Vec<Item> {
+    fn factor(schema: &Schema, ctes: &HashSet<String>, t: &TableFactor, out: &mut Vec<Item>) {
         match t {
-            TableFactor::Table { name, args: None, .. } => out.extend(find_table(schema, name)),
-            TableFactor::NestedJoin { table_with_joins, .. } => {
-                factor(schema, &table_with_joins.relation, out);
+            TableFactor::Table { name, alias, args: None, .. } => {
+                let parts = &name.0;
+                let cte = parts.len() == 1 && parts[0].as_ident().is_some_and(|i| ctes.contains(&fold(i)));
+                let table = if cte { None } else { find_table(schema, name) };
+                let written = parts.last().and_then(|p| p.as_ident()).map(fold);
+                out.push(Item { name: alias.as_ref().map(|a| fold(&a.name)).or(written), table });
+            }
+            TableFactor::NestedJoin { table_with_joins, alias: None } => {
+                factor(schema, ctes, &table_with_joins.relation, out);
                 for j in &table_with_joins.joins {
-                    factor(schema, &j.relation, out);
+                    factor(schema, ctes, &j.relation, out);
                 }
             }
-            _ => {}
+            TableFactor::Derived { alias, .. }
+            | TableFactor::Function { alias, .. }
+            | TableFactor::UNNEST { alias, .. }
+            | TableFactor::NestedJoin { alias, .. }
+            | TableFactor::Table { alias, .. } => out.push(Item { name: alias.as_ref().map(|a| fold(&a.name)), table: None }),
+            _ => out.push(Item { name: None, table: None }),
         }
     }
     let mut out = Vec::new();
     for twj in &s.from {
-        factor(schema, &twj.relation, &mut out);
+        factor(schema, ctes, &twj.relation, &mut out);
         for j in &twj.joins {
-            factor(schema, &j.relation, &mut out);
+            factor(schema, ctes, &j.relation, &mut out);
         }
     }
     out
 }
 
-/// Column names fixed where they are written: a reference may take a column of its own
-/// SELECT's tables or of an enclosing one's, as PostgreSQL resolves it, never of a table only
-/// a subquery or a sibling block reads.
+/// Column names fixed where they are written: a reference may read the FROM items of its own
+/// SELECT or of an enclosing one, as PostgreSQL resolves it, never those only a subquery, a
+/// sibling subquery or another WITH block reads.
 struct ColumnFixer<'a> {
     schema: &'a Schema,
     sc: &'a Scope,
-    declared: HashSet<String>,
+    ctes: HashSet<String>,
     join_keys: HashSet<String>,
     compared: HashSet<String>,
     fired: &'a mut Vec<String>,
-    /// The FROM tables of each enclosing SELECT (or query's ORDER BY), outermost first.
-    levels: Vec<Vec<usize>>,
-    /// The FROM tables of each enclosing query's body, for its ORDER BY.
-    bodies: Vec<Vec<usize>>,
+    /// The FROM items of each enclosing SELECT (or query's ORDER BY), outermost first.
+    levels: Vec<Vec<Item>>,
+    /// The FROM items of each enclosing query's body, for its ORDER BY.
+    bodies: Vec<Vec<Item>>,
 }
 
 impl VisitorMut for ColumnFixer<'_> {
     type Break = ();
 
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-        let tables = match q.body.as_ref() {
-            SetExpr::Select(s) => level_tables(self.schema, s),
+        let items = match q.body.as_ref() {
+            SetExpr::Select(s) => level_items(self.schema, &self.ctes, s),
             _ => Vec::new(),
         };
-        self.bodies.push(tables);
+        self.bodies.push(items);
         ControlFlow::Continue(())
     }
 
@@ -131,19 +148,22 @@ impl VisitorMut for ColumnFixer<'_> {
         ControlFlow::Continue(())
     }
 
-    // A query's ORDER BY reads its body's tables (its CTEs never see them).
+    // A query's ORDER BY reads its body's FROM items (its CTEs never see them).
     fn pre_visit_order_by(&mut self, _: &mut OrderBy) -> ControlFlow<()> {
-        self.levels.push(self.bodies.last().cloned().unwrap_or_default());
+        let items = self.bodies.last_mut().map(std::mem::take).unwrap_or_default();
+        self.levels.push(items);
         ControlFlow::Continue(())
     }
 
     fn post_visit_order_by(&mut self, _: &mut OrderBy) -> ControlFlow<()> {
-        self.levels.pop();
+        if let (Some(items), Some(body)) = (self.levels.pop(), self.bodies.last_mut()) {
+            *body = items;
+        }
         ControlFlow::Continue(())
     }
 
     fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
-        self.levels.push(level_tables(self.schema, s));
+        self.levels.push(level_items(self.schema, &self.ctes, s));
         ControlFlow::Continue(())
     }
 
@@ -158,13 +178,59 @@ impl VisitorMut for ColumnFixer<'_> {
     }
 }
 
+/// What a qualifier names where it is written.
+enum Qualified {
+    /// A table of the schema: (level, item).
+    Table(usize, usize),
+    /// Something whose columns are not known.
+    Opaque,
+    /// No FROM item visible there has that name.
+    Undeclared,
+}
+
 impl ColumnFixer<'_> {
-    /// The tables a reference here may read: its SELECT's and the enclosing ones'.
-    fn visible(&self) -> Vec<usize> {
-        if self.levels.is_empty() {
-            return self.sc.tables.clone();
+    /// The FROM item a qualifier names: the innermost level that has an item of that name.
+    fn qualified(&self, q: &str) -> Qualified {
+        for (l, level) in self.levels.iter().enumerate().rev() {
+            let named: Vec<usize> = (0..level.len()).filter(|&i| level[i].name.as_deref() == Some(q)).collect();
+            match named.as_slice() {
+                [] => continue,
+                [i] => return level[*i].table.map_or(Qualified::Opaque, |_| Qualified::Table(l, *i)),
+                _ => return Qualified::Opaque,
+            }
         }
-        let mut v: Vec<usize> = self.levels.iter().flatten().copied().collect();
+        Qualified::Undeclared
+    }
+
+    /// How to qualify the one FROM item, other than `except`, holding `column`: at the innermost
+    /// level where any item holds it, the one item there that does (its alias or name). None
+    /// when several do, or when an item whose columns are not known is visible.
+    fn holder(&self, column: &str, except: Option<(usize, usize)>) -> Option<String> {
+        if self.opaque_visible() {
+            return None;
+        }
+        for (l, level) in self.levels.iter().enumerate().rev() {
+            let holders: Vec<&Item> = (0..level.len())
+                .filter(|&i| Some((l, i)) != except)
+                .map(|i| &level[i])
+                .filter(|it| it.table.is_some_and(|t| self.schema.tables[t].has_column(column)))
+                .collect();
+            match holders.as_slice() {
+                [] => continue,
+                [one] => return one.name.clone(),
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    fn opaque_visible(&self) -> bool {
+        self.levels.iter().flatten().any(|it| it.table.is_none())
+    }
+
+    /// The tables visible here (every level's), each once.
+    fn visible(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self.levels.iter().flatten().filter_map(|it| it.table).collect();
         v.sort_unstable();
         v.dedup();
         v
@@ -179,7 +245,7 @@ impl ColumnFixer<'_> {
     }
 
     fn fix(&mut self, e: &mut Expr) {
-        let (schema, sc) = (self.schema, self.sc);
+        let schema = self.schema;
         let (qualifier, name) = match e {
             Expr::Identifier(i) => (None, i.clone()),
             Expr::CompoundIdentifier(parts) if parts.len() >= 2 => (Some(fold(&parts[parts.len() - 2])), parts[parts.len() - 1].clone()),
@@ -189,21 +255,22 @@ impl ColumnFixer<'_> {
         // The grammar's name for "no column fits" is evidence for abstention, never a typo
         // (unless some table has a column of that name).
         let nothing_fits = want.starts_with(crate::grammar::NOTHING_FITS) && !schema.tables.iter().any(|t| t.has_column(&want));
-        if resolve(schema, sc, e).is_some() || sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) || nothing_fits {
+        // Outside any SELECT, or where a FROM item's columns are not known: left as written.
+        if self.levels.is_empty() || self.sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) || nothing_fits {
             return;
         }
-        let visible = self.visible();
         let written = e.to_string();
-        let tables: Vec<usize> = match &qualifier {
-            Some(q) => match sc.names.get(q) {
-                Some(t) => vec![*t],
-                // A qualifier the statement never declares (`employee.employee_id` with no
-                // employee in FROM): the one table here with a column of that exact name,
-                // never one of a CTE or derived table, never a column compared with another
-                // (`ON x.a = t.b` would join a table to itself).
-                None => {
-                    if !self.declared.contains(q) && !self.declared.contains("") && !self.compared.contains(&written) {
-                        if let Some(owner) = other_holder(schema, sc, &visible, q, &want) {
+        let (tables, own) = match &qualifier {
+            Some(q) => match self.qualified(q) {
+                Qualified::Table(l, i) => (self.levels[l][i].table.into_iter().collect::<Vec<_>>(), Some((l, i))),
+                Qualified::Opaque => return,
+                // No FROM item there has that name (`employee.employee_id` with no employee in
+                // FROM, an alias no FROM item declares): the one table there with a column of
+                // that exact name, never a column paired with another (a rewrite could compare
+                // a column with itself).
+                Qualified::Undeclared => {
+                    if !self.compared.contains(&written) {
+                        if let Some(owner) = self.holder(&want, None) {
                             let note = format!("agent: column {q}.{name} -> {owner}.{name} ({q} is not in FROM)");
                             self.requalify(e, owner, note);
                         }
@@ -211,10 +278,15 @@ impl ColumnFixer<'_> {
                     return;
                 }
             },
-            None => visible.clone(),
+            None => {
+                if self.opaque_visible() {
+                    return;
+                }
+                (self.visible(), None)
+            }
         };
         // A table here has the column under this exact name (several: ambiguous, not wrong).
-        if qualifier.is_none() && tables.iter().any(|&t| schema.tables[t].has_column(&want)) {
+        if tables.iter().any(|&t| schema.tables[t].has_column(&want)) {
             return;
         }
         let names: Vec<&str> = tables.iter().flat_map(|&t| schema.tables[t].columns.iter().map(|c| c.name.as_str())).collect();
@@ -224,9 +296,9 @@ impl ColumnFixer<'_> {
         // A typo of one of its table's columns; else, written with the wrong table, the one
         // other table here that has it; else a longer name made of it.
         let best = closest(&want, unique.iter().copied());
-        if best.is_none() && !self.join_keys.contains(&written) {
+        if best.is_none() && !self.join_keys.contains(&written) && !self.compared.contains(&written) {
             if let Some(q) = &qualifier {
-                if let Some(owner) = other_holder(schema, sc, &visible, q, &want) {
+                if let Some(owner) = self.holder(&want, own) {
                     let note = format!("agent: column {q}.{name} -> {owner}.{name}");
                     self.requalify(e, owner, note);
                     return;
@@ -250,23 +322,6 @@ impl ColumnFixer<'_> {
                 _ => {}
             }
         }
-    }
-}
-
-/// How the statement refers to the one table of `visible`, other than `qualifier`'s, that has
-/// `column`: its alias, or its name when it has none. None when no table or several do.
-fn other_holder(schema: &Schema, sc: &Scope, visible: &[usize], qualifier: &str, column: &str) -> Option<String> {
-    let own = sc.names.get(qualifier).copied();
-    let holders: Vec<usize> =
-        visible.iter().copied().filter(|&t| Some(t) != own && schema.tables[t].has_column(column)).collect();
-    let [t] = holders.as_slice() else { return None };
-    let refs: Vec<&String> = sc.names.iter().filter(|(_, i)| **i == *t).map(|(n, _)| n).collect();
-    // An aliased table is known by its alias only.
-    let aliases: Vec<&String> = refs.iter().copied().filter(|n| **n != schema.tables[*t].name).collect();
-    match (aliases.as_slice(), refs.as_slice()) {
-        ([a], _) => Some((*a).clone()),
-        ([], [n]) => Some((*n).clone()),
-        _ => None,
     }
 }
 

@@ -170,6 +170,68 @@ fn a_column_is_fixed_with_the_tables_its_select_may_read() {
 }
 
 #[test]
+fn an_alias_reused_in_a_subquery_names_its_own_levels_table() {
+    for sql in [
+        "SELECT T1.name FROM singer AS T1 WHERE T1.singer_id IN (SELECT T1.singer_id FROM singer_in_concert AS T1 JOIN concert AS T2 ON T1.concert_id = T2.concert_id WHERE T2.year = 2014)",
+        "SELECT T1.name, (SELECT count(*) FROM singer_in_concert AS T1 WHERE T1.concert_id > 0) FROM singer AS T1",
+    ] {
+        assert!(run(sql).fired.is_empty(), "{sql}: {:?}", run(sql));
+    }
+    // A typo is fixed with the table its own level's alias names.
+    let a = run("SELECT T1.name FROM singer AS T1 WHERE T1.singer_id IN (SELECT T1.singer_idd FROM singer_in_concert AS T1)");
+    assert_eq!(a.sql, "SELECT T1.name FROM singer AS T1 WHERE T1.singer_id IN (SELECT T1.singer_id FROM singer_in_concert AS T1)");
+}
+
+#[test]
+fn columns_of_a_cte_or_derived_table_are_left_as_written() {
+    for sql in [
+        "WITH n AS (SELECT name FROM singer UNION SELECT name FROM stadium) SELECT concert_name FROM concert WHERE concert_name IN (SELECT name FROM n)",
+        "SELECT name FROM concert JOIN (SELECT stadium_id, name FROM stadium) AS d USING (stadium_id) WHERE concert_id IN (SELECT concert_id FROM singer_in_concert JOIN singer USING (singer_id))",
+        // A CTE named as a table is the CTE.
+        "WITH singer AS (SELECT singer_id, concert_id FROM singer_in_concert) SELECT DISTINCT singer.concert_id FROM singer, concert WHERE concert.year = 2014",
+        "WITH \"Élèves\" AS (SELECT name FROM stadium) SELECT Élèves.name FROM \"Élèves\", singer",
+        // A join with an alias hides its tables' names.
+        "SELECT x.name FROM (singer JOIN singer_in_concert AS sic USING (singer_id)) AS j",
+        "SELECT s.name FROM singer, (SELECT x.age FROM concert) AS s",
+    ] {
+        assert!(run(sql).fired.is_empty(), "{sql}: {:?}", run(sql));
+    }
+}
+
+#[test]
+fn an_undeclared_qualifier_never_becomes_a_self_comparison_or_an_outer_reference() {
+    for sql in [
+        "SELECT DISTINCT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id WHERE T1.age > T3.age",
+        "SELECT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id WHERE T1.name <> T3.name",
+        "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T2.stadium_id IS NOT DISTINCT FROM T3.stadium_id",
+        "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T2.stadium_id IN (T3.stadium_id)",
+        "SELECT T1.name FROM singer AS T1 WHERE T1.age - T3.age > 0",
+    ] {
+        assert!(run(sql).fired.is_empty(), "{sql}: {:?}", run(sql));
+    }
+    // The same table at two levels: the subquery's own.
+    let a = run("SELECT s1.name FROM singer AS s1 WHERE s1.age > ALL (SELECT x.age FROM singer WHERE singer.country = 'France')");
+    assert_eq!(a.sql, "SELECT s1.name FROM singer AS s1 WHERE s1.age > ALL(SELECT singer.age FROM singer WHERE singer.country = 'France')");
+    // A table's name hidden by its alias is the alias.
+    let a = run("SELECT singer.name FROM singer AS s JOIN singer_in_concert AS sic ON s.singer_id = sic.singer_id");
+    assert_eq!(a.sql, "SELECT s.name FROM singer AS s JOIN singer_in_concert AS sic ON s.singer_id = sic.singer_id");
+}
+
+#[test]
+fn a_rewrite_writes_only_names_visible_there() {
+    for (sql, want) in [
+        ("SELECT x.name FROM singer WHERE singer_id IN (SELECT s.singer_id FROM singer AS s)", "SELECT singer.name FROM singer"),
+        (
+            "SELECT x.capacity FROM stadium AS s JOIN concert AS c ON s.stadium_id = c.stadium_id WHERE c.year = (SELECT max(year) FROM concert AS s)",
+            "SELECT s.capacity FROM stadium AS s",
+        ),
+    ] {
+        let a = run(sql);
+        assert!(a.sql.starts_with(want), "{sql}: {:?}", a);
+    }
+}
+
+#[test]
 fn names_postgresql_reads_as_functions_are_quoted() {
     // A column named current_user, written unquoted, would be the role's name.
     let mut s = star_schema();
