@@ -4,7 +4,7 @@
 
 use super::{closest, find_table, fold, ident, Scope, NOT_COLUMNS};
 use crate::schema::Schema;
-use sqlparser::ast::{BinaryOperator, Expr, OrderBy, Query, Select, SetExpr, Statement, TableFactor, Visit, VisitMut, Visitor, VisitorMut};
+use sqlparser::ast::{BinaryOperator, Expr, OrderBy, Query, Select, SelectItem, SetExpr, Statement, TableFactor, Visit, VisitMut, Visitor, VisitorMut};
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
@@ -35,16 +35,17 @@ fn cte_names(stmt: &Statement) -> HashSet<String> {
     c.0
 }
 
-/// Column references compared, combined or listed with another column reference (`a.x = b.y`,
-/// `a.x > b.y`, `a.x IN (b.y)`, `a.x - b.y`): given the other side's table, a rewrite could
-/// compare a column with itself. And both sides of `a.x = b.x` (a join on a column of that name).
+/// Column references compared, combined or listed with another column reference anywhere in
+/// the operands (`a.x = b.y`, `a.x > b.y + 1`, `lower(a.x) <> lower(b.y)`, `a.x IN (b.y)`):
+/// given the other side's table, a rewrite could compare a column with itself. And both sides of `a.x = b.x` (a join on a column of that name).
 fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<String>) {
-    fn column(e: &Expr) -> Option<&Expr> {
-        match e {
-            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => Some(e),
-            Expr::Nested(inner) | Expr::Cast { expr: inner, .. } => column(inner),
-            _ => None,
-        }
+    fn columns_in(e: &Expr, out: &mut Vec<String>) {
+        let _ = sqlparser::ast::visit_expressions(e, |x| {
+            if let Expr::Identifier(_) | Expr::CompoundIdentifier(_) = x {
+                out.push(x.to_string());
+            }
+            ControlFlow::<()>::Continue(())
+        });
     }
     let mut join_keys = HashSet::new();
     let mut compared = HashSet::new();
@@ -57,9 +58,12 @@ fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<String>) {
             Expr::Between { expr, low, high, .. } => vec![expr, low, high],
             _ => Vec::new(),
         };
-        let columns: Vec<&Expr> = operands.into_iter().filter_map(column).collect();
+        let mut columns = Vec::new();
+        for o in operands {
+            columns_in(o, &mut columns);
+        }
         if columns.len() > 1 {
-            compared.extend(columns.iter().map(|c| c.to_string()));
+            compared.extend(columns);
         }
         if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = e {
             if let (Expr::CompoundIdentifier(l), Expr::CompoundIdentifier(r)) = (left.as_ref(), right.as_ref()) {
@@ -73,10 +77,31 @@ fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<String>) {
     (join_keys, compared)
 }
 
+/// The output names of unaliased function calls in the statement's select lists, folded:
+/// `ORDER BY count` reads `count(*)`'s column.
+fn function_outputs(stmt: &Statement) -> HashSet<String> {
+    struct Outputs(HashSet<String>);
+    impl Visitor for Outputs {
+        type Break = ();
+        fn pre_visit_select(&mut self, s: &Select) -> ControlFlow<()> {
+            for item in &s.projection {
+                if let SelectItem::UnnamedExpr(Expr::Function(f)) = item {
+                    self.0.extend(f.name.0.last().and_then(|p| p.as_ident()).map(fold));
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut o = Outputs(HashSet::new());
+    let _ = stmt.visit(&mut o);
+    o.0
+}
+
 pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fired: &mut Vec<String>) {
     let (join_keys, compared) = paired_columns(stmt);
     let ctes = cte_names(stmt);
-    let mut fixer = ColumnFixer { schema, sc, ctes, join_keys, compared, fired, levels: Vec::new(), bodies: Vec::new() };
+    let outputs = function_outputs(stmt);
+    let mut fixer = ColumnFixer { schema, sc, ctes, join_keys, compared, fired, outputs, levels: Vec::new(), bodies: Vec::new() };
     let _ = stmt.visit(&mut fixer);
 }
 
@@ -84,7 +109,7 @@ pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fir
 fn level_items(schema: &Schema, ctes: &HashSet<String>, s: &Select) -> Vec<Item> {
     fn factor(schema: &Schema, ctes: &HashSet<String>, t: &TableFactor, out: &mut Vec<Item>) {
         match t {
-            TableFactor::Table { name, alias, args: None, .. } => {
+            TableFactor::Table { name, alias, args: None, .. } if alias.as_ref().is_none_or(|a| a.columns.is_empty()) => {
                 let parts = &name.0;
                 let cte = parts.len() == 1 && parts[0].as_ident().is_some_and(|i| ctes.contains(&fold(i)));
                 let table = if cte { None } else { find_table(schema, name) };
@@ -125,6 +150,8 @@ struct ColumnFixer<'a> {
     join_keys: HashSet<String>,
     compared: HashSet<String>,
     fired: &'a mut Vec<String>,
+    /// Output names of unaliased function calls in any select list (`count` for `count(*)`).
+    outputs: HashSet<String>,
     /// The FROM items of each enclosing SELECT (or query's ORDER BY), outermost first.
     levels: Vec<Vec<Item>>,
     /// The FROM items of each enclosing query's body, for its ORDER BY.
@@ -135,9 +162,18 @@ impl VisitorMut for ColumnFixer<'_> {
     type Break = ();
 
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-        let items = match q.body.as_ref() {
+        let mut body = q.body.as_ref();
+        // `(SELECT ... FROM t) ORDER BY t.x`: the parenthesised query's FROM.
+        while let SetExpr::Query(inner) = body {
+            if inner.order_by.is_some() || inner.limit_clause.is_some() || inner.with.is_some() {
+                break;
+            }
+            body = inner.body.as_ref();
+        }
+        let items = match body {
             SetExpr::Select(s) => level_items(self.schema, &self.ctes, s),
-            _ => Vec::new(),
+            // Set operations: ORDER BY reads output names only; nothing to fix with.
+            _ => vec![Item { name: None, table: None }],
         };
         self.bodies.push(items);
         ControlFlow::Continue(())
@@ -202,42 +238,41 @@ impl ColumnFixer<'_> {
         Qualified::Undeclared
     }
 
-    /// How to qualify the one FROM item, other than `except`, holding `column`: at the innermost
-    /// level where any item holds it, the one item there that does (its alias or name). None
-    /// when several do, or when an item whose columns are not known is visible.
+    /// How to qualify the one FROM item of the reference's own level, other than `except`,
+    /// holding `column` (its alias or name); never an enclosing level's, which would make a
+    /// correlated reference of it. None when several do, or when an item whose columns are not
+    /// known is visible.
     fn holder(&self, column: &str, except: Option<(usize, usize)>) -> Option<String> {
         if self.opaque_visible() {
             return None;
         }
-        for (l, level) in self.levels.iter().enumerate().rev() {
-            let holders: Vec<&Item> = (0..level.len())
-                .filter(|&i| Some((l, i)) != except)
-                .map(|i| &level[i])
-                .filter(|it| it.table.is_some_and(|t| self.schema.tables[t].has_column(column)))
-                .collect();
-            match holders.as_slice() {
-                [] => continue,
-                [one] => return one.name.clone(),
-                _ => return None,
-            }
+        let l = self.levels.len().checked_sub(1)?;
+        let level = &self.levels[l];
+        let holders: Vec<&Item> = (0..level.len())
+            .filter(|&i| Some((l, i)) != except)
+            .map(|i| &level[i])
+            .filter(|it| it.table.is_some_and(|t| self.schema.tables[t].has_column(column)))
+            .collect();
+        match holders.as_slice() {
+            [one] => one.name.clone(),
+            _ => None,
         }
-        None
     }
 
     fn opaque_visible(&self) -> bool {
         self.levels.iter().flatten().any(|it| it.table.is_none())
     }
 
-    /// The tables visible here (every level's), each once.
+    /// The tables visible here (every level's), once per FROM item reading them.
     fn visible(&self) -> Vec<usize> {
-        let mut v: Vec<usize> = self.levels.iter().flatten().filter_map(|it| it.table).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+        self.levels.iter().flatten().filter_map(|it| it.table).collect()
     }
 
     fn requalify(&mut self, e: &mut Expr, owner: String, note: String) {
         if let Expr::CompoundIdentifier(parts) = e {
+            if parts.len() == 2 && fold(&parts[0]) == owner {
+                return;
+            }
             self.fired.push(note);
             let n = parts.len();
             *parts = vec![ident(&owner), parts[n - 1].clone()];
@@ -278,8 +313,11 @@ impl ColumnFixer<'_> {
                     return;
                 }
             },
+            // Not where a FROM item's columns are not known, not a FROM item's own name (a
+            // whole row: `to_json(stadium)`), not a function's output name (`ORDER BY count`).
             None => {
-                if self.opaque_visible() {
+                let names_item = self.levels.iter().flatten().any(|it| it.name.as_deref() == Some(want.as_str()));
+                if self.opaque_visible() || names_item || self.outputs.contains(&want) {
                     return;
                 }
                 (self.visible(), None)

@@ -232,6 +232,33 @@ fn a_rewrite_writes_only_names_visible_there() {
 }
 
 #[test]
+fn names_postgresql_accepts_are_never_rewritten() {
+    for sql in [
+        // Columns renamed by an alias's column list.
+        "SELECT s.id FROM singer AS s(id)",
+        "SELECT id FROM singer AS s(id)",
+        // A whole row.
+        "SELECT to_json(stadium) FROM stadium",
+        // A parenthesised query's ORDER BY reads its own FROM.
+        "SELECT s.name, ARRAY((SELECT sic.concert_id FROM singer_in_concert AS sic) ORDER BY sic.singer_id DESC) FROM singer AS s",
+    ] {
+        assert!(run(sql).fired.is_empty(), "{sql}: {:?}", run(sql));
+    }
+    // Undeclared qualifiers paired with another column inside an expression, or in a subquery
+    // whose own tables lack the column (the enclosing one's would make it correlated).
+    for sql in [
+        "SELECT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id WHERE T1.age > T3.age + 1",
+        "SELECT T1.name FROM singer AS T1 WHERE lower(T1.name) <> lower(T3.name)",
+        "SELECT s1.name FROM singer AS s1 WHERE EXISTS (SELECT 1 FROM singer_in_concert AS sic WHERE x.age > 30)",
+    ] {
+        assert!(run(sql).fired.is_empty(), "{sql}: {:?}", run(sql));
+    }
+    // Written with the subquery's table: joined there (another rule), never the outer s1's.
+    let a = run("SELECT s1.name FROM singer AS s1 WHERE EXISTS (SELECT 1 FROM singer_in_concert AS sic WHERE sic.age > 30)");
+    assert!(!a.sql.contains("s1.age"), "{a:?}");
+}
+
+#[test]
 fn names_postgresql_reads_as_functions_are_quoted() {
     // A column named current_user, written unquoted, would be the role's name.
     let mut s = star_schema();
