@@ -2,7 +2,8 @@
 //! PostgreSQL resolves a name: a typo, a column written with the wrong table or with a name no
 //! FROM item there declares, a column named by a part of its name.
 
-use super::{closest, find_table, fold, ident, Scope, NOT_COLUMNS};
+use super::names::cte_names;
+use super::{closest, find_table, fold, ident, relation_name, Scope, NOT_COLUMNS};
 use crate::schema::Schema;
 use sqlparser::ast::{BinaryOperator, Expr, OrderBy, Query, Select, SelectItem, SetExpr, Statement, TableFactor, Visit, VisitMut, Visitor, VisitorMut};
 use std::collections::HashSet;
@@ -17,27 +18,10 @@ struct Item {
     table: Option<usize>,
 }
 
-/// The CTE names of the statement, folded: a FROM item of that name reads the CTE, whatever
-/// table has the name too.
-fn cte_names(stmt: &Statement) -> HashSet<String> {
-    struct Ctes(HashSet<String>);
-    impl Visitor for Ctes {
-        type Break = ();
-        fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
-            for cte in q.with.iter().flat_map(|w| &w.cte_tables) {
-                self.0.insert(fold(&cte.alias.name));
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let mut c = Ctes(HashSet::new());
-    let _ = stmt.visit(&mut c);
-    c.0
-}
-
 /// Column references compared, combined or listed with another column reference anywhere in
 /// the operands (`a.x = b.y`, `a.x > b.y + 1`, `lower(a.x) <> lower(b.y)`, `a.x IN (b.y)`):
-/// given the other side's table, a rewrite could compare a column with itself. And both sides of `a.x = b.x` (a join on a column of that name).
+/// given the other side's table, a rewrite could compare a column with itself. And both sides
+/// of `a.x = b.x` (a join on a column of that name).
 fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<String>) {
     fn columns_in(e: &Expr, out: &mut Vec<String>) {
         let _ = sqlparser::ast::visit_expressions(e, |x| {
@@ -99,7 +83,8 @@ fn function_outputs(stmt: &Statement) -> HashSet<String> {
 
 pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fired: &mut Vec<String>) {
     let (join_keys, compared) = paired_columns(stmt);
-    let ctes = cte_names(stmt);
+    // A FROM item named as a CTE reads the CTE, whatever table has the name too.
+    let ctes: HashSet<String> = cte_names(stmt).into_iter().collect();
     let outputs = function_outputs(stmt);
     let mut fixer = ColumnFixer { schema, sc, ctes, join_keys, compared, fired, outputs, levels: Vec::new(), bodies: Vec::new() };
     let _ = stmt.visit(&mut fixer);
@@ -110,11 +95,10 @@ fn level_items(schema: &Schema, ctes: &HashSet<String>, s: &Select) -> Vec<Item>
     fn factor(schema: &Schema, ctes: &HashSet<String>, t: &TableFactor, out: &mut Vec<Item>) {
         match t {
             TableFactor::Table { name, alias, args: None, .. } if alias.as_ref().is_none_or(|a| a.columns.is_empty()) => {
-                let parts = &name.0;
-                let cte = parts.len() == 1 && parts[0].as_ident().is_some_and(|i| ctes.contains(&fold(i)));
+                let written = relation_name(name);
+                let cte = matches!(&written, Some((None, n)) if ctes.contains(n));
                 let table = if cte { None } else { find_table(schema, name) };
-                let written = parts.last().and_then(|p| p.as_ident()).map(fold);
-                out.push(Item { name: alias.as_ref().map(|a| fold(&a.name)).or(written), table });
+                out.push(Item { name: alias.as_ref().map(|a| fold(&a.name)).or(written.map(|(_, n)| n)), table });
             }
             TableFactor::NestedJoin { table_with_joins, alias: None } => {
                 factor(schema, ctes, &table_with_joins.relation, out);

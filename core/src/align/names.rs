@@ -51,8 +51,7 @@ fn main_schema(stmt: &Statement) -> Option<String> {
 }
 
 pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, linked: &[String], fired: &mut Vec<String>) {
-    let mut ctes: Vec<String> = Vec::new();
-    let _ = Visit::visit(&*stmt, &mut CteNames(&mut ctes));
+    let ctes = cte_names(stmt);
     struct Fix<'a> {
         schema: &'a Schema,
         ctes: &'a [String],
@@ -110,6 +109,13 @@ pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, linked: &[String
     if preferred.is_some() || !linked.is_empty() {
         let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred, linked, fired });
     }
+}
+
+/// The names of the statement's CTEs, folded.
+pub(super) fn cte_names(stmt: &Statement) -> Vec<String> {
+    let mut ctes = Vec::new();
+    let _ = Visit::visit(stmt, &mut CteNames(&mut ctes));
+    ctes
 }
 
 struct CteNames<'a>(&'a mut Vec<String>);
