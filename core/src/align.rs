@@ -303,10 +303,10 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
             bridge_joins(schema, &sc, q, &mut fired);
             ambiguous_columns(schema, &sc, q, &mut fired);
         }
-        let sc = scope(schema, stmt);
         if let Statement::Query(q) = stmt {
-            key_comparisons(schema, &sc, q, &mut fired);
+            key_comparisons(schema, q, &mut fired);
         }
+        let sc = scope(schema, stmt);
         fix_values(schema, &sc, stmt, values, &mut fired);
     }
     let sc = scope(schema, stmt);
@@ -622,6 +622,7 @@ mod columns;
 mod derived;
 mod joins;
 mod keys;
+mod levels;
 mod names;
 mod precedence;
 mod question;

@@ -3,20 +3,12 @@
 //! FROM item there declares, a column named by a part of its name.
 
 use super::names::cte_names;
-use super::{closest, find_table, fold, ident, relation_name, Scope, NOT_COLUMNS};
+use super::levels::{level_items, qualified, Item, Qualified};
+use super::{closest, fold, ident, Scope, NOT_COLUMNS};
 use crate::schema::Schema;
-use sqlparser::ast::{BinaryOperator, Expr, OrderBy, Query, Select, SelectItem, SetExpr, Statement, TableFactor, Visit, VisitMut, Visitor, VisitorMut};
+use sqlparser::ast::{BinaryOperator, Expr, OrderBy, Query, Select, SelectItem, SetExpr, Statement, Visit, VisitMut, Visitor, VisitorMut};
 use std::collections::HashSet;
 use std::ops::ControlFlow;
-
-/// One FROM item: the name a reference qualifies it with (its alias, else its relation's name),
-/// and the table it reads when it is a table of the schema; None for anything whose columns the
-/// rules do not know (a CTE, a derived table, a function, a join with an alias, a relation not
-/// shown, a FROM item of another kind).
-struct Item {
-    name: Option<String>,
-    table: Option<usize>,
-}
 
 /// Column references compared, combined or listed with another column reference anywhere in
 /// the operands (`a.x = b.y`, `a.x > b.y + 1`, `lower(a.x) <> lower(b.y)`, `a.x IN (b.y)`):
@@ -90,40 +82,6 @@ pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fir
     let _ = stmt.visit(&mut fixer);
 }
 
-/// The FROM items of a SELECT (not its subqueries').
-fn level_items(schema: &Schema, ctes: &HashSet<String>, s: &Select) -> Vec<Item> {
-    fn factor(schema: &Schema, ctes: &HashSet<String>, t: &TableFactor, out: &mut Vec<Item>) {
-        match t {
-            TableFactor::Table { name, alias, args: None, .. } if alias.as_ref().is_none_or(|a| a.columns.is_empty()) => {
-                let written = relation_name(name);
-                let cte = matches!(&written, Some((None, n)) if ctes.contains(n));
-                let table = if cte { None } else { find_table(schema, name) };
-                out.push(Item { name: alias.as_ref().map(|a| fold(&a.name)).or(written.map(|(_, n)| n)), table });
-            }
-            TableFactor::NestedJoin { table_with_joins, alias: None } => {
-                factor(schema, ctes, &table_with_joins.relation, out);
-                for j in &table_with_joins.joins {
-                    factor(schema, ctes, &j.relation, out);
-                }
-            }
-            TableFactor::Derived { alias, .. }
-            | TableFactor::Function { alias, .. }
-            | TableFactor::UNNEST { alias, .. }
-            | TableFactor::NestedJoin { alias, .. }
-            | TableFactor::Table { alias, .. } => out.push(Item { name: alias.as_ref().map(|a| fold(&a.name)), table: None }),
-            _ => out.push(Item { name: None, table: None }),
-        }
-    }
-    let mut out = Vec::new();
-    for twj in &s.from {
-        factor(schema, ctes, &twj.relation, &mut out);
-        for j in &twj.joins {
-            factor(schema, ctes, &j.relation, &mut out);
-        }
-    }
-    out
-}
-
 /// Column names fixed where they are written: a reference may read the FROM items of its own
 /// SELECT or of an enclosing one, as PostgreSQL resolves it, never those only a subquery, a
 /// sibling subquery or another WITH block reads.
@@ -157,7 +115,7 @@ impl VisitorMut for ColumnFixer<'_> {
         let items = match body {
             SetExpr::Select(s) => level_items(self.schema, &self.ctes, s),
             // Set operations: ORDER BY reads output names only; nothing to fix with.
-            _ => vec![Item { name: None, table: None }],
+            _ => vec![Item::opaque()],
         };
         self.bodies.push(items);
         ControlFlow::Continue(())
@@ -198,30 +156,7 @@ impl VisitorMut for ColumnFixer<'_> {
     }
 }
 
-/// What a qualifier names where it is written.
-enum Qualified {
-    /// A table of the schema: (level, item).
-    Table(usize, usize),
-    /// Something whose columns are not known.
-    Opaque,
-    /// No FROM item visible there has that name.
-    Undeclared,
-}
-
 impl ColumnFixer<'_> {
-    /// The FROM item a qualifier names: the innermost level that has an item of that name.
-    fn qualified(&self, q: &str) -> Qualified {
-        for (l, level) in self.levels.iter().enumerate().rev() {
-            let named: Vec<usize> = (0..level.len()).filter(|&i| level[i].name.as_deref() == Some(q)).collect();
-            match named.as_slice() {
-                [] => continue,
-                [i] => return level[*i].table.map_or(Qualified::Opaque, |_| Qualified::Table(l, *i)),
-                _ => return Qualified::Opaque,
-            }
-        }
-        Qualified::Undeclared
-    }
-
     /// How to qualify the one FROM item of the reference's own level, other than `except`,
     /// holding `column` (its alias or name); never an enclosing level's, which would make a
     /// correlated reference of it. None when several do, or when an item whose columns are not
@@ -280,7 +215,7 @@ impl ColumnFixer<'_> {
         }
         let written = e.to_string();
         let (tables, own) = match &qualifier {
-            Some(q) => match self.qualified(q) {
+            Some(q) => match qualified(&self.levels, q) {
                 Qualified::Table(l, i) => (self.levels[l][i].table.into_iter().collect::<Vec<_>>(), Some((l, i))),
                 Qualified::Opaque => return,
                 // No FROM item there has that name (`employee.employee_id` with no employee in

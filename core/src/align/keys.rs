@@ -5,40 +5,38 @@
 //! model_list.maker (integer) holds car_makers.id: PostgreSQL refuses `text = integer`; the model
 //! read model_list.maker as the maker's name. The comparison becomes `id IN (...)`.
 
-use super::{find_table, fold, ident, Scope};
+use super::levels::{level_items, qualified, Item, Qualified};
+use super::names::cte_names;
+use super::{fold, ident};
 use crate::schema::Schema;
-use sqlparser::ast::{BinaryOperator, Expr, Query, Select, SelectItem, SetExpr, TableFactor, VisitMut, VisitorMut};
+use sqlparser::ast::{BinaryOperator, Expr, Query, Select, SelectItem, SetExpr, VisitMut, VisitorMut};
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 
-/// The tables a SELECT's FROM reads directly (joins included), by index.
-pub(super) fn from_tables(schema: &Schema, s: &Select) -> Vec<usize> {
-    let mut out = Vec::new();
-    for f in &s.from {
-        for t in std::iter::once(&f.relation).chain(f.joins.iter().map(|j| &j.relation)) {
-            if let TableFactor::Table { name, args: None, .. } = t {
-                if let Some(i) = find_table(schema, name) {
-                    out.push(i);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// (table, column) of a column reference: a qualified one by the statement's names, an
-/// unqualified one by the innermost query level whose tables hold it (exactly one of them).
-fn resolve_at(schema: &Schema, sc: &Scope, levels: &[Vec<usize>], e: &Expr) -> Option<(usize, usize)> {
+/// (table, column) of a column reference, as PostgreSQL resolves it from `levels` (the FROM
+/// items of each enclosing SELECT, outermost first): a qualified one by the innermost item of
+/// that name, an unqualified one by the innermost level whose tables hold it (exactly one of
+/// them). None where the name may read something whose columns are not known (a CTE, a
+/// derived table, a function).
+fn resolve_at(schema: &Schema, levels: &[Vec<Item>], e: &Expr) -> Option<(usize, usize)> {
     match e {
-        Expr::Nested(inner) => resolve_at(schema, sc, levels, inner),
+        Expr::Nested(inner) => resolve_at(schema, levels, inner),
         Expr::CompoundIdentifier(p) if p.len() == 2 => {
-            let t = *sc.names.get(&fold(&p[0]))?;
+            let Qualified::Table(l, i) = qualified(levels, &fold(&p[0])) else { return None };
+            let t = levels[l][i].table?;
             schema.tables[t].columns.iter().position(|c| c.name == fold(&p[1])).map(|c| (t, c))
         }
         Expr::Identifier(i) => {
             let name = fold(i);
             for level in levels.iter().rev() {
-                let hits: Vec<(usize, usize)> =
-                    level.iter().filter_map(|&t| schema.tables[t].columns.iter().position(|c| c.name == name).map(|c| (t, c))).collect();
+                if level.iter().any(|it| it.table.is_none()) {
+                    return None;
+                }
+                let hits: Vec<(usize, usize)> = level
+                    .iter()
+                    .filter_map(|it| it.table)
+                    .filter_map(|t| schema.tables[t].columns.iter().position(|c| c.name == name).map(|c| (t, c)))
+                    .collect();
                 match hits.as_slice() {
                     [] => continue,
                     [one] => return Some(*one),
@@ -51,15 +49,15 @@ fn resolve_at(schema: &Schema, sc: &Scope, levels: &[Vec<usize>], e: &Expr) -> O
     }
 }
 
-/// The one column a subquery returns, with the tables it reads.
-fn returned(schema: &Schema, q: &Query) -> Option<(Expr, Vec<usize>)> {
+/// The one column a subquery returns, with the FROM items it reads.
+fn returned(schema: &Schema, ctes: &HashSet<String>, q: &Query) -> Option<(Expr, Vec<Item>)> {
     let SetExpr::Select(s) = q.body.as_ref() else { return None };
     let [item] = s.projection.as_slice() else { return None };
     let e = match item {
         SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e.clone(),
         _ => return None,
     };
-    Some((e, from_tables(schema, s)))
+    Some((e, level_items(schema, ctes, s)))
 }
 
 /// The column `key` (a foreign key) references, when `other` is another column of that table
@@ -96,17 +94,17 @@ fn rename(e: &mut Expr, column: &str) {
 
 struct Comparisons<'a> {
     schema: &'a Schema,
-    sc: &'a Scope,
-    /// The tables of each enclosing query, outermost first.
-    levels: Vec<Vec<usize>>,
+    ctes: HashSet<String>,
+    /// The FROM items of each enclosing SELECT, outermost first.
+    levels: Vec<Vec<Item>>,
     fired: &'a mut Vec<String>,
 }
 
 impl Comparisons<'_> {
     /// Rewrites `other` when it is compared with the foreign key `key` (resolved at `key_levels`).
-    fn fix(&mut self, other: &mut Expr, key: &Expr, key_levels: &[Vec<usize>]) {
-        let Some(k) = resolve_at(self.schema, self.sc, key_levels, key) else { return };
-        let Some(o) = resolve_at(self.schema, self.sc, &self.levels, other) else { return };
+    fn fix(&mut self, other: &mut Expr, key: &Expr, key_levels: &[Vec<Item>]) {
+        let Some(k) = resolve_at(self.schema, key_levels, key) else { return };
+        let Some(o) = resolve_at(self.schema, &self.levels, other) else { return };
         if let Some(r) = meant(self.schema, k, o) {
             let (t, from, to) = (&self.schema.tables[o.0], &self.schema.tables[o.0].columns[o.1], &self.schema.tables[o.0].columns[r]);
             let kt = &self.schema.tables[k.0];
@@ -122,16 +120,12 @@ impl Comparisons<'_> {
 impl VisitorMut for Comparisons<'_> {
     type Break = ();
 
-    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-        let tables = match q.body.as_ref() {
-            SetExpr::Select(s) => from_tables(self.schema, s),
-            _ => Vec::new(),
-        };
-        self.levels.push(tables);
+    fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
+        self.levels.push(level_items(self.schema, &self.ctes, s));
         ControlFlow::Continue(())
     }
 
-    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+    fn post_visit_select(&mut self, _: &mut Select) -> ControlFlow<()> {
         self.levels.pop();
         ControlFlow::Continue(())
     }
@@ -147,9 +141,9 @@ impl VisitorMut for Comparisons<'_> {
                 }
             }
             Expr::InSubquery { expr, subquery, .. } => {
-                if let Some((key, tables)) = returned(self.schema, subquery) {
+                if let Some((key, items)) = returned(self.schema, &self.ctes, subquery) {
                     let mut levels = self.levels.clone();
-                    levels.push(tables);
+                    levels.push(items);
                     self.fix(expr, &key, &levels);
                 }
             }
@@ -161,9 +155,10 @@ impl VisitorMut for Comparisons<'_> {
 
 /// Comparisons of a foreign key with the wrong column of the table it points to, everywhere in
 /// the statement (joins, WHERE, subqueries).
-pub(super) fn key_comparisons(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
+pub(super) fn key_comparisons(schema: &Schema, q: &mut Query, fired: &mut Vec<String>) {
     if schema.foreign_keys.is_empty() {
         return;
     }
-    let _ = VisitMut::visit(q, &mut Comparisons { schema, sc, levels: Vec::new(), fired });
+    let ctes = cte_names(&*q).into_iter().collect();
+    let _ = VisitMut::visit(q, &mut Comparisons { schema, ctes, levels: Vec::new(), fired });
 }

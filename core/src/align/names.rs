@@ -112,9 +112,9 @@ pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, linked: &[String
 }
 
 /// The names of the statement's CTEs, folded.
-pub(super) fn cte_names(stmt: &Statement) -> Vec<String> {
+pub(super) fn cte_names<V: Visit>(node: &V) -> Vec<String> {
     let mut ctes = Vec::new();
-    let _ = Visit::visit(stmt, &mut CteNames(&mut ctes));
+    let _ = Visit::visit(node, &mut CteNames(&mut ctes));
     ctes
 }
 

@@ -4,7 +4,7 @@
 //! `SELECT singer.name FROM singer JOIN singer_in_concert ON …` for "the youngest singer" keeps
 //! only singers with a concert, once per concert; the question says nothing of concerts.
 
-use super::keys::from_tables;
+use super::levels::from_tables;
 use super::names::{one_or_linked, own_columns};
 use super::{aggregated, body_select, find_table, fold, inner_join, is_key, object_name, references, resolve, used_outside_on, Scope};
 use crate::schema::{Schema, Table};

@@ -649,6 +649,33 @@ fn a_foreign_key_compared_with_the_wrong_column_of_its_table() {
 }
 
 #[test]
+fn a_key_comparison_reads_each_name_where_it_is_written() {
+    let s = brands();
+    let run = |sql: &str| align(sql, &s, Context::default(), &mut Index, Rules::ALL);
+    // An alias given again in a subquery names that subquery's table there, the outer one
+    // outside: the brand's name compared with the product's key still means the brand's id.
+    assert_eq!(
+        run("SELECT t.id, t.name FROM brand AS t WHERE t.name IN (SELECT t.brand FROM product AS t)").sql,
+        "SELECT t.id, t.name FROM brand AS t WHERE t.id IN (SELECT t.brand FROM product AS t)"
+    );
+    assert_eq!(
+        run("SELECT x.title FROM product AS x JOIN brand AS b ON b.name = x.brand WHERE EXISTS (SELECT 1 FROM brand AS x WHERE x.code = 1)").sql,
+        "SELECT x.title FROM product AS x JOIN brand AS b ON b.id = x.brand WHERE EXISTS (SELECT 1 FROM brand AS x WHERE x.code = 1)"
+    );
+    // Nothing is renamed where the name reads a CTE (also one named as a table), a derived
+    // table or an alias no FROM item there declares: their columns are not the table's.
+    for sql in [
+        "WITH brand AS (SELECT title AS name, id FROM product) SELECT name FROM brand WHERE name IN (SELECT brand FROM product)",
+        "WITH b AS (SELECT title AS name FROM product) SELECT name FROM b, brand WHERE name IN (SELECT brand FROM product)",
+        "SELECT d.name FROM (SELECT title AS name FROM product) AS d WHERE d.name IN (SELECT brand FROM product)",
+        "SELECT p.title FROM product AS p WHERE q.name = p.brand",
+        "SELECT p.title FROM product AS p WHERE p.brand IN (SELECT b.id FROM brand AS b) AND p.title IN (SELECT b.name FROM brand AS b)",
+    ] {
+        assert!(run(sql).fired.iter().all(|f| !f.contains("the key it references")), "{sql}: {:?}", run(sql).fired);
+    }
+}
+
+#[test]
 fn agent_spelled_out_codes_become_the_code() {
     let mut s = crate::schema::tests::sample_schema();
     let singer = s.tables.iter_mut().find(|t| t.name == "singer").expect("singer");
