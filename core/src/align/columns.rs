@@ -10,38 +10,46 @@ use sqlparser::ast::{BinaryOperator, Expr, OrderBy, Query, Select, SelectItem, S
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
-/// Column references compared, combined or listed with another column reference anywhere in
-/// the operands (`a.x = b.y`, `a.x > b.y + 1`, `lower(a.x) <> lower(b.y)`, `a.x IN (b.y)`):
-/// given the other side's table, a rewrite could compare a column with itself. And both sides
-/// of `a.x = b.x` (a join on a column of that name).
+/// Column references a rewrite could turn into a comparison of a column with itself, or a join
+/// condition into one table's: columns in two operands of a comparison (`a.x = b.y`,
+/// `a.x > b.y + 1`, `lower(a.x) <> lower(b.y)`, `a.x IN (b.y)`, BETWEEN, IS DISTINCT FROM), and
+/// columns of one name in two operands of any other operator (`a.x - b.x`). Columns of other
+/// names combined (`t.high - t.low`) and conditions joined by AND/OR are not paired. And both
+/// sides of `a.x = b.x` (a join on a column of that name).
 fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<String>) {
-    fn columns_in(e: &Expr, out: &mut Vec<String>) {
+    /// (written, folded name) of each column reference in `e`.
+    fn columns_in(e: &Expr) -> Vec<(String, String)> {
+        let mut out = Vec::new();
         let _ = sqlparser::ast::visit_expressions(e, |x| {
-            if let Expr::Identifier(_) | Expr::CompoundIdentifier(_) = x {
-                out.push(x.to_string());
+            match x {
+                Expr::Identifier(i) => out.push((x.to_string(), fold(i))),
+                Expr::CompoundIdentifier(p) => out.extend(p.last().map(|i| (x.to_string(), fold(i)))),
+                _ => {}
             }
             ControlFlow::<()>::Continue(())
         });
+        out
     }
+    use BinaryOperator::{And, Eq, Gt, GtEq, Lt, LtEq, NotEq, Or, Xor};
     let mut join_keys = HashSet::new();
     let mut compared = HashSet::new();
     let _ = sqlparser::ast::visit_expressions(stmt, |e| {
-        let operands: Vec<&Expr> = match e {
-            Expr::BinaryOp { left, right, .. } | Expr::IsDistinctFrom(left, right) | Expr::IsNotDistinctFrom(left, right) => {
-                vec![left, right]
-            }
-            Expr::InList { expr, list, .. } => std::iter::once(expr.as_ref()).chain(list.iter()).collect(),
-            Expr::Between { expr, low, high, .. } => vec![expr, low, high],
-            _ => Vec::new(),
+        let (operands, comparison): (Vec<&Expr>, bool) = match e {
+            Expr::BinaryOp { op: And | Or | Xor, .. } => (Vec::new(), false),
+            Expr::BinaryOp { left, op, right } => (vec![left, right], matches!(op, Eq | NotEq | Lt | LtEq | Gt | GtEq)),
+            Expr::IsDistinctFrom(left, right) | Expr::IsNotDistinctFrom(left, right) => (vec![left, right], true),
+            Expr::InList { expr, list, .. } => (std::iter::once(expr.as_ref()).chain(list.iter()).collect(), true),
+            Expr::Between { expr, low, high, .. } => (vec![expr, low, high], true),
+            _ => (Vec::new(), false),
         };
-        let mut columns = Vec::new();
-        for o in operands {
-            columns_in(o, &mut columns);
-        }
+        let columns: Vec<Vec<(String, String)>> = operands.into_iter().map(columns_in).filter(|c| !c.is_empty()).collect();
         if columns.len() > 1 {
-            compared.extend(columns);
+            for (i, own) in columns.iter().enumerate() {
+                let elsewhere = |name: &str| columns.iter().enumerate().any(|(j, c)| j != i && c.iter().any(|(_, n)| n == name));
+                compared.extend(own.iter().filter(|(_, name)| comparison || elsewhere(name)).map(|(w, _)| w.clone()));
+            }
         }
-        if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = e {
+        if let Expr::BinaryOp { left, op: Eq, right } = e {
             if let (Expr::CompoundIdentifier(l), Expr::CompoundIdentifier(r)) = (left.as_ref(), right.as_ref()) {
                 if l.last().map(fold) == r.last().map(fold) {
                     join_keys.extend([left.to_string(), right.to_string()]);

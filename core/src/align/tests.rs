@@ -206,6 +206,7 @@ fn an_undeclared_qualifier_never_becomes_a_self_comparison_or_an_outer_reference
         "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T2.stadium_id IS NOT DISTINCT FROM T3.stadium_id",
         "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T2.stadium_id IN (T3.stadium_id)",
         "SELECT T1.name FROM singer AS T1 WHERE T1.age - T3.age > 0",
+        "SELECT T1.age - T3.age FROM singer AS T1",
     ] {
         assert!(run(sql).fired.is_empty(), "{sql}: {:?}", run(sql));
     }
@@ -215,6 +216,37 @@ fn an_undeclared_qualifier_never_becomes_a_self_comparison_or_an_outer_reference
     // A table's name hidden by its alias is the alias.
     let a = run("SELECT singer.name FROM singer AS s JOIN singer_in_concert AS sic ON s.singer_id = sic.singer_id");
     assert_eq!(a.sql, "SELECT s.name FROM singer AS s JOIN singer_in_concert AS sic ON s.singer_id = sic.singer_id");
+}
+
+#[test]
+fn columns_combined_or_in_separate_conditions_are_fixed() {
+    for (sql, want, note) in [
+        // Two columns of other names combined: each takes the one table holding it.
+        ("SELECT T2.capacity - T2.stadium_id FROM stadium AS T1", "SELECT t1.capacity - t1.stadium_id FROM stadium AS T1", "agent: column t2.capacity -> t1.capacity (t2 is not in FROM)"),
+        // Conditions joined by AND are not a comparison of their columns.
+        (
+            "SELECT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id WHERE T3.country = 'France' AND T1.age > 30",
+            "SELECT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id WHERE t1.country = 'France' AND T1.age > 30",
+            "agent: column t3.country -> t1.country (t3 is not in FROM)",
+        ),
+        (
+            "SELECT c.concert_name FROM concert AS c JOIN stadium AS s ON c.stadium_id = s.stadium_id WHERE c.capacity > 100 OR s.name = 'x'",
+            "SELECT c.concert_name FROM concert AS c JOIN stadium AS s ON c.stadium_id = s.stadium_id WHERE s.capacity > 100 OR s.name = 'x'",
+            "agent: column c.capacity -> s.capacity",
+        ),
+    ] {
+        let a = run(sql);
+        assert_eq!(a.sql, want, "{sql}: {:?}", a.fired);
+        assert!(a.fired.iter().any(|f| f.as_str() == note), "{sql}: {:?}", a.fired);
+    }
+    // A join condition never becomes a condition on one table.
+    for sql in [
+        "SELECT c.concert_name FROM concert AS c JOIN stadium AS s ON s.year = c.stadium_id",
+        "SELECT c.concert_name FROM concert AS c JOIN stadium AS s ON c.stadium_id = s.year",
+    ] {
+        let a = run(sql);
+        assert!(a.fired.iter().all(|f| !f.starts_with("agent: column")), "{sql}: {:?}", a.fired);
+    }
 }
 
 #[test]
