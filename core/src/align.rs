@@ -36,7 +36,7 @@
 
 use crate::text::{self, folded_edit_similarity};
 use crate::schema::Schema;
-use crate::sqlinfo::folded as fold;
+use crate::sqlinfo::pg_folded as fold;
 use serde::Serialize;
 use sqlparser::ast::{
     BinaryOperator, Expr, Ident, JoinConstraint,

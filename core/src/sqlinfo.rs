@@ -131,6 +131,18 @@ pub(crate) fn table_alias(t: &TableFactor) -> Option<&TableAlias> {
     }
 }
 
+/// A name as PostgreSQL reads it: unquoted, its ASCII letters lowercased (in a multibyte
+/// encoding, no other); quoted, as written. For matching names with the catalog.
+pub(crate) fn pg_folded(i: &Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_ascii_lowercase()
+    }
+}
+
+/// A name lowercased whole (Unicode): an unquoted look-alike of a name folds to it (the
+/// guard's safe side: `pg_advisory_loc\u{212A}` is refused as `pg_advisory_lock`).
 pub(crate) fn folded(i: &Ident) -> String {
     if i.quote_style.is_some() {
         i.value.clone()

@@ -250,6 +250,22 @@ fn columns_combined_or_in_separate_conditions_are_fixed() {
 }
 
 #[test]
+fn names_fold_as_postgresql_folds_them() {
+    // PostgreSQL lowercases only the ASCII letters of an unquoted name: Élèves is the table
+    // "Élèves" (its column's typo is fixed with it), élèves is another name, which PostgreSQL
+    // refuses: the table fix writes the table's own.
+    let mut s = star_schema();
+    s.tables[3].name = "Élèves".into();
+    s.tables[3].ident = "\"Élèves\"".into();
+    let run = |sql: &str| align(sql, &s, Context::default(), &mut Nothing, Rules::ALL);
+    assert_eq!(run("SELECT Élèves.capacty FROM Élèves").sql, "SELECT Élèves.capacity FROM Élèves");
+    assert_eq!(run("SELECT \"Élèves\".capacty FROM \"Élèves\"").sql, "SELECT \"Élèves\".capacity FROM \"Élèves\"");
+    for sql in ["SELECT élèves.capacty FROM élèves", "SELECT \"élèves\".capacty FROM \"élèves\""] {
+        assert!(run(sql).fired.iter().any(|f| f.ends_with("-> \"Élèves\"")), "{sql}: {:?}", run(sql).fired);
+    }
+}
+
+#[test]
 fn a_rewrite_writes_only_names_visible_there() {
     for (sql, want) in [
         ("SELECT x.name FROM singer WHERE singer_id IN (SELECT s.singer_id FROM singer AS s)", "SELECT singer.name FROM singer"),
