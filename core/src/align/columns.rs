@@ -3,53 +3,36 @@
 //! FROM item there declares, a column named by a part of its name.
 
 use super::names::cte_names;
-use super::levels::{level_items, qualified, Item, Qualified};
+use super::levels::{qualified, Item, Qualified, Walk};
 use super::{closest, fold, ident, Scope, NOT_COLUMNS};
 use crate::schema::Schema;
-use sqlparser::ast::{BinaryOperator, Expr, OrderBy, Query, Select, SelectItem, SetExpr, Statement, Visit, VisitMut, Visitor, VisitorMut};
+use sqlparser::ast::{BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, OrderBy, Query, Select, SelectItem, Statement, Visit, VisitMut, Visitor, VisitorMut};
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 /// Column references a rewrite could turn into a comparison of a column with itself, or a join
-/// condition into one table's: columns in two operands of a comparison (`a.x = b.y`,
-/// `a.x > b.y + 1`, `lower(a.x) <> lower(b.y)`, `a.x IN (b.y)`, BETWEEN, IS DISTINCT FROM), and
-/// columns of one name in two operands of any other operator (`a.x - b.x`). Columns of other
-/// names combined (`t.high - t.low`) and conditions joined by AND/OR are not paired. And both
-/// sides of `a.x = b.x` (a join on a column of that name).
+/// condition into one table's: every column of a comparison whose operands hold more than one
+/// (`a.x = b.y`, `a.x > b.y + 1`, `position(a.x IN b.y) > 0`, `a.x LIKE b.y`, `a.x IN (b.y)`,
+/// BETWEEN, IS DISTINCT FROM, `= ANY`, `CASE a.x WHEN b.y`, any operator not known to combine
+/// values), and columns of one name in two operands of an operator, function or CASE that
+/// combines values (`a.x - b.x`, `coalesce(a.x, b.x)`). Columns of other names combined
+/// (`t.high - t.low`) and conditions joined by AND/OR are not paired. And both sides of
+/// `a.x = b.x` (a join on a column of that name).
 fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<String>) {
-    /// (written, folded name) of each column reference in `e`.
-    fn columns_in(e: &Expr) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        let _ = sqlparser::ast::visit_expressions(e, |x| {
-            match x {
-                Expr::Identifier(i) => out.push((x.to_string(), fold(i))),
-                Expr::CompoundIdentifier(p) => out.extend(p.last().map(|i| (x.to_string(), fold(i)))),
-                _ => {}
-            }
-            ControlFlow::<()>::Continue(())
-        });
-        out
-    }
-    use BinaryOperator::{And, Eq, Gt, GtEq, Lt, LtEq, NotEq, Or, Xor};
     let mut join_keys = HashSet::new();
     let mut compared = HashSet::new();
     let _ = sqlparser::ast::visit_expressions(stmt, |e| {
-        let (operands, comparison): (Vec<&Expr>, bool) = match e {
-            Expr::BinaryOp { op: And | Or | Xor, .. } => (Vec::new(), false),
-            Expr::BinaryOp { left, op, right } => (vec![left, right], matches!(op, Eq | NotEq | Lt | LtEq | Gt | GtEq)),
-            Expr::IsDistinctFrom(left, right) | Expr::IsNotDistinctFrom(left, right) => (vec![left, right], true),
-            Expr::InList { expr, list, .. } => (std::iter::once(expr.as_ref()).chain(list.iter()).collect(), true),
-            Expr::Between { expr, low, high, .. } => (vec![expr, low, high], true),
-            _ => (Vec::new(), false),
-        };
+        let (operands, comparison) = operands(e);
         let columns: Vec<Vec<(String, String)>> = operands.into_iter().map(columns_in).filter(|c| !c.is_empty()).collect();
-        if columns.len() > 1 {
+        if comparison && columns.iter().map(Vec::len).sum::<usize>() > 1 {
+            compared.extend(columns.iter().flatten().map(|(w, _)| w.clone()));
+        } else if columns.len() > 1 {
             for (i, own) in columns.iter().enumerate() {
                 let elsewhere = |name: &str| columns.iter().enumerate().any(|(j, c)| j != i && c.iter().any(|(_, n)| n == name));
-                compared.extend(own.iter().filter(|(_, name)| comparison || elsewhere(name)).map(|(w, _)| w.clone()));
+                compared.extend(own.iter().filter(|(_, name)| elsewhere(name)).map(|(w, _)| w.clone()));
             }
         }
-        if let Expr::BinaryOp { left, op: Eq, right } = e {
+        if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = e {
             if let (Expr::CompoundIdentifier(l), Expr::CompoundIdentifier(r)) = (left.as_ref(), right.as_ref()) {
                 if l.last().map(fold) == r.last().map(fold) {
                     join_keys.extend([left.to_string(), right.to_string()]);
@@ -59,6 +42,87 @@ fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<String>) {
         ControlFlow::<()>::Continue(())
     });
     (join_keys, compared)
+}
+
+/// (written, folded name) of each column reference in `e`, not in its subqueries (their
+/// columns are fixed with their own FROM items, never made the outer ones).
+fn columns_in(e: &Expr) -> Vec<(String, String)> {
+    struct Columns {
+        depth: usize,
+        out: Vec<(String, String)>,
+    }
+    impl Visitor for Columns {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, x: &Expr) -> ControlFlow<()> {
+            match x {
+                _ if self.depth > 0 => {}
+                Expr::Identifier(i) => self.out.push((x.to_string(), fold(i))),
+                Expr::CompoundIdentifier(p) => self.out.extend(p.last().map(|i| (x.to_string(), fold(i)))),
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut c = Columns { depth: 0, out: Vec::new() };
+    let _ = e.visit(&mut c);
+    c.out
+}
+
+/// The operands of an expression that compares or combines values, and whether it compares
+/// them. An operator not known to combine values counts as a comparison (the side that blocks
+/// a rewrite); AND/OR/XOR join conditions, each read on its own: no operands.
+fn operands(e: &Expr) -> (Vec<&Expr>, bool) {
+    use BinaryOperator::*;
+    match e {
+        Expr::BinaryOp { op: And | Or | Xor, .. } => (Vec::new(), false),
+        Expr::BinaryOp { left, op, right } => {
+            let combines = matches!(
+                op,
+                Plus | Minus | Multiply | Divide | Modulo | StringConcat | PGExp | BitwiseOr | BitwiseAnd | BitwiseXor | PGBitwiseXor
+                    | PGBitwiseShiftLeft | PGBitwiseShiftRight | Arrow | LongArrow | HashArrow | HashLongArrow
+            );
+            (vec![left, right], !combines)
+        }
+        Expr::IsDistinctFrom(left, right)
+        | Expr::IsNotDistinctFrom(left, right)
+        | Expr::AnyOp { left, right, .. }
+        | Expr::AllOp { left, right, .. }
+        | Expr::Like { expr: left, pattern: right, .. }
+        | Expr::ILike { expr: left, pattern: right, .. }
+        | Expr::SimilarTo { expr: left, pattern: right, .. }
+        | Expr::RLike { expr: left, pattern: right, .. } => (vec![left, right], true),
+        Expr::InList { expr, list, .. } => (std::iter::once(expr.as_ref()).chain(list.iter()).collect(), true),
+        Expr::Between { expr, low, high, .. } => (vec![expr, low, high], true),
+        Expr::Case { operand: Some(operand), conditions, .. } => {
+            (std::iter::once(operand.as_ref()).chain(conditions.iter().map(|w| &w.condition)).collect(), true)
+        }
+        Expr::Case { conditions, else_result, .. } => (conditions.iter().map(|w| &w.result).chain(else_result.as_deref()).collect(), false),
+        Expr::Position { expr, r#in } => (vec![expr, r#in], false),
+        Expr::Tuple(items) => (items.iter().collect(), false),
+        Expr::Function(f) => (function_args(f), false),
+        _ => (Vec::new(), false),
+    }
+}
+
+fn function_args(f: &Function) -> Vec<&Expr> {
+    let FunctionArguments::List(list) = &f.args else { return Vec::new() };
+    list.args
+        .iter()
+        .filter_map(|a| match a {
+            FunctionArg::Named { arg: FunctionArgExpr::Expr(e), .. }
+            | FunctionArg::ExprNamed { arg: FunctionArgExpr::Expr(e), .. }
+            | FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The output names of unaliased function calls in the statement's select lists, folded:
@@ -86,7 +150,7 @@ pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fir
     // A FROM item named as a CTE reads the CTE, whatever table has the name too.
     let ctes: HashSet<String> = cte_names(stmt).into_iter().collect();
     let outputs = function_outputs(stmt);
-    let mut fixer = ColumnFixer { schema, sc, ctes, join_keys, compared, fired, outputs, levels: Vec::new(), bodies: Vec::new() };
+    let mut fixer = ColumnFixer { schema, sc, join_keys, compared, fired, outputs, walk: Walk::new(ctes) };
     let _ = stmt.visit(&mut fixer);
 }
 
@@ -96,65 +160,45 @@ pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fir
 struct ColumnFixer<'a> {
     schema: &'a Schema,
     sc: &'a Scope,
-    ctes: HashSet<String>,
     join_keys: HashSet<String>,
     compared: HashSet<String>,
     fired: &'a mut Vec<String>,
     /// Output names of unaliased function calls in any select list (`count` for `count(*)`).
     outputs: HashSet<String>,
-    /// The FROM items of each enclosing SELECT (or query's ORDER BY), outermost first.
-    levels: Vec<Vec<Item>>,
-    /// The FROM items of each enclosing query's body, for its ORDER BY.
-    bodies: Vec<Vec<Item>>,
+    /// The FROM items visible where the walk is.
+    walk: Walk,
 }
 
 impl VisitorMut for ColumnFixer<'_> {
     type Break = ();
 
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-        let mut body = q.body.as_ref();
-        // `(SELECT ... FROM t) ORDER BY t.x`: the parenthesised query's FROM.
-        while let SetExpr::Query(inner) = body {
-            if inner.order_by.is_some() || inner.limit_clause.is_some() || inner.with.is_some() {
-                break;
-            }
-            body = inner.body.as_ref();
-        }
-        let items = match body {
-            SetExpr::Select(s) => level_items(self.schema, &self.ctes, s),
-            // Set operations: ORDER BY reads output names only; nothing to fix with.
-            _ => vec![Item::opaque()],
-        };
-        self.bodies.push(items);
+        self.walk.enter_query(self.schema, q);
         ControlFlow::Continue(())
     }
 
     fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-        self.bodies.pop();
+        self.walk.leave_query();
         ControlFlow::Continue(())
     }
 
-    // A query's ORDER BY reads its body's FROM items (its CTEs never see them).
     fn pre_visit_order_by(&mut self, _: &mut OrderBy) -> ControlFlow<()> {
-        let items = self.bodies.last_mut().map(std::mem::take).unwrap_or_default();
-        self.levels.push(items);
+        self.walk.enter_order_by();
         ControlFlow::Continue(())
     }
 
     fn post_visit_order_by(&mut self, _: &mut OrderBy) -> ControlFlow<()> {
-        if let (Some(items), Some(body)) = (self.levels.pop(), self.bodies.last_mut()) {
-            *body = items;
-        }
+        self.walk.leave_order_by();
         ControlFlow::Continue(())
     }
 
     fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
-        self.levels.push(level_items(self.schema, &self.ctes, s));
+        self.walk.enter_select(self.schema, s);
         ControlFlow::Continue(())
     }
 
     fn post_visit_select(&mut self, _: &mut Select) -> ControlFlow<()> {
-        self.levels.pop();
+        self.walk.leave_select();
         ControlFlow::Continue(())
     }
 
@@ -173,8 +217,8 @@ impl ColumnFixer<'_> {
         if self.opaque_visible() {
             return None;
         }
-        let l = self.levels.len().checked_sub(1)?;
-        let level = &self.levels[l];
+        let l = self.walk.levels.len().checked_sub(1)?;
+        let level = &self.walk.levels[l];
         let holders: Vec<&Item> = (0..level.len())
             .filter(|&i| Some((l, i)) != except)
             .map(|i| &level[i])
@@ -187,12 +231,12 @@ impl ColumnFixer<'_> {
     }
 
     fn opaque_visible(&self) -> bool {
-        self.levels.iter().flatten().any(|it| it.table.is_none())
+        self.walk.levels.iter().flatten().any(|it| it.table.is_none())
     }
 
     /// The tables visible here (every level's), once per FROM item reading them.
     fn visible(&self) -> Vec<usize> {
-        self.levels.iter().flatten().filter_map(|it| it.table).collect()
+        self.walk.levels.iter().flatten().filter_map(|it| it.table).collect()
     }
 
     fn requalify(&mut self, e: &mut Expr, owner: String, note: String) {
@@ -218,20 +262,23 @@ impl ColumnFixer<'_> {
         // (unless some table has a column of that name).
         let nothing_fits = want.starts_with(crate::grammar::NOTHING_FITS) && !schema.tables.iter().any(|t| t.has_column(&want));
         // Outside any SELECT, or where a FROM item's columns are not known: left as written.
-        if self.levels.is_empty() || self.sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) || nothing_fits {
+        if self.walk.levels.is_empty() || self.sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) || nothing_fits {
             return;
         }
         let written = e.to_string();
         let (tables, own) = match &qualifier {
-            Some(q) => match qualified(&self.levels, q) {
-                Qualified::Table(l, i) => (self.levels[l][i].table.into_iter().collect::<Vec<_>>(), Some((l, i))),
+            Some(q) => match qualified(&self.walk.levels, q) {
+                Qualified::Table(l, i) => (self.walk.levels[l][i].table.into_iter().collect::<Vec<_>>(), Some((l, i))),
                 Qualified::Opaque => return,
                 // No FROM item there has that name (`employee.employee_id` with no employee in
                 // FROM, an alias no FROM item declares): the one table there with a column of
                 // that exact name, never a column paired with another (a rewrite could compare
                 // a column with itself).
                 Qualified::Undeclared => {
-                    if !self.compared.contains(&written) {
+                    // Three parts: a schema's table, or a composite column's field
+                    // (`c.info.city`): not a qualifier to replace.
+                    let two_parts = matches!(e, Expr::CompoundIdentifier(p) if p.len() == 2);
+                    if two_parts && !self.compared.contains(&written) {
                         if let Some(owner) = self.holder(&want, None) {
                             let note = format!("agent: column {q}.{name} -> {owner}.{name} ({q} is not in FROM)");
                             self.requalify(e, owner, note);
@@ -243,7 +290,7 @@ impl ColumnFixer<'_> {
             // Not where a FROM item's columns are not known, not a FROM item's own name (a
             // whole row: `to_json(stadium)`), not a function's output name (`ORDER BY count`).
             None => {
-                let names_item = self.levels.iter().flatten().any(|it| it.name.as_deref() == Some(want.as_str()));
+                let names_item = self.walk.levels.iter().flatten().any(|it| it.name.as_deref() == Some(want.as_str()));
                 if self.opaque_visible() || names_item || self.outputs.contains(&want) {
                     return;
                 }

@@ -5,12 +5,11 @@
 //! model_list.maker (integer) holds car_makers.id: PostgreSQL refuses `text = integer`; the model
 //! read model_list.maker as the maker's name. The comparison becomes `id IN (...)`.
 
-use super::levels::{level_items, qualified, Item, Qualified};
+use super::levels::{qualified, Item, Qualified, Walk};
 use super::names::cte_names;
 use super::{fold, ident};
 use crate::schema::Schema;
-use sqlparser::ast::{BinaryOperator, Expr, Query, Select, SelectItem, SetExpr, VisitMut, VisitorMut};
-use std::collections::HashSet;
+use sqlparser::ast::{BinaryOperator, Expr, OrderBy, Query, Select, SelectItem, SetExpr, VisitMut, VisitorMut};
 use std::ops::ControlFlow;
 
 /// (table, column) of a column reference, as PostgreSQL resolves it from `levels` (the FROM
@@ -50,14 +49,14 @@ fn resolve_at(schema: &Schema, levels: &[Vec<Item>], e: &Expr) -> Option<(usize,
 }
 
 /// The one column a subquery returns, with the FROM items it reads.
-fn returned(schema: &Schema, ctes: &HashSet<String>, q: &Query) -> Option<(Expr, Vec<Item>)> {
+fn returned(schema: &Schema, walk: &Walk, q: &Query) -> Option<(Expr, Vec<Item>)> {
     let SetExpr::Select(s) = q.body.as_ref() else { return None };
     let [item] = s.projection.as_slice() else { return None };
     let e = match item {
         SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e.clone(),
         _ => return None,
     };
-    Some((e, level_items(schema, ctes, s)))
+    Some((e, walk.items(schema, s)))
 }
 
 /// The column `key` (a foreign key) references, when `other` is another column of that table
@@ -94,9 +93,8 @@ fn rename(e: &mut Expr, column: &str) {
 
 struct Comparisons<'a> {
     schema: &'a Schema,
-    ctes: HashSet<String>,
-    /// The FROM items of each enclosing SELECT, outermost first.
-    levels: Vec<Vec<Item>>,
+    /// The FROM items visible where the walk is.
+    walk: Walk,
     fired: &'a mut Vec<String>,
 }
 
@@ -104,8 +102,15 @@ impl Comparisons<'_> {
     /// Rewrites `other` when it is compared with the foreign key `key` (resolved at `key_levels`).
     fn fix(&mut self, other: &mut Expr, key: &Expr, key_levels: &[Vec<Item>]) {
         let Some(k) = resolve_at(self.schema, key_levels, key) else { return };
-        let Some(o) = resolve_at(self.schema, &self.levels, other) else { return };
+        let Some(o) = resolve_at(self.schema, &self.walk.levels, other) else { return };
         if let Some(r) = meant(self.schema, k, o) {
+            // The new name must read that column where it is written: a bare `id` in a subquery
+            // could read the subquery's own table, or two tables'.
+            let mut renamed = other.clone();
+            rename(&mut renamed, &self.schema.tables[o.0].columns[r].name);
+            if resolve_at(self.schema, &self.walk.levels, &renamed) != Some((o.0, r)) {
+                return;
+            }
             let (t, from, to) = (&self.schema.tables[o.0], &self.schema.tables[o.0].columns[o.1], &self.schema.tables[o.0].columns[r]);
             let kt = &self.schema.tables[k.0];
             self.fired.push(format!(
@@ -120,20 +125,40 @@ impl Comparisons<'_> {
 impl VisitorMut for Comparisons<'_> {
     type Break = ();
 
+    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        self.walk.enter_query(self.schema, q);
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+        self.walk.leave_query();
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_order_by(&mut self, _: &mut OrderBy) -> ControlFlow<()> {
+        self.walk.enter_order_by();
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_order_by(&mut self, _: &mut OrderBy) -> ControlFlow<()> {
+        self.walk.leave_order_by();
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
-        self.levels.push(level_items(self.schema, &self.ctes, s));
+        self.walk.enter_select(self.schema, s);
         ControlFlow::Continue(())
     }
 
     fn post_visit_select(&mut self, _: &mut Select) -> ControlFlow<()> {
-        self.levels.pop();
+        self.walk.leave_select();
         ControlFlow::Continue(())
     }
 
     fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
         match e {
             Expr::BinaryOp { left, op: BinaryOperator::Eq | BinaryOperator::NotEq, right } => {
-                let levels = self.levels.clone();
+                let levels = self.walk.levels.clone();
                 let (l, r) = (left.as_ref().clone(), right.as_ref().clone());
                 self.fix(left, &r, &levels);
                 if l == **left {
@@ -141,8 +166,8 @@ impl VisitorMut for Comparisons<'_> {
                 }
             }
             Expr::InSubquery { expr, subquery, .. } => {
-                if let Some((key, items)) = returned(self.schema, &self.ctes, subquery) {
-                    let mut levels = self.levels.clone();
+                if let Some((key, items)) = returned(self.schema, &self.walk, subquery) {
+                    let mut levels = self.walk.levels.clone();
                     levels.push(items);
                     self.fix(expr, &key, &levels);
                 }
@@ -160,5 +185,5 @@ pub(super) fn key_comparisons(schema: &Schema, q: &mut Query, fired: &mut Vec<St
         return;
     }
     let ctes = cte_names(&*q).into_iter().collect();
-    let _ = VisitMut::visit(q, &mut Comparisons { schema, ctes, levels: Vec::new(), fired });
+    let _ = VisitMut::visit(q, &mut Comparisons { schema, walk: Walk::new(ctes), fired });
 }

@@ -5,7 +5,7 @@
 
 use super::{find_table, fold, relation_name};
 use crate::schema::Schema;
-use sqlparser::ast::{Select, TableFactor};
+use sqlparser::ast::{Query, Select, SetExpr, TableFactor};
 use std::collections::HashSet;
 
 /// One FROM item: the name a reference qualifies it with (its alias, else its relation's name),
@@ -57,6 +57,69 @@ pub(super) fn level_items(schema: &Schema, ctes: &HashSet<String>, s: &Select) -
         }
     }
     out
+}
+
+/// The FROM items visible at each point of a walk over a statement: a visitor calls `enter_*`
+/// and `leave_*` from its `pre_visit_*` and `post_visit_*` of queries, ORDER BYs and SELECTs.
+pub(super) struct Walk {
+    /// The statement's CTE names, folded.
+    ctes: HashSet<String>,
+    /// The FROM items of each enclosing SELECT (or query's ORDER BY), outermost first.
+    pub(super) levels: Vec<Vec<Item>>,
+    /// The FROM items of each enclosing query's body, for its ORDER BY.
+    bodies: Vec<Vec<Item>>,
+}
+
+impl Walk {
+    pub(super) fn new(ctes: HashSet<String>) -> Walk {
+        Walk { ctes, levels: Vec::new(), bodies: Vec::new() }
+    }
+
+    pub(super) fn enter_query(&mut self, schema: &Schema, q: &Query) {
+        let mut body = q.body.as_ref();
+        // `(SELECT ... FROM t) ORDER BY t.x`: the parenthesised query's FROM.
+        while let SetExpr::Query(inner) = body {
+            if inner.order_by.is_some() || inner.limit_clause.is_some() || inner.with.is_some() {
+                break;
+            }
+            body = inner.body.as_ref();
+        }
+        let items = match body {
+            SetExpr::Select(s) => level_items(schema, &self.ctes, s),
+            // Set operations: ORDER BY reads output names only; nothing to resolve with.
+            _ => vec![Item::opaque()],
+        };
+        self.bodies.push(items);
+    }
+
+    pub(super) fn leave_query(&mut self) {
+        self.bodies.pop();
+    }
+
+    /// A query's ORDER BY reads its body's FROM items (its CTEs never see them).
+    pub(super) fn enter_order_by(&mut self) {
+        let items = self.bodies.last_mut().map(std::mem::take).unwrap_or_default();
+        self.levels.push(items);
+    }
+
+    pub(super) fn leave_order_by(&mut self) {
+        if let (Some(items), Some(body)) = (self.levels.pop(), self.bodies.last_mut()) {
+            *body = items;
+        }
+    }
+
+    pub(super) fn enter_select(&mut self, schema: &Schema, s: &Select) {
+        self.levels.push(level_items(schema, &self.ctes, s));
+    }
+
+    pub(super) fn leave_select(&mut self) {
+        self.levels.pop();
+    }
+
+    /// The FROM items of a SELECT somewhere in the statement (a subquery's, say).
+    pub(super) fn items(&self, schema: &Schema, s: &Select) -> Vec<Item> {
+        level_items(schema, &self.ctes, s)
+    }
 }
 
 /// What a qualifier names where it is written.

@@ -250,6 +250,31 @@ fn columns_combined_or_in_separate_conditions_are_fixed() {
 }
 
 #[test]
+fn a_comparison_in_any_form_is_never_made_one_of_a_column_with_itself() {
+    let join = "SELECT c.concert_name FROM concert AS c JOIN stadium AS s ON c.stadium_id = s.stadium_id";
+    let t1 = "FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id";
+    for (sql, never) in [
+        (format!("{join} WHERE s.name LIKE c.name AND c.year = 2014"), "s.name LIKE s.name"),
+        (format!("{join} WHERE s.name ILIKE '%' || c.name || '%'"), "'%' || s.name"),
+        (format!("{join} WHERE s.name SIMILAR TO c.name OR c.year = 2014"), "SIMILAR TO s.name"),
+        (format!("{join} WHERE s.name ~ c.name"), "~ s.name"),
+        (format!("{join} WHERE position(c.name IN s.name) > 0"), "position(s.name IN s.name)"),
+        (format!("{join} WHERE s.name = ANY(ARRAY[c.name])"), "ARRAY[s.name]"),
+        (format!("SELECT T1.name {t1} WHERE T1.name LIKE T3.name AND T1.age > 30"), "LIKE t1.name"),
+        (format!("SELECT greatest(T1.age, T3.age) {t1}"), "T1.age, t1.age"),
+        (format!("SELECT coalesce(T1.age, T3.age) {t1}"), "T1.age, t1.age"),
+        (format!("SELECT CASE T1.age WHEN T3.age THEN 1 END {t1}"), "WHEN t1.age"),
+        (format!("SELECT T1.name {t1} WHERE strpos(T1.name, T3.name) > 0"), "T1.name, t1.name"),
+    ] {
+        let a = run(&sql);
+        assert!(!a.sql.contains(never), "{sql}: {:?}", a);
+    }
+    // A composite column's field is not a column qualified with an undeclared name.
+    let a = run("SELECT c.info.capacity FROM concert AS c JOIN stadium AS s ON c.stadium_id = s.stadium_id");
+    assert!(a.fired.is_empty(), "{:?}", a);
+}
+
+#[test]
 fn names_fold_as_postgresql_folds_them() {
     // PostgreSQL lowercases only the ASCII letters of an unquoted name: Élèves is the table
     // "Élèves" (its column's typo is fixed with it), élèves is another name, which PostgreSQL
@@ -721,6 +746,24 @@ fn a_key_comparison_reads_each_name_where_it_is_written() {
     ] {
         assert!(run(sql).fired.iter().all(|f| !f.contains("the key it references")), "{sql}: {:?}", run(sql).fired);
     }
+    // Nor where the new name would read another column where it is written: a bare `id` in a
+    // subquery reads the subquery's table, beside a join it is ambiguous.
+    for sql in [
+        "SELECT name FROM brand WHERE EXISTS (SELECT 1 FROM product WHERE product.brand = name)",
+        "SELECT title FROM product JOIN brand ON product.brand = name",
+    ] {
+        assert!(run(sql).fired.iter().all(|f| !f.contains("the key it references")), "{sql}: {:?}", run(sql).fired);
+    }
+    // A query's ORDER BY reads its own FROM.
+    assert_eq!(
+        run("SELECT id FROM brand ORDER BY name IN (SELECT brand FROM product) DESC").sql,
+        "SELECT id FROM brand ORDER BY id IN (SELECT brand FROM product) DESC"
+    );
+    // Qualified, the same comparison is fixed.
+    assert_eq!(
+        run("SELECT b.name FROM brand AS b WHERE EXISTS (SELECT 1 FROM product WHERE product.brand = b.name)").sql,
+        "SELECT b.name FROM brand AS b WHERE EXISTS (SELECT 1 FROM product WHERE product.brand = b.id)"
+    );
 }
 
 #[test]
