@@ -3,10 +3,10 @@
 //! FROM item there declares, a column named by a part of its name.
 
 use super::names::cte_names;
-use super::levels::{qualified, Item, Qualified, Walk};
+use super::levels::{qualified, walk_with, Item, Qualified, Walk, WalkingRule};
 use super::{closest, fold, ident, Scope, NOT_COLUMNS};
 use crate::schema::Schema;
-use sqlparser::ast::{BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, OrderBy, Query, Select, SelectItem, Statement, Visit, VisitMut, Visitor, VisitorMut};
+use sqlparser::ast::{BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Query, Select, SelectItem, Statement, Visit, Visitor};
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
@@ -150,8 +150,8 @@ pub(super) fn fix_columns(schema: &Schema, sc: &Scope, stmt: &mut Statement, fir
     // A FROM item named as a CTE reads the CTE, whatever table has the name too.
     let ctes: HashSet<String> = cte_names(stmt).into_iter().collect();
     let outputs = function_outputs(stmt);
-    let mut fixer = ColumnFixer { schema, sc, join_keys, compared, fired, outputs, walk: Walk::new(ctes) };
-    let _ = stmt.visit(&mut fixer);
+    let mut fixer = ColumnFixer { schema, sc, join_keys, compared, fired, outputs, walk: Walk::new(schema, ctes) };
+    walk_with(stmt, &mut fixer);
 }
 
 /// Column names fixed where they are written: a reference may read the FROM items of its own
@@ -166,45 +166,16 @@ struct ColumnFixer<'a> {
     /// Output names of unaliased function calls in any select list (`count` for `count(*)`).
     outputs: HashSet<String>,
     /// The FROM items visible where the walk is.
-    walk: Walk,
+    walk: Walk<'a>,
 }
 
-impl VisitorMut for ColumnFixer<'_> {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-        self.walk.enter_query(self.schema, q);
-        ControlFlow::Continue(())
+impl<'a> WalkingRule<'a> for ColumnFixer<'a> {
+    fn walk(&mut self) -> &mut Walk<'a> {
+        &mut self.walk
     }
 
-    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-        self.walk.leave_query();
-        ControlFlow::Continue(())
-    }
-
-    fn pre_visit_order_by(&mut self, _: &mut OrderBy) -> ControlFlow<()> {
-        self.walk.enter_order_by();
-        ControlFlow::Continue(())
-    }
-
-    fn post_visit_order_by(&mut self, _: &mut OrderBy) -> ControlFlow<()> {
-        self.walk.leave_order_by();
-        ControlFlow::Continue(())
-    }
-
-    fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
-        self.walk.enter_select(self.schema, s);
-        ControlFlow::Continue(())
-    }
-
-    fn post_visit_select(&mut self, _: &mut Select) -> ControlFlow<()> {
-        self.walk.leave_select();
-        ControlFlow::Continue(())
-    }
-
-    fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+    fn expr(&mut self, e: &mut Expr) {
         self.fix(e);
-        ControlFlow::Continue(())
     }
 }
 

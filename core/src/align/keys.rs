@@ -5,12 +5,11 @@
 //! model_list.maker (integer) holds car_makers.id: PostgreSQL refuses `text = integer`; the model
 //! read model_list.maker as the maker's name. The comparison becomes `id IN (...)`.
 
-use super::levels::{qualified, Item, Qualified, Walk};
+use super::levels::{qualified, walk_with, Item, Qualified, Walk, WalkingRule};
 use super::names::cte_names;
 use super::{fold, ident};
 use crate::schema::Schema;
-use sqlparser::ast::{BinaryOperator, Expr, OrderBy, Query, Select, SelectItem, SetExpr, VisitMut, VisitorMut};
-use std::ops::ControlFlow;
+use sqlparser::ast::{BinaryOperator, Expr, Query, SelectItem, SetExpr};
 
 /// (table, column) of a column reference, as PostgreSQL resolves it from `levels` (the FROM
 /// items of each enclosing SELECT, outermost first): a qualified one by the innermost item of
@@ -49,14 +48,14 @@ fn resolve_at(schema: &Schema, levels: &[Vec<Item>], e: &Expr) -> Option<(usize,
 }
 
 /// The one column a subquery returns, with the FROM items it reads.
-fn returned(schema: &Schema, walk: &Walk, q: &Query) -> Option<(Expr, Vec<Item>)> {
+fn returned(walk: &Walk, q: &Query) -> Option<(Expr, Vec<Item>)> {
     let SetExpr::Select(s) = q.body.as_ref() else { return None };
     let [item] = s.projection.as_slice() else { return None };
     let e = match item {
         SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e.clone(),
         _ => return None,
     };
-    Some((e, walk.items(schema, s)))
+    Some((e, walk.items(s)))
 }
 
 /// The column `key` (a foreign key) references, when `other` is another column of that table
@@ -94,7 +93,7 @@ fn rename(e: &mut Expr, column: &str) {
 struct Comparisons<'a> {
     schema: &'a Schema,
     /// The FROM items visible where the walk is.
-    walk: Walk,
+    walk: Walk<'a>,
     fired: &'a mut Vec<String>,
 }
 
@@ -122,40 +121,12 @@ impl Comparisons<'_> {
     }
 }
 
-impl VisitorMut for Comparisons<'_> {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-        self.walk.enter_query(self.schema, q);
-        ControlFlow::Continue(())
+impl<'a> WalkingRule<'a> for Comparisons<'a> {
+    fn walk(&mut self) -> &mut Walk<'a> {
+        &mut self.walk
     }
 
-    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-        self.walk.leave_query();
-        ControlFlow::Continue(())
-    }
-
-    fn pre_visit_order_by(&mut self, _: &mut OrderBy) -> ControlFlow<()> {
-        self.walk.enter_order_by();
-        ControlFlow::Continue(())
-    }
-
-    fn post_visit_order_by(&mut self, _: &mut OrderBy) -> ControlFlow<()> {
-        self.walk.leave_order_by();
-        ControlFlow::Continue(())
-    }
-
-    fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
-        self.walk.enter_select(self.schema, s);
-        ControlFlow::Continue(())
-    }
-
-    fn post_visit_select(&mut self, _: &mut Select) -> ControlFlow<()> {
-        self.walk.leave_select();
-        ControlFlow::Continue(())
-    }
-
-    fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+    fn expr(&mut self, e: &mut Expr) {
         match e {
             Expr::BinaryOp { left, op: BinaryOperator::Eq | BinaryOperator::NotEq, right } => {
                 let levels = self.walk.levels.clone();
@@ -166,7 +137,7 @@ impl VisitorMut for Comparisons<'_> {
                 }
             }
             Expr::InSubquery { expr, subquery, .. } => {
-                if let Some((key, items)) = returned(self.schema, &self.walk, subquery) {
+                if let Some((key, items)) = returned(&self.walk, subquery) {
                     let mut levels = self.walk.levels.clone();
                     levels.push(items);
                     self.fix(expr, &key, &levels);
@@ -174,7 +145,6 @@ impl VisitorMut for Comparisons<'_> {
             }
             _ => {}
         }
-        ControlFlow::Continue(())
     }
 }
 
@@ -185,5 +155,5 @@ pub(super) fn key_comparisons(schema: &Schema, q: &mut Query, fired: &mut Vec<St
         return;
     }
     let ctes = cte_names(&*q).into_iter().collect();
-    let _ = VisitMut::visit(q, &mut Comparisons { schema, walk: Walk::new(ctes), fired });
+    walk_with(q, &mut Comparisons { schema, walk: Walk::new(schema, ctes), fired });
 }

@@ -5,8 +5,9 @@
 
 use super::{find_table, fold, relation_name};
 use crate::schema::Schema;
-use sqlparser::ast::{Query, Select, SetExpr, TableFactor};
+use sqlparser::ast::{Expr, OrderBy, Query, Select, SetExpr, TableFactor, VisitMut, VisitorMut};
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 
 /// One FROM item: the name a reference qualifies it with (its alias, else its relation's name),
 /// and the table it reads when it is a table of the schema; None for anything whose columns the
@@ -19,14 +20,14 @@ pub(super) struct Item {
 }
 
 impl Item {
-    pub(super) fn opaque() -> Item {
+    fn opaque() -> Item {
         Item { name: None, table: None }
     }
 }
 
 /// The FROM items of a SELECT (not its subqueries'). `ctes`: the statement's CTE names, folded
 /// (a FROM item named as a CTE reads the CTE, whatever table has the name too).
-pub(super) fn level_items(schema: &Schema, ctes: &HashSet<String>, s: &Select) -> Vec<Item> {
+fn level_items(schema: &Schema, ctes: &HashSet<String>, s: &Select) -> Vec<Item> {
     fn factor(schema: &Schema, ctes: &HashSet<String>, t: &TableFactor, out: &mut Vec<Item>) {
         match t {
             TableFactor::Table { name, alias, args: None, .. } if alias.as_ref().is_none_or(|a| a.columns.is_empty()) => {
@@ -59,9 +60,9 @@ pub(super) fn level_items(schema: &Schema, ctes: &HashSet<String>, s: &Select) -
     out
 }
 
-/// The FROM items visible at each point of a walk over a statement: a visitor calls `enter_*`
-/// and `leave_*` from its `pre_visit_*` and `post_visit_*` of queries, ORDER BYs and SELECTs.
-pub(super) struct Walk {
+/// The FROM items visible at each point of a walk over a statement, kept by `walk_with`.
+pub(super) struct Walk<'s> {
+    schema: &'s Schema,
     /// The statement's CTE names, folded.
     ctes: HashSet<String>,
     /// The FROM items of each enclosing SELECT (or query's ORDER BY), outermost first.
@@ -70,12 +71,12 @@ pub(super) struct Walk {
     bodies: Vec<Vec<Item>>,
 }
 
-impl Walk {
-    pub(super) fn new(ctes: HashSet<String>) -> Walk {
-        Walk { ctes, levels: Vec::new(), bodies: Vec::new() }
+impl<'s> Walk<'s> {
+    pub(super) fn new(schema: &'s Schema, ctes: HashSet<String>) -> Walk<'s> {
+        Walk { schema, ctes, levels: Vec::new(), bodies: Vec::new() }
     }
 
-    pub(super) fn enter_query(&mut self, schema: &Schema, q: &Query) {
+    fn enter_query(&mut self, q: &Query) {
         let mut body = q.body.as_ref();
         // `(SELECT ... FROM t) ORDER BY t.x`: the parenthesised query's FROM.
         while let SetExpr::Query(inner) = body {
@@ -85,40 +86,82 @@ impl Walk {
             body = inner.body.as_ref();
         }
         let items = match body {
-            SetExpr::Select(s) => level_items(schema, &self.ctes, s),
+            SetExpr::Select(s) => self.items(s),
             // Set operations: ORDER BY reads output names only; nothing to resolve with.
             _ => vec![Item::opaque()],
         };
         self.bodies.push(items);
     }
 
-    pub(super) fn leave_query(&mut self) {
-        self.bodies.pop();
-    }
-
     /// A query's ORDER BY reads its body's FROM items (its CTEs never see them).
-    pub(super) fn enter_order_by(&mut self) {
+    fn enter_order_by(&mut self) {
         let items = self.bodies.last_mut().map(std::mem::take).unwrap_or_default();
         self.levels.push(items);
     }
 
-    pub(super) fn leave_order_by(&mut self) {
+    fn leave_order_by(&mut self) {
         if let (Some(items), Some(body)) = (self.levels.pop(), self.bodies.last_mut()) {
             *body = items;
         }
     }
 
-    pub(super) fn enter_select(&mut self, schema: &Schema, s: &Select) {
-        self.levels.push(level_items(schema, &self.ctes, s));
-    }
-
-    pub(super) fn leave_select(&mut self) {
-        self.levels.pop();
-    }
-
     /// The FROM items of a SELECT somewhere in the statement (a subquery's, say).
-    pub(super) fn items(&self, schema: &Schema, s: &Select) -> Vec<Item> {
-        level_items(schema, &self.ctes, s)
+    pub(super) fn items(&self, s: &Select) -> Vec<Item> {
+        level_items(self.schema, &self.ctes, s)
+    }
+}
+
+/// A rule applied to each expression, after its parts, with the FROM items visible there.
+pub(super) trait WalkingRule<'s> {
+    fn walk(&mut self) -> &mut Walk<'s>;
+    fn expr(&mut self, e: &mut Expr);
+}
+
+/// Applies `rule` to every expression of `node`, its walk kept at each query, ORDER BY and
+/// SELECT.
+pub(super) fn walk_with<'s, N: VisitMut, R: WalkingRule<'s>>(node: &mut N, rule: &mut R) {
+    let _ = node.visit(&mut Walker(rule, std::marker::PhantomData));
+}
+
+struct Walker<'r, 's, R: WalkingRule<'s>>(&'r mut R, std::marker::PhantomData<&'s ()>);
+
+impl<'s, R: WalkingRule<'s>> VisitorMut for Walker<'_, 's, R> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        self.0.walk().enter_query(q);
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+        self.0.walk().bodies.pop();
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_order_by(&mut self, _: &mut OrderBy) -> ControlFlow<()> {
+        self.0.walk().enter_order_by();
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_order_by(&mut self, _: &mut OrderBy) -> ControlFlow<()> {
+        self.0.walk().leave_order_by();
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
+        let items = self.0.walk().items(s);
+        self.0.walk().levels.push(items);
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_select(&mut self, _: &mut Select) -> ControlFlow<()> {
+        self.0.walk().levels.pop();
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        self.0.expr(e);
+        ControlFlow::Continue(())
     }
 }
 
