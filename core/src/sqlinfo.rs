@@ -31,8 +31,8 @@ struct Collect(Vec<Comparison>);
 /// The column an expression reads (`t.name` → name), folded as PostgreSQL folds unquoted names.
 pub(crate) fn column(e: &Expr) -> Option<String> {
     match e {
-        Expr::Identifier(i) => Some(folded(i)),
-        Expr::CompoundIdentifier(parts) => parts.last().map(folded),
+        Expr::Identifier(i) => Some(pg_folded(i)),
+        Expr::CompoundIdentifier(parts) => parts.last().map(pg_folded),
         Expr::Nested(inner) => column(inner),
         _ => None,
     }
@@ -176,8 +176,8 @@ impl Visitor for Names<'_> {
 
     fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
         for cte in q.with.iter().flat_map(|w| &w.cte_tables) {
-            self.defined.insert(folded(&cte.alias.name));
-            self.defined.extend(cte.alias.columns.iter().map(|c| folded(&c.name)));
+            self.defined.insert(pg_folded(&cte.alias.name));
+            self.defined.extend(cte.alias.columns.iter().map(|c| pg_folded(&c.name)));
         }
         ControlFlow::Continue(())
     }
@@ -185,7 +185,7 @@ impl Visitor for Names<'_> {
     fn pre_visit_select(&mut self, s: &Select) -> ControlFlow<()> {
         for item in &s.projection {
             if let SelectItem::ExprWithAlias { alias, .. } = item {
-                self.defined.insert(folded(alias));
+                self.defined.insert(pg_folded(alias));
             }
         }
         ControlFlow::Continue(())
@@ -194,17 +194,17 @@ impl Visitor for Names<'_> {
     fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
         if let TableFactor::Table { name, args: None, .. } = t {
             if let Some(ObjectNamePart::Identifier(last)) = name.0.last() {
-                self.read.push((folded(last), last.value.clone()));
+                self.read.push((pg_folded(last), last.value.clone()));
             }
         }
         if let Some(a) = table_alias(t) {
-            self.defined.insert(folded(&a.name));
-            self.defined.extend(a.columns.iter().map(|c| folded(&c.name)));
+            self.defined.insert(pg_folded(&a.name));
+            self.defined.extend(a.columns.iter().map(|c| pg_folded(&c.name)));
         }
         // The columns JSON_TABLE and XMLTABLE declare are the query's own, as an alias's are.
         match t {
             TableFactor::JsonTable { columns, .. } => json_columns(columns, &mut self.defined),
-            TableFactor::XmlTable { columns, .. } => self.defined.extend(columns.iter().map(|c| folded(&c.name))),
+            TableFactor::XmlTable { columns, .. } => self.defined.extend(columns.iter().map(|c| pg_folded(&c.name))),
             _ => {}
         }
         ControlFlow::Continue(())
@@ -212,9 +212,9 @@ impl Visitor for Names<'_> {
 
     fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
         match e {
-            Expr::Identifier(i) => self.read.push((folded(i), i.value.clone())),
+            Expr::Identifier(i) => self.read.push((pg_folded(i), i.value.clone())),
             Expr::CompoundIdentifier(parts) if parts.len() > 1 => {
-                self.read.extend(parts.last().map(|i| (folded(i), i.value.clone())));
+                self.read.extend(parts.last().map(|i| (pg_folded(i), i.value.clone())));
             }
             Expr::BinaryOp { left, op, right } if is_comparison(op) => {
                 self.compared(left, right);
@@ -238,10 +238,10 @@ fn json_columns(columns: &[JsonTableColumn], into: &mut HashSet<String>) {
     for c in columns {
         match c {
             JsonTableColumn::Named(n) => {
-                into.insert(folded(&n.name));
+                into.insert(pg_folded(&n.name));
             }
             JsonTableColumn::ForOrdinality(i) => {
-                into.insert(folded(i));
+                into.insert(pg_folded(i));
             }
             JsonTableColumn::Nested(n) => json_columns(&n.columns, into),
         }
@@ -336,6 +336,18 @@ mod tests {
         let many = (0..200).map(|i| format!("c{i}")).collect::<Vec<_>>().join(", ");
         assert_eq!(unknown(&format!("SELECT {many} FROM singer")).len(), MAX_UNKNOWN_NAMES);
         assert!(unknown("not sql").is_empty());
+    }
+
+    #[test]
+    fn facts_fold_names_as_postgresql_folds_them() {
+        // Unquoted, only the ASCII letters are lowercased (as in a multibyte encoding), as the
+        // alignment folds them: `ÉTAT` is `État`, never `état`.
+        assert_eq!(pairs("SELECT 1 FROM t WHERE ÉTAT = 'x'"), vec![("État".into(), "x".into())]);
+        let known = |n: &str| ["singer", "État"].contains(&n);
+        assert!(unknown_names("SELECT ÉTAT FROM singer", &known).is_empty());
+        let lower = |n: &str| ["singer", "état"].contains(&n);
+        assert_eq!(unknown_names("SELECT ÉTAT FROM singer", &lower), vec!["ÉTAT"]);
+        assert_eq!(column(&Expr::CompoundIdentifier(vec![Ident::new("s"), Ident::new("ÉTAT")])), Some("État".into()));
     }
 
     #[test]
