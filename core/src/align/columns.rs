@@ -18,7 +18,7 @@ use std::ops::ControlFlow;
 /// combines values (`a.x - b.x`, `coalesce(a.x, b.x)`). Columns of other names combined
 /// (`t.high - t.low`) and conditions joined by AND/OR are not paired. And both sides of
 /// `a.x = b.x` (a join on a column of that name).
-fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<String>) {
+pub(super) fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<String>) {
     let mut join_keys = HashSet::new();
     let mut compared = HashSet::new();
     let _ = sqlparser::ast::visit_expressions(stmt, |e| {

@@ -32,6 +32,8 @@ struct Relation {
 }
 
 pub(super) fn derived_columns(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
+    // Columns a requalification could make compared with themselves, as the column rule reads them.
+    let (join_keys, compared) = super::columns::paired_columns(stmt);
     let Statement::Query(q) = stmt else { return };
     // Every name the statement could mean as a column anywhere: the columns of the tables it
     // reads, what its CTEs and subqueries return, its output aliases. An unqualified name that
@@ -51,7 +53,8 @@ pub(super) fn derived_columns(schema: &Schema, stmt: &mut Statement, fired: &mut
         roots.extend(w.cte_tables.iter().map(|c| &*c.query as *const Query as usize));
     }
     let many = roots.len() > 1;
-    let mut each = Each { schema, ctes: &ctes, names: &names, roots: &roots, many, depth: 0, fired };
+    let paired = Paired { join_keys: &join_keys, compared: &compared };
+    let mut each = Each { schema, ctes: &ctes, names: &names, roots: &roots, many, paired, depth: 0, fired };
     let _ = VisitMut::visit(&mut **q, &mut each);
 }
 
@@ -204,6 +207,7 @@ struct Each<'a> {
     roots: &'a HashSet<usize>,
     /// Whether the statement has several blocks nothing encloses (it has a WITH).
     many: bool,
+    paired: Paired<'a>,
     depth: usize,
     fired: &'a mut Vec<String>,
 }
@@ -222,7 +226,7 @@ impl VisitorMut for Each<'_> {
         if !rels.iter().any(|r| r.derived) && !(root && self.many) {
             return ControlFlow::Continue(());
         }
-        let block = Block { rels: &rels, root, aliases: aliases(s) };
+        let block = Block { rels: &rels, root, aliases: aliases(s), paired: self.paired };
         // What a bare column of the select list is named stays the name written: the block
         // may be a CTE or subquery another block reads by it.
         if self.depth > 1 {
@@ -231,8 +235,9 @@ impl VisitorMut for Each<'_> {
                     let written = output_name(e);
                     let mut one = Vec::new();
                     fix_one(e, &block, self.names, &mut one);
-                    if !one.is_empty() {
-                        self.fired.extend(one);
+                    let renamed = output_name(e) != written;
+                    self.fired.extend(one);
+                    if renamed {
                         let expr = std::mem::replace(e, Expr::Value(sqlparser::ast::Value::Null.with_empty_span()));
                         *item = SelectItem::ExprWithAlias { expr, alias: ident(&written) };
                     }
@@ -258,6 +263,15 @@ struct Block<'a> {
     rels: &'a [Relation],
     root: bool,
     aliases: Vec<String>,
+    paired: Paired<'a>,
+}
+
+/// Column references (as written) that a requalification could turn into a comparison of a
+/// column with itself, or a join condition into one relation's (`columns::paired_columns`).
+#[derive(Clone, Copy)]
+struct Paired<'a> {
+    join_keys: &'a HashSet<String>,
+    compared: &'a HashSet<String>,
 }
 
 /// What a SELECT's output columns are named (`count` for an unnamed `count(*)`), which its
@@ -301,16 +315,34 @@ fn fix_one(e: &mut Expr, b: &Block, known: &HashSet<String>, fired: &mut Vec<Str
     }
     let columns: Vec<&str> = match &qualifier {
         Some(q) => {
-            // A qualifier of an enclosing block is not this block's to judge.
-            let [r] = rels.iter().filter(|r| r.by == *q).collect::<Vec<_>>()[..] else { return };
+            let r = match rels.iter().filter(|r| r.by == *q).collect::<Vec<_>>()[..] {
+                [r] => r,
+                // A qualifier no relation of the block declares, where it cannot be an
+                // enclosing block's (nothing encloses the block, or no block declares it):
+                // the one relation of the block returning the column.
+                [] if b.root || !known.contains(q) => {
+                    if !b.paired.compared.contains(&e.to_string()) {
+                        requalify(e, q, &want, b, None, fired);
+                    }
+                    return;
+                }
+                // An enclosing block's, or declared twice: not this block's to judge.
+                _ => return,
+            };
             if r.columns.contains(&want) {
                 return;
             }
-            // A table's column: only the column after the table's name (`t1.adverse_event_id`
-            // for the `id` of adverse_events), where no other relation of the block has the
-            // name (a column of the wrong table is the other rules'); typos are theirs too.
+            // A table's column: typos are the column rule's; written with the wrong relation,
+            // the one other relation of the block returning it (the column rule leaves a
+            // block reading a subquery or a CTE alone); else the column after the table's
+            // name (`t1.adverse_event_id` for the `id` of adverse_events).
             if !r.derived {
                 if rels.iter().any(|o| o.columns.contains(&want)) {
+                    let written = e.to_string();
+                    let paired = b.paired.join_keys.contains(&written) || b.paired.compared.contains(&written);
+                    if !paired && closest(&want, r.columns.iter().map(String::as_str)).is_none() {
+                        requalify(e, q, &want, b, Some(r.by.as_str()), fired);
+                    }
                     return;
                 }
                 if let Some(best) = prefixed(&want, &[(r.name.as_str(), r.columns.as_slice())]) {
@@ -342,6 +374,19 @@ fn fix_one(e: &mut Expr, b: &Block, known: &HashSet<String>, fired: &mut Vec<Str
         return;
     }
     replace(e, qualifier.as_deref().unwrap_or(""), best, fired);
+}
+
+/// `q.want` qualified with the one relation of the block, other than `except`, that returns
+/// `want`; left as written when none or several do.
+fn requalify(e: &mut Expr, q: &str, want: &str, b: &Block, except: Option<&str>, fired: &mut Vec<String>) {
+    let holders: Vec<&Relation> = b.rels.iter().filter(|r| Some(r.by.as_str()) != except && r.columns.iter().any(|c| c == want)).collect();
+    let [owner] = holders[..] else { return };
+    if let Expr::CompoundIdentifier(p) = e {
+        if p.len() == 2 {
+            fired.push(format!("agent: column {q}.{} -> {}.{} (the relation of the block that returns it)", p[1], owner.by, p[1]));
+            p[0] = ident(&owner.by);
+        }
+    }
 }
 
 /// `e` (a column, `q`-qualified unless `q` is empty) made `best`, and the rule said.

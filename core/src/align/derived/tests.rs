@@ -110,3 +110,42 @@ fn a_tables_column_after_the_tables_name_is_that_column() {
     let b = fix("WITH c AS (SELECT x.singer_id FROM singer_in_concert AS y JOIN concert AS x ON x.concert_id = y.concert_id) SELECT c.singer_id FROM c");
     assert!(!b.fired.iter().any(|f| f.contains("what the relation returns")), "{:?}", b.fired);
 }
+
+#[test]
+fn a_column_read_from_a_relation_the_block_lacks_is_the_one_relation_returning_it() {
+    // an alias no FROM item declares, in a block reading a subquery: the subquery returns the
+    // column, the table does not
+    let a = fix("SELECT avg(t2.total - t1.year) FROM concert AS t1 JOIN (SELECT concert_id, count(*) AS total FROM singer_in_concert GROUP BY concert_id) AS sub ON t1.concert_id = sub.concert_id");
+    assert_eq!(a.sql, "SELECT avg(sub.total - t1.year) FROM concert AS t1 JOIN (SELECT concert_id, count(*) AS total FROM singer_in_concert GROUP BY concert_id) AS sub ON t1.concert_id = sub.concert_id");
+    assert!(a.fired.iter().any(|f| f.contains("t2.total -> sub.total")), "{:?}", a.fired);
+    // a table's alias with a column the subquery returns
+    let b = fix("SELECT c.concert_name, c.total FROM concert AS c JOIN (SELECT concert_id, count(*) AS total FROM singer_in_concert GROUP BY concert_id) AS s ON c.concert_id = s.concert_id");
+    assert!(b.sql.starts_with("SELECT c.concert_name, s.total FROM"), "{}", b.sql);
+    // a CTE block: a table's column written with the CTE's alias's neighbour
+    let c = fix("WITH n AS (SELECT stadium_id, count(*) AS shows FROM concert GROUP BY stadium_id) SELECT st.name, st.shows FROM stadium AS st JOIN n ON n.stadium_id = st.stadium_id");
+    assert!(c.sql.ends_with("SELECT st.name, n.shows FROM stadium AS st JOIN n ON n.stadium_id = st.stadium_id"), "{}", c.sql);
+    // an undeclared qualifier in a CTE's own block (nothing encloses it)
+    let d = fix("WITH n AS (SELECT x.stadium_id, count(*) AS shows FROM concert GROUP BY x.stadium_id) SELECT n.shows FROM n");
+    assert!(d.sql.starts_with("WITH n AS (SELECT concert.stadium_id, count(*) AS shows FROM concert GROUP BY concert.stadium_id)"), "{}", d.sql);
+}
+
+#[test]
+fn a_column_of_another_relation_is_never_requalified_by_guess() {
+    let sub = "(SELECT concert_id, stadium_id, count(*) AS total FROM singer_in_concert JOIN concert USING (concert_id) GROUP BY concert_id, stadium_id) AS s";
+    for sql in [
+        // two relations return it
+        format!("SELECT t9.stadium_id FROM concert AS c JOIN {sub} ON c.concert_id = s.concert_id"),
+        // none does
+        format!("SELECT t9.capacity FROM concert AS c JOIN {sub} ON c.concert_id = s.concert_id"),
+        // compared with a column of that name: requalified, it would compare a column with itself
+        format!("SELECT c.concert_name FROM concert AS c JOIN {sub} ON c.concert_id = s.concert_id WHERE t9.total > s.total"),
+        format!("SELECT c.concert_name FROM concert AS c JOIN {sub} ON c.total = s.total"),
+        // a typo of the table's own column is the column rule's
+        format!("SELECT c.yaer FROM concert AS c JOIN {sub} ON c.concert_id = s.concert_id"),
+        // a qualifier an enclosing block declares: a correlated reference
+        format!("SELECT name FROM singer AS t9 WHERE EXISTS (SELECT 1 FROM concert AS c JOIN {sub} ON c.concert_id = s.concert_id WHERE t9.total > 1)"),
+    ] {
+        let a = fix(&sql);
+        assert!(!a.fired.iter().any(|f| f.contains("the relation of the block that returns it")), "{sql}: {:?}", a.fired);
+    }
+}
