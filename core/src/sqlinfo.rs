@@ -115,7 +115,6 @@ struct Names<'a> {
     values: HashSet<String>,
 }
 
-/// A name as PostgreSQL folds it: unquoted, lowercase.
 /// The alias a FROM item is given, whatever its kind (`AS s(a, b)`).
 pub(crate) fn table_alias(t: &TableFactor) -> Option<&TableAlias> {
     match t {

@@ -6,7 +6,7 @@ use super::names::cte_names;
 use super::levels::{qualified, walk_with, Item, Qualified, Walk, WalkingRule};
 use super::{closest, fold, ident, Scope, NOT_COLUMNS};
 use crate::schema::Schema;
-use sqlparser::ast::{BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Query, Select, SelectItem, Statement, Visit, Visitor};
+use sqlparser::ast::{BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Query, Select, SelectItem, SetExpr, Statement, Visit, Visitor};
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
@@ -23,6 +23,22 @@ pub(super) fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<Stri
     let mut compared = HashSet::new();
     let _ = sqlparser::ast::visit_expressions(stmt, |e| {
         let (operands, comparison) = operands(e);
+        // A column compared with a subquery (`x IN (SELECT ...)`, `x = ANY (SELECT ...)`,
+        // `x > (SELECT ...)`) that selects a column of its name: requalified, it could become
+        // the very column a correlated reference there reads. (The subquery's own columns are
+        // fixed with its own FROM items, never made an outer one.)
+        let returned: Vec<(String, String)> = match e {
+            Expr::InSubquery { subquery, .. } => query_columns(subquery),
+            _ if comparison => operands.iter().flat_map(|o| selected_columns(o)).collect(),
+            _ => Vec::new(),
+        };
+        if !returned.is_empty() {
+            let outer: Vec<(String, String)> = operands.iter().flat_map(|o| columns_in(o)).collect();
+            let same = |a: &[(String, String)], b: &[(String, String)]| -> Vec<String> {
+                a.iter().filter(|(_, n)| b.iter().any(|(_, m)| m == n)).map(|(w, _)| w.clone()).collect()
+            };
+            compared.extend(same(&outer, &returned));
+        }
         let columns: Vec<Vec<(String, String)>> = operands.into_iter().map(columns_in).filter(|c| !c.is_empty()).collect();
         if comparison && columns.iter().map(Vec::len).sum::<usize>() > 1 {
             compared.extend(columns.iter().flatten().map(|(w, _)| w.clone()));
@@ -42,6 +58,27 @@ pub(super) fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<Stri
         ControlFlow::<()>::Continue(())
     });
     (join_keys, compared)
+}
+
+/// (written, folded name) of the columns a subquery operand selects (`(SELECT s.total FROM ...)`).
+fn selected_columns(e: &Expr) -> Vec<(String, String)> {
+    match e {
+        Expr::Subquery(q) => query_columns(q),
+        Expr::Nested(inner) => selected_columns(inner),
+        _ => Vec::new(),
+    }
+}
+
+fn query_columns(q: &Query) -> Vec<(String, String)> {
+    let SetExpr::Select(s) = q.body.as_ref() else { return Vec::new() };
+    s.projection
+        .iter()
+        .filter_map(|p| match p {
+            SelectItem::UnnamedExpr(x) | SelectItem::ExprWithAlias { expr: x, .. } => Some(columns_in(x)),
+            _ => None,
+        })
+        .flatten()
+        .collect()
 }
 
 /// (written, folded name) of each column reference in `e`, not in its subqueries (their
@@ -100,6 +137,7 @@ fn operands(e: &Expr) -> (Vec<&Expr>, bool) {
         | Expr::SimilarTo { expr: left, pattern: right, .. }
         | Expr::RLike { expr: left, pattern: right, .. } => (vec![left, right], true),
         Expr::InList { expr, list, .. } => (std::iter::once(expr.as_ref()).chain(list.iter()).collect(), true),
+        Expr::InSubquery { expr, .. } => (vec![expr], true),
         Expr::Between { expr, low, high, .. } => (vec![expr, low, high], true),
         Expr::Case { operand: Some(operand), conditions, .. } => {
             (std::iter::once(operand.as_ref()).chain(conditions.iter().map(|w| &w.condition)).collect(), true)
@@ -310,7 +348,7 @@ impl ColumnFixer<'_> {
 
 /// The one name among `names` whose words (split at underscores) contain all of `want`'s in a
 /// row: `age` for pet_age, `first name` never (one name, not two).
-fn made_of<'a>(want: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(super) fn made_of<'a>(want: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let words: Vec<&str> = want.split('_').filter(|w| !w.is_empty()).collect();
     if words.is_empty() {
         return None;

@@ -38,14 +38,14 @@ pub(super) fn derived_columns(schema: &Schema, stmt: &mut Statement, fired: &mut
     // Every name the statement could mean as a column anywhere: the columns of the tables it
     // reads, what its CTEs and subqueries return, its output aliases. An unqualified name that
     // is one of these may be a correlated reference or ambiguous, not a wrong name.
-    let mut known = Known { schema, names: HashSet::new(), ctes: HashMap::new(), unclear: false, depth: 0 };
+    let mut known = Known { schema, names: HashSet::new(), ctes: HashMap::new(), unclear: false, unnamed: false, depth: 0 };
     let _ = VisitMut::visit(&mut **q, &mut known);
     // Which CTE a name means is left to PostgreSQL where scopes differ by block: a CTE named
     // like a table (its own body reads the table), two CTEs of one name, a WITH in a subquery.
     if known.unclear {
         return;
     }
-    let Known { names, ctes, .. } = known;
+    let Known { names, ctes, unnamed, .. } = known;
     // The blocks nothing encloses: the statement's own query and its CTEs. A name one of them
     // lacks cannot be an enclosing block's column.
     let mut roots: HashSet<usize> = HashSet::from([&**q as *const Query as usize]);
@@ -54,7 +54,7 @@ pub(super) fn derived_columns(schema: &Schema, stmt: &mut Statement, fired: &mut
     }
     let many = roots.len() > 1;
     let paired = Paired { join_keys: &join_keys, compared: &compared };
-    let mut each = Each { schema, ctes: &ctes, names: &names, roots: &roots, many, paired, depth: 0, fired };
+    let mut each = Each { schema, ctes: &ctes, names: &names, roots: &roots, many, paired, unnamed, depth: 0, fired };
     let _ = VisitMut::visit(&mut **q, &mut each);
 }
 
@@ -65,6 +65,8 @@ struct Known<'a> {
     ctes: HashMap<String, Option<Vec<String>>>,
     /// A CTE's scope is not the whole statement's.
     unclear: bool,
+    /// A FROM item is known by a name `names` lacks (a function's, UNNEST's without an alias).
+    unnamed: bool,
     depth: usize,
 }
 
@@ -111,6 +113,10 @@ impl VisitorMut for Known<'_> {
             if let Some((_, n)) = super::relation_name(name) {
                 self.names.insert(n);
             }
+        }
+        let named_here = matches!(t, TableFactor::Table { .. } | TableFactor::Derived { .. } | TableFactor::NestedJoin { .. });
+        if !named_here && crate::sqlinfo::table_alias(t).is_none() {
+            self.unnamed = true;
         }
         match t {
             TableFactor::Table { name, .. } => {
@@ -208,6 +214,8 @@ struct Each<'a> {
     /// Whether the statement has several blocks nothing encloses (it has a WITH).
     many: bool,
     paired: Paired<'a>,
+    /// Some FROM item of the statement is known by a name `names` lacks.
+    unnamed: bool,
     depth: usize,
     fired: &'a mut Vec<String>,
 }
@@ -226,7 +234,7 @@ impl VisitorMut for Each<'_> {
         if !rels.iter().any(|r| r.derived) && !(root && self.many) {
             return ControlFlow::Continue(());
         }
-        let block = Block { rels: &rels, root, aliases: aliases(s), paired: self.paired };
+        let block = Block { schema: self.schema, ctes: self.ctes, rels: &rels, root, aliases: aliases(s), paired: self.paired, unnamed: self.unnamed };
         // What a bare column of the select list is named stays the name written: the block
         // may be a CTE or subquery another block reads by it.
         if self.depth > 1 {
@@ -260,10 +268,22 @@ impl VisitorMut for Each<'_> {
 /// A block's relations, whether nothing encloses it, and its output aliases (which GROUP BY
 /// and ORDER BY may name).
 struct Block<'a> {
+    schema: &'a Schema,
+    ctes: &'a HashMap<String, Option<Vec<String>>>,
     rels: &'a [Relation],
     root: bool,
     aliases: Vec<String>,
     paired: Paired<'a>,
+    unnamed: bool,
+}
+
+/// Columns every table has that no schema lists.
+const SYSTEM_COLUMNS: &[&str] = &["ctid", "xmin", "xmax", "cmin", "cmax", "tableoid"];
+
+impl Paired<'_> {
+    fn any(&self, written: &str) -> bool {
+        self.join_keys.contains(written) || self.compared.contains(written)
+    }
 }
 
 /// Column references (as written) that a requalification could turn into a comparison of a
@@ -318,10 +338,14 @@ fn fix_one(e: &mut Expr, b: &Block, known: &HashSet<String>, fired: &mut Vec<Str
             let r = match rels.iter().filter(|r| r.by == *q).collect::<Vec<_>>()[..] {
                 [r] => r,
                 // A qualifier no relation of the block declares, where it cannot be an
-                // enclosing block's (nothing encloses the block, or no block declares it):
-                // the one relation of the block returning the column.
-                [] if b.root || !known.contains(q) => {
-                    if !b.paired.compared.contains(&e.to_string()) {
+                // enclosing block's (nothing encloses the block, or no block declares it and
+                // every FROM item's name is known): the one relation of the block returning
+                // the column; not when it names a CTE or table that has the column (the query
+                // may need that relation: joining it is another rule's, or the correction's).
+                [] if b.root || (!known.contains(q) && !b.unnamed) => {
+                    let names_holder = b.ctes.get(q).is_some_and(|c| c.as_ref().is_none_or(|c| c.contains(&want)))
+                        || b.schema.tables.iter().any(|t| t.name == *q && t.has_column(&want));
+                    if !names_holder && !b.paired.any(&e.to_string()) {
                         requalify(e, q, &want, b, None, fired);
                     }
                     return;
@@ -338,9 +362,16 @@ fn fix_one(e: &mut Expr, b: &Block, known: &HashSet<String>, fired: &mut Vec<Str
             // name (`t1.adverse_event_id` for the `id` of adverse_events).
             if !r.derived {
                 if rels.iter().any(|o| o.columns.contains(&want)) {
-                    let written = e.to_string();
-                    let paired = b.paired.join_keys.contains(&written) || b.paired.compared.contains(&written);
-                    if !paired && closest(&want, r.columns.iter().map(String::as_str)).is_none() {
+                    // Not where the table may have it after all: a system column, a table
+                    // whose name several schemas hold (which one PostgreSQL reads is the
+                    // search path's); not where the column rule finds it a column of the
+                    // table's own (a typo, a part of its name, the name after the table's).
+                    let own: Vec<&str> = r.columns.iter().map(String::as_str).collect();
+                    let one_table = b.schema.tables.iter().filter(|t| t.name == r.name).count() == 1;
+                    let like_own = matching(&want, &own).is_some()
+                        || super::columns::made_of(&want, own.iter().copied()).is_some()
+                        || prefixed(&want, &[(r.name.as_str(), r.columns.as_slice())]).is_some();
+                    if one_table && !like_own && !SYSTEM_COLUMNS.contains(&want.as_str()) && !b.paired.any(&e.to_string()) {
                         requalify(e, q, &want, b, Some(r.by.as_str()), fired);
                     }
                     return;

@@ -265,6 +265,10 @@ fn a_comparison_in_any_form_is_never_made_one_of_a_column_with_itself() {
         (format!("SELECT coalesce(T1.age, T3.age) {t1}"), "T1.age, t1.age"),
         (format!("SELECT CASE T1.age WHEN T3.age THEN 1 END {t1}"), "WHEN t1.age"),
         (format!("SELECT T1.name {t1} WHERE strpos(T1.name, T3.name) > 0"), "T1.name, t1.name"),
+        // compared with what a subquery selects, which may read the outer table (correlated)
+        (format!("SELECT T1.name {t1} WHERE T3.age IN (SELECT T1.age FROM stadium)"), "t1.age IN (SELECT T1.age"),
+        (format!("SELECT T1.name {t1} WHERE T3.age > (SELECT max(T1.age) FROM stadium)"), "t1.age > (SELECT max(T1.age)"),
+        (format!("SELECT T1.name {t1} WHERE T3.age = ANY (SELECT T1.age FROM stadium)"), "t1.age = ANY (SELECT T1.age"),
     ] {
         let a = run(&sql);
         assert!(!a.sql.contains(never), "{sql}: {:?}", a);

@@ -144,8 +144,28 @@ fn a_column_of_another_relation_is_never_requalified_by_guess() {
         format!("SELECT c.yaer FROM concert AS c JOIN {sub} ON c.concert_id = s.concert_id"),
         // a qualifier an enclosing block declares: a correlated reference
         format!("SELECT name FROM singer AS t9 WHERE EXISTS (SELECT 1 FROM concert AS c JOIN {sub} ON c.concert_id = s.concert_id WHERE t9.total > 1)"),
+        // ... or may declare: a function's FROM item is known by the function's name
+        "SELECT c.concert_name FROM concert AS c, LATERAL jsonb_each('{}') WHERE EXISTS (SELECT 1 FROM (SELECT stadium_id, name AS key FROM stadium) AS st \
+         WHERE st.stadium_id = c.stadium_id AND jsonb_each.key = 'a')".to_string(),
+        // a qualifier naming a table or a CTE that has the column: the query may need it
+        format!("SELECT c.concert_name, stadium.name FROM concert AS c JOIN {sub} ON c.concert_id = s.concert_id"),
+        "WITH a AS (SELECT stadium_id, count(*) AS shows FROM concert GROUP BY stadium_id), b AS (SELECT stadium_id, count(*) AS shows FROM concert \
+         WHERE year = 2014 GROUP BY stadium_id) SELECT b.stadium_id, a.shows FROM b".to_string(),
+        // compared with what a subquery selects: requalified, it would be compared with itself
+        format!("SELECT c.concert_name FROM concert AS c JOIN {sub} ON c.concert_id = s.concert_id WHERE c.total IN (SELECT s.total FROM stadium)"),
+        // a system column every table has
+        "SELECT c.ctid FROM concert AS c JOIN (SELECT concert_id, ctid FROM singer_in_concert) AS s ON c.concert_id = s.concert_id".to_string(),
+        // a column like one of the table's own (`concert_name`): the column rule's
+        "SELECT c.name FROM concert AS c JOIN (SELECT stadium_id, name FROM stadium) AS st ON st.stadium_id = c.stadium_id".to_string(),
     ] {
         let a = fix(&sql);
         assert!(!a.fired.iter().any(|f| f.contains("the relation of the block that returns it")), "{sql}: {:?}", a.fired);
     }
+}
+
+#[test]
+fn a_column_like_the_tables_own_is_the_tables() {
+    // beside a subquery returning `name`, `c.name` of concert is its concert_name
+    let a = fix("SELECT c.name FROM concert AS c JOIN (SELECT stadium_id, name FROM stadium) AS st ON st.stadium_id = c.stadium_id");
+    assert!(a.sql.starts_with("SELECT c.concert_name FROM"), "{}", a.sql);
 }
