@@ -60,25 +60,44 @@ pub(super) fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<Stri
     (join_keys, compared)
 }
 
-/// (written, folded name) of the columns a subquery operand selects (`(SELECT s.total FROM ...)`).
+/// (written, folded name) of the columns the subqueries in an operand select, in any form
+/// (`(SELECT s.total ...) + 0`, `coalesce((SELECT ...), 0)`, each branch of a UNION).
 fn selected_columns(e: &Expr) -> Vec<(String, String)> {
-    match e {
-        Expr::Subquery(q) => query_columns(q),
-        Expr::Nested(inner) => selected_columns(inner),
-        _ => Vec::new(),
+    struct Selected(Vec<(String, String)>);
+    impl Visitor for Selected {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+            self.0.extend(query_columns(q));
+            ControlFlow::Continue(())
+        }
     }
+    let mut s = Selected(Vec::new());
+    let _ = e.visit(&mut s);
+    s.0
 }
 
+/// (written, folded name) of the columns a query's select lists read (every branch).
 fn query_columns(q: &Query) -> Vec<(String, String)> {
-    let SetExpr::Select(s) = q.body.as_ref() else { return Vec::new() };
-    s.projection
-        .iter()
-        .filter_map(|p| match p {
-            SelectItem::UnnamedExpr(x) | SelectItem::ExprWithAlias { expr: x, .. } => Some(columns_in(x)),
-            _ => None,
-        })
-        .flatten()
-        .collect()
+    fn body(b: &SetExpr, out: &mut Vec<(String, String)>) {
+        match b {
+            SetExpr::Select(s) => {
+                for p in &s.projection {
+                    if let SelectItem::UnnamedExpr(x) | SelectItem::ExprWithAlias { expr: x, .. } = p {
+                        out.extend(columns_in(x));
+                    }
+                }
+            }
+            SetExpr::SetOperation { left, right, .. } => {
+                body(left, out);
+                body(right, out);
+            }
+            SetExpr::Query(q) => body(&q.body, out),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    body(&q.body, &mut out);
+    out
 }
 
 /// (written, folded name) of each column reference in `e`, not in its subqueries (their

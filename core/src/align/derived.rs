@@ -38,14 +38,14 @@ pub(super) fn derived_columns(schema: &Schema, stmt: &mut Statement, fired: &mut
     // Every name the statement could mean as a column anywhere: the columns of the tables it
     // reads, what its CTEs and subqueries return, its output aliases. An unqualified name that
     // is one of these may be a correlated reference or ambiguous, not a wrong name.
-    let mut known = Known { schema, names: HashSet::new(), ctes: HashMap::new(), unclear: false, unnamed: false, depth: 0 };
+    let mut known = Known { schema, names: HashSet::new(), ctes: HashMap::new(), unclear: false, unnamed: false, opaque: false, depth: 0 };
     let _ = VisitMut::visit(&mut **q, &mut known);
     // Which CTE a name means is left to PostgreSQL where scopes differ by block: a CTE named
     // like a table (its own body reads the table), two CTEs of one name, a WITH in a subquery.
     if known.unclear {
         return;
     }
-    let Known { names, ctes, unnamed, .. } = known;
+    let Known { names, ctes, unnamed, opaque, .. } = known;
     // The blocks nothing encloses: the statement's own query and its CTEs. A name one of them
     // lacks cannot be an enclosing block's column.
     let mut roots: HashSet<usize> = HashSet::from([&**q as *const Query as usize]);
@@ -54,7 +54,7 @@ pub(super) fn derived_columns(schema: &Schema, stmt: &mut Statement, fired: &mut
     }
     let many = roots.len() > 1;
     let paired = Paired { join_keys: &join_keys, compared: &compared };
-    let mut each = Each { schema, ctes: &ctes, names: &names, roots: &roots, many, paired, unnamed, depth: 0, fired };
+    let mut each = Each { schema, ctes: &ctes, names: &names, roots: &roots, many, paired, unnamed, opaque, depth: 0, fired };
     let _ = VisitMut::visit(&mut **q, &mut each);
 }
 
@@ -67,6 +67,8 @@ struct Known<'a> {
     unclear: bool,
     /// A FROM item is known by a name `names` lacks (a function's, UNNEST's without an alias).
     unnamed: bool,
+    /// A FROM item's columns are not known (a function's, a relation not shown).
+    opaque: bool,
     depth: usize,
 }
 
@@ -117,6 +119,9 @@ impl VisitorMut for Known<'_> {
         let named_here = matches!(t, TableFactor::Table { .. } | TableFactor::Derived { .. } | TableFactor::NestedJoin { .. });
         if !named_here && crate::sqlinfo::table_alias(t).is_none() {
             self.unnamed = true;
+        }
+        if !matches!(t, TableFactor::NestedJoin { .. }) && relation(t, self.schema, &self.ctes).is_none() {
+            self.opaque = true;
         }
         match t {
             TableFactor::Table { name, .. } => {
@@ -216,6 +221,8 @@ struct Each<'a> {
     paired: Paired<'a>,
     /// Some FROM item of the statement is known by a name `names` lacks.
     unnamed: bool,
+    /// Some FROM item's columns are not known.
+    opaque: bool,
     depth: usize,
     fired: &'a mut Vec<String>,
 }
@@ -234,7 +241,7 @@ impl VisitorMut for Each<'_> {
         if !rels.iter().any(|r| r.derived) && !(root && self.many) {
             return ControlFlow::Continue(());
         }
-        let block = Block { schema: self.schema, ctes: self.ctes, rels: &rels, root, aliases: aliases(s), paired: self.paired, unnamed: self.unnamed };
+        let block = Block { schema: self.schema, ctes: self.ctes, rels: &rels, root, aliases: aliases(s), paired: self.paired, unnamed: self.unnamed, opaque: self.opaque };
         // What a bare column of the select list is named stays the name written: the block
         // may be a CTE or subquery another block reads by it.
         if self.depth > 1 {
@@ -275,6 +282,7 @@ struct Block<'a> {
     aliases: Vec<String>,
     paired: Paired<'a>,
     unnamed: bool,
+    opaque: bool,
 }
 
 /// Columns every table has that no schema lists.
@@ -337,12 +345,11 @@ fn fix_one(e: &mut Expr, b: &Block, known: &HashSet<String>, fired: &mut Vec<Str
         Some(q) => {
             let r = match rels.iter().filter(|r| r.by == *q).collect::<Vec<_>>()[..] {
                 [r] => r,
-                // A qualifier no relation of the block declares, where it cannot be an
-                // enclosing block's (nothing encloses the block, or no block declares it and
-                // every FROM item's name is known): the one relation of the block returning
-                // the column; not when it names a CTE or table that has the column (the query
-                // may need that relation: joining it is another rule's, or the correction's).
-                [] if b.root || (!known.contains(q) && !b.unnamed) => {
+                // A qualifier no block of the statement declares (every FROM item's name
+                // known): the one relation of the block returning the column; not when it
+                // names a CTE or table that has the column (the query may need that relation:
+                // joining it is another rule's, or the correction's).
+                [] if !known.contains(q) && !b.unnamed => {
                     let names_holder = b.ctes.get(q).is_some_and(|c| c.as_ref().is_none_or(|c| c.contains(&want)))
                         || b.schema.tables.iter().any(|t| t.name == *q && t.has_column(&want));
                     if !names_holder && !b.paired.any(&e.to_string()) {
@@ -384,9 +391,9 @@ fn fix_one(e: &mut Expr, b: &Block, known: &HashSet<String>, fired: &mut Vec<Str
             r.columns.iter().map(String::as_str).collect()
         }
         None => {
-            // In a block something encloses, a name the statement knows anywhere may be an
-            // enclosing block's column.
-            if (!b.root && known.contains(&want))
+            // In a block something encloses, a name the statement knows anywhere, or any name
+            // where a FROM item's columns are not known, may be an enclosing block's column.
+            if (!b.root && (known.contains(&want) || b.opaque))
                 || b.aliases.contains(&want)
                 || rels.iter().any(|r| r.columns.contains(&want) || r.by == want || r.name == want)
             {

@@ -153,6 +153,12 @@ fn a_column_of_another_relation_is_never_requalified_by_guess() {
          WHERE year = 2014 GROUP BY stadium_id) SELECT b.stadium_id, a.shows FROM b".to_string(),
         // compared with what a subquery selects: requalified, it would be compared with itself
         format!("SELECT c.concert_name FROM concert AS c JOIN {sub} ON c.concert_id = s.concert_id WHERE c.total IN (SELECT s.total FROM stadium)"),
+        format!("SELECT c.concert_name FROM concert AS c JOIN {sub} ON c.concert_id = s.concert_id WHERE c.total > (SELECT s.total FROM stadium LIMIT 1) + 0"),
+        format!("SELECT c.concert_name FROM concert AS c JOIN {sub} ON c.concert_id = s.concert_id WHERE c.total IN (SELECT s.total FROM stadium UNION ALL SELECT 0)"),
+        format!("SELECT c.concert_name FROM concert AS c JOIN {sub} ON c.concert_id = s.concert_id WHERE c.total = coalesce((SELECT s.total FROM stadium), 0)"),
+        // a qualifier another block declares: that block's relation was meant
+        "WITH a AS (SELECT stadium_id, count(*) AS shows FROM concert GROUP BY stadium_id) SELECT st.name, x.shows FROM stadium AS st JOIN a ON a.stadium_id = st.stadium_id \
+         WHERE st.stadium_id IN (SELECT x.stadium_id FROM (SELECT stadium_id, count(*) AS shows FROM concert WHERE year = 2014 GROUP BY stadium_id) AS x)".to_string(),
         // a system column every table has
         "SELECT c.ctid FROM concert AS c JOIN (SELECT concert_id, ctid FROM singer_in_concert) AS s ON c.concert_id = s.concert_id".to_string(),
         // a column like one of the table's own (`concert_name`): the column rule's
@@ -168,4 +174,19 @@ fn a_column_like_the_tables_own_is_the_tables() {
     // beside a subquery returning `name`, `c.name` of concert is its concert_name
     let a = fix("SELECT c.name FROM concert AS c JOIN (SELECT stadium_id, name FROM stadium) AS st ON st.stadium_id = c.stadium_id");
     assert!(a.sql.starts_with("SELECT c.concert_name FROM"), "{}", a.sql);
+}
+
+#[test]
+fn a_bare_column_beside_a_function_in_from_may_be_the_functions() {
+    // `key` is a column of the outer block's jsonb_each_text (correlated), not a typo of the
+    // subquery's `stadium_key`
+    for sql in [
+        "SELECT c.concert_name FROM concert AS c, jsonb_each_text('{}') WHERE EXISTS (SELECT 1 FROM (SELECT stadium_id, name AS stadium_key FROM stadium) AS st \
+         WHERE st.stadium_id = c.stadium_id AND key = 'a')",
+        "SELECT c.concert_name FROM concert AS c, LATERAL jsonb_each_text('{}') AS j WHERE EXISTS (SELECT 1 FROM (SELECT stadium_id, name AS stadium_key FROM stadium) AS st \
+         WHERE st.stadium_id = c.stadium_id AND key = 'a')",
+    ] {
+        let a = fix(sql);
+        assert!(!a.sql.contains("stadium_key = 'a'"), "{sql}: {:?}", a);
+    }
 }
