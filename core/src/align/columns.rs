@@ -33,11 +33,9 @@ pub(super) fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<Stri
             _ => Vec::new(),
         };
         if !returned.is_empty() {
-            let outer: Vec<(String, String)> = operands.iter().flat_map(|o| columns_in(o)).collect();
-            let same = |a: &[(String, String)], b: &[(String, String)]| -> Vec<String> {
-                a.iter().filter(|(_, n)| b.iter().any(|(_, m)| m == n)).map(|(w, _)| w.clone()).collect()
-            };
-            compared.extend(same(&outer, &returned));
+            for o in &operands {
+                compared.extend(columns_in(o).into_iter().filter(|(_, n)| returned.iter().any(|(_, m)| m == n)).map(|(w, _)| w));
+            }
         }
         let columns: Vec<Vec<(String, String)>> = operands.into_iter().map(columns_in).filter(|c| !c.is_empty()).collect();
         if comparison && columns.iter().map(Vec::len).sum::<usize>() > 1 {

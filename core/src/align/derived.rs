@@ -33,19 +33,18 @@ struct Relation {
 
 pub(super) fn derived_columns(schema: &Schema, stmt: &mut Statement, fired: &mut Vec<String>) {
     // Columns a requalification could make compared with themselves, as the column rule reads them.
-    let (join_keys, compared) = super::columns::paired_columns(stmt);
+    let paired = super::columns::paired_columns(stmt);
     let Statement::Query(q) = stmt else { return };
     // Every name the statement could mean as a column anywhere: the columns of the tables it
     // reads, what its CTEs and subqueries return, its output aliases. An unqualified name that
     // is one of these may be a correlated reference or ambiguous, not a wrong name.
-    let mut known = Known { schema, names: HashSet::new(), ctes: HashMap::new(), unclear: false, unnamed: false, opaque: false, depth: 0 };
+    let mut known = Known { schema, names: HashSet::new(), ctes: HashMap::new(), paired, unclear: false, unnamed: false, opaque: false, depth: 0 };
     let _ = VisitMut::visit(&mut **q, &mut known);
     // Which CTE a name means is left to PostgreSQL where scopes differ by block: a CTE named
     // like a table (its own body reads the table), two CTEs of one name, a WITH in a subquery.
     if known.unclear {
         return;
     }
-    let Known { names, ctes, unnamed, opaque, .. } = known;
     // The blocks nothing encloses: the statement's own query and its CTEs. A name one of them
     // lacks cannot be an enclosing block's column.
     let mut roots: HashSet<usize> = HashSet::from([&**q as *const Query as usize]);
@@ -53,8 +52,7 @@ pub(super) fn derived_columns(schema: &Schema, stmt: &mut Statement, fired: &mut
         roots.extend(w.cte_tables.iter().map(|c| &*c.query as *const Query as usize));
     }
     let many = roots.len() > 1;
-    let paired = Paired { join_keys: &join_keys, compared: &compared };
-    let mut each = Each { schema, ctes: &ctes, names: &names, roots: &roots, many, paired, unnamed, opaque, depth: 0, fired };
+    let mut each = Each { known: &known, roots: &roots, many, depth: 0, fired };
     let _ = VisitMut::visit(&mut **q, &mut each);
 }
 
@@ -63,6 +61,10 @@ struct Known<'a> {
     schema: &'a Schema,
     names: HashSet<String>,
     ctes: HashMap<String, Option<Vec<String>>>,
+    /// Column references (as written) that a requalification could turn into a comparison of
+    /// a column with itself, or a join condition into one relation's: (join keys, compared),
+    /// from `columns::paired_columns`.
+    paired: (HashSet<String>, HashSet<String>),
     /// A CTE's scope is not the whole statement's.
     unclear: bool,
     /// A FROM item is known by a name `names` lacks (a function's, UNNEST's without an alias).
@@ -212,17 +214,10 @@ fn relation(t: &TableFactor, schema: &Schema, ctes: &HashMap<String, Option<Vec<
 }
 
 struct Each<'a> {
-    schema: &'a Schema,
-    ctes: &'a HashMap<String, Option<Vec<String>>>,
-    names: &'a HashSet<String>,
+    known: &'a Known<'a>,
     roots: &'a HashSet<usize>,
     /// Whether the statement has several blocks nothing encloses (it has a WITH).
     many: bool,
-    paired: Paired<'a>,
-    /// Some FROM item of the statement is known by a name `names` lacks.
-    unnamed: bool,
-    /// Some FROM item's columns are not known.
-    opaque: bool,
     depth: usize,
     fired: &'a mut Vec<String>,
 }
@@ -234,14 +229,14 @@ impl VisitorMut for Each<'_> {
         let root = self.roots.contains(&(&*q as *const Query as usize));
         let order_by = &mut q.order_by;
         let SetExpr::Select(s) = q.body.as_mut() else { return ControlFlow::Continue(()) };
-        let Some(rels) = block(s, self.schema, self.ctes) else { return ControlFlow::Continue(()) };
+        let Some(rels) = block(s, self.known.schema, &self.known.ctes) else { return ControlFlow::Continue(()) };
         // A block that reads a CTE or a subquery, or one of a WITH's blocks: the other rules
         // read every table of the statement as one scope, which is this block's only when the
         // statement is one block reading tables.
         if !rels.iter().any(|r| r.derived) && !(root && self.many) {
             return ControlFlow::Continue(());
         }
-        let block = Block { schema: self.schema, ctes: self.ctes, rels: &rels, root, aliases: aliases(s), paired: self.paired, unnamed: self.unnamed, opaque: self.opaque };
+        let block = Block { known: self.known, rels: &rels, root, aliases: aliases(s) };
         // What a bare column of the select list is named stays the name written: the block
         // may be a CTE or subquery another block reads by it.
         if self.depth > 1 {
@@ -249,7 +244,7 @@ impl VisitorMut for Each<'_> {
                 if let SelectItem::UnnamedExpr(e @ (Expr::Identifier(_) | Expr::CompoundIdentifier(_))) = item {
                     let written = output_name(e);
                     let mut one = Vec::new();
-                    fix_one(e, &block, self.names, &mut one);
+                    fix_one(e, &block, &mut one);
                     let renamed = output_name(e) != written;
                     self.fired.extend(one);
                     if renamed {
@@ -259,7 +254,7 @@ impl VisitorMut for Each<'_> {
                 }
             }
         }
-        let mut fix = |e: &mut Expr| fix_one(e, &block, self.names, self.fired);
+        let mut fix = |e: &mut Expr| fix_one(e, &block, self.fired);
         super::top_level_exprs(&mut **s, &mut fix);
         if let Some(ob) = order_by.as_mut() {
             super::top_level_exprs(ob, &mut fix);
@@ -275,31 +270,21 @@ impl VisitorMut for Each<'_> {
 /// A block's relations, whether nothing encloses it, and its output aliases (which GROUP BY
 /// and ORDER BY may name).
 struct Block<'a> {
-    schema: &'a Schema,
-    ctes: &'a HashMap<String, Option<Vec<String>>>,
+    /// What the whole statement makes known.
+    known: &'a Known<'a>,
     rels: &'a [Relation],
     root: bool,
     aliases: Vec<String>,
-    paired: Paired<'a>,
-    unnamed: bool,
-    opaque: bool,
 }
 
 /// Columns every table has that no schema lists.
 const SYSTEM_COLUMNS: &[&str] = &["ctid", "xmin", "xmax", "cmin", "cmax", "tableoid"];
 
-impl Paired<'_> {
-    fn any(&self, written: &str) -> bool {
-        self.join_keys.contains(written) || self.compared.contains(written)
+impl Known<'_> {
+    /// Whether a column reference (as written) is paired with another.
+    fn paired(&self, written: &str) -> bool {
+        self.paired.0.contains(written) || self.paired.1.contains(written)
     }
-}
-
-/// Column references (as written) that a requalification could turn into a comparison of a
-/// column with itself, or a join condition into one relation's (`columns::paired_columns`).
-#[derive(Clone, Copy)]
-struct Paired<'a> {
-    join_keys: &'a HashSet<String>,
-    compared: &'a HashSet<String>,
 }
 
 /// What a SELECT's output columns are named (`count` for an unnamed `count(*)`), which its
@@ -331,7 +316,8 @@ fn block(s: &Select, schema: &Schema, ctes: &HashMap<String, Option<Vec<String>>
 
 /// A column reference of a block: replaced when its relation (or, unqualified, the block)
 /// returns no column of that name and exactly one that matches it.
-fn fix_one(e: &mut Expr, b: &Block, known: &HashSet<String>, fired: &mut Vec<String>) {
+fn fix_one(e: &mut Expr, b: &Block, fired: &mut Vec<String>) {
+    let known = b.known;
     let rels = b.rels;
     let (qualifier, want) = match &*e {
         Expr::Identifier(i) => (None, fold(i)),
@@ -349,10 +335,10 @@ fn fix_one(e: &mut Expr, b: &Block, known: &HashSet<String>, fired: &mut Vec<Str
                 // known): the one relation of the block returning the column; not when it
                 // names a CTE or table that has the column (the query may need that relation:
                 // joining it is another rule's, or the correction's).
-                [] if !known.contains(q) && !b.unnamed => {
-                    let names_holder = b.ctes.get(q).is_some_and(|c| c.as_ref().is_none_or(|c| c.contains(&want)))
-                        || b.schema.tables.iter().any(|t| t.name == *q && t.has_column(&want));
-                    if !names_holder && !b.paired.any(&e.to_string()) {
+                [] if !known.names.contains(q) && !known.unnamed => {
+                    let names_holder = known.ctes.get(q).is_some_and(|c| c.as_ref().is_none_or(|c| c.contains(&want)))
+                        || known.schema.tables.iter().any(|t| t.name == *q && t.has_column(&want));
+                    if !names_holder && !known.paired(&e.to_string()) {
                         requalify(e, q, &want, b, None, fired);
                     }
                     return;
@@ -374,11 +360,11 @@ fn fix_one(e: &mut Expr, b: &Block, known: &HashSet<String>, fired: &mut Vec<Str
                     // search path's); not where the column rule finds it a column of the
                     // table's own (a typo, a part of its name, the name after the table's).
                     let own: Vec<&str> = r.columns.iter().map(String::as_str).collect();
-                    let one_table = b.schema.tables.iter().filter(|t| t.name == r.name).count() == 1;
+                    let one_table = known.schema.tables.iter().filter(|t| t.name == r.name).count() == 1;
                     let like_own = matching(&want, &own).is_some()
                         || super::columns::made_of(&want, own.iter().copied()).is_some()
                         || prefixed(&want, &[(r.name.as_str(), r.columns.as_slice())]).is_some();
-                    if one_table && !like_own && !SYSTEM_COLUMNS.contains(&want.as_str()) && !b.paired.any(&e.to_string()) {
+                    if one_table && !like_own && !SYSTEM_COLUMNS.contains(&want.as_str()) && !known.paired(&e.to_string()) {
                         requalify(e, q, &want, b, Some(r.by.as_str()), fired);
                     }
                     return;
@@ -393,7 +379,7 @@ fn fix_one(e: &mut Expr, b: &Block, known: &HashSet<String>, fired: &mut Vec<Str
         None => {
             // In a block something encloses, a name the statement knows anywhere, or any name
             // where a FROM item's columns are not known, may be an enclosing block's column.
-            if (!b.root && (known.contains(&want) || b.opaque))
+            if (!b.root && (known.names.contains(&want) || known.opaque))
                 || b.aliases.contains(&want)
                 || rels.iter().any(|r| r.columns.contains(&want) || r.by == want || r.name == want)
             {
