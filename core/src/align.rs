@@ -18,8 +18,10 @@
 //!   stored in their column become the stored value the value index finds ('john' -> 'JOHN'),
 //!   or the one code a spelled-out word starts with in a column of codes ('Female' -> 'F');
 //! - function: an aggregate in WHERE without GROUP BY becomes a scalar subquery; an aggregate in
-//!   ORDER BY without GROUP BY is unwrapped; nested aggregates become ORDER BY ... LIMIT 1; an
-//!   inner join that only re-finds the row a NOT NULL foreign key points to is dropped, and so
+//!   ORDER BY without GROUP BY is unwrapped; nested aggregates become ORDER BY ... LIMIT 1; a
+//!   key summed is counted, and a GROUP BY that splits a count of its own key's distinct values
+//!   into ones goes (counts.rs); an inner join that only re-finds the row a NOT NULL foreign
+//!   key points to is dropped, and so
 //!   is a one-to-many join the question never names in a SELECT that neither groups, aggregates
 //!   nor uses a window (question.rs); a window the question bounds by the calendar ("the last 6
 //!   months, excluding the current month", "last year") ends where the current period starts
@@ -315,6 +317,8 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
             aggregate_in_where(q, &mut fired);
             aggregate_in_order_by(q, &mut fired);
             nested_aggregates(q, &mut fired);
+            counts::summed_keys(schema, q, &mut fired);
+            counts::grouping_by_the_counted(q, &mut fired);
             precedence::and_or_on_one_column(q, &mut fired);
             redundant_joins(schema, &sc, q, &mut fired);
             unmentioned_joins(schema, &sc, q, cx.question, &mut fired);
@@ -619,6 +623,7 @@ fn select_list(schema: &Schema, sc: &Scope, q: &mut Query, cx: Context, fired: &
 
 mod aggregates;
 mod columns;
+mod counts;
 mod derived;
 mod joins;
 mod keys;

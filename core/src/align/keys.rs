@@ -5,47 +5,11 @@
 //! model_list.maker (integer) holds car_makers.id: PostgreSQL refuses `text = integer`; the model
 //! read model_list.maker as the maker's name. The comparison becomes `id IN (...)`.
 
-use super::levels::{qualified, walk_with, Item, Qualified, Walk, WalkingRule};
+use super::levels::{resolve_at, walk_with, Item, Walk, WalkingRule};
 use super::names::cte_names;
-use super::{fold, ident};
+use super::ident;
 use crate::schema::Schema;
 use sqlparser::ast::{BinaryOperator, Expr, Query, SelectItem, SetExpr};
-
-/// (table, column) of a column reference, as PostgreSQL resolves it from `levels` (the FROM
-/// items of each enclosing SELECT, outermost first): a qualified one by the innermost item of
-/// that name, an unqualified one by the innermost level whose tables hold it (exactly one of
-/// them). None where the name may read something whose columns are not known (a CTE, a
-/// derived table, a function).
-fn resolve_at(schema: &Schema, levels: &[Vec<Item>], e: &Expr) -> Option<(usize, usize)> {
-    match e {
-        Expr::Nested(inner) => resolve_at(schema, levels, inner),
-        Expr::CompoundIdentifier(p) if p.len() == 2 => {
-            let Qualified::Table(l, i) = qualified(levels, &fold(&p[0])) else { return None };
-            let t = levels[l][i].table?;
-            schema.tables[t].columns.iter().position(|c| c.name == fold(&p[1])).map(|c| (t, c))
-        }
-        Expr::Identifier(i) => {
-            let name = fold(i);
-            for level in levels.iter().rev() {
-                if level.iter().any(|it| it.table.is_none()) {
-                    return None;
-                }
-                let hits: Vec<(usize, usize)> = level
-                    .iter()
-                    .filter_map(|it| it.table)
-                    .filter_map(|t| schema.tables[t].columns.iter().position(|c| c.name == name).map(|c| (t, c)))
-                    .collect();
-                match hits.as_slice() {
-                    [] => continue,
-                    [one] => return Some(*one),
-                    _ => return None,
-                }
-            }
-            None
-        }
-        _ => None,
-    }
-}
 
 /// The one column a subquery returns, with the FROM items it reads.
 fn returned(walk: &Walk, q: &Query) -> Option<(Expr, Vec<Item>)> {
