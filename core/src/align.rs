@@ -317,8 +317,9 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
             aggregate_in_where(q, &mut fired);
             aggregate_in_order_by(q, &mut fired);
             nested_aggregates(q, &mut fired);
-            counts::summed_keys(schema, q, &mut fired);
+            // Before the sums become counts: `sum(DISTINCT k) ... GROUP BY k` names its groups.
             counts::grouping_by_the_counted(q, &mut fired);
+            counts::summed_keys(schema, q, &mut fired);
             precedence::and_or_on_one_column(q, &mut fired);
             redundant_joins(schema, &sc, q, &mut fired);
             unmentioned_joins(schema, &sc, q, cx.question, &mut fired);

@@ -1,39 +1,43 @@
 //! Function alignments of counts written as something that never means anything:
 //!
 //! - a key summed: `sum(sales.id)`, where `sales.id` identifies a row (a table's one-column
-//!   primary key, a one-column foreign key, or a column such a key references), adds up
-//!   identifiers; the question asked how many (`count(sales.id)`). Keys a profiling inferred
-//!   count only where another table's key references them: a unique measure is no identifier.
-//! - a count grouped by what it counts: `SELECT count(DISTINCT c.id) ... GROUP BY c.id` is 1 for
-//!   every group; where the SELECT list holds aggregates only, nothing names the groups either,
-//!   so the question asked for one number: the GROUP BY goes.
-//!
-//! Neither touches a window (`OVER`), a HAVING, grouping sets or a SELECT list reading a
-//! subquery: there the grouping may mean something else.
+//!   declared primary key, a one-column foreign key to a table's primary key, or a table's
+//!   primary key that one references), adds up identifiers; the question asked how many
+//!   (`count(sales.id)`; 0 where `sum` gave NULL, no rows). Only PostgreSQL's own `sum`
+//!   (unqualified or `pg_catalog.sum`), outside a window, on the column itself.
+//! - a count grouped by what it counts: `SELECT count(DISTINCT c.id) ... GROUP BY c.id` is a
+//!   list of ones, one a group, and nothing names the groups: the question asked for one
+//!   number, and the GROUP BY goes. Only where the statement's own SELECT lists nothing else,
+//!   the key is written the same way in both, and neither HAVING, grouping sets, `DISTINCT ON`
+//!   nor an ORDER BY other than by that count needs the groups; never in a subquery, whose rows
+//!   may be counted, averaged or tested for existence.
 
-use super::aggregates::{aggregate_name, has_aggregate, single_arg};
+use super::aggregates::{aggregate_name, single_arg};
 use super::levels::{resolve_at, walk_with, Walk, WalkingRule};
 use super::names::cte_names;
 use super::fold;
 use crate::schema::Schema;
 use sqlparser::ast::{
-    DuplicateTreatment, Expr, FunctionArguments, GroupByExpr, Ident, ObjectNamePart, OrderByKind, Query, SelectItem, SetExpr, Visit,
-    VisitMut, Visitor, VisitorMut,
+    Distinct, DuplicateTreatment, Expr, FunctionArguments, GroupByExpr, Ident, ObjectNamePart, OrderByKind, Query, SelectItem, SetExpr,
 };
-use std::ops::ControlFlow;
 
-/// Whether column `c` of table `t` identifies rows: its one-column primary key (declared), a
-/// one-column foreign key, or a column a one-column foreign key references.
+/// Whether column `c` of table `t` identifies rows: its table's one-column declared primary
+/// key; a one-column foreign key to a table's primary key (declared, or found by profiling); or
+/// a table's primary key (found by profiling) that such a foreign key references. A column a
+/// key merely references, or a foreign key to another column, may hold a measure.
 fn identifies(schema: &Schema, t: usize, c: usize) -> bool {
     let table = &schema.tables[t];
     let column = &table.columns[c];
-    let declared_key = !table.key_inferred && table.primary_key.len() == 1 && table.primary_key[0] == column.name;
-    declared_key
-        || schema.foreign_keys.iter().any(|fk| {
-            fk.columns.len() == 1
-                && ((fk.table == table.ident && fk.columns[0] == column.ident)
-                    || (fk.ref_table == table.ident && fk.ref_columns.len() == 1 && fk.ref_columns[0] == column.ident))
-        })
+    let is_pk = |table: &crate::schema::Table, name: &str| table.primary_key.len() == 1 && table.primary_key[0] == name;
+    if !table.key_inferred && is_pk(table, &column.name) {
+        return true;
+    }
+    schema.foreign_keys.iter().filter(|fk| fk.columns.len() == 1 && fk.ref_columns.len() == 1).any(|fk| {
+        let Some(target) = schema.tables.iter().find(|x| x.ident == fk.ref_table) else { return false };
+        let Some(referenced) = target.columns.iter().find(|x| x.ident == fk.ref_columns[0]) else { return false };
+        is_pk(target, &referenced.name)
+            && ((fk.table == table.ident && fk.columns[0] == column.ident) || (target.oid == table.oid && referenced.name == column.name))
+    })
 }
 
 struct KeySums<'a> {
@@ -57,6 +61,16 @@ impl<'a> WalkingRule<'a> for KeySums<'a> {
             return;
         }
         let Expr::Function(f) = e else { return };
+        // PostgreSQL's own sum: another schema's function of that name may mean anything.
+        let Some((_, qualifier)) = f.name.0.split_last() else { return };
+        let own = match qualifier {
+            [] => true,
+            [schema] => schema.as_ident().is_some_and(|s| fold(s) == "pg_catalog"),
+            _ => false,
+        };
+        if !own {
+            return;
+        }
         let Some(ObjectNamePart::Identifier(name)) = f.name.0.last_mut() else { return };
         let (table, column) = (&self.schema.tables[t].name, &self.schema.tables[t].columns[c].name);
         self.fired.push(format!("function: sum({arg}) adds up the key {table}.{column} -> count({arg})"));
@@ -80,114 +94,65 @@ fn written(e: &Expr) -> Option<Vec<String>> {
     }
 }
 
-/// The column references of `e` outside aggregate calls; None where `e` reads a subquery or
-/// calls a window or an aggregate the rules do not know (its arguments would look bare).
-fn bare_columns(e: &Expr) -> Option<Vec<Expr>> {
-    struct Bare {
-        depth: usize,
-        found: Vec<Expr>,
-        unsure: bool,
-    }
-    impl Visitor for Bare {
-        type Break = ();
-        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-            match e {
-                Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => self.unsure = true,
-                Expr::Function(f) if f.over.is_some() => self.unsure = true,
-                _ if aggregate_name(e).is_some() => self.depth += 1,
-                Expr::Identifier(_) | Expr::CompoundIdentifier(_) if self.depth == 0 => self.found.push(e.clone()),
-                _ => {}
-            }
-            if self.unsure {
-                return ControlFlow::Break(());
-            }
-            ControlFlow::Continue(())
-        }
-        fn post_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-            if aggregate_name(e).is_some() {
-                self.depth -= 1;
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let mut b = Bare { depth: 0, found: vec![], unsure: false };
-    let _ = e.visit(&mut b);
-    (!b.unsure).then_some(b.found)
-}
-
-/// Whether `e` holds `count(DISTINCT key)`.
+/// Whether `e` is `count(DISTINCT key)` itself (no FILTER, no window).
 fn counts_distinct(e: &Expr, key: &[String]) -> bool {
-    struct Find<'k>(&'k [String], bool);
-    impl Visitor for Find<'_> {
-        type Break = ();
-        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-            if let Expr::Function(f) = e {
-                let distinct = matches!(&f.args, FunctionArguments::List(l) if l.duplicate_treatment == Some(DuplicateTreatment::Distinct));
-                if distinct && aggregate_name(e).as_deref() == Some("count") && single_arg(e).as_ref().and_then(written).as_deref() == Some(self.0) {
-                    self.1 = true;
-                    return ControlFlow::Break(());
-                }
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let mut f = Find(key, false);
-    let _ = e.visit(&mut f);
-    f.1
+    let Expr::Function(f) = e else { return false };
+    let distinct = matches!(&f.args, FunctionArguments::List(l) if l.duplicate_treatment == Some(DuplicateTreatment::Distinct) && l.clauses.is_empty());
+    distinct
+        && f.filter.is_none()
+        && aggregate_name(e).as_deref() == Some("count")
+        && single_arg(e).as_ref().and_then(written).as_deref() == Some(key)
 }
 
-/// The one query (its body a SELECT) whose GROUP BY only splits a count of distinct values of
-/// that same column into ones: (the GROUP BY key as written) when the rule applies.
+/// The GROUP BY key (as written) of a statement's own query whose SELECT lists nothing but
+/// `count(DISTINCT key)`: a list of ones, one a group.
 fn grouped_by_counted(q: &Query) -> Option<String> {
+    // The statement's query itself, not a parenthesised one: an ORDER BY outside the
+    // parentheses reads the SELECT inside.
     let SetExpr::Select(s) = q.body.as_ref() else { return None };
     let GroupByExpr::Expressions(keys, modifiers) = &s.group_by else { return None };
     let ([key], true, None) = (keys.as_slice(), modifiers.is_empty(), &s.having) else { return None };
+    if matches!(s.distinct, Some(Distinct::On(_))) || !s.named_window.is_empty() || s.qualify.is_some() {
+        return None;
+    }
     let key_written = written(key)?;
     let mut aliases = Vec::new();
-    let mut counted = false;
     for p in &s.projection {
         let e = match p {
             SelectItem::UnnamedExpr(e) => e,
             SelectItem::ExprWithAlias { expr, alias } => {
-                aliases.push(vec![fold(alias)]);
+                aliases.push(fold(alias));
                 expr
             }
             _ => return None,
         };
-        if !has_aggregate(e) || !bare_columns(e)?.is_empty() {
+        if !counts_distinct(e, &key_written) {
             return None;
         }
-        counted |= counts_distinct(e, &key_written);
     }
     if let Some(order) = &q.order_by {
         let OrderByKind::Expressions(exprs) = &order.kind else { return None };
-        for o in exprs {
-            // Without groups, ORDER BY may name the list's aliases and aggregates only.
-            if bare_columns(&o.expr)?.iter().any(|c| written(c).is_none_or(|w| !aliases.contains(&w))) {
-                return None;
-            }
+        // Without groups, ORDER BY may name the count only: its alias, alone, or the count.
+        let the_count = |e: &Expr| match e {
+            Expr::Identifier(i) => aliases.contains(&fold(i)),
+            e => counts_distinct(e, &key_written),
+        };
+        if !exprs.iter().all(|o| the_count(&o.expr)) {
+            return None;
         }
     }
-    counted.then(|| key.to_string())
+    Some(key.to_string())
 }
 
-/// Drops, in every query of the statement, a GROUP BY that only splits a count of distinct
-/// values of its key into ones.
+/// Drops the GROUP BY of a statement whose SELECT lists nothing but `count(DISTINCT` of the
+/// GROUP BY's one key`)`: every group counts 1, and nothing names the groups. Only the
+/// statement's own query: a subquery's rows may be counted, averaged or tested for existence.
 pub(super) fn grouping_by_the_counted(q: &mut Query, fired: &mut Vec<String>) {
-    struct Each<'f>(&'f mut Vec<String>);
-    impl VisitorMut for Each<'_> {
-        type Break = ();
-        fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-            if let Some(key) = grouped_by_counted(q) {
-                if let SetExpr::Select(s) = q.body.as_mut() {
-                    s.group_by = GroupByExpr::Expressions(vec![], vec![]);
-                    self.0.push(format!("function: GROUP BY {key} makes count(DISTINCT {key}) 1 in every group -> one count"));
-                }
-            }
-            ControlFlow::Continue(())
-        }
+    let Some(key) = grouped_by_counted(q) else { return };
+    if let SetExpr::Select(s) = q.body.as_mut() {
+        s.group_by = GroupByExpr::Expressions(vec![], vec![]);
+        fired.push(format!("function: GROUP BY {key} makes count(DISTINCT {key}) 1 in every group -> one count"));
     }
-    let _ = VisitMut::visit(q, &mut Each(fired));
 }
 
 #[cfg(test)]

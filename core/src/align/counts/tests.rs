@@ -1,5 +1,5 @@
 use super::super::{align, Context, NoValues, Rules};
-use crate::schema::tests::star_schema;
+use crate::schema::tests::{star_schema, two_schemas};
 use crate::schema::Schema;
 
 fn aligned(schema: &Schema, sql: &str) -> (String, Vec<String>) {
@@ -14,6 +14,15 @@ fn counted(sql: &str) -> (String, bool) {
     (out, ours)
 }
 
+/// Asserts that none of `sqls` parses into something the module's rules change.
+fn untouched(sqls: &[&str]) {
+    for sql in sqls {
+        assert!(sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, sql).is_ok(), "does not parse: {sql}");
+        let (out, ours) = counted(sql);
+        assert!(!ours, "{sql} -> {out}");
+    }
+}
+
 #[test]
 fn a_key_summed_is_counted() {
     // A table's primary key, a foreign key, a key read through an alias, DISTINCT kept.
@@ -23,31 +32,44 @@ fn a_key_summed_is_counted() {
         "SELECT c.year, count(sic.singer_id) FROM concert AS c JOIN singer_in_concert AS sic ON c.concert_id = sic.concert_id GROUP BY c.year"
     );
     assert_eq!(counted("SELECT SUM(DISTINCT s.singer_id) AS n FROM singer AS s").0, "SELECT count(DISTINCT s.singer_id) AS n FROM singer AS s");
-    // In a subquery, resolved where it is written.
+    // In a subquery, resolved where it is written; FILTER and pg_catalog kept.
     assert_eq!(
         counted("SELECT name FROM stadium WHERE stadium_id IN (SELECT stadium_id FROM concert GROUP BY stadium_id HAVING sum(concert_id) > 2)").0,
         "SELECT name FROM stadium WHERE stadium_id IN (SELECT stadium_id FROM concert GROUP BY stadium_id HAVING count(concert_id) > 2)"
+    );
+    assert_eq!(
+        counted("SELECT pg_catalog.sum(singer_id) FILTER (WHERE age > 30) FROM singer").0,
+        "SELECT pg_catalog.count(singer_id) FILTER (WHERE age > 30) FROM singer"
+    );
+    // A schema's table, as written.
+    assert_eq!(aligned(&two_schemas(), "SELECT sum(singer_id) FROM pop.singer").0, "SELECT count(singer_id) FROM pop.singer");
+    // The inner table's key where an inner table shadows the outer one's name.
+    assert_eq!(
+        counted("SELECT name FROM singer AS s WHERE 2 < (SELECT sum(s.concert_id) FROM concert AS s)").0,
+        "SELECT name FROM singer AS s WHERE 2 < (SELECT count(s.concert_id) FROM concert AS s)"
     );
 }
 
 #[test]
 fn a_measure_summed_stays_a_sum() {
-    for sql in [
+    untouched(&[
         "SELECT sum(capacity) FROM stadium",
         "SELECT sum(year) FROM concert",
         // A window: a running sum is left as written.
         "SELECT name, sum(singer_id) OVER (ORDER BY age) FROM singer",
-        // A CTE's column, a derived table's: their columns are not known to be keys.
+        // A CTE's column, a derived table's, a function's: not known to be keys.
         "WITH x AS (SELECT singer_id FROM singer) SELECT sum(singer_id) FROM x",
+        "WITH singer AS (SELECT 1 AS singer_id) SELECT sum(singer_id) FROM singer",
         "SELECT sum(d.singer_id) FROM (SELECT singer_id FROM singer) AS d",
+        "SELECT sum(singer_id) FROM generate_series(1, 3) AS singer_id",
         // A bare name two tables hold: PostgreSQL decides.
         "SELECT sum(singer_id) FROM singer JOIN singer_in_concert USING (singer_id)",
         // An expression over a key is not the key.
         "SELECT sum(singer_id * 2) FROM singer",
-    ] {
-        let (out, ours) = counted(sql);
-        assert!(!ours, "{sql} -> {out}");
-    }
+        // Another schema's function named sum, or one quoted in another case.
+        "SELECT stats.sum(singer_id) FROM singer",
+        "SELECT \"SUM\"(singer_id) FROM singer",
+    ]);
 }
 
 #[test]
@@ -57,10 +79,23 @@ fn an_inferred_key_counts_only_where_a_key_references_it() {
     s.tables[3].key_inferred = true;
     let (out, _) = aligned(&s, "SELECT sum(stadium_id) FROM stadium");
     assert_eq!(out, "SELECT count(stadium_id) FROM stadium");
+    // Found by profiling too, the foreign key makes concert.stadium_id an identifier.
+    s.foreign_keys[0].inferred = true;
+    assert_eq!(aligned(&s, "SELECT sum(stadium_id) FROM concert").0, "SELECT count(stadium_id) FROM concert");
     // Nothing references it: a unique column may be a measure.
     s.foreign_keys.retain(|fk| fk.ref_table != "stadium");
     let (out, fired) = aligned(&s, "SELECT sum(stadium_id) FROM stadium");
     assert_eq!(out, "SELECT sum(stadium_id) FROM stadium", "{fired:?}");
+}
+
+#[test]
+fn a_foreign_key_to_a_column_other_than_a_key_may_be_a_measure() {
+    let mut s = star_schema();
+    // concert.year references stadium.capacity (no key of stadium): both are measures.
+    s.foreign_keys.push(serde_json::from_value(serde_json::json!(
+        {"table": "concert", "columns": ["year"], "ref_table": "stadium", "ref_columns": ["capacity"]})).expect("fk"));
+    assert_eq!(aligned(&s, "SELECT sum(year) FROM concert").0, "SELECT sum(year) FROM concert");
+    assert_eq!(aligned(&s, "SELECT sum(capacity) FROM stadium").0, "SELECT sum(capacity) FROM stadium");
 }
 
 #[test]
@@ -69,36 +104,51 @@ fn a_count_grouped_by_what_it_counts_is_one_count() {
         counted("SELECT count(DISTINCT sic.singer_id) AS n FROM singer_in_concert AS sic JOIN concert AS c ON sic.concert_id = c.concert_id WHERE c.year = '2014' GROUP BY sic.singer_id").0,
         "SELECT count(DISTINCT sic.singer_id) AS n FROM singer_in_concert AS sic JOIN concert AS c ON sic.concert_id = c.concert_id WHERE c.year = '2014'"
     );
-    // Other aggregates beside it, and an ORDER BY naming the list's alias.
+    // A sum of the key is counted, but the grouping it was written with stays (it named the
+    // groups before it became a count).
     assert_eq!(
-        counted("SELECT count(DISTINCT concert_id) AS n, count(*) FROM singer_in_concert GROUP BY concert_id ORDER BY n DESC").0,
-        "SELECT count(DISTINCT concert_id) AS n, count(*) FROM singer_in_concert ORDER BY n DESC"
+        counted("SELECT sum(DISTINCT singer_id) FROM singer_in_concert GROUP BY singer_id").0,
+        "SELECT count(DISTINCT singer_id) FROM singer_in_concert GROUP BY singer_id"
     );
-    // In a subquery.
-    let (out, ours) = counted("SELECT name FROM singer WHERE age > (SELECT count(DISTINCT concert_id) FROM singer_in_concert GROUP BY concert_id)");
-    assert!(ours && out.ends_with("(SELECT count(DISTINCT concert_id) FROM singer_in_concert)"), "{out}");
+    // An ORDER BY naming the count, parentheses around the key.
+    assert_eq!(
+        counted("SELECT count(DISTINCT (concert_id)) AS n FROM singer_in_concert GROUP BY (concert_id) ORDER BY n DESC").0,
+        "SELECT count(DISTINCT (concert_id)) AS n FROM singer_in_concert ORDER BY n DESC"
+    );
 }
 
 #[test]
-fn a_grouping_that_names_or_filters_its_groups_stays() {
-    for sql in [
+fn a_grouping_that_names_counts_or_filters_its_groups_stays() {
+    untouched(&[
         // The groups are named, or grouped by another column.
-        "SELECT concert_id, count(DISTINCT singer_id) FROM singer_in_concert GROUP BY concert_id",
-        "SELECT count(DISTINCT singer_id) FROM singer_in_concert GROUP BY concert_id",
         "SELECT concert_id, count(DISTINCT concert_id) FROM singer_in_concert GROUP BY concert_id",
-        // Without DISTINCT the count is the group's rows.
+        "SELECT count(DISTINCT singer_id) FROM singer_in_concert GROUP BY concert_id",
+        // Another aggregate differs from group to group, or names it.
+        "SELECT count(DISTINCT singer_id) AS n, count(*) AS shows FROM singer_in_concert GROUP BY singer_id ORDER BY shows DESC LIMIT 1",
+        "SELECT max(singer_id), count(DISTINCT singer_id) FROM singer_in_concert GROUP BY singer_id",
+        "SELECT count(DISTINCT singer_id) + count(*) OVER () FROM singer_in_concert GROUP BY singer_id",
+        "SELECT count(DISTINCT singer_id) + (SELECT 1) FROM singer_in_concert GROUP BY singer_id",
+        // Without DISTINCT the count is the group's rows; with FILTER, some of them.
         "SELECT count(concert_id) FROM singer_in_concert GROUP BY concert_id",
-        // HAVING picks groups; ORDER BY a column needs them; a window sees them.
+        "SELECT count(DISTINCT concert_id) FILTER (WHERE singer_id > '1') FROM singer_in_concert GROUP BY concert_id",
+        // HAVING picks groups; ORDER BY a column or an expression needs them; DISTINCT ON too.
         "SELECT count(DISTINCT concert_id) FROM singer_in_concert GROUP BY concert_id HAVING count(*) > 1",
         "SELECT count(DISTINCT concert_id) FROM singer_in_concert GROUP BY concert_id ORDER BY concert_id",
-        "SELECT count(DISTINCT concert_id), count(*) OVER () FROM singer_in_concert GROUP BY concert_id",
-        // A subquery in the list may read the group's key.
-        "SELECT count(DISTINCT sic.concert_id), (SELECT count(*) FROM concert AS c WHERE c.concert_id = sic.concert_id) FROM singer_in_concert AS sic GROUP BY sic.concert_id",
-        // Grouping sets, two keys.
+        "SELECT count(DISTINCT concert_id) AS concert_id FROM singer_in_concert GROUP BY concert_id ORDER BY lower(concert_id)",
+        "(SELECT count(DISTINCT concert_id) AS n FROM singer_in_concert GROUP BY concert_id) ORDER BY concert_id",
+        "SELECT DISTINCT ON (concert_id) count(DISTINCT concert_id) FROM singer_in_concert GROUP BY concert_id",
+        // Grouping sets, two keys, ordinals, an expression, no key, a set operation.
         "SELECT count(DISTINCT concert_id) FROM singer_in_concert GROUP BY ROLLUP (concert_id)",
         "SELECT count(DISTINCT concert_id) FROM singer_in_concert GROUP BY concert_id, singer_id",
-    ] {
-        let (out, ours) = counted(sql);
-        assert!(!ours, "{sql} -> {out}");
-    }
+        "SELECT count(DISTINCT concert_id) FROM singer_in_concert GROUP BY 1",
+        "SELECT count(DISTINCT lower(concert_id)) FROM singer_in_concert GROUP BY lower(concert_id)",
+        "SELECT count(DISTINCT concert_id) FROM singer_in_concert GROUP BY ()",
+        "SELECT count(DISTINCT concert_id) FROM singer_in_concert GROUP BY concert_id UNION SELECT 1",
+        // Written differently: not known to be the same column.
+        "SELECT count(DISTINCT sic.concert_id) FROM singer_in_concert AS sic GROUP BY concert_id",
+        // In a subquery, whose rows are counted, averaged or tested.
+        "SELECT count(*) FROM (SELECT count(DISTINCT singer_id) FROM singer_in_concert GROUP BY singer_id) AS t",
+        "WITH per AS (SELECT count(DISTINCT singer_id) AS k FROM singer_in_concert GROUP BY singer_id) SELECT count(k) FROM per",
+        "SELECT name FROM singer AS s WHERE NOT EXISTS (SELECT count(DISTINCT sic.singer_id) FROM singer_in_concert AS sic WHERE sic.singer_id = s.singer_id GROUP BY sic.singer_id)",
+    ]);
 }
