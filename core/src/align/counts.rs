@@ -2,15 +2,19 @@
 //!
 //! - a key summed: `sum(sales.id)`, where `sales.id` identifies a row (a table's one-column
 //!   declared primary key, a one-column foreign key to a table's primary key, or a table's
-//!   primary key that one references), adds up identifiers; the question asked how many
-//!   (`count(sales.id)`; 0 where `sum` gave NULL, no rows). Only PostgreSQL's own `sum`
-//!   (unqualified or `pg_catalog.sum`), outside a window, on the column itself.
-//! - a count grouped by what it counts: `SELECT count(DISTINCT c.id) ... GROUP BY c.id` is a
-//!   list of ones, one a group, and nothing names the groups: the question asked for one
-//!   number, and the GROUP BY goes. Only where the statement's own SELECT lists nothing else,
-//!   the key is written the same way in both, and neither HAVING, grouping sets, `DISTINCT ON`
-//!   nor an ORDER BY other than by that count needs the groups; never in a subquery, whose rows
-//!   may be counted, averaged or tested for existence.
+//!   primary key found by profiling that such a key references), adds up identifiers; the
+//!   question asked how many (`count(sales.id)`; 0 where `sum` gave NULL, no rows). Only
+//!   PostgreSQL's own `sum` (unqualified or `pg_catalog.sum`), outside a window, on the column
+//!   itself, of a table no other schema names alike; never where a GROUP BY of the statement
+//!   groups on a column of the key's name (`sum(DISTINCT k) ... GROUP BY k` is k, the group's
+//!   name).
+//! - a count grouped by what it counts: `SELECT count(DISTINCT c.id) ... GROUP BY c.id` lists
+//!   1 for every group (0 for the group of NULLs), and nothing names the groups: the question
+//!   asked for one number, and the GROUP BY goes. Only where the statement's own SELECT lists
+//!   nothing but PostgreSQL's `count(DISTINCT` of the key written the same way`)`, and neither
+//!   HAVING, grouping sets, a WINDOW clause, `DISTINCT ON`, an OFFSET or FETCH, nor an ORDER BY
+//!   other than by that count needs the groups; never in a subquery, whose rows may be
+//!   counted, averaged or tested for existence.
 
 use super::aggregates::{aggregate_name, single_arg};
 use super::levels::{resolve_at, walk_with, Walk, WalkingRule};
@@ -18,8 +22,11 @@ use super::names::cte_names;
 use super::fold;
 use crate::schema::Schema;
 use sqlparser::ast::{
-    Distinct, DuplicateTreatment, Expr, FunctionArguments, GroupByExpr, Ident, ObjectNamePart, OrderByKind, Query, SelectItem, SetExpr,
+    Distinct, DuplicateTreatment, Expr, FunctionArguments, GroupByExpr, Ident, LimitClause, ObjectName, ObjectNamePart, OrderByKind, Query,
+    SelectItem, SetExpr, Visit, Visitor,
 };
+use std::collections::HashSet;
+use std::ops::ControlFlow;
 
 /// Whether column `c` of table `t` identifies rows: its table's one-column declared primary
 /// key; a one-column foreign key to a table's primary key (declared, or found by profiling); or
@@ -40,9 +47,75 @@ fn identifies(schema: &Schema, t: usize, c: usize) -> bool {
     })
 }
 
+/// Whether a call names PostgreSQL's own function (unqualified or `pg_catalog.`): another
+/// schema's function of that name may mean anything.
+fn own_function(name: &ObjectName) -> bool {
+    match name.0.split_last() {
+        Some((_, [])) => true,
+        Some((_, [schema])) => schema.as_ident().is_some_and(|s| fold(s) == "pg_catalog"),
+        _ => false,
+    }
+}
+
+/// Whether `e` is `DISTINCT` over its argument (`sum(DISTINCT x)`).
+fn distinct_call(e: &Expr) -> bool {
+    matches!(e, Expr::Function(f) if matches!(&f.args, FunctionArguments::List(l) if l.duplicate_treatment == Some(DuplicateTreatment::Distinct)))
+}
+
+/// The column names (last part, folded) every GROUP BY of the statement groups on: the columns
+/// its keys read (in ROLLUP, CUBE and grouping sets too), and those of the select item a key
+/// names by position or by output name.
+fn grouped_names(q: &Query) -> HashSet<String> {
+    fn columns(e: &Expr, out: &mut HashSet<String>) {
+        struct Columns<'o>(&'o mut HashSet<String>);
+        impl Visitor for Columns<'_> {
+            type Break = ();
+            fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+                if let Some(name) = written(e).and_then(|mut w| w.pop()) {
+                    self.0.insert(name);
+                }
+                ControlFlow::Continue(())
+            }
+        }
+        let _ = e.visit(&mut Columns(out));
+    }
+    struct Keys(HashSet<String>);
+    impl Visitor for Keys {
+        type Break = ();
+        fn pre_visit_select(&mut self, s: &sqlparser::ast::Select) -> ControlFlow<()> {
+            let GroupByExpr::Expressions(keys, _) = &s.group_by else { return ControlFlow::Continue(()) };
+            for key in keys {
+                columns(key, &mut self.0);
+                // `GROUP BY 2`, `GROUP BY total`: the select item it names.
+                let position = match key {
+                    Expr::Value(v) => v.to_string().parse::<usize>().ok(),
+                    _ => None,
+                };
+                let output = written(key).filter(|w| w.len() == 1).and_then(|mut w| w.pop());
+                for (i, item) in s.projection.iter().enumerate() {
+                    let (e, alias) = match item {
+                        SelectItem::UnnamedExpr(e) => (e, None),
+                        SelectItem::ExprWithAlias { expr, alias } => (expr, Some(fold(alias))),
+                        _ => continue,
+                    };
+                    if position == Some(i + 1) || (output.is_some() && alias == output) {
+                        columns(e, &mut self.0);
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut k = Keys(HashSet::new());
+    let _ = q.visit(&mut k);
+    k.0
+}
+
 struct KeySums<'a> {
     schema: &'a Schema,
     walk: Walk<'a>,
+    /// Column names some GROUP BY of the statement groups on.
+    grouped: HashSet<String>,
     fired: &'a mut Vec<String>,
 }
 
@@ -56,19 +129,19 @@ impl<'a> WalkingRule<'a> for KeySums<'a> {
             return;
         }
         let Some(arg) = single_arg(e) else { return };
+        // Summed where a GROUP BY groups on a column of its name (`sum(DISTINCT k) ... GROUP BY
+        // k`, or a key grouped on itself): it may be k itself, the group's name.
+        if written(&arg).and_then(|mut w| w.pop()).is_some_and(|n| self.grouped.contains(&n)) {
+            return;
+        }
         let Some((t, c)) = resolve_at(self.schema, &self.walk.levels, &arg) else { return };
-        if !identifies(self.schema, t, c) {
+        let table = &self.schema.tables[t];
+        // A table name several schemas hold: which one PostgreSQL reads depends on the path.
+        if !identifies(self.schema, t, c) || self.schema.tables.iter().filter(|x| x.name == table.name).count() > 1 {
             return;
         }
         let Expr::Function(f) = e else { return };
-        // PostgreSQL's own sum: another schema's function of that name may mean anything.
-        let Some((_, qualifier)) = f.name.0.split_last() else { return };
-        let own = match qualifier {
-            [] => true,
-            [schema] => schema.as_ident().is_some_and(|s| fold(s) == "pg_catalog"),
-            _ => false,
-        };
-        if !own {
+        if !own_function(&f.name) {
             return;
         }
         let Some(ObjectNamePart::Identifier(name)) = f.name.0.last_mut() else { return };
@@ -81,7 +154,8 @@ impl<'a> WalkingRule<'a> for KeySums<'a> {
 /// A key summed, anywhere in the statement, counts it instead.
 pub(super) fn summed_keys(schema: &Schema, q: &mut Query, fired: &mut Vec<String>) {
     let ctes = cte_names(&*q).into_iter().collect();
-    walk_with(q, &mut KeySums { schema, walk: Walk::new(schema, ctes), fired });
+    let grouped = grouped_names(q);
+    walk_with(q, &mut KeySums { schema, walk: Walk::new(schema, ctes), grouped, fired });
 }
 
 /// A column reference as written, each part folded: what two references must share to be one.
@@ -97,9 +171,11 @@ fn written(e: &Expr) -> Option<Vec<String>> {
 /// Whether `e` is `count(DISTINCT key)` itself (no FILTER, no window).
 fn counts_distinct(e: &Expr, key: &[String]) -> bool {
     let Expr::Function(f) = e else { return false };
-    let distinct = matches!(&f.args, FunctionArguments::List(l) if l.duplicate_treatment == Some(DuplicateTreatment::Distinct) && l.clauses.is_empty());
-    distinct
+    let plain = matches!(&f.args, FunctionArguments::List(l) if l.clauses.is_empty());
+    distinct_call(e)
+        && plain
         && f.filter.is_none()
+        && own_function(&f.name)
         && aggregate_name(e).as_deref() == Some("count")
         && single_arg(e).as_ref().and_then(written).as_deref() == Some(key)
 }
@@ -110,12 +186,21 @@ fn grouped_by_counted(q: &Query) -> Option<String> {
     // The statement's query itself, not a parenthesised one: an ORDER BY outside the
     // parentheses reads the SELECT inside.
     let SetExpr::Select(s) = q.body.as_ref() else { return None };
+    // An OFFSET skips rows of the groups' list: on one count it would return nothing; a FETCH
+    // is declined with it (`OFFSET n ROWS FETCH ...`).
+    let offset = matches!(&q.limit_clause, Some(LimitClause::LimitOffset { offset: Some(_), .. }) | Some(LimitClause::OffsetCommaLimit { .. }));
+    if offset || q.fetch.is_some() {
+        return None;
+    }
     let GroupByExpr::Expressions(keys, modifiers) = &s.group_by else { return None };
     let ([key], true, None) = (keys.as_slice(), modifiers.is_empty(), &s.having) else { return None };
     if matches!(s.distinct, Some(Distinct::On(_))) || !s.named_window.is_empty() || s.qualify.is_some() {
         return None;
     }
     let key_written = written(key)?;
+    if s.projection.is_empty() {
+        return None;
+    }
     let mut aliases = Vec::new();
     for p in &s.projection {
         let e = match p {
