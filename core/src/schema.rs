@@ -141,6 +141,12 @@ impl Table {
 }
 
 impl Schema {
+    /// Whether tables of several schemas have this name: written without its schema, which one
+    /// PostgreSQL reads is the search path's.
+    pub fn name_in_several_schemas(&self, name: &str) -> bool {
+        self.tables.iter().filter(|t| t.name == name).count() > 1
+    }
+
     /// The schema without anything read from rows: no samples, categorical values, ranges or
     /// enum labels (nl2sql.privacy). Names, types, keys and comments stay.
     pub fn without_data(&self) -> Schema {

@@ -57,11 +57,6 @@ fn own_function(name: &ObjectName) -> bool {
     }
 }
 
-/// Whether `e` is `DISTINCT` over its argument (`sum(DISTINCT x)`).
-fn distinct_call(e: &Expr) -> bool {
-    matches!(e, Expr::Function(f) if matches!(&f.args, FunctionArguments::List(l) if l.duplicate_treatment == Some(DuplicateTreatment::Distinct)))
-}
-
 /// The column names (last part, folded) every GROUP BY of the statement groups on: the columns
 /// its keys read (in ROLLUP, CUBE and grouping sets too), and those of the select item a key
 /// names by position or by output name.
@@ -137,7 +132,7 @@ impl<'a> WalkingRule<'a> for KeySums<'a> {
         let Some((t, c)) = resolve_at(self.schema, &self.walk.levels, &arg) else { return };
         let table = &self.schema.tables[t];
         // A table name several schemas hold: which one PostgreSQL reads depends on the path.
-        if !identifies(self.schema, t, c) || self.schema.tables.iter().filter(|x| x.name == table.name).count() > 1 {
+        if !identifies(self.schema, t, c) || self.schema.name_in_several_schemas(&table.name) {
             return;
         }
         let Expr::Function(f) = e else { return };
@@ -171,9 +166,8 @@ fn written(e: &Expr) -> Option<Vec<String>> {
 /// Whether `e` is `count(DISTINCT key)` itself (no FILTER, no window).
 fn counts_distinct(e: &Expr, key: &[String]) -> bool {
     let Expr::Function(f) = e else { return false };
-    let plain = matches!(&f.args, FunctionArguments::List(l) if l.clauses.is_empty());
-    distinct_call(e)
-        && plain
+    let distinct = matches!(&f.args, FunctionArguments::List(l) if l.duplicate_treatment == Some(DuplicateTreatment::Distinct) && l.clauses.is_empty());
+    distinct
         && f.filter.is_none()
         && own_function(&f.name)
         && aggregate_name(e).as_deref() == Some("count")
