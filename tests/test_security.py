@@ -135,6 +135,35 @@ def test_correction_prompts_carry_no_data(connect, mock, marker, state):
         conn.execute("DROP TABLE vault")
 
 
+def test_an_error_raised_while_planning_confirms_no_guess(connect, mock):
+    """Planning evaluates functions (a LIMIT is estimated, constants are folded), so an error it
+    raises may quote a row: it reaches the endpoint as an error raised while the query ran. The
+    model wrote three guesses in its query; the correction prompt confirms none of them."""
+    conn = connect()
+    conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
+    conn.execute("TRUNCATE vault")
+    conn.execute("INSERT INTO vault VALUES ('zz-secret-7731')")
+    conn.execute("INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 50) g")
+    conn.execute("CREATE OR REPLACE FUNCTION public.pytest_top_secret() RETURNS text STABLE LANGUAGE sql AS 'SELECT max(secret) FROM vault'")
+    conn.execute("SET nl2sql.allowed_functions = 'public.pytest_top_secret'")
+    conn.execute("SET nl2sql.mode = zero_shot")
+    conn.execute("SET nl2sql.sample_rows = 0")
+    try:
+        rows = conn.execute("SELECT * FROM nl2sql_run(%s)", ("[leaky-plan] how many secrets?",)).fetchall()
+        assert rows == [({"n": 51},)]
+        assert len(mock.requests()) == 2
+        correction = mock.requests()[1]["body"]["messages"][-1]["content"]
+        assert "22P02" in correction and "PostgreSQL rejected" in correction, correction
+        assert "zz-secret" not in correction, correction
+        # The planner raised it: the caller's trace has the real error.
+        trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+        assert "zz-secret-7731" in trace["candidates"][0]["error"]
+    finally:
+        conn.execute("RESET nl2sql.allowed_functions")
+        conn.execute("DROP FUNCTION public.pytest_top_secret()")
+        conn.execute("DROP TABLE vault")
+
+
 def _postgres_owned(path):
     if os.geteuid() == 0:
         pw = pwd.getpwnam("postgres")

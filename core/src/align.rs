@@ -329,6 +329,8 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
             nulls_under_limit(schema, &sc, q, &mut fired);
             select_list(schema, &sc, q, cx, &mut fired);
             question_order(q, cx.question, &mut fired);
+            // The list trimmed to what was asked may now be count(DISTINCT k) ... GROUP BY k.
+            if rules.function { counts::grouping_by_the_counted(q, &mut fired); }
         }
     }
     if fired.is_empty() {

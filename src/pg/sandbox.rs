@@ -30,7 +30,8 @@ use std::time::{Duration, Instant};
 use watchdog::{repost_cancel, withdraw_cancel, Watchdog};
 
 thread_local! {
-    /// Whether the query being run is still being read (parsed, analysed, planned), not executed.
+    /// Whether the query being run is still being read (parsed, analysed, rewritten), not yet
+    /// planned or executed.
     static READING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
@@ -257,7 +258,8 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
         // The object-access hook stopped a function the tree check did not see coming.
         Err(failure) => match hooks::take_refusal() {
             Some(refusal) => Err(Rejected::Refused(refusal)),
-            // Raised before the executor started: it quotes only the query's text.
+            // Raised while PostgreSQL read the query (parse, analysis, rewrite), before planning:
+            // it quotes only the query's text and the catalog's names.
             None => Err(Rejected::Failed(match failure {
                 Failure::Execution(r) if READING.get() => Failure::Analysis(r),
                 other => other,
@@ -273,8 +275,10 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
 /// # Safety
 /// `query` must come from policy::check in this subtransaction.
 unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Result<Execution, Failure> {
-    let plan = pg_sys::pg_plan_query(query, sql.as_ptr(), 0, std::ptr::null_mut());
+    // Planning may evaluate functions (constants folded, a LIMIT or a comparison's constant side
+    // estimated): its errors may quote what those read, so they are the executor's, not reading's.
     READING.set(false);
+    let plan = pg_sys::pg_plan_query(query, sql.as_ptr(), 0, std::ptr::null_mut());
     let cost = if (*plan).planTree.is_null() { 0.0 } else { (*(*plan).planTree).total_cost };
     if let Some(max) = limits.max_cost.filter(|m| cost > *m) {
         return Err(Failure::Cost { estimate: cost, max });

@@ -4,6 +4,7 @@ use crate::error::Report;
 use crate::safety::guard::GuardError;
 use crate::model::llm::Message;
 use serde::Serialize;
+use std::collections::HashSet;
 
 const CORRECT_ERROR: &str = include_str!("text/correct_error.txt");
 const CORRECT_TIMEOUT: &str = include_str!("text/correct_timeout.txt");
@@ -102,7 +103,26 @@ const MAX_QUOTED: usize = 200;
 /// which may come from a row or a file), so what is left is its wording plus names the model
 /// wrote or was shown: no data reaches the endpoint.
 pub fn without_data(text: &str, seen: &str) -> String {
-    let known = |part: &str| !part.is_empty() && part.len() <= MAX_QUOTED && seen.contains(part);
+    scrubbed(text, seen, false)
+}
+
+/// [`without_data`] for an error raised while PostgreSQL read the query (parse, analysis,
+/// rewrite: never planning, which may evaluate functions), which quotes only the query's text
+/// and the catalog's names: a quoted `relation.column` whose two parts are each a whole name
+/// written or shown is kept too (the hint of a misspelt column, `Perhaps you meant to reference
+/// the column "singer.age"`, joins a table's name and a column's that the prompt lists apart).
+fn without_data_in_names(text: &str, seen: &str) -> String {
+    scrubbed(text, seen, true)
+}
+
+fn scrubbed(text: &str, seen: &str, names: bool) -> String {
+    let whole = |part: &str| !part.is_empty() && part.len() <= MAX_QUOTED && seen.contains(part);
+    // The whole words of what was written or shown: a pair's parts must each be one of them,
+    // not a fragment (single letters joined by dots would spell anything).
+    let words: HashSet<&str> =
+        if names { seen.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect() } else { HashSet::new() };
+    let name = |w: &str| words.contains(w) && !w.starts_with(|c: char| c.is_ascii_digit());
+    let pair = |part: &str| names && part.len() <= MAX_QUOTED && part.split_once('.').is_some_and(|(a, b)| name(a) && name(b));
     let mut out = String::with_capacity(text.len());
     let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
@@ -123,7 +143,7 @@ pub fn without_data(text: &str, seen: &str) -> String {
                 part.push(d);
             }
             out.push(c);
-            if known(&part) {
+            if whole(&part) || pair(&part) {
                 out.push_str(&part.replace(c, &format!("{c}{c}")));
             } else {
                 out.push('…');
@@ -144,7 +164,7 @@ pub fn without_data(text: &str, seen: &str) -> String {
                 }
             }
             let word = &text[i..end];
-            out.push_str(if !word.chars().any(|x| x.is_ascii_digit()) || known(word) { word } else { "…" });
+            out.push_str(if !word.chars().any(|x| x.is_ascii_digit()) || whole(word) { word } else { "…" });
         } else {
             out.push(c);
         }
@@ -161,8 +181,10 @@ pub fn seen(messages: &[Message]) -> String {
 /// A PostgreSQL error as the model may be told it: its SQLSTATE and wording with what it quoted
 /// removed unless `seen` (what the model was sent, never its own answers, or it could list
 /// guesses and learn which one a row holds) holds it; an error raised while reading the query
-/// quotes only its text, so the model's `answer` may be repeated. `private`: an error raised
-/// while the query ran is its SQLSTATE only. None for failures that are not PostgreSQL errors.
+/// quotes only its text and the catalog's names, so the model's `answer` may be repeated (as
+/// written and folded to lower case, as PostgreSQL repeats an unquoted name), and a quoted
+/// `relation.column` whose two parts are each a whole name written or shown. `private`: an
+/// error raised while the query was planned or ran is its SQLSTATE only. None for failures that are not PostgreSQL errors.
 pub fn error_text(failure: &Failure, answer: &str, seen: &str, private: bool) -> Option<String> {
     let r = match failure {
         Failure::Execution(r) | Failure::Analysis(r) => r,
@@ -173,17 +195,22 @@ pub fn error_text(failure: &Failure, answer: &str, seen: &str, private: bool) ->
         return Some(format!("ERROR ({code}) raised while the query ran (its message is withheld: it may quote data)"));
     }
     let mut seen = seen.to_string();
-    if matches!(failure, Failure::Analysis(_)) {
-        seen.push('\n');
-        seen.push_str(answer);
+    let analysis = matches!(failure, Failure::Analysis(_));
+    if analysis {
+        // PostgreSQL repeats an unquoted name folded to lower case (`T1` is `t1` in its message).
+        for text in [answer.to_string(), answer.to_ascii_lowercase()] {
+            seen.push('\n');
+            seen.push_str(&text);
+        }
     }
-    let mut error = format!("ERROR ({code}): {}", without_data(&r.message, &seen));
+    let scrub = |text: &str| if analysis { without_data_in_names(text, &seen) } else { without_data(text, &seen) };
+    let mut error = format!("ERROR ({code}): {}", scrub(&r.message));
     // Details outside class 42 (names and syntax) describe data ("Failing row contains …").
     if let Some(d) = r.detail.as_ref().filter(|_| code.starts_with("42")) {
-        error.push_str(&format!("\nDETAIL: {}", without_data(d, &seen)));
+        error.push_str(&format!("\nDETAIL: {}", scrub(d)));
     }
     if let Some(h) = &r.hint {
-        error.push_str(&format!("\nHINT: {}", without_data(h, &seen)));
+        error.push_str(&format!("\nHINT: {}", scrub(h)));
     }
     Some(error)
 }
@@ -276,6 +303,43 @@ mod tests {
         assert_eq!(without_data("invalid byte sequence for encoding \"UTF8\": 0xe2 0x28", "UTF8"), "invalid byte sequence for encoding \"UTF8\": … …");
         assert_eq!(without_data("value 'secret' and 'SELECT'", "SELECT x"), "value '…' and 'SELECT'");
         assert_eq!(without_data("at 3.14 and 2", "3.14"), "at 3.14 and …");
+    }
+
+    #[test]
+    fn an_error_reading_the_query_repeats_its_names_as_postgresql_folds_them() {
+        // The prompt lists a table and its columns apart; the model wrote its aliases in capitals.
+        let base = vec![Message::system("# singer (\n#   name: text\n#   age: integer\n# )"), Message::user("the youngest?")];
+        let sql = "SELECT T1.name FROM singer AS T1 JOIN concert AS T3 ON true WHERE T3.age = 1";
+        let f = Failure::Analysis(
+            Report::new(SqlState::from_code("42703"), "column t3.age does not exist")
+                .hint("Perhaps you meant to reference the column \"t1.age\" or the column \"singer.age\"."),
+        );
+        let m = correction(base.clone(), sql, &f, false);
+        assert!(
+            m[3].content.contains("ERROR (42703): column t3.age does not exist\nHINT: Perhaps you meant to reference the column \"t1.age\" or the column \"singer.age\"."),
+            "{}",
+            m[3].content
+        );
+        // A part neither written nor shown, an empty part: withheld.
+        let f = Failure::Analysis(
+            Report::new(SqlState::from_code("42703"), "column t3.age does not exist").hint("Perhaps you meant \"singer.salary\", \"singer..age\" or \"age.\"."),
+        );
+        let m = correction(base.clone(), sql, &f, false);
+        assert!(m[3].content.contains("HINT: Perhaps you meant \"…\", \"…\" or \"…\"."), "{}", m[3].content);
+        // Only two whole names: not fragments of them, not three parts, not numbers.
+        let f = Failure::Analysis(
+            Report::new(SqlState::from_code("42703"), "column t3.age does not exist").hint("\"s.i.n\" \"sing.ag\" \"singer.age.name\" \"1.1\" \"t3.1\""),
+        );
+        let m = correction(base.clone(), "SELECT T1.name FROM singer AS T1 JOIN concert AS T3 ON T3.a = 1", &f, false);
+        assert!(m[3].content.contains("HINT: \"…\" \"…\" \"…\" \"…\" \"…\""), "{}", m[3].content);
+        // An error raised while the query ran may quote a row: a value that happens to join two
+        // shown names with a dot is still withheld, and the answer's names are not repeated.
+        let r = Report::new(SqlState::from_code("22P02"), "invalid input syntax for type integer: \"singer.age\"");
+        let m = correction(base.clone(), sql, &Failure::Execution(r), false);
+        assert!(m[3].content.contains("integer: \"…\""), "{}", m[3].content);
+        let r = Report::new(SqlState::from_code("22012"), "division by zero in t3");
+        let m = correction(base, sql, &Failure::Execution(r), false);
+        assert!(m[3].content.contains("division by zero in …"), "{}", m[3].content);
     }
 
     #[test]

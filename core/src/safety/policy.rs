@@ -68,6 +68,8 @@ pub const DENIED_BUILTINS: &[(&str, &str)] = &[
     ("pg_terminate_backend", "ends other sessions"),
     ("pg_cancel_backend", "cancels other sessions' queries"),
     ("pg_signal_backend", "signals other sessions"),
+    ("pg_stat_get_activity", "reads other sessions' queries"),
+    ("pg_stat_get_backend_*", "reads other sessions' queries and state"),
     ("pg_reload_conf", "reloads the server configuration"),
     ("pg_rotate_logfile", "rotates the server log"),
     ("pg_current_logfile", "reveals server files"),
@@ -267,12 +269,14 @@ mod tests {
 
     #[test]
     fn denied_builtins_are_refused_whatever_they_declare() {
-        for (f, v) in [("pg_terminate_backend", 'v'), ("current_setting", 's'), ("query_to_xml", 's'), ("pg_read_file", 'v'), ("pg_advisory_lock", 'v'), ("ts_stat", 'v')] {
+        for (f, v) in [("pg_terminate_backend", 'v'), ("current_setting", 's'), ("query_to_xml", 's'), ("pg_read_file", 'v'), ("pg_advisory_lock", 'v'), ("ts_stat", 'v'), ("pg_stat_get_backend_activity", 's'), ("pg_stat_get_activity", 's')] {
             let e = judge(&builtin(f, v), Scope::Generated, &[]).expect_err(f);
             assert!(matches!(e, GuardError::ForbiddenFunction { .. }), "{f}: {e:?}");
             // Not even the allow-list opens them.
             assert!(judge(&builtin(f, v), Scope::Generated, &[f.to_string()]).is_err(), "{f}");
         }
+        // The statistics nl2sql reads of tables are not another session's.
+        assert_eq!(judge(&builtin("pg_stat_get_tuples_inserted", 's'), Scope::Generated, &[]), Ok(()));
     }
 
     #[test]

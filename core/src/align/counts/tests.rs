@@ -142,6 +142,31 @@ fn a_count_grouped_by_what_it_counts_is_one_count() {
         counted("SELECT count(DISTINCT (concert_id)) AS n FROM singer_in_concert GROUP BY (concert_id) ORDER BY n DESC").0,
         "SELECT count(DISTINCT (concert_id)) AS n FROM singer_in_concert ORDER BY n DESC"
     );
+    // The largest of counts that are all 1, once the nested aggregate is unwrapped: the
+    // number of distinct values, which is what a count of them asks (a choice; both forms
+    // before it return 1).
+    assert_eq!(
+        counted("SELECT max(count(DISTINCT concert_id)) FROM singer_in_concert GROUP BY concert_id").0,
+        "SELECT count(DISTINCT concert_id) FROM singer_in_concert ORDER BY count(DISTINCT concert_id) DESC LIMIT 1"
+    );
+}
+
+#[test]
+fn a_list_trimmed_to_what_was_asked_is_read_again() {
+    // The style rule drops the key nobody asked for; what is left counts 1 in every group.
+    let select = ["number of singers".to_string()];
+    let cx = Context { select: &select, linked: &[], question: "" };
+    let sql = "SELECT singer_id, count(DISTINCT singer_id) FROM singer GROUP BY singer_id";
+    let a = align(sql, &star_schema(), cx, &mut NoValues, Rules::ALL);
+    assert_eq!(a.sql, "SELECT count(DISTINCT singer_id) FROM singer");
+    assert!(a.fired.iter().any(|f| f.contains("1 in every group")), "{:?}", a.fired);
+    // Without the style rules the key names the groups: left as written.
+    let a = align(sql, &star_schema(), cx, &mut NoValues, Rules { style: false, ..Rules::ALL });
+    assert_eq!(a.sql, sql);
+    // A list the style rule leaves alone (the key's name is in what was asked) keeps its groups.
+    let select = ["count per singerid".to_string()];
+    let a = align(sql, &star_schema(), Context { select: &select, linked: &[], question: "" }, &mut NoValues, Rules::ALL);
+    assert_eq!(a.sql, sql);
 }
 
 #[test]
