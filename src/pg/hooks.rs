@@ -47,6 +47,15 @@ thread_local! {
     /// How deep the planner is nested under a scope, the syscache hash values of the operators
     /// judged since the outermost call began, and whether a change to one was refused then.
     static PLANNING: RefCell<Planning> = RefCell::new(Planning::default());
+    /// Whether code other than a system function began under a scope since the last
+    /// [`take_other_code`]: such code (an allow-listed function, a domain CHECK calling one) may
+    /// read rows, and quote them in an error, whenever PostgreSQL calls it.
+    static OTHER_CODE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether code other than a system function began under a scope since the last call.
+pub fn take_other_code() -> bool {
+    OTHER_CODE.replace(false)
 }
 
 #[derive(Default)]
@@ -418,6 +427,9 @@ unsafe extern "C-unwind" fn fmgr(event: pg_sys::FmgrHookEventType::Type, flinfo:
         pg_sys::ffi::pg_guard_ffi_boundary(|| prev(event, flinfo, arg));
     }
     if event == pg_sys::FmgrHookEventType::FHET_START && !flinfo.is_null() {
+        if ACTIVE.with_borrow(|a| a.is_some()) {
+            OTHER_CODE.set(true);
+        }
         enforce((*flinfo).fn_oid);
     }
 }

@@ -103,26 +103,20 @@ const MAX_QUOTED: usize = 200;
 /// which may come from a row or a file), so what is left is its wording plus names the model
 /// wrote or was shown: no data reaches the endpoint.
 pub fn without_data(text: &str, seen: &str) -> String {
-    scrubbed(text, seen, false)
+    scrubbed(text, seen, None)
 }
 
-/// [`without_data`] for an error raised while PostgreSQL read the query (parse, analysis,
-/// rewrite: never planning, which may evaluate functions), which quotes only the query's text
-/// and the catalog's names: a quoted `relation.column` whose two parts are each a whole name
-/// written or shown is kept too (the hint of a misspelt column, `Perhaps you meant to reference
-/// the column "singer.age"`, joins a table's name and a column's that the prompt lists apart).
-fn without_data_in_names(text: &str, seen: &str) -> String {
-    scrubbed(text, seen, true)
-}
-
-fn scrubbed(text: &str, seen: &str, names: bool) -> String {
+/// [`without_data`]; with `names` (for an error raised while PostgreSQL read the query: parse,
+/// analysis, rewrite, never planning, which may evaluate functions; such an error quotes only
+/// the query's text and the catalog's names), a quoted `relation.column` whose two parts are
+/// each one of those whole words is kept too (the hint of a misspelt column, `Perhaps you meant
+/// to reference the column "singer.age"`, joins a table's name and a column's that the prompt
+/// lists apart).
+fn scrubbed(text: &str, seen: &str, names: Option<&HashSet<&str>>) -> String {
     let whole = |part: &str| !part.is_empty() && part.len() <= MAX_QUOTED && seen.contains(part);
-    // The whole words of what was written or shown: a pair's parts must each be one of them,
-    // not a fragment (single letters joined by dots would spell anything).
-    let words: HashSet<&str> =
-        if names { seen.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect() } else { HashSet::new() };
-    let name = |w: &str| words.contains(w) && !w.starts_with(|c: char| c.is_ascii_digit());
-    let pair = |part: &str| names && part.len() <= MAX_QUOTED && part.split_once('.').is_some_and(|(a, b)| name(a) && name(b));
+    // Whole words, not fragments: single letters joined by dots would spell anything.
+    let name = |w: &str| names.is_some_and(|n| n.contains(w)) && !w.starts_with(|c: char| c.is_ascii_digit());
+    let pair = |part: &str| part.len() <= MAX_QUOTED && part.split_once('.').is_some_and(|(a, b)| name(a) && name(b));
     let mut out = String::with_capacity(text.len());
     let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
@@ -198,12 +192,15 @@ pub fn error_text(failure: &Failure, answer: &str, seen: &str, private: bool) ->
     let analysis = matches!(failure, Failure::Analysis(_));
     if analysis {
         // PostgreSQL repeats an unquoted name folded to lower case (`T1` is `t1` in its message).
-        for text in [answer.to_string(), answer.to_ascii_lowercase()] {
-            seen.push('\n');
-            seen.push_str(&text);
-        }
+        seen.push('\n');
+        seen.push_str(answer);
+        seen.push('\n');
+        seen.push_str(&answer.to_ascii_lowercase());
     }
-    let scrub = |text: &str| if analysis { without_data_in_names(text, &seen) } else { without_data(text, &seen) };
+    // The whole words of what was written or shown, read once for the message, detail and hint.
+    let words: Option<HashSet<&str>> =
+        analysis.then(|| seen.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect());
+    let scrub = |text: &str| scrubbed(text, &seen, words.as_ref());
     let mut error = format!("ERROR ({code}): {}", scrub(&r.message));
     // Details outside class 42 (names and syntax) describe data ("Failing row contains …").
     if let Some(d) = r.detail.as_ref().filter(|_| code.starts_with("42")) {
