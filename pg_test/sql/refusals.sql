@@ -23,6 +23,25 @@ SELECT nl2sql('[set-config] change my search path');
 SELECT nl2sql('[nextval] give me the next ticket number');
 SELECT nl2sql('[sleep] wait a minute');
 
+-- Neither are built-ins that read other sessions (their locks, progress, replication
+-- connections, prepared transactions, running transactions) or the session's own prepared
+-- statements and cursors, whose text may hold values: nothing the question is about, and the
+-- agent and the correction round would show the rows to the model.
+SELECT nl2sql('[sessions-locks] which locks are held');
+SELECT nl2sql('[sessions-progress] which vacuums are running');
+SELECT nl2sql('[sessions-replication] who replicates from here');
+SELECT nl2sql('[sessions-prepared-xacts] which transactions are prepared');
+SELECT nl2sql('[sessions-blocking] who blocks me');
+SELECT nl2sql('[sessions-snapshot] which transactions are running');
+PREPARE own_statement AS SELECT 'a value of mine' AS v;
+SELECT nl2sql('[own-statements] what have I prepared');
+DEALLOCATE own_statement;
+BEGIN;
+DECLARE own_cursor CURSOR FOR SELECT 'another value of mine' AS v;
+SELECT nl2sql('[own-cursors] which cursors are open');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+
 -- A user-defined volatile function is refused unless a superuser allows it ...
 SELECT nl2sql('[bump] bump the counter');
 -- ... and even then it cannot write: the engine enforces the read-only transaction.

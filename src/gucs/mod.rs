@@ -101,7 +101,7 @@ pub enum ColumnEmbedder {
 pub enum Grammar {
     #[name = c"off"]
     Off,
-    /// llama.cpp's form; an endpoint that refuses it is not sent one again.
+    /// llama.cpp's form, nothing detected (as llama_cpp; every value but off falls back the same way).
     #[name = c"auto"]
     Auto,
     #[name = c"llama_cpp"]

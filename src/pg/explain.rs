@@ -73,6 +73,7 @@ fn settings() -> Value {
     out.extend([
         ("model".into(), json!(gucs::llm_model())),
         ("llm_n".into(), json!(gucs::llm_n())),
+        ("grammar".into(), json!(grammar_setting())),
         ("use_values".into(), json!(gucs::use_values())),
         ("value_top_k".into(), json!(gucs::value_top_k())),
         ("value_threshold".into(), json!(gucs::value_threshold())),
@@ -82,6 +83,17 @@ fn settings() -> Value {
         ("history".into(), json!(gucs::history())),
     ]);
     Value::Object(out)
+}
+
+/// nl2sql.grammar as it is written in SQL.
+fn grammar_setting() -> &'static str {
+    use nl2sql_core::grammar::Mode;
+    match gucs::grammar() {
+        Mode::Off => "off",
+        Mode::Auto => "auto",
+        Mode::LlamaCpp => "llama_cpp",
+        Mode::Vllm => "vllm",
+    }
 }
 
 /// Sums over the LLM calls.

@@ -41,8 +41,9 @@ pub enum Mode {
     /// Never sent.
     #[default]
     Off,
-    /// Sent as llama.cpp's server takes it; an endpoint that refuses it is asked again without,
-    /// and not sent one again by this process.
+    /// Sent as llama.cpp's server takes it (nothing is detected: a server that ignores the field
+    /// answers unconstrained). Under every mode but Off, an endpoint that refuses a request with a
+    /// grammar is asked again without, and after a 400 or 422 not sent one again by this process.
     Auto,
     /// llama.cpp's server: `"grammar": "<GBNF>"`.
     LlamaCpp,

@@ -2,6 +2,7 @@
 
 use crate::grammar::Mode;
 use crate::model::http::{self, Endpoint, EndpointError, ErrorKind, Service};
+use crate::schema::estimate_tokens;
 use serde::Serialize;
 use once_cell::sync::Lazy;
 use serde_json::Value;
@@ -156,12 +157,15 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
     match answer {
         Ok(mut answers) => {
             // An answer that ran to the token limit under the grammar is asked again without.
-            let looped: Vec<usize> = (0..answers.len()).filter(|&i| ran_out(&answers[i])).collect();
+            let looped: Vec<usize> = (0..answers.len()).filter(|&i| answers[i].as_ref().is_ok_and(ran_out)).collect();
             if !looped.is_empty() {
                 let plain = ChatRequest { grammar: None, ..req.clone() };
                 let again = chat_many(ep, vec![plain; looped.len()], poll);
                 for (i, a) in looped.into_iter().zip(again) {
-                    answers[i] = a;
+                    answers[i] = match &answers[i] {
+                        Ok(first) => spent_too(first, &req, a),
+                        Err(_) => a,
+                    };
                 }
             }
             if answers.len() < n {
@@ -329,8 +333,8 @@ fn grammar_of<'a>(ep: &Endpoint, req: &'a ChatRequest) -> Option<(Mode, &'a str)
 
 /// Whether an answer written under a grammar ran to the token limit: a grammar can hold the
 /// model in a loop (a select list that never ends); such an answer is asked again without.
-fn ran_out(a: &Result<Completion, LlmError>) -> bool {
-    matches!(a, Ok(c) if c.grammar.is_some() && c.finish_reason.as_deref() == Some("length"))
+fn ran_out(c: &Completion) -> bool {
+    c.grammar.is_some() && c.finish_reason.as_deref() == Some("length")
 }
 
 /// Sends `req` through `send` with its grammar where `ep` takes one: an endpoint that refuses
@@ -349,9 +353,28 @@ fn with_grammar(ep: &Endpoint, req: &ChatRequest, send: impl Fn(Option<(Mode, &s
             }
             again
         }
-        a if ran_out(&a) => send(None),
+        Ok(first) if ran_out(&first) => spent_too(&first, req, send(None)),
         a => a,
     }
+}
+
+/// `then`, the answer asked again without the grammar after `first` ran to the token limit
+/// under it, carrying what `first` spent (its tokens, estimated where the endpoint reports none,
+/// its time and attempts): the trace and nl2sql.max_tokens_per_call count both requests. A
+/// later answer of a request with several (`same_request`) spent nothing of its own.
+fn spent_too(first: &Completion, req: &ChatRequest, then: Result<Completion, LlmError>) -> Result<Completion, LlmError> {
+    if first.same_request {
+        return then;
+    }
+    let prompt = |p: Option<u64>| p.unwrap_or_else(|| req.messages.iter().map(|m| estimate_tokens(&m.content) as u64).sum());
+    let completion = |c: &Completion| c.completion_tokens.unwrap_or_else(|| estimate_tokens(&c.content) as u64);
+    then.map(|c| Completion {
+        prompt_tokens: Some(prompt(first.prompt_tokens) + prompt(c.prompt_tokens)),
+        completion_tokens: Some(completion(first) + completion(&c)),
+        latency: first.latency + c.latency,
+        attempts: first.attempts + c.attempts,
+        ..c
+    })
 }
 
 /// The request's JSON; `n`: several answers at once (OpenAI's parameter); `logprobs`: each

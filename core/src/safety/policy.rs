@@ -70,6 +70,21 @@ pub const DENIED_BUILTINS: &[(&str, &str)] = &[
     ("pg_signal_backend", "signals other sessions"),
     ("pg_stat_get_activity", "reads other sessions' queries"),
     ("pg_stat_get_backend_*", "reads other sessions' queries and state"),
+    ("pg_stat_get_progress_info", "reads other sessions' progress"),
+    ("pg_stat_get_wal_senders", "reads replication connections"),
+    ("pg_stat_get_wal_receiver", "reads replication connections"),
+    ("pg_stat_get_subscription*", "reads replication connections"),
+    ("pg_get_replication_slots", "reads replication state"),
+    ("pg_lock_status", "reads other sessions' locks"),
+    ("pg_blocking_pids", "reads other sessions' locks"),
+    ("pg_safe_snapshot_blocking_pids", "reads other sessions' locks"),
+    ("pg_isolation_test_session_is_blocked", "reads other sessions' locks"),
+    ("pg_prepared_xact", "reads prepared transactions"),
+    ("pg_prepared_statement", "reads the session's prepared statements"),
+    ("pg_cursor", "reads the session's open cursors"),
+    ("pg_current_snapshot", "reveals running transactions"),
+    ("txid_current_snapshot", "reveals running transactions"),
+    ("pg_get_backend_memory_contexts", "reads the session's state"),
     ("pg_reload_conf", "reloads the server configuration"),
     ("pg_rotate_logfile", "rotates the server log"),
     ("pg_current_logfile", "reveals server files"),
@@ -269,7 +284,7 @@ mod tests {
 
     #[test]
     fn denied_builtins_are_refused_whatever_they_declare() {
-        for (f, v) in [("pg_terminate_backend", 'v'), ("current_setting", 's'), ("query_to_xml", 's'), ("pg_read_file", 'v'), ("pg_advisory_lock", 'v'), ("ts_stat", 'v'), ("pg_stat_get_backend_activity", 's'), ("pg_stat_get_activity", 's')] {
+        for (f, v) in [("pg_terminate_backend", 'v'), ("current_setting", 's'), ("query_to_xml", 's'), ("pg_read_file", 'v'), ("pg_advisory_lock", 'v'), ("ts_stat", 'v'), ("pg_stat_get_backend_activity", 's'), ("pg_stat_get_activity", 's'), ("pg_lock_status", 'v'), ("pg_stat_get_progress_info", 's'), ("pg_prepared_statement", 's'), ("pg_cursor", 's'), ("pg_current_snapshot", 's'), ("pg_blocking_pids", 'v'), ("pg_prepared_xact", 'v'), ("pg_stat_get_wal_senders", 's')] {
             let e = judge(&builtin(f, v), Scope::Generated, &[]).expect_err(f);
             assert!(matches!(e, GuardError::ForbiddenFunction { .. }), "{f}: {e:?}");
             // Not even the allow-list opens them.
@@ -277,6 +292,10 @@ mod tests {
         }
         // The statistics nl2sql reads of tables are not another session's.
         assert_eq!(judge(&builtin("pg_stat_get_tuples_inserted", 's'), Scope::Generated, &[]), Ok(()));
+        // Nor are the session's own process ID and the functions reading a snapshot value.
+        for f in ["pg_backend_pid", "pg_snapshot_xmin", "pg_visible_in_snapshot"] {
+            assert_eq!(judge(&builtin(f, 's'), Scope::Generated, &[]), Ok(()), "{f}");
+        }
     }
 
     #[test]

@@ -356,3 +356,42 @@ fn an_answer_that_ran_to_the_limit_under_the_grammar_is_asked_again_without() {
     let seen = h.join().expect("server");
     assert_eq!(seen.iter().map(|r| r.contains("\"grammar\"")).collect::<Vec<_>>(), [true, false, false]);
 }
+
+#[test]
+fn an_answer_asked_again_counts_what_both_requests_spent() {
+    let looped = serde_json::json!({"choices": [{"message": {"content": "SELECT a.b, a.b"}, "finish_reason": "length"}],
+                                    "usage": {"prompt_tokens": 40, "completion_tokens": 16}})
+    .to_string();
+    let (url, h) = serve(vec![(200, looped, 0), (200, ok_body("SELECT 1"), 0)]);
+    let mut ep = endpoint(Service::Llm, url);
+    ep.grammar = Mode::Auto;
+    let c = chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect("answer");
+    assert_eq!((c.content.as_str(), c.prompt_tokens, c.completion_tokens, c.attempts), ("SELECT 1", Some(52), Some(19), 2));
+    // Without usage in the looped answer, its tokens are estimated: never counted as none.
+    let (url, h2) = serve(vec![(200, length_body("SELECT a.b, a.b, a.b, a.b"), 0), (200, ok_body("SELECT 1"), 0)]);
+    ep = Endpoint { grammar: Mode::Auto, ..endpoint(Service::Llm, url) };
+    let c = chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect("answer");
+    let estimated = (estimate_tokens("hi") + 12) as u64;
+    assert_eq!((c.prompt_tokens, c.completion_tokens), (Some(estimated), Some(estimate_tokens("SELECT a.b, a.b, a.b, a.b") as u64 + 3)));
+    h.join().expect("server");
+    h2.join().expect("server");
+}
+
+#[test]
+fn a_looped_answer_of_several_counts_the_requests_usage_once() {
+    let choices = serde_json::json!({"choices": [
+        {"index": 0, "message": {"content": "SELECT a.b, a.b"}, "finish_reason": "length"},
+        {"index": 1, "message": {"content": "SELECT 2"}, "finish_reason": "stop"},
+        {"index": 2, "message": {"content": "SELECT c.d, c.d"}, "finish_reason": "length"}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 30}})
+    .to_string();
+    let (url, h) = serve(vec![(200, choices, 0), (200, ok_body("SELECT 1"), 0), (200, ok_body("SELECT 1"), 0)]);
+    let ep = Endpoint { grammar: Mode::Auto, ..endpoint(Service::Llm, url) };
+    let rs: Vec<Completion> = sample(&ep, with_grammar("root ::= \"x\""), 3, true, &mut || {}).into_iter().map(|r| r.expect("answer")).collect();
+    assert_eq!(rs.iter().map(|c| c.content.as_str()).collect::<Vec<_>>(), ["SELECT 1", "SELECT 2", "SELECT 1"]);
+    // The request's usage rode on its first answer: kept there, with the new request's added.
+    assert_eq!((rs[0].prompt_tokens, rs[0].completion_tokens, rs[0].same_request), (Some(52), Some(33), false));
+    // The third answer's request spent only what it reports.
+    assert_eq!((rs[2].prompt_tokens, rs[2].completion_tokens, rs[2].same_request), (Some(12), Some(3), false));
+    assert_eq!(h.join().expect("server").len(), 3);
+}
