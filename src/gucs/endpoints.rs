@@ -56,7 +56,7 @@ settings! {
     LLM_GRAMMAR: choice(Grammar) = Grammar::Off,
         c"nl2sql.grammar", Userset, GucFlags::default(),
         c"Whether generation requests carry a grammar of the names the prompt shows: off, auto, llama_cpp or vllm.",
-        c"auto and llama_cpp send llama.cpp's \"grammar\" field, vllm sends \"structured_outputs\": {\"grammar\": ...}; an endpoint that refuses it is asked again without, and after a refusal with HTTP 400 or 422 not sent one again in this session.";
+        c"auto and llama_cpp send llama.cpp's \"grammar\" field, vllm sends \"structured_outputs\": {\"grammar\": ...}; an endpoint that refuses it is asked again without, and after a refusal with HTTP 400 or 422 (the request then working without) not sent one again in this session.";
     MAX_ANSWER_KB: int = 256,
         c"nl2sql.max_answer_bytes", Userset, GucFlags::UNIT_KB,
         c"Largest answer read from the model endpoint; larger answers are refused unread.",

@@ -162,10 +162,10 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
                 let plain = ChatRequest { grammar: None, ..req.clone() };
                 let again = chat_many(ep, vec![plain; looped.len()], poll);
                 for (i, a) in looped.into_iter().zip(again) {
-                    answers[i] = match &answers[i] {
-                        Ok(first) => spent_too(first, &req, a),
-                        Err(_) => a,
-                    };
+                    // (Every looped answer is an Ok one.)
+                    if let Ok(first) = answers[i].clone() {
+                        answers[i] = spent_too(first, &req, a);
+                    }
                 }
             }
             if answers.len() < n {
@@ -353,7 +353,7 @@ fn with_grammar(ep: &Endpoint, req: &ChatRequest, send: impl Fn(Option<(Mode, &s
             }
             again
         }
-        Ok(first) if ran_out(&first) => spent_too(&first, req, send(None)),
+        Ok(first) if ran_out(&first) => spent_too(first, req, send(None)),
         a => a,
     }
 }
@@ -361,20 +361,28 @@ fn with_grammar(ep: &Endpoint, req: &ChatRequest, send: impl Fn(Option<(Mode, &s
 /// `then`, the answer asked again without the grammar after `first` ran to the token limit
 /// under it, carrying what `first` spent (its tokens, estimated where the endpoint reports none,
 /// its time and attempts): the trace and nl2sql.max_tokens_per_call count both requests. A
-/// later answer of a request with several (`same_request`) spent nothing of its own.
-fn spent_too(first: &Completion, req: &ChatRequest, then: Result<Completion, LlmError>) -> Result<Completion, LlmError> {
-    if first.same_request {
-        return then;
-    }
+/// later answer of a request with several (`same_request`) spent nothing of its own. When the
+/// request again fails, `first` stands (as an answer at the limit without a grammar would), its
+/// spending counted with the failed request's prompt.
+fn spent_too(first: Completion, req: &ChatRequest, then: Result<Completion, LlmError>) -> Result<Completion, LlmError> {
     let prompt = |p: Option<u64>| p.unwrap_or_else(|| req.messages.iter().map(|m| estimate_tokens(&m.content) as u64).sum());
     let completion = |c: &Completion| c.completion_tokens.unwrap_or_else(|| estimate_tokens(&c.content) as u64);
-    then.map(|c| Completion {
-        prompt_tokens: Some(prompt(first.prompt_tokens) + prompt(c.prompt_tokens)),
-        completion_tokens: Some(completion(first) + completion(&c)),
-        latency: first.latency + c.latency,
-        attempts: first.attempts + c.attempts,
-        ..c
-    })
+    match then {
+        Ok(c) if first.same_request => Ok(c),
+        Ok(c) => Ok(Completion {
+            prompt_tokens: Some(prompt(first.prompt_tokens).saturating_add(prompt(c.prompt_tokens))),
+            completion_tokens: Some(completion(&first).saturating_add(completion(&c))),
+            latency: first.latency.saturating_add(c.latency),
+            attempts: first.attempts.saturating_add(c.attempts),
+            ..c
+        }),
+        Err(_) if first.same_request => Ok(first),
+        Err(_) => Ok(Completion {
+            prompt_tokens: Some(prompt(first.prompt_tokens).saturating_add(prompt(None))),
+            completion_tokens: Some(completion(&first)),
+            ..first
+        }),
+    }
 }
 
 /// The request's JSON; `n`: several answers at once (OpenAI's parameter); `logprobs`: each
@@ -458,9 +466,11 @@ pub fn parse_choices(ep: &Endpoint, text: &str, latency: Duration, attempts: u32
             Ok(Completion {
                 content,
                 finish_reason,
-                prompt_tokens: if first { tokens("prompt_tokens") } else { Some(0) },
-                completion_tokens: if first { tokens("completion_tokens") } else { Some(0) },
-                cached_tokens: if first { cached } else { Some(0) },
+                // The later answers' share is in the first's usage; with no usage reported,
+                // each answer's tokens are left to be estimated.
+                prompt_tokens: if first { tokens("prompt_tokens") } else { tokens("prompt_tokens").map(|_| 0) },
+                completion_tokens: if first { tokens("completion_tokens") } else { tokens("completion_tokens").map(|_| 0) },
+                cached_tokens: if first { cached } else { cached.map(|_| 0) },
                 choices: count,
                 same_request: !first,
                 latency,

@@ -138,7 +138,9 @@ pub struct GrammarTrace {
 #[derive(Debug, Clone, Serialize)]
 pub struct LlmCall {
     pub stage: &'static str,
-    /// As reported by the endpoint (None when it reports no usage).
+    /// As reported by the endpoint (None when it reports no usage); an answer asked again
+    /// without the grammar after it ran to the token limit has both requests' here and in
+    /// `completion_tokens` (our estimate for a request that reported none).
     pub prompt_tokens: Option<u64>,
     /// Our estimate of the whole prompt (schema::estimate_tokens), reported whatever the endpoint
     /// says; 0 on the later answers of one request (the prompt was sent once).

@@ -60,7 +60,7 @@ const INSPECT_HELPERS: &[&str] = &["column_stats", "_value_exists"];
 
 /// Volatile system functions without side effects that questions legitimately need.
 pub const VOLATILE_ALLOWED: &[&str] =
-    &["random", "random_normal", "clock_timestamp", "timeofday", "gen_random_uuid", "uuid_generate_v4"];
+    &["random", "random_normal", "clock_timestamp", "timeofday", "gen_random_uuid"];
 
 /// Built-in functions never allowed in generated SQL, whatever their volatility, and why.
 /// Names ending in '*' are prefixes. Matched only against functions of pg_catalog.
@@ -75,6 +75,12 @@ pub const DENIED_BUILTINS: &[(&str, &str)] = &[
     ("pg_stat_get_wal_receiver", "reads replication connections"),
     ("pg_stat_get_subscription*", "reads replication connections"),
     ("pg_get_replication_slots", "reads replication state"),
+    ("pg_stat_get_replication_slot", "reads replication state"),
+    ("pg_stat_get_archiver", "reads the server's archiving state"),
+    ("inet_client_*", "reveals network addresses"),
+    ("inet_server_*", "reveals network addresses"),
+    ("pg_tablespace_location", "reveals server paths"),
+    ("pg_relation_filepath", "reveals server paths"),
     ("pg_lock_status", "reads other sessions' locks"),
     ("pg_blocking_pids", "reads other sessions' locks"),
     ("pg_safe_snapshot_blocking_pids", "reads other sessions' locks"),
@@ -284,7 +290,7 @@ mod tests {
 
     #[test]
     fn denied_builtins_are_refused_whatever_they_declare() {
-        for (f, v) in [("pg_terminate_backend", 'v'), ("current_setting", 's'), ("query_to_xml", 's'), ("pg_read_file", 'v'), ("pg_advisory_lock", 'v'), ("ts_stat", 'v'), ("pg_stat_get_backend_activity", 's'), ("pg_stat_get_activity", 's'), ("pg_lock_status", 'v'), ("pg_stat_get_progress_info", 's'), ("pg_prepared_statement", 's'), ("pg_cursor", 's'), ("pg_current_snapshot", 's'), ("pg_blocking_pids", 'v'), ("pg_prepared_xact", 'v'), ("pg_stat_get_wal_senders", 's')] {
+        for (f, v) in [("pg_terminate_backend", 'v'), ("current_setting", 's'), ("query_to_xml", 's'), ("pg_read_file", 'v'), ("pg_advisory_lock", 'v'), ("ts_stat", 'v'), ("pg_stat_get_backend_activity", 's'), ("pg_stat_get_activity", 's'), ("pg_lock_status", 'v'), ("pg_stat_get_progress_info", 's'), ("pg_prepared_statement", 's'), ("pg_cursor", 's'), ("pg_current_snapshot", 's'), ("pg_blocking_pids", 'v'), ("pg_prepared_xact", 'v'), ("pg_stat_get_wal_senders", 's'), ("pg_get_replication_slots", 's'), ("pg_stat_get_wal_receiver", 's'), ("pg_stat_get_subscription", 's'), ("inet_client_addr", 's'), ("pg_tablespace_location", 's')] {
             let e = judge(&builtin(f, v), Scope::Generated, &[]).expect_err(f);
             assert!(matches!(e, GuardError::ForbiddenFunction { .. }), "{f}: {e:?}");
             // Not even the allow-list opens them.

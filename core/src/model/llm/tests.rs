@@ -395,3 +395,30 @@ fn a_looped_answer_of_several_counts_the_requests_usage_once() {
     assert_eq!((rs[2].prompt_tokens, rs[2].completion_tokens, rs[2].same_request), (Some(12), Some(3), false));
     assert_eq!(h.join().expect("server").len(), 3);
 }
+
+#[test]
+fn a_looped_answer_whose_retry_fails_stands_with_its_spending() {
+    let looped = serde_json::json!({"choices": [{"message": {"content": "SELECT a.b, a.b"}, "finish_reason": "length"}],
+                                    "usage": {"prompt_tokens": 40, "completion_tokens": 16}})
+    .to_string();
+    let bad = r#"{"error":{"message":"This model's maximum context length is 8192 tokens"}}"#;
+    let (url, h) = serve(vec![(200, looped, 0), (400, bad.to_string(), 0)]);
+    let ep = Endpoint { grammar: Mode::Auto, ..endpoint(Service::Llm, url) };
+    let c = chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect("the looped answer");
+    assert_eq!((c.content.as_str(), c.finish_reason.as_deref()), ("SELECT a.b, a.b", Some("length")));
+    // Its own tokens, and the failed request's prompt (estimated): never fewer than were spent.
+    assert_eq!((c.prompt_tokens, c.completion_tokens), (Some(40 + estimate_tokens("hi") as u64), Some(16)));
+    assert_eq!(h.join().expect("server").len(), 2);
+}
+
+#[test]
+fn later_answers_of_a_request_without_usage_are_left_to_be_estimated() {
+    let choices = serde_json::json!({"choices": [
+        {"index": 0, "message": {"content": "SELECT 1"}, "finish_reason": "stop"},
+        {"index": 1, "message": {"content": "SELECT 2"}, "finish_reason": "stop"}]})
+    .to_string();
+    let (url, h) = serve(vec![(200, choices, 0)]);
+    let rs: Vec<Completion> = sample(&endpoint(Service::Llm, url), request(), 2, true, &mut || {}).into_iter().map(|r| r.expect("answer")).collect();
+    assert_eq!((rs[0].completion_tokens, rs[1].completion_tokens, rs[1].same_request), (None, None, true));
+    h.join().expect("server");
+}
