@@ -1,5 +1,6 @@
 """Security behaviour that needs more than one session, the files of the server, or a look at
 what crossed the wire (the pg_regress suites security_* cover the rest)."""
+import contextlib
 import os
 import pwd
 import tempfile
@@ -135,63 +136,63 @@ def test_correction_prompts_carry_no_data(connect, mock, marker, state):
         conn.execute("DROP TABLE vault")
 
 
-def _vault_read_by_an_allowed_function(connect):
+@contextlib.contextmanager
+def _vault_read_by_an_allowed_function(connect, objects=()):
     """A vault of 51 secrets whose largest is zz-secret-7731, read by an allow-listed STABLE
-    function public.pytest_top_secret(); zero-shot, no sampled rows."""
+    function public.pytest_top_secret(); zero-shot, no sampled rows. `objects`: (create, drop)
+    statements run after the function is made, and dropped before it."""
     conn = connect()
     conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
     conn.execute("TRUNCATE vault")
     conn.execute("INSERT INTO vault VALUES ('zz-secret-7731')")
     conn.execute("INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 50) g")
     conn.execute("CREATE OR REPLACE FUNCTION public.pytest_top_secret() RETURNS text STABLE LANGUAGE sql AS 'SELECT max(secret) FROM vault'")
-    return conn
+    for create, _ in objects:
+        conn.execute(create)
+    conn.execute("SET nl2sql.allowed_functions = 'public.pytest_top_secret'")
+    conn.execute("SET nl2sql.mode = zero_shot")
+    conn.execute("SET nl2sql.sample_rows = 0")
+    try:
+        yield conn
+    finally:
+        conn.execute("RESET nl2sql.allowed_functions")
+        for _, drop in reversed(objects):
+            conn.execute(drop)
+        conn.execute("DROP FUNCTION public.pytest_top_secret()")
+        conn.execute("DROP TABLE vault")
+
+
+def _correction_confirms_no_guess(conn, mock, question):
+    """Asks `question`, whose scripted first query fails with 22P02 quoting the vault's secret
+    and whose correction counts the vault; the correction prompt names the SQLSTATE and
+    confirms none of the guesses the model wrote."""
+    rows = conn.execute("SELECT * FROM nl2sql_run(%s)", (question,)).fetchall()
+    assert rows == [({"n": 51},)]
+    assert len(mock.requests()) == 2
+    correction = mock.requests()[1]["body"]["messages"][-1]["content"]
+    assert "22P02" in correction and "PostgreSQL rejected" in correction, correction
+    assert "zz-secret" not in correction, correction
 
 
 def test_an_error_raised_while_planning_confirms_no_guess(connect, mock):
     """Planning evaluates functions (a LIMIT is estimated, constants are folded), so an error it
     raises may quote a row: it reaches the endpoint as an error raised while the query ran. The
     model wrote three guesses in its query; the correction prompt confirms none of them."""
-    conn = _vault_read_by_an_allowed_function(connect)
-    conn.execute("SET nl2sql.allowed_functions = 'public.pytest_top_secret'")
-    conn.execute("SET nl2sql.mode = zero_shot")
-    conn.execute("SET nl2sql.sample_rows = 0")
-    try:
-        rows = conn.execute("SELECT * FROM nl2sql_run(%s)", ("[leaky-plan] how many secrets?",)).fetchall()
-        assert rows == [({"n": 51},)]
-        assert len(mock.requests()) == 2
-        correction = mock.requests()[1]["body"]["messages"][-1]["content"]
-        assert "22P02" in correction and "PostgreSQL rejected" in correction, correction
-        assert "zz-secret" not in correction, correction
+    with _vault_read_by_an_allowed_function(connect) as conn:
+        _correction_confirms_no_guess(conn, mock, "[leaky-plan] how many secrets?")
         # The planner raised it: the caller's trace has the real error.
         trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
         assert "zz-secret-7731" in trace["candidates"][0]["error"]
-    finally:
-        conn.execute("RESET nl2sql.allowed_functions")
-        conn.execute("DROP FUNCTION public.pytest_top_secret()")
-        conn.execute("DROP TABLE vault")
 
 
 def test_a_domain_check_run_while_reading_confirms_no_guess(connect, mock):
     """An array literal of a domain type runs the domain's CHECK while PostgreSQL reads the
     query (array_in), before planning; the CHECK calls a function that reads a row. The error
     reaches the endpoint as one raised while the query ran: no guess the model wrote comes back."""
-    conn = _vault_read_by_an_allowed_function(connect)
-    conn.execute("CREATE DOMAIN public.pytest_dsecret AS text CHECK (VALUE <> public.pytest_top_secret()::int::text)")
-    conn.execute("SET nl2sql.allowed_functions = 'public.pytest_top_secret'")
-    conn.execute("SET nl2sql.mode = zero_shot")
-    conn.execute("SET nl2sql.sample_rows = 0")
-    try:
-        rows = conn.execute("SELECT * FROM nl2sql_run(%s)", ("[leaky-domain] how many secrets?",)).fetchall()
-        assert rows == [({"n": 51},)]
-        assert len(mock.requests()) == 2
-        correction = mock.requests()[1]["body"]["messages"][-1]["content"]
-        assert "22P02" in correction and "PostgreSQL rejected" in correction, correction
-        assert "zz-secret" not in correction, correction
-    finally:
-        conn.execute("RESET nl2sql.allowed_functions")
-        conn.execute("DROP DOMAIN public.pytest_dsecret")
-        conn.execute("DROP FUNCTION public.pytest_top_secret()")
-        conn.execute("DROP TABLE vault")
+    domain = ("CREATE DOMAIN public.pytest_dsecret AS text CHECK (VALUE <> public.pytest_top_secret()::int::text)",
+              "DROP DOMAIN public.pytest_dsecret")
+    with _vault_read_by_an_allowed_function(connect, [domain]) as conn:
+        _correction_confirms_no_guess(conn, mock, "[leaky-domain] how many secrets?")
 
 
 def _postgres_owned(path):

@@ -68,6 +68,12 @@ pub struct Completion {
     pub grammar: Option<usize>,
 }
 
+/// Estimated tokens of a prompt (schema::estimate_tokens over its messages), for an endpoint
+/// that reports no usage.
+pub fn estimate(messages: &[Message]) -> usize {
+    messages.iter().map(|m| estimate_tokens(&m.content)).sum()
+}
+
 /// Sends one request and waits for it, calling `poll` every few milliseconds.
 pub fn chat(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> Result<Completion, LlmError> {
     chat_many(ep, vec![req], poll)
@@ -365,7 +371,7 @@ fn with_grammar(ep: &Endpoint, req: &ChatRequest, send: impl Fn(Option<(Mode, &s
 /// request again fails, `first` stands (as an answer at the limit without a grammar would), its
 /// spending counted with the failed request's prompt.
 fn spent_too(first: Completion, req: &ChatRequest, then: Result<Completion, LlmError>) -> Result<Completion, LlmError> {
-    let prompt = |p: Option<u64>| p.unwrap_or_else(|| req.messages.iter().map(|m| estimate_tokens(&m.content) as u64).sum());
+    let prompt = |p: Option<u64>| p.unwrap_or_else(|| estimate(&req.messages) as u64);
     let completion = |c: &Completion| c.completion_tokens.unwrap_or_else(|| estimate_tokens(&c.content) as u64);
     match then {
         Ok(c) if first.same_request => Ok(c),

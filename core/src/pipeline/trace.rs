@@ -267,10 +267,8 @@ pub(super) fn record(trace: &mut Trace, stage: &'static str, messages: &[Message
 }
 
 
-/// Estimated tokens of a prompt (schema::estimate_tokens), as the trace counts them.
-pub(super) fn estimate(messages: &[Message]) -> usize {
-    messages.iter().map(|m| crate::schema::estimate_tokens(&m.content)).sum()
-}
+/// Estimated tokens of a prompt, as the trace counts them (the model layer's estimate).
+pub(super) use crate::model::llm::estimate;
 
 /// A model's answer as the trace keeps it: at most 64 kB.
 pub(super) fn traced(content: &str) -> String {
