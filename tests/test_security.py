@@ -162,7 +162,7 @@ def _vault_read_by_an_allowed_function(connect, objects=()):
         conn.execute("DROP TABLE vault")
 
 
-def _correction_confirms_no_guess(conn, mock, question):
+def _correction_confirms_no_guess(conn, mock, question, state="22P02"):
     """Asks `question`, whose scripted first query fails with 22P02 quoting the vault's secret
     and whose correction counts the vault; the correction prompt names the SQLSTATE and
     confirms none of the guesses the model wrote."""
@@ -170,7 +170,7 @@ def _correction_confirms_no_guess(conn, mock, question):
     assert rows == [({"n": 51},)]
     assert len(mock.requests()) == 2
     correction = mock.requests()[1]["body"]["messages"][-1]["content"]
-    assert "22P02" in correction and "PostgreSQL rejected" in correction, correction
+    assert state in correction and "PostgreSQL rejected" in correction, correction
     assert "zz-secret" not in correction, correction
 
 
@@ -193,6 +193,30 @@ def test_a_domain_check_run_while_reading_confirms_no_guess(connect, mock):
               "DROP DOMAIN public.pytest_dsecret")
     with _vault_read_by_an_allowed_function(connect, [domain]) as conn:
         _correction_confirms_no_guess(conn, mock, "[leaky-domain] how many secrets?")
+
+
+def test_an_extensions_function_run_while_reading_sends_nothing_under_privacy(connect, mock):
+    """A function of an extension a superuser installed is trusted like a built-in, but it is
+    not compiled into the server and may read rows. Called by a domain's CHECK while an array
+    literal is read, its error (a row spelt in letters as an operator's name, which PostgreSQL
+    quotes whole) is one raised while the query ran: under nl2sql.privacy only its SQLSTATE
+    reaches the endpoint."""
+    ext = ("CREATE FUNCTION public.pytest_top_secret_ext() RETURNS text STABLE LANGUAGE plpgsql "
+           "AS $$ BEGIN RETURN (SELECT max(secret) FROM vault); END $$",
+           "DROP FUNCTION public.pytest_top_secret_ext()")
+    member = ("ALTER EXTENSION plpgsql ADD FUNCTION public.pytest_top_secret_ext()",
+              "ALTER EXTENSION plpgsql DROP FUNCTION public.pytest_top_secret_ext()")
+    domain = ("CREATE DOMAIN public.pytest_dsecret_ext AS text CHECK (VALUE <> "
+              "translate(public.pytest_top_secret_ext(), '-0123456789', '_ghijklmnop')::regoper::text)",
+              "DROP DOMAIN public.pytest_dsecret_ext")
+    with _vault_read_by_an_allowed_function(connect, [ext, member, domain]) as conn:
+        conn.execute("SET nl2sql.privacy = on")
+        try:
+            _correction_confirms_no_guess(conn, mock, "[leaky-ext] how many secrets?", "42883")
+            bodies = [str(r["body"]) for r in mock.requests()]
+            assert not any("zz_secret" in b for b in bodies), bodies[-1]
+        finally:
+            conn.execute("RESET nl2sql.privacy")
 
 
 def _postgres_owned(path):

@@ -47,13 +47,14 @@ thread_local! {
     /// How deep the planner is nested under a scope, the syscache hash values of the operators
     /// judged since the outermost call began, and whether a change to one was refused then.
     static PLANNING: RefCell<Planning> = RefCell::new(Planning::default());
-    /// Whether code other than a system function began under a scope since the last
-    /// [`take_other_code`]: such code (an allow-listed function, a domain CHECK calling one) may
-    /// read rows, and quote them in an error, whenever PostgreSQL calls it.
+    /// Whether code other than a built-in function began, or was set up to be called, under a
+    /// scope since the last [`take_other_code`]: such code (an allow-listed function, an
+    /// extension's, a domain CHECK calling one) may read rows, and quote them in an error,
+    /// whenever PostgreSQL calls it.
     static OTHER_CODE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Whether code other than a system function began under a scope since the last call.
+/// Whether code other than a built-in function began under a scope since the last call.
 pub fn take_other_code() -> bool {
     OTHER_CODE.replace(false)
 }
@@ -404,6 +405,9 @@ unsafe extern "C-unwind" fn needs_fmgr(oid: Oid) -> bool {
     if !pg_sys::IsTransactionState() || ACTIVE.with_borrow(|a| a.is_none()) {
         return false;
     }
+    // Code not compiled into the server is about to be called: an extension's C or PL function
+    // as much as another role's, trusted or not, may read rows and quote them in an error.
+    OTHER_CODE.set(true);
     if SYSTEM.with_borrow(|s| s.contains(&u32::from(oid))) {
         return false;
     }

@@ -235,6 +235,7 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
     let foreign = gucs::allow_foreign_tables();
     hooks::take_refusal();
     hooks::take_other_code();
+    READING.set(false);
     let outcome = isolated(limits.timeout, || {
         role::as_role(run_as, role::RESTRICTED, || {
             // The hooks judge from the first parse on: analysis and the typcache may evaluate
@@ -260,7 +261,7 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
         Err(failure) => match hooks::take_refusal() {
             Some(refusal) => Err(Rejected::Refused(refusal)),
             // Raised while PostgreSQL read the query (parse, analysis, rewrite), before planning,
-            // and no code but system functions ran (a domain's CHECK runs while an array or row
+            // and no code but built-in functions ran (a domain's CHECK runs while an array or row
             // literal is read): it quotes only the query's text and the catalog's names.
             None => Err(Rejected::Failed(match failure {
                 Failure::Execution(r) if READING.get() && !hooks::take_other_code() => Failure::Analysis(r),
