@@ -110,10 +110,12 @@ def test_statement_timeout_while_parsing_a_huge_answer(connect, mock):
     assert conn.execute("SELECT 1").fetchone()[0] == 1
 
 
-@pytest.mark.parametrize("marker,state", [("[leaky-cast]", "22P02"), ("[leaky-regclass]", "42P01")])
-def test_correction_prompts_carry_no_data(connect, mock, marker, state):
-    """A candidate fails with an error that quotes a stored value; the correction prompt sent
-    to the endpoint carries the SQLSTATE and the names the model knows, never the value."""
+@pytest.mark.parametrize("marker,state,spelt", [("[leaky-cast]", "22P02", "zz-secret-7731"), ("[leaky-regclass]", "42P01", "zz-secret-7731"),
+                                                ("[leaky-regoper]", "42883", "zz_secret_nnjh")])
+def test_correction_prompts_carry_no_data(connect, mock, marker, state, spelt):
+    """A candidate fails with an error that quotes a stored value, or (an operator's name read
+    from a row) prints it unquoted, spelt in letters; the correction prompt sent to the endpoint
+    carries the SQLSTATE and the names the model knows, never the value."""
     conn = connect()
     conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
     conn.execute("TRUNCATE vault")
@@ -126,12 +128,12 @@ def test_correction_prompts_carry_no_data(connect, mock, marker, state):
         assert rows == [({"n": 51},)]
         bodies = [str(r["body"]) for r in mock.requests()]
         assert len(bodies) == 2
-        assert not any("zz-secret-7731" in b for b in bodies), bodies[1]
+        assert not any(spelt in b for b in bodies), bodies[1]
         correction = mock.requests()[1]["body"]["messages"][-1]["content"]
         assert state in correction and "PostgreSQL rejected" in correction
         # The caller, who may read the table, still sees the real error in the trace.
         trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
-        assert "zz-secret-7731" in trace["candidates"][0]["error"]
+        assert spelt in trace["candidates"][0]["error"]
     finally:
         conn.execute("DROP TABLE vault")
 

@@ -222,6 +222,41 @@ def test_a_search_path_stored_for_the_database_shadows_nothing_that_runs(connect
             conn.execute("ALTER DATABASE concert_singer RESET search_path")
 
 
+def test_a_schema_named_after_the_superuser_role_shadows_nothing(connect, mock):
+    # A superuser's question runs as nl2sql.superuser_role, under which the search_path's
+    # "$user" would name that role's schema. A role that may create schemas (not tables in
+    # public) creates one named after it, and one named after the superuser asking, each
+    # holding a `singer` of her own that everyone may read.
+    conn = connect()
+    me = conn.execute("SELECT quote_ident(session_user)").fetchone()[0]
+    with scratch_role(conn, "pytest_hsreader", "GRANT pg_read_all_data TO pytest_hsreader"), \
+            scratch_role(conn, "pytest_hsmallet", "GRANT CREATE ON DATABASE concert_singer TO pytest_hsmallet"):
+        conn.execute("SET ROLE pytest_hsmallet")
+        try:
+            for schema in ("pytest_hsreader", me):
+                conn.execute(f"CREATE SCHEMA {schema}")
+                conn.execute(f"CREATE TABLE {schema}.singer (singer_id int, name text)")
+                conn.execute(f"INSERT INTO {schema}.singer VALUES (1, 'hers')")
+                conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO PUBLIC")
+                conn.execute(f"GRANT SELECT ON {schema}.singer TO PUBLIC")
+        finally:
+            conn.execute("RESET ROLE")
+        for s in ("nl2sql.mode = zero_shot", "nl2sql.max_corrections = 0", "nl2sql.superuser_role = pytest_hsreader"):
+            conn.execute(f"SET {s}")
+        assert conn.execute("SHOW search_path").fetchone()[0] == '"$user", public'
+        real = conn.execute("SELECT count(*) FROM public.singer").fetchone()[0]
+        assert real != 1
+        # The query reads public.singer, as the same text run in this session does.
+        rows = conn.execute("SELECT * FROM nl2sql_run('[hs-user-schema] how many singers are there')").fetchall()
+        assert rows == [({"n": real},)]
+        # The schema shown is the path's: hers are off it, so qualified.
+        prompt = conn.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+        assert "pytest_hsreader.singer" in prompt and f"{me}.singer" in prompt, prompt
+        # Nothing of the switch outlives the call.
+        assert conn.execute("SHOW search_path").fetchone()[0] == '"$user", public'
+        assert conn.execute("SELECT current_user = session_user").fetchone()[0]
+
+
 def test_a_system_sql_function_inlined_by_the_planner_is_judged(connect, mock):
     # A SQL function that counts as a system one (owned by a superuser and part of an
     # extension: here added to pg_trgm, as a third-party extension's own SQL functions are) is

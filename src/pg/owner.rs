@@ -12,7 +12,6 @@ use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::safety::policy::Scope;
 use pgrx::prelude::*;
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 
 /// What acting as the owner needs, read in one query: the owner, and a safe search_path
 /// (PostgreSQL's catalog, pgvector's schema, this session's temporary schema last).
@@ -44,52 +43,12 @@ pub fn caller() -> pg_sys::Oid {
     unsafe { pg_sys::GetUserId() }
 }
 
-/// Runs `f` as `role` with `flags` added to the security context and `search_path` set at a
-/// new GUC nest level, the way fmgr_security_definer and ANALYZE switch: every setting `f`
-/// (or code it runs) changes is undone afterwards, without running a query. On an error only
-/// the user id is restored here; the (sub)transaction's abort undoes the settings.
-fn switched<T>(role: pg_sys::Oid, flags: u32, search_path: &str, f: impl FnOnce() -> T) -> T {
-    let mut old_user = pg_sys::InvalidOid;
-    let mut old_ctx: i32 = 0;
-    let path = std::ffi::CString::new(search_path).unwrap_or_default();
-    // SAFETY: the save/switch sequence of fmgr_security_definer; set_config_option at a new
-    // nest level as for a function's SET clause.
-    let nest = unsafe {
-        pg_sys::GetUserIdAndSecContext(&mut old_user, &mut old_ctx);
-        let nest = pg_sys::NewGUCNestLevel();
-        pg_sys::set_config_option(
-            c"search_path".as_ptr(),
-            path.as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_SAVE,
-            true,
-            0,
-            false,
-        );
-        pg_sys::SetUserIdAndSecContext(role, old_ctx | flags as i32);
-        nest
-    };
-    let out = PgTryBuilder::new(AssertUnwindSafe(f))
-        .catch_others(|e| {
-            unsafe { pg_sys::SetUserIdAndSecContext(old_user, old_ctx) };
-            e.rethrow()
-        })
-        .execute();
-    // SAFETY: the restore half of the same sequence.
-    unsafe {
-        pg_sys::SetUserIdAndSecContext(old_user, old_ctx);
-        pg_sys::AtEOXact_GUC(false, nest);
-    }
-    out
-}
-
 /// Runs `f` with the extension owner as the current user and a safe search_path, the way a
 /// SECURITY DEFINER function with SET search_path would; restores both afterwards, also when
 /// `f` raises an error. Names `f` splices into SQL must be schema-qualified.
 pub fn as_owner<T>(f: impl FnOnce() -> T) -> T {
     let ctx = context();
-    switched(ctx.owner, pg_sys::SECURITY_LOCAL_USERID_CHANGE, &ctx.safe_path, || {
+    role::switched(ctx.owner, pg_sys::SECURITY_LOCAL_USERID_CHANGE, ctx.safe_path.as_str(), || {
         hooks::with_scope(Scope::Elevated, &[], HashMap::new(), f)
     })
 }
@@ -104,7 +63,7 @@ pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     let relowner = table_owner(rel);
     // Only pg_catalog: nothing in the table owner's code path is resolved in a schema others
     // may write.
-    hooks::suspended(|| switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", f))
+    hooks::suspended(|| role::switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", f))
 }
 
 /// Like [`as_table_owner`], but running none of the owner's code either: only system functions
@@ -113,7 +72,7 @@ pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
 /// instead of running. How profiling reads tables whose owners never asked for it.
 pub fn as_table_owner_running_no_code<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     let relowner = table_owner(rel);
-    hooks::with_scope(Scope::Elevated, &[], HashMap::new(), || switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", f))
+    hooks::with_scope(Scope::Elevated, &[], HashMap::new(), || role::switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", f))
 }
 
 /// The table's owner as committed now (the system cache), whatever the transaction's snapshot.

@@ -53,14 +53,118 @@ pub fn as_role<T>(role: Oid, flags: u32, f: impl FnOnce() -> T) -> T {
         .execute()
 }
 
-/// Runs `f` as the role that reads and runs generated SQL (see [`exec_role`]).
+/// Runs `f` as `role` with `flags` added to the security context and `search_path` set at a
+/// new GUC nest level, the way fmgr_security_definer and ANALYZE switch: every setting `f`
+/// (or code it runs) changes is undone afterwards, without running a query. On an error only
+/// the user id is restored here; the (sub)transaction's abort undoes the settings.
+pub fn switched<T>(role: pg_sys::Oid, flags: u32, search_path: impl Into<Vec<u8>>, f: impl FnOnce() -> T) -> T {
+    let mut old_user = pg_sys::InvalidOid;
+    let mut old_ctx: i32 = 0;
+    let path = std::ffi::CString::new(search_path).unwrap_or_default();
+    // SAFETY: the save/switch sequence of fmgr_security_definer; set_config_option at a new
+    // nest level as for a function's SET clause.
+    let nest = unsafe {
+        pg_sys::GetUserIdAndSecContext(&mut old_user, &mut old_ctx);
+        let nest = pg_sys::NewGUCNestLevel();
+        pg_sys::set_config_option(
+            c"search_path".as_ptr(),
+            path.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+        pg_sys::SetUserIdAndSecContext(role, old_ctx | flags as i32);
+        nest
+    };
+    let out = PgTryBuilder::new(AssertUnwindSafe(f))
+        .catch_others(|e| {
+            unsafe { pg_sys::SetUserIdAndSecContext(old_user, old_ctx) };
+            e.rethrow()
+        })
+        .execute();
+    // SAFETY: the restore half of the same sequence.
+    unsafe {
+        pg_sys::SetUserIdAndSecContext(old_user, old_ctx);
+        pg_sys::AtEOXact_GUC(false, nest);
+    }
+    out
+}
+
+/// Runs `f` as the role that reads and runs generated SQL (see [`exec_role`]). For a superuser
+/// that is another role, whose name the search_path's `$user` would then mean: a schema named
+/// after nl2sql.superuser_role, which any role that may create schemas can create, would come
+/// first for every name the question's query leaves unqualified. So the path is set for the
+/// call to the caller's own, `$user` spelt as the caller's name where a superuser owns the
+/// schema of that name, and left out where another role does.
 pub fn as_exec_role<T>(f: impl FnOnce() -> T) -> T {
     let role = exec_role();
     // SAFETY: reads the current user id.
-    if role == unsafe { pg_sys::GetUserId() } {
+    let me = unsafe { pg_sys::GetUserId() };
+    if role == me {
         return f();
     }
-    as_role(role, pg_sys::SECURITY_LOCAL_USERID_CHANGE, f)
+    switched(role, pg_sys::SECURITY_LOCAL_USERID_CHANGE, callers_path(me), f)
+}
+
+/// `me`'s name, when a schema of that name exists that a superuser owns (`me` is one): what
+/// `$user` is in `me`'s own session, less a schema another role created under that name, which
+/// would put her tables first for every question. Null otherwise, and for a role named `$user`
+/// itself (so quoted, the name would be the marker again).
+unsafe fn own_schema(me: Oid) -> *const std::ffi::c_char {
+    let name = pg_sys::GetUserNameFromId(me, true);
+    if name.is_null() || std::ffi::CStr::from_ptr(name).to_bytes() == b"$user" {
+        return std::ptr::null();
+    }
+    let nsp = pg_sys::get_namespace_oid(name, true);
+    if nsp == pg_sys::InvalidOid {
+        return std::ptr::null();
+    }
+    let tup = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::NAMESPACEOID as i32, pg_sys::Datum::from(nsp));
+    if tup.is_null() {
+        return std::ptr::null();
+    }
+    let owner = (*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_namespace>(tup)).nspowner;
+    pg_sys::ReleaseSysCache(tup);
+    if pg_sys::superuser_arg(owner) {
+        name
+    } else {
+        std::ptr::null()
+    }
+}
+
+/// The session's search_path with `$user` (quoted or not: PostgreSQL reads both as the marker)
+/// replaced by `me`'s own schema ([`own_schema`]), every element quoted again (as bytes: a name
+/// is in the database's encoding). Without one that element is left out; a setting that cannot
+/// be read or split (never: it was checked when set) gives `pg_catalog` alone. Either way fewer
+/// names resolve, none elsewhere.
+fn callers_path(me: Oid) -> Vec<u8> {
+    // SAFETY: reads a setting and copies it before SplitIdentifierString writes into the copy;
+    // the list's elements point into that copy, which lives until the end of the call.
+    unsafe {
+        let raw = pg_sys::GetConfigOption(c"search_path".as_ptr(), true, false);
+        if raw.is_null() {
+            return b"pg_catalog".to_vec();
+        }
+        let copy = pg_sys::pstrdup(raw);
+        let mut list: *mut pg_sys::List = std::ptr::null_mut();
+        if !pg_sys::SplitIdentifierString(copy, b',' as std::ffi::c_char, &mut list) {
+            return b"pg_catalog".to_vec();
+        }
+        let name = own_schema(me);
+        let items = pgrx::PgList::<std::ffi::c_char>::from_pg(list);
+        let mut out = Vec::new();
+        for item in items.iter_ptr() {
+            let element = if std::ffi::CStr::from_ptr(item).to_bytes() == b"$user" { name } else { item };
+            if element.is_null() {
+                continue;
+            }
+            out.push(std::ffi::CStr::from_ptr(pg_sys::quote_identifier(element)).to_bytes().to_vec());
+        }
+        out.join(&b", "[..])
+    }
 }
 
 /// Security context bits for running what another role wrote: no SET ROLE, no temporary

@@ -230,13 +230,15 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
     let Ok(csql) = CString::new(sql) else {
         return Err(Rejected::Failed(Failure::Execution(Report::new(SqlState::SyntaxError, "generated SQL contains a NUL byte"))));
     };
-    let run_as = role::exec_role();
     let allowed = gucs::allowed_functions();
     let foreign = gucs::allow_foreign_tables();
     hooks::take_refusal();
     hooks::take_other_code();
     READING.set(false);
-    let outcome = isolated(limits.timeout, || {
+    // As the role generated SQL runs as, with the caller's search_path (role.rs).
+    let outcome = role::as_exec_role(|| isolated(limits.timeout, || {
+        // SAFETY: reads the current user id (the role generated SQL runs as, by now).
+        let run_as = unsafe { pg_sys::GetUserId() };
         role::as_role(run_as, role::RESTRICTED, || {
             // The hooks judge from the first parse on: analysis and the typcache may evaluate
             // immutable functions before the tree is complete.
@@ -252,7 +254,7 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
                 }))
             })
         })
-    });
+    }));
     match outcome {
         Ok(Ok(Ok(execution))) => Ok(execution),
         Ok(Ok(Err(costly))) => Err(Rejected::Failed(costly)),

@@ -92,6 +92,35 @@ pub fn prefix(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+/// An error raised while the query ran with the input it may print unquoted replaced by "…"
+/// (unless `seen` holds it whole): what follows the message's last ": " when it is not quoted
+/// (`operator does not exist: x`, `improper relation name (too many dotted names): x`,
+/// `cross-database references are not implemented: x`), the name in `<kind> x does not exist`
+/// written without quotes (PostgreSQL quotes the names it looked up; `function x() does not
+/// exist`) and before ` is not a valid encoding name`, and after `more than one operator named `.
+fn unquoted_input(text: &str, whole: &dyn Fn(&str) -> bool) -> String {
+    let keep = |part: &str| if whole(part) { part.to_string() } else { "…".to_string() };
+    let quoted = |part: &str| part.contains(['"', '\'']);
+    if let Some(rest) = text.strip_prefix("more than one operator named ") {
+        return format!("more than one operator named {}", keep(rest));
+    }
+    if let Some(i) = text.rfind(": ") {
+        let rest = &text[i + 2..];
+        if !rest.starts_with(['"', '\'']) {
+            return format!("{}: {}", &text[..i], keep(rest));
+        }
+    }
+    if let Some(head) = text.strip_suffix(" is not a valid encoding name") {
+        return format!("{} is not a valid encoding name", keep(head));
+    }
+    if let Some((kind, name)) = text.strip_suffix(" does not exist").and_then(|h| h.split_once(' ')) {
+        if !quoted(name) {
+            return format!("{kind} {} does not exist", keep(name));
+        }
+    }
+    text.to_string()
+}
+
 /// Longest quoted name a correction prompt repeats.
 const MAX_QUOTED: usize = 200;
 
@@ -114,6 +143,16 @@ pub fn without_data(text: &str, seen: &str) -> String {
 /// lists apart).
 fn scrubbed(text: &str, seen: &str, names: Option<&HashSet<&str>>) -> String {
     let whole = |part: &str| !part.is_empty() && part.len() <= MAX_QUOTED && seen.contains(part);
+    // Raised while the query ran, an error may print its input unquoted: a row's text cast to
+    // an operator's or a relation's name, spelt in letters, would pass as wording.
+    let masked;
+    let text = match names {
+        None => {
+            masked = unquoted_input(text, &whole);
+            masked.as_str()
+        }
+        Some(_) => text,
+    };
     // Whole words, not fragments: single letters joined by dots would spell anything.
     let name = |w: &str| names.is_some_and(|n| n.contains(w)) && !w.starts_with(|c: char| c.is_ascii_digit());
     let pair = |part: &str| part.len() <= MAX_QUOTED && part.split_once('.').is_some_and(|(a, b)| name(a) && name(b));
@@ -297,9 +336,27 @@ mod tests {
         assert_eq!(without_data("a \"x\"\"y\" b", "x\"y"), "a \"x\"\"y\" b");
         assert_eq!(without_data("unterminated \"abc", ""), "unterminated \"…\"");
         assert_eq!(without_data("int4 and 12", "12"), "… and 12");
-        assert_eq!(without_data("invalid byte sequence for encoding \"UTF8\": 0xe2 0x28", "UTF8"), "invalid byte sequence for encoding \"UTF8\": … …");
+        assert_eq!(without_data("invalid byte sequence for encoding \"UTF8\": 0xe2 0x28", "UTF8"), "invalid byte sequence for encoding \"UTF8\": …");
         assert_eq!(without_data("value 'secret' and 'SELECT'", "SELECT x"), "value '…' and 'SELECT'");
         assert_eq!(without_data("at 3.14 and 2", "3.14"), "at 3.14 and …");
+        // An operator's name read from a row while the query ran: never repeated unless sent.
+        assert_eq!(without_data("operator does not exist: zz_secret_nnjh", "SELECT"), "operator does not exist: …");
+        assert_eq!(without_data("more than one operator named zz_secret", ""), "more than one operator named …");
+        assert_eq!(without_data("operator does not exist: ===", "x === y"), "operator does not exist: ===");
+        // Other input printed unquoted: a name of too many parts, a three-part name, an
+        // encoding's name, a function looked up by its signature.
+        for (error, masked) in [
+            ("improper relation name (too many dotted names): a.b.c.zz_secret", "improper relation name (too many dotted names): …"),
+            ("cross-database references are not implemented: x.y.zz_secret", "cross-database references are not implemented: …"),
+            ("zz_secret is not a valid encoding name", "… is not a valid encoding name"),
+            ("function zz_secret() does not exist", "function … does not exist"),
+        ] {
+            assert_eq!(without_data(error, "SELECT"), masked);
+        }
+        // What is quoted stays PostgreSQL's: each quoted part judged on its own.
+        assert_eq!(without_data("relation \"zz\" does not exist", "zz"), "relation \"zz\" does not exist");
+        assert_eq!(without_data("invalid input syntax for type integer: \"abc\"", ""), "invalid input syntax for type integer: \"…\"");
+        assert_eq!(without_data("division by zero", ""), "division by zero");
     }
 
     #[test]
@@ -317,6 +374,10 @@ mod tests {
             "{}",
             m[3].content
         );
+        // The analyser's own wording for a missing operator (its operand types) stays.
+        let f = Failure::Analysis(Report::new(SqlState::from_code("42883"), "operator does not exist: text > integer"));
+        let m = correction(base.clone(), sql, &f, false);
+        assert!(m[3].content.contains("ERROR (42883): operator does not exist: text > integer"), "{}", m[3].content);
         // A part neither written nor shown, an empty part: withheld.
         let f = Failure::Analysis(
             Report::new(SqlState::from_code("42703"), "column t3.age does not exist").hint("Perhaps you meant \"singer.salary\", \"singer..age\" or \"age.\"."),
@@ -361,7 +422,9 @@ mod tests {
         let r = Report::new(SqlState::from_code("42883"), "operator does not exist: joe_sharp");
         let m = correction(vec![], "SELECT x::regoper FROM t", &Failure::Execution(r.clone()), true);
         assert!(!m[1].content.contains("joe_sharp") && m[1].content.contains("ERROR (42883)"), "{}", m[1].content);
-        assert!(correction(vec![], "SELECT x::regoper FROM t", &Failure::Execution(r), false)[1].content.contains("joe_sharp"));
+        // Without privacy, the words of PostgreSQL's wording stay, the operator's "name" not.
+        let open = correction(vec![], "SELECT x::regoper FROM t", &Failure::Execution(r), false);
+        assert!(open[1].content.contains("ERROR (42883): operator does not exist: …") && !open[1].content.contains("joe_sharp"), "{}", open[1].content);
         let c = correction(vec![], "SELECT 1", &Failure::Cost { estimate: 12345.0, max: 100.0 }, true);
         assert!(!c[1].content.contains("12345") && c[1].content.contains("cost limit of 100"), "{}", c[1].content);
         // Errors raised while reading the query quote only its text: kept.

@@ -81,6 +81,8 @@ pub const DENIED_BUILTINS: &[(&str, &str)] = &[
     ("inet_server_*", "reveals network addresses"),
     ("pg_tablespace_location", "reveals server paths"),
     ("pg_relation_filepath", "reveals server paths"),
+    ("pg_config", "reveals the server's build and paths"),
+    ("pg_get_loaded_modules", "reveals the server's loaded libraries"),
     ("pg_lock_status", "reads other sessions' locks"),
     ("pg_blocking_pids", "reads other sessions' locks"),
     ("pg_safe_snapshot_blocking_pids", "reads other sessions' locks"),
@@ -146,8 +148,9 @@ pub const DENIED_BUILTINS: &[(&str, &str)] = &[
     ("ts_rewrite", "runs SQL given as text"),
 ];
 
-/// Extensions none of whose functions generated SQL may call: they reach other connections,
-/// files, raw pages, locks, or run SQL given as text.
+/// Extensions none of whose functions generated SQL may call, allow-listed or not: they reach
+/// other connections, the network, files, raw pages, locks, other sessions' statements, waits
+/// and plans, the server's processes, or run SQL given as text.
 pub const DENIED_EXTENSIONS: &[&str] = &[
     "dblink",
     "postgres_fdw",
@@ -168,6 +171,27 @@ pub const DENIED_EXTENSIONS: &[&str] = &[
     "tablefunc",
     "xml2",
     "pg_stat_statements",
+    "pg_stat_monitor",
+    "pg_stat_kcache",
+    "pg_qualstats",
+    "pg_wait_sampling",
+    "pg_show_plans",
+    "pg_proctab",
+    "system_stats",
+    "pgsentinel",
+    "pg_store_plans",
+    "pg_stat_plans",
+    "pg_query_state",
+    "pg_track_settings",
+    "powa",
+    "pg_profile",
+    "pg_logicalinspect",
+    "sslinfo",
+    "http",
+    "pg_net",
+    "pg_background",
+    "aws_s3",
+    "aws_lambda",
     "pg_cron",
     "plpgsql_check",
 ];
@@ -290,7 +314,7 @@ mod tests {
 
     #[test]
     fn denied_builtins_are_refused_whatever_they_declare() {
-        for (f, v) in [("pg_terminate_backend", 'v'), ("current_setting", 's'), ("query_to_xml", 's'), ("pg_read_file", 'v'), ("pg_advisory_lock", 'v'), ("ts_stat", 'v'), ("pg_stat_get_backend_activity", 's'), ("pg_stat_get_activity", 's'), ("pg_lock_status", 'v'), ("pg_stat_get_progress_info", 's'), ("pg_prepared_statement", 's'), ("pg_cursor", 's'), ("pg_current_snapshot", 's'), ("pg_blocking_pids", 'v'), ("pg_prepared_xact", 'v'), ("pg_stat_get_wal_senders", 's'), ("pg_get_replication_slots", 's'), ("pg_stat_get_wal_receiver", 's'), ("pg_stat_get_subscription", 's'), ("inet_client_addr", 's'), ("pg_tablespace_location", 's')] {
+        for (f, v) in [("pg_terminate_backend", 'v'), ("current_setting", 's'), ("query_to_xml", 's'), ("pg_read_file", 'v'), ("pg_advisory_lock", 'v'), ("ts_stat", 'v'), ("pg_stat_get_backend_activity", 's'), ("pg_stat_get_activity", 's'), ("pg_lock_status", 'v'), ("pg_stat_get_progress_info", 's'), ("pg_prepared_statement", 's'), ("pg_cursor", 's'), ("pg_current_snapshot", 's'), ("pg_blocking_pids", 'v'), ("pg_prepared_xact", 'v'), ("pg_stat_get_wal_senders", 's'), ("pg_get_replication_slots", 's'), ("pg_stat_get_wal_receiver", 's'), ("pg_stat_get_subscription", 's'), ("inet_client_addr", 's'), ("pg_tablespace_location", 's'), ("pg_config", 's'), ("pg_get_loaded_modules", 's')] {
             let e = judge(&builtin(f, v), Scope::Generated, &[]).expect_err(f);
             assert!(matches!(e, GuardError::ForbiddenFunction { .. }), "{f}: {e:?}");
             // Not even the allow-list opens them.
@@ -334,6 +358,11 @@ mod tests {
         assert!(matches!(judge(&ext("pg_trgm", "set_limit", 'v', true), Scope::Generated, &[]), Err(GuardError::VolatileFunction(_))));
         assert!(matches!(judge(&ext("dblink", "dblink_exec", 'v', true), Scope::Generated, &["dblink_exec".into()]), Err(GuardError::ForbiddenFunction { .. })));
         assert!(matches!(judge(&ext("tablefunc", "crosstab", 's', true), Scope::Generated, &[]), Err(GuardError::ForbiddenFunction { .. })));
+        // Monitoring extensions read other sessions' statements and plans, stable or not; others
+        // reach the network or run SQL in another session. The allow-list does not open them.
+        for (e, f) in [("pg_stat_monitor", "pg_stat_monitor_internal"), ("pg_qualstats", "pg_qualstats"), ("pg_show_plans", "pg_show_plans"), ("pg_wait_sampling", "pg_wait_sampling_get_current"), ("http", "http_get"), ("pg_background", "pg_background_launch")] {
+            assert!(matches!(judge(&ext(e, f, 's', true), Scope::Generated, &[f.into()]), Err(GuardError::ForbiddenFunction { .. })), "{e}");
+        }
         // A function the owner of a trusted extension added to it keeps that owner.
         assert!(matches!(judge(&ext("hstore", "evil", 'i', false), Scope::Generated, &[]), Err(GuardError::UntrustedFunction(_))));
     }
