@@ -219,16 +219,16 @@ impl Visitor for ScopeCollector<'_> {
             TableFactor::Table { name, alias, args: None, .. } => {
                 if let Some(ti) = find_table(self.schema, name) {
                     self.scope.tables.push(ti);
-                    if let Some((_, n)) = relation_name(name) {
-                        self.scope.names.insert(n, ti);
-                    }
+                    self.scope.names.extend(relation_name(name).map(|(_, n)| (n, ti)));
                     if let Some(a) = alias {
                         self.scope.names.insert(fold(&a.name), ti);
                     }
-                } else if let Some(a) = alias {
-                    self.scope.other.push(fold(&a.name));
+                } else {
+                    // Not the schema's (nor, next, a table function without an alias): by its alias, or its own name.
+                    self.scope.other.extend(alias.as_ref().map(|a| fold(&a.name)).or_else(|| relation_name(name).map(|(_, n)| n)));
                 }
             }
+            TableFactor::Table { name, alias: None, .. } | TableFactor::Function { name, alias: None, .. } => self.scope.other.extend(relation_name(name).map(|(_, n)| n)),
             TableFactor::Derived { alias: Some(a), .. }
             | TableFactor::Function { alias: Some(a), .. }
             | TableFactor::Table { alias: Some(a), .. }

@@ -6,6 +6,9 @@
 //! other table, equates the two ends of that foreign key (`cars_data AS d JOIN car_names AS n
 //! ON d.makeid = n.makeid`, with cars_data.id -> car_names.makeid: `d.id = n.makeid`).
 //!
+//! A chain of inner joins written in the wrong order, whose bridge is the table joined next,
+//! swaps the two (order.rs).
+//!
 //! `car_makers JOIN continents ON car_makers.country = continents.contid`, with
 //! car_makers.country -> countries.countryid and countries.continent -> continents.contid, reads
 //! a country's id as a continent's; the model meant the path through countries.
@@ -91,12 +94,19 @@ pub(super) fn bridge_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &m
             // A name is read from this FROM, never from another SELECT that may use it for
             // another table.
             let items = from_items(schema, from);
+            let before = fired.len();
             match bridge(schema, sc, &keys, (&items, k), &mut from.joins[k], fired) {
                 Some(join) => {
                     from.joins.insert(k, join);
                     k += 2;
                 }
-                None => k += 1,
+                None => {
+                    // The bridge may be the table joined next: then the two swap places.
+                    if fired.len() == before {
+                        order::joined_later(schema, sc, &keys, (from, &items), k, fired);
+                    }
+                    k += 1;
+                }
             }
         }
     }
@@ -333,6 +343,8 @@ pub(super) fn ambiguous_columns(schema: &Schema, sc: &Scope, q: &mut Query, fire
         fired.push(format!("agent: ambiguous column {c}"));
     }
 }
+
+mod order;
 
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,9 @@
 //! `t` is treatments, which lacks drug_type, and treatments.drug_id points to drugs, which has
 //! it. The model skipped a join; the one table a foreign key of the written table points to
 //! (declared or inferred) and that has the column is joined, and the column read from there.
+//! So is a column written with the name of a table the statement never declares, where one
+//! table of the SELECT has the one key to it (`singer.name` in `FROM singer_in_concert JOIN
+//! concert ...`, which PostgreSQL refuses: a missing FROM-clause entry).
 //!
 //! Many rows to one, and a LEFT JOIN: the query keeps exactly the rows it had (a row whose key
 //! finds nothing reads NULL, as a NULL column would). Left alone: a column some table of the
@@ -129,6 +132,39 @@ fn the_key<'a>(schema: &'a Schema, table: &Table, column: &str) -> Option<(&'a F
     }
 }
 
+/// For `qualifier.column` where the qualifier is no name the statement declares but the name of
+/// a table on the search path that has the column (`singer.name` in `FROM singer_in_concert
+/// JOIN concert ...`): the one table of the SELECT with the one foreign key to it (to one row),
+/// as (its FROM entry, the name it is referred to by, the key, the table). None where the name
+/// is declared anywhere in the statement (an enclosing query's, a CTE), several tables of that
+/// name or several keys could be meant, or the table is one of the SELECT's already.
+fn undeclared<'a>(schema: &'a Schema, sc: &Scope, own: &HashMap<String, (usize, usize)>, qualifier: &str, column: &str) -> Option<(usize, String, &'a ForeignKey, &'a Table)> {
+    if sc.names.contains_key(qualifier) || sc.other.iter().any(|o| o == qualifier) {
+        return None;
+    }
+    let mut named = schema.tables.iter().filter(|t| t.name == qualifier && on_search_path(&t.ident));
+    let parent = match (named.next(), named.next()) {
+        (Some(p), None) if p.has_column(column) => p,
+        _ => return None,
+    };
+    if own.values().any(|&(_, t)| schema.tables[t].oid == parent.oid) {
+        return None;
+    }
+    let mut found = Vec::new();
+    for (by, &(item, t)) in own {
+        let table = &schema.tables[t];
+        for fk in schema.foreign_keys.iter().filter(|fk| fk.table == table.ident && fk.ref_table == parent.ident) {
+            if fk.columns.len() == 1 && fk.ref_columns.len() == 1 && to_one(fk, parent) {
+                found.push((item, by.clone(), fk, parent));
+            }
+        }
+    }
+    match found.len() {
+        1 => found.pop(),
+        _ => None,
+    }
+}
+
 /// A LEFT JOIN of `parent` on `by.key = parent.referenced`, parsed (identifiers as the schema
 /// spells them, quoted where needed).
 fn left_join(parent: &Table, by: &str, fk: &ForeignKey) -> Option<Join> {
@@ -184,13 +220,23 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
         if moved.contains_key(&(qualifier.clone(), column.clone())) || on.contains(&(qualifier.clone(), column.clone())) {
             continue;
         }
-        let Some(&(item, t)) = own.get(&qualifier) else { continue };
-        let table = &schema.tables[t];
-        if table.has_column(&column) || sc.other.contains(&column) || own.values().any(|&(_, u)| schema.tables[u].has_column(&column)) {
+        if sc.other.contains(&column) || own.values().any(|&(_, u)| schema.tables[u].has_column(&column)) {
             continue;
         }
-        let Some((fk, parent)) = the_key(schema, table, &column) else { continue };
-        if bare.iter().any(|b| *b == parent.name || parent.has_column(b)) {
+        // Written with a table of the SELECT that lacks the column, or with the name of a table
+        // the statement never declares that one of them has a key to.
+        let (item, by, fk, parent) = match own.get(&qualifier) {
+            Some(&(item, t)) => match the_key(schema, &schema.tables[t], &column) {
+                Some((fk, parent)) => (item, qualifier.clone(), fk, parent),
+                None => continue,
+            },
+            None => match undeclared(schema, sc, &own, &qualifier, &column) {
+                Some(found) => found,
+                None => continue,
+            },
+        };
+        // (A qualifier naming the undeclared table is the column this join is for.)
+        if bare.iter().any(|b| (*b == parent.name && *b != qualifier) || parent.has_column(b)) {
             continue;
         }
         // One join per (qualifier, parent), named after the parent's table.
@@ -201,10 +247,10 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
                 if joins.len() >= MAX_JOINS || own.contains_key(&n) || sc.names.contains_key(&n) || sc.other.contains(&n) || joined.values().any(|x| *x == n) {
                     continue;
                 }
-                let Some(join) = left_join(parent, &qualifier, fk) else { continue };
+                let Some(join) = left_join(parent, &by, fk) else { continue };
                 joins.push((item, join));
                 joined.insert((qualifier.clone(), parent.oid), n.clone());
-                fired.push(format!("agent: {} joined on {}.{} for {}.{}", parent.ident, qualifier, fk.columns[0], qualifier, column));
+                fired.push(format!("agent: {} joined on {}.{} for {}.{}", parent.ident, by, fk.columns[0], qualifier, column));
                 n
             }
         };
@@ -288,6 +334,60 @@ mod tests {
             let a = run(sql);
             assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{sql}: {:?} -> {}", a.fired, a.sql);
         }
+    }
+
+    #[test]
+    fn a_table_the_statement_never_declares_is_joined_by_the_one_key_to_it() {
+        // PostgreSQL: missing FROM-clause entry for table "singer".
+        let a = run("SELECT DISTINCT singer.name FROM singer_in_concert JOIN concert ON singer_in_concert.concert_id = concert.concert_id \
+                     WHERE concert.year = 2014");
+        assert_eq!(
+            a.sql,
+            "SELECT DISTINCT singer.name FROM singer_in_concert JOIN concert ON singer_in_concert.concert_id = concert.concert_id \
+             LEFT JOIN singer ON singer_in_concert.singer_id = singer.singer_id WHERE concert.year = 2014"
+        );
+        assert_eq!(a.fired, vec!["agent: singer joined on singer_in_concert.singer_id for singer.name".to_string()]);
+        // The table with the key has an alias; two columns, one join.
+        let b = run("SELECT stadium.name, stadium.capacity FROM concert AS c WHERE c.year = 2014 ORDER BY stadium.capacity");
+        assert_eq!(
+            b.sql,
+            "SELECT stadium.name, stadium.capacity FROM concert AS c LEFT JOIN stadium ON c.stadium_id = stadium.stadium_id \
+             WHERE c.year = 2014 ORDER BY stadium.capacity"
+        );
+    }
+
+    #[test]
+    fn an_undeclared_table_is_left_alone_unless_one_key_of_the_select_leads_to_it() {
+        let unchanged = [
+            // No table of the SELECT has a key to it (singer_in_concert points to singer).
+            "SELECT singer.name FROM concert AS c",
+            // Declared by the enclosing query: its row, not a join.
+            "SELECT name FROM singer WHERE EXISTS (SELECT 1 FROM singer_in_concert AS x WHERE singer.age > 30)",
+            // Or by a function of that name there, without an alias.
+            "SELECT * FROM singer(1) WHERE EXISTS (SELECT 1 FROM singer_in_concert AS x WHERE singer.age > 30)",
+            // The table lacks the column.
+            "SELECT singer.capacity FROM singer_in_concert AS x",
+            // A CTE of that name.
+            "WITH singer AS (SELECT 1 AS age) SELECT singer.age FROM singer_in_concert AS x",
+            // A table of the SELECT has the column: another rule's business.
+            "SELECT stadium.name FROM singer_in_concert AS x JOIN singer AS s ON s.singer_id = x.singer_id",
+            // Used in a join's ON.
+            "SELECT 1 FROM singer_in_concert AS x JOIN concert AS c ON singer.age = c.year",
+            // Already in the FROM under an alias (PostgreSQL: invalid reference to the table).
+            "SELECT singer.age FROM singer_in_concert AS x JOIN singer AS s ON s.singer_id = x.singer_id",
+            // Two tables of the SELECT have a key to it.
+            "SELECT singer.age FROM singer_in_concert AS x JOIN singer_in_concert AS y ON x.concert_id = y.concert_id",
+        ];
+        for sql in unchanged {
+            let a = run(sql);
+            assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{sql}: {:?} -> {}", a.fired, a.sql);
+        }
+        // Two keys of the one table to it.
+        let mut s = star_schema();
+        s.foreign_keys.push(serde_json::from_value(serde_json::json!(
+            {"table": "concert", "columns": ["year"], "ref_table": "stadium", "ref_columns": ["stadium_id"]})).expect("fk"));
+        let a = align("SELECT stadium.capacity FROM concert AS c", &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
+        assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{:?}", a.fired);
     }
 
     #[test]

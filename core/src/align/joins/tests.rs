@@ -62,3 +62,58 @@ fn a_key_equated_to_a_column_the_other_table_lacks_joins_on_their_foreign_key() 
         assert_eq!(out.sql.matches(".id").count(), sql.matches(".id").count(), "{sql}: {}", out.sql);
     }
 }
+
+#[test]
+fn a_chain_of_inner_joins_whose_next_table_has_the_column_is_put_in_order() {
+    let s = crate::schema::tests::star_schema();
+    let fix = |sql: &str| align(sql, &s, Context::default(), &mut NoValues, Rules { agent: true, ..Rules::NONE });
+    // singer_in_concert lacks stadium_id; concert, joined next, has it, a key to the stadium's.
+    let a = fix("SELECT s.name FROM stadium AS s JOIN singer_in_concert AS sic ON s.stadium_id = sic.stadium_id \
+                 JOIN concert AS c ON sic.concert_id = c.concert_id WHERE c.year >= 2014");
+    assert_eq!(
+        a.sql,
+        "SELECT s.name FROM stadium AS s JOIN concert AS c ON s.stadium_id = c.stadium_id \
+         JOIN singer_in_concert AS sic ON sic.concert_id = c.concert_id WHERE c.year >= 2014"
+    );
+    assert_eq!(a.fired, vec!["agent: concert joined before singer_in_concert, which lacks stadium_id".to_string()]);
+    // Either side of the equality, tables without aliases.
+    let b = fix("SELECT stadium.name FROM stadium JOIN singer_in_concert ON singer_in_concert.stadium_id = stadium.stadium_id \
+                 JOIN concert ON concert.concert_id = singer_in_concert.concert_id");
+    assert_eq!(
+        b.sql,
+        "SELECT stadium.name FROM stadium JOIN concert ON concert.stadium_id = stadium.stadium_id \
+         JOIN singer_in_concert ON concert.concert_id = singer_in_concert.concert_id"
+    );
+    // Left alone: an outer join either way (the order changes the rows); the next table lacks
+    // it too; no key links the two columns; the joined table has it (nothing missing); a
+    // condition with more than the equality; the next item is not a table.
+    for sql in [
+        "SELECT s.name FROM stadium AS s LEFT JOIN singer_in_concert AS sic ON s.stadium_id = sic.stadium_id JOIN concert AS c ON sic.concert_id = c.concert_id",
+        "SELECT s.name FROM stadium AS s JOIN singer_in_concert AS sic ON s.stadium_id = sic.stadium_id LEFT JOIN concert AS c ON sic.concert_id = c.concert_id",
+        "SELECT s.name FROM stadium AS s JOIN singer_in_concert AS sic ON s.stadium_id = sic.stadium_id JOIN singer AS x ON sic.singer_id = x.singer_id",
+        "SELECT s.name FROM stadium AS s JOIN singer_in_concert AS sic ON s.capacity = sic.year JOIN concert AS c ON sic.concert_id = c.concert_id",
+        "SELECT s.name FROM stadium AS s JOIN concert AS c ON s.stadium_id = c.stadium_id JOIN singer_in_concert AS sic ON sic.concert_id = c.concert_id",
+        "SELECT s.name FROM stadium AS s JOIN singer_in_concert AS sic ON s.stadium_id = sic.stadium_id AND s.capacity > 1 JOIN concert AS c ON sic.concert_id = c.concert_id",
+        "SELECT s.name FROM stadium AS s JOIN singer_in_concert AS sic ON s.stadium_id = sic.stadium_id JOIN (SELECT * FROM concert) AS c ON sic.concert_id = c.concert_id",
+        // The next join's condition does not link it to l (l would join to nothing).
+        "SELECT count(*) FROM stadium AS s JOIN singer_in_concert AS sic ON s.stadium_id = sic.stadium_id JOIN concert AS c ON c.stadium_id = s.stadium_id",
+        // A CTE named like the table.
+        "WITH concert AS (SELECT 1 AS concert_id, 2 AS stadium_id) SELECT s.name FROM stadium AS s JOIN singer_in_concert AS sic ON s.stadium_id = sic.stadium_id JOIN concert AS c ON sic.concert_id = c.concert_id",
+    ] {
+        let out = fix(sql);
+        assert!(!out.fired.iter().any(|f| f.contains("joined before")), "{sql}: {:?} -> {}", out.fired, out.sql);
+    }
+    // A third table with the column: which one was meant is not known.
+    let mut s2 = crate::schema::tests::star_schema();
+    let stadium_id = s2.tables[0].columns[2].clone();
+    assert_eq!(stadium_id.name, "stadium_id");
+    s2.tables[1].columns.push(stadium_id);
+    let out = align(
+        "SELECT s.name FROM stadium AS s JOIN singer AS x ON x.singer_id = 1 JOIN singer_in_concert AS sic ON s.stadium_id = sic.stadium_id JOIN concert AS c ON sic.concert_id = c.concert_id",
+        &s2,
+        Context::default(),
+        &mut NoValues,
+        Rules { agent: true, ..Rules::NONE },
+    );
+    assert!(!out.fired.iter().any(|f| f.contains("joined before")), "{:?}", out.fired);
+}
