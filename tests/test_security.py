@@ -111,7 +111,10 @@ def test_statement_timeout_while_parsing_a_huge_answer(connect, mock):
 
 
 @pytest.mark.parametrize("marker,state,spelt", [("[leaky-cast]", "22P02", "zz-secret-7731"), ("[leaky-regclass]", "42P01", "zz-secret-7731"),
-                                                ("[leaky-regoper]", "42883", "zz_secret_nnjh")])
+                                                ("[leaky-regoper]", "42883", "zz_secret_nnjh"),
+                                                # PostgreSQL prints a value's own quotes, and a ": " in it, as they are.
+                                                ("[leaky-quoted-int]", "22P02", "zz_secret_nnjh"), ("[leaky-quoted-regclass]", "42P01", "zz_secret_nnjh"),
+                                                ("[leaky-quoted-regoper]", "42883", "zz_secret_nnjh"), ("[leaky-dotted-colon]", "42601", "zz_secret_nnjh")])
 def test_correction_prompts_carry_no_data(connect, mock, marker, state, spelt):
     """A candidate fails with an error that quotes a stored value, or (an operator's name read
     from a row) prints it unquoted, spelt in letters; the correction prompt sent to the endpoint
@@ -134,6 +137,31 @@ def test_correction_prompts_carry_no_data(connect, mock, marker, state, spelt):
         # The caller, who may read the table, still sees the real error in the trace.
         trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
         assert spelt in trace["candidates"][0]["error"]
+    finally:
+        conn.execute("DROP TABLE vault")
+
+
+def test_the_history_keeps_no_value_an_error_printed_while_the_query_ran(connect, mock):
+    """Every answer fails with an error raised while it ran that prints a row's text (between
+    quotes of the value's own): the caller gets PostgreSQL's error; the history row, which
+    administrators may read, and the correction prompt carry its SQLSTATE, not the value."""
+    conn = connect()
+    conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
+    conn.execute("TRUNCATE vault")
+    conn.execute("INSERT INTO vault VALUES ('zz-secret-7731')")
+    conn.execute("SET nl2sql.mode = zero_shot")
+    conn.execute("SET nl2sql.sample_rows = 0")
+    try:
+        with pytest.raises(errors.UndefinedTable) as e:
+            conn.execute("SELECT * FROM nl2sql_run('[leaky-history] how many secrets?')")
+        assert "zz_secret_nnjh" in e.value.diag.message_primary
+        bodies = [str(r["body"]) for r in mock.requests()]
+        assert len(bodies) == 2 and not any("zz_secret" in b for b in bodies), bodies[-1]
+        assert "undefined_table" in mock.requests()[1]["body"]["messages"][-1]["content"]
+        # The failed call's row is written by the session's next call.
+        conn.execute("SELECT * FROM nl2sql_run('[leaky-cast] how many secrets?')").fetchall()
+        row = conn.execute("SELECT sqlstate, error FROM nl2sql.history WHERE question = '[leaky-history] how many secrets?' ORDER BY id DESC LIMIT 1").fetchone()
+        assert row == ("42P01", "generated query failed: its message is withheld (raised while it ran, it may quote data)"), row
     finally:
         conn.execute("DROP TABLE vault")
 

@@ -6,6 +6,7 @@ use crate::pg::sandbox::database::Sandboxed;
 use crate::pg::{catalog, errors, history, model, role, session};
 use nl2sql_core::align::Rules;
 use nl2sql_core::error::Report;
+use nl2sql_core::prompt::refine;
 use nl2sql_core::pipeline::{self, Answer, AskError, Llm, Mode, Previous, Question, Settings, Trace};
 use nl2sql_core::render;
 use serde_json::Value;
@@ -80,7 +81,20 @@ pub fn run(question: &str, hint: Option<&str>, previous: Option<Previous>) -> (R
         Ok(a) => (Some(scrub_text(a.sql.clone(), secret.as_deref())), None),
         Err((e, _)) => {
             let r = Report::from_diagnostic(e).redact(secret.as_deref());
-            (None, Some((r.sqlstate.code().to_string(), r.message)))
+            // The message without what it quoted from a row (which administrators reading the
+            // history may not read): a failed query's error as a correction prompt tells it.
+            let seen = format!("{question}\n{}", hint.unwrap_or_default());
+            let message = match e {
+                AskError::Failed { sql, failure } => refine::history_message(failure, sql.as_deref().unwrap_or_default(), &seen)
+                    .map(|m| scrub_text(format!("generated query failed: {m}"), secret.as_deref())),
+                // nl2sql's own words: counts, limits, the question's words, the role's tables.
+                AskError::Abstained { .. } | AskError::OverBudget { .. } | AskError::EmptyQuestion | AskError::QuestionTooLong { .. } | AskError::HintTooLong { .. } | AskError::NoTables => {
+                    Some(r.message.clone())
+                }
+                _ => None,
+            }
+            .unwrap_or_else(|| refine::without_data(&r.message, &seen));
+            (None, Some((r.sqlstate.code().to_string(), message)))
         }
     };
     let trace = match &mut result {

@@ -45,8 +45,8 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// The row of a call from its trace; `sql` the chosen query, `error` (SQLSTATE, message)
-    /// when it failed, `shown` the relations whose rows its prompts showed.
+    /// The row of a call from its trace; `sql` the chosen query, `error` (SQLSTATE, message
+    /// without what it quoted from a row) when it failed, `shown` the relations whose rows its prompts showed.
     pub fn of(
         asked_at: f64,
         question: &str,
@@ -66,12 +66,7 @@ impl Entry {
             .to_string()
         });
         let clamp = |n: usize| n.min(i32::MAX as usize) as i32;
-        // An error's words as a correction prompt may carry them: what it quoted from a row
-        // (which administrators reading the history may not read) is left out.
-        let seen = format!("{question}\n{}\n{}", hint.unwrap_or_default(), sql.unwrap_or_default());
-        let error = error.map(|(state, message)| {
-            (state, nl2sql_core::prompt::refine::prefix(&nl2sql_core::prompt::refine::without_data(&message, &seen), MAX_ERROR_BYTES).to_string())
-        });
+        let error = error.map(|(state, message)| (state, nl2sql_core::prompt::refine::prefix(&message, MAX_ERROR_BYTES).to_string()));
         Entry {
             asked_by: owner::caller(),
             asked_at,

@@ -19,6 +19,7 @@ use crate::pg::{hooks, policy, role};
 use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::pipeline::Rejected;
 use nl2sql_core::safety::policy::Scope;
+use nl2sql_core::prompt::ran;
 use nl2sql_core::prompt::refine::Failure;
 use nl2sql_core::{ColumnInfo, Execution};
 use pgrx::pg_sys::panic::{CaughtError, ErrorReportWithLevel};
@@ -264,9 +265,10 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
             Some(refusal) => Err(Rejected::Refused(refusal)),
             // Raised while PostgreSQL read the query (parse, analysis, rewrite), before planning,
             // and no code but built-in functions ran (a domain's CHECK runs while an array or row
-            // literal is read): it quotes only the query's text and the catalog's names.
+            // literal is read), of a kind reading raises: it quotes only the query's text and the
+            // catalog's names.
             None => Err(Rejected::Failed(match failure {
-                Failure::Execution(r) if READING.get() && !hooks::take_other_code() => Failure::Analysis(r),
+                Failure::Execution(r) if READING.get() && !hooks::take_other_code() && ran::raised_reading(r.sqlstate.code()) => Failure::Analysis(r),
                 other => other,
             })),
         },

@@ -116,6 +116,16 @@ pub(super) fn bridge_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &m
 /// catalog's (None for a subquery, a function, a CTE).
 type FromItem = (Option<String>, Option<usize>);
 
+/// The catalog's table that the one item of `items` named `name` is; None where no item or
+/// more than one has that name, or it is not a catalog table.
+fn only_table<'a>(schema: &'a Schema, items: &[FromItem], name: &str) -> Option<&'a Table> {
+    let mut found = items.iter().filter(|(n, _)| n.as_deref() == Some(name));
+    match (found.next(), found.next()) {
+        (Some((_, Some(t))), None) => Some(&schema.tables[*t]),
+        _ => None,
+    }
+}
+
 /// The items of one FROM entry, its relation first, then its joins in order (item k + 1 is
 /// join k).
 fn from_items(schema: &Schema, from: &TableWithJoins) -> Vec<FromItem> {
@@ -137,14 +147,8 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items
     let later = referred_as(&join.relation)?;
     // Item k + 1 is this join; the ones before it are the FROM's relation and earlier joins.
     let earlier = |name: &str| items.iter().take(k + 1).any(|(n, _)| n.as_deref() == Some(name));
-    // The table an item of this FROM up to the join is (one item of that name, a table).
-    let table_of = |name: &str| -> Option<&Table> {
-        let mut found = items.iter().take(k + 2).filter(|(n, _)| n.as_deref() == Some(name));
-        match (found.next(), found.next()) {
-            (Some((_, Some(t))), None) => Some(&schema.tables[*t]),
-            _ => None,
-        }
-    };
+    // The table an item of this FROM up to the join is.
+    let table_of = |name: &str| only_table(schema, &items[..items.len().min(k + 2)], name);
     let on = on_mut(&mut join.join_operator)?;
     let (q1, c1, q2, c2) = key_equality(on)?;
     // Which side is the joined table, which one an earlier one.

@@ -326,7 +326,12 @@ fn to_correct<T>(failed: Vec<(usize, T, String, Failure)>, width: usize) -> Vec<
         return failed;
     }
     let mut seen = HashSet::new();
-    let (first, rest): (Vec<_>, Vec<_>) = failed.into_iter().partition(|(.., f)| seen.insert(f.summary()));
+    // An error raised while the query ran counts as the model is told it, not by its words.
+    let key = |f: &Failure| match f {
+        Failure::Execution(r) => format!("{} {:?}", r.sqlstate.code(), crate::prompt::ran::told(&r.message)),
+        _ => f.summary(),
+    };
+    let (first, rest): (Vec<_>, Vec<_>) = failed.into_iter().partition(|(.., f)| seen.insert(key(f)));
     first.into_iter().chain(rest).collect()
 }
 

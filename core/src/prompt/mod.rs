@@ -9,5 +9,6 @@ pub mod answerable;
 pub mod examples;
 pub mod extract;
 pub mod generate;
+pub mod ran;
 pub mod refine;
 pub mod synthetic;

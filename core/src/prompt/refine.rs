@@ -93,22 +93,17 @@ pub fn prefix(s: &str, max: usize) -> &str {
 }
 
 /// An error raised while the query ran with the input it may print unquoted replaced by "…"
-/// (unless `seen` holds it whole): what follows the message's last ": " when it is not quoted
-/// (`operator does not exist: x`, `improper relation name (too many dotted names): x`,
-/// `cross-database references are not implemented: x`), the name in `<kind> x does not exist`
-/// written without quotes (PostgreSQL quotes the names it looked up; `function x() does not
-/// exist`) and before ` is not a valid encoding name`, and after `more than one operator named `.
+/// (unless `seen` holds it whole): after `more than one operator named `, before ` is not a
+/// valid encoding name`, the name in `<kind> x does not exist` written without quotes
+/// (PostgreSQL quotes the names it looked up; `function x() does not exist`), and otherwise all
+/// that follows the message's first ": " (`operator does not exist: x`, `improper relation name
+/// (too many dotted names): x`, `cross-database references are not implemented: x`): the input
+/// may itself hold ": ", so what follows the first may all be input.
 fn unquoted_input(text: &str, whole: &dyn Fn(&str) -> bool) -> String {
     let keep = |part: &str| if whole(part) { part.to_string() } else { "…".to_string() };
     let quoted = |part: &str| part.contains(['"', '\'']);
     if let Some(rest) = text.strip_prefix("more than one operator named ") {
         return format!("more than one operator named {}", keep(rest));
-    }
-    if let Some(i) = text.rfind(": ") {
-        let rest = &text[i + 2..];
-        if !rest.starts_with(['"', '\'']) {
-            return format!("{}: {}", &text[..i], keep(rest));
-        }
     }
     if let Some(head) = text.strip_suffix(" is not a valid encoding name") {
         return format!("{} is not a valid encoding name", keep(head));
@@ -118,7 +113,52 @@ fn unquoted_input(text: &str, whole: &dyn Fn(&str) -> bool) -> String {
             return format!("{kind} {} does not exist", keep(name));
         }
     }
+    if let Some((head, rest)) = text.split_once(": ") {
+        return format!("{head}: {}", keep(rest));
+    }
     text.to_string()
+}
+
+/// An error raised while the query ran, its quoted input withheld: PostgreSQL prints a value
+/// between quotes without doubling the quotes it holds, so any quote may be the input's and
+/// all from the first quote to the last is one part, kept only when `seen` holds it whole.
+fn execution_error(text: &str, whole: &dyn Fn(&str) -> bool) -> String {
+    let is_quote = |c: char| c == '"' || c == '\'';
+    let (Some(first), Some(last)) = (text.find(is_quote), text.rfind(is_quote)) else {
+        return words(text, whole);
+    };
+    let q = &text[first..first + 1];
+    if last == first {
+        return format!("{}{q}…{q}", words(&text[..first], whole));
+    }
+    let inner = &text[first + 1..last];
+    let inner = if whole(inner) { inner } else { "…" };
+    format!("{}{q}{inner}{q}{}", words(&text[..first], whole), words(&text[last + 1..], whole))
+}
+
+/// `text` (no quotes in it) with every word that holds a digit (a number, `0xe2`) replaced by
+/// "…" unless `seen` holds it: a word of letters only is PostgreSQL's wording.
+fn words(text: &str, whole: &dyn Fn(&str) -> bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if !(c.is_alphanumeric() || c == '_') {
+            out.push(c);
+            continue;
+        }
+        let mut end = i + c.len_utf8();
+        while let Some(&(j, d)) = chars.peek() {
+            if d.is_alphanumeric() || d == '_' || (d == '.' && text[j + 1..].starts_with(|x: char| x.is_ascii_digit())) {
+                end = j + d.len_utf8();
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        let word = &text[i..end];
+        out.push_str(if !word.chars().any(|x| x.is_ascii_digit()) || whole(word) { word } else { "…" });
+    }
+    out
 }
 
 /// Longest quoted name a correction prompt repeats.
@@ -141,67 +181,51 @@ pub fn without_data(text: &str, seen: &str) -> String {
 /// each one of those whole words is kept too (the hint of a misspelt column, `Perhaps you meant
 /// to reference the column "singer.age"`, joins a table's name and a column's that the prompt
 /// lists apart).
-fn scrubbed(text: &str, seen: &str, names: Option<&HashSet<&str>>) -> String {
+fn scrubbed(text: &str, seen: &str, names: Option<&HashSet<String>>) -> String {
     let whole = |part: &str| !part.is_empty() && part.len() <= MAX_QUOTED && seen.contains(part);
-    // Raised while the query ran, an error may print its input unquoted: a row's text cast to
-    // an operator's or a relation's name, spelt in letters, would pass as wording.
-    let masked;
-    let text = match names {
-        None => {
-            masked = unquoted_input(text, &whole);
-            masked.as_str()
-        }
-        Some(_) => text,
+    // Raised while the query ran, an error may print its input unquoted (a row's text cast to
+    // an operator's or a relation's name, spelt in letters, would pass as wording) or quoted
+    // with quotes of its own.
+    let Some(names) = names else {
+        return execution_error(&unquoted_input(text, &whole), &whole);
     };
     // Whole words, not fragments: single letters joined by dots would spell anything.
-    let name = |w: &str| names.is_some_and(|n| n.contains(w)) && !w.starts_with(|c: char| c.is_ascii_digit());
+    let name = |w: &str| names.contains(w) && !w.starts_with(|c: char| c.is_ascii_digit());
     let pair = |part: &str| part.len() <= MAX_QUOTED && part.split_once('.').is_some_and(|(a, b)| name(a) && name(b));
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if c == '"' || c == '\'' {
-            // The quoted part, with the quote doubled standing for one, up to the closing quote.
-            let mut part = String::new();
-            let mut closed = false;
-            while let Some((_, d)) = chars.next() {
-                if d == c {
-                    if chars.peek().is_some_and(|(_, e)| *e == c) {
-                        chars.next();
-                        part.push(c);
-                        continue;
-                    }
-                    closed = true;
-                    break;
+    let mut rest = text;
+    while let Some(open) = rest.find(['"', '\'']) {
+        out.push_str(&words(&rest[..open], &whole));
+        let c = rest[open..].chars().next().unwrap_or('"');
+        // The quoted part, with the quote doubled standing for one, up to the closing quote.
+        let mut part = String::new();
+        let mut closed = None;
+        let mut chars = rest[open + 1..].char_indices().peekable();
+        while let Some((j, d)) = chars.next() {
+            if d == c {
+                if chars.peek().is_some_and(|(_, e)| *e == c) {
+                    chars.next();
+                    part.push(c);
+                    continue;
                 }
-                part.push(d);
-            }
-            out.push(c);
-            if whole(&part) || pair(&part) {
-                out.push_str(&part.replace(c, &format!("{c}{c}")));
-            } else {
-                out.push('…');
-            }
-            out.push(c);
-            if !closed {
+                closed = Some(open + 1 + j + 1);
                 break;
             }
-        } else if c.is_alphanumeric() || c == '_' {
-            // A word: kept when it is all letters (PostgreSQL's wording), else only when seen.
-            let mut end = i + c.len_utf8();
-            while let Some(&(j, d)) = chars.peek() {
-                if d.is_alphanumeric() || d == '_' || (d == '.' && text[j + 1..].starts_with(|x: char| x.is_ascii_digit())) {
-                    end = j + d.len_utf8();
-                    chars.next();
-                } else {
-                    break;
-                }
-            }
-            let word = &text[i..end];
-            out.push_str(if !word.chars().any(|x| x.is_ascii_digit()) || whole(word) { word } else { "…" });
+            part.push(d);
+        }
+        out.push(c);
+        if whole(&part) || pair(&part) {
+            out.push_str(&part.replace(c, &format!("{c}{c}")));
         } else {
-            out.push(c);
+            out.push('…');
+        }
+        out.push(c);
+        match closed {
+            Some(end) => rest = &rest[end..],
+            None => return out,
         }
     }
+    out.push_str(&words(rest, &whole));
     out
 }
 
@@ -211,35 +235,25 @@ pub fn seen(messages: &[Message]) -> String {
     messages.iter().filter(|m| m.role != "assistant").map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n")
 }
 
-/// A PostgreSQL error as the model may be told it: its SQLSTATE and wording with what it quoted
-/// removed unless `seen` (what the model was sent, never its own answers, or it could list
-/// guesses and learn which one a row holds) holds it; an error raised while reading the query
-/// quotes only its text and the catalog's names, so the model's `answer` may be repeated (as
-/// written and folded to lower case, as PostgreSQL repeats an unquoted name), and a quoted
-/// `relation.column` whose two parts are each a whole name written or shown. `private`: an
-/// error raised while the query was planned or ran is its SQLSTATE only. None for failures that are not PostgreSQL errors.
+/// A PostgreSQL error as the model may be told it. Raised while the query was planned or ran,
+/// it may print a row's text in any form, so it is told in nl2sql's words only ([`super::ran`]);
+/// under `private` (nl2sql.privacy) its SQLSTATE only. Raised while reading the query, it quotes
+/// only the query's text and the catalog's names: its wording with what it quoted removed unless
+/// `seen` (what the model was sent) or the model's `answer` holds it (as written and folded to
+/// lower case, as PostgreSQL repeats an unquoted name), or it is a quoted `relation.column` whose
+/// two parts are each a whole name written or shown. None for failures that are not PostgreSQL
+/// errors.
 pub fn error_text(failure: &Failure, answer: &str, seen: &str, private: bool) -> Option<String> {
     let r = match failure {
         Failure::Execution(r) | Failure::Analysis(r) => r,
         _ => return None,
     };
     let code = r.sqlstate.code();
-    if private && matches!(failure, Failure::Execution(_)) {
-        return Some(format!("ERROR ({code}) raised while the query ran (its message is withheld: it may quote data)"));
+    if matches!(failure, Failure::Execution(_)) {
+        return Some(if private { super::ran::withheld(code) } else { super::ran::error_text(code, &r.message) });
     }
-    let mut seen = seen.to_string();
-    let analysis = matches!(failure, Failure::Analysis(_));
-    if analysis {
-        // PostgreSQL repeats an unquoted name folded to lower case (`T1` is `t1` in its message).
-        seen.push('\n');
-        seen.push_str(answer);
-        seen.push('\n');
-        seen.push_str(&answer.to_ascii_lowercase());
-    }
-    // The whole words of what was written or shown, read once for the message, detail and hint.
-    let words: Option<HashSet<&str>> =
-        analysis.then(|| seen.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect());
-    let scrub = |text: &str| scrubbed(text, &seen, words.as_ref());
+    let (seen, words) = written_or_shown(answer, seen);
+    let scrub = |text: &str| scrubbed(text, &seen, Some(&words));
     let mut error = format!("ERROR ({code}): {}", scrub(&r.message));
     // Details outside class 42 (names and syntax) describe data ("Failing row contains …").
     if let Some(d) = r.detail.as_ref().filter(|_| code.starts_with("42")) {
@@ -251,14 +265,35 @@ pub fn error_text(failure: &Failure, answer: &str, seen: &str, private: bool) ->
     Some(error)
 }
 
+/// What an error raised while reading `answer` may repeat: `seen` and `answer`, as written and
+/// folded to lower case (PostgreSQL repeats an unquoted `T1` as `t1`), and its whole words.
+fn written_or_shown(answer: &str, seen: &str) -> (String, HashSet<String>) {
+    let seen = format!("{seen}\n{answer}\n{}", answer.to_ascii_lowercase());
+    let words = seen.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_string).collect();
+    (seen, words)
+}
+
+/// The message of a failed query's error as a row of the history (which administrators read)
+/// may keep it: as [`error_text`] without the SQLSTATE, detail and hint, `seen` being the
+/// question and hint. None for failures that are not PostgreSQL errors.
+pub fn history_message(failure: &Failure, answer: &str, seen: &str) -> Option<String> {
+    match failure {
+        Failure::Execution(r) => Some(super::ran::told(&r.message).unwrap_or_else(|| "its message is withheld (raised while it ran, it may quote data)".into())),
+        Failure::Analysis(r) => {
+            let (seen, words) = written_or_shown(answer, seen);
+            Some(scrubbed(&r.message, &seen, Some(&words)))
+        }
+        _ => None,
+    }
+}
+
 /// The conversation so far, plus the model's failed answer and a request to fix it that
-/// fits the kind of failure (the paper's correction by error type). An execution error is
-/// described by its SQLSTATE and PostgreSQL's wording with the names the model already knows,
-/// never with values quoted from rows or files (see [`without_data`]).
+/// fits the kind of failure (the paper's correction by error type). A PostgreSQL error is
+/// described by its SQLSTATE and as [`error_text`] says, never with values quoted from rows or
+/// files.
 ///
 /// `private` (nl2sql.privacy): an error raised while the query ran is described by its SQLSTATE
-/// only (its words could spell a row's value, e.g. a value cast to an operator name), and a
-/// plan's estimated cost (read from the column statistics) is left out.
+/// only, and a plan's estimated cost (read from the column statistics) is left out.
 pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure, private: bool) -> Vec<Message> {
     let seen = seen(&messages);
     let ask = match failure {
@@ -327,17 +362,34 @@ mod tests {
         }
         // What the model was shown is repeated: it helps, and it is not new to the endpoint.
         // What it only wrote is not: listing guesses in its answer must not tell which is stored.
-        let r = Report::new(SqlState::from_code("42703"), "column \"age\" of \"singer\" is \"forty\" not 40");
-        let m = correction(base.clone(), sql, &Failure::Execution(r), false);
-        assert!(m[3].content.contains("column \"age\" of \"singer\" is \"…\" not …"), "{}", m[3].content);
+        // Raised while the query ran, an error may print a row's text in any form: a message
+        // of PostgreSQL's known ones is told without its input, any other by its SQLSTATE only,
+        // even where it quotes a name the model was shown, or one character of a row that the
+        // prompt holds somewhere.
+        for (code, message, told) in [
+            ("42P01", "relation \"singer\" does not exist", "ERROR (42P01) raised while the query ran (undefined_table"),
+            ("42P01", "relation \"q\" does not exist", "ERROR (42P01) raised while the query ran (undefined_table"),
+            ("42883", "function zz_secret(\"char\") does not exist", "ERROR (42883) raised while the query ran (undefined_function"),
+            ("42P01", "Relation »zz_secret« existiert nicht", "ERROR (42P01) raised while the query ran (undefined_table"),
+            ("22P02", "invalid input syntax for type integer: \"\"zz_secret\"\"", "ERROR (22P02): invalid input syntax for type integer: \"…\""),
+            ("22012", "division by zero", "ERROR (22012): division by zero"),
+        ] {
+            let r = Report::new(SqlState::from_code(code), message).hint(format!("hint {message}")).detail(format!("detail {message}"));
+            let m = correction(base.clone(), sql, &Failure::Execution(r), false);
+            assert!(m[3].content.contains(told) && !m[3].content.contains("zz_secret") && !m[3].content.contains("\"q\""), "{}", m[3].content);
+            assert!(!m[3].content.contains("hint") && !m[3].content.contains("detail"), "{}", m[3].content);
+        }
         let guess = Report::new(SqlState::from_code("22P02"), "invalid input syntax for type integer: \"1234x\"");
         let m = correction(base, "SELECT CAST(pin || 'x' AS int) FROM t -- 1233x 1234x 1235x", &Failure::Execution(guess), false);
         assert!(!m[3].content.contains("1234x\""), "{}", m[3].content);
-        assert_eq!(without_data("a \"x\"\"y\" b", "x\"y"), "a \"x\"\"y\" b");
+        // PostgreSQL prints a value between quotes as it is, its own quotes not doubled.
+        assert_eq!(without_data("a \"x\"y\" b", "x\"y"), "a \"x\"y\" b");
+        assert_eq!(without_data("a \"x\"\"y\" b", "x\"y"), "a \"…\" b");
         assert_eq!(without_data("unterminated \"abc", ""), "unterminated \"…\"");
         assert_eq!(without_data("int4 and 12", "12"), "… and 12");
         assert_eq!(without_data("invalid byte sequence for encoding \"UTF8\": 0xe2 0x28", "UTF8"), "invalid byte sequence for encoding \"UTF8\": …");
-        assert_eq!(without_data("value 'secret' and 'SELECT'", "SELECT x"), "value '…' and 'SELECT'");
+        assert_eq!(without_data("value 'SELECT'", "SELECT x"), "value 'SELECT'");
+        assert_eq!(without_data("value 'secret' and 'SELECT'", "SELECT x"), "value '…'");
         assert_eq!(without_data("at 3.14 and 2", "3.14"), "at 3.14 and …");
         // An operator's name read from a row while the query ran: never repeated unless sent.
         assert_eq!(without_data("operator does not exist: zz_secret_nnjh", "SELECT"), "operator does not exist: …");
@@ -353,9 +405,24 @@ mod tests {
         ] {
             assert_eq!(without_data(error, "SELECT"), masked);
         }
-        // What is quoted stays PostgreSQL's: each quoted part judged on its own.
+        // A value's own quotes are printed as they are: from the first quote to the last, all
+        // may be the value (a row cast to a relation's name, an integer, a name with ": ").
+        for (error, masked) in [
+            ("invalid input syntax for type integer: \"\"alice\"\"", "invalid input syntax for type integer: …"),
+            ("relation \"a\"alice\"b\" does not exist", "relation \"…\" does not exist"),
+            ("value \"\"alice\"\" is out of range for type integer", "value \"…\" is out of range for type integer"),
+            ("value \"a'b\" zz_secret 'd\" is out of range", "value \"…\" is out of range"),
+            ("column \"age\" of \"singer\" is \"forty\" not 40", "column \"…\" not …"),
+            ("operator does not exist: \"pg_catalog\".alice", "operator does not exist: …"),
+            ("improper relation name (too many dotted names): a.b.c.alice: x", "improper relation name (too many dotted names): …"),
+            ("type \"a\" does not exist: alice\" does not exist", "type \"…\" does not exist: …"),
+            ("value \"a: alice\" is out of range", "value \"…\""),
+        ] {
+            assert_eq!(without_data(error, "SELECT singer"), masked, "{error}");
+        }
+        // One quoted part that was shown whole is PostgreSQL's name for it.
         assert_eq!(without_data("relation \"zz\" does not exist", "zz"), "relation \"zz\" does not exist");
-        assert_eq!(without_data("invalid input syntax for type integer: \"abc\"", ""), "invalid input syntax for type integer: \"…\"");
+        assert_eq!(without_data("invalid input syntax for type integer: \"abc\"", ""), "invalid input syntax for type integer: …");
         assert_eq!(without_data("division by zero", ""), "division by zero");
     }
 
@@ -394,10 +461,21 @@ mod tests {
         // shown names with a dot is still withheld, and the answer's names are not repeated.
         let r = Report::new(SqlState::from_code("22P02"), "invalid input syntax for type integer: \"singer.age\"");
         let m = correction(base.clone(), sql, &Failure::Execution(r), false);
-        assert!(m[3].content.contains("integer: \"…\""), "{}", m[3].content);
+        assert!(m[3].content.contains("integer: \"…\"") && !m[3].content.contains("singer.age\""), "{}", m[3].content);
         let r = Report::new(SqlState::from_code("22012"), "division by zero in t3");
         let m = correction(base, sql, &Failure::Execution(r), false);
-        assert!(m[3].content.contains("division by zero in …"), "{}", m[3].content);
+        assert!(m[3].content.contains("ERROR (22012) raised while the query ran (division_by_zero") && !m[3].content.contains("t3"), "{}", m[3].content);
+    }
+
+    #[test]
+    fn the_history_keeps_an_errors_words_as_a_correction_would() {
+        let ran = Failure::Execution(Report::new(SqlState::from_code("42P01"), "relation \"a\"zz_secret\"b\" does not exist"));
+        assert_eq!(history_message(&ran, "SELECT x::regclass FROM t", "q").as_deref(), Some("its message is withheld (raised while it ran, it may quote data)"));
+        let cast = Failure::Execution(Report::new(SqlState::from_code("22P02"), "invalid input syntax for type integer: \"zz_secret\""));
+        assert_eq!(history_message(&cast, "SELECT x::int FROM t", "q").as_deref(), Some("invalid input syntax for type integer: \"…\""));
+        let read = Failure::Analysis(Report::new(SqlState::from_code("42703"), "column \"nme\" of relation \"zz_other\" does not exist"));
+        assert_eq!(history_message(&read, "SELECT nme FROM singer", "how many singers?").as_deref(), Some("column \"nme\" of relation \"…\" does not exist"));
+        assert_eq!(history_message(&Failure::Empty, "SELECT 1", "q"), None);
     }
 
     #[test]
@@ -422,9 +500,9 @@ mod tests {
         let r = Report::new(SqlState::from_code("42883"), "operator does not exist: joe_sharp");
         let m = correction(vec![], "SELECT x::regoper FROM t", &Failure::Execution(r.clone()), true);
         assert!(!m[1].content.contains("joe_sharp") && m[1].content.contains("ERROR (42883)"), "{}", m[1].content);
-        // Without privacy, the words of PostgreSQL's wording stay, the operator's "name" not.
+        // Without privacy, too: that message is not one of the known ones.
         let open = correction(vec![], "SELECT x::regoper FROM t", &Failure::Execution(r), false);
-        assert!(open[1].content.contains("ERROR (42883): operator does not exist: …") && !open[1].content.contains("joe_sharp"), "{}", open[1].content);
+        assert!(open[1].content.contains("ERROR (42883) raised while the query ran (undefined_function") && !open[1].content.contains("joe_sharp"), "{}", open[1].content);
         let c = correction(vec![], "SELECT 1", &Failure::Cost { estimate: 12345.0, max: 100.0 }, true);
         assert!(!c[1].content.contains("12345") && c[1].content.contains("cost limit of 100"), "{}", c[1].content);
         // Errors raised while reading the query quote only its text: kept.

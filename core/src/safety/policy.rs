@@ -83,6 +83,7 @@ pub const DENIED_BUILTINS: &[(&str, &str)] = &[
     ("pg_relation_filepath", "reveals server paths"),
     ("pg_config", "reveals the server's build and paths"),
     ("pg_get_loaded_modules", "reveals the server's loaded libraries"),
+    ("pg_get_object_address", "prints the names it is given unquoted in its errors"),
     ("pg_lock_status", "reads other sessions' locks"),
     ("pg_blocking_pids", "reads other sessions' locks"),
     ("pg_safe_snapshot_blocking_pids", "reads other sessions' locks"),
@@ -314,7 +315,7 @@ mod tests {
 
     #[test]
     fn denied_builtins_are_refused_whatever_they_declare() {
-        for (f, v) in [("pg_terminate_backend", 'v'), ("current_setting", 's'), ("query_to_xml", 's'), ("pg_read_file", 'v'), ("pg_advisory_lock", 'v'), ("ts_stat", 'v'), ("pg_stat_get_backend_activity", 's'), ("pg_stat_get_activity", 's'), ("pg_lock_status", 'v'), ("pg_stat_get_progress_info", 's'), ("pg_prepared_statement", 's'), ("pg_cursor", 's'), ("pg_current_snapshot", 's'), ("pg_blocking_pids", 'v'), ("pg_prepared_xact", 'v'), ("pg_stat_get_wal_senders", 's'), ("pg_get_replication_slots", 's'), ("pg_stat_get_wal_receiver", 's'), ("pg_stat_get_subscription", 's'), ("inet_client_addr", 's'), ("pg_tablespace_location", 's'), ("pg_config", 's'), ("pg_get_loaded_modules", 's')] {
+        for (f, v) in [("pg_terminate_backend", 'v'), ("current_setting", 's'), ("query_to_xml", 's'), ("pg_read_file", 'v'), ("pg_advisory_lock", 'v'), ("ts_stat", 'v'), ("pg_stat_get_backend_activity", 's'), ("pg_stat_get_activity", 's'), ("pg_lock_status", 'v'), ("pg_stat_get_progress_info", 's'), ("pg_prepared_statement", 's'), ("pg_cursor", 's'), ("pg_current_snapshot", 's'), ("pg_blocking_pids", 'v'), ("pg_prepared_xact", 'v'), ("pg_stat_get_wal_senders", 's'), ("pg_get_replication_slots", 's'), ("pg_stat_get_wal_receiver", 's'), ("pg_stat_get_subscription", 's'), ("inet_client_addr", 's'), ("pg_tablespace_location", 's'), ("pg_config", 's'), ("pg_get_loaded_modules", 's'), ("pg_get_object_address", 's')] {
             let e = judge(&builtin(f, v), Scope::Generated, &[]).expect_err(f);
             assert!(matches!(e, GuardError::ForbiddenFunction { .. }), "{f}: {e:?}");
             // Not even the allow-list opens them.

@@ -5,9 +5,9 @@
 //! exist); the model meant concert first. Inner joins give the same rows in any order, so the
 //! two joined tables swap places and the first condition reads the column from concert.
 
-use super::{column_ident, fold, key_equality, linked, on_mut, relation_name, FromItem};
+use super::{column_ident, fold, key_equality, linked, on_mut, only_table, relation_name, FromItem};
 use crate::align::Scope;
-use crate::schema::{Schema, Table};
+use crate::schema::Schema;
 use sqlparser::ast::{Expr, Ident, TableFactor, TableWithJoins};
 
 /// The identifier a FROM item is referred to by, as written (its alias, else its table's name).
@@ -55,11 +55,7 @@ pub(super) fn joined_later(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &st
         _ => return false,
     };
     // The earlier side: one item before l of that name, a table of the catalog's.
-    let mut earlier = items.iter().take(k + 1).filter(|(n, _)| n.as_deref() == Some(eq.as_str()));
-    let te: &Table = match (earlier.next(), earlier.next()) {
-        (Some((_, Some(t))), None) => &schema.tables[*t],
-        _ => return false,
-    };
+    let Some(te) = only_table(schema, &items[..items.len().min(k + 1)], &eq) else { return false };
     if [&eq, &l_name, &b_name].iter().any(|n| sc.other.contains(n)) || items.iter().filter(|(n, _)| n.as_deref() == Some(b_name.as_str())).count() != 1 {
         return false;
     }
