@@ -166,6 +166,92 @@ def test_the_history_keeps_no_value_an_error_printed_while_the_query_ran(connect
         conn.execute("DROP TABLE vault")
 
 
+def test_a_nul_byte_in_a_generated_query_is_told_as_such(connect, mock):
+    """The model writes a NUL byte into a string literal, which PostgreSQL cannot be given: the
+    correction prompt says so in nl2sql's words (a syntax error), and the corrected query runs."""
+    conn = connect()
+    conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
+    conn.execute("TRUNCATE vault")
+    conn.execute("INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 51) g")
+    conn.execute("SET nl2sql.mode = zero_shot")
+    conn.execute("SET nl2sql.sample_rows = 0")
+    try:
+        rows = conn.execute("SELECT * FROM nl2sql_run('[nul-byte] how many secrets?')").fetchall()
+        assert rows == [({"n": 51},)]
+        correction = mock.requests()[1]["body"]["messages"][-1]["content"]
+        assert "ERROR (42601): generated SQL contains a NUL byte" in correction, correction
+    finally:
+        conn.execute("DROP TABLE vault")
+
+
+def test_a_domain_check_folded_before_the_query_is_judged_again(connect, mock):
+    """A domain's CHECK calls an IMMUTABLE function that reads the vault: the first use of the
+    domain in the session folds the function's value (a row's) into the type cache, and from
+    then on the CHECK runs with built-in functions only, which would print that value (cast to
+    an operator's name) while an array literal of the domain is read. nl2sql drops the cache's
+    CHECKs before each generated query, so every CHECK the query reaches is loaded again under
+    its hooks, which refuse the function wherever it runs: an array literal read while the
+    query is parsed, an array cast while it runs, a value coerced to the domain (judged on the
+    tree, as the catalog stores the CHECK). Nothing of the value reaches the endpoint."""
+    conn = connect()
+    conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
+    conn.execute("TRUNCATE vault")
+    conn.execute("INSERT INTO vault VALUES ('zz-secret-7731')")
+    conn.execute("CREATE OR REPLACE FUNCTION public.pytest_fold_secret() RETURNS text IMMUTABLE LANGUAGE plpgsql "
+                 "AS $$BEGIN RETURN (SELECT max(secret) FROM vault); END$$")
+    conn.execute("CREATE DOMAIN public.pytest_dfold AS text CHECK (VALUE IS NULL OR length(VALUE) < 100 "
+                 "OR translate(public.pytest_fold_secret(), '-0123456789', '_ghijklmnop')::regoper IS NULL)")
+    conn.execute("SET nl2sql.mode = zero_shot")
+    conn.execute("SET nl2sql.sample_rows = 0")
+    try:
+        for private in ("off", "on"):
+            conn.execute(f"SET nl2sql.privacy = {private}")
+            for marker in ("[leaky-fold]", "[fold-array-runtime]", "[fold-runtime]"):
+                # An ordinary use of the domain by the session: the CHECK is folded now.
+                assert conn.execute("SELECT ('{ok}'::public.pytest_dfold[])::text").fetchone()[0] == "{ok}"
+                mock.reset()
+                with pytest.raises(errors.InsufficientPrivilege) as e:
+                    conn.execute("SELECT * FROM nl2sql_run(%s)", (marker + " how many secrets?",))
+                assert "pytest_fold_secret is not trusted" in e.value.diag.message_primary, marker
+                bodies = [str(r["body"]) for r in mock.requests()]
+                assert bodies and not any("zz_secret" in b for b in bodies), (marker, bodies)
+    finally:
+        conn.execute("RESET nl2sql.privacy")
+        conn.execute("DROP DOMAIN public.pytest_dfold")
+        conn.execute("DROP FUNCTION public.pytest_fold_secret()")
+        conn.execute("DROP TABLE vault")
+
+
+def test_a_cost_estimate_is_told_only_for_tables_the_role_may_read(connect, mock):
+    """The planner's estimate reads the statistics of every table it plans (their most common
+    values): with nl2sql.max_cost, a role that may not read a table would learn from the
+    estimate which value the table holds most. It gets PostgreSQL's permission error instead,
+    and neither it nor the endpoint is told an estimate, whatever value the query compares."""
+    admin = connect()
+    admin.execute("CREATE TABLE IF NOT EXISTS public.pytest_skewed (s text)")
+    admin.execute("TRUNCATE public.pytest_skewed")
+    admin.execute("INSERT INTO public.pytest_skewed SELECT CASE WHEN g % 10 = 0 THEN 'rare' || g ELSE 'common' END "
+                  "FROM generate_series(1, 20000) g")
+    admin.execute("ANALYZE public.pytest_skewed")
+    try:
+        with scratch_role(admin, "pytest_nocost", "GRANT SELECT ON singer TO pytest_nocost"):
+            c = connect()
+            c.execute("SET ROLE pytest_nocost")
+            c.execute("SET nl2sql.mode = zero_shot")
+            c.execute("SET nl2sql.max_cost = 1")
+            c.execute("SET nl2sql.sample_rows = 0")
+            with pytest.raises(errors.InsufficientPrivilege) as e:
+                c.execute("SELECT * FROM nl2sql_run('[cost-of-unreadable] how many?')")
+            assert "pytest_skewed" in e.value.diag.message_primary
+            trace = c.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+            errors_seen = " ".join(str(x.get("error")) for x in trace["candidates"])
+            assert "cost" not in errors_seen, errors_seen
+            assert not any("estimated cost" in str(r["body"]) for r in mock.requests())
+            c.execute("RESET ROLE")
+    finally:
+        admin.execute("DROP TABLE public.pytest_skewed")
+
+
 @contextlib.contextmanager
 def _vault_read_by_an_allowed_function(connect, objects=()):
     """A vault of 51 secrets whose largest is zz-secret-7731, read by an allow-listed STABLE

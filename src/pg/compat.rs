@@ -58,6 +58,16 @@ pub unsafe fn read_as_caller(q: *mut pg_sys::Query, out: &mut Vec<pg_sys::Oid>) 
     }
 }
 
+/// Raises PostgreSQL's own error unless the current role may read every relation a planned
+/// statement reads (its subqueries' included, a view's with its owner's rights), as the executor
+/// checks before it starts.
+pub unsafe fn check_permissions(plan: *mut pg_sys::PlannedStmt) {
+    #[cfg(feature = "pg15")]
+    pg_sys::ExecCheckRTPerms((*plan).rtable, true);
+    #[cfg(not(feature = "pg15"))]
+    pg_sys::ExecCheckPermissions((*plan).rtable, (*plan).permInfos, true);
+}
+
 /// The server's settings, as SHOW ALL reads them (copied: since 16 the array is built anew, in
 /// the current memory context, at each call).
 pub unsafe fn guc_variables() -> Vec<*mut pg_sys::config_generic> {

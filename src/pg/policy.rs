@@ -341,21 +341,25 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
     pg_sys::expression_tree_walker(node, Some(walker), context)
 }
 
-/// The CHECK expressions of a domain, its base domains' included, as the executor will run them.
+/// The CHECK expressions of a domain, its base domains' included, as stored in the catalog: the
+/// executor runs them as the type cache keeps them, with their immutable calls folded into
+/// constants the first time the session used the domain (a function another role wrote may have
+/// run then, outside nl2sql), so the cache's form would hide those calls.
 unsafe fn domain_checks(domain: Oid) -> Vec<*mut pg_sys::Expr> {
-    // The reference must live as long as its memory context: the typcache registers a callback
-    // on that context that releases it.
-    let r = pg_sys::palloc0(std::mem::size_of::<pg_sys::DomainConstraintRef>()) as *mut pg_sys::DomainConstraintRef;
-    pg_sys::InitDomainConstraintRef(domain, r, pg_sys::CurrentMemoryContext, false);
+    let stored = crate::pg::spi::rows(DOMAIN_CHECKS_SQL, &[domain.into()], |row| row.get::<String>(1).ok().flatten());
     let mut out = Vec::new();
-    for i in 0..list_len((*r).constraints) {
-        let c = list_ptr((*r).constraints, i) as *mut pg_sys::DomainConstraintState;
-        if !(*c).check_expr.is_null() {
-            out.push((*c).check_expr);
+    for text in stored {
+        // Never: PostgreSQL's text holds no NUL byte. Refused rather than left unchecked.
+        let Ok(text) = std::ffi::CString::new(text) else { pgrx::error!("a domain's CHECK constraint could not be read") };
+        let node = pg_sys::stringToNode(text.as_ptr());
+        if !node.is_null() {
+            out.push(node as *mut pg_sys::Expr);
         }
     }
     out
 }
+
+const DOMAIN_CHECKS_SQL: &str = include_str!("../../sql/queries/policy_domain_checks.sql");
 
 /// The support functions an aggregate runs (transition, final, combine, (de)serialise, moving).
 /// Whether `rel` is partitioned or has inheritance children (pg_class.relhassubclass).

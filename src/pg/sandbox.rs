@@ -31,9 +31,11 @@ use std::time::{Duration, Instant};
 use watchdog::{repost_cancel, withdraw_cancel, Watchdog};
 
 thread_local! {
-    /// Whether the query being run is still being read (parsed, analysed, rewritten), not yet
-    /// planned or executed.
-    static READING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Whether the last generated query's error was raised while PostgreSQL read it (parsed,
+    /// analysed, rewrote it) by the parser or the rewriter itself, not by a function reading ran
+    /// (an input function, a domain's CHECK: the type cache may have folded one with a row's
+    /// value earlier, and then no code but built-in functions runs).
+    static RAISED_READING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// The caps of one execution.
@@ -229,13 +231,14 @@ pub fn execute_reading(sql: &str, limits: Limits) -> Result<(Execution, Vec<pg_s
 /// also when it then fails (an error raised while it ran may quote a row).
 pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -> Result<Execution, Rejected> {
     let Ok(csql) = CString::new(sql) else {
-        return Err(Rejected::Failed(Failure::Execution(Report::new(SqlState::SyntaxError, "generated SQL contains a NUL byte"))));
+        // nl2sql's own words, about the query's own text: told to the model as they are.
+        return Err(Rejected::Failed(Failure::Analysis(Report::new(SqlState::SyntaxError, "generated SQL contains a NUL byte"))));
     };
     let allowed = gucs::allowed_functions();
     let foreign = gucs::allow_foreign_tables();
     hooks::take_refusal();
     hooks::take_other_code();
-    READING.set(false);
+    RAISED_READING.set(false);
     // As the role generated SQL runs as, with the caller's search_path (role.rs).
     let outcome = role::as_exec_role(|| isolated(limits.timeout, || {
         // SAFETY: reads the current user id (the role generated SQL runs as, by now).
@@ -245,9 +248,25 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
             // immutable functions before the tree is complete.
             hooks::with_scope(Scope::Generated, &allowed, HashMap::new(), || {
                 let mut verdicts = HashMap::new();
-                READING.set(true);
+                // The type cache keeps each domain's CHECK with its immutable calls folded into
+                // constants, run when the session first used the domain, with that user's rights,
+                // outside these hooks (a row's value may be the constant). Dropped, so that every
+                // CHECK this query reaches, at any point (an array literal of the domain is read
+                // while the query is parsed), is loaded again here, the hooks judging each call
+                // that folding makes.
+                // SAFETY: fires the catalog-invalidation callbacks of pg_constraint, as a commit
+                // that changed one would; the type cache's only marks its domain entries stale.
+                unsafe { pg_sys::CallSyscacheCallbacks(pg_sys::SysCacheIdentifier::CONSTROID as i32, 0) };
                 // SAFETY: inside the subtransaction; the tree lives in its memory context.
-                let (query, read, named) = unsafe { policy::check(&csql, &allowed, foreign, &mut verdicts) }?;
+                let checked = PgTryBuilder::new(AssertUnwindSafe(|| unsafe { policy::check(&csql, &allowed, foreign, &mut verdicts) }))
+                    .catch_others(|e| {
+                        if let CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) = &e {
+                            RAISED_READING.set(ran::raised_by_reader(r.file()));
+                        }
+                        e.rethrow()
+                    })
+                    .execute();
+                let (query, read, named) = checked?;
                 reads.extend(read);
                 Ok(unsafe { run(query, &csql, limits) }.map(|mut e| {
                     e.named = named.into_iter().map(u32::from).collect();
@@ -263,12 +282,12 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
         // The object-access hook stopped a function the tree check did not see coming.
         Err(failure) => match hooks::take_refusal() {
             Some(refusal) => Err(Rejected::Refused(refusal)),
-            // Raised while PostgreSQL read the query (parse, analysis, rewrite), before planning,
-            // and no code but built-in functions ran (a domain's CHECK runs while an array or row
-            // literal is read), of a kind reading raises: it quotes only the query's text and the
-            // catalog's names.
+            // Raised by PostgreSQL's parser or rewriter while it read the query (not by a
+            // function reading ran), no code but built-in functions having run, and of a kind
+            // reading raises: it quotes the query's text and the catalog's names (and what it
+            // repeats of them is still only names the model wrote or was shown: scrub.rs).
             None => Err(Rejected::Failed(match failure {
-                Failure::Execution(r) if READING.get() && !hooks::take_other_code() && ran::raised_reading(r.sqlstate.code()) => Failure::Analysis(r),
+                Failure::Execution(r) if RAISED_READING.get() && !hooks::take_other_code() && ran::raised_reading(r.sqlstate.code()) => Failure::Analysis(r),
                 other => other,
             })),
         },
@@ -282,10 +301,10 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
 /// # Safety
 /// `query` must come from policy::check in this subtransaction.
 unsafe fn run(query: *mut pg_sys::Query, sql: &CString, limits: Limits) -> Result<Execution, Failure> {
-    // Planning may evaluate functions (constants folded, a LIMIT or a comparison's constant side
-    // estimated): its errors may quote what those read, so they are the executor's, not reading's.
-    READING.set(false);
     let plan = pg_sys::pg_plan_query(query, sql.as_ptr(), 0, std::ptr::null_mut());
+    // The estimate reads the statistics of every relation planned (their most common values,
+    // through leakproof operators), so it is told only once the role may read them all.
+    crate::pg::compat::check_permissions(plan);
     let cost = if (*plan).planTree.is_null() { 0.0 } else { (*(*plan).planTree).total_cost };
     if let Some(max) = limits.max_cost.filter(|m| cost > *m) {
         return Err(Failure::Cost { estimate: cost, max });

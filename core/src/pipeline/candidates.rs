@@ -328,7 +328,7 @@ fn to_correct<T>(failed: Vec<(usize, T, String, Failure)>, width: usize) -> Vec<
     let mut seen = HashSet::new();
     // An error raised while the query ran counts as the model is told it, not by its words.
     let key = |f: &Failure| match f {
-        Failure::Execution(r) => format!("{} {:?}", r.sqlstate.code(), crate::prompt::ran::told(&r.message)),
+        Failure::Execution(r) => crate::prompt::ran::error_text(r.sqlstate.code(), &r.message),
         _ => f.summary(),
     };
     let (first, rest): (Vec<_>, Vec<_>) = failed.into_iter().partition(|(.., f)| seen.insert(key(f)));

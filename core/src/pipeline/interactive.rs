@@ -174,8 +174,9 @@ fn execute(
             cand.error = Some(failure.summary());
             cand.error_kind = Some(failure.kind());
             let observation = match &failure {
-                // The estimate comes from the column statistics: not under privacy.
-                Failure::Cost { max, .. } if settings.privacy => format!("not run: its estimated cost exceeds nl2sql.max_cost ({max:.0})"),
+                // Never the estimate: it comes from the column statistics, which cover rows the role
+                // may not see (row-level security, a view's filter).
+                Failure::Cost { max, .. } => format!("not run: its estimated cost exceeds nl2sql.max_cost ({max:.0})"),
                 _ => crate::prompt::refine::error_text(&failure, sql, &crate::prompt::refine::seen(messages), settings.privacy).unwrap_or_else(|| failure.summary()),
             };
             (observation, Err(AskError::Failed { sql: written, failure }))

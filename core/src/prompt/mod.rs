@@ -11,4 +11,5 @@ pub mod extract;
 pub mod generate;
 pub mod ran;
 pub mod refine;
+pub mod scrub;
 pub mod synthetic;

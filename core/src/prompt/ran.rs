@@ -139,6 +139,7 @@ pub fn condition(code: &str) -> Option<&'static str> {
         "22P02" => "invalid_text_representation",
         "0A000" => "feature_not_supported",
         "42601" => "syntax_error",
+        "42501" => "insufficient_privilege",
         "42602" => "invalid_name",
         "42704" => "undefined_object",
         "42703" => "undefined_column",
@@ -173,6 +174,16 @@ pub fn raised_reading(code: &str) -> bool {
     code.starts_with("42") || ["22P02", "22007", "22008", "22003", "22021", "22015"].contains(&code)
 }
 
+/// Whether the C source file of PostgreSQL's that raised an error (its base name, as
+/// PostgreSQL records it) is the parser's or the rewriter's: the error was raised by reading the
+/// query itself, not by a function that reading ran (an input function in `regproc.c`, a
+/// domain's CHECK), whose error may quote what that function read.
+pub fn raised_by_reader(file: &str) -> bool {
+    let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
+    (base.starts_with("parse_") || base.starts_with("rewrite")) && base.ends_with(".c")
+        || ["analyze.c", "parser.c", "gram.y", "gram.c", "scan.l", "scan.c", "scansup.c", "rowsecurity.c"].contains(&base)
+}
+
 /// The error as the model may be told it: `ERROR (code): message` for a known message, else its
 /// SQLSTATE (and condition name) with the message withheld.
 pub fn error_text(code: &str, message: &str) -> String {
@@ -180,6 +191,16 @@ pub fn error_text(code: &str, message: &str) -> String {
         Some(m) => format!("ERROR ({code}): {m}"),
         None => withheld(code),
     }
+}
+
+/// How the history keeps the message of an error raised while the query ran that is none of
+/// the known ones.
+const WITHHELD_IN_HISTORY: &str = "its message is withheld (raised while it ran, it may quote data)";
+
+/// The message of an error raised while the query ran as a history row keeps it: as the model
+/// is told it, without the SQLSTATE.
+pub fn history_text(message: &str) -> String {
+    told(message).unwrap_or_else(|| WITHHELD_IN_HISTORY.to_string())
 }
 
 /// The SQLSTATE of an error raised while the query ran, its message withheld.
@@ -208,6 +229,13 @@ mod tests {
         assert_eq!(told("invalid value \"zz\" for \"MM\"").as_deref(), Some("invalid value \"…\" for \"…\""));
         assert_eq!(told("invalid input syntax for type timestamp: \"zz_secret\"").as_deref(), Some("invalid input syntax for type timestamp: \"…\""));
         assert!(raised_reading("42703") && raised_reading("22P02") && !raised_reading("23514") && !raised_reading("XX000"));
+        // The parser's and the rewriter's own files; an input function's or a domain's are not.
+        for file in ["parse_relation.c", "parse_func.c", "analyze.c", "gram.y", "scan.l", "rewriteHandler.c", "../src/backend/parser/parse_expr.c"] {
+            assert!(raised_by_reader(file), "{file}");
+        }
+        for file in ["regproc.c", "namespace.c", "domains.c", "numutils.c", "execExprInterp.c", "parse_", "xparse_relation.c.h", ""] {
+            assert!(!raised_by_reader(file), "{file}");
+        }
         // A type outside the list: its name is the query's, but not repeated.
         assert_eq!(told("invalid input syntax for type public.zz_secret: \"x\"").as_deref(), Some("invalid input syntax for type …"));
     }

@@ -6,6 +6,8 @@ use crate::model::llm::Message;
 use serde::Serialize;
 use std::collections::HashSet;
 
+pub use super::scrub::without_data;
+
 const CORRECT_ERROR: &str = include_str!("text/correct_error.txt");
 const CORRECT_TIMEOUT: &str = include_str!("text/correct_timeout.txt");
 const CORRECT_COST: &str = include_str!("text/correct_cost.txt");
@@ -92,143 +94,6 @@ pub fn prefix(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// An error raised while the query ran with the input it may print unquoted replaced by "…"
-/// (unless `seen` holds it whole): after `more than one operator named `, before ` is not a
-/// valid encoding name`, the name in `<kind> x does not exist` written without quotes
-/// (PostgreSQL quotes the names it looked up; `function x() does not exist`), and otherwise all
-/// that follows the message's first ": " (`operator does not exist: x`, `improper relation name
-/// (too many dotted names): x`, `cross-database references are not implemented: x`): the input
-/// may itself hold ": ", so what follows the first may all be input.
-fn unquoted_input(text: &str, whole: &dyn Fn(&str) -> bool) -> String {
-    let keep = |part: &str| if whole(part) { part.to_string() } else { "…".to_string() };
-    let quoted = |part: &str| part.contains(['"', '\'']);
-    if let Some(rest) = text.strip_prefix("more than one operator named ") {
-        return format!("more than one operator named {}", keep(rest));
-    }
-    if let Some(head) = text.strip_suffix(" is not a valid encoding name") {
-        return format!("{} is not a valid encoding name", keep(head));
-    }
-    if let Some((kind, name)) = text.strip_suffix(" does not exist").and_then(|h| h.split_once(' ')) {
-        if !quoted(name) {
-            return format!("{kind} {} does not exist", keep(name));
-        }
-    }
-    if let Some((head, rest)) = text.split_once(": ") {
-        return format!("{head}: {}", keep(rest));
-    }
-    text.to_string()
-}
-
-/// An error raised while the query ran, its quoted input withheld: PostgreSQL prints a value
-/// between quotes without doubling the quotes it holds, so any quote may be the input's and
-/// all from the first quote to the last is one part, kept only when `seen` holds it whole.
-fn execution_error(text: &str, whole: &dyn Fn(&str) -> bool) -> String {
-    let is_quote = |c: char| c == '"' || c == '\'';
-    let (Some(first), Some(last)) = (text.find(is_quote), text.rfind(is_quote)) else {
-        return words(text, whole);
-    };
-    let q = &text[first..first + 1];
-    if last == first {
-        return format!("{}{q}…{q}", words(&text[..first], whole));
-    }
-    let inner = &text[first + 1..last];
-    let inner = if whole(inner) { inner } else { "…" };
-    format!("{}{q}{inner}{q}{}", words(&text[..first], whole), words(&text[last + 1..], whole))
-}
-
-/// `text` (no quotes in it) with every word that holds a digit (a number, `0xe2`) replaced by
-/// "…" unless `seen` holds it: a word of letters only is PostgreSQL's wording.
-fn words(text: &str, whole: &dyn Fn(&str) -> bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if !(c.is_alphanumeric() || c == '_') {
-            out.push(c);
-            continue;
-        }
-        let mut end = i + c.len_utf8();
-        while let Some(&(j, d)) = chars.peek() {
-            if d.is_alphanumeric() || d == '_' || (d == '.' && text[j + 1..].starts_with(|x: char| x.is_ascii_digit())) {
-                end = j + d.len_utf8();
-                chars.next();
-            } else {
-                break;
-            }
-        }
-        let word = &text[i..end];
-        out.push_str(if !word.chars().any(|x| x.is_ascii_digit()) || whole(word) { word } else { "…" });
-    }
-    out
-}
-
-/// Longest quoted name a correction prompt repeats.
-const MAX_QUOTED: usize = 200;
-
-/// An error text as a correction prompt may carry it: every quoted part (in double or single
-/// quotes) and every word that holds a digit (a number, `0xe2`) that `seen` (what the model was
-/// already sent — never its own answers, or it could list guesses and learn which one a row
-/// holds) does not hold is replaced by "…". PostgreSQL quotes what is
-/// not its own wording (names, and values: a cast error quotes the value it could not read,
-/// which may come from a row or a file), so what is left is its wording plus names the model
-/// wrote or was shown: no data reaches the endpoint.
-pub fn without_data(text: &str, seen: &str) -> String {
-    scrubbed(text, seen, None)
-}
-
-/// [`without_data`]; with `names` (for an error raised while PostgreSQL read the query: parse,
-/// analysis, rewrite, never planning, which may evaluate functions; such an error quotes only
-/// the query's text and the catalog's names), a quoted `relation.column` whose two parts are
-/// each one of those whole words is kept too (the hint of a misspelt column, `Perhaps you meant
-/// to reference the column "singer.age"`, joins a table's name and a column's that the prompt
-/// lists apart).
-fn scrubbed(text: &str, seen: &str, names: Option<&HashSet<String>>) -> String {
-    let whole = |part: &str| !part.is_empty() && part.len() <= MAX_QUOTED && seen.contains(part);
-    // Raised while the query ran, an error may print its input unquoted (a row's text cast to
-    // an operator's or a relation's name, spelt in letters, would pass as wording) or quoted
-    // with quotes of its own.
-    let Some(names) = names else {
-        return execution_error(&unquoted_input(text, &whole), &whole);
-    };
-    // Whole words, not fragments: single letters joined by dots would spell anything.
-    let name = |w: &str| names.contains(w) && !w.starts_with(|c: char| c.is_ascii_digit());
-    let pair = |part: &str| part.len() <= MAX_QUOTED && part.split_once('.').is_some_and(|(a, b)| name(a) && name(b));
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find(['"', '\'']) {
-        out.push_str(&words(&rest[..open], &whole));
-        let c = rest[open..].chars().next().unwrap_or('"');
-        // The quoted part, with the quote doubled standing for one, up to the closing quote.
-        let mut part = String::new();
-        let mut closed = None;
-        let mut chars = rest[open + 1..].char_indices().peekable();
-        while let Some((j, d)) = chars.next() {
-            if d == c {
-                if chars.peek().is_some_and(|(_, e)| *e == c) {
-                    chars.next();
-                    part.push(c);
-                    continue;
-                }
-                closed = Some(open + 1 + j + 1);
-                break;
-            }
-            part.push(d);
-        }
-        out.push(c);
-        if whole(&part) || pair(&part) {
-            out.push_str(&part.replace(c, &format!("{c}{c}")));
-        } else {
-            out.push('…');
-        }
-        out.push(c);
-        match closed {
-            Some(end) => rest = &rest[end..],
-            None => return out,
-        }
-    }
-    out.push_str(&words(rest, &whole));
-    out
-}
-
 /// What the model was sent in a conversation (never its own answers): what an error text
 /// may repeat.
 pub fn seen(messages: &[Message]) -> String {
@@ -238,11 +103,10 @@ pub fn seen(messages: &[Message]) -> String {
 /// A PostgreSQL error as the model may be told it. Raised while the query was planned or ran,
 /// it may print a row's text in any form, so it is told in nl2sql's words only ([`super::ran`]);
 /// under `private` (nl2sql.privacy) its SQLSTATE only. Raised while reading the query, it quotes
-/// only the query's text and the catalog's names: its wording with what it quoted removed unless
-/// `seen` (what the model was sent) or the model's `answer` holds it (as written and folded to
-/// lower case, as PostgreSQL repeats an unquoted name), or it is a quoted `relation.column` whose
-/// two parts are each a whole name written or shown. None for failures that are not PostgreSQL
-/// errors.
+/// the query's text and the catalog's names: its wording with the names it repeats kept only
+/// where they are whole words of `seen` (what the model was sent) or of the model's `answer` (as
+/// written and folded to lower case, as PostgreSQL repeats an unquoted name), as
+/// [`super::scrub::read_error`] says. None for failures that are not PostgreSQL errors.
 pub fn error_text(failure: &Failure, answer: &str, seen: &str, private: bool) -> Option<String> {
     let r = match failure {
         Failure::Execution(r) | Failure::Analysis(r) => r,
@@ -252,8 +116,8 @@ pub fn error_text(failure: &Failure, answer: &str, seen: &str, private: bool) ->
     if matches!(failure, Failure::Execution(_)) {
         return Some(if private { super::ran::withheld(code) } else { super::ran::error_text(code, &r.message) });
     }
-    let (seen, words) = written_or_shown(answer, seen);
-    let scrub = |text: &str| scrubbed(text, &seen, Some(&words));
+    let names = written_or_shown(answer, seen);
+    let scrub = |text: &str| super::scrub::read_error(text, &names);
     let mut error = format!("ERROR ({code}): {}", scrub(&r.message));
     // Details outside class 42 (names and syntax) describe data ("Failing row contains …").
     if let Some(d) = r.detail.as_ref().filter(|_| code.starts_with("42")) {
@@ -265,12 +129,11 @@ pub fn error_text(failure: &Failure, answer: &str, seen: &str, private: bool) ->
     Some(error)
 }
 
-/// What an error raised while reading `answer` may repeat: `seen` and `answer`, as written and
-/// folded to lower case (PostgreSQL repeats an unquoted `T1` as `t1`), and its whole words.
-fn written_or_shown(answer: &str, seen: &str) -> (String, HashSet<String>) {
-    let seen = format!("{seen}\n{answer}\n{}", answer.to_ascii_lowercase());
-    let words = seen.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_string).collect();
-    (seen, words)
+/// The names an error raised while reading `answer` may repeat: the whole words of `seen` and of
+/// `answer`, as written and folded to lower case (PostgreSQL repeats an unquoted `T1` as `t1`).
+fn written_or_shown(answer: &str, seen: &str) -> HashSet<String> {
+    let text = format!("{seen}\n{answer}\n{}", answer.to_ascii_lowercase());
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_string).collect()
 }
 
 /// The message of a failed query's error as a row of the history (which administrators read)
@@ -278,10 +141,9 @@ fn written_or_shown(answer: &str, seen: &str) -> (String, HashSet<String>) {
 /// question and hint. None for failures that are not PostgreSQL errors.
 pub fn history_message(failure: &Failure, answer: &str, seen: &str) -> Option<String> {
     match failure {
-        Failure::Execution(r) => Some(super::ran::told(&r.message).unwrap_or_else(|| "its message is withheld (raised while it ran, it may quote data)".into())),
+        Failure::Execution(r) => Some(super::ran::history_text(&r.message)),
         Failure::Analysis(r) => {
-            let (seen, words) = written_or_shown(answer, seen);
-            Some(scrubbed(&r.message, &seen, Some(&words)))
+            Some(super::scrub::read_error(&r.message, &written_or_shown(answer, seen)))
         }
         _ => None,
     }
@@ -293,17 +155,16 @@ pub fn history_message(failure: &Failure, answer: &str, seen: &str) -> Option<St
 /// files.
 ///
 /// `private` (nl2sql.privacy): an error raised while the query ran is described by its SQLSTATE
-/// only, and a plan's estimated cost (read from the column statistics) is left out.
+/// only. A plan's estimated cost (read from the column statistics) is never told, only the limit.
 pub fn correction(mut messages: Vec<Message>, answer: &str, failure: &Failure, private: bool) -> Vec<Message> {
     let seen = seen(&messages);
     let ask = match failure {
         Failure::Syntax(e) => CORRECT_SYNTAX.replace("{error}", &crate::error::Diagnostic::message(e)),
         Failure::Timeout { ms } => CORRECT_TIMEOUT.replace("{timeout_ms}", &ms.to_string()),
         Failure::Empty => CORRECT_EMPTY.to_string(),
-        Failure::Cost { estimate, max } => {
-            let estimate = if private { String::new() } else { format!(" (estimated cost {estimate:.0})") };
-            CORRECT_COST.replace("{estimate}", &estimate).replace("{max}", &format!("{max:.0}"))
-        }
+        // Never the estimate: it is read from the column statistics, which cover rows the role
+        // may not see (row-level security, a view's filter).
+        Failure::Cost { max, .. } => CORRECT_COST.replace("{max}", &format!("{max:.0}")),
         Failure::Execution(_) | Failure::Analysis(_) => {
             let template = match failure.kind() {
                 FailureKind::UndefinedColumn | FailureKind::UndefinedTable => CORRECT_UNDEFINED,
@@ -503,8 +364,11 @@ mod tests {
         // Without privacy, too: that message is not one of the known ones.
         let open = correction(vec![], "SELECT x::regoper FROM t", &Failure::Execution(r), false);
         assert!(open[1].content.contains("ERROR (42883) raised while the query ran (undefined_function") && !open[1].content.contains("joe_sharp"), "{}", open[1].content);
-        let c = correction(vec![], "SELECT 1", &Failure::Cost { estimate: 12345.0, max: 100.0 }, true);
-        assert!(!c[1].content.contains("12345") && c[1].content.contains("cost limit of 100"), "{}", c[1].content);
+        // The estimate reads the statistics of rows the role may not see: never told.
+        for private in [true, false] {
+            let c = correction(vec![], "SELECT 1", &Failure::Cost { estimate: 12345.0, max: 100.0 }, private);
+            assert!(!c[1].content.contains("12345") && c[1].content.contains("cost limit of 100"), "{}", c[1].content);
+        }
         // Errors raised while reading the query quote only its text: kept.
         let a = Report::new(SqlState::from_code("42703"), "column \"nme\" does not exist");
         assert!(correction(vec![], "SELECT nme FROM singer", &Failure::Analysis(a), true)[1].content.contains("nme"));

@@ -119,6 +119,13 @@ fn privacy_leaks_no_row_count_and_no_cost_estimate() {
     let sent = llm.seen.iter().flat_map(|r| r.messages.iter().map(|m| m.content.clone())).collect::<Vec<_>>().join("\n");
     assert!(!sent.contains("74") && !sent.contains("48213"), "{sent}");
     assert!(sent.contains("not run: its estimated cost exceeds nl2sql.max_cost (100)"), "{sent}");
+    // Without privacy too, the estimate is not told: the statistics cover rows the role may not
+    // see (row-level security).
+    let mut llm = script(&["Action: ExecuteSQL\n```sql\nSELECT count(*) FROM singer AS costly\n```", "Action: Done"]);
+    let mut db = FakeDb::default();
+    let _ = ask(&q("how many?"), &sample_schema(), &interactive(), &mut llm, &mut db);
+    let sent = llm.seen.iter().flat_map(|r| r.messages.iter().map(|m| m.content.clone())).collect::<Vec<_>>().join("\n");
+    assert!(!sent.contains("48213") && sent.contains("not run: its estimated cost exceeds nl2sql.max_cost (100)"), "{sent}");
 }
 
 #[test]
