@@ -155,11 +155,10 @@ pub fn read_error(text: &str, names: &HashSet<String>) -> String {
         out
     };
     let text = unquoted_input(text, &unquoted);
-    let digits = |w: &str| name(w);
     let mut out = String::with_capacity(text.len());
     let mut rest = text.as_str();
     while let Some(open) = rest.find(['"', '\'']) {
-        out.push_str(&words(&rest[..open], &digits));
+        out.push_str(&words(&rest[..open], &name));
         let c = rest[open..].chars().next().unwrap_or('"');
         // The quoted part, with the quote doubled standing for one, up to the closing quote.
         let mut part = String::new();
@@ -189,7 +188,7 @@ pub fn read_error(text: &str, names: &HashSet<String>) -> String {
             None => return out,
         }
     }
-    out.push_str(&words(rest, &digits));
+    out.push_str(&words(rest, &name));
     out
 }
 
