@@ -184,6 +184,39 @@ def test_a_nul_byte_in_a_generated_query_is_told_as_such(connect, mock):
         conn.execute("DROP TABLE vault")
 
 
+def test_an_error_a_domain_check_raises_while_the_query_is_read_is_not_told_as_reading(connect, mock):
+    """A domain's CHECK, built-in functions only, turns the value into a type's name: an array
+    literal of the domain is read while the query is parsed, and the CHECK's error is raised in
+    the parser's own file, quoting the CHECK's result (which may hold what the CHECK's functions
+    read), not the query's text. The model wrote that result into a comment: were the error told
+    as a read-time one, whether its name was kept would confirm the guess. It is told as an
+    error raised while the query ran: its SQLSTATE only, to the endpoint and in the history."""
+    conn = connect()
+    conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
+    conn.execute("TRUNCATE vault")
+    conn.execute("INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 51) g")
+    conn.execute("CREATE DOMAIN public.pytest_dread AS text CHECK ((upper(VALUE) || 'x')::regtype IS NOT NULL)")
+    conn.execute("SET nl2sql.mode = zero_shot")
+    conn.execute("SET nl2sql.sample_rows = 0")
+    try:
+        with pytest.raises(errors.UndefinedObject) as e:
+            conn.execute("SELECT * FROM nl2sql_run('[check-at-read] how many secrets?')")
+        # The caller gets PostgreSQL's own error.
+        assert 'type "zzguessx" does not exist' in e.value.diag.message_primary
+        bodies = mock.requests()
+        assert len(bodies) == 2
+        correction = bodies[1]["body"]["messages"][-1]["content"]
+        assert "undefined_object" in correction and '"zzguessx"' not in correction, correction
+        # The failed call's row is written by the session's next call.
+        conn.execute("SELECT * FROM nl2sql_run('[nul-byte] how many secrets?')").fetchall()
+        row = conn.execute("SELECT sqlstate, error FROM nl2sql.history WHERE question = '[check-at-read] how many secrets?' "
+                           "ORDER BY id DESC LIMIT 1").fetchone()
+        assert row == ("42704", "generated query failed: its message is withheld (raised while it ran, it may quote data)"), row
+    finally:
+        conn.execute("DROP DOMAIN public.pytest_dread")
+        conn.execute("DROP TABLE vault")
+
+
 def test_a_domain_check_folded_before_the_query_is_judged_again(connect, mock):
     """A domain's CHECK calls an IMMUTABLE function that reads the vault: the first use of the
     domain in the session folds the function's value (a row's) into the type cache, and from

@@ -50,11 +50,14 @@ thread_local! {
     /// Whether code other than a built-in function began, or was set up to be called, under a
     /// scope since the last [`take_other_code`]: such code (an allow-listed function, an
     /// extension's, a domain CHECK calling one) may read rows, and quote them in an error,
-    /// whenever PostgreSQL calls it.
+    /// whenever PostgreSQL calls it. Also set when any function, built in or not, is set up for
+    /// the executor (a domain CHECK run while a literal is read): what such a call raises, in
+    /// whichever file, is the function's error, not the query's text read back.
     static OTHER_CODE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Whether code other than a built-in function began under a scope since the last call.
+/// Whether code other than a built-in function began, or any function was set up for the
+/// executor, under a scope since the last call.
 pub fn take_other_code() -> bool {
     OTHER_CODE.replace(false)
 }
@@ -175,6 +178,9 @@ unsafe extern "C-unwind" fn object_access(access: pg_sys::ObjectAccessType::Type
     }
     if access != pg_sys::ObjectAccessType::OAT_FUNCTION_EXECUTE {
         return;
+    }
+    if ACTIVE.with_borrow(|a| a.is_some()) {
+        OTHER_CODE.set(true);
     }
     enforce(object);
 }

@@ -283,7 +283,8 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
         Err(failure) => match hooks::take_refusal() {
             Some(refusal) => Err(Rejected::Refused(refusal)),
             // Raised by PostgreSQL's parser or rewriter while it read the query (not by a
-            // function reading ran), no code but built-in functions having run, and of a kind
+            // function reading ran), no function having been set up to run meanwhile (a domain
+            // CHECK run while a literal is read, whichever file raised its error), and of a kind
             // reading raises: it quotes the query's text and the catalog's names (and what it
             // repeats of them is still only names the model wrote or was shown: scrub.rs).
             None => Err(Rejected::Failed(match failure {
