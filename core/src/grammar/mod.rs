@@ -1,6 +1,7 @@
 //! A grammar per question (GBNF, as llama.cpp's server and vLLM's xgrammar read it) under which
 //! the model can only write the relations its prompt shows and column names those relations
-//! have, in the form it writes without one: a column alone or after any qualifier. What the
+//! have, in the form it writes without one: a column alone or after any qualifier, and in a
+//! `SELECT` that reads one relation, one of that relation's (scoped.rs). What the
 //! grammar covers and what it leaves to the guard: docs/pipeline.md.
 //!
 //! Names are a table owner's text: each one goes into the grammar only as a string literal
@@ -70,6 +71,8 @@ pub struct Grammar {
     /// Relations it allows, and distinct column names.
     pub relations: usize,
     pub columns: usize,
+    /// Relations given rules of their own (scoped.rs); 0 when the shared rules only were sent.
+    pub scoped: usize,
 }
 
 /// Why no grammar was built.
@@ -96,29 +99,33 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
     // after `FROM travel.airports`).
     let mut bare: BTreeSet<String> = BTreeSet::new();
     let mut names: BTreeSet<String> = BTreeSet::new();
+    let mut copies: Vec<scoped::Relation> = Vec::new();
     let mut size = fixed().len();
     for (i, t) in schema.tables.iter().enumerate() {
         crate::interrupt::every(i, 256);
         if !prefixes.contains(t.ident.as_str()) {
             continue;
         }
-        let mut any = false;
+        let mut own: BTreeSet<String> = BTreeSet::new();
         for c in t.columns.iter().filter(|c| shown.contains(format!("{}.{}", t.ident, c.ident).as_str())) {
-            any = true;
             let n = render::ident(&c.ident);
             if !names.contains(&n) {
                 size += literal(&n).len() + 4;
-                names.insert(n);
+                names.insert(n.clone());
             }
+            own.insert(n);
         }
-        if any {
+        if !own.is_empty() {
             let r = render::ident(&t.ident);
             size += 2 * literal(&r).len() + 8;
-            if let Some(b) = last_part(&t.ident).map(render::ident).filter(|b| *b != r) {
-                size += literal(&b).len() + 4;
-                bare.insert(b);
+            let b = last_part(&t.ident).map(render::ident).filter(|b| *b != r);
+            if let Some(b) = &b {
+                size += literal(b).len() + 4;
+                bare.insert(b.clone());
             }
-            relations.insert(r);
+            if relations.insert(r.clone()) {
+                copies.push(scoped::Relation { written: r, bare: b, columns: own });
+            }
         }
         // Stop as soon as it is too large: a table owner's long names cost no more than this.
         if size > MAX_BYTES {
@@ -159,16 +166,28 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
     } else {
         let _ = writeln!(out, "qualifier ::= alias | relation | {}", radix(&bare));
     }
+    // Each relation's own copy where it fits, else the shared rules only.
+    let mut tail = scoped::rules(fixed(), &copies, !reserved);
+    let mut own = if copies.len() <= scoped::MAX_SCOPED { copies.len() } else { 0 };
+    if out.len() + tail.len() > MAX_BYTES {
+        tail = scoped::rules(fixed(), &[], !reserved);
+        own = 0;
+    }
+    out.push_str(&tail);
     if out.len() > MAX_BYTES {
         return Err(NoGrammar::TooLarge(out.len()));
     }
-    Ok(Grammar { text: out, relations: relations.len(), columns: count })
+    Ok(Grammar { text: out, relations: relations.len(), columns: count, scoped: own })
 }
 
-/// The fixed rules: sql.gbnf without its comments, worked out once.
+/// The fixed rules: sql.gbnf without its comments, and the aliases (alias.rs), worked out once.
 fn fixed() -> &'static str {
     static FIXED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    FIXED.get_or_init(|| SQL.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).map(|l| format!("{l}\n")).collect())
+    FIXED.get_or_init(|| {
+        let mut text: String = SQL.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).map(|l| format!("{l}\n")).collect();
+        text.push_str(&alias::rules());
+        text
+    })
 }
 
 /// The last part of a schema-qualified identifier (`airports` of `travel.airports`, `"B.c"` of
@@ -261,6 +280,9 @@ fn common_prefix<'a>(mut words: impl Iterator<Item = &'a str>) -> &'a str {
     }
     &first[..len]
 }
+
+mod alias;
+mod scoped;
 
 #[cfg(test)]
 mod check;

@@ -18,6 +18,20 @@ fn schema(tables: &[(&str, &str, &[&str])]) -> Schema {
     serde_json::from_value(serde_json::json!({ "tables": tables })).expect("schema")
 }
 
+/// A schema of tables named as their identifiers, from owned names.
+fn named(tables: &[(String, Vec<String>)]) -> Schema {
+    let specs: Vec<(&str, &str, Vec<&str>)> = tables.iter().map(|(n, c)| (n.as_str(), n.as_str(), c.iter().map(String::as_str).collect())).collect();
+    let specs: Vec<(&str, &str, &[&str])> = specs.iter().map(|(n, i, c)| (*n, *i, c.as_slice())).collect();
+    schema(&specs)
+}
+
+/// Asserts that `p` allows each query of `sqls` (or, `allowed` false, none of them).
+fn judged(p: &Parsed, sqls: &[&str], allowed: bool) {
+    for sql in sqls {
+        assert_eq!(p.accepts("root", &block(sql)), allowed, "{sql}");
+    }
+}
+
 fn concert() -> Schema {
     schema(&[
         ("singer", "singer", &["singer_id", "name", "country", "age"]),
@@ -156,6 +170,8 @@ fn nothing_fits_is_offered_unless_a_shown_column_is_named_so() {
     assert!(!offers_nothing_fits(&g.text), "{}", g.text);
     let p = check::parse(&g.text).expect("parses");
     assert!(p.accepts("colref", "unknown_salary") && !p.accepts("colref", "unknown_wage"));
+    // nor in the relation's own rules
+    assert!(p.accepts("root", &block("SELECT unknown_salary FROM t")) && !p.accepts("root", &block("SELECT unknown_wage FROM t")));
     // a name cannot forge the rule's end
     let s = schema(&[("t", "t", &["x\" | \"unknown_\" name¦\"x\"\" | \"\"unknown_\"\" name\""])]);
     let g = build(&s, &first(&s, 1), Form::Query).expect("grammar");
@@ -231,8 +247,10 @@ fn hostile_names_stay_inside_their_literals() {
     let specs: Vec<(&str, &str, &[&str])> = specs.iter().map(|(n, i, c)| (*n, *i, c.as_slice())).collect();
     let s = schema(&specs);
     let g = build(&s, &first(&s, s.tables.len()), Form::Query).expect("grammar");
-    // one line per rule: the fixed ones, root, func, relation, column and qualifier
-    assert_eq!(g.text.lines().count(), fixed().lines().count() + 5, "{}", g.text);
+    // one line per rule: the fixed ones, root, func, relation, column and qualifier,
+    // top, top-core, select-core, many-relations and from, and each relation's copies
+    let copies = s.tables.len() * scoped::lines_per_relation(fixed());
+    assert_eq!(g.text.lines().count(), fixed().lines().count() + 10 + copies, "{}", g.text);
     assert!(g.text.is_ascii(), "{}", g.text);
     let p = check::parse(&g.text).unwrap_or_else(|e| panic!("{e}\n{}", g.text));
     assert_eq!(p.undefined(), Vec::<String>::new());
@@ -251,6 +269,91 @@ fn hostile_names_stay_inside_their_literals() {
 }
 
 #[test]
+fn a_select_reading_one_relation_reads_only_its_columns() {
+    let p = parsed(&concert(), 4, Form::Query);
+    // A column alone, or after the relation's own name, that the one relation read lacks.
+    judged(
+        &p,
+        &[
+        "SELECT count(DISTINCT singer_id) FROM concert",
+        "SELECT name FROM concert",
+        "SELECT count(*) FROM singer WHERE stadium_id = 1",
+        "SELECT country, count(*) FROM singer GROUP BY singer.concert_name",
+        "SELECT country FROM singer GROUP BY country HAVING max(capacity) > 1",
+        "SELECT singer.capacity FROM singer",
+        "SELECT name FROM stadium WHERE stadium_id IN (SELECT singer_id FROM concert)",
+        "SELECT name FROM singer UNION SELECT year FROM singer",
+        // in the statement itself, whatever qualifies the column: an alias, another relation
+        "SELECT s.capacity FROM singer s",
+        "SELECT count(*) FROM singer WHERE yearg.year = 2014",
+        "SELECT avg(age) FROM singer WHERE concert.year = 2014",
+        // a keyword is no alias: a FROM that must go on to a join cannot take it for one
+        "SELECT stadium_id FROM singer WHERE LEFT JOIN concert ON singer.singer_id = concert.concert_id",
+        "SELECT capacity FROM concert ORDER FULL JOIN stadium ON concert.stadium_id = stadium.stadium_id",
+        ],
+        false,
+    );
+    judged(
+        &p,
+        &[
+        "SELECT count(DISTINCT singer_id) FROM singer_in_concert",
+        // two relations or more: any shown relation's columns, as before
+        "SELECT count(DISTINCT singer_id) FROM concert JOIN singer_in_concert ON concert.concert_id = singer_in_concert.concert_id",
+        "SELECT count(DISTINCT sic.singer_id) FROM concert c, singer_in_concert sic WHERE c.concert_id = sic.concert_id",
+        "SELECT name FROM stadium WHERE stadium_id IN (SELECT stadium_id FROM concert WHERE year = '2014')",
+        // the outer query's columns in a correlated subquery, after its alias or its name
+        "SELECT name FROM stadium s WHERE EXISTS (SELECT 1 FROM concert c WHERE c.stadium_id = s.stadium_id AND s.capacity > 10)",
+        "SELECT name FROM stadium WHERE EXISTS (SELECT 1 FROM concert WHERE concert.stadium_id = stadium.stadium_id AND stadium.capacity > 10)",
+        "SELECT sub1.n FROM (SELECT count(*) AS n FROM concert) AS sub1",
+        "SELECT s.name FROM singer AS s WHERE s.age > 30 ORDER BY s.age DESC",
+        ],
+        true,
+    );
+    // Within a FILTER, too; and after the relation's own name or an alias, as the FROM writes it.
+    assert!(!p.accepts("root", &block("SELECT count(*) FILTER (WHERE capacity > 1) FROM singer")));
+    judged(&p, &["SELECT s.name FROM singer s WHERE s.age > 3", "SELECT s.name FROM singer AS s", "SELECT singer.name FROM singer"], true);
+    // The copies rename references by reading rule names as lower-case words.
+    for l in fixed().lines() {
+        let name = l.split_once(" ::= ").map(|(n, _)| n).unwrap_or("");
+        assert!(name.starts_with(|c: char| c.is_ascii_lowercase()) && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'), "{l}");
+    }
+    // The rules copied per relation: where a column is read, below a SELECT, and nothing else.
+    let mut copied: Vec<&str> = scoped::copied(fixed());
+    copied.sort();
+    assert_eq!(
+        copied,
+        [
+            "atom", "call", "case", "cond", "count-star", "expr", "filter", "group-by", "having", "item", "item-atom", "item-expr", "item-term", "items",
+            "order-item", "pred", "term", "test", "where", "window"
+        ]
+    );
+    // Past the bound, the shared rules only: a column of any shown relation.
+    let many: Vec<(String, Vec<String>)> = (0..=scoped::MAX_SCOPED).map(|i| (format!("t{i}"), vec![format!("c{i}")])).collect();
+    let s = named(&many);
+    let p = parsed(&s, s.tables.len(), Form::Query);
+    assert!(p.accepts("root", &block("SELECT c1 FROM t0")));
+    let s = named(&many[..scoped::MAX_SCOPED]);
+    let p = parsed(&s, s.tables.len(), Form::Query);
+    assert!(!p.accepts("root", &block("SELECT c1 FROM t0")) && p.accepts("root", &block("SELECT c0 FROM t0")));
+    assert_eq!(build(&s, &first(&s, s.tables.len()), Form::Query).expect("grammar").scoped, scoped::MAX_SCOPED);
+}
+
+#[test]
+fn copies_past_the_size_bound_give_way_to_the_shared_rules() {
+    // 16 relations sharing 400 long column names: the shared rules fit, 16 copies would not.
+    // (their common part at the end, where the radix tree cannot share it)
+    let columns: Vec<String> = (0..400).map(|j| format!("c{j:04}_of_a_rather_long_column_name_that_ends_alike")).collect();
+    let mut tables: Vec<(String, Vec<String>)> = (0..scoped::MAX_SCOPED).map(|i| (format!("t{i}"), columns.clone())).collect();
+    tables[1].1.push("only_t1".into());
+    let s = named(&tables);
+    let g = build(&s, &first(&s, s.tables.len()), Form::Query).expect("within the bound");
+    assert!(g.text.len() <= MAX_BYTES && g.scoped == 0, "{} {}", g.text.len(), g.scoped);
+    let p = check::parse(&g.text).expect("parses");
+    assert_eq!(p.undefined(), Vec::<String>::new());
+    assert!(p.accepts("root", &block("SELECT only_t1 FROM t0")) && !p.accepts("root", &block("SELECT only_t2 FROM t0")));
+}
+
+#[test]
 fn the_structured_chain_of_thought_lists_columns_the_tables_have() {
     let p = parsed(&concert(), 4, Form::Thought);
     let ok = "#reason: count French singers\n#columns: singer.country, singer_id\n#values: singer.country = 'France'\n#SELECT: count\n#SQL-like: count singers where country is France\n#SQL: ```sql\nSELECT count(*) FROM singer WHERE country = 'France'\n```";
@@ -262,9 +365,7 @@ fn the_structured_chain_of_thought_lists_columns_the_tables_have() {
 fn a_wide_schema_stays_within_the_bound_and_factors_its_names() {
     let names: Vec<(String, Vec<String>)> =
         (0..1000).map(|i| (format!("table_{i:04}"), (0..12).map(|j| format!("column_number_{j}")).collect())).collect();
-    let specs: Vec<(&str, &str, Vec<&str>)> = names.iter().map(|(n, c)| (n.as_str(), n.as_str(), c.iter().map(String::as_str).collect())).collect();
-    let specs: Vec<(&str, &str, &[&str])> = specs.iter().map(|(n, i, c)| (*n, *i, c.as_slice())).collect();
-    let s = schema(&specs);
+    let s = named(&names);
     let g = build(&s, &first(&s, 1000), Form::Query).expect("within the bound");
     assert!(g.text.len() <= MAX_BYTES && g.relations == 1000 && g.columns == 12, "{}", g.text.len());
     // the table names share "table_0": the relation rule writes it once

@@ -49,7 +49,7 @@ pub(super) fn grammar_for(trace: &mut Trace, on: bool, schema: &Schema, columns:
     match grammar::build(schema, columns, form) {
         Ok(g) => {
             if first {
-                trace.grammar = Some(GrammarTrace { bytes: g.text.len(), relations: g.relations, columns: g.columns, not_built: None });
+                trace.grammar = Some(GrammarTrace { bytes: g.text.len(), relations: g.relations, columns: g.columns, scoped: g.scoped, not_built: None });
             }
             Some(Arc::new(g.text))
         }

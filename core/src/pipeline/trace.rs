@@ -130,6 +130,9 @@ pub struct GrammarTrace {
     pub bytes: usize,
     pub relations: usize,
     pub columns: usize,
+    /// Relations with rules of their own (a `SELECT` reading one of them reads its columns);
+    /// 0 when the shared rules only were sent (more relations shown than that allows).
+    pub scoped: usize,
     /// Why no grammar was built (then the prompts go without one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_built: Option<String>,
