@@ -110,6 +110,19 @@ def test_statement_timeout_while_parsing_a_huge_answer(connect, mock):
     assert conn.execute("SELECT 1").fetchone()[0] == 1
 
 
+def _zero_shot_vault(connect, *fill):
+    """A connection asking zero-shot without sampled rows, beside a table vault (secret text)
+    emptied and filled by the `fill` statements."""
+    conn = connect()
+    conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
+    conn.execute("TRUNCATE vault")
+    for statement in fill:
+        conn.execute(statement)
+    conn.execute("SET nl2sql.mode = zero_shot")
+    conn.execute("SET nl2sql.sample_rows = 0")
+    return conn
+
+
 @pytest.mark.parametrize("marker,state,spelt", [("[leaky-cast]", "22P02", "zz-secret-7731"), ("[leaky-regclass]", "42P01", "zz-secret-7731"),
                                                 ("[leaky-regoper]", "42883", "zz_secret_nnjh"),
                                                 # PostgreSQL prints a value's own quotes, and a ": " in it, as they are.
@@ -119,13 +132,7 @@ def test_correction_prompts_carry_no_data(connect, mock, marker, state, spelt):
     """A candidate fails with an error that quotes a stored value, or (an operator's name read
     from a row) prints it unquoted, spelt in letters; the correction prompt sent to the endpoint
     carries the SQLSTATE and the names the model knows, never the value."""
-    conn = connect()
-    conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
-    conn.execute("TRUNCATE vault")
-    conn.execute("INSERT INTO vault VALUES ('zz-secret-7731')")
-    conn.execute("INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 50) g")
-    conn.execute("SET nl2sql.mode = zero_shot")
-    conn.execute("SET nl2sql.sample_rows = 0")
+    conn = _zero_shot_vault(connect, "INSERT INTO vault VALUES ('zz-secret-7731')", "INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 50) g")
     try:
         rows = conn.execute("SELECT * FROM nl2sql_run(%s)", (marker + " how many secrets?",)).fetchall()
         assert rows == [({"n": 51},)]
@@ -145,12 +152,7 @@ def test_the_history_keeps_no_value_an_error_printed_while_the_query_ran(connect
     """Every answer fails with an error raised while it ran that prints a row's text (between
     quotes of the value's own): the caller gets PostgreSQL's error; the history row, which
     administrators may read, and the correction prompt carry its SQLSTATE, not the value."""
-    conn = connect()
-    conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
-    conn.execute("TRUNCATE vault")
-    conn.execute("INSERT INTO vault VALUES ('zz-secret-7731')")
-    conn.execute("SET nl2sql.mode = zero_shot")
-    conn.execute("SET nl2sql.sample_rows = 0")
+    conn = _zero_shot_vault(connect, "INSERT INTO vault VALUES ('zz-secret-7731')")
     try:
         with pytest.raises(errors.UndefinedTable) as e:
             conn.execute("SELECT * FROM nl2sql_run('[leaky-history] how many secrets?')")
@@ -169,12 +171,7 @@ def test_the_history_keeps_no_value_an_error_printed_while_the_query_ran(connect
 def test_a_nul_byte_in_a_generated_query_is_told_as_such(connect, mock):
     """The model writes a NUL byte into a string literal, which PostgreSQL cannot be given: the
     correction prompt says so in nl2sql's words (a syntax error), and the corrected query runs."""
-    conn = connect()
-    conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
-    conn.execute("TRUNCATE vault")
-    conn.execute("INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 51) g")
-    conn.execute("SET nl2sql.mode = zero_shot")
-    conn.execute("SET nl2sql.sample_rows = 0")
+    conn = _zero_shot_vault(connect, "INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 51) g")
     try:
         rows = conn.execute("SELECT * FROM nl2sql_run('[nul-byte] how many secrets?')").fetchall()
         assert rows == [({"n": 51},)]
@@ -191,13 +188,8 @@ def test_an_error_a_domain_check_raises_while_the_query_is_read_is_not_told_as_r
     read), not the query's text. The model wrote that result into a comment: were the error told
     as a read-time one, whether its name was kept would confirm the guess. It is told as an
     error raised while the query ran: its SQLSTATE only, to the endpoint and in the history."""
-    conn = connect()
-    conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
-    conn.execute("TRUNCATE vault")
-    conn.execute("INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 51) g")
+    conn = _zero_shot_vault(connect, "INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 51) g")
     conn.execute("CREATE DOMAIN public.pytest_dread AS text CHECK ((upper(VALUE) || 'x')::regtype IS NOT NULL)")
-    conn.execute("SET nl2sql.mode = zero_shot")
-    conn.execute("SET nl2sql.sample_rows = 0")
     try:
         with pytest.raises(errors.UndefinedObject) as e:
             conn.execute("SELECT * FROM nl2sql_run('[check-at-read] how many secrets?')")
@@ -226,16 +218,11 @@ def test_a_domain_check_folded_before_the_query_is_judged_again(connect, mock):
     its hooks, which refuse the function wherever it runs: an array literal read while the
     query is parsed, an array cast while it runs, a value coerced to the domain (judged on the
     tree, as the catalog stores the CHECK). Nothing of the value reaches the endpoint."""
-    conn = connect()
-    conn.execute("CREATE TABLE IF NOT EXISTS vault (secret text)")
-    conn.execute("TRUNCATE vault")
-    conn.execute("INSERT INTO vault VALUES ('zz-secret-7731')")
+    conn = _zero_shot_vault(connect, "INSERT INTO vault VALUES ('zz-secret-7731')")
     conn.execute("CREATE OR REPLACE FUNCTION public.pytest_fold_secret() RETURNS text IMMUTABLE LANGUAGE plpgsql "
                  "AS $$BEGIN RETURN (SELECT max(secret) FROM vault); END$$")
     conn.execute("CREATE DOMAIN public.pytest_dfold AS text CHECK (VALUE IS NULL OR length(VALUE) < 100 "
                  "OR translate(public.pytest_fold_secret(), '-0123456789', '_ghijklmnop')::regoper IS NULL)")
-    conn.execute("SET nl2sql.mode = zero_shot")
-    conn.execute("SET nl2sql.sample_rows = 0")
     try:
         for private in ("off", "on"):
             conn.execute(f"SET nl2sql.privacy = {private}")
