@@ -47,6 +47,7 @@ pub extern "C-unwind" fn _PG_init() {
     // Prompts name the server's major version.
     nl2sql_core::prompt::set_server_version(&(pg_sys::PG_VERSION_NUM / 10_000).to_string());
     pg::hooks::install();
+    pg::sandbox::install();
     // Loops of the pure core over model output honour cancel and statement_timeout.
     nl2sql_core::interrupt::register(check_interrupts);
 }

@@ -209,21 +209,55 @@ def test_an_error_a_domain_check_raises_while_the_query_is_read_is_not_told_as_r
         conn.execute("DROP TABLE vault")
 
 
-@pytest.mark.xfail(strict=True, reason="open: a domain CHECK made of casts alone sets up no function, so its parse-time error is still told as a read-time one")
 def test_a_domain_check_of_casts_alone_confirms_no_guess(connect, mock):
     """A CHECK with no function call, `(session_user)::regtype IS NOT NULL`, run while an array
-    literal of the domain is read, raises `type "<login>" does not exist` from the parser's own
-    file; the model, having written its guess of the login name in a comment, must not learn
-    from the correction prompt whether the guess was right."""
+    or record literal of the domain (or of a domain based on it) is read, raises `type "<login>" does not
+    exist` from the parser's own file; the model, having written its guess of the login name in
+    a comment, must not learn from the correction prompt whether the guess was right. A query
+    that reaches no such domain is still told its reading error in full."""
     conn = _zero_shot_vault(connect, "INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 51) g")
     conn.execute("CREATE DOMAIN public.pytest_dsess AS text CHECK ((session_user)::regtype IS NOT NULL)")
+    conn.execute("CREATE DOMAIN public.pytest_dsess2 AS public.pytest_dsess")
+    conn.execute("CREATE TYPE public.pytest_dsrow AS (a public.pytest_dsess)")
     try:
-        with pytest.raises(errors.UndefinedObject):
-            conn.execute("SELECT * FROM nl2sql_run('[cast-only-check] how many secrets?')")
+        for marker in ("[cast-only-check]", "[cast-only-nested]", "[cast-only-record]"):
+            mock.reset()
+            with pytest.raises(errors.UndefinedObject) as e:
+                conn.execute("SELECT * FROM nl2sql_run(%s)", (marker + " how many secrets?",))
+            # The caller is told PostgreSQL's error; the model only its SQLSTATE.
+            assert 'type "postgres" does not exist' in e.value.diag.message_primary, marker
+            correction = mock.requests()[1]["body"]["messages"][-1]["content"]
+            assert "undefined_object" in correction and '"postgres"' not in correction, (marker, correction)
+        mock.reset()
+        with pytest.raises(errors.UndefinedColumn):
+            conn.execute("SELECT * FROM nl2sql_run('[cast-only-control] how many secrets?')")
         correction = mock.requests()[1]["body"]["messages"][-1]["content"]
-        assert '"postgres"' not in correction, correction
+        assert 'column "pytest_nosuch" does not exist' in correction, correction
     finally:
+        conn.execute("DROP TYPE public.pytest_dsrow")
+        conn.execute("DROP DOMAIN public.pytest_dsess2")
         conn.execute("DROP DOMAIN public.pytest_dsess")
+
+
+def test_a_domain_created_after_the_transaction_began_confirms_no_guess(connect, mock):
+    """The domains a CHECK applies to are listed as the parser finds types, committed now, not by
+    the transaction's snapshot: in a REPEATABLE READ transaction that began before another
+    session created a casts-only domain, a query reading an array literal of that domain still
+    gets only the error's SQLSTATE in its correction prompt."""
+    conn = _zero_shot_vault(connect, "INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 51) g")
+    other = connect()
+    try:
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        conn.execute("SELECT count(*) FROM vault")
+        other.execute("CREATE DOMAIN public.pytest_dlate AS text CHECK ((session_user)::regtype IS NOT NULL)")
+        mock.reset()
+        with pytest.raises(errors.UndefinedObject):
+            conn.execute("SELECT * FROM nl2sql_run('[cast-only-late] how many secrets?')")
+        correction = mock.requests()[1]["body"]["messages"][-1]["content"]
+        assert "undefined_object" in correction and '"postgres"' not in correction, correction
+    finally:
+        conn.execute("ROLLBACK")
+        other.execute("DROP DOMAIN IF EXISTS public.pytest_dlate")
 
 
 def test_a_domain_check_folded_before_the_query_is_judged_again(connect, mock):

@@ -346,7 +346,7 @@ unsafe extern "C-unwind" fn walker(node: *mut pg_sys::Node, context: *mut c_void
 /// constants the first time the session used the domain (a function another role wrote may have
 /// run then, outside nl2sql), so the cache's form would hide those calls.
 unsafe fn domain_checks(domain: Oid) -> Vec<*mut pg_sys::Expr> {
-    let stored = crate::pg::spi::rows(DOMAIN_CHECKS_SQL, &[domain.into()], |row| row.get::<String>(1).ok().flatten());
+    let stored = crate::pg::spi::rows_now(DOMAIN_CHECKS_SQL, &[domain.into()], |row| row.get::<String>(1).ok().flatten());
     let mut out = Vec::new();
     for text in stored {
         // Never: PostgreSQL's text holds no NUL byte. Refused rather than left unchecked.

@@ -10,6 +10,7 @@
 //! The database a question's run sees, built on this, is database.rs.
 
 pub mod database;
+mod domains;
 mod watchdog;
 
 use crate::gucs;
@@ -36,6 +37,11 @@ thread_local! {
     /// (an input function, a domain's CHECK: the type cache may have folded one with a row's
     /// value earlier, and then no code but built-in functions runs).
     static RAISED_READING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Registers the sandbox's catalog callbacks; once per backend (_PG_init).
+pub fn install() {
+    domains::install();
 }
 
 /// The caps of one execution.
@@ -239,6 +245,7 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
     hooks::take_refusal();
     hooks::take_other_code();
     RAISED_READING.set(false);
+    let mut listed_domains = None;
     // As the role generated SQL runs as, with the caller's search_path (role.rs).
     let outcome = role::as_exec_role(|| isolated(limits.timeout, || {
         // SAFETY: reads the current user id (the role generated SQL runs as, by now).
@@ -253,19 +260,23 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
                 // outside these hooks (a row's value may be the constant). Dropped, so that every
                 // CHECK this query reaches, at any point (an array literal of the domain is read
                 // while the query is parsed), is loaded again here, the hooks judging each call
-                // that folding makes.
-                // SAFETY: fires the catalog-invalidation callbacks of pg_constraint, as a commit
-                // that changed one would; the type cache's only marks its domain entries stale.
-                unsafe { pg_sys::CallSyscacheCallbacks(pg_sys::SysCacheIdentifier::CONSTROID as i32, 0) };
+                // that folding makes. What a CHECK of casts alone raises (no function to hook)
+                // is told apart by its domain's entry being loaded again (domains.rs). Marked
+                // outside the scope: nl2sql's own catalog read, no code of the query's.
+                // SAFETY: in the subtransaction; fires pg_constraint's invalidation callbacks, as
+                // a commit that changed one would (the type cache's marks its domain entries stale).
+                let (marks, listed) = hooks::suspended(|| unsafe { domains::mark() });
+                listed_domains = listed;
                 // SAFETY: inside the subtransaction; the tree lives in its memory context.
                 let checked = PgTryBuilder::new(AssertUnwindSafe(|| unsafe { policy::check(&csql, &allowed, foreign, &mut verdicts) }))
                     .catch_others(|e| {
                         if let CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) = &e {
-                            RAISED_READING.set(ran::raised_by_reader(r.file()));
+                            RAISED_READING.set(ran::raised_by_reader(r.file()) && !marks.reached());
                         }
                         e.rethrow()
                     })
                     .execute();
+                drop(marks);
                 let (query, read, named) = checked?;
                 reads.extend(read);
                 Ok(unsafe { run(query, &csql, limits) }.map(|mut e| {
@@ -284,11 +295,19 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
             Some(refusal) => Err(Rejected::Refused(refusal)),
             // Raised by PostgreSQL's parser or rewriter while it read the query (not by a
             // function reading ran), no function having been set up to run meanwhile (a domain
-            // CHECK run while a literal is read, whichever file raised its error), and of a kind
+            // CHECK run while a literal is read, whichever file raised its error) nor any domain's
+            // CHECK loaded (one of casts alone calls no function: domains.rs), and of a kind
             // reading raises: it quotes the query's text and the catalog's names (and what it
             // repeats of them is still only names the model wrote or was shown: scrub.rs).
             None => Err(Rejected::Failed(match failure {
-                Failure::Execution(r) if RAISED_READING.get() && !hooks::take_other_code() && ran::raised_reading(r.sqlstate.code()) => Failure::Analysis(r),
+                Failure::Execution(r)
+                    if RAISED_READING.get()
+                        && !hooks::take_other_code()
+                        && ran::raised_reading(r.sqlstate.code())
+                        && domains::none_added(&listed_domains) =>
+                {
+                    Failure::Analysis(r)
+                }
                 other => other,
             })),
         },

@@ -33,6 +33,19 @@ pub fn rows<T>(sql: &str, args: &[DatumWithOid], row: impl Fn(&SpiHeapTupleData)
     })
 }
 
+/// [`rows`], reading the catalog as committed now rather than by the statement's snapshot (the
+/// transaction's, under REPEATABLE READ): what the parser and the type cache see.
+pub fn rows_now<T>(sql: &str, args: &[DatumWithOid], row: impl Fn(&SpiHeapTupleData) -> Option<T>) -> Vec<T> {
+    // SAFETY: a snapshot pushed and popped around a read-only query; an error ends the
+    // (sub)transaction, whose abort pops it.
+    unsafe {
+        pg_sys::PushActiveSnapshot(pg_sys::GetLatestSnapshot());
+        let out = rows(sql, args, row);
+        pg_sys::PopActiveSnapshot();
+        out
+    }
+}
+
 /// Runs a statement that writes (maintenance paths only).
 pub fn write(sql: &str, args: &[DatumWithOid]) {
     write_rows(sql, args, |_| Some(()));
