@@ -260,6 +260,25 @@ def test_a_domain_created_after_the_transaction_began_confirms_no_guess(connect,
         other.execute("DROP DOMAIN IF EXISTS public.pytest_dlate")
 
 
+def test_a_sort_on_a_checked_domain_keeps_a_reading_error_told(connect, mock):
+    """Sorting a column of a domain with a CHECK makes the type cache look its operators up (its
+    entry's flags change) without running the CHECK: in a session's first question, the
+    reading error raised after it is still told to the model in full."""
+    admin = connect()
+    admin.execute("CREATE DOMAIN public.pytest_dord AS text CHECK (VALUE <> '')")
+    admin.execute("CREATE TABLE public.pytest_dord_t (d public.pytest_dord)")
+    try:
+        conn = _zero_shot_vault(connect)
+        mock.reset()
+        with pytest.raises(errors.UndefinedColumn):
+            conn.execute("SELECT * FROM nl2sql_run('[domain-sort-control] list them')")
+        correction = mock.requests()[1]["body"]["messages"][-1]["content"]
+        assert 'column "pytest_nosuch" does not exist' in correction, correction
+    finally:
+        admin.execute("DROP TABLE public.pytest_dord_t")
+        admin.execute("DROP DOMAIN public.pytest_dord")
+
+
 def test_a_domain_check_folded_before_the_query_is_judged_again(connect, mock):
     """A domain's CHECK calls an IMMUTABLE function that reads the vault: the first use of the
     domain in the session folds the function's value (a row's) into the type cache, and from

@@ -245,7 +245,7 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
     hooks::take_refusal();
     hooks::take_other_code();
     RAISED_READING.set(false);
-    let mut listed_domains = None;
+    let mut listed_at = None;
     // As the role generated SQL runs as, with the caller's search_path (role.rs).
     let outcome = role::as_exec_role(|| isolated(limits.timeout, || {
         // SAFETY: reads the current user id (the role generated SQL runs as, by now).
@@ -265,8 +265,8 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
                 // outside the scope: nl2sql's own catalog read, no code of the query's.
                 // SAFETY: in the subtransaction; fires pg_constraint's invalidation callbacks, as
                 // a commit that changed one would (the type cache's marks its domain entries stale).
-                let (marks, listed) = hooks::suspended(|| unsafe { domains::mark() });
-                listed_domains = listed;
+                let marks = hooks::suspended(|| unsafe { domains::mark() });
+                listed_at = Some(marks.since());
                 // SAFETY: inside the subtransaction; the tree lives in its memory context.
                 let checked = PgTryBuilder::new(AssertUnwindSafe(|| unsafe { policy::check(&csql, &allowed, foreign, &mut verdicts) }))
                     .catch_others(|e| {
@@ -276,7 +276,6 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
                         e.rethrow()
                     })
                     .execute();
-                drop(marks);
                 let (query, read, named) = checked?;
                 reads.extend(read);
                 Ok(unsafe { run(query, &csql, limits) }.map(|mut e| {
@@ -304,7 +303,7 @@ pub fn execute_noting(sql: &str, limits: Limits, reads: &mut Vec<pg_sys::Oid>) -
                     if RAISED_READING.get()
                         && !hooks::take_other_code()
                         && ran::raised_reading(r.sqlstate.code())
-                        && domains::none_added(&listed_domains) =>
+                        && listed_at.is_some_and(domains::unchanged_since) =>
                 {
                     Failure::Analysis(r)
                 }

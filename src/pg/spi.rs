@@ -34,7 +34,10 @@ pub fn rows<T>(sql: &str, args: &[DatumWithOid], row: impl Fn(&SpiHeapTupleData)
 }
 
 /// [`rows`], reading the catalog as committed now rather than by the statement's snapshot (the
-/// transaction's, under REPEATABLE READ): what the parser and the type cache see.
+/// transaction's, under REPEATABLE READ): what the parser and the type cache see. Only where the
+/// (sub)transaction has no transaction ID (a sandbox's subtransaction): pgrx's client reads
+/// read-only then, and a read-only SPI query runs with the snapshot pushed here; otherwise SPI
+/// takes the transaction's.
 pub fn rows_now<T>(sql: &str, args: &[DatumWithOid], row: impl Fn(&SpiHeapTupleData) -> Option<T>) -> Vec<T> {
     // SAFETY: a snapshot pushed and popped around a read-only query; an error ends the
     // (sub)transaction, whose abort pops it.

@@ -12,28 +12,37 @@
 //! one flag on each domain entry), so the type cache loads them again, setting that flag, before
 //! it runs any: an entry of a domain a CHECK applies to whose flag is set again was reached. The
 //! flag's value is PostgreSQL's own, private and different between major versions: it is learned
-//! as the one flag marking clears, and until the backend has seen it cleared once, any change
-//! of an entry's flags counts. A change to pg_type or pg_constraint taken in while the query is
-//! read (another session's domain, or a second marking that would clear the flag again) counts
-//! as reached too. Either way the error is not the query's text read back.
+//! as the one flag marking clears on a domain whose constraints were loaded (information_schema's
+//! `cardinal_number`, a superuser's, loaded for it); until then any change of an entry's flags
+//! counts. Any change to pg_type or pg_constraint taken in from the moment the domains are listed
+//! (another session's new domain, a second marking that would clear the flag again) counts as
+//! reached too. Either way the error is not the query's text read back.
+//!
+//! The list is read again only after such a change: most executions read no catalog here.
 
 use pgrx::prelude::*;
-use std::cell::Cell;
-use std::collections::HashSet;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
+use std::rc::Rc;
 
 /// Past this many domains with a CHECK, any read is taken to have reached one.
 const MAX_DOMAINS: i64 = 10_000;
 
 const CHECKED_SQL: &str = include_str!("../../../sql/queries/sandbox_checked_domains.sql");
+const KNOWN_SQL: &str = include_str!("../../../sql/queries/sandbox_known_domain.sql");
+
+type Listed = Option<Rc<Vec<pg_sys::Oid>>>;
 
 thread_local! {
-    /// A read is being watched (between [`mark`] and the end of its [`Marks`]).
-    static WATCHING: Cell<bool> = const { Cell::new(false) };
-    /// pg_type or pg_constraint changed (an invalidation taken in) while a read was watched.
-    static MOVED: Cell<bool> = const { Cell::new(false) };
+    /// Counts the changes to pg_type and pg_constraint taken in (the sandbox's own marking of
+    /// the constraints stale left out).
+    static GENERATION: Cell<u64> = const { Cell::new(0) };
+    /// The sandbox is marking the constraints stale itself.
+    static STALING: Cell<bool> = const { Cell::new(false) };
     /// The type cache's flag of a domain entry whose constraints are loaded; 0 until learned.
     static LOADED_FLAG: Cell<c_int> = const { Cell::new(0) };
+    /// The domains a CHECK applies to (None: too many), and the generation they were read at.
+    static LISTED: RefCell<Option<(u64, Listed)>> = const { RefCell::new(None) };
 }
 
 /// Registers the catalog callbacks; once per backend (_PG_init).
@@ -48,56 +57,72 @@ pub fn install() {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn moved(_arg: pg_sys::Datum, _cache: c_int, _hash: u32) {
-    if WATCHING.get() {
-        MOVED.set(true);
+    if !STALING.get() {
+        GENERATION.set(GENERATION.get().wrapping_add(1));
     }
 }
 
-/// The domains a CHECK constraint applies to (their own or a base domain's), as committed now
-/// (not by the transaction's snapshot: the parser finds types as committed now); None past
-/// MAX_DOMAINS.
-pub fn checked() -> Option<Vec<pg_sys::Oid>> {
+/// The domains a CHECK constraint applies to (their own or a base domain's), as committed now;
+/// None past MAX_DOMAINS. Read again only when pg_type or pg_constraint changed since the last
+/// read. Returns the generation the list stands for.
+fn listed() -> (u64, Listed) {
+    let now = GENERATION.get();
+    if let Some((at, list)) = LISTED.with_borrow(|l| l.clone()) {
+        if at == now {
+            return (at, list);
+        }
+    }
+    // A change taken in while this reads bumps the generation past `now`: read again next time.
     let oids = crate::pg::spi::rows_now(CHECKED_SQL, &[(MAX_DOMAINS + 1).into()], |r| r.get::<pg_sys::Oid>(1).ok().flatten());
-    (i64::try_from(oids.len()).unwrap_or(i64::MAX) <= MAX_DOMAINS).then_some(oids)
+    let list = (i64::try_from(oids.len()).unwrap_or(i64::MAX) <= MAX_DOMAINS).then(|| Rc::new(oids));
+    LISTED.with_borrow_mut(|l| *l = Some((now, list.clone())));
+    (now, list)
 }
 
-/// Whether the domains a CHECK constraint applies to are still those `before` listed, none
-/// added (one created, or given a CHECK, by another session after they were listed, and read by
-/// the query, had no entry noted). Read once the query's subtransaction ended.
-pub fn none_added(before: &Option<Vec<pg_sys::Oid>>) -> bool {
-    let (Some(before), Some(now)) = (before, checked()) else { return false };
-    let before: HashSet<u32> = before.iter().map(|d| u32::from(*d)).collect();
-    now.iter().all(|d| before.contains(&u32::from(*d)))
+/// Whether pg_type and pg_constraint are as they were at generation `since`, once the changes
+/// committed until now are taken in: no domain was created or given a CHECK after the list the
+/// read was watched with (one whose change arrives only after the query was read).
+pub fn unchanged_since(since: u64) -> bool {
+    // SAFETY: in a transaction; takes in other sessions' committed catalog changes.
+    unsafe { pg_sys::AcceptInvalidationMessages() };
+    GENERATION.get() == since
 }
 
 struct Mark {
     entry: *mut pg_sys::TypeCacheEntry,
-    /// Its flags once its constraints were marked stale.
+    /// Its flags and constraint cache once its constraints were marked stale.
     flags: c_int,
+    data: *mut pg_sys::DomainConstraintCache,
 }
 
-/// The type cache's entries of the domains [`checked`] found, as they stood when marked; the
-/// read is watched until this is dropped.
-pub struct Marks(Option<Vec<Mark>>);
+/// The type cache's entries of the listed domains as they stood when marked, and the generation
+/// of the list.
+pub struct Marks {
+    since: u64,
+    marks: Option<Vec<Mark>>,
+}
 
-/// Marks every domain's constraints stale (as a commit that changed pg_constraint would), lists
-/// the domains a CHECK applies to, as committed now, and notes the type cache's entry of each;
-/// from here until the marks are dropped, a change to pg_type or pg_constraint taken in is
-/// noted. Also returns the list (None: too many), for [`none_added`] once the read is over.
+/// Marks every domain's constraints stale (as a commit that changed pg_constraint would) and
+/// notes the type cache's entry of each domain a CHECK applies to.
 ///
 /// # Safety
 /// In a transaction.
-pub unsafe fn mark() -> (Marks, Option<Vec<pg_sys::Oid>>) {
+pub unsafe fn mark() -> Marks {
     // Changes committed until now are taken in first: the list and the entries are then those
     // the parser starts from.
     pg_sys::AcceptInvalidationMessages();
-    let Some(domains) = checked() else {
+    let (since, list) = listed();
+    let Some(domains) = list else {
         stale();
-        return (Marks(None), None);
+        return Marks { since, marks: None };
     };
+    if LOADED_FLAG.get() == 0 {
+        load_known();
+    }
     let none = pg_sys::Datum::from(0usize);
     let mut entries = Vec::with_capacity(domains.len());
-    for &oid in &domains {
+    for &oid in domains.iter() {
+        pgrx::check_for_interrupts!();
         // A domain dropped since it was listed has no entry to note (and cannot be read).
         if !pg_sys::SearchSysCacheExists(pg_sys::SysCacheIdentifier::TYPEOID as i32, pg_sys::Datum::from(oid), none, none, none) {
             continue;
@@ -114,42 +139,48 @@ pub unsafe fn mark() -> (Marks, Option<Vec<pg_sys::Oid>>) {
         let flags = (*entry).flags;
         // The one flag marking stale clears is the one loading sets.
         let cleared = before & !flags;
-        if cleared != 0 && cleared.count_ones() == 1 {
+        if cleared.count_ones() == 1 {
             LOADED_FLAG.set(cleared);
         }
-        marks.push(Mark { entry, flags });
+        marks.push(Mark { entry, flags, data: (*entry).domainData });
     }
-    MOVED.set(false);
-    WATCHING.set(true);
-    (Marks(Some(marks)), Some(domains))
+    Marks { since, marks: Some(marks) }
+}
+
+/// Loads the constraints of a domain a superuser owns (its CHECK folds nothing another role
+/// wrote), so that marking stale shows which flag says constraints are loaded.
+unsafe fn load_known() {
+    if let Some(oid) = crate::pg::spi::read::<pg_sys::Oid>(KNOWN_SQL, &[]) {
+        pg_sys::lookup_type_cache(oid, pg_sys::TYPECACHE_DOMAIN_CONSTR_INFO as c_int);
+    }
 }
 
 /// Fires pg_constraint's invalidation callbacks: the type cache's marks each domain entry's
 /// constraints stale, to be loaded again (their CHECKs folded again) when next used.
 unsafe fn stale() {
+    STALING.set(true);
     pg_sys::CallSyscacheCallbacks(pg_sys::SysCacheIdentifier::CONSTROID as i32, 0);
+    STALING.set(false);
 }
 
 impl Marks {
-    /// Whether a marked domain's constraints were loaded again since [`mark`] (any change of
-    /// its flags while the flag that says so is not known yet), or pg_type or pg_constraint
-    /// changed meanwhile; true when there were too many to mark. Reads memory only: safe in an
-    /// error handler.
-    pub fn reached(&self) -> bool {
-        let Some(marks) = &self.0 else { return true };
-        let loaded = LOADED_FLAG.get();
-        // SAFETY: type cache entries live as long as the backend, at a fixed address.
-        MOVED.get()
-            || marks.iter().any(|m| {
-                let now = unsafe { (*m.entry).flags };
-                if loaded == 0 { now != m.flags } else { now & loaded != 0 }
-            })
+    /// The generation of the list the read was watched with.
+    pub fn since(&self) -> u64 {
+        self.since
     }
 
-}
-
-impl Drop for Marks {
-    fn drop(&mut self) {
-        WATCHING.set(false);
+    /// Whether a marked domain's constraints were loaded again since [`mark`] (its flag set
+    /// again; any change of its flags while that flag is not known; its constraint cache
+    /// replaced or dropped), or pg_type or pg_constraint changed since the list was read; true
+    /// when there were too many to mark. Reads memory only: safe in an error handler.
+    pub fn reached(&self) -> bool {
+        let Some(marks) = &self.marks else { return true };
+        let loaded = LOADED_FLAG.get();
+        // SAFETY: type cache entries live as long as the backend, at a fixed address.
+        GENERATION.get() != self.since
+            || marks.iter().any(|m| {
+                let (flags, data) = unsafe { ((*m.entry).flags, (*m.entry).domainData) };
+                data != m.data || if loaded == 0 { flags != m.flags } else { flags & loaded != 0 }
+            })
     }
 }
