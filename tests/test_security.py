@@ -123,6 +123,15 @@ def _zero_shot_vault(connect, *fill):
     return conn
 
 
+def _correction(conn, mock, question, raised):
+    """Asks `question` (the scripted model's query fails, then fails again after the correction
+    round); returns PostgreSQL's error as the caller got it and the correction prompt sent."""
+    mock.reset()
+    with pytest.raises(raised) as e:
+        conn.execute("SELECT * FROM nl2sql_run(%s)", (question,))
+    return e.value, mock.requests()[1]["body"]["messages"][-1]["content"]
+
+
 @pytest.mark.parametrize("marker,state,spelt", [("[leaky-cast]", "22P02", "zz-secret-7731"), ("[leaky-regclass]", "42P01", "zz-secret-7731"),
                                                 ("[leaky-regoper]", "42883", "zz_secret_nnjh"),
                                                 # PostgreSQL prints a value's own quotes, and a ": " in it, as they are.
@@ -221,17 +230,11 @@ def test_a_domain_check_of_casts_alone_confirms_no_guess(connect, mock):
     conn.execute("CREATE TYPE public.pytest_dsrow AS (a public.pytest_dsess)")
     try:
         for marker in ("[cast-only-check]", "[cast-only-nested]", "[cast-only-record]"):
-            mock.reset()
-            with pytest.raises(errors.UndefinedObject) as e:
-                conn.execute("SELECT * FROM nl2sql_run(%s)", (marker + " how many secrets?",))
+            raised, correction = _correction(conn, mock, marker + " how many secrets?", errors.UndefinedObject)
             # The caller is told PostgreSQL's error; the model only its SQLSTATE.
-            assert 'type "postgres" does not exist' in e.value.diag.message_primary, marker
-            correction = mock.requests()[1]["body"]["messages"][-1]["content"]
+            assert 'type "postgres" does not exist' in raised.diag.message_primary, marker
             assert "undefined_object" in correction and '"postgres"' not in correction, (marker, correction)
-        mock.reset()
-        with pytest.raises(errors.UndefinedColumn):
-            conn.execute("SELECT * FROM nl2sql_run('[cast-only-control] how many secrets?')")
-        correction = mock.requests()[1]["body"]["messages"][-1]["content"]
+        _, correction = _correction(conn, mock, "[cast-only-control] how many secrets?", errors.UndefinedColumn)
         assert 'column "pytest_nosuch" does not exist' in correction, correction
     finally:
         conn.execute("DROP TYPE public.pytest_dsrow")
@@ -250,10 +253,7 @@ def test_a_domain_created_after_the_transaction_began_confirms_no_guess(connect,
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         conn.execute("SELECT count(*) FROM vault")
         other.execute("CREATE DOMAIN public.pytest_dlate AS text CHECK ((session_user)::regtype IS NOT NULL)")
-        mock.reset()
-        with pytest.raises(errors.UndefinedObject):
-            conn.execute("SELECT * FROM nl2sql_run('[cast-only-late] how many secrets?')")
-        correction = mock.requests()[1]["body"]["messages"][-1]["content"]
+        _, correction = _correction(conn, mock, "[cast-only-late] how many secrets?", errors.UndefinedObject)
         assert "undefined_object" in correction and '"postgres"' not in correction, correction
     finally:
         conn.execute("ROLLBACK")
@@ -268,11 +268,7 @@ def test_a_sort_on_a_checked_domain_keeps_a_reading_error_told(connect, mock):
     admin.execute("CREATE DOMAIN public.pytest_dord AS text CHECK (VALUE <> '')")
     admin.execute("CREATE TABLE public.pytest_dord_t (d public.pytest_dord)")
     try:
-        conn = _zero_shot_vault(connect)
-        mock.reset()
-        with pytest.raises(errors.UndefinedColumn):
-            conn.execute("SELECT * FROM nl2sql_run('[domain-sort-control] list them')")
-        correction = mock.requests()[1]["body"]["messages"][-1]["content"]
+        _, correction = _correction(_zero_shot_vault(connect), mock, "[domain-sort-control] list them", errors.UndefinedColumn)
         assert 'column "pytest_nosuch" does not exist' in correction, correction
     finally:
         admin.execute("DROP TABLE public.pytest_dord_t")
