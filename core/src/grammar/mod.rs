@@ -167,11 +167,9 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
         let _ = writeln!(out, "qualifier ::= alias | relation | {}", radix(&bare));
     }
     // Each relation's own copy where it fits, else the shared rules only.
-    let mut tail = scoped::rules(fixed(), &copies, !reserved);
-    let mut own = if copies.len() <= scoped::MAX_SCOPED { copies.len() } else { 0 };
+    let (mut tail, mut own) = scoped::rules(fixed(), &copies, !reserved);
     if out.len() + tail.len() > MAX_BYTES {
-        tail = scoped::rules(fixed(), &[], !reserved);
-        own = 0;
+        (tail, own) = scoped::rules(fixed(), &[], !reserved);
     }
     out.push_str(&tail);
     if out.len() > MAX_BYTES {

@@ -38,11 +38,12 @@ const STARTS: [&str; 4] = ["items", "where", "group-by", "having"];
 
 /// The rules the builder adds to the fixed ones: `top`, `select-core` and `from`, and, for at
 /// most [`MAX_SCOPED`] relations, each one's two copies. `nothing_fits`: whether a column may
-/// be the reserved word that none fits, as in the shared `column` rule.
-pub fn rules(fixed: &str, relations: &[Relation], nothing_fits: bool) -> String {
+/// be the reserved word that none fits, as in the shared `column` rule. Returns the rules and
+/// how many relations have a copy of their own (0: the shared rules only).
+pub fn rules(fixed: &str, relations: &[Relation], nothing_fits: bool) -> (String, usize) {
     let many = "\"SELECT \" \"DISTINCT \"? items sp \"FROM \" from where? group-by? having?";
     if relations.is_empty() || relations.len() > MAX_SCOPED {
-        return format!("top ::= main\nselect-core ::= {many}\nfrom ::= source (\",\" sp source | sp join){{0,7}}\n");
+        return (format!("top ::= main\nselect-core ::= {many}\nfrom ::= source (\",\" sp source | sp join){{0,7}}\n"), 0);
     }
     let template = template(fixed);
     let mut out = String::new();
@@ -94,7 +95,7 @@ pub fn rules(fixed: &str, relations: &[Relation], nothing_fits: bool) -> String 
             }
         }
     }
-    out
+    (out, relations.len())
 }
 
 /// The names of the fixed rules copied per relation (for the tests).

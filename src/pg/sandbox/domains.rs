@@ -41,6 +41,10 @@ thread_local! {
     static STALING: Cell<bool> = const { Cell::new(false) };
     /// The type cache's flag of a domain entry whose constraints are loaded; 0 until learned.
     static LOADED_FLAG: Cell<c_int> = const { Cell::new(0) };
+    /// The known domain was looked up (once per backend: if it is missing, the flag is learned
+    /// from the first listed domain whose constraints were loaded, and until then any change of
+    /// an entry's flags counts).
+    static KNOWN_TRIED: Cell<bool> = const { Cell::new(false) };
     /// The domains a CHECK applies to (None: too many), and the generation they were read at.
     static LISTED: RefCell<Option<(u64, Listed)>> = const { RefCell::new(None) };
 }
@@ -116,7 +120,7 @@ pub unsafe fn mark() -> Marks {
         stale();
         return Marks { since, marks: None };
     };
-    if LOADED_FLAG.get() == 0 {
+    if LOADED_FLAG.get() == 0 && !KNOWN_TRIED.replace(true) {
         load_known();
     }
     let none = pg_sys::Datum::from(0usize);
@@ -158,9 +162,16 @@ unsafe fn load_known() {
 /// Fires pg_constraint's invalidation callbacks: the type cache's marks each domain entry's
 /// constraints stale, to be loaded again (their CHECKs folded again) when next used.
 unsafe fn stale() {
+    /// Counting resumes however the callbacks end (an error raised in one unwinds through it).
+    struct Staling;
+    impl Drop for Staling {
+        fn drop(&mut self) {
+            STALING.set(false);
+        }
+    }
     STALING.set(true);
+    let _resume = Staling;
     pg_sys::CallSyscacheCallbacks(pg_sys::SysCacheIdentifier::CONSTROID as i32, 0);
-    STALING.set(false);
 }
 
 impl Marks {
