@@ -275,6 +275,32 @@ def test_a_sort_on_a_checked_domain_keeps_a_reading_error_told(connect, mock):
         admin.execute("DROP DOMAIN public.pytest_dord")
 
 
+def test_past_ten_thousand_checked_domains_every_reading_error_is_withheld(connect, mock):
+    """Past 10,000 domains with a CHECK, nl2sql does not watch each one: every error raised while
+    a generated query is read counts as code run, and the model is told its SQLSTATE only (what
+    docs/security.md says; a role that may create types can make this happen in its database).
+    Dropped again, the same reading error is told in full."""
+    admin = connect()
+    admin.execute("CREATE SCHEMA pytest_many_domains")
+    # In transactions of 1,000 domains each: the lock table holds a few thousand locks.
+    every = "DO $$BEGIN FOR i IN {0}..{1} LOOP EXECUTE format($f${2}$f$, i); END LOOP; END$$"
+    for start in range(1, 10002, 1000):
+        admin.execute(every.format(start, min(start + 999, 10001), "CREATE DOMAIN pytest_many_domains.d%s AS text CHECK (VALUE <> '')"))
+    try:
+        conn = _zero_shot_vault(connect, "INSERT INTO vault SELECT 'aa-' || g FROM generate_series(1, 51) g")
+        raised, correction = _correction(conn, mock, "[cast-only-control] how many secrets?", errors.UndefinedColumn)
+        assert 'column "pytest_nosuch" does not exist' in raised.diag.message_primary
+        assert "undefined_column" in correction and "pytest_nosuch" not in correction, correction
+        for start in range(1, 10002, 1000):
+            admin.execute(every.format(start, min(start + 999, 10001), "DROP DOMAIN pytest_many_domains.d%s"))
+        _, correction = _correction(conn, mock, "[cast-only-control] how many secrets?", errors.UndefinedColumn)
+        assert 'column "pytest_nosuch" does not exist' in correction, correction
+    finally:
+        for start in range(1, 10002, 1000):
+            admin.execute(every.format(start, min(start + 999, 10001), "DROP DOMAIN IF EXISTS pytest_many_domains.d%s"))
+        admin.execute("DROP SCHEMA pytest_many_domains")
+
+
 def test_a_domain_check_folded_before_the_query_is_judged_again(connect, mock):
     """A domain's CHECK calls an IMMUTABLE function that reads the vault: the first use of the
     domain in the session folds the function's value (a row's) into the type cache, and from
