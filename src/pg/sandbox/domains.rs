@@ -12,9 +12,10 @@
 //! one flag on each domain entry), so the type cache loads them again, setting that flag, before
 //! it runs any: an entry of a domain a CHECK applies to whose flag is set again was reached. The
 //! flag's value is PostgreSQL's own, private and different between major versions: it is learned
-//! as the one flag marking clears on a domain whose constraints were loaded (information_schema's
-//! `cardinal_number`, a superuser's, loaded for it); until then any change of an entry's flags
-//! counts. Any change to pg_type or pg_constraint taken in from the moment the domains are listed
+//! once per backend as the one flag that marking clears on a domain whose constraints were
+//! loaded and that loading them again sets (information_schema's `cardinal_number`, a
+//! superuser's); until then, or if it cannot be learned, any change of an entry's flags counts.
+//! Any change to pg_type or pg_constraint taken in from the moment the domains are listed
 //! (another session's new domain, a second marking that would clear the flag again) counts as
 //! reached too. Either way the error is not the query's text read back.
 //!
@@ -37,16 +38,23 @@ thread_local! {
     /// Counts the changes to pg_type and pg_constraint taken in (the sandbox's own marking of
     /// the constraints stale left out).
     static GENERATION: Cell<u64> = const { Cell::new(0) };
-    /// The sandbox is marking the constraints stale itself.
-    static STALING: Cell<bool> = const { Cell::new(false) };
+    /// The sandbox is marking the constraints stale itself: `Waiting` for its own call of the
+    /// callback (the one not counted), `Seen` once it came.
+    static STALING: Cell<Staling> = const { Cell::new(Staling::No) };
     /// The type cache's flag of a domain entry whose constraints are loaded; 0 until learned.
     static LOADED_FLAG: Cell<c_int> = const { Cell::new(0) };
-    /// The known domain was looked up (once per backend: if it is missing, the flag is learned
-    /// from the first listed domain whose constraints were loaded, and until then any change of
-    /// an entry's flags counts).
+    /// The flag was looked for (once per backend: if the known domain is missing, it stays
+    /// unlearned, and any change of an entry's flags counts).
     static KNOWN_TRIED: Cell<bool> = const { Cell::new(false) };
     /// The domains a CHECK applies to (None: too many), and the generation they were read at.
     static LISTED: RefCell<Option<(u64, Listed)>> = const { RefCell::new(None) };
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Staling {
+    No,
+    Waiting,
+    Seen,
 }
 
 /// Registers the catalog callbacks; once per backend (_PG_init).
@@ -60,8 +68,13 @@ pub fn install() {
 }
 
 #[pg_guard]
-unsafe extern "C-unwind" fn moved(_arg: pg_sys::Datum, _cache: c_int, _hash: u32) {
-    if !STALING.get() {
+unsafe extern "C-unwind" fn moved(_arg: pg_sys::Datum, cache: c_int, hash: u32) {
+    // The sandbox's own marking calls this once, for all of pg_constraint; any other call (an
+    // invalidation another callback took in meanwhile) counts.
+    let own = cache == pg_sys::SysCacheIdentifier::CONSTROID as c_int && hash == 0;
+    if own && STALING.get() == Staling::Waiting {
+        STALING.set(Staling::Seen);
+    } else {
         GENERATION.set(GENERATION.get().wrapping_add(1));
     }
 }
@@ -121,7 +134,7 @@ pub unsafe fn mark() -> Marks {
         return Marks { since, marks: None };
     };
     if LOADED_FLAG.get() == 0 && !KNOWN_TRIED.replace(true) {
-        load_known();
+        learn_flag();
     }
     let none = pg_sys::Datum::from(0usize);
     let mut entries = Vec::with_capacity(domains.len());
@@ -134,28 +147,33 @@ pub unsafe fn mark() -> Marks {
         // Flags 0: the entry's pg_type data only; its constraints are not loaded.
         let entry = pg_sys::lookup_type_cache(oid, 0);
         if !entry.is_null() {
-            entries.push((entry, (*entry).flags));
+            entries.push(entry);
         }
     }
     stale();
-    let mut marks = Vec::with_capacity(entries.len());
-    for (entry, before) in entries {
-        let flags = (*entry).flags;
-        // The one flag marking stale clears is the one loading sets.
-        let cleared = before & !flags;
-        if cleared.count_ones() == 1 {
-            LOADED_FLAG.set(cleared);
-        }
-        marks.push(Mark { entry, flags, data: (*entry).domainData });
-    }
+    let marks = entries.into_iter().map(|entry| Mark { entry, flags: (*entry).flags, data: (*entry).domainData }).collect();
     Marks { since, marks: Some(marks) }
 }
 
-/// Loads the constraints of a domain a superuser owns (its CHECK folds nothing another role
-/// wrote), so that marking stale shows which flag says constraints are loaded.
-unsafe fn load_known() {
-    if let Some(oid) = crate::pg::spi::read::<pg_sys::Oid>(KNOWN_SQL, &[]) {
-        pg_sys::lookup_type_cache(oid, pg_sys::TYPECACHE_DOMAIN_CONSTR_INFO as c_int);
+/// Learns the flag that says a domain entry's constraints are loaded, from a domain a superuser
+/// owns (its CHECK folds nothing another role wrote): the one flag that marking stale clears on
+/// its entry, and that loading its constraints again sets. An invalidation that clears another
+/// flag meanwhile (an operator class's) is not set again by loading: nothing is learned then.
+unsafe fn learn_flag() {
+    let Some(oid) = crate::pg::spi::read::<pg_sys::Oid>(KNOWN_SQL, &[]) else { return };
+    let load = pg_sys::TYPECACHE_DOMAIN_CONSTR_INFO as c_int;
+    let entry = pg_sys::lookup_type_cache(oid, load);
+    if entry.is_null() {
+        return;
+    }
+    let before = (*entry).flags;
+    stale();
+    let cleared = before & !(*entry).flags;
+    if cleared.count_ones() == 1 {
+        pg_sys::lookup_type_cache(oid, load);
+        if (*entry).flags & cleared != 0 {
+            LOADED_FLAG.set(cleared);
+        }
     }
 }
 
@@ -163,14 +181,14 @@ unsafe fn load_known() {
 /// constraints stale, to be loaded again (their CHECKs folded again) when next used.
 unsafe fn stale() {
     /// Counting resumes however the callbacks end (an error raised in one unwinds through it).
-    struct Staling;
-    impl Drop for Staling {
+    struct Resume;
+    impl Drop for Resume {
         fn drop(&mut self) {
-            STALING.set(false);
+            STALING.set(Staling::No);
         }
     }
-    STALING.set(true);
-    let _resume = Staling;
+    STALING.set(Staling::Waiting);
+    let _resume = Resume;
     pg_sys::CallSyscacheCallbacks(pg_sys::SysCacheIdentifier::CONSTROID as i32, 0);
 }
 
