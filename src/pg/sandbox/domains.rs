@@ -16,8 +16,9 @@
 //! loaded and that loading them again sets (information_schema's `cardinal_number`, a
 //! superuser's); until then, or if it cannot be learned, any change of an entry's flags counts.
 //! Any change to pg_type or pg_constraint taken in from the moment the domains are listed
-//! (another session's new domain, a second marking that would clear the flag again) counts as
-//! reached too. Either way the error is not the query's text read back.
+//! (another session's new domain) counts as reached too, and so does a second marking while the
+//! query is read (a generated query nested in it), which would clear the flag again. Either way
+//! the error is not the query's text read back.
 //!
 //! The list is read again only after such a change: most executions read no catalog here.
 
@@ -43,6 +44,9 @@ thread_local! {
     static STALING: Cell<Staling> = const { Cell::new(Staling::No) };
     /// The type cache's flag of a domain entry whose constraints are loaded; 0 until learned.
     static LOADED_FLAG: Cell<c_int> = const { Cell::new(0) };
+    /// Counts the sandbox's own markings of the constraints stale: one made while a query was
+    /// read (a nested generated query's) clears the flags the outer one watches.
+    static MARKED: Cell<u64> = const { Cell::new(0) };
     /// The flag was looked for (once per backend: if the known domain is missing, it stays
     /// unlearned, and any change of an entry's flags counts).
     static KNOWN_TRIED: Cell<bool> = const { Cell::new(false) };
@@ -116,6 +120,8 @@ struct Mark {
 /// of the list.
 pub struct Marks {
     since: u64,
+    /// [`MARKED`] once this marking was made.
+    marked: u64,
     marks: Option<Vec<Mark>>,
 }
 
@@ -131,7 +137,7 @@ pub unsafe fn mark() -> Marks {
     let (since, list) = listed();
     let Some(domains) = list else {
         stale();
-        return Marks { since, marks: None };
+        return Marks { since, marked: MARKED.get(), marks: None };
     };
     if LOADED_FLAG.get() == 0 && !KNOWN_TRIED.replace(true) {
         learn_flag();
@@ -152,7 +158,7 @@ pub unsafe fn mark() -> Marks {
     }
     stale();
     let marks = entries.into_iter().map(|entry| Mark { entry, flags: (*entry).flags, data: (*entry).domainData }).collect();
-    Marks { since, marks: Some(marks) }
+    Marks { since, marked: MARKED.get(), marks: Some(marks) }
 }
 
 /// Learns the flag that says a domain entry's constraints are loaded, from a domain a superuser
@@ -188,6 +194,7 @@ unsafe fn stale() {
         }
     }
     STALING.set(Staling::Waiting);
+    MARKED.set(MARKED.get().wrapping_add(1));
     let _resume = Resume;
     pg_sys::CallSyscacheCallbacks(pg_sys::SysCacheIdentifier::CONSTROID as i32, 0);
 }
@@ -200,13 +207,15 @@ impl Marks {
 
     /// Whether a marked domain's constraints were loaded again since [`mark`] (its flag set
     /// again; any change of its flags while that flag is not known; its constraint cache
-    /// replaced or dropped), or pg_type or pg_constraint changed since the list was read; true
-    /// when there were too many to mark. Reads memory only: safe in an error handler.
+    /// replaced or dropped), or pg_type or pg_constraint changed since the list was read, or the
+    /// constraints were marked stale again (a nested generated query); true when there were too
+    /// many to mark. Reads memory only: safe in an error handler.
     pub fn reached(&self) -> bool {
         let Some(marks) = &self.marks else { return true };
         let loaded = LOADED_FLAG.get();
         // SAFETY: type cache entries live as long as the backend, at a fixed address.
         GENERATION.get() != self.since
+            || MARKED.get() != self.marked
             || marks.iter().any(|m| {
                 let (flags, data) = unsafe { ((*m.entry).flags, (*m.entry).domainData) };
                 data != m.data || if loaded == 0 { flags != m.flags } else { flags & loaded != 0 }
