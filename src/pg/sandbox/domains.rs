@@ -39,9 +39,9 @@ thread_local! {
     /// Counts the changes to pg_type and pg_constraint taken in (the sandbox's own marking of
     /// the constraints stale left out).
     static GENERATION: Cell<u64> = const { Cell::new(0) };
-    /// The sandbox is marking the constraints stale itself: `Waiting` for its own call of the
-    /// callback (the one not counted), `Seen` once it came.
-    static STALING: Cell<Staling> = const { Cell::new(Staling::No) };
+    /// The sandbox is marking the constraints stale itself and its own call of the callback (the
+    /// one not counted) has not come yet.
+    static AWAITING_OWN: Cell<bool> = const { Cell::new(false) };
     /// The type cache's flag of a domain entry whose constraints are loaded; 0 until learned.
     static LOADED_FLAG: Cell<c_int> = const { Cell::new(0) };
     /// Counts the sandbox's own markings of the constraints stale: one made while a query was
@@ -52,13 +52,6 @@ thread_local! {
     static KNOWN_TRIED: Cell<bool> = const { Cell::new(false) };
     /// The domains a CHECK applies to (None: too many), and the generation they were read at.
     static LISTED: RefCell<Option<(u64, Listed)>> = const { RefCell::new(None) };
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Staling {
-    No,
-    Waiting,
-    Seen,
 }
 
 /// Registers the catalog callbacks; once per backend (_PG_init).
@@ -76,9 +69,7 @@ unsafe extern "C-unwind" fn moved(_arg: pg_sys::Datum, cache: c_int, hash: u32) 
     // The sandbox's own marking calls this once, for all of pg_constraint; any other call (an
     // invalidation another callback took in meanwhile) counts.
     let own = cache == pg_sys::SysCacheIdentifier::CONSTROID as c_int && hash == 0;
-    if own && STALING.get() == Staling::Waiting {
-        STALING.set(Staling::Seen);
-    } else {
+    if !(own && AWAITING_OWN.replace(false)) {
         GENERATION.set(GENERATION.get().wrapping_add(1));
     }
 }
@@ -190,10 +181,10 @@ unsafe fn stale() {
     struct Resume;
     impl Drop for Resume {
         fn drop(&mut self) {
-            STALING.set(Staling::No);
+            AWAITING_OWN.set(false);
         }
     }
-    STALING.set(Staling::Waiting);
+    AWAITING_OWN.set(true);
     MARKED.set(MARKED.get().wrapping_add(1));
     let _resume = Resume;
     pg_sys::CallSyscacheCallbacks(pg_sys::SysCacheIdentifier::CONSTROID as i32, 0);
