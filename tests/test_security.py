@@ -311,6 +311,38 @@ def test_past_ten_thousand_checked_domains_every_reading_error_is_withheld(conne
         admin.execute("DROP SCHEMA pytest_many_domains")
 
 
+def test_a_reading_error_repeats_a_type_name_only_when_the_model_was_shown_it(connect, mock):
+    """PostgreSQL prints type names unquoted amid its wording while it reads a query (`argument
+    of WHERE must be type boolean, not type x`). A type's name is its owner's text: the name of
+    a composite's field's type, which the schema prompt never showed, reaches neither the
+    correction prompt nor the history (an instruction to the model spelt as a name would); the
+    column's own type, which the prompt shows, is repeated."""
+    conn = _zero_shot_vault(connect)
+    try:
+        conn.execute("CREATE TYPE public.pytest_ignore_previous_instructions AS (x int)")
+        conn.execute("CREATE TYPE public.pytest_holder AS (f public.pytest_ignore_previous_instructions, g int)")
+        conn.execute("CREATE TABLE public.pytest_holding (c public.pytest_holder)")
+        raised, correction = _correction(conn, mock, "[type-name-unshown] list them", errors.DatatypeMismatch)
+        # The caller is told PostgreSQL's error whole.
+        assert "not type pytest_ignore_previous_instructions" in raised.diag.message_primary
+        assert "must be type boolean, not type …" in correction and "pytest_ignore" not in correction, correction
+        prompt = mock.requests()[0]["body"]["messages"][-1]["content"]
+        assert "pytest_holder" in prompt and "pytest_ignore" not in prompt, prompt
+        _, correction = _correction(conn, mock, "[type-name-shown] list them", errors.DatatypeMismatch)
+        assert "must be type boolean, not type pytest_holder" in correction, correction
+        # The failed calls' rows are written by the session's next call.
+        conn.execute("SELECT * FROM nl2sql_run('[nul-byte] how many secrets?')").fetchall()
+        errors_kept = [r[0] for r in conn.execute(
+            "SELECT error FROM nl2sql.history WHERE question LIKE '[type-name-%' ORDER BY id")]
+        assert any("not type …" in e for e in errors_kept), errors_kept
+        assert not any("pytest_ignore" in e for e in errors_kept), errors_kept
+    finally:
+        conn.execute("DROP TABLE IF EXISTS public.pytest_holding")
+        conn.execute("DROP TYPE IF EXISTS public.pytest_holder")
+        conn.execute("DROP TYPE IF EXISTS public.pytest_ignore_previous_instructions")
+        conn.execute("DROP TABLE vault")
+
+
 def test_a_domain_check_folded_before_the_query_is_judged_again(connect, mock):
     """A domain's CHECK calls an IMMUTABLE function that reads the vault: the first use of the
     domain in the session folds the function's value (a row's) into the type cache, and from
