@@ -320,7 +320,10 @@ def test_a_reading_error_repeats_a_type_name_only_when_the_model_was_shown_it(co
     conn = _zero_shot_vault(connect)
     try:
         conn.execute("CREATE TYPE public.pytest_ignore_previous_instructions AS (x int)")
-        conn.execute("CREATE TYPE public.pytest_holder AS (f public.pytest_ignore_previous_instructions, g int)")
+        # A type named with a word of PostgreSQL's own messages, printed where a type's name stands.
+        conn.execute("CREATE TYPE public.password AS (x int)")
+        conn.execute("CREATE TYPE public.pytest_holder AS (f public.pytest_ignore_previous_instructions, g int, "
+                     "h public.password)")
         conn.execute("CREATE TABLE public.pytest_holding (c public.pytest_holder)")
         raised, correction = _correction(conn, mock, "[type-name-unshown] list them", errors.DatatypeMismatch)
         # The caller is told PostgreSQL's error whole.
@@ -328,6 +331,9 @@ def test_a_reading_error_repeats_a_type_name_only_when_the_model_was_shown_it(co
         assert "must be type boolean, not type …" in correction and "pytest_ignore" not in correction, correction
         prompt = mock.requests()[0]["body"]["messages"][-1]["content"]
         assert "pytest_holder" in prompt and "pytest_ignore" not in prompt, prompt
+        raised, correction = _correction(conn, mock, "[type-word-unshown] list them", errors.DatatypeMismatch)
+        assert "not type password" in raised.diag.message_primary
+        assert "must be type boolean, not type …" in correction and "password" not in correction, correction
         _, correction = _correction(conn, mock, "[type-name-shown] list them", errors.DatatypeMismatch)
         assert "must be type boolean, not type pytest_holder" in correction, correction
         # The failed calls' rows are written by the session's next call.
@@ -340,6 +346,7 @@ def test_a_reading_error_repeats_a_type_name_only_when_the_model_was_shown_it(co
         conn.execute("DROP TABLE IF EXISTS public.pytest_holding")
         conn.execute("DROP TYPE IF EXISTS public.pytest_holder")
         conn.execute("DROP TYPE IF EXISTS public.pytest_ignore_previous_instructions")
+        conn.execute("DROP TYPE IF EXISTS public.password")
         conn.execute("DROP TABLE vault")
 
 
