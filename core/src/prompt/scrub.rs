@@ -8,7 +8,9 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 /// A message with the input it may print unquoted told as `keep` tells it: after `more than one
-/// operator named `, before ` is not a valid encoding name`, the name in `<kind> x does not exist` written without quotes
+/// operator named `, before ` is not a valid encoding name`, a function's signature before ` is
+/// not unique` or ` is (not) a procedure`, both sides of an unquoted `x versus y`, the name in
+/// `<kind> x does not exist` written without quotes
 /// (PostgreSQL quotes the names it looked up; `function x() does not exist`), and otherwise all
 /// that follows the message's first ": " (`operator does not exist: x`, `improper relation name
 /// (too many dotted names): x`, `cross-database references are not implemented: x`): the input
@@ -24,14 +26,14 @@ fn unquoted_input(text: &str, keep: &dyn Fn(&str) -> String) -> String {
     // A function's signature, its argument types printed unquoted (`function f(integer, x) is
     // not unique`, `f(x) is a procedure`), and the types of `%s versus %s`.
     for suffix in [" is not unique", " is a procedure", " is not a procedure"] {
-        if let Some(head) = text.strip_suffix(suffix) {
+        if let Some(head) = text.strip_suffix(suffix).filter(|h| h.ends_with(')')) {
             return match head.split_once(' ') {
                 Some((kind @ ("function" | "procedure"), name)) => format!("{kind} {}{suffix}", keep(name)),
                 _ => format!("{}{suffix}", keep(head)),
             };
         }
     }
-    if let Some((a, b)) = text.split_once(" versus ") {
+    if let Some((a, b)) = text.split_once(" versus ").filter(|_| !quoted(text)) {
         return format!("{} versus {}", keep(a), keep(b));
     }
     if let Some((kind, name)) = text.strip_suffix(" does not exist").and_then(|h| h.split_once(' ')) {
@@ -227,7 +229,9 @@ impl TypePlaces {
 
     /// A quoted part follows `before`, the message's text since the last quoted part.
     fn quoted(&self, before: &str) {
-        let place = spaced(separator(before)) && matches!(self.last.get(), Last::Type | Last::Joiner);
+        let sep = separator(before);
+        let place = (spaced(sep) && matches!(self.last.get(), Last::Type | Last::Joiner))
+            || (sep == "." && matches!(self.last.get(), Last::Name));
         self.last.set(if place { Last::Name } else { Last::Other });
     }
 }
@@ -424,6 +428,9 @@ mod tests {
             ("function zz(integer) is not unique", "function …(integer) is not unique"),
             ("f(password, superuser) is a procedure", "f(…, …) is a procedure"),
             ("integer versus password", "integer versus …"),
+            // A schema-qualified type whose name is quoted keeps its place.
+            ("cannot cast type mal.\"X\" to password", "cannot cast type ….\"…\" to …"),
+            ("Cannot cast type \"S\".\"X\" to superuser in column 2.", "Cannot cast type \"…\".\"…\" to … in column …."),
             // nl2sql's own wording.
             ("generated SQL contains a NUL byte", "generated SQL contains a NUL byte"),
         ]);
@@ -445,6 +452,9 @@ mod tests {
             // A type named `type` takes its own place only.
             ("cannot cast type type to password", "cannot cast type type to …"),
             ("a column t2.f and its type.", "a column t2.f and its type."),
+            // Other messages that end like a function's or set two parts against each other.
+            ("column name \"f\" is not unique", "column name \"f\" is not unique"),
+            ("column \"t2 versus f\" does not exist", "column \"…\" does not exist"),
         ]);
     }
 }
