@@ -34,16 +34,16 @@ def texts(catalog):
     return [key if isinstance(key, str) else key[0] for key in keys]
 
 
-def words(catalog):
+def words(keys):
     found = set()
-    for text in texts(catalog):
+    for text in keys:
         found.update(re.findall(r"[A-Za-z_]+", PLACEHOLDER.sub(" ", text)))
     return sorted(found)
 
 
-def after_type(catalog):
+def after_type(keys):
     found = set()
-    for text in texts(catalog):
+    for text in keys:
         for m in TYPE_PLACE.finditer(text):
             for place in filter(None, m.groups()):
                 found.update(re.findall(r"[A-Za-z_]+", PLACEHOLDER.sub(" ", place)))
@@ -66,7 +66,8 @@ def main():
     ap.add_argument("--catalog", default="/usr/share/locale/de/LC_MESSAGES/postgres-15.mo")
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
-    files = {OUT: render(words(args.catalog)), AFTER_TYPE: render(after_type(args.catalog))}
+    keys = texts(args.catalog)
+    files = {OUT: render(words(keys)), AFTER_TYPE: render(after_type(keys))}
     if args.check:
         sys.exit(0 if all(path.read_text() == text for path, text in files.items()) else 1)
     for path, text in files.items():

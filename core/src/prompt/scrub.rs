@@ -67,6 +67,11 @@ fn execution_error(text: &str, whole: &dyn Fn(&str) -> bool) -> String {
     format!("{}{q}{inner}{q}{}", words(&text[..first], &keep), words(&text[last + 1..], &keep))
 }
 
+/// A character of a word: a letter, a digit or `_`.
+fn word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
 fn has_digit(word: &str) -> bool {
     word.chars().any(|x| x.is_ascii_digit())
 }
@@ -77,13 +82,13 @@ fn words(text: &str, keep: &dyn Fn(&str, &str, &str) -> bool) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
-        if !(c.is_alphanumeric() || c == '_') {
+        if !word_char(c) {
             out.push(c);
             continue;
         }
         let mut end = i + c.len_utf8();
         while let Some(&(j, d)) = chars.peek() {
-            if d.is_alphanumeric() || d == '_' || (d == '.' && text[j + 1..].starts_with(|x: char| x.is_ascii_digit())) {
+            if word_char(d) || (d == '.' && text[j + 1..].starts_with(|x: char| x.is_ascii_digit())) {
                 end = j + d.len_utf8();
                 chars.next();
             } else {
@@ -180,7 +185,7 @@ struct TypePlaces {
 /// The separator between `before`'s last word and what follows it (all of `before` when it holds
 /// no word).
 fn separator(before: &str) -> &str {
-    &before[before.trim_end_matches(|c: char| !(c.is_alphanumeric() || c == '_')).len()..]
+    &before[before.trim_end_matches(|c: char| !word_char(c)).len()..]
 }
 
 fn spaced(separator: &str) -> bool {
@@ -197,23 +202,24 @@ impl TypePlaces {
     /// Whether `word`, with `before` and `after` it in its part of the message (a quoted part
     /// following that part when `quote_follows`), stands in a type's place; remembers it.
     fn at(&self, before: &str, word: &str, after: &str, quote_follows: bool) -> bool {
+        let last = self.last.get();
         let sep = separator(before);
         let spaced = spaced(sep);
         let dotted = sep == "."
-            || after.strip_prefix('.').is_some_and(|a| (a.is_empty() && quote_follows) || a.starts_with(|c: char| c.is_alphanumeric() || c == '_'));
-        let place = dotted || (spaced && matches!(self.last.get(), Last::Type | Last::Joiner));
-        let next = if place && matches!(word, "type" | "types") && matches!(self.last.get(), Last::Joiner) {
+            || after.strip_prefix('.').is_some_and(|a| (a.is_empty() && quote_follows) || a.starts_with(word_char));
+        let place = dotted || (spaced && matches!(last, Last::Type | Last::Joiner));
+        let next = if place && matches!(word, "type" | "types") && matches!(last, Last::Joiner) {
             // `to type x`
             Last::Type
-        } else if place && (!dotted || !matches!(self.last.get(), Last::Other)) {
+        } else if place && (!dotted || !matches!(last, Last::Other)) {
             Last::Name
         } else if place {
             // A qualified name elsewhere (`column t2.f`): no type's name follows.
             Last::Other
-        } else if within_type(sep) && matches!(self.last.get(), Last::Name) && matches!(word, "to" | "and" | "or") {
+        } else if within_type(sep) && matches!(last, Last::Name) && matches!(word, "to" | "and" | "or") {
             Last::Joiner
         } else if within_type(sep)
-            && matches!(self.last.get(), Last::Name)
+            && matches!(last, Last::Name)
             && (TYPE_WORDS.contains(&word) || word.chars().all(|c| c.is_ascii_digit()))
         {
             // The rest of a built-in type's name (`double precision`) or its modifier.
@@ -229,9 +235,8 @@ impl TypePlaces {
 
     /// A quoted part follows `before`, the message's text since the last quoted part.
     fn quoted(&self, before: &str) {
-        let sep = separator(before);
-        let place = (spaced(sep) && matches!(self.last.get(), Last::Type | Last::Joiner))
-            || (sep == "." && matches!(self.last.get(), Last::Name));
+        let (last, sep) = (self.last.get(), separator(before));
+        let place = (spaced(sep) && matches!(last, Last::Type | Last::Joiner)) || (sep == "." && matches!(last, Last::Name));
         self.last.set(if place { Last::Name } else { Last::Other });
     }
 }
@@ -255,8 +260,8 @@ pub fn read_error(text: &str, names: &HashSet<String>) -> String {
     // kept.
     let glued = text.char_indices().any(|(i, c)| {
         (c == '"' || c == '\'')
-            && text[..i].chars().next_back().is_some_and(|p| p.is_alphanumeric() || p == '_')
-            && text[i + 1..].chars().next().is_some_and(|n| n.is_alphanumeric() || n == '_')
+            && text[..i].chars().next_back().is_some_and(word_char)
+            && text[i + 1..].chars().next().is_some_and(word_char)
     });
     if glued {
         return "…".to_string();
@@ -264,19 +269,19 @@ pub fn read_error(text: &str, names: &HashSet<String>) -> String {
     // Whole words, not fragments: single letters joined by dots would spell anything.
     let name = |w: &str| names.contains(w) && !w.starts_with(|c: char| c.is_ascii_digit());
     let pair = |part: &str| part.split_once('.').is_some_and(|(a, b)| name(a) && name(b));
-    let punctuation = |part: &str| !part.is_empty() && part.len() <= 3 && !part.chars().any(|c| c.is_alphanumeric() || c == '_');
+    let punctuation = |part: &str| !part.is_empty() && part.len() <= 3 && !part.chars().any(word_char);
     let quoted_kept = |part: &str| part.len() <= MAX_QUOTED && (name(part) || pair(part) || punctuation(part));
     let known = |w: &str| name(w) || TYPE_WORDS.contains(&w);
     let said = |w: &str| name(w) || (!has_digit(w) && (TYPE_WORDS.contains(&w) || OWN_WORDS.contains(&w) || wording(w)));
     let unquoted = |part: &str| {
-        let count = part.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).count();
+        let count = part.split(|c: char| !word_char(c)).filter(|w| !w.is_empty()).count();
         if count > MAX_WORDS || part.len() > MAX_QUOTED {
             return "…".to_string();
         }
         let mut out = String::with_capacity(part.len());
         let mut word = String::new();
         for c in part.chars().chain(std::iter::once(' ')) {
-            if c.is_alphanumeric() || c == '_' {
+            if word_char(c) {
                 word.push(c);
                 continue;
             }
@@ -340,7 +345,7 @@ mod tests {
 
     /// Each error as [`read_error`] tells it, `known` being what the model wrote or was shown.
     fn told_as(known: &str, cases: &[(&str, &str)]) {
-        let names: HashSet<String> = known.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_string).collect();
+        let names: HashSet<String> = known.split(|c: char| !word_char(c)).filter(|w| !w.is_empty()).map(str::to_string).collect();
         for (error, told) in cases {
             assert_eq!(read_error(error, &names), *told, "{error}");
         }
