@@ -242,7 +242,7 @@ impl Visitor for ScopeCollector<'_> {
     }
 }
 
-fn scope(schema: &Schema, stmt: &Statement) -> Scope {
+fn scope<V: Visit>(schema: &Schema, stmt: &V) -> Scope {
     let mut c = ScopeCollector { schema, scope: Scope { names: HashMap::new(), tables: vec![], other: vec![] } };
     let _ = stmt.visit(&mut c);
     c.scope.tables.sort_unstable();
@@ -311,7 +311,6 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
         let sc = scope(schema, stmt);
         fix_values(schema, &sc, stmt, values, &mut fired);
     }
-    let sc = scope(schema, stmt);
     if let Statement::Query(q) = stmt {
         if rules.function {
             aggregate_in_where(q, &mut fired);
@@ -321,10 +320,11 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
             counts::grouping_by_the_counted(q, &mut fired);
             counts::summed_keys(schema, q, &mut fired);
             precedence::and_or_on_one_column(q, &mut fired);
-            redundant_joins(schema, &sc, q, &mut fired);
-            unmentioned_joins(schema, &sc, q, cx.question, &mut fired);
+            dropped_joins(schema, q, cx.question, &mut fired);
             windows::calendar_windows(q, cx.question, &mut fired);
         }
+        // Read again: a join the rules above dropped is no longer one of the statement's tables.
+        let sc = scope(schema, &**q);
         if rules.style {
             nulls_under_limit(schema, &sc, q, &mut fired);
             select_list(schema, &sc, q, cx, &mut fired);
@@ -505,6 +505,27 @@ fn references(schema: &Schema, fk_side: (usize, usize), ref_side: (usize, usize)
             && fk.columns == [a.columns[fk_side.1].ident.clone()]
             && fk.ref_columns == [b.columns[ref_side.1].ident.clone()]
     })
+}
+
+/// Most passes of [`dropped_joins`]: each pass that fires drops a join.
+const JOIN_PASSES: usize = 8;
+
+/// Joins that only filter or repeat rows, dropped until none is left: dropping one may leave
+/// another that only its ON condition used (`singer JOIN singer_in_concert ON … JOIN concert ON
+/// …`, once `concert` goes), and changes which words the statement's other tables' names have.
+/// Each pass reads the statement's tables as they are.
+fn dropped_joins(schema: &Schema, q: &mut Query, question: &str, fired: &mut Vec<String>) {
+    for _ in 0..JOIN_PASSES {
+        crate::interrupt::check();
+        let before = fired.len();
+        let sc = scope(schema, &*q);
+        redundant_joins(schema, &sc, q, fired);
+        let sc = scope(schema, &*q);
+        unmentioned_joins(schema, &sc, q, question, fired);
+        if fired.len() == before {
+            return;
+        }
+    }
 }
 
 fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {

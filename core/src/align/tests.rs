@@ -852,6 +852,29 @@ fn function_drops_a_join_the_question_never_names() {
 }
 
 #[test]
+fn function_drops_a_join_left_unused_once_a_later_join_is_dropped() {
+    let mut s = star_schema();
+    // The bridge's key columns are NOT NULL, as a primary key's are.
+    s.tables[2].columns.iter_mut().for_each(|c| c.not_null = true);
+    let ask = |sql: &str, question: &str| align(sql, &s, Context { select: &[], linked: &[], question }, &mut Index, Rules::ALL);
+    // `concert` is only a lookup of the bridge's key; once it goes, the bridge is used by its ON
+    // condition alone, and the question names no concert.
+    let chain = "SELECT DISTINCT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id \
+                 JOIN concert AS T3 ON T2.concert_id = T3.concert_id WHERE T1.age > 30";
+    let a = ask(chain, "Which singers are older than 30?");
+    assert_eq!(a.sql, "SELECT DISTINCT T1.name FROM singer AS T1 WHERE T1.age > 30", "{:?}", a.fired);
+    assert!(a.fired.iter().any(|f| f.contains("redundant join of concert dropped")), "{:?}", a.fired);
+    assert!(a.fired.iter().any(|f| f.contains("join of singer_in_concert dropped (the question names no concert)")), "{:?}", a.fired);
+    // The question names concerts: the lookup goes, the bridge stays.
+    let b = ask(chain, "Which singers older than 30 sang in concerts?");
+    assert_eq!(b.sql, "SELECT DISTINCT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id WHERE T1.age > 30");
+    // The lookup's columns are read: both stay.
+    let read = "SELECT DISTINCT T1.name, T3.year FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id \
+                JOIN concert AS T3 ON T2.concert_id = T3.concert_id";
+    assert!(ask(read, "Which singers, and which years?").fired.is_empty());
+}
+
+#[test]
 fn style_unasked_keys_without_extraction() {
     let s = star_schema();
     let ask = |sql: &str, question: &str| align(sql, &s, Context { select: &[], linked: &[], question }, &mut Index, Rules::ALL);
