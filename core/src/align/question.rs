@@ -6,7 +6,8 @@
 
 use super::levels::from_tables;
 use super::names::{one_or_linked, own_columns};
-use super::{aggregated, body_select, find_table, fold, inner_join, is_key, object_name, references, resolve, used_outside_on, Scope};
+use super::drops::{inner_join, references, used_outside_on};
+use super::{aggregated, body_select, find_table, fold, is_key, object_name, resolve, Scope};
 use crate::schema::{Schema, Table};
 use sqlparser::ast::{
     visit_expressions, BinaryOperator, Distinct, Expr, GroupByExpr, OrderByKind, Query, SelectItem, SetExpr, TableFactor, Value, Visit,

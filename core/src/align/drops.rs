@@ -1,0 +1,119 @@
+//! Joins that only filter or repeat rows: a lookup joined on a NOT NULL foreign key to its
+//! primary key whose columns nothing else reads. The alignment runs this drop and the drop of
+//! joins the question does not mention in passes, until neither fires.
+
+use super::{body_select, find_table, fold, names_used, relation_name, resolve, Scope};
+use crate::schema::Schema;
+use sqlparser::ast::{BinaryOperator, Expr, JoinConstraint, JoinOperator, OrderBy, Query, TableFactor};
+
+/// Whether a join matches columns by name (USING, NATURAL), which no expression shows.
+fn joined_by_names(op: &JoinOperator) -> bool {
+    use JoinOperator as J;
+    let c = match op {
+        J::Join(c) | J::Inner(c) | J::Left(c) | J::LeftOuter(c) | J::Right(c) | J::RightOuter(c) | J::FullOuter(c) | J::CrossJoin(c) => c,
+        J::Semi(c) | J::LeftSemi(c) | J::RightSemi(c) | J::Anti(c) | J::LeftAnti(c) | J::RightAnti(c) => c,
+        _ => return false,
+    };
+    matches!(c, JoinConstraint::Using(_) | JoinConstraint::Natural)
+}
+
+/// Whether anything in `s` or the statement's ORDER BY, but the ON condition of join `i`, uses
+/// the table `t` joined there (as `me`, its alias or name): a qualifier, a `*`, a bare name `t`
+/// has and no other item of the FROM has (one inside a subquery may be its own table's: counted
+/// all the same), or another join by USING or NATURAL (its columns are no expressions).
+pub(super) fn used_outside_on(schema: &Schema, s: &sqlparser::ast::Select, order: Option<&OrderBy>, i: usize, me: &str, t: usize) -> bool {
+    let Some(from) = s.from.first() else { return true };
+    let mut outer: Vec<Option<usize>> = Vec::new();
+    for (k, item) in std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation)).enumerate() {
+        if k != i + 1 {
+            outer.push(match item {
+                TableFactor::Table { name, args: None, .. } => find_table(schema, name),
+                _ => None,
+            });
+        }
+    }
+    let by_names = from.joins.iter().enumerate().any(|(k, j)| k != i && joined_by_names(&j.join_operator));
+    // Something of the FROM that is no table of the catalog (a subquery, a function) may
+    // hold any name.
+    if by_names || outer.iter().any(Option::is_none) {
+        return true;
+    }
+    let mut others = s.clone();
+    others.from[0].joins[i].join_operator = JoinOperator::CrossJoin(JoinConstraint::None);
+    let (mut quals, mut bare) = names_used(&others);
+    if let Some(o) = order {
+        let (q2, b2) = names_used(o);
+        quals.extend(q2);
+        bare.extend(b2);
+    }
+    let bare_in_t = bare.iter().any(|b| {
+        schema.tables[t].has_column(b) && !outer.iter().flatten().any(|&o| o != t && schema.tables[o].has_column(b))
+    });
+    quals.iter().any(|q| q == me || q == "*") || bare.iter().any(|b| b == "*") || bare_in_t
+}
+
+/// The inner join `i` of a one-item FROM: (its ON condition, its table's index, how the statement
+/// refers to it, its name as written).
+pub(super) fn inner_join(schema: &Schema, s: &sqlparser::ast::Select, i: usize) -> Option<(Expr, usize, String, String)> {
+    let join = s.from.first()?.joins.get(i)?;
+    let constraint = match &join.join_operator {
+        JoinOperator::Join(JoinConstraint::On(c)) | JoinOperator::Inner(JoinConstraint::On(c)) => c.clone(),
+        _ => return None,
+    };
+    let TableFactor::Table { name, alias, args: None, .. } = &join.relation else { return None };
+    let t = find_table(schema, name)?;
+    let me = alias.as_ref().map(|a| fold(&a.name)).or_else(|| relation_name(name).map(|(_, n)| n)).unwrap_or_default();
+    Some((constraint, t, me, name.to_string()))
+}
+
+/// Whether `fk_side` (table, column) holds a one-column foreign key to `ref_side`.
+pub(super) fn references(schema: &Schema, fk_side: (usize, usize), ref_side: (usize, usize)) -> bool {
+    let (a, b) = (&schema.tables[fk_side.0], &schema.tables[ref_side.0]);
+    schema.foreign_keys.iter().any(|fk| {
+        fk.table == a.ident
+            && fk.ref_table == b.ident
+            && fk.columns == [a.columns[fk_side.1].ident.clone()]
+            && fk.ref_columns == [b.columns[ref_side.1].ident.clone()]
+    })
+}
+
+pub(super) fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
+    let order = q.order_by.clone();
+    let Some(s) = body_select(q) else { return };
+    if s.from.len() != 1 {
+        return;
+    }
+    let mut i = 0;
+    while i < s.from[0].joins.len() {
+        let Some((constraint, t, me, name)) = inner_join(schema, s, i) else {
+            i += 1;
+            continue;
+        };
+        if used_outside_on(schema, s, order.as_ref(), i, &me, t) {
+            i += 1;
+            continue;
+        }
+        // ON other.fk = t.pk, with a NOT NULL foreign key to t's single-column primary key.
+        let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = &constraint else {
+            i += 1;
+            continue;
+        };
+        let sides = [(left, right), (right, left)];
+        let redundant = sides.iter().any(|(mine, theirs)| {
+            let (Some((ta, ca)), Some((tb, cb))) = (resolve(schema, sc, mine), resolve(schema, sc, theirs)) else { return false };
+            let pk = &schema.tables[t].primary_key;
+            ta == t
+                && tb != t
+                && pk.len() == 1
+                && schema.tables[t].columns[ca].name == pk[0]
+                && schema.tables[tb].columns[cb].not_null
+                && references(schema, (tb, cb), (ta, ca))
+        });
+        if redundant {
+            fired.push(format!("function: redundant join of {name} dropped"));
+            s.from[0].joins.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+}
