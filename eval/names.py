@@ -3,7 +3,8 @@
 questions right, first answers that fail on a name (42703, 42P01, a missing FROM-clause
 entry), distinct first-round candidates that do, answers writing the grammar's `unknown_`
 name, p50/p90 latency and the model's completion tokens a second (median call, extraction
-left out). Counts only: it prints no question, so it may be run on a held-out benchmark.
+left out), for the whole file and, where it holds more than one, for each part (tuning,
+held-out). Counts only: it prints no question, so it may be run on a held-out benchmark.
 
     .venv/bin/python eval/names.py eval/results/full-spider-train-all-t10.jsonl ...
 """
@@ -39,6 +40,21 @@ def count(rows):
     return first, distinct, distinct_failing, unknown
 
 
+def summary(label, rows):
+    n = len(rows)
+    right = sum(1 for r in rows if r["correct"])
+    first, distinct, distinct_failing, unknown = count(rows)
+    latency = sorted(r["latency_ms"] / 1000 for r in rows)
+    rates = [c["completion_tokens"] / (c["latency_ms"] / 1000) for r in rows for c in (r.get("calls") or [])
+             if c.get("stage") != "extract" and c.get("completion_tokens") and c.get("latency_ms")]
+    print(f"{label}: n={n} right={right} ({100 * right / n:.1f} %) "
+          f"first answers failing on a name={first} ({100 * first / n:.1f} %) "
+          f"distinct first-round candidates={distinct}, failing on a name={distinct_failing} "
+          f"unknown_={unknown} p50={statistics.median(latency):.2f} s p90={latency[int(0.9 * (n - 1))]:.2f} s "
+          f"tokens/s={statistics.median(rates) if rates else 0:.1f} "
+          f"timed out={sum(1 for r in rows if r.get('sqlstate') == '57014')}")
+
+
 def main(paths):
     for path in paths:
         with open(path) as f:
@@ -46,19 +62,13 @@ def main(paths):
         if not rows:
             print(f"{path}: empty")
             continue
-        n = len(rows)
-        right = sum(1 for r in rows if r["correct"])
-        first, distinct, distinct_failing, unknown = count(rows)
-        latency = sorted(r["latency_ms"] / 1000 for r in rows)
-        rates = [c["completion_tokens"] / (c["latency_ms"] / 1000) for r in rows for c in (r.get("calls") or [])
-                 if c.get("stage") != "extract" and c.get("completion_tokens") and c.get("latency_ms")]
-        print(f"{path.rsplit('/', 1)[-1]}: n={n} right={right} ({100 * right / n:.1f} %) "
-              f"first answers failing on a name={first} ({100 * first / n:.1f} %) "
-              f"distinct first-round candidates={distinct}, failing on a name={distinct_failing} "
-              f"unknown_={unknown} p50={statistics.median(latency):.2f} s p90={latency[int(0.9 * (n - 1))]:.2f} s "
-              f"tokens/s={statistics.median(rates) if rates else 0:.1f} "
-              f"timed out={sum(1 for r in rows if r.get('sqlstate') == '57014')}")
-
+        name = path.rsplit('/', 1)[-1]
+        summary(name, rows)
+        parts = sorted({r.get("part") for r in rows if r.get("part")})
+        if len(parts) > 1:
+            # each part on its own line: the held-out part counted, never printed
+            for part in parts:
+                summary(f"  {part}", [r for r in rows if r.get("part") == part])
 
 if __name__ == "__main__":
     main(sys.argv[1:])
