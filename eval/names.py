@@ -2,7 +2,8 @@
 """Counts, per result file of eval/harness.py, what "Only names that exist" is measured by:
 questions right, first answers that fail on a name (42703, 42P01, a missing FROM-clause
 entry), distinct first-round candidates that do, answers writing the grammar's `unknown_`
-name, p50/p90 latency and the model's completion tokens a second (median call, extraction
+name, the kind of name those first answers fail on (a qualified column, a bare column, an
+undeclared qualifier, a relation), p50/p90 latency and the model's completion tokens a second (median call, extraction
 left out), for the whole file and, where it holds more than one, for each part (tuning,
 held-out). Counts only: it prints no question, so it may be run on a held-out benchmark.
 
@@ -21,6 +22,21 @@ def fails_on_a_name(candidate):
     return (candidate.get("sqlstate") in NAME_STATES
             or bool(re.match(r"(column|relation) .* does not exist", error))
             or "missing FROM-clause entry" in error)
+
+
+def kind(candidate):
+    """Which name a failing candidate's error reads: a qualified column (`s.nme`), a bare column, a
+    qualifier no FROM declares, a relation."""
+    error = candidate.get("error") or ""
+    if "missing FROM-clause entry" in error:
+        return "undeclared qualifier"
+    if re.match(r'column "?[^" ]+"?\.', error):
+        return "qualified column"
+    if error.startswith("column "):
+        return "bare column"
+    if error.startswith("relation "):
+        return "relation"
+    return "other"
 
 
 def count(rows):
@@ -47,12 +63,18 @@ def summary(label, rows):
     latency = sorted(r["latency_ms"] / 1000 for r in rows)
     rates = [c["completion_tokens"] / (c["latency_ms"] / 1000) for r in rows for c in (r.get("calls") or [])
              if c.get("stage") != "extract" and c.get("completion_tokens") and c.get("latency_ms")]
+    kinds = {}
+    for r in rows:
+        round0 = [c for c in (r.get("candidates") or []) if c.get("round") == 0]
+        if round0 and fails_on_a_name(round0[0]):
+            kinds[kind(round0[0])] = kinds.get(kind(round0[0]), 0) + 1
     print(f"{label}: n={n} right={right} ({100 * right / n:.1f} %) "
           f"first answers failing on a name={first} ({100 * first / n:.1f} %) "
           f"distinct first-round candidates={distinct}, failing on a name={distinct_failing} "
           f"unknown_={unknown} p50={statistics.median(latency):.2f} s p90={latency[int(0.9 * (n - 1))]:.2f} s "
           f"tokens/s={statistics.median(rates) if rates else 0:.1f} "
-          f"timed out={sum(1 for r in rows if r.get('sqlstate') == '57014')}")
+          f"timed out={sum(1 for r in rows if r.get('sqlstate') == '57014')} "
+          f"first answers failing on a name by kind={dict(sorted(kinds.items()))}")
 
 
 def main(paths):
