@@ -21,7 +21,7 @@
 //!   ORDER BY without GROUP BY is unwrapped; nested aggregates become ORDER BY ... LIMIT 1; a
 //!   key summed is counted, and a GROUP BY that splits a count of its own key's distinct values
 //!   into ones goes (counts.rs); an inner join that only re-finds the row a NOT NULL foreign
-//!   key points to is dropped, and so
+//!   key PostgreSQL enforces points to, with no outer join before it, is dropped (drops.rs), and so
 //!   is a one-to-many join the question never names in a SELECT that neither groups, aggregates
 //!   nor uses a window (question.rs); a window the question bounds by the calendar ("the last 6
 //!   months, excluding the current month", "last year") ends where the current period starts

@@ -86,6 +86,10 @@ pub struct ForeignKey {
     /// Not declared: profiling found it in the data (one a DBA confirmed counts as declared).
     #[serde(default)]
     pub inferred: bool,
+    /// A constraint PostgreSQL enforces (declared and validated): every row's key finds the row
+    /// it points to. Not a relationship profiling found or a DBA stored, nor a `NOT VALID` one.
+    #[serde(default)]
+    pub enforced: bool,
 }
 
 /// How many values make a column categorical (Open-SQL: up to five).

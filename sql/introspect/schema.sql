@@ -45,7 +45,7 @@ WITH rels AS (
     WHERE a.attnum OPERATOR(pg_catalog.>) 0::pg_catalog.int2 AND NOT a.attisdropped
       AND (r.all_columns OR nl2sql._may_read_column((SELECT nl2sql._me()), a.attrelid, a.attnum))
 ), keys AS (
-    SELECT con.conrelid, con.contype, con.conkey, con.confrelid, con.confkey, con.conname
+    SELECT con.conrelid, con.contype, con.conkey, con.confrelid, con.confkey, con.conname, con.convalidated
     FROM pg_catalog.pg_constraint con
     JOIN rels r ON r.oid OPERATOR(pg_catalog.=) con.conrelid
     WHERE con.contype OPERATOR(pg_catalog.=) ANY ('{p,f}'::pg_catalog."char"[])
@@ -104,7 +104,8 @@ SELECT pg_catalog.json_build_object(
         LEFT JOIN inferred_keys ik ON ik.relid OPERATOR(pg_catalog.=) r.oid), '[]'::json),
     'foreign_keys', COALESCE((
         SELECT pg_catalog.json_agg(pg_catalog.json_build_object(
-            'table', src.ident, 'columns', fk.cols, 'ref_table', dst.ident, 'ref_columns', fk.ref_cols, 'inferred', fk.inferred)
+            'table', src.ident, 'columns', fk.cols, 'ref_table', dst.ident, 'ref_columns', fk.ref_cols, 'inferred', fk.inferred,
+            'enforced', fk.enforced)
           -- stored relationships have no constraint name: their columns break the tie
           ORDER BY fk.inferred, src.ident, fk.conname, fk.cols::pg_catalog.text, dst.ident, fk.ref_cols::pg_catalog.text)
         FROM (
@@ -112,16 +113,16 @@ SELECT pg_catalog.json_build_object(
                    pg_catalog.array_agg(sc.ident ORDER BY k.ord) AS cols,
                    pg_catalog.array_agg(dc.ident ORDER BY k.ord) AS ref_cols,
                    pg_catalog.count(sc.ident) OPERATOR(pg_catalog.=) pg_catalog.count(*) AND pg_catalog.count(dc.ident) OPERATOR(pg_catalog.=) pg_catalog.count(*) AS all_visible,
-                   false AS inferred
+                   false AS inferred, f.convalidated AS enforced
             FROM keys f
             CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(f.conkey), pg_catalog.unnest(f.confkey)) WITH ORDINALITY AS k(src_att, dst_att, ord)
             LEFT JOIN cols sc ON sc.attrelid OPERATOR(pg_catalog.=) f.conrelid AND sc.attnum OPERATOR(pg_catalog.=) k.src_att
             LEFT JOIN cols dc ON dc.attrelid OPERATOR(pg_catalog.=) f.confrelid AND dc.attnum OPERATOR(pg_catalog.=) k.dst_att
             WHERE f.contype OPERATOR(pg_catalog.=) 'f'
-            GROUP BY f.conrelid, f.confrelid, f.conname
+            GROUP BY f.conrelid, f.confrelid, f.conname, f.convalidated
             UNION ALL
             -- relationships profiling or a DBA stored: the view showed only columns the caller may read
-            SELECT l.conrelid, l.confrelid, NULL, l.cols, l.ref_cols, true, l.inferred FROM stored_links l
+            SELECT l.conrelid, l.confrelid, NULL, l.cols, l.ref_cols, true, l.inferred, false FROM stored_links l
         ) fk
         JOIN rels src ON src.oid OPERATOR(pg_catalog.=) fk.conrelid
         JOIN rels dst ON dst.oid OPERATOR(pg_catalog.=) fk.confrelid

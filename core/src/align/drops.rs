@@ -1,6 +1,7 @@
-//! Joins that only filter or repeat rows: a lookup joined on a NOT NULL foreign key to its
-//! primary key whose columns nothing else reads. The alignment runs this drop and the drop of
-//! joins the question does not mention in passes, until neither fires.
+//! Joins that only filter or repeat rows: a lookup joined on a NOT NULL foreign key that
+//! PostgreSQL enforces to its declared primary key, whose columns nothing else reads, where no
+//! earlier outer join can leave the key NULL. The alignment runs this drop and the drop of joins
+//! the question does not mention in passes, until neither fires.
 
 use super::{body_select, find_table, fold, names_used, relation_name, resolve, Scope};
 use crate::schema::Schema;
@@ -52,10 +53,20 @@ pub(super) fn used_outside_on(schema: &Schema, s: &sqlparser::ast::Select, order
     quals.iter().any(|q| q == me || q == "*") || bare.iter().any(|b| b == "*") || bare_in_t
 }
 
+/// Whether a join keeps every row of both sides it joins (none comes back NULL-extended).
+fn keeps_rows(op: &JoinOperator) -> bool {
+    matches!(op, JoinOperator::Join(_) | JoinOperator::Inner(_) | JoinOperator::CrossJoin(_))
+}
+
 /// The inner join `i` of a one-item FROM: (its ON condition, its table's index, how the statement
-/// refers to it, its name as written).
+/// refers to it, its name as written). None after an outer join: there a column it equates may
+/// be NULL in a row the inner join then removes, so dropping it would keep that row.
 pub(super) fn inner_join(schema: &Schema, s: &sqlparser::ast::Select, i: usize) -> Option<(Expr, usize, String, String)> {
-    let join = s.from.first()?.joins.get(i)?;
+    let from = s.from.first()?;
+    if !from.joins.iter().take(i).all(|j| keeps_rows(&j.join_operator)) {
+        return None;
+    }
+    let join = from.joins.get(i)?;
     let constraint = match &join.join_operator {
         JoinOperator::Join(JoinConstraint::On(c)) | JoinOperator::Inner(JoinConstraint::On(c)) => c.clone(),
         _ => return None,
@@ -77,6 +88,25 @@ pub(super) fn references(schema: &Schema, fk_side: (usize, usize), ref_side: (us
     })
 }
 
+/// Whether `fk_side` holds a foreign key to `ref_side` that PostgreSQL enforces, and `ref_side`
+/// is its table's declared primary key: the join finds exactly one row for every row.
+fn finds_one_row(schema: &Schema, fk_side: (usize, usize), ref_side: (usize, usize)) -> bool {
+    let (a, b) = (&schema.tables[fk_side.0], &schema.tables[ref_side.0]);
+    let column = &b.columns[ref_side.1];
+    !b.key_inferred
+        && b.primary_key.len() == 1
+        && column.name == b.primary_key[0]
+        && a.columns[fk_side.1].not_null
+        && schema.foreign_keys.iter().any(|fk| {
+            fk.enforced
+                && !fk.inferred
+                && fk.table == a.ident
+                && fk.ref_table == b.ident
+                && fk.columns == [a.columns[fk_side.1].ident.clone()]
+                && fk.ref_columns == [column.ident.clone()]
+        })
+}
+
 pub(super) fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
     let order = q.order_by.clone();
     let Some(s) = body_select(q) else { return };
@@ -93,7 +123,8 @@ pub(super) fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired:
             i += 1;
             continue;
         }
-        // ON other.fk = t.pk, with a NOT NULL foreign key to t's single-column primary key.
+        // ON other.fk = t.pk, with a NOT NULL, enforced foreign key to t's single-column
+        // primary key.
         let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = &constraint else {
             i += 1;
             continue;
@@ -101,13 +132,7 @@ pub(super) fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired:
         let sides = [(left, right), (right, left)];
         let redundant = sides.iter().any(|(mine, theirs)| {
             let (Some((ta, ca)), Some((tb, cb))) = (resolve(schema, sc, mine), resolve(schema, sc, theirs)) else { return false };
-            let pk = &schema.tables[t].primary_key;
-            ta == t
-                && tb != t
-                && pk.len() == 1
-                && schema.tables[t].columns[ca].name == pk[0]
-                && schema.tables[tb].columns[cb].not_null
-                && references(schema, (tb, cb), (ta, ca))
+            ta == t && tb != t && finds_one_row(schema, (tb, cb), (ta, ca))
         });
         if redundant {
             fired.push(format!("function: redundant join of {name} dropped"));

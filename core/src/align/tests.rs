@@ -875,6 +875,59 @@ fn function_drops_a_join_left_unused_once_a_later_join_is_dropped() {
 }
 
 #[test]
+fn function_drops_a_lookup_another_drop_left_unused_in_a_later_pass() {
+    let mut s = star_schema();
+    s.tables[2].columns.iter_mut().for_each(|c| c.not_null = true);
+    s.tables[0].columns[2].not_null = true;
+    let ask = |s: &crate::schema::Schema, sql: &str| align(sql, s, Context { select: &[], linked: &[], question: "Which singers sang in concerts?" }, &mut Index, Rules::ALL);
+    // `stadium` goes first; `concert`, read by stadium's ON condition until then, only in the
+    // next pass.
+    let chain = "SELECT DISTINCT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id \
+                 JOIN concert AS T3 ON T2.concert_id = T3.concert_id JOIN stadium AS T4 ON T3.stadium_id = T4.stadium_id";
+    let a = ask(&s, chain);
+    assert_eq!(a.sql, "SELECT DISTINCT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id", "{:?}", a.fired);
+    assert_eq!(a.fired.iter().filter(|f| f.contains("redundant join of")).count(), 2, "{:?}", a.fired);
+    // A nullable foreign key: the join removes rows whose key is NULL, and stays.
+    let mut nullable = s.clone();
+    nullable.tables[0].columns[2].not_null = false;
+    let b = ask(&nullable, chain);
+    assert!(!b.fired.iter().any(|f| f.contains("redundant join")), "{:?}", b.fired);
+}
+
+#[test]
+fn function_keeps_a_lookup_that_may_not_find_its_row() {
+    let mut s = star_schema();
+    s.tables[2].columns.iter_mut().for_each(|c| c.not_null = true);
+    let run = |s: &crate::schema::Schema, sql: &str| align(sql, s, Context::default(), &mut Index, Rules::ALL);
+    let lookup = "SELECT count(*) FROM singer_in_concert AS sic JOIN singer AS s ON sic.singer_id = s.singer_id";
+    assert_eq!(run(&s, lookup).sql, "SELECT count(*) FROM singer_in_concert AS sic");
+    // After an outer join the bridge's key may be NULL in a row: the inner join removes it.
+    for outer in ["LEFT JOIN", "LEFT OUTER JOIN", "RIGHT JOIN", "FULL JOIN"] {
+        let sql = format!(
+            "SELECT c.concert_name FROM concert AS c {outer} singer_in_concert AS sic ON c.concert_id = sic.concert_id \
+             JOIN singer AS s ON sic.singer_id = s.singer_id"
+        );
+        let a = run(&s, &sql);
+        assert!(!a.fired.iter().any(|f| f.contains("join of singer")), "{outer}: {:?}", a.fired);
+    }
+    // An inner join before it does not: the lookup goes.
+    let inner = "SELECT c.concert_name FROM concert AS c JOIN singer_in_concert AS sic ON c.concert_id = sic.concert_id \
+                 JOIN singer AS s ON sic.singer_id = s.singer_id";
+    assert!(run(&s, inner).fired.iter().any(|f| f.contains("redundant join of singer dropped")), "{:?}", run(&s, inner).fired);
+    // A key PostgreSQL does not enforce (NOT VALID, stored by a DBA, found by profiling), or a
+    // primary key profiling inferred: a row may point at nothing, or at two rows.
+    let mut not_valid = s.clone();
+    not_valid.foreign_keys.iter_mut().for_each(|fk| fk.enforced = false);
+    let mut found = s.clone();
+    found.foreign_keys.iter_mut().for_each(|fk| fk.inferred = true);
+    let mut key_inferred = s.clone();
+    key_inferred.tables[1].key_inferred = true;
+    for schema in [&not_valid, &found, &key_inferred] {
+        assert!(run(schema, lookup).fired.is_empty(), "{:?}", run(schema, lookup).fired);
+    }
+}
+
+#[test]
 fn style_unasked_keys_without_extraction() {
     let s = star_schema();
     let ask = |sql: &str, question: &str| align(sql, &s, Context { select: &[], linked: &[], question }, &mut Index, Rules::ALL);

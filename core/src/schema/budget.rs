@@ -232,6 +232,7 @@ mod tests {
             ref_table: "table_2".into(),
             ref_columns: vec!["col_0".into()],
             inferred: false,
+            enforced: true,
         });
         s
     }

@@ -138,9 +138,9 @@ pub fn star_schema() -> Schema {
             t(4, "stadium", &["stadium_id", "name", "capacity"], &["stadium_id"]),
         ],
         "foreign_keys": [
-            {"table": "concert", "columns": ["stadium_id"], "ref_table": "stadium", "ref_columns": ["stadium_id"]},
-            {"table": "singer_in_concert", "columns": ["concert_id"], "ref_table": "concert", "ref_columns": ["concert_id"]},
-            {"table": "singer_in_concert", "columns": ["singer_id"], "ref_table": "singer", "ref_columns": ["singer_id"]}
+            {"table": "concert", "columns": ["stadium_id"], "ref_table": "stadium", "ref_columns": ["stadium_id"], "enforced": true},
+            {"table": "singer_in_concert", "columns": ["concert_id"], "ref_table": "concert", "ref_columns": ["concert_id"], "enforced": true},
+            {"table": "singer_in_concert", "columns": ["singer_id"], "ref_table": "singer", "ref_columns": ["singer_id"], "enforced": true}
         ]
     }))
     .expect("valid star schema")
