@@ -86,8 +86,9 @@ pub struct ForeignKey {
     /// Not declared: profiling found it in the data (one a DBA confirmed counts as declared).
     #[serde(default)]
     pub inferred: bool,
-    /// A constraint PostgreSQL enforces (declared and validated): every row's key finds the row
-    /// it points to. Not a relationship profiling found or a DBA stored, nor a `NOT VALID` one.
+    /// A constraint PostgreSQL enforces on every row the role reads (sql/introspect/schema.sql):
+    /// declared, validated, not deferrable, no inheritance children on either side, no row
+    /// security on the table it points to. Not a relationship profiling found or a DBA stored.
     #[serde(default)]
     pub enforced: bool,
 }

@@ -32,7 +32,8 @@ WITH rels AS (
            pg_catalog.quote_ident(a.attname) AS ident,
            pg_catalog.format_type(a.atttypid, a.atttypmod) AS data_type,
            t.typcategory AS category,
-           a.attnotnull AS not_null,
+           -- a NOT NULL constraint not yet validated (PostgreSQL 18) still lets old rows hold NULL
+           a.attnotnull AND nv.conrelid IS NULL AS not_null,
            cd.description AS comment,
            CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'e' THEN
                 (SELECT pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)
@@ -42,10 +43,23 @@ WITH rels AS (
     JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid
     LEFT JOIN pg_catalog.pg_description cd
            ON cd.objoid OPERATOR(pg_catalog.=) a.attrelid AND cd.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass AND cd.objsubid OPERATOR(pg_catalog.=) a.attnum
+    LEFT JOIN (SELECT DISTINCT nn.conrelid, nn.conkey[1] AS attnum FROM pg_catalog.pg_constraint nn
+               WHERE nn.contype OPERATOR(pg_catalog.=) 'n' AND NOT nn.convalidated) nv
+           ON nv.conrelid OPERATOR(pg_catalog.=) a.attrelid AND nv.attnum OPERATOR(pg_catalog.=) a.attnum
     WHERE a.attnum OPERATOR(pg_catalog.>) 0::pg_catalog.int2 AND NOT a.attisdropped
       AND (r.all_columns OR nl2sql._may_read_column((SELECT nl2sql._me()), a.attrelid, a.attnum))
 ), keys AS (
-    SELECT con.conrelid, con.contype, con.conkey, con.confrelid, con.confkey, con.conname, con.convalidated
+    SELECT con.conrelid, con.contype, con.conkey, con.confrelid, con.confkey, con.conname,
+           -- a foreign key every row the role reads meets exactly one row of: validated, checked
+           -- at once (never deferred), on tables whose rows are theirs alone (a table with
+           -- inheritance children reads theirs too, which the key does not cover) and, for the
+           -- table it points to, no row security hiding the row a key finds
+           con.convalidated AND NOT con.condeferrable
+             AND NOT EXISTS (SELECT FROM pg_catalog.pg_class x
+                             WHERE x.oid OPERATOR(pg_catalog.=) ANY (ARRAY[con.conrelid, con.confrelid])
+                               AND x.relkind OPERATOR(pg_catalog.=) 'r' AND x.relhassubclass)
+             AND NOT EXISTS (SELECT FROM pg_catalog.pg_class x
+                             WHERE x.oid OPERATOR(pg_catalog.=) con.confrelid AND x.relrowsecurity) AS holds
     FROM pg_catalog.pg_constraint con
     JOIN rels r ON r.oid OPERATOR(pg_catalog.=) con.conrelid
     WHERE con.contype OPERATOR(pg_catalog.=) ANY ('{p,f}'::pg_catalog."char"[])
@@ -113,13 +127,13 @@ SELECT pg_catalog.json_build_object(
                    pg_catalog.array_agg(sc.ident ORDER BY k.ord) AS cols,
                    pg_catalog.array_agg(dc.ident ORDER BY k.ord) AS ref_cols,
                    pg_catalog.count(sc.ident) OPERATOR(pg_catalog.=) pg_catalog.count(*) AND pg_catalog.count(dc.ident) OPERATOR(pg_catalog.=) pg_catalog.count(*) AS all_visible,
-                   false AS inferred, f.convalidated AS enforced
+                   false AS inferred, f.holds AS enforced
             FROM keys f
             CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(f.conkey), pg_catalog.unnest(f.confkey)) WITH ORDINALITY AS k(src_att, dst_att, ord)
             LEFT JOIN cols sc ON sc.attrelid OPERATOR(pg_catalog.=) f.conrelid AND sc.attnum OPERATOR(pg_catalog.=) k.src_att
             LEFT JOIN cols dc ON dc.attrelid OPERATOR(pg_catalog.=) f.confrelid AND dc.attnum OPERATOR(pg_catalog.=) k.dst_att
             WHERE f.contype OPERATOR(pg_catalog.=) 'f'
-            GROUP BY f.conrelid, f.confrelid, f.conname, f.convalidated
+            GROUP BY f.conrelid, f.confrelid, f.conname, f.holds
             UNION ALL
             -- relationships profiling or a DBA stored: the view showed only columns the caller may read
             SELECT l.conrelid, l.confrelid, NULL, l.cols, l.ref_cols, true, l.inferred, false FROM stored_links l
