@@ -87,8 +87,8 @@ pub struct ForeignKey {
     #[serde(default)]
     pub inferred: bool,
     /// A constraint PostgreSQL enforces on every row the role reads (sql/introspect/schema.sql):
-    /// declared, validated, not deferrable, no inheritance children on either side, no row
-    /// security on the table it points to. Not a relationship profiling found or a DBA stored.
+    /// declared, validated, not deferrable, its checks not turned off, no inheritance children
+    /// on either side, no row security on the table it points to. Not a relationship profiling found or a DBA stored.
     #[serde(default)]
     pub enforced: bool,
 }

@@ -59,7 +59,11 @@ WITH rels AS (
                              WHERE x.oid OPERATOR(pg_catalog.=) ANY (ARRAY[con.conrelid, con.confrelid])
                                AND x.relkind OPERATOR(pg_catalog.=) 'r' AND x.relhassubclass)
              AND NOT EXISTS (SELECT FROM pg_catalog.pg_class x
-                             WHERE x.oid OPERATOR(pg_catalog.=) con.confrelid AND x.relrowsecurity) AS holds
+                             WHERE x.oid OPERATOR(pg_catalog.=) con.confrelid AND x.relrowsecurity)
+             -- nor a key whose checks were turned off (ALTER TABLE ... DISABLE TRIGGER ALL)
+             AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger tg
+                             WHERE tg.tgconstraint OPERATOR(pg_catalog.=) con.oid
+                               AND tg.tgenabled OPERATOR(pg_catalog.=) 'D') AS holds
     FROM pg_catalog.pg_constraint con
     JOIN rels r ON r.oid OPERATOR(pg_catalog.=) con.conrelid
     WHERE con.contype OPERATOR(pg_catalog.=) ANY ('{p,f}'::pg_catalog."char"[])
