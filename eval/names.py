@@ -39,12 +39,19 @@ def kind(candidate):
     return "other"
 
 
+def first_round(row):
+    """The row's first-round candidates, the first answer first."""
+    return [c for c in (row.get("candidates") or []) if c.get("round") == 0]
+
+
 def count(rows):
     first, distinct, distinct_failing, unknown = 0, 0, 0, 0
+    kinds = {}
     for r in rows:
-        round0 = [c for c in (r.get("candidates") or []) if c.get("round") == 0]
+        round0 = first_round(r)
         if round0 and fails_on_a_name(round0[0]):
             first += 1
+            kinds[kind(round0[0])] = kinds.get(kind(round0[0]), 0) + 1
         seen = set()
         for c in round0:
             if c.get("duplicate_of") is not None or c.get("sql") in seen:
@@ -53,21 +60,16 @@ def count(rows):
             distinct += 1
             distinct_failing += fails_on_a_name(c)
         unknown += "unknown_" in (r.get("predicted") or "")
-    return first, distinct, distinct_failing, unknown
+    return first, distinct, distinct_failing, unknown, kinds
 
 
 def summary(label, rows):
     n = len(rows)
     right = sum(1 for r in rows if r["correct"])
-    first, distinct, distinct_failing, unknown = count(rows)
+    first, distinct, distinct_failing, unknown, kinds = count(rows)
     latency = sorted(r["latency_ms"] / 1000 for r in rows)
     rates = [c["completion_tokens"] / (c["latency_ms"] / 1000) for r in rows for c in (r.get("calls") or [])
              if c.get("stage") != "extract" and c.get("completion_tokens") and c.get("latency_ms")]
-    kinds = {}
-    for r in rows:
-        round0 = [c for c in (r.get("candidates") or []) if c.get("round") == 0]
-        if round0 and fails_on_a_name(round0[0]):
-            kinds[kind(round0[0])] = kinds.get(kind(round0[0]), 0) + 1
     print(f"{label}: n={n} right={right} ({100 * right / n:.1f} %) "
           f"first answers failing on a name={first} ({100 * first / n:.1f} %) "
           f"distinct first-round candidates={distinct}, failing on a name={distinct_failing} "
@@ -91,6 +93,7 @@ def main(paths):
             # each part on its own line: the held-out part counted, never printed
             for part in parts:
                 summary(f"  {part}", [r for r in rows if r.get("part") == part])
+
 
 if __name__ == "__main__":
     main(sys.argv[1:])

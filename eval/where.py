@@ -16,7 +16,7 @@ from collections import Counter
 
 import psycopg
 
-from names import fails_on_a_name, kind
+from names import fails_on_a_name, first_round, kind
 
 COLUMNS = """
 SELECT c.relname, a.attname FROM pg_catalog.pg_attribute a
@@ -68,7 +68,7 @@ def main():
         rows = [json.loads(line) for line in open(path) if line.strip()]
         counts = {}
         for r in rows:
-            round0 = [c for c in (r.get("candidates") or []) if c.get("round") == 0]
+            round0 = first_round(r)
             if not round0 or not fails_on_a_name(round0[0]) or kind(round0[0]) != "qualified column":
                 continue
             m = re.match(r'column "?([^" ]+?)"?\.(?:"([^"]+)"|(\S+)) does not exist', round0[0].get("error") or "")

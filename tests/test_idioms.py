@@ -122,7 +122,7 @@ def test_a_lookup_whose_key_may_not_find_its_row_is_kept(songs, mock, case):
         assert lookup(admin)[0] == expected
 
 
-def test_a_lookup_under_a_not_valid_not_null_is_kept(songs, mock, connect):
+def test_a_lookup_under_a_not_valid_not_null_is_kept(songs, mock):
     admin = songs(key="REFERENCES idiom_artist")
     if admin.execute("SELECT current_setting('server_version_num')::int").fetchone()[0] < 180000:
         pytest.skip("NOT NULL ... NOT VALID is PostgreSQL 18's")

@@ -444,7 +444,12 @@ const JOIN_PASSES: usize = 8;
 /// Each pass reads the statement's tables as they are.
 fn dropped_joins(schema: &Schema, q: &mut Query, question: &str, fired: &mut Vec<String>) {
     // A CTE named as a table is what `FROM` that name reads: the catalog's keys say nothing of it.
-    let shadowed = q.with.as_ref().is_some_and(|w| w.cte_tables.iter().any(|c| schema.tables.iter().any(|t| t.name == fold(&c.alias.name))));
+    let shadowed = q.with.as_ref().is_some_and(|w| {
+        w.cte_tables.iter().any(|c| {
+            let name = fold(&c.alias.name);
+            schema.tables.iter().any(|t| t.name == name)
+        })
+    });
     if shadowed {
         return;
     }

@@ -4,7 +4,7 @@
 //! the question does not mention in passes, until neither fires.
 
 use super::{body_select, find_table, fold, names_used, relation_name, resolve, Scope};
-use crate::schema::Schema;
+use crate::schema::{ForeignKey, Schema};
 use sqlparser::ast::{BinaryOperator, Expr, JoinConstraint, JoinOperator, OrderBy, Query, TableFactor};
 
 /// Whether a join matches columns by name (USING, NATURAL), which no expression shows.
@@ -77,34 +77,32 @@ pub(super) fn inner_join(schema: &Schema, s: &sqlparser::ast::Select, i: usize) 
     Some((constraint, t, me, name.to_string()))
 }
 
-/// Whether `fk_side` (table, column) holds a one-column foreign key to `ref_side`.
-pub(super) fn references(schema: &Schema, fk_side: (usize, usize), ref_side: (usize, usize)) -> bool {
+/// The one-column foreign keys from `fk_side` (table, column) to `ref_side`.
+fn keys_between(schema: &Schema, fk_side: (usize, usize), ref_side: (usize, usize)) -> impl Iterator<Item = &ForeignKey> {
     let (a, b) = (&schema.tables[fk_side.0], &schema.tables[ref_side.0]);
-    schema.foreign_keys.iter().any(|fk| {
+    let (from, to) = (&a.columns[fk_side.1].ident, &b.columns[ref_side.1].ident);
+    schema.foreign_keys.iter().filter(move |fk| {
         fk.table == a.ident
             && fk.ref_table == b.ident
-            && fk.columns == [a.columns[fk_side.1].ident.clone()]
-            && fk.ref_columns == [b.columns[ref_side.1].ident.clone()]
+            && matches!(fk.columns.as_slice(), [c] if c == from)
+            && matches!(fk.ref_columns.as_slice(), [c] if c == to)
     })
+}
+
+/// Whether `fk_side` (table, column) holds a one-column foreign key to `ref_side`.
+pub(super) fn references(schema: &Schema, fk_side: (usize, usize), ref_side: (usize, usize)) -> bool {
+    keys_between(schema, fk_side, ref_side).next().is_some()
 }
 
 /// Whether `fk_side` holds a foreign key to `ref_side` that PostgreSQL enforces, and `ref_side`
 /// is its table's declared primary key: the join finds exactly one row for every row.
 fn finds_one_row(schema: &Schema, fk_side: (usize, usize), ref_side: (usize, usize)) -> bool {
-    let (a, b) = (&schema.tables[fk_side.0], &schema.tables[ref_side.0]);
-    let column = &b.columns[ref_side.1];
+    let b = &schema.tables[ref_side.0];
     !b.key_inferred
         && b.primary_key.len() == 1
-        && column.name == b.primary_key[0]
-        && a.columns[fk_side.1].not_null
-        && schema.foreign_keys.iter().any(|fk| {
-            fk.enforced
-                && !fk.inferred
-                && fk.table == a.ident
-                && fk.ref_table == b.ident
-                && fk.columns == [a.columns[fk_side.1].ident.clone()]
-                && fk.ref_columns == [column.ident.clone()]
-        })
+        && b.columns[ref_side.1].name == b.primary_key[0]
+        && schema.tables[fk_side.0].columns[fk_side.1].not_null
+        && keys_between(schema, fk_side, ref_side).any(|fk| fk.enforced && !fk.inferred)
 }
 
 pub(super) fn redundant_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
