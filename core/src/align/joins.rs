@@ -15,7 +15,8 @@
 
 use super::{fold, relation_name, Scope};
 use crate::schema::{Schema, Table};
-use sqlparser::ast::{BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, Query, SetExpr, TableFactor, TableWithJoins};
+use sqlparser::ast::{BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, Query, Select, SetExpr, TableFactor, TableWithJoins, VisitMut, VisitorMut};
+use std::ops::ControlFlow;
 
 /// One-column foreign keys: (table ident, column ident, referenced table ident, column ident).
 fn key_pairs(schema: &Schema) -> Vec<(&str, &str, &str, &str)> {
@@ -78,15 +79,47 @@ fn on_mut(op: &mut JoinOperator) -> Option<&mut Expr> {
     }
 }
 
+/// The ON of an outer join (LEFT, RIGHT, FULL).
+fn outer_on_mut(op: &mut JoinOperator) -> Option<&mut Expr> {
+    match op {
+        JoinOperator::Left(JoinConstraint::On(e))
+        | JoinOperator::LeftOuter(JoinConstraint::On(e))
+        | JoinOperator::Right(JoinConstraint::On(e))
+        | JoinOperator::RightOuter(JoinConstraint::On(e))
+        | JoinOperator::FullOuter(JoinConstraint::On(e)) => Some(e),
+        _ => None,
+    }
+}
+
 /// Joins through a bridge table where an inner join's only condition equates two keys that no
 /// foreign key links and one table's foreign keys link both, or a key and a column its table
-/// lacks that the bridge has (see `for_missing`); the statement's own SELECT only.
+/// lacks that the bridge has (see `for_missing`); an outer join only has its condition made
+/// the one foreign key's two ends (a bridge would change which rows it keeps). Every SELECT of
+/// the statement (subqueries, CTEs, derived tables), each with its own FROM.
 pub(super) fn bridge_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
-    let SetExpr::Select(s) = q.body.as_mut() else { return };
+    struct Each<'a, 'k> {
+        schema: &'a Schema,
+        sc: &'a Scope,
+        keys: &'k [(&'a str, &'a str, &'a str, &'a str)],
+        fired: &'k mut Vec<String>,
+    }
+    impl VisitorMut for Each<'_, '_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+            if let SetExpr::Select(s) = q.body.as_mut() {
+                bridge_select(self.schema, self.sc, self.keys, s, self.fired);
+            }
+            ControlFlow::Continue(())
+        }
+    }
     let keys = key_pairs(schema);
     if keys.is_empty() {
         return;
     }
+    let _ = VisitMut::visit(q, &mut Each { schema, sc, keys: &keys, fired });
+}
+
+fn bridge_select(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], s: &mut Select, fired: &mut Vec<String>) {
     for from in &mut s.from {
         let mut k = 0;
         while k < from.joins.len() {
@@ -95,7 +128,7 @@ pub(super) fn bridge_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &m
             // another table.
             let items = from_items(schema, from);
             let before = fired.len();
-            match bridge(schema, sc, &keys, (&items, k), &mut from.joins[k], fired) {
+            match bridge(schema, sc, keys, (&items, k), &mut from.joins[k], fired) {
                 Some(join) => {
                     from.joins.insert(k, join);
                     k += 2;
@@ -103,7 +136,7 @@ pub(super) fn bridge_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &m
                 None => {
                     // The bridge may be the table joined next: then the two swap places.
                     if fired.len() == before {
-                        order::joined_later(schema, sc, &keys, (from, &items), k, fired);
+                        order::joined_later(schema, sc, keys, (from, &items), k, fired);
                     }
                     k += 1;
                 }
@@ -149,7 +182,8 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items
     let earlier = |name: &str| items.iter().take(k + 1).any(|(n, _)| n.as_deref() == Some(name));
     // The table an item of this FROM up to the join is.
     let table_of = |name: &str| only_table(schema, &items[..items.len().min(k + 2)], name);
-    let on = on_mut(&mut join.join_operator)?;
+    let inner = on_mut(&mut join.join_operator).is_some();
+    let on = if inner { on_mut(&mut join.join_operator)? } else { outer_on_mut(&mut join.join_operator)? };
     let (q1, c1, q2, c2) = key_equality(on)?;
     // Which side is the joined table, which one an earlier one.
     let ((eq, ec), (lq, lc)) = match (fold(q1), fold(q2)) {
@@ -184,6 +218,9 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items
         let mut joins = super::parsed_joins(&format!("SELECT 1 FROM x JOIN y ON {cond}")).into_iter();
         *on = on_mut(&mut joins.next()?.join_operator)?.clone();
         fired.push(format!("agent: {} joined to {} on their foreign key ({cond})", te.name, tl.name));
+        return None;
+    }
+    if !inner {
         return None;
     }
     let (bt, bx, ex, by, lx) = match (ce, cl) {

@@ -42,14 +42,21 @@ fn a_key_equated_to_a_column_the_other_table_lacks_joins_on_their_foreign_key() 
         fix("SELECT car_names.model FROM car_names JOIN cars_data ON cars_data.car_names_id = car_names.makeid").sql,
         "SELECT car_names.model FROM car_names JOIN cars_data ON cars_data.id = car_names.makeid"
     );
+    // An outer join keeps its kind: only its condition is made the key's two ends.
+    for kind in ["LEFT JOIN", "LEFT OUTER JOIN", "RIGHT JOIN", "FULL JOIN"] {
+        assert_eq!(
+            fix(&format!("SELECT n.model FROM cars_data AS d {kind} car_names AS n ON d.makeid = n.makeid")).sql,
+            format!("SELECT n.model FROM cars_data AS d {kind} car_names AS n ON d.id = n.makeid")
+        );
+    }
     // Left alone: the right join already; the present column no key (model); a key with two
-    // foreign keys to the lacking table (which one is meant is not known); an outer join; a
-    // condition with more than the equality.
+    // foreign keys to the lacking table (which one is meant is not known); a condition with
+    // more than the equality.
     for sql in [
         "SELECT n.model FROM cars_data AS d JOIN car_names AS n ON d.id = n.makeid",
         "SELECT n.model FROM cars_data AS d JOIN car_names AS n ON d.model = n.model",
         "SELECT a.city FROM flights AS f JOIN airports AS a ON f.code = a.code",
-        "SELECT n.model FROM cars_data AS d LEFT JOIN car_names AS n ON d.makeid = n.makeid",
+        "SELECT a.city FROM flights AS f LEFT JOIN airports AS a ON f.code = a.code",
         "SELECT n.model FROM cars_data AS d JOIN car_names AS n ON d.makeid = n.makeid AND d.weight > 1",
         // Another table of the FROM has the missing column: the qualifier may be what is wrong.
         "SELECT n.model FROM car_names AS n JOIN car_parts AS p ON p.makeid = n.makeid JOIN cars_data AS d ON d.makeid = n.makeid",
@@ -116,4 +123,52 @@ fn a_chain_of_inner_joins_whose_next_table_has_the_column_is_put_in_order() {
         Rules { agent: true, ..Rules::NONE },
     );
     assert!(!out.fired.iter().any(|f| f.contains("joined before")), "{:?}", out.fired);
+}
+
+#[test]
+fn a_join_in_a_subquery_or_a_cte_is_joined_on_its_foreign_key_with_its_own_from() {
+    let s = cars();
+    let fix = |sql: &str| align(sql, &s, Context::default(), &mut NoValues, Rules::ALL);
+    assert_eq!(
+        fix("SELECT n.model FROM car_names AS n WHERE n.makeid IN (SELECT m.makeid FROM cars_data AS d JOIN car_names AS m ON d.makeid = m.makeid WHERE d.weight > 3000)").sql,
+        "SELECT n.model FROM car_names AS n WHERE n.makeid IN (SELECT m.makeid FROM cars_data AS d JOIN car_names AS m ON d.id = m.makeid WHERE d.weight > 3000)"
+    );
+    assert_eq!(
+        fix("WITH heavy AS (SELECT m.model FROM cars_data AS d JOIN car_names AS m ON d.makeid = m.makeid WHERE d.weight > 3000) SELECT count(*) FROM heavy").sql,
+        "WITH heavy AS (SELECT m.model FROM cars_data AS d JOIN car_names AS m ON d.id = m.makeid WHERE d.weight > 3000) SELECT count(*) FROM heavy"
+    );
+    assert_eq!(
+        fix("SELECT x.model FROM (SELECT m.model FROM car_names AS m JOIN cars_data AS d ON m.makeid = d.makeid) AS x").sql,
+        "SELECT x.model FROM (SELECT m.model FROM car_names AS m JOIN cars_data AS d ON m.makeid = d.id) AS x"
+    );
+    // Each SELECT reads its own FROM: `d` is car_parts in the subquery, which has makeid; the
+    // outer join already reads the key's two ends.
+    for sql in [
+        "SELECT n.model FROM cars_data AS d JOIN car_names AS n ON d.id = n.makeid WHERE n.makeid IN (SELECT d.makeid FROM car_parts AS d JOIN car_names AS m ON d.makeid = m.makeid)",
+        "SELECT n.model FROM car_names AS n WHERE EXISTS (SELECT 1 FROM car_parts AS d JOIN car_names AS m ON d.makeid = m.makeid WHERE m.makeid = n.makeid)",
+    ] {
+        let out = fix(sql);
+        assert!(!out.fired.iter().any(|f| f.contains("foreign key")), "{sql}: {:?}", out.fired);
+    }
+}
+
+#[test]
+fn the_missing_column_read_elsewhere_with_the_wrong_table_follows_the_join() {
+    let s = cars();
+    let fix = |sql: &str| align(sql, &s, Context::default(), &mut NoValues, Rules { agent: true, ..Rules::NONE });
+    // d.makeid in the select list and ORDER BY: cars_data has none; after the join reads
+    // d.id = n.makeid, the makeid is n's.
+    let a = fix("SELECT DISTINCT d.makeid, n.model FROM cars_data AS d JOIN car_names AS n ON d.makeid = n.makeid WHERE d.weight > 3000 ORDER BY d.makeid");
+    assert_eq!(a.sql, "SELECT DISTINCT n.makeid, n.model FROM cars_data AS d JOIN car_names AS n ON d.id = n.makeid WHERE d.weight > 3000 ORDER BY n.makeid");
+    assert!(a.fired.contains(&"agent: column d.makeid -> n.makeid".to_string()), "{:?}", a.fired);
+    // In a subquery too, with the subquery's own tables.
+    assert_eq!(
+        fix("SELECT c.model FROM car_names AS c WHERE c.makeid IN (SELECT d.makeid FROM cars_data AS d JOIN car_names AS n ON d.makeid = n.makeid WHERE d.weight > 3000)").sql,
+        "SELECT c.model FROM car_names AS c WHERE c.makeid IN (SELECT n.makeid FROM cars_data AS d JOIN car_names AS n ON d.id = n.makeid WHERE d.weight > 3000)"
+    );
+    // Left alone where the join is not repaired (a third table has makeid: which qualifier is
+    // wrong is not known), so nothing follows it.
+    let sql = "SELECT d.makeid FROM car_names AS n JOIN car_parts AS p ON p.makeid = n.makeid JOIN cars_data AS d ON d.makeid = n.makeid";
+    let out = fix(sql);
+    assert!(out.fired.is_empty(), "{:?} -> {}", out.fired, out.sql);
 }
