@@ -220,6 +220,20 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items
         fired.push(format!("agent: {} joined to {} on their foreign key ({cond})", te.name, tl.name));
         return None;
     }
+    // The earlier side's qualifier wrong: another earlier table has the column, a foreign
+    // key's end opposite the joined table's.
+    if let (None, Some(lx)) = (ce, cl) {
+        let upto = &items[..items.len().min(k + 1)];
+        if let Some(holder) = earlier_holder(schema, keys, upto, te, &fold(ec), (tl, lx)) {
+            let h = super::ident(&holder);
+            let cond = if fold(q1) == later { format!("{lq}.{lc} = {h}.{ec}") } else { format!("{h}.{ec} = {lq}.{lc}") };
+            let note = format!("agent: column {eq}.{ec} -> {h}.{ec} (a foreign key to {})", tl.name);
+            let mut joins = super::parsed_joins(&format!("SELECT 1 FROM x JOIN y ON {cond}")).into_iter();
+            *on = on_mut(&mut joins.next()?.join_operator)?.clone();
+            fired.push(note);
+            return None;
+        }
+    }
     if !inner {
         return None;
     }
@@ -243,6 +257,27 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items
     *on = on_mut(&mut rest.join_operator)?.clone();
     fired.push(format!("agent: {} joined to {} through {}", te.name, tl.name, b.ident));
     Some(through)
+}
+
+/// The name of the one item of `earlier` (a FROM's items before a join), other than the
+/// lacking table `lacking`, that has the column `missing`, where that column and the joined
+/// table's column `joined` are the two ends of a foreign key: the table the condition meant
+/// (`… JOIN model_list ON … JOIN car_makers ON car_names.maker = car_makers.id`, with
+/// model_list.maker referencing car_makers.id: model_list). None where no item or several do,
+/// or the item's name is not one table's in that FROM.
+fn earlier_holder(schema: &Schema, keys: &[(&str, &str, &str, &str)], earlier: &[FromItem], lacking: &Table, missing: &str, (joined, jx): (&Table, &str)) -> Option<String> {
+    let found: Vec<&str> = earlier
+        .iter()
+        .filter_map(|(name, t)| {
+            let (name, t) = (name.as_deref()?, &schema.tables[(*t)?]);
+            let x = column_ident(t, missing)?;
+            (t.oid != lacking.oid && linked(keys, (t.ident.as_str(), x), (joined.ident.as_str(), jx))).then_some(name)
+        })
+        .collect();
+    match found.as_slice() {
+        [one] if only_table(schema, earlier, one).is_some() => Some(one.to_string()),
+        _ => None,
+    }
 }
 
 /// The column of `other` that the one foreign key linking the key `at` with `other` has at its

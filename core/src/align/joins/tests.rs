@@ -172,3 +172,49 @@ fn the_missing_column_read_elsewhere_with_the_wrong_table_follows_the_join() {
     let out = fix(sql);
     assert!(out.fired.is_empty(), "{:?} -> {}", out.fired, out.sql);
 }
+
+/// car_names(makeid, model), model_list(modelid, maker, model), car_makers(id, fullname):
+/// model_list.maker -> car_makers.id, car_names.model -> model_list.model.
+fn makers() -> Schema {
+    let t = table_json;
+    serde_json::from_value(serde_json::json!({
+        "tables": [
+            t(1, "car_names", &["makeid", "model"], &["makeid"]),
+            t(2, "model_list", &["modelid", "maker", "model"], &["modelid"]),
+            t(3, "car_makers", &["id", "fullname"], &["id"]),
+        ],
+        "foreign_keys": [
+            {"table": "model_list", "columns": ["maker"], "ref_table": "car_makers", "ref_columns": ["id"]},
+            {"table": "car_names", "columns": ["model"], "ref_table": "model_list", "ref_columns": ["model"]}
+        ]
+    }))
+    .expect("valid schema")
+}
+
+#[test]
+fn a_join_condition_written_with_the_wrong_earlier_table_reads_the_one_whose_key_it_is() {
+    let s = makers();
+    let fix = |sql: &str| align(sql, &s, Context::default(), &mut NoValues, Rules { agent: true, ..Rules::NONE });
+    // car_names has no maker; model_list, joined before, has the maker that references
+    // car_makers.id.
+    let a = fix("SELECT car_makers.fullname FROM car_names JOIN model_list ON car_names.model = model_list.model JOIN car_makers ON car_names.maker = car_makers.id");
+    assert_eq!(a.sql, "SELECT car_makers.fullname FROM car_names JOIN model_list ON car_names.model = model_list.model JOIN car_makers ON model_list.maker = car_makers.id");
+    assert_eq!(a.fired, vec!["agent: column car_names.maker -> model_list.maker (a foreign key to car_makers)".to_string()]);
+    // Aliases, the sides the other way round, an outer join; the same wrong column elsewhere
+    // follows.
+    assert_eq!(
+        fix("SELECT n.maker, c.fullname FROM car_names AS n JOIN model_list AS m ON n.model = m.model LEFT JOIN car_makers AS c ON c.id = n.maker").sql,
+        "SELECT m.maker, c.fullname FROM car_names AS n JOIN model_list AS m ON n.model = m.model LEFT JOIN car_makers AS c ON c.id = m.maker"
+    );
+    // Left alone: the column and the joined one no foreign key's ends; the holder joined after
+    // (not yet in the FROM there); two earlier items have it; the joined table lacks the column.
+    for sql in [
+        "SELECT 1 FROM car_names AS n JOIN model_list AS m ON n.model = m.model JOIN car_makers AS c ON n.maker = c.fullname",
+        "SELECT 1 FROM car_names AS n JOIN car_makers AS c ON n.maker = c.id JOIN model_list AS m ON n.model = m.model",
+        "SELECT 1 FROM car_names AS n JOIN model_list AS m ON n.model = m.model JOIN model_list AS m2 ON m2.model = m.model JOIN car_makers AS c ON n.maker = c.id",
+        "SELECT 1 FROM model_list AS m JOIN car_names AS n ON m.model = n.model JOIN car_makers AS c ON m.maker = c.maker_id",
+    ] {
+        let out = fix(sql);
+        assert!(!out.fired.iter().any(|f| f.contains("(a foreign key to")), "{sql}: {:?} -> {}", out.fired, out.sql);
+    }
+}
