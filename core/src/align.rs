@@ -301,22 +301,7 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
         if let Statement::Query(q) = stmt {
             join_for_columns(schema, &sc, q, &mut fired);
             join_for_qualified(schema, &sc, q, &mut fired);
-        }
-        let before = fired.len();
-        if let Statement::Query(q) = stmt {
             bridge_joins(schema, &sc, q, &mut fired);
-        }
-        // A join's condition made the foreign key's ends: the column it equated may be read
-        // elsewhere with the same wrong table, which the first pass left alone (a rewrite of
-        // one side of a join could have compared a column with itself).
-        let sc = if fired.len() > before {
-            let sc = scope(schema, stmt);
-            fix_columns(schema, &sc, stmt, &mut fired);
-            scope(schema, stmt)
-        } else {
-            sc
-        };
-        if let Statement::Query(q) = stmt {
             ambiguous_columns(schema, &sc, q, &mut fired);
         }
         if let Statement::Query(q) = stmt {

@@ -15,7 +15,7 @@
 
 use super::{fold, relation_name, Scope};
 use crate::schema::{Schema, Table};
-use sqlparser::ast::{BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, Query, Select, SetExpr, TableFactor, TableWithJoins, VisitMut, VisitorMut};
+use sqlparser::ast::{BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, OrderBy, Query, Select, SetExpr, TableFactor, TableWithJoins, VisitMut, VisitorMut};
 use std::ops::ControlFlow;
 
 /// One-column foreign keys: (table ident, column ident, referenced table ident, column ident).
@@ -93,22 +93,34 @@ fn outer_on_mut(op: &mut JoinOperator) -> Option<&mut Expr> {
 
 /// Joins through a bridge table where an inner join's only condition equates two keys that no
 /// foreign key links and one table's foreign keys link both, or a key and a column its table
-/// lacks that the bridge has (see `for_missing`); an outer join only has its condition made
-/// the one foreign key's two ends (a bridge would change which rows it keeps). Every SELECT of
-/// the statement (subqueries, CTEs, derived tables), each with its own FROM.
+/// lacks that the bridge has (see `for_missing`), in the statement's own SELECT. In every other
+/// SELECT (a subquery's, a CTE's, a derived table's, a set operation's branch), and in outer
+/// joins, only a condition reading a column its table lacks is made the foreign key's two ends
+/// (no table is added: it could capture a name there, or change which rows an outer join keeps).
+/// The column so replaced is replaced wherever else that SELECT reads it with that table.
 pub(super) fn bridge_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
     struct Each<'a, 'k> {
-        schema: &'a Schema,
-        sc: &'a Scope,
-        keys: &'k [(&'a str, &'a str, &'a str, &'a str)],
+        cx: Cx<'a, 'k>,
+        depth: usize,
         fired: &'k mut Vec<String>,
     }
     impl VisitorMut for Each<'_, '_> {
         type Break = ();
         fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-            if let SetExpr::Select(s) = q.body.as_mut() {
-                bridge_select(self.schema, self.sc, self.keys, s, self.fired);
+            self.depth += 1;
+            let Query { body, order_by, .. } = q;
+            match body.as_mut() {
+                SetExpr::Select(s) => bridge_select(&self.cx, s, Some(order_by), self.depth > 1, self.fired),
+                other => {
+                    for s in branches(other) {
+                        bridge_select(&self.cx, s, None, true, self.fired);
+                    }
+                }
             }
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth -= 1;
             ControlFlow::Continue(())
         }
     }
@@ -116,32 +128,79 @@ pub(super) fn bridge_joins(schema: &Schema, sc: &Scope, q: &mut Query, fired: &m
     if keys.is_empty() {
         return;
     }
-    let _ = VisitMut::visit(q, &mut Each { schema, sc, keys: &keys, fired });
+    let ctes = super::names::cte_names(&*q);
+    let cx = Cx { schema, sc, keys: &keys, ctes: &ctes };
+    let _ = VisitMut::visit(q, &mut Each { cx, depth: 0, fired });
 }
 
-fn bridge_select(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], s: &mut Select, fired: &mut Vec<String>) {
+/// What the join rules read: the catalog, the statement's names, its one-column foreign keys
+/// and its CTEs' names (folded).
+struct Cx<'a, 'k> {
+    schema: &'a Schema,
+    sc: &'a Scope,
+    keys: &'k [(&'a str, &'a str, &'a str, &'a str)],
+    ctes: &'k [String],
+}
+
+/// The SELECTs of a set operation's branches (not those of a parenthesised query, which is a
+/// query of its own).
+fn branches(e: &mut SetExpr) -> Vec<&mut Select> {
+    match e {
+        SetExpr::Select(s) => vec![s.as_mut()],
+        SetExpr::SetOperation { left, right, .. } => {
+            let mut out = branches(left);
+            out.extend(branches(right));
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// A column a join's repaired condition no longer reads, as (qualifier, column) folded, and the
+/// qualified name that replaced it.
+type Rename = ((String, String), Vec<Ident>);
+
+fn bridge_select(cx: &Cx, s: &mut Select, order_by: Option<&mut Option<OrderBy>>, nested: bool, fired: &mut Vec<String>) {
+    let mut renames: Vec<Rename> = Vec::new();
     for from in &mut s.from {
         let mut k = 0;
         while k < from.joins.len() {
             crate::interrupt::every(k, 64);
             // A name is read from this FROM, never from another SELECT that may use it for
             // another table.
-            let items = from_items(schema, from);
+            let items = from_items(cx.schema, cx.ctes, from);
             let before = fired.len();
-            match bridge(schema, sc, keys, (&items, k), &mut from.joins[k], fired) {
+            match bridge(cx, (&items, k), nested, &mut from.joins[k], &mut renames, fired) {
                 Some(join) => {
                     from.joins.insert(k, join);
                     k += 2;
                 }
                 None => {
                     // The bridge may be the table joined next: then the two swap places.
-                    if fired.len() == before {
-                        order::joined_later(schema, sc, keys, (from, &items), k, fired);
+                    if fired.len() == before && !nested {
+                        order::joined_later(cx.schema, cx.sc, cx.keys, (from, &items), k, fired);
                     }
                     k += 1;
                 }
             }
         }
+    }
+    if renames.is_empty() {
+        return;
+    }
+    // The SELECT's own expressions (its subqueries read their own FROM items).
+    let mut follow = |e: &mut Expr| {
+        let Expr::CompoundIdentifier(p) = e else { return };
+        let [q, c] = p.as_slice() else { return };
+        let key = (fold(q), fold(c));
+        if let Some((_, new)) = renames.iter().find(|(k, _)| *k == key) {
+            fired.push(format!("agent: column {q}.{c} -> {} (as the join now reads it)", new.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(".")));
+            *p = new.clone();
+        }
+    };
+    super::top_level_exprs(&mut *s, &mut follow);
+    if let Some(Some(ob)) = order_by {
+        super::top_level_exprs(ob, &mut follow);
     }
 }
 
@@ -161,12 +220,13 @@ fn only_table<'a>(schema: &'a Schema, items: &[FromItem], name: &str) -> Option<
 
 /// The items of one FROM entry, its relation first, then its joins in order (item k + 1 is
 /// join k).
-fn from_items(schema: &Schema, from: &TableWithJoins) -> Vec<FromItem> {
+fn from_items(schema: &Schema, ctes: &[String], from: &TableWithJoins) -> Vec<FromItem> {
     std::iter::once(&from.relation)
         .chain(from.joins.iter().map(|j| &j.relation))
         .map(|t| {
             let table = match t {
-                TableFactor::Table { name, args: None, .. } => super::find_table(schema, name),
+                // A name one of the statement's CTEs has reads the CTE.
+                TableFactor::Table { name, args: None, .. } if !matches!(relation_name(name), Some((None, n)) if ctes.contains(&n)) => super::find_table(schema, name),
                 _ => None,
             };
             (referred_as(t), table)
@@ -175,8 +235,9 @@ fn from_items(schema: &Schema, from: &TableWithJoins) -> Vec<FromItem> {
 }
 
 /// For one join: the bridge's join to put before it (its own condition rewritten to the
-/// bridge), or None.
-fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items, k): (&[FromItem], usize), join: &mut Join, fired: &mut Vec<String>) -> Option<Join> {
+/// bridge), or None; a condition repaired in place instead (see `repaired`) adds to `renames`.
+fn bridge(cx: &Cx, (items, k): (&[FromItem], usize), nested: bool, join: &mut Join, renames: &mut Vec<Rename>, fired: &mut Vec<String>) -> Option<Join> {
+    let (schema, sc, keys) = (cx.schema, cx.sc, cx.keys);
     let later = referred_as(&join.relation)?;
     // Item k + 1 is this join; the ones before it are the FROM's relation and earlier joins.
     let earlier = |name: &str| items.iter().take(k + 1).any(|(n, _)| n.as_deref() == Some(name));
@@ -199,42 +260,21 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items
     if te.oid == tl.oid {
         return None;
     }
-    // A third table of this FROM with the missing column: the qualifier, not the column, may
-    // be what is wrong.
-    let held_elsewhere = |column: &str| {
-        items.iter().any(|(_, t)| t.is_some_and(|t| ![te.oid, tl.oid].contains(&schema.tables[t].oid) && schema.tables[t].has_column(column)))
-    };
-    // One side's column missing, the other side's the end of the one foreign key between its
-    // key and the lacking table: that foreign key is the join meant.
     let (ce, cl) = (column_ident(te, &fold(ec)), column_ident(tl, &fold(lc)));
-    let direct = match (ce, cl) {
-        (Some(ex), None) if !held_elsewhere(&fold(lc)) => one_link(keys, (te.ident.as_str(), ex), tl).map(|lx| (ex, lx)),
-        (None, Some(lx)) if !held_elsewhere(&fold(ec)) => one_link(keys, (tl.ident.as_str(), lx), te).map(|ex| (ex, lx)),
-        _ => None,
-    };
-    // The sides in the order written.
-    let direct = direct.map(|(ex, lx)| if fold(q1) == later { format!("{lq}.{lx} = {eq}.{ex}") } else { format!("{eq}.{ex} = {lq}.{lx}") });
-    if let Some(cond) = direct {
+    if let Some((cond, note, (wq, wc))) = repaired(cx, (items, k), (te, tl), ((eq, ec), (lq, lc)), fold(q1) == later) {
+        let old = (fold(wq), fold(wc));
+        let first = old == (fold(q1), fold(c1));
         let mut joins = super::parsed_joins(&format!("SELECT 1 FROM x JOIN y ON {cond}")).into_iter();
-        *on = on_mut(&mut joins.next()?.join_operator)?.clone();
-        fired.push(format!("agent: {} joined to {} on their foreign key ({cond})", te.name, tl.name));
+        let new_on = on_mut(&mut joins.next()?.join_operator)?.clone();
+        // The name that took the lacking one's place: the same side of the new condition.
+        let Expr::BinaryOp { left, right, .. } = &new_on else { return None };
+        let Expr::CompoundIdentifier(new) = (if first { left } else { right }).as_ref() else { return None };
+        renames.push((old, new.clone()));
+        *on = new_on;
+        fired.push(note);
         return None;
     }
-    // The earlier side's qualifier wrong: another earlier table has the column, a foreign
-    // key's end opposite the joined table's.
-    if let (None, Some(lx)) = (ce, cl) {
-        let upto = &items[..items.len().min(k + 1)];
-        if let Some(holder) = earlier_holder(schema, keys, upto, te, &fold(ec), (tl, lx)) {
-            let h = super::ident(&holder);
-            let cond = if fold(q1) == later { format!("{lq}.{lc} = {h}.{ec}") } else { format!("{h}.{ec} = {lq}.{lc}") };
-            let note = format!("agent: column {eq}.{ec} -> {h}.{ec} (a foreign key to {})", tl.name);
-            let mut joins = super::parsed_joins(&format!("SELECT 1 FROM x JOIN y ON {cond}")).into_iter();
-            *on = on_mut(&mut joins.next()?.join_operator)?.clone();
-            fired.push(note);
-            return None;
-        }
-    }
-    if !inner {
+    if !inner || nested {
         return None;
     }
     let (bt, bx, ex, by, lx) = match (ce, cl) {
@@ -257,6 +297,52 @@ fn bridge(schema: &Schema, sc: &Scope, keys: &[(&str, &str, &str, &str)], (items
     *on = on_mut(&mut rest.join_operator)?.clone();
     fired.push(format!("agent: {} joined to {} through {}", te.name, tl.name, b.ident));
     Some(through)
+}
+
+/// Written name pairs of a join condition: (qualifier, column).
+type Side<'i> = (&'i Ident, &'i Ident);
+
+/// A condition `e = l` (earlier table's column, joined table's) reading a column its table
+/// lacks, repaired in place: made the two ends of the one foreign key between the other side's
+/// column and the lacking table, where no third table of the FROM has the missing column (the
+/// qualifier, not the column, may be what is wrong); else, where the earlier table lacks it,
+/// read from the one other table joined before whose column is the end of a foreign key to
+/// the joined table's, unless the lacking table has a key of its own to or from the joined one
+/// (two meanings). The new condition (sides in the order written), its note, and the side that
+/// lacked the column.
+fn repaired<'i>(cx: &Cx, (items, k): (&[FromItem], usize), (te, tl): (&Table, &Table), ((eq, ec), (lq, lc)): (Side<'i>, Side<'i>), later_first: bool) -> Option<(String, String, Side<'i>)> {
+    let (schema, keys) = (cx.schema, cx.keys);
+    let held_elsewhere = |column: &str| {
+        items.iter().any(|(_, t)| t.is_some_and(|t| ![te.oid, tl.oid].contains(&schema.tables[t].oid) && schema.tables[t].has_column(column)))
+    };
+    let written = |e: String, l: String| if later_first { format!("{l} = {e}") } else { format!("{e} = {l}") };
+    let joined = |cond: &str| format!("agent: {} joined to {} on their foreign key ({cond})", te.name, tl.name);
+    match (column_ident(te, &fold(ec)), column_ident(tl, &fold(lc))) {
+        (Some(ex), None) if !held_elsewhere(&fold(lc)) => {
+            let lx = one_link(keys, (te.ident.as_str(), ex), tl)?;
+            let cond = written(format!("{eq}.{ex}"), format!("{lq}.{lx}"));
+            Some((cond.clone(), joined(&cond), (lq, lc)))
+        }
+        (None, Some(lx)) if !held_elsewhere(&fold(ec)) => {
+            let ex = one_link(keys, (tl.ident.as_str(), lx), te)?;
+            let cond = written(format!("{eq}.{ex}"), format!("{lq}.{lx}"));
+            Some((cond.clone(), joined(&cond), (eq, ec)))
+        }
+        (None, Some(lx)) => {
+            let own_key = keys.iter().any(|&(t, _, rt, _)| (t == te.ident && rt == tl.ident) || (t == tl.ident && rt == te.ident));
+            if own_key {
+                return None;
+            }
+            let holder = earlier_holder(schema, keys, &items[..items.len().min(k + 1)], te, &fold(ec), (tl, lx))?;
+            if cx.sc.other.contains(&holder) {
+                return None;
+            }
+            let h = super::ident(&holder);
+            let cond = written(format!("{h}.{ec}"), format!("{lq}.{lc}"));
+            Some((cond, format!("agent: column {eq}.{ec} -> {h}.{ec} (a foreign key to {})", tl.name), (eq, ec)))
+        }
+        _ => None,
+    }
 }
 
 /// The name of the one item of `earlier` (a FROM's items before a join), other than the
@@ -363,11 +449,12 @@ fn equalities(e: &Expr, out: &mut Vec<(String, String, String, String)>) {
 /// joined row holds one value for it, so it is taken from the first of them. PostgreSQL refuses
 /// it as ambiguous. Expressions inside subqueries keep their own scope and are left alone.
 pub(super) fn ambiguous_columns(schema: &Schema, sc: &Scope, q: &mut Query, fired: &mut Vec<String>) {
+    let ctes = super::names::cte_names(&*q);
     let Some(s) = super::body_select(q) else { return };
     let [from] = s.from.as_slice() else { return };
     // The FROM items, by the name the statement refers to them with; any other kind of item
     // (a subquery, a function) may hold the name too.
-    let Some(items) = from_items(schema, from).into_iter().map(|(r, i)| Some((r?, i?))).collect::<Option<Vec<(String, usize)>>>() else { return };
+    let Some(items) = from_items(schema, &ctes, from).into_iter().map(|(r, i)| Some((r?, i?))).collect::<Option<Vec<(String, usize)>>>() else { return };
     let mut eqs = Vec::new();
     for j in &from.joins {
         match &j.join_operator {
