@@ -49,7 +49,7 @@ pub(super) fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<Stri
         if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = e {
             if let (Expr::CompoundIdentifier(l), Expr::CompoundIdentifier(r)) = (left.as_ref(), right.as_ref()) {
                 if l.last().map(fold) == r.last().map(fold) {
-                    join_keys.extend([left.to_string(), right.to_string()]);
+                    join_keys.extend([spelled(left), spelled(right)]);
                 }
             }
         }
@@ -98,6 +98,16 @@ fn query_columns(q: &Query) -> Vec<(String, String)> {
     out
 }
 
+/// A column reference as the pair sets compare it: its qualifier and name, folded (`D.makeid`
+/// and `public.d.makeid` are `d.makeid`).
+fn spelled(e: &Expr) -> String {
+    match e {
+        Expr::Identifier(i) => fold(i),
+        Expr::CompoundIdentifier(p) => p.iter().rev().take(2).rev().map(fold).collect::<Vec<_>>().join("."),
+        _ => e.to_string(),
+    }
+}
+
 /// (written, folded name) of each column reference in `e`, not in its subqueries (their
 /// columns are fixed with their own FROM items, never made the outer ones).
 fn columns_in(e: &Expr) -> Vec<(String, String)> {
@@ -118,8 +128,8 @@ fn columns_in(e: &Expr) -> Vec<(String, String)> {
         fn pre_visit_expr(&mut self, x: &Expr) -> ControlFlow<()> {
             match x {
                 _ if self.depth > 0 => {}
-                Expr::Identifier(i) => self.out.push((x.to_string(), fold(i))),
-                Expr::CompoundIdentifier(p) => self.out.extend(p.last().map(|i| (x.to_string(), fold(i)))),
+                Expr::Identifier(i) => self.out.push((spelled(x), fold(i))),
+                Expr::CompoundIdentifier(p) => self.out.extend(p.last().map(|i| (spelled(x), fold(i)))),
                 _ => {}
             }
             ControlFlow::Continue(())
@@ -291,7 +301,7 @@ impl ColumnFixer<'_> {
         if self.walk.levels.is_empty() || self.sc.other.contains(&want) || NOT_COLUMNS.contains(&want.as_str()) || nothing_fits {
             return;
         }
-        let written = e.to_string();
+        let written = spelled(e);
         let (tables, own) = match &qualifier {
             Some(q) => match qualified(&self.walk.levels, q) {
                 Qualified::Table(l, i) => (self.walk.levels[l][i].table.into_iter().collect::<Vec<_>>(), Some((l, i))),

@@ -15,7 +15,7 @@
 
 use super::{fold, relation_name, Scope};
 use crate::schema::{Schema, Table};
-use sqlparser::ast::{BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, OrderBy, Query, Select, SetExpr, TableFactor, TableWithJoins, VisitMut, VisitorMut};
+use sqlparser::ast::{BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, OrderBy, Query, Select, SelectItem, SetExpr, TableFactor, TableWithJoins, VisitMut, VisitorMut};
 use std::ops::ControlFlow;
 
 /// One-column foreign keys: (table ident, column ident, referenced table ident, column ident).
@@ -185,17 +185,36 @@ fn bridge_select(cx: &Cx, s: &mut Select, order_by: Option<&mut Option<OrderBy>>
             }
         }
     }
-    if renames.is_empty() {
+    // One column repaired two ways (`o.ref = c.id`, `o.ref = p.id`): which one it is elsewhere
+    // is not known.
+    let conflicting: Vec<(String, String)> = renames.iter().filter(|(k, n)| renames.iter().any(|(k2, n2)| k2 == k && n2 != n)).map(|(k, _)| k.clone()).collect();
+    renames.retain(|(k, _)| !conflicting.contains(k));
+    // A parenthesised join may declare an alias again, which the walk below would not see.
+    let nested_join = s.from.iter().flat_map(|f| std::iter::once(&f.relation).chain(f.joins.iter().map(|j| &j.relation))).any(|t| matches!(t, TableFactor::NestedJoin { .. }));
+    if renames.is_empty() || nested_join {
         return;
+    }
+    let note = |q: &Ident, c: &Ident, new: &[Ident]| format!("agent: column {q}.{c} -> {} (as the join now reads it)", new.iter().map(|i| i.to_string()).collect::<Vec<_>>().join("."));
+    let find = |p: &[Ident]| match p {
+        [q, c] => renames.iter().find(|(k, _)| *k == (fold(q), fold(c))).map(|(_, new)| new.clone()),
+        _ => None,
+    };
+    // An output column keeps its name (an enclosing query, an ORDER BY or the caller reads it).
+    for item in &mut s.projection {
+        let SelectItem::UnnamedExpr(Expr::CompoundIdentifier(p)) = item else { continue };
+        if let (Some(new), [q, c]) = (find(p), p.as_slice()) {
+            fired.push(note(q, c, &new));
+            let same = new.last().is_some_and(|n| fold(n) == fold(c));
+            let alias = c.clone();
+            *item = if same { SelectItem::UnnamedExpr(Expr::CompoundIdentifier(new)) } else { SelectItem::ExprWithAlias { expr: Expr::CompoundIdentifier(new), alias } };
+        }
     }
     // The SELECT's own expressions (its subqueries read their own FROM items).
     let mut follow = |e: &mut Expr| {
         let Expr::CompoundIdentifier(p) = e else { return };
-        let [q, c] = p.as_slice() else { return };
-        let key = (fold(q), fold(c));
-        if let Some((_, new)) = renames.iter().find(|(k, _)| *k == key) {
-            fired.push(format!("agent: column {q}.{c} -> {} (as the join now reads it)", new.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(".")));
-            *p = new.clone();
+        if let (Some(new), [q, c]) = (find(p), p.as_slice()) {
+            fired.push(note(q, c, &new));
+            *p = new;
         }
     };
     super::top_level_exprs(&mut *s, &mut follow);

@@ -182,7 +182,8 @@ fn the_missing_column_read_elsewhere_with_the_wrong_table_follows_the_join() {
     // d.makeid in the select list and ORDER BY: cars_data has none; the join now reads d.id,
     // and so does the rest of the SELECT.
     let a = fix("SELECT DISTINCT d.makeid, n.model FROM cars_data AS d JOIN car_names AS n ON d.makeid = n.makeid WHERE d.weight > 3000 ORDER BY d.makeid");
-    assert_eq!(a.sql, "SELECT DISTINCT d.id, n.model FROM cars_data AS d JOIN car_names AS n ON d.id = n.makeid WHERE d.weight > 3000 ORDER BY d.id");
+    // An output column keeps its name.
+    assert_eq!(a.sql, "SELECT DISTINCT d.id AS makeid, n.model FROM cars_data AS d JOIN car_names AS n ON d.id = n.makeid WHERE d.weight > 3000 ORDER BY d.id");
     assert!(a.fired.contains(&"agent: column d.makeid -> d.id (as the join now reads it)".to_string()), "{:?}", a.fired);
     // An outer join: the column stays on its side of the join (n.makeid would be the kept
     // row's, never NULL).
@@ -194,7 +195,19 @@ fn the_missing_column_read_elsewhere_with_the_wrong_table_follows_the_join() {
     // which has makeid) keeps its column.
     assert_eq!(
         fix("SELECT c.model FROM car_names AS c WHERE c.makeid IN (SELECT d.makeid FROM cars_data AS d JOIN car_names AS n ON d.makeid = n.makeid WHERE d.weight > 3000)").sql,
-        "SELECT c.model FROM car_names AS c WHERE c.makeid IN (SELECT d.id FROM cars_data AS d JOIN car_names AS n ON d.id = n.makeid WHERE d.weight > 3000)"
+        "SELECT c.model FROM car_names AS c WHERE c.makeid IN (SELECT d.id AS makeid FROM cars_data AS d JOIN car_names AS n ON d.id = n.makeid WHERE d.weight > 3000)"
+    );
+    // A CTE's column keeps its name, which the main query reads (as `id` it would read the
+    // main query's own makeid, a correlated reference).
+    assert_eq!(
+        fix("WITH heavy AS (SELECT d.makeid FROM cars_data AS d JOIN car_names AS n ON d.makeid = n.makeid WHERE d.weight > 3000) SELECT model FROM car_names WHERE makeid IN (SELECT makeid FROM heavy)").sql,
+        "WITH heavy AS (SELECT d.id AS makeid FROM cars_data AS d JOIN car_names AS n ON d.id = n.makeid WHERE d.weight > 3000) SELECT model FROM car_names WHERE makeid IN (SELECT makeid FROM heavy)"
+    );
+    // Written in another case than in the condition: still the condition's column, never
+    // moved to the other side of an outer join by the column rule first.
+    assert_eq!(
+        fix("SELECT n.model FROM car_names AS n LEFT JOIN cars_data AS d ON n.makeid = d.makeid WHERE D.makeid IS NULL").sql,
+        "SELECT n.model FROM car_names AS n LEFT JOIN cars_data AS d ON n.makeid = d.id WHERE d.id IS NULL"
     );
     assert_eq!(
         fix("SELECT d.makeid FROM car_parts AS d WHERE d.makeid IN (SELECT n.makeid FROM cars_data AS d JOIN car_names AS n ON d.makeid = n.makeid)").sql,
@@ -264,4 +277,35 @@ fn a_join_condition_written_with_the_wrong_earlier_table_reads_the_one_whose_key
     let sql = "SELECT 1 FROM car_names AS n JOIN model_list AS m ON n.model = m.model JOIN car_makers AS c ON n.maker = c.id";
     let out = align(sql, &s2, Context::default(), &mut NoValues, Rules { agent: true, ..Rules::NONE });
     assert!(!out.fired.iter().any(|f| f.contains("(a foreign key to")), "{:?} -> {}", out.fired, out.sql);
+}
+
+#[test]
+fn a_column_repaired_two_ways_is_left_alone_elsewhere() {
+    let t = table_json;
+    let s: Schema = serde_json::from_value(serde_json::json!({
+        "tables": [
+            t(1, "orders", &["order_no", "customer_id", "product_id"], &["order_no"]),
+            t(2, "customers", &["id", "name"], &["id"]),
+            t(3, "products", &["id", "title"], &["id"]),
+        ],
+        "foreign_keys": [
+            {"table": "orders", "columns": ["customer_id"], "ref_table": "customers", "ref_columns": ["id"]},
+            {"table": "orders", "columns": ["product_id"], "ref_table": "products", "ref_columns": ["id"]}
+        ]
+    }))
+    .expect("valid schema");
+    let out = align(
+        "SELECT c.name, p.title FROM orders AS o JOIN customers AS c ON o.ref = c.id JOIN products AS p ON o.ref = p.id WHERE o.ref > 100",
+        &s,
+        Context::default(),
+        &mut NoValues,
+        Rules { agent: true, ..Rules::NONE },
+    );
+    // Each condition reads its own key; `o.ref` in WHERE could be either.
+    assert_eq!(out.sql, "SELECT c.name, p.title FROM orders AS o JOIN customers AS c ON o.customer_id = c.id JOIN products AS p ON o.product_id = p.id WHERE o.ref > 100");
+    // A parenthesised join may declare an alias again: nothing is followed there.
+    let cars = cars();
+    let sql = "SELECT d.makeid FROM cars_data AS d JOIN car_names AS n ON d.makeid = n.makeid CROSS JOIN (car_parts AS d JOIN car_names AS m ON d.makeid = m.makeid) AS j";
+    let out = align(sql, &cars, Context::default(), &mut NoValues, Rules { agent: true, ..Rules::NONE });
+    assert!(!out.fired.iter().any(|f| f.contains("join now reads")), "{:?} -> {}", out.fired, out.sql);
 }
