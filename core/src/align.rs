@@ -102,14 +102,28 @@ const NOT_COLUMNS: &[&str] = &[
     "session_user", "user", "current_role", "current_schema", "current_catalog", "system_user", "true", "false", "null",
 ];
 
+/// PostgreSQL's reserved key words (those that can be a function's or a type's name too), which
+/// cannot name a table or begin a column reference unquoted (`FROM order`, `order.id`).
+const RESERVED: &[&str] = &[
+    "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "authorization", "binary", "both", "case", "cast",
+    "check", "collate", "collation", "column", "concurrently", "constraint", "create", "cross", "default", "deferrable", "desc",
+    "distinct", "do", "else", "end", "except", "fetch", "for", "foreign", "freeze", "from", "full", "grant", "group", "having", "ilike",
+    "in", "initially", "inner", "intersect", "into", "is", "isnull", "join", "lateral", "leading", "left", "like", "limit", "natural",
+    "not", "notnull", "offset", "on", "only", "or", "order", "outer", "overlaps", "placing", "primary", "references", "returning",
+    "right", "select", "similar", "some", "symmetric", "table", "tablesample", "then", "to", "trailing", "union", "unique", "using",
+    "variadic", "verbose", "when", "where", "window", "with",
+];
+
 /// An identifier as PostgreSQL needs it written: quoted unless it is plain lowercase and not a
-/// name PostgreSQL reads as something else (`current_user` unquoted is the function). Every rule
+/// name PostgreSQL reads as something else (`current_user` unquoted is the function, `order` a
+/// key word). Every rule
 /// makes a catalog name an identifier through this one function; the tree holds the name itself
 /// (sqlparser's printer quotes it, and [`reads_back_as`] checks that it quoted it right).
 fn ident(name: &str) -> Ident {
     let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !NOT_COLUMNS.contains(&name);
+        && !NOT_COLUMNS.contains(&name)
+        && !RESERVED.contains(&name);
     if plain {
         Ident::new(name)
     } else {

@@ -306,7 +306,9 @@ fn bridge(cx: &Cx, (items, k): (&[FromItem], usize), nested: bool, join: &mut Jo
         (None, None) => return None,
     };
     let b = schema.tables.iter().find(|t| t.ident == bt)?;
-    if sc.names.contains_key(&b.name) || sc.other.contains(&b.name) || b.oid == te.oid || b.oid == tl.oid {
+    // (The FROM's items include a bridge this rule joined before: the scope was read earlier.)
+    let taken = items.iter().any(|(n, _)| n.as_deref() == Some(b.name.as_str()));
+    if taken || sc.names.contains_key(&b.name) || sc.other.contains(&b.name) || b.oid == te.oid || b.oid == tl.oid {
         return None;
     }
     let bq = super::ident(&b.name);

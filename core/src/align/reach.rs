@@ -4,14 +4,18 @@
 //! (declared or inferred) and that has the column is joined, and the column read from there.
 //! So is a column written with the name of a table the statement never declares, where one
 //! table of the SELECT has the one key to it (`singer.name` in `FROM singer_in_concert JOIN
-//! concert ...`, which PostgreSQL refuses: a missing FROM-clause entry).
+//! concert ...`, which PostgreSQL refuses: a missing FROM-clause entry). And so is a column
+//! written with a table of the SELECT that has no key to a table with it, where one other table
+//! of the SELECT has the one such key (`p.drug_name`, p patients, in `FROM patients p JOIN
+//! treatments t ...`: the model put the column on the wrong table and skipped the join).
 //!
 //! Many rows to one, and a LEFT JOIN: the query keeps exactly the rows it had (a row whose key
 //! finds nothing reads NULL, as a NULL column would). Left alone: a column some table of the
 //! same SELECT has (another rule's business, or ambiguous), a column several such tables have,
 //! a column used in a join's ON (the new table would join after it), a qualifier that is not a
 //! table of the SELECT's own FROM (an enclosing query's), a table or CTE name already in use, a
-//! `*` list, renamed columns, a name several schemas hold written for one off the search path,
+//! `*` list, renamed columns, a FROM with a function or a parenthesised join (a derived table
+//! with an alias is fine), a name several schemas hold written for one off the search path,
 //! and a key whose referenced column is not known to be unique (the join would multiply rows).
 
 use super::names::on_search_path;
@@ -45,12 +49,16 @@ pub(super) fn join_for_qualified(schema: &Schema, sc: &Scope, q: &mut Query, fir
 }
 
 /// The tables of a SELECT's own FROM, by the name each is referred to (folded): its alias, or
-/// its table's name. None when a name is used twice or a relation is not a plain table of the
-/// schema's (a derived table, a function): then the SELECT is left alone.
+/// its table's name. A derived table with an alias is skipped: its name is one the scope knows
+/// as not a table, and is never taken for the joined one. None when a name is used twice or a
+/// relation is anything else (a function, a parenthesised join): then the SELECT is left alone.
 fn own_tables(schema: &Schema, sc: &Scope, from: &[TableWithJoins]) -> Option<HashMap<String, (usize, usize)>> {
     let mut out = HashMap::new();
     for (i, twj) in from.iter().enumerate() {
         for factor in std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation)) {
+            if matches!(factor, TableFactor::Derived { alias: Some(a), .. } if a.columns.is_empty()) {
+                continue;
+            }
             let TableFactor::Table { name, alias, args: None, .. } = factor else { return None };
             // Renamed columns (`AS c(a, b)`), or a name a CTE of the statement may stand for.
             if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
@@ -117,18 +125,42 @@ fn to_one(fk: &ForeignKey, parent: &Table) -> bool {
     fk.inferred || (!parent.key_inferred && parent.primary_key.len() == 1 && parent.columns.iter().any(|c| c.ident == fk.ref_columns[0] && c.name == parent.primary_key[0]))
 }
 
-/// The one single-column foreign key of `table` whose referenced table has `column`.
-fn the_key<'a>(schema: &'a Schema, table: &Table, column: &str) -> Option<(&'a ForeignKey, &'a Table)> {
-    let found: Vec<(&ForeignKey, &Table)> = schema
+/// The single-column foreign keys of `table` whose referenced table (another) has `column`.
+fn keys_to<'a>(schema: &'a Schema, table: &Table, column: &str) -> Vec<(&'a ForeignKey, &'a Table)> {
+    schema
         .foreign_keys
         .iter()
         .filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1)
         .filter_map(|fk| schema.tables.iter().find(|u| u.ident == fk.ref_table).map(|u| (fk, u)))
-        .filter(|(fk, u)| u.oid != table.oid && u.has_column(column) && to_one(fk, u))
-        .collect();
-    match found.as_slice() {
-        [one] => Some(*one),
+        .filter(|(_, u)| u.oid != table.oid && u.has_column(column))
+        .collect()
+}
+
+/// The one key of `table` (to one row) whose referenced table has `column`.
+fn the_key<'a>(schema: &'a Schema, table: &Table, column: &str) -> Option<(&'a ForeignKey, &'a Table)> {
+    let mut found = keys_to(schema, table, column).into_iter().filter(|(fk, u)| to_one(fk, u));
+    match (found.next(), found.next()) {
+        (Some(one), None) => Some(one),
         _ => None,
+    }
+}
+
+/// For `qualifier.column` where the qualifier's table has no key to a table with the column
+/// (`p.drug_name`, patients, in `FROM patients p JOIN treatments t ...`, treatments.drug_id ->
+/// drugs): the one table of the SELECT with the one key (to one row) to such a table, as its
+/// FROM entry, the name it is referred to by, the key and the table. None where any table of
+/// the SELECT has several, or several tables have one.
+fn through_another<'a>(schema: &'a Schema, own: &HashMap<String, (usize, usize)>, qualifier: &str, column: &str) -> Option<(usize, String, &'a ForeignKey, &'a Table)> {
+    let mut found = Vec::new();
+    for (by, &(item, t)) in own.iter().filter(|(by, _)| by.as_str() != qualifier) {
+        for (fk, parent) in keys_to(schema, &schema.tables[t], column) {
+            found.push((item, by.clone(), fk, parent));
+        }
+    }
+    if found.len() == 1 && to_one(found[0].2, found[0].3) {
+        found.pop()
+    } else {
+        None
     }
 }
 
@@ -214,7 +246,7 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
     // (qualifier, column) -> the name of the table that has it, joined.
     let mut moved: HashMap<(String, String), String> = HashMap::new();
     let mut joins: Vec<(usize, Join)> = Vec::new();
-    let mut joined: HashMap<(String, u32), String> = HashMap::new();
+    let mut joined: HashMap<(String, String, u32), String> = HashMap::new();
     for (qualifier, column) in written {
         crate::interrupt::every(moved.len(), 16);
         if moved.contains_key(&(qualifier.clone(), column.clone())) || on.contains(&(qualifier.clone(), column.clone())) {
@@ -228,6 +260,10 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
         let (item, by, fk, parent) = match own.get(&qualifier) {
             Some(&(item, t)) => match the_key(schema, &schema.tables[t], &column) {
                 Some((fk, parent)) => (item, qualifier.clone(), fk, parent),
+                None if keys_to(schema, &schema.tables[t], &column).is_empty() => match through_another(schema, &own, &qualifier, &column) {
+                    Some(found) => found,
+                    None => continue,
+                },
                 None => continue,
             },
             None => match undeclared(schema, sc, &own, &qualifier, &column) {
@@ -239,8 +275,9 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
         if bare.iter().any(|b| (*b == parent.name && *b != qualifier) || parent.has_column(b)) {
             continue;
         }
-        // One join per (qualifier, parent), named after the parent's table.
-        let name = match joined.get(&(qualifier.clone(), parent.oid)) {
+        // One join per key followed, named after the parent's table.
+        let key = (by.clone(), fk.columns[0].clone(), parent.oid);
+        let name = match joined.get(&key) {
             Some(n) => n.clone(),
             None => {
                 let n = parent.name.clone();
@@ -249,7 +286,7 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
                 }
                 let Some(join) = left_join(parent, &by, fk) else { continue };
                 joins.push((item, join));
-                joined.insert((qualifier.clone(), parent.oid), n.clone());
+                joined.insert(key, n.clone());
                 fired.push(format!("agent: {} joined on {}.{} for {}.{}", parent.ident, by, fk.columns[0], qualifier, column));
                 n
             }
@@ -334,6 +371,61 @@ mod tests {
             let a = run(sql);
             assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{sql}: {:?} -> {}", a.fired, a.sql);
         }
+    }
+
+    #[test]
+    fn a_column_put_on_the_wrong_table_is_read_one_key_from_another() {
+        // singer has no key at all; concert, also read, points to stadium, which has capacity.
+        let a = run("SELECT s.name, s.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
+                     JOIN concert AS c ON x.concert_id = c.concert_id ORDER BY s.capacity");
+        assert_eq!(
+            a.sql,
+            "SELECT s.name, stadium.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
+             JOIN concert AS c ON x.concert_id = c.concert_id LEFT JOIN stadium ON c.stadium_id = stadium.stadium_id \
+             ORDER BY stadium.capacity"
+        );
+        assert_eq!(a.fired, vec!["agent: stadium joined on c.stadium_id for s.capacity".to_string()]);
+        // Two columns on two tables that lack them, one key: one join.
+        let b = run("SELECT s.capacity, x.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
+                     JOIN concert AS c ON x.concert_id = c.concert_id");
+        assert_eq!(b.fired.len(), 1, "{:?}", b.fired);
+        assert!(b.sql.starts_with("SELECT stadium.capacity, stadium.capacity FROM"), "{}", b.sql);
+        // A derived table beside them does not stop it; the derived table's own name is not taken.
+        let c = run("SELECT s.capacity, d.n FROM singer AS s JOIN concert AS c ON true \
+                     JOIN (SELECT count(*) AS n FROM singer) AS d ON true");
+        assert!(c.sql.contains("LEFT JOIN stadium ON c.stadium_id = stadium.stadium_id"), "{}", c.sql);
+        assert!(c.sql.starts_with("SELECT stadium.capacity, d.n"), "{}", c.sql);
+    }
+
+    #[test]
+    fn a_column_on_the_wrong_table_is_left_alone_unless_one_key_leads_to_it() {
+        let unchanged = [
+            // No table of the SELECT has a key to a table with it.
+            "SELECT s.capacity FROM singer AS s JOIN stadium AS st ON true",
+            // The other table's keys lead to tables without it (concert, singer).
+            "SELECT s.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id",
+            // Two tables of the SELECT each lead to one with it.
+            "SELECT s.capacity FROM singer AS s JOIN concert AS c ON true JOIN concert AS d ON true",
+            // A derived table named like the table that would be joined.
+            "SELECT s.capacity FROM singer AS s JOIN concert AS c ON true JOIN (SELECT 1 AS k) AS stadium ON true",
+            // A derived table with renamed columns, or a function, in the FROM.
+            "SELECT s.capacity FROM singer AS s JOIN concert AS c ON true JOIN (SELECT 1) AS d(k) ON true",
+            "SELECT s.capacity FROM singer AS s JOIN concert AS c ON true JOIN generate_series(1, 2) AS g ON true",
+            // A bare name the joined table has (name) would be captured from singer.
+            "SELECT name, s.capacity FROM singer AS s JOIN concert AS c ON c.concert_id = s.singer_id",
+        ];
+        for sql in unchanged {
+            let a = run(sql);
+            assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{sql}: {:?} -> {}", a.fired, a.sql);
+        }
+        // The qualifier's own table has a key to one with it that is not known to be unique:
+        // no other table's key is taken instead.
+        let mut s = star_schema();
+        s.tables.push(serde_json::from_value(crate::schema::tests::table_json(9, "arena", &["capacity"], &[])).expect("table"));
+        s.foreign_keys.push(serde_json::from_value(serde_json::json!(
+            {"table": "singer", "columns": ["age"], "ref_table": "arena", "ref_columns": ["capacity"]})).expect("fk"));
+        let a = align("SELECT s.capacity FROM singer AS s JOIN concert AS c ON true", &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
+        assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{:?} -> {}", a.fired, a.sql);
     }
 
     #[test]

@@ -343,6 +343,11 @@ fn names_postgresql_reads_as_functions_are_quoted() {
     let a = align("SELECT current_usr FROM singer", &s, Context::default(), &mut Index, Rules::ALL);
     assert_eq!(a.sql, "SELECT \"current_user\" FROM singer");
     assert_eq!(ident("name").to_string(), "name");
+    // A reserved key word names a table or begins a reference only quoted; a word that merely
+    // starts like one does not need it.
+    assert_eq!(ident("order").to_string(), "\"order\"");
+    assert_eq!(ident("user").to_string(), "\"user\"");
+    assert_eq!(ident("orders").to_string(), "orders");
 }
 
 #[test]
