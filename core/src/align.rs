@@ -102,8 +102,9 @@ const NOT_COLUMNS: &[&str] = &[
     "session_user", "user", "current_role", "current_schema", "current_catalog", "system_user", "true", "false", "null",
 ];
 
-/// PostgreSQL's reserved key words (those that can be a function's or a type's name too), which
-/// cannot name a table or begin a column reference unquoted (`FROM order`, `order.id`).
+/// PostgreSQL's reserved key words (both kinds: those that can name a function or a type and
+/// those that cannot) not in [`NOT_COLUMNS`], which cannot name a table or begin a column
+/// reference unquoted (`FROM order`, `order.id`).
 const RESERVED: &[&str] = &[
     "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "authorization", "binary", "both", "case", "cast",
     "check", "collate", "collation", "column", "concurrently", "constraint", "create", "cross", "default", "deferrable", "desc",

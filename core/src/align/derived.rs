@@ -149,7 +149,7 @@ fn rename(cols: &mut [String], names: impl Iterator<Item = String>) {
 
 /// What a query returns, named as PostgreSQL names its columns; None when that is not known
 /// here (`*`, a set operation's first branch not a SELECT).
-fn returned(q: &Query, schema: &Schema, ctes: &HashMap<String, Option<Vec<String>>>) -> Option<Vec<String>> {
+pub(super) fn returned(q: &Query, schema: &Schema, ctes: &HashMap<String, Option<Vec<String>>>) -> Option<Vec<String>> {
     let mut body = q.body.as_ref();
     while let SetExpr::SetOperation { left, .. } = body {
         body = left.as_ref();

@@ -162,15 +162,18 @@ type Rename = ((String, String), Vec<Ident>);
 
 fn bridge_select(cx: &Cx, s: &mut Select, order_by: Option<&mut Option<OrderBy>>, nested: bool, fired: &mut Vec<String>) {
     let mut renames: Vec<Rename> = Vec::new();
-    for from in &mut s.from {
+    for f in 0..s.from.len() {
         let mut k = 0;
-        while k < from.joins.len() {
+        while k < s.from[f].joins.len() {
             crate::interrupt::every(k, 64);
             // A name is read from this FROM, never from another SELECT that may use it for
-            // another table.
-            let items = from_items(cx.schema, cx.ctes, from);
+            // another table; a bridge's name is none the SELECT's FROM declares (the scope was
+            // read before any rule joined a table).
+            let items = from_items(cx.schema, cx.ctes, &s.from[f]);
+            let declared: Vec<String> = s.from.iter().flat_map(|t| from_items(cx.schema, cx.ctes, t)).filter_map(|(n, _)| n).collect();
+            let from = &mut s.from[f];
             let before = fired.len();
-            match bridge(cx, (&items, k), nested, &mut from.joins[k], &mut renames, fired) {
+            match bridge(cx, (&items, k, &declared), nested, &mut from.joins[k], &mut renames, fired) {
                 Some(join) => {
                     from.joins.insert(k, join);
                     k += 2;
@@ -255,7 +258,7 @@ fn from_items(schema: &Schema, ctes: &[String], from: &TableWithJoins) -> Vec<Fr
 
 /// For one join: the bridge's join to put before it (its own condition rewritten to the
 /// bridge), or None; a condition repaired in place instead (see `repaired`) adds to `renames`.
-fn bridge(cx: &Cx, (items, k): (&[FromItem], usize), nested: bool, join: &mut Join, renames: &mut Vec<Rename>, fired: &mut Vec<String>) -> Option<Join> {
+fn bridge(cx: &Cx, (items, k, declared): (&[FromItem], usize, &[String]), nested: bool, join: &mut Join, renames: &mut Vec<Rename>, fired: &mut Vec<String>) -> Option<Join> {
     let (schema, sc, keys) = (cx.schema, cx.sc, cx.keys);
     let later = referred_as(&join.relation)?;
     // Item k + 1 is this join; the ones before it are the FROM's relation and earlier joins.
@@ -306,9 +309,7 @@ fn bridge(cx: &Cx, (items, k): (&[FromItem], usize), nested: bool, join: &mut Jo
         (None, None) => return None,
     };
     let b = schema.tables.iter().find(|t| t.ident == bt)?;
-    // (The FROM's items include a bridge this rule joined before: the scope was read earlier.)
-    let taken = items.iter().any(|(n, _)| n.as_deref() == Some(b.name.as_str()));
-    if taken || sc.names.contains_key(&b.name) || sc.other.contains(&b.name) || b.oid == te.oid || b.oid == tl.oid {
+    if declared.contains(&b.name) || sc.names.contains_key(&b.name) || sc.other.contains(&b.name) || b.oid == te.oid || b.oid == tl.oid {
         return None;
     }
     let bq = super::ident(&b.name);

@@ -48,15 +48,25 @@ pub(super) fn join_for_qualified(schema: &Schema, sc: &Scope, q: &mut Query, fir
     let _ = VisitMut::visit(q, &mut Each { schema, sc, fired });
 }
 
+/// A SELECT's own tables by name (FROM item, table), and its derived tables' column names.
+type Own = (HashMap<String, (usize, usize)>, Vec<String>);
+
 /// The tables of a SELECT's own FROM, by the name each is referred to (folded): its alias, or
-/// its table's name. A derived table with an alias is skipped: its name is one the scope knows
-/// as not a table, and is never taken for the joined one. None when a name is used twice or a
-/// relation is anything else (a function, a parenthesised join): then the SELECT is left alone.
-fn own_tables(schema: &Schema, sc: &Scope, from: &[TableWithJoins]) -> Option<HashMap<String, (usize, usize)>> {
+/// its table's name; and the names of the columns its derived tables return. A derived table
+/// with an alias (its name is one the scope knows as not a table, never taken for the joined
+/// one) counts only by those columns. None when a name is used twice, a derived table returns
+/// columns not known here (`*`) or renames them, or a relation is anything else (a function, a
+/// parenthesised join): then the SELECT is left alone.
+fn own_tables(schema: &Schema, sc: &Scope, from: &[TableWithJoins]) -> Option<Own> {
     let mut out = HashMap::new();
+    let mut derived = Vec::new();
     for (i, twj) in from.iter().enumerate() {
         for factor in std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation)) {
-            if matches!(factor, TableFactor::Derived { alias: Some(a), .. } if a.columns.is_empty()) {
+            if let TableFactor::Derived { subquery, alias: Some(a), .. } = factor {
+                if !a.columns.is_empty() {
+                    return None;
+                }
+                derived.extend(super::derived::returned(subquery, schema, &HashMap::new())?);
                 continue;
             }
             let TableFactor::Table { name, alias, args: None, .. } = factor else { return None };
@@ -81,7 +91,7 @@ fn own_tables(schema: &Schema, sc: &Scope, from: &[TableWithJoins]) -> Option<Ha
             }
         }
     }
-    Some(out)
+    Some((out, derived))
 }
 
 /// `q.c` as (q, c), folded.
@@ -145,14 +155,22 @@ fn the_key<'a>(schema: &'a Schema, table: &Table, column: &str) -> Option<(&'a F
     }
 }
 
-/// For `qualifier.column` where the qualifier's table has no key to a table with the column
-/// (`p.drug_name`, patients, in `FROM patients p JOIN treatments t ...`, treatments.drug_id ->
-/// drugs): the one table of the SELECT with the one key (to one row) to such a table, as its
-/// FROM entry, the name it is referred to by, the key and the table. None where any table of
-/// the SELECT has several, or several tables have one.
-fn through_another<'a>(schema: &'a Schema, own: &HashMap<String, (usize, usize)>, qualifier: &str, column: &str) -> Option<(usize, String, &'a ForeignKey, &'a Table)> {
+/// For `qualifier.column` where no foreign key links the qualifier's table `qt` with a table
+/// that has the column, either way round (`p.drug_name`, p patients, in `FROM patients p JOIN
+/// treatments t ...`, treatments.drug_id -> drugs): the one table of the SELECT that foreign
+/// keys among the SELECT's tables link with `qt` and that has the one key (to one row) to such
+/// a table, as its FROM entry, the name it is referred to by, the key and the table. None
+/// where several tables or keys could be meant, or no such table is linked with `qt` (a cross
+/// join, `ON true`: nothing says the rows belong together).
+fn through_another<'a>(schema: &'a Schema, own: &HashMap<String, (usize, usize)>, (qualifier, qt): (&str, usize), column: &str) -> Option<(usize, String, &'a ForeignKey, &'a Table)> {
+    let table = &schema.tables[qt];
+    let holds = |ident: &str| schema.tables.iter().any(|u| u.ident == ident && u.oid != table.oid && u.has_column(column));
+    if schema.foreign_keys.iter().any(|fk| (fk.table == table.ident && holds(&fk.ref_table)) || (fk.ref_table == table.ident && holds(&fk.table))) {
+        return None;
+    }
+    let linked = linked_with(schema, own, qt);
     let mut found = Vec::new();
-    for (by, &(item, t)) in own.iter().filter(|(by, _)| by.as_str() != qualifier) {
+    for (by, &(item, t)) in own.iter().filter(|(by, &(_, t))| by.as_str() != qualifier && linked.contains(&t)) {
         for (fk, parent) in keys_to(schema, &schema.tables[t], column) {
             found.push((item, by.clone(), fk, parent));
         }
@@ -162,6 +180,26 @@ fn through_another<'a>(schema: &'a Schema, own: &HashMap<String, (usize, usize)>
     } else {
         None
     }
+}
+
+/// The tables of the SELECT (indexes into the schema's) that foreign keys between tables of
+/// the SELECT link with `start`, directly or through others of them.
+fn linked_with(schema: &Schema, own: &HashMap<String, (usize, usize)>, start: usize) -> Vec<usize> {
+    let tables: Vec<usize> = own.values().map(|&(_, t)| t).collect();
+    let mut reached = vec![start];
+    let mut i = 0;
+    while i < reached.len() {
+        let at = &schema.tables[reached[i]].ident;
+        for &t in &tables {
+            let other = &schema.tables[t].ident;
+            let link = schema.foreign_keys.iter().any(|fk| (fk.table == *at && fk.ref_table == *other) || (fk.table == *other && fk.ref_table == *at));
+            if link && !reached.contains(&t) {
+                reached.push(t);
+            }
+        }
+        i += 1;
+    }
+    reached
 }
 
 /// For `qualifier.column` where the qualifier is no name the statement declares but the name of
@@ -216,7 +254,7 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
     if s.projection.iter().any(|p| matches!(p, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..))) {
         return;
     }
-    let Some(own) = own_tables(schema, sc, &s.from) else { return };
+    let Some((own, derived)) = own_tables(schema, sc, &s.from) else { return };
     // What this SELECT (and its ORDER BY) writes as q.c, outside subqueries.
     let mut written: Vec<(String, String)> = Vec::new();
     top_level_exprs(&mut *s, |e| written.extend(qualified(e)));
@@ -247,12 +285,12 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
     let mut moved: HashMap<(String, String), String> = HashMap::new();
     let mut joins: Vec<(usize, Join)> = Vec::new();
     let mut joined: HashMap<(String, String, u32), String> = HashMap::new();
-    for (qualifier, column) in written {
-        crate::interrupt::every(moved.len(), 16);
+    for (n, (qualifier, column)) in written.into_iter().enumerate() {
+        crate::interrupt::every(n, 16);
         if moved.contains_key(&(qualifier.clone(), column.clone())) || on.contains(&(qualifier.clone(), column.clone())) {
             continue;
         }
-        if sc.other.contains(&column) || own.values().any(|&(_, u)| schema.tables[u].has_column(&column)) {
+        if sc.other.contains(&column) || derived.contains(&column) || own.values().any(|&(_, u)| schema.tables[u].has_column(&column)) {
             continue;
         }
         // Written with a table of the SELECT that lacks the column, or with the name of a table
@@ -260,11 +298,10 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
         let (item, by, fk, parent) = match own.get(&qualifier) {
             Some(&(item, t)) => match the_key(schema, &schema.tables[t], &column) {
                 Some((fk, parent)) => (item, qualifier.clone(), fk, parent),
-                None if keys_to(schema, &schema.tables[t], &column).is_empty() => match through_another(schema, &own, &qualifier, &column) {
+                None => match through_another(schema, &own, (&qualifier, t), &column) {
                     Some(found) => found,
                     None => continue,
                 },
-                None => continue,
             },
             None => match undeclared(schema, sc, &own, &qualifier, &column) {
                 Some(found) => found,
@@ -391,8 +428,8 @@ mod tests {
         assert_eq!(b.fired.len(), 1, "{:?}", b.fired);
         assert!(b.sql.starts_with("SELECT stadium.capacity, stadium.capacity FROM"), "{}", b.sql);
         // A derived table beside them does not stop it; the derived table's own name is not taken.
-        let c = run("SELECT s.capacity, d.n FROM singer AS s JOIN concert AS c ON true \
-                     JOIN (SELECT count(*) AS n FROM singer) AS d ON true");
+        let c = run("SELECT s.capacity, d.n FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
+                     JOIN concert AS c ON x.concert_id = c.concert_id JOIN (SELECT count(*) AS n FROM singer) AS d ON true");
         assert!(c.sql.contains("LEFT JOIN stadium ON c.stadium_id = stadium.stadium_id"), "{}", c.sql);
         assert!(c.sql.starts_with("SELECT stadium.capacity, d.n"), "{}", c.sql);
     }
@@ -412,7 +449,16 @@ mod tests {
             "SELECT s.capacity FROM singer AS s JOIN concert AS c ON true JOIN (SELECT 1) AS d(k) ON true",
             "SELECT s.capacity FROM singer AS s JOIN concert AS c ON true JOIN generate_series(1, 2) AS g ON true",
             // A bare name the joined table has (name) would be captured from singer.
-            "SELECT name, s.capacity FROM singer AS s JOIN concert AS c ON c.concert_id = s.singer_id",
+            "SELECT name, s.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
+             JOIN concert AS c ON x.concert_id = c.concert_id",
+            // No key links the two tables: nothing says a singer's row belongs with a concert's.
+            "SELECT s.capacity FROM singer AS s JOIN concert AS c ON true",
+            "SELECT s.capacity FROM singer AS s, concert AS c WHERE c.year = 2014",
+            // A derived table returns a column of that name (known, or through `*`).
+            "SELECT x.name FROM singer_in_concert AS x JOIN concert AS c ON c.concert_id = x.concert_id \
+             JOIN (SELECT st.stadium_id, st.name FROM stadium AS st) AS v ON v.stadium_id = c.stadium_id",
+            "SELECT s.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
+             JOIN concert AS c ON x.concert_id = c.concert_id JOIN (SELECT * FROM stadium) AS v ON true",
         ];
         for sql in unchanged {
             let a = run(sql);
@@ -424,8 +470,32 @@ mod tests {
         s.tables.push(serde_json::from_value(crate::schema::tests::table_json(9, "arena", &["capacity"], &[])).expect("table"));
         s.foreign_keys.push(serde_json::from_value(serde_json::json!(
             {"table": "singer", "columns": ["age"], "ref_table": "arena", "ref_columns": ["capacity"]})).expect("fk"));
-        let a = align("SELECT s.capacity FROM singer AS s JOIN concert AS c ON true", &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
+        let sql = "SELECT s.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
+                   JOIN concert AS c ON x.concert_id = c.concert_id";
+        assert!(run(sql).fired.iter().any(|f| f.contains("joined on")), "{sql}");
+        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
         assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{:?} -> {}", a.fired, a.sql);
+        // A key of several columns to a table with it, or a key to the qualifier's table from
+        // one with it (one row to many), is a link too: another table's key is not taken.
+        let t = crate::schema::tests::table_json;
+        let key = |v: serde_json::Value| serde_json::from_value::<crate::schema::ForeignKey>(v).expect("fk");
+        let mut s = star_schema();
+        s.tables.push(serde_json::from_value(t(10, "performance", &["concert_id", "singer_id", "name"], &["concert_id", "singer_id"])).expect("table"));
+        s.tables.push(serde_json::from_value(t(11, "review", &["review_id", "concert_id", "singer_id"], &["review_id"])).expect("table"));
+        s.tables.push(serde_json::from_value(t(12, "ticket", &["ticket_id", "stadium_id", "concert_id"], &["ticket_id"])).expect("table"));
+        s.foreign_keys.push(key(serde_json::json!({"table": "review", "columns": ["concert_id", "singer_id"], "ref_table": "performance", "ref_columns": ["concert_id", "singer_id"]})));
+        s.foreign_keys.push(key(serde_json::json!({"table": "review", "columns": ["concert_id"], "ref_table": "concert", "ref_columns": ["concert_id"]})));
+        s.foreign_keys.push(key(serde_json::json!({"table": "ticket", "columns": ["stadium_id"], "ref_table": "stadium", "ref_columns": ["stadium_id"]})));
+        s.foreign_keys.push(key(serde_json::json!({"table": "ticket", "columns": ["concert_id"], "ref_table": "concert", "ref_columns": ["concert_id"]})));
+        for sql in [
+            // review's two-column key leads to performance.name; concert's key to stadium.name.
+            "SELECT r.name FROM review AS r JOIN concert AS c ON c.concert_id = r.concert_id",
+            // concert, which has concert_name, points to stadium; ticket's key to concert.
+            "SELECT st.concert_name FROM stadium AS st JOIN ticket AS t ON t.stadium_id = st.stadium_id",
+        ] {
+            let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
+            assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{sql}: {:?} -> {}", a.fired, a.sql);
+        }
     }
 
     #[test]
