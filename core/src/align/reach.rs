@@ -5,17 +5,20 @@
 //! So is a column written with the name of a table the statement never declares, where one
 //! table of the SELECT has the one key to it (`singer.name` in `FROM singer_in_concert JOIN
 //! concert ...`, which PostgreSQL refuses: a missing FROM-clause entry). And so is a column
-//! written with a table of the SELECT that has no key to a table with it, where one other table
-//! of the SELECT has the one such key (`p.drug_name`, p patients, in `FROM patients p JOIN
-//! treatments t ...`: the model put the column on the wrong table and skipped the join).
+//! written with a table of the SELECT that no key links with a table that has it, where one
+//! other table of the SELECT, joined with the written one by an equality on a foreign key's
+//! tables, has the one such key (`p.drug_name`, p patients, in `FROM patients p JOIN treatments
+//! t ON t.patient_id = p.id`: the model put the column on the wrong table and skipped the join).
 //!
 //! Many rows to one, and a LEFT JOIN: the query keeps exactly the rows it had (a row whose key
 //! finds nothing reads NULL, as a NULL column would). Left alone: a column some table of the
 //! same SELECT has (another rule's business, or ambiguous), a column several such tables have,
 //! a column used in a join's ON (the new table would join after it), a qualifier that is not a
 //! table of the SELECT's own FROM (an enclosing query's), a table or CTE name already in use, a
-//! `*` list, renamed columns, a FROM with a function or a parenthesised join (a derived table
-//! with an alias is fine), a name several schemas hold written for one off the search path,
+//! `*` list, renamed columns, a FROM with a function or a parenthesised join, a derived table
+//! that renames its columns, lists `*` or returns a column of the name or one named otherwise
+//! than by a name or an alias (an aliased derived table is otherwise fine), a name several
+//! schemas hold written for one off the search path,
 //! and a key whose referenced column is not known to be unique (the join would multiply rows).
 
 use super::names::on_search_path;
@@ -66,7 +69,13 @@ fn own_tables(schema: &Schema, sc: &Scope, from: &[TableWithJoins]) -> Option<Ow
                 if !a.columns.is_empty() {
                     return None;
                 }
-                derived.extend(super::derived::returned(subquery, schema, &HashMap::new())?);
+                // What it returns, where every name is known here: no `*` (of a CTE the
+                // catalog's name may stand for), no column PostgreSQL names otherwise.
+                let names = super::derived::returned(subquery, schema, &HashMap::new())?;
+                if wildcard(subquery) || names.iter().any(|n| n == "?column?" || n.is_empty()) {
+                    return None;
+                }
+                derived.extend(names);
                 continue;
             }
             let TableFactor::Table { name, alias, args: None, .. } = factor else { return None };
@@ -92,6 +101,18 @@ fn own_tables(schema: &Schema, sc: &Scope, from: &[TableWithJoins]) -> Option<Ow
         }
     }
     Some((out, derived))
+}
+
+/// Whether the query's first SELECT (the one that names a set operation's columns) lists `*`.
+fn wildcard(q: &Query) -> bool {
+    let mut body = q.body.as_ref();
+    while let SetExpr::SetOperation { left, .. } = body {
+        body = left.as_ref();
+    }
+    match body {
+        SetExpr::Select(s) => s.projection.iter().any(|p| matches!(p, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..))),
+        _ => true,
+    }
 }
 
 /// `q.c` as (q, c), folded.
@@ -157,21 +178,32 @@ fn the_key<'a>(schema: &'a Schema, table: &Table, column: &str) -> Option<(&'a F
 
 /// For `qualifier.column` where no foreign key links the qualifier's table `qt` with a table
 /// that has the column, either way round (`p.drug_name`, p patients, in `FROM patients p JOIN
-/// treatments t ...`, treatments.drug_id -> drugs): the one table of the SELECT that foreign
-/// keys among the SELECT's tables link with `qt` and that has the one key (to one row) to such
-/// a table, as its FROM entry, the name it is referred to by, the key and the table. None
-/// where several tables or keys could be meant, or no such table is linked with `qt` (a cross
-/// join, `ON true`: nothing says the rows belong together).
-fn through_another<'a>(schema: &'a Schema, own: &HashMap<String, (usize, usize)>, (qualifier, qt): (&str, usize), column: &str) -> Option<(usize, String, &'a ForeignKey, &'a Table)> {
+/// treatments t ON t.patient_id = p.id`, treatments.drug_id -> drugs): the one table of the
+/// SELECT that the query joins with the written one (see [`joined_with`]) and that has the one
+/// key (to one row) to such a table, as its FROM entry, the name it is referred to by, the key
+/// and the table. None where several tables or keys (of any number of columns) could be meant.
+fn through_another<'a>(
+    schema: &'a Schema,
+    own: &HashMap<String, (usize, usize)>,
+    joined: &[(String, String)],
+    (qualifier, qt): (&str, usize),
+    column: &str,
+) -> Option<(usize, String, &'a ForeignKey, &'a Table)> {
     let table = &schema.tables[qt];
     let holds = |ident: &str| schema.tables.iter().any(|u| u.ident == ident && u.oid != table.oid && u.has_column(column));
     if schema.foreign_keys.iter().any(|fk| (fk.table == table.ident && holds(&fk.ref_table)) || (fk.ref_table == table.ident && holds(&fk.table))) {
         return None;
     }
-    let linked = linked_with(schema, own, qt);
+    let reached = joined_with(schema, own, joined, qualifier);
     let mut found = Vec::new();
-    for (by, &(item, t)) in own.iter().filter(|(by, &(_, t))| by.as_str() != qualifier && linked.contains(&t)) {
-        for (fk, parent) in keys_to(schema, &schema.tables[t], column) {
+    for (by, &(item, t)) in own.iter().filter(|(by, _)| by.as_str() != qualifier && reached.contains(by)) {
+        let from = &schema.tables[t];
+        // Every key of that table to a table with the column counts, of any width.
+        let keys = schema.foreign_keys.iter().filter(|fk| fk.table == from.ident && holds(&fk.ref_table) && fk.ref_table != from.ident).count();
+        if keys != keys_to(schema, from, column).len() {
+            return None;
+        }
+        for (fk, parent) in keys_to(schema, from, column) {
             found.push((item, by.clone(), fk, parent));
         }
     }
@@ -182,24 +214,57 @@ fn through_another<'a>(schema: &'a Schema, own: &HashMap<String, (usize, usize)>
     }
 }
 
-/// The tables of the SELECT (indexes into the schema's) that foreign keys between tables of
-/// the SELECT link with `start`, directly or through others of them.
-fn linked_with(schema: &Schema, own: &HashMap<String, (usize, usize)>, start: usize) -> Vec<usize> {
-    let tables: Vec<usize> = own.values().map(|&(_, t)| t).collect();
-    let mut reached = vec![start];
+/// The names of the SELECT's tables that the query joins with `start`, directly or through
+/// others: two are joined where an `ON` or the `WHERE` equates a column of one with a column
+/// of the other (`t.patient_id = p.id`) and a foreign key links their tables, either way round.
+/// Tables merely listed together (`ON true`, a comma, a cross join) are not.
+fn joined_with(schema: &Schema, own: &HashMap<String, (usize, usize)>, joined: &[(String, String)], start: &str) -> Vec<String> {
+    let linked = |a: &str, b: &str| match (own.get(a), own.get(b)) {
+        (Some(&(_, x)), Some(&(_, y))) => {
+            let (x, y) = (&schema.tables[x].ident, &schema.tables[y].ident);
+            schema.foreign_keys.iter().any(|fk| (fk.table == *x && fk.ref_table == *y) || (fk.table == *y && fk.ref_table == *x))
+        }
+        _ => false,
+    };
+    let mut reached = vec![start.to_string()];
     let mut i = 0;
     while i < reached.len() {
-        let at = &schema.tables[reached[i]].ident;
-        for &t in &tables {
-            let other = &schema.tables[t].ident;
-            let link = schema.foreign_keys.iter().any(|fk| (fk.table == *at && fk.ref_table == *other) || (fk.table == *other && fk.ref_table == *at));
-            if link && !reached.contains(&t) {
-                reached.push(t);
+        for (a, b) in joined {
+            let next = if *a == reached[i] { b } else if *b == reached[i] { a } else { continue };
+            if !reached.contains(next) && linked(&reached[i], next) {
+                reached.push(next.clone());
             }
         }
         i += 1;
     }
     reached
+}
+
+/// Pairs of qualifiers (folded) whose columns an equality in a join's `ON` or the `WHERE`
+/// compares (`a.x = b.y`).
+fn equated(s: &Select) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut add = |e: &Expr| {
+        let _ = sqlparser::ast::visit_expressions(e, |x| {
+            if let Expr::BinaryOp { left, op: sqlparser::ast::BinaryOperator::Eq, right } = x {
+                if let (Some((a, _)), Some((b, _))) = (qualified(left), qualified(right)) {
+                    if a != b {
+                        out.push((a, b));
+                    }
+                }
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    };
+    for j in s.from.iter().flat_map(|t| &t.joins) {
+        if let Some(JoinConstraint::On(e)) = constraint(&j.join_operator) {
+            add(e);
+        }
+    }
+    if let Some(w) = &s.selection {
+        add(w);
+    }
+    out
 }
 
 /// For `qualifier.column` where the qualifier is no name the statement declares but the name of
@@ -262,6 +327,7 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
         top_level_exprs(ob, |e| written.extend(qualified(e)));
     }
     let on = used_in_on(&s.from);
+    let joined_pairs = equated(s);
     // Unqualified names anywhere in the SELECT, subqueries included: a joined table having one
     // would capture it from the table or enclosing query it now refers to.
     let mut bare: Vec<String> = Vec::new();
@@ -298,7 +364,7 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
         let (item, by, fk, parent) = match own.get(&qualifier) {
             Some(&(item, t)) => match the_key(schema, &schema.tables[t], &column) {
                 Some((fk, parent)) => (item, qualifier.clone(), fk, parent),
-                None => match through_another(schema, &own, (&qualifier, t), &column) {
+                None => match through_another(schema, &own, &joined_pairs, (&qualifier, t), &column) {
                     Some(found) => found,
                     None => continue,
                 },
@@ -351,256 +417,4 @@ fn one_select(schema: &Schema, sc: &Scope, s: &mut Select, order_by: &mut Option
 }
 
 #[cfg(test)]
-mod tests {
-    use crate::align::{align, Context, Rules};
-    use crate::schema::tests::star_schema;
-
-    use crate::align::NoValues as Nothing;
-
-    fn run(sql: &str) -> crate::align::Aligned {
-        align(sql, &star_schema(), Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE })
-    }
-
-    #[test]
-    fn a_column_one_key_away_is_read_from_the_table_the_key_points_to() {
-        // capacity is the stadium's; concert.stadium_id points there.
-        let a = run("SELECT s.name, c.capacity FROM singer AS s JOIN singer_in_concert AS sc ON s.singer_id = sc.singer_id \
-                     JOIN concert AS c ON sc.concert_id = c.concert_id WHERE c.capacity > 100 ORDER BY c.capacity");
-        assert_eq!(
-            a.sql,
-            "SELECT s.name, stadium.capacity FROM singer AS s JOIN singer_in_concert AS sc ON s.singer_id = sc.singer_id \
-             JOIN concert AS c ON sc.concert_id = c.concert_id LEFT JOIN stadium ON c.stadium_id = stadium.stadium_id \
-             WHERE stadium.capacity > 100 ORDER BY stadium.capacity"
-        );
-        assert_eq!(a.fired, vec!["agent: stadium joined on c.stadium_id for c.capacity".to_string()]);
-        // In a subquery, with the subquery's own table.
-        let b = run("SELECT name FROM singer WHERE singer_id IN (SELECT sc.singer_id FROM singer_in_concert AS sc \
-                     JOIN singer AS x ON x.singer_id = sc.singer_id WHERE sc.year = 2014)");
-        assert!(b.sql.contains("LEFT JOIN concert ON sc.concert_id = concert.concert_id WHERE concert.year = 2014"), "{}", b.sql);
-    }
-
-    #[test]
-    fn left_alone_where_the_column_is_not_one_key_away() {
-        let unchanged = [
-            // The table has it.
-            "SELECT c.year FROM concert AS c JOIN stadium AS st ON c.stadium_id = st.stadium_id",
-            // Another table of the SELECT has it: requalifying is another rule's, not a join.
-            "SELECT c.capacity FROM concert AS c JOIN stadium AS st ON c.stadium_id = st.stadium_id",
-            // The table that has it points here (one to many): not joined.
-            "SELECT st.year FROM stadium AS st JOIN singer AS s ON s.singer_id = 1",
-            // Used in a join's ON: the new table would come after it.
-            "SELECT s.name FROM singer AS s JOIN concert AS c ON c.capacity = 1",
-            // The qualifier is the enclosing query's.
-            "SELECT c.concert_name FROM concert AS c WHERE EXISTS (SELECT 1 FROM singer AS s WHERE c.capacity > s.age)",
-            // The parent's name is taken by another table's alias, or by a CTE.
-            "SELECT c.capacity FROM concert AS c JOIN singer AS stadium ON stadium.singer_id = 1",
-            "WITH stadium AS (SELECT 1 AS stadium_id) SELECT c.capacity FROM concert AS c JOIN singer AS s ON s.singer_id = 1",
-            // A CTE named like the table: its columns are its own.
-            "WITH concert AS (SELECT 1 AS stadium_id, 2 AS capacity) SELECT concert.capacity FROM concert JOIN singer AS s ON true",
-            // Renamed columns, and a `*` list.
-            "SELECT c.capacity FROM concert AS c(a, b, s, y) JOIN singer AS s ON true",
-            "SELECT *, c.capacity FROM concert AS c JOIN singer AS s ON true",
-            // An unqualified name the joined table has (stadium.name) would be captured from
-            // the enclosing query.
-            "SELECT s.name FROM singer AS s WHERE EXISTS (SELECT 1 FROM concert AS c JOIN singer_in_concert AS x ON true WHERE c.capacity > 1000 AND c.concert_name = name)",
-        ];
-        for sql in unchanged {
-            let a = run(sql);
-            assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{sql}: {:?} -> {}", a.fired, a.sql);
-        }
-    }
-
-    #[test]
-    fn a_column_put_on_the_wrong_table_is_read_one_key_from_another() {
-        // singer has no key at all; concert, also read, points to stadium, which has capacity.
-        let a = run("SELECT s.name, s.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
-                     JOIN concert AS c ON x.concert_id = c.concert_id ORDER BY s.capacity");
-        assert_eq!(
-            a.sql,
-            "SELECT s.name, stadium.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
-             JOIN concert AS c ON x.concert_id = c.concert_id LEFT JOIN stadium ON c.stadium_id = stadium.stadium_id \
-             ORDER BY stadium.capacity"
-        );
-        assert_eq!(a.fired, vec!["agent: stadium joined on c.stadium_id for s.capacity".to_string()]);
-        // Two columns on two tables that lack them, one key: one join.
-        let b = run("SELECT s.capacity, x.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
-                     JOIN concert AS c ON x.concert_id = c.concert_id");
-        assert_eq!(b.fired.len(), 1, "{:?}", b.fired);
-        assert!(b.sql.starts_with("SELECT stadium.capacity, stadium.capacity FROM"), "{}", b.sql);
-        // A derived table beside them does not stop it; the derived table's own name is not taken.
-        let c = run("SELECT s.capacity, d.n FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
-                     JOIN concert AS c ON x.concert_id = c.concert_id JOIN (SELECT count(*) AS n FROM singer) AS d ON true");
-        assert!(c.sql.contains("LEFT JOIN stadium ON c.stadium_id = stadium.stadium_id"), "{}", c.sql);
-        assert!(c.sql.starts_with("SELECT stadium.capacity, d.n"), "{}", c.sql);
-    }
-
-    #[test]
-    fn a_column_on_the_wrong_table_is_left_alone_unless_one_key_leads_to_it() {
-        let unchanged = [
-            // No table of the SELECT has a key to a table with it.
-            "SELECT s.capacity FROM singer AS s JOIN stadium AS st ON true",
-            // The other table's keys lead to tables without it (concert, singer).
-            "SELECT s.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id",
-            // Two tables of the SELECT each lead to one with it.
-            "SELECT s.capacity FROM singer AS s JOIN concert AS c ON true JOIN concert AS d ON true",
-            // A derived table named like the table that would be joined.
-            "SELECT s.capacity FROM singer AS s JOIN concert AS c ON true JOIN (SELECT 1 AS k) AS stadium ON true",
-            // A derived table with renamed columns, or a function, in the FROM.
-            "SELECT s.capacity FROM singer AS s JOIN concert AS c ON true JOIN (SELECT 1) AS d(k) ON true",
-            "SELECT s.capacity FROM singer AS s JOIN concert AS c ON true JOIN generate_series(1, 2) AS g ON true",
-            // A bare name the joined table has (name) would be captured from singer.
-            "SELECT name, s.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
-             JOIN concert AS c ON x.concert_id = c.concert_id",
-            // No key links the two tables: nothing says a singer's row belongs with a concert's.
-            "SELECT s.capacity FROM singer AS s JOIN concert AS c ON true",
-            "SELECT s.capacity FROM singer AS s, concert AS c WHERE c.year = 2014",
-            // A derived table returns a column of that name (known, or through `*`).
-            "SELECT x.name FROM singer_in_concert AS x JOIN concert AS c ON c.concert_id = x.concert_id \
-             JOIN (SELECT st.stadium_id, st.name FROM stadium AS st) AS v ON v.stadium_id = c.stadium_id",
-            "SELECT s.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
-             JOIN concert AS c ON x.concert_id = c.concert_id JOIN (SELECT * FROM stadium) AS v ON true",
-        ];
-        for sql in unchanged {
-            let a = run(sql);
-            assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{sql}: {:?} -> {}", a.fired, a.sql);
-        }
-        // The qualifier's own table has a key to one with it that is not known to be unique:
-        // no other table's key is taken instead.
-        let mut s = star_schema();
-        s.tables.push(serde_json::from_value(crate::schema::tests::table_json(9, "arena", &["capacity"], &[])).expect("table"));
-        s.foreign_keys.push(serde_json::from_value(serde_json::json!(
-            {"table": "singer", "columns": ["age"], "ref_table": "arena", "ref_columns": ["capacity"]})).expect("fk"));
-        let sql = "SELECT s.capacity FROM singer AS s JOIN singer_in_concert AS x ON s.singer_id = x.singer_id \
-                   JOIN concert AS c ON x.concert_id = c.concert_id";
-        assert!(run(sql).fired.iter().any(|f| f.contains("joined on")), "{sql}");
-        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
-        assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{:?} -> {}", a.fired, a.sql);
-        // A key of several columns to a table with it, or a key to the qualifier's table from
-        // one with it (one row to many), is a link too: another table's key is not taken.
-        let t = crate::schema::tests::table_json;
-        let key = |v: serde_json::Value| serde_json::from_value::<crate::schema::ForeignKey>(v).expect("fk");
-        let mut s = star_schema();
-        s.tables.push(serde_json::from_value(t(10, "performance", &["concert_id", "singer_id", "name"], &["concert_id", "singer_id"])).expect("table"));
-        s.tables.push(serde_json::from_value(t(11, "review", &["review_id", "concert_id", "singer_id"], &["review_id"])).expect("table"));
-        s.tables.push(serde_json::from_value(t(12, "ticket", &["ticket_id", "stadium_id", "concert_id"], &["ticket_id"])).expect("table"));
-        s.foreign_keys.push(key(serde_json::json!({"table": "review", "columns": ["concert_id", "singer_id"], "ref_table": "performance", "ref_columns": ["concert_id", "singer_id"]})));
-        s.foreign_keys.push(key(serde_json::json!({"table": "review", "columns": ["concert_id"], "ref_table": "concert", "ref_columns": ["concert_id"]})));
-        s.foreign_keys.push(key(serde_json::json!({"table": "ticket", "columns": ["stadium_id"], "ref_table": "stadium", "ref_columns": ["stadium_id"]})));
-        s.foreign_keys.push(key(serde_json::json!({"table": "ticket", "columns": ["concert_id"], "ref_table": "concert", "ref_columns": ["concert_id"]})));
-        for sql in [
-            // review's two-column key leads to performance.name; concert's key to stadium.name.
-            "SELECT r.name FROM review AS r JOIN concert AS c ON c.concert_id = r.concert_id",
-            // concert, which has concert_name, points to stadium; ticket's key to concert.
-            "SELECT st.concert_name FROM stadium AS st JOIN ticket AS t ON t.stadium_id = st.stadium_id",
-        ] {
-            let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
-            assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{sql}: {:?} -> {}", a.fired, a.sql);
-        }
-    }
-
-    #[test]
-    fn a_table_the_statement_never_declares_is_joined_by_the_one_key_to_it() {
-        // PostgreSQL: missing FROM-clause entry for table "singer".
-        let a = run("SELECT DISTINCT singer.name FROM singer_in_concert JOIN concert ON singer_in_concert.concert_id = concert.concert_id \
-                     WHERE concert.year = 2014");
-        assert_eq!(
-            a.sql,
-            "SELECT DISTINCT singer.name FROM singer_in_concert JOIN concert ON singer_in_concert.concert_id = concert.concert_id \
-             LEFT JOIN singer ON singer_in_concert.singer_id = singer.singer_id WHERE concert.year = 2014"
-        );
-        assert_eq!(a.fired, vec!["agent: singer joined on singer_in_concert.singer_id for singer.name".to_string()]);
-        // The table with the key has an alias; two columns, one join.
-        let b = run("SELECT stadium.name, stadium.capacity FROM concert AS c WHERE c.year = 2014 ORDER BY stadium.capacity");
-        assert_eq!(
-            b.sql,
-            "SELECT stadium.name, stadium.capacity FROM concert AS c LEFT JOIN stadium ON c.stadium_id = stadium.stadium_id \
-             WHERE c.year = 2014 ORDER BY stadium.capacity"
-        );
-    }
-
-    #[test]
-    fn an_undeclared_table_is_left_alone_unless_one_key_of_the_select_leads_to_it() {
-        let unchanged = [
-            // No table of the SELECT has a key to it (singer_in_concert points to singer).
-            "SELECT singer.name FROM concert AS c",
-            // Declared by the enclosing query: its row, not a join.
-            "SELECT name FROM singer WHERE EXISTS (SELECT 1 FROM singer_in_concert AS x WHERE singer.age > 30)",
-            // Or by a function of that name there, without an alias.
-            "SELECT * FROM singer(1) WHERE EXISTS (SELECT 1 FROM singer_in_concert AS x WHERE singer.age > 30)",
-            // The table lacks the column.
-            "SELECT singer.capacity FROM singer_in_concert AS x",
-            // A CTE of that name.
-            "WITH singer AS (SELECT 1 AS age) SELECT singer.age FROM singer_in_concert AS x",
-            // A table of the SELECT has the column: another rule's business.
-            "SELECT stadium.name FROM singer_in_concert AS x JOIN singer AS s ON s.singer_id = x.singer_id",
-            // Used in a join's ON.
-            "SELECT 1 FROM singer_in_concert AS x JOIN concert AS c ON singer.age = c.year",
-            // Already in the FROM under an alias (PostgreSQL: invalid reference to the table).
-            "SELECT singer.age FROM singer_in_concert AS x JOIN singer AS s ON s.singer_id = x.singer_id",
-            // Two tables of the SELECT have a key to it.
-            "SELECT singer.age FROM singer_in_concert AS x JOIN singer_in_concert AS y ON x.concert_id = y.concert_id",
-        ];
-        for sql in unchanged {
-            let a = run(sql);
-            assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{sql}: {:?} -> {}", a.fired, a.sql);
-        }
-        // Two keys of the one table to it.
-        let mut s = star_schema();
-        s.foreign_keys.push(serde_json::from_value(serde_json::json!(
-            {"table": "concert", "columns": ["year"], "ref_table": "stadium", "ref_columns": ["stadium_id"]})).expect("fk"));
-        let a = align("SELECT stadium.capacity FROM concert AS c", &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
-        assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{:?}", a.fired);
-    }
-
-    #[test]
-    fn two_keys_to_tables_that_have_it_are_ambiguous() {
-        // singer_in_concert points to singer and concert; give singer a year too.
-        let mut s = star_schema();
-        let year = s.tables[0].columns[3].clone();
-        assert_eq!(year.name, "year");
-        s.tables[1].columns.push(year);
-        let sql = "SELECT sc.year FROM singer_in_concert AS sc JOIN stadium AS st ON st.stadium_id = 1";
-        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
-        assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{:?}", a.fired);
-        // With one of them: joined.
-        let a = run(sql);
-        assert!(a.sql.contains("LEFT JOIN concert ON sc.concert_id = concert.concert_id"), "{}", a.sql);
-        assert!(a.sql.starts_with("SELECT concert.year FROM"), "{}", a.sql);
-    }
-
-    #[test]
-    fn only_the_table_postgresql_finds_and_only_to_one_row() {
-        // A look-alike in another schema, off the search path, with a key to a table that has it:
-        // an unqualified name is never taken for it.
-        let mut s = star_schema();
-        let mut concert = s.tables[0].clone();
-        concert.oid = 50;
-        concert.schema = "aaa".into();
-        concert.ident = "aaa.concert".into();
-        concert.columns.retain(|c| c.name != "year");
-        let mut stadium = s.tables[3].clone();
-        stadium.oid = 51;
-        stadium.schema = "aaa".into();
-        stadium.ident = "aaa.stadium".into();
-        stadium.name = "arena".into();
-        stadium.ident = "aaa.arena".into();
-        let mut fk = s.foreign_keys[0].clone();
-        fk.table = "aaa.concert".into();
-        fk.ref_table = "aaa.arena".into();
-        s.tables.insert(0, concert);
-        s.tables.push(stadium);
-        s.foreign_keys.push(fk);
-        let sql = "SELECT c.capacity FROM concert AS c JOIN singer AS si ON true";
-        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
-        assert!(!a.sql.contains("aaa."), "{}", a.sql);
-        // A key to a column not known to be unique: no join.
-        let mut s = star_schema();
-        s.tables[3].primary_key.clear();
-        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
-        assert!(!a.fired.iter().any(|f| f.contains("joined on")), "{:?}", a.fired);
-        // ... unless profiling inferred it (it points to a key found unique).
-        s.foreign_keys[0].inferred = true;
-        let a = align(sql, &s, Context::default(), &mut Nothing, Rules { agent: true, ..Rules::NONE });
-        assert!(a.sql.contains("LEFT JOIN stadium ON c.stadium_id = stadium.stadium_id"), "{}", a.sql);
-    }
-}
+mod tests;
