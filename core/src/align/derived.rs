@@ -150,11 +150,7 @@ fn rename(cols: &mut [String], names: impl Iterator<Item = String>) {
 /// What a query returns, named as PostgreSQL names its columns; None when that is not known
 /// here (`*`, a set operation's first branch not a SELECT).
 pub(super) fn returned(q: &Query, schema: &Schema, ctes: &HashMap<String, Option<Vec<String>>>) -> Option<Vec<String>> {
-    let mut body = q.body.as_ref();
-    while let SetExpr::SetOperation { left, .. } = body {
-        body = left.as_ref();
-    }
-    let SetExpr::Select(s) = body else { return None };
+    let s = first_select(q)?;
     let mut out = Vec::new();
     for item in &s.projection {
         match item {
@@ -172,6 +168,19 @@ pub(super) fn returned(q: &Query, schema: &Schema, ctes: &HashMap<String, Option
         }
     }
     Some(out)
+}
+
+/// The SELECT that names a query's columns: its own, or a set operation's first branch's; None
+/// where that is not a SELECT (`VALUES`, `TABLE t`, a parenthesised query).
+pub(super) fn first_select(q: &Query) -> Option<&Select> {
+    let mut body = q.body.as_ref();
+    while let SetExpr::SetOperation { left, .. } = body {
+        body = left.as_ref();
+    }
+    match body {
+        SetExpr::Select(s) => Some(s.as_ref()),
+        _ => None,
+    }
 }
 
 /// The name PostgreSQL gives an unnamed output column.

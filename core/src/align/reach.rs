@@ -105,14 +105,7 @@ fn own_tables(schema: &Schema, sc: &Scope, from: &[TableWithJoins]) -> Option<Ow
 
 /// Whether the query's first SELECT (the one that names a set operation's columns) lists `*`.
 fn wildcard(q: &Query) -> bool {
-    let mut body = q.body.as_ref();
-    while let SetExpr::SetOperation { left, .. } = body {
-        body = left.as_ref();
-    }
-    match body {
-        SetExpr::Select(s) => s.projection.iter().any(|p| matches!(p, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..))),
-        _ => true,
-    }
+    super::derived::first_select(q).is_none_or(|s| s.projection.iter().any(|p| matches!(p, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..))))
 }
 
 /// `q.c` as (q, c), folded.
@@ -199,13 +192,12 @@ fn through_another<'a>(
     for (by, &(item, t)) in own.iter().filter(|(by, _)| by.as_str() != qualifier && reached.contains(by)) {
         let from = &schema.tables[t];
         // Every key of that table to a table with the column counts, of any width.
-        let keys = schema.foreign_keys.iter().filter(|fk| fk.table == from.ident && holds(&fk.ref_table) && fk.ref_table != from.ident).count();
-        if keys != keys_to(schema, from, column).len() {
+        let keys = schema.foreign_keys.iter().filter(|fk| fk.table == from.ident && holds(&fk.ref_table)).count();
+        let single = keys_to(schema, from, column);
+        if keys != single.len() {
             return None;
         }
-        for (fk, parent) in keys_to(schema, from, column) {
-            found.push((item, by.clone(), fk, parent));
-        }
+        found.extend(single.into_iter().map(|(fk, parent)| (item, by.clone(), fk, parent)));
     }
     if found.len() == 1 && to_one(found[0].2, found[0].3) {
         found.pop()
