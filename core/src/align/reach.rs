@@ -212,10 +212,7 @@ fn through_another<'a>(
 /// Tables merely listed together (`ON true`, a comma, a cross join) are not.
 fn joined_with(schema: &Schema, own: &HashMap<String, (usize, usize)>, joined: &[(String, String)], start: &str) -> Vec<String> {
     let linked = |a: &str, b: &str| match (own.get(a), own.get(b)) {
-        (Some(&(_, x)), Some(&(_, y))) => {
-            let (x, y) = (&schema.tables[x].ident, &schema.tables[y].ident);
-            schema.foreign_keys.iter().any(|fk| (fk.table == *x && fk.ref_table == *y) || (fk.table == *y && fk.ref_table == *x))
-        }
+        (Some(&(_, x)), Some(&(_, y))) => schema.tables_linked(&schema.tables[x].ident, &schema.tables[y].ident),
         _ => false,
     };
     let mut reached = vec![start.to_string()];

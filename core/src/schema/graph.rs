@@ -51,6 +51,12 @@ impl Schema {
         graph
     }
 
+    /// Whether a foreign key (of any width) links the tables `a` and `b` (idents), either way
+    /// round.
+    pub fn tables_linked(&self, a: &str, b: &str) -> bool {
+        self.foreign_keys.iter().any(|fk| (fk.table == a && fk.ref_table == b) || (fk.table == b && fk.ref_table == a))
+    }
+
     /// The units a question's tables come from, one number per table: the tables of one schema
     /// are one unit, and so are tables a foreign key links (across schemas too). A database
     /// with one schema is one unit; ten databases merged, a schema each, are ten.
