@@ -43,7 +43,7 @@ BENCH = benchmarks.bench_dir("spider-pg")
 # extension's defaults; the "full-no-*" rows switch one stage off.
 DEFAULTS = {
     "nl2sql.mode": "full", "nl2sql.max_corrections": "1", "nl2sql.sample_rows": "1000",
-    "nl2sql.use_values": "on", "nl2sql.use_extraction": "on", "nl2sql.extraction_min_tokens": "2000",
+    "nl2sql.use_values": "on", "nl2sql.use_extraction": "on", "nl2sql.extraction_min_tokens": "3000",
     "nl2sql.use_chain_of_thought": "off", "nl2sql.llm_n": "on",
     "nl2sql.align_agent": "on", "nl2sql.align_function": "on", "nl2sql.align_style": "on",
     "nl2sql.candidates": "5", "nl2sql.agreement": "2", "nl2sql.temperature": "0.7",
@@ -98,6 +98,8 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     # the grammar of the names each prompt shows (nl2sql.grammar; llama.cpp's form)
     "zero-shot-grammar": {**ZERO_SHOT, "nl2sql.grammar": "auto"},
     "full-grammar": {"nl2sql.grammar": "auto"},
+    # the extraction and its per-question schema whatever the schema's size, with the grammar
+    "full-grammar-extraction": {"nl2sql.grammar": "auto", "nl2sql.extraction_min_tokens": "0"},
     # the Interactive-T2S agent
     "interactive": {"nl2sql.mode": "interactive"},
 }.items()}

@@ -77,7 +77,7 @@ def test_small_schema_skips_extraction_and_shares_the_zero_shot_prefix(connect, 
     assert ask(conn, "How many singers do we have?") == "SELECT count(*) FROM singer"
     trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
     assert trace.get("extraction") is None
-    assert "nl2sql.extraction_min_tokens (2000)" in trace["extraction_skipped"]
+    assert "nl2sql.extraction_min_tokens (3000)" in trace["extraction_skipped"]
     assert [c["stage"] for c in trace["llm_calls"]] == ["generate", "generate"]
     assert trace["round_trips"] == 1
     conn.execute("SET nl2sql.mode = zero_shot")

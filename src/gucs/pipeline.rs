@@ -63,10 +63,10 @@ settings! {
         c"nl2sql.use_extraction", Userset, GucFlags::default(),
         c"Whether the full pipeline first extracts columns, values and the SELECT content.",
         c"Off: candidates see the whole schema (the ablation without extraction).";
-    EXTRACTION_MIN_TOKENS: int = 2_000,
+    EXTRACTION_MIN_TOKENS: int = 3_000,
         c"nl2sql.extraction_min_tokens", Userset, GucFlags::default(),
         c"Smallest whole schema (estimated tokens) the full pipeline runs its extraction on.",
-        c"A smaller schema goes whole to the candidates: one round trip less, and a prompt that starts as every other on the database.",
+        c"A smaller schema goes whole to the candidates: one round trip less, no column left out, and a prompt that starts as every other on the database. The default is nl2sql.schema_max_tokens's: raise both together.",
         range(0, 1_000_000);
     EXTRACTION_MAX_TOKENS: int = 8_000,
         c"nl2sql.extraction_max_tokens", Userset, GucFlags::default(),
