@@ -23,15 +23,17 @@ def scratch_role(admin, name, *grants):
 
 
 @contextlib.contextmanager
-def hostile_owner(conn, role, *statements):
-    """A table owner for one test: a fresh role that may create in public runs `statements`,
-    then the session goes back to its own role, asks zero-shot with no correction, and collects
-    the NOTICEs it receives (the list yielded). The role and what it owns are dropped after."""
+def hostile_owner(conn, role, *statements, schema=None):
+    """A table owner for one test: a fresh role that may create in public (or owns a schema of
+    its own, `schema`) runs `statements`, then the session goes back to its own role, asks
+    zero-shot with no correction, and collects the NOTICEs it receives (the list yielded). The
+    role and what it owns are dropped after."""
     ran = []
     conn.add_notice_handler(lambda n: ran.append(n.message_primary))
     conn.execute("SET nl2sql.mode = zero_shot")
     conn.execute("SET nl2sql.max_corrections = 0")
-    with scratch_role(conn, role, f"GRANT CREATE ON SCHEMA public TO {role}"):
+    grant = f"CREATE SCHEMA {schema} AUTHORIZATION {role}" if schema else f"GRANT CREATE ON SCHEMA public TO {role}"
+    with scratch_role(conn, role, grant):
         conn.execute(f"SET ROLE {role}")
         try:
             for statement in statements:

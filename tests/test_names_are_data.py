@@ -113,6 +113,38 @@ def test_a_bridge_whose_name_holds_doubled_quotes_is_the_bridge_that_is_read(con
         assert conn.execute(sql).fetchone()[0] == 1
 
 
+def test_a_name_two_schemas_hold_is_never_made_the_first_schemas(connect, mock):
+    """A schema shown whole (the extraction skipped) links no table by being shown: a table name
+    two schemas off the search path hold is left as written, never made the table of the schema
+    that sorts first, which hers does."""
+    conn = connect()
+    for statement in ("DROP SCHEMA IF EXISTS nd_sales CASCADE", "CREATE SCHEMA nd_sales",
+                      "CREATE TABLE nd_sales.nd_orders (id int, total numeric)",
+                      "INSERT INTO nd_sales.nd_orders VALUES (1, 10), (2, 20)"):
+        conn.execute(statement)
+    try:
+        with hostile_owner(conn, "nd_hana", "CREATE TABLE nd_aaa.nd_orders (id int, total numeric)",
+                           "INSERT INTO nd_aaa.nd_orders VALUES (1, 1e9)", "GRANT USAGE ON SCHEMA nd_aaa TO PUBLIC",
+                           "GRANT SELECT ON nd_aaa.nd_orders TO PUBLIC", schema="nd_aaa"):
+            conn.execute("SET nl2sql.mode = full")
+            conn.execute("SET nl2sql.max_corrections = 0")
+            conn.execute("SET nl2sql.extraction_min_tokens = 1000000")
+            with pytest.raises(errors.UndefinedTable):
+                conn.execute("SELECT nl2sql('[names-schemas] What is the total of all orders?')")
+            trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+            assert trace["extraction_skipped"], trace.get("extraction_skipped")
+            for c in trace["candidates"]:
+                assert not any(r.startswith("agent: table") for r in c.get("rules") or []), c
+                assert "nd_aaa" not in json.dumps(c), c
+            # The one on the search path is the one PostgreSQL reads, and so do the rules.
+            conn.execute("SET search_path = nd_sales, public")
+            sql = conn.execute("SELECT nl2sql('[names-schemas] What is the total of all orders?')").fetchone()[0]
+            assert "nd_aaa" not in sql and conn.execute(sql).fetchone()[0] == 30
+            conn.execute("RESET search_path")
+    finally:
+        conn.execute("DROP SCHEMA IF EXISTS nd_sales CASCADE")
+
+
 def test_plpgsql_warnings_show_names_on_one_line(connect):
     """nl2sql._one_line(), which the PL/pgSQL warnings pass names and error messages through."""
     conn = connect()

@@ -61,6 +61,37 @@ fn tables_off_the_search_path_get_their_schema() {
 }
 
 #[test]
+fn a_bare_table_name_reads_the_one_on_the_search_path() {
+    let name = |n: &str| match Parser::parse_sql(&PostgreSqlDialect {}, &format!("SELECT 1 FROM {n}")).as_deref() {
+        Ok([Statement::Query(q)]) => match q.body.as_ref() {
+            SetExpr::Select(s) => match &s.from[0].relation {
+                TableFactor::Table { name, .. } => name.clone(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    };
+    // music.singer, pop.singer and no singer on the search path: the first of that name.
+    let mut s = two_schemas();
+    let music = s.tables.iter().position(|t| t.ident == "music.singer");
+    assert_eq!(find_table(&s, &name("singer")), music);
+    assert_eq!(find_table(&s, &name("pop.singer")), s.tables.iter().position(|t| t.ident == "pop.singer"));
+    // A singer on the search path, listed last, with other columns: PostgreSQL reads it.
+    let mut visible = s.tables[1].clone();
+    visible.oid = 10;
+    visible.schema = "public".into();
+    visible.ident = "singer".into();
+    visible.columns.retain(|c| c.name != "country");
+    s.tables.push(visible);
+    let public = Some(s.tables.len() - 1);
+    assert_eq!(find_table(&s, &name("singer")), public);
+    assert_eq!(find_table(&s, &name("SINGER")), public);
+    assert_eq!(find_table(&s, &name("music.singer")), music);
+    assert_eq!(find_table(&s, &name("public.singer")), public);
+}
+
+#[test]
 fn schema_names_written_as_tables() {
     let s = two_schemas();
     let fix = |sql: &str| align(sql, &s, Context::default(), &mut Index, Rules::ALL);

@@ -35,9 +35,12 @@ pub(super) fn full(run: Run<'_>) -> Result<(String, Execution), AskError> {
     // showed (a correction continues its candidate's conversation, whichever prompt began it).
     let correction = grammar_for(trace, grammar_on, schema, &shown, Form::Query);
     // The alignments' context: an unqualified name several schemas hold is the linked one's
-    // (the most relevant of them, by the linking's rank).
+    // (the most relevant of them, by the linking's rank). Linked are the tables retrieval ranked
+    // and those of a per-question schema narrower than the whole: a schema shown whole links
+    // none by being shown (its first table of a name would be any schema's, whoever made it).
     let rank = |ident: &str| linking.rank.iter().position(|&i| schema.tables.get(i).is_some_and(|t| t.ident == ident)).unwrap_or(usize::MAX);
-    let mut linked: Vec<String> = focus.schema.tables.iter().map(|t| t.ident.clone()).collect();
+    let narrowed = focus.schema.tables.len() < schema.tables.len();
+    let mut linked: Vec<String> = focus.schema.tables.iter().map(|t| t.ident.clone()).filter(|t| narrowed || rank(t) != usize::MAX).collect();
     linked.sort_by_cached_key(|t| rank(t));
     let said = q.said();
     let cx = Context { select: &ex.select, linked: &linked, question: &said };

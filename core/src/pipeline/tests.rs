@@ -513,6 +513,26 @@ fn a_name_several_schemas_hold_is_the_one_the_question_was_linked_to() {
 }
 
 #[test]
+fn a_schema_shown_whole_links_no_table_of_a_name_several_schemas_hold() {
+    // singer in music and in pop, neither on the search path; the extraction is skipped, so
+    // every table is shown and none was chosen: the name is left as written, never made the
+    // first schema's (whoever created it).
+    let s = crate::schema::tests::two_schemas();
+    let settings = Settings { extraction_min_tokens: 10_000, candidates: 1, first_wave: 1, ..full() };
+    let mut db = FakeDb::default();
+    let mut llm = script(&["#SQL: SELECT name FROM singer"]);
+    let a = ask(&q("Which singers are there?"), &s, &settings, &mut llm, &mut db).expect("answer");
+    assert!(a.trace.extraction_skipped.is_some());
+    assert_eq!(db.executed, vec!["SELECT name FROM singer"]);
+    assert!(!a.trace.candidates[0].rules.iter().any(|r| r.starts_with("agent: table")), "{:?}", a.trace.candidates[0].rules);
+    // A table of that name only one schema holds is still found (stadium is music's alone).
+    let mut db = FakeDb::default();
+    let mut llm = script(&["#SQL: SELECT name FROM stadium"]);
+    ask(&q("Which stadiums are there?"), &s, &settings, &mut llm, &mut db).expect("answer");
+    assert_eq!(db.executed, vec!["SELECT name FROM music.stadium"]);
+}
+
+#[test]
 fn extraction_narrows_the_schema_and_feeds_value_lookup() {
     let mut db = FakeDb { columns: vec![(4, "capacity".into()), (99, "gone".into())], ..Default::default() };
     let mut llm = script(&[
