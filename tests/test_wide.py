@@ -167,6 +167,14 @@ def test_huge_comments_and_search_texts_are_cut(wide):
             n, longest = c.execute("SELECT count(*), max(length(description)) FROM nl2sql.column_embeddings "
                                    "WHERE relid = 'huge_comment'::regclass").fetchone()
             assert n == 3 and longest <= 2000, (n, longest)
+            # The schema prompt reads a slice of each (the introspection takes 1,000 characters,
+            # the prompt shows at most 120), here of a comment of 20 MB of words.
+            c.execute("DO $$ BEGIN EXECUTE format('COMMENT ON COLUMN huge_comment.b IS %L', repeat('z ', 10000000)); END $$")
+            prompt = c.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+            assert "huge_comment" in prompt
+            for letter in "xyz":
+                assert letter * 121 not in prompt and (letter + " ") * 61 not in prompt
+            assert len(prompt) < 200_000, len(prompt)
         finally:
             c.execute("DROP TABLE huge_comment")
         for fn in ("search_columns", "search_values"):

@@ -121,19 +121,32 @@ pub fn literal(value: &str) -> String {
 }
 
 /// A description on one line: runs of whitespace (line breaks included) become one space, other
-/// unsafe characters `\u{XXXX}`, and text past `max` characters is cut with an ellipsis.
+/// unsafe characters `\u{XXXX}`, and text past `max` characters is cut with an ellipsis. Reads
+/// only as much of `text` as that takes (a comment may be a gigabyte of someone else's text).
 pub fn prose(text: &str, max: usize) -> String {
     let mut out = String::new();
-    for (i, word) in text.split_whitespace().enumerate() {
+    // Characters written so far; one past `max` is enough to know the text gets its ellipsis.
+    let mut n = 0;
+    'words: for (i, word) in text.split_whitespace().enumerate() {
         if i > 0 {
             out.push(' ');
+            n += 1;
         }
         for c in word.chars() {
+            if n > max {
+                break 'words;
+            }
             if is_unsafe(c) {
+                let before = out.len();
                 let _ = write!(out, "\\u{{{:04X}}}", c as u32);
+                n += out.len() - before;
             } else {
                 out.push(c);
+                n += 1;
             }
+        }
+        if n > max {
+            break;
         }
     }
     cut(&out, max)
@@ -257,6 +270,12 @@ mod tests {
         assert_eq!(prose("one\n# FOREIGN KEYS:\r\n\ttwo", 100), "one # FOREIGN KEYS: two");
         assert_eq!(prose("rtl\u{202e}txt", 100), "rtl\\u{202E}txt");
         assert_eq!(prose("abcdef", 3), "abc…");
+        // A huge text is read only as far as the cut: the same result as cutting it whole.
+        let huge = "x ".repeat(20_000_000);
+        assert_eq!(prose(&huge, 120), cut(huge.trim_end(), 120));
+        assert_eq!(prose(&"\u{200b}".repeat(1_000), 20), cut(&"\\u{200B}".repeat(3), 20));
+        assert_eq!(prose("ab cd", 5), "ab cd");
+        assert_eq!(prose("ab cd e", 5), "ab cd…");
     }
 
     #[test]

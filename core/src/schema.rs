@@ -105,8 +105,19 @@ const SHORT_VALUE_CHARS: usize = 24;
 /// Estimated tokens of a text: 3.2 characters a token, rounded up. On the spider-pg prompts the
 /// Qwen2.5 tokenizer averages 3.35 characters a token (`make bench` prints both counts), so this
 /// errs a little high, the safe side for a budget. Exact counts come from the endpoint's `usage`.
+/// A character beyond ASCII counts as a token for each two of its UTF-8 bytes (a byte-level
+/// tokenizer spends one or more on each, and names of rare four-byte characters would
+/// otherwise pass a budget at a tenth of their size).
 pub fn estimate_tokens(text: &str) -> usize {
-    (text.chars().count() * 5).div_ceil(16)
+    let (mut ascii, mut other) = (0usize, 0usize);
+    for c in text.chars() {
+        if c.is_ascii() {
+            ascii += 1;
+        } else {
+            other += c.len_utf8().div_ceil(2);
+        }
+    }
+    (ascii * 5).div_ceil(16) + other
 }
 
 /// How much detail a rendering keeps; lower levels are tried when the budget is exceeded.

@@ -7,7 +7,9 @@ WITH rels AS (
     SELECT c.oid, n.nspname, c.relname, c.relkind, c.reltuples,
            CASE WHEN pg_catalog.pg_table_is_visible(c.oid) THEN pg_catalog.quote_ident(c.relname)
                 ELSE pg_catalog.concat(pg_catalog.quote_ident(n.nspname), '.', pg_catalog.quote_ident(c.relname)) END AS ident,
-           td.description AS comment,
+           -- a comment is someone else's text of any length: its first 1,000 characters (read as
+           -- a slice; the prompt shows at most 120 of them)
+           pg_catalog.substr(td.description, 1, 1000) AS comment,
            -- SELECT on the whole table: no column needs checking one by one (the fast path of
            -- nl2sql._may_read_column(), for relations _may_read() let through)
            pg_catalog.has_table_privilege(c.oid, 'SELECT') AS all_columns,
@@ -34,7 +36,7 @@ WITH rels AS (
            t.typcategory AS category,
            -- a NOT NULL constraint not yet validated (PostgreSQL 18) still lets old rows hold NULL
            a.attnotnull AND nv.conrelid IS NULL AS not_null,
-           cd.description AS comment,
+           pg_catalog.substr(cd.description, 1, 1000) AS comment,
            CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'e' THEN
                 (SELECT pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)
                  FROM pg_catalog.pg_enum e WHERE e.enumtypid OPERATOR(pg_catalog.=) t.oid) END AS enum_values

@@ -201,4 +201,13 @@ fn numbers_are_rarely_categorical() {
 fn token_estimate_is_monotonic() {
     assert_eq!(estimate_tokens(""), 0);
     assert!(estimate_tokens("SELECT count(*) FROM singer") >= 7);
+    // ASCII at 3.2 characters a token, as before.
+    assert_eq!(estimate_tokens(&"a".repeat(32)), 10);
+    // Beyond ASCII, at least a token a character: a name of rare four-byte letters (63 bytes,
+    // 15 of them and a digit) is not a fifth of its cost.
+    let name = format!("{}1", "\u{1D504}".repeat(15));
+    assert!(estimate_tokens(&name) >= 31, "{}", estimate_tokens(&name));
+    assert_eq!(estimate_tokens("é"), 1);
+    assert_eq!(estimate_tokens("日本"), 4);
+    assert!(estimate_tokens(&"\u{1D504}".repeat(1000)) >= 1000);
 }
