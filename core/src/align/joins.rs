@@ -326,16 +326,18 @@ type Side<'i> = (&'i Ident, &'i Ident);
 
 /// A condition `e = l` (earlier table's column, joined table's) reading a column its table
 /// lacks, repaired in place: made the two ends of the one foreign key between the other side's
-/// column and the lacking table, where no third table of the FROM has the missing column (the
-/// qualifier, not the column, may be what is wrong); else, where the earlier table lacks it,
+/// column and the lacking table, where no third item of the FROM has the missing column or may
+/// have it (a subquery, CTE or function: the qualifier, not the column, may be what is wrong); else, where the earlier table lacks it,
 /// read from the one other table joined before whose column is the end of a foreign key to
 /// the joined table's, unless the lacking table has a key of its own to or from the joined one
 /// (two meanings). The new condition (sides in the order written), its note, and the side that
 /// lacked the column.
 fn repaired<'i>(cx: &Cx, (items, k): (&[FromItem], usize), (te, tl): (&Table, &Table), ((eq, ec), (lq, lc)): (Side<'i>, Side<'i>), later_first: bool) -> Option<(String, String, Side<'i>)> {
     let (schema, keys) = (cx.schema, cx.keys);
+    // A third item may hold the missing column: a table that has it, or an item whose columns
+    // the catalog does not say (a subquery, a CTE, a function), which may.
     let held_elsewhere = |column: &str| {
-        items.iter().any(|(_, t)| t.is_some_and(|t| ![te.oid, tl.oid].contains(&schema.tables[t].oid) && schema.tables[t].has_column(column)))
+        items.iter().any(|(_, t)| t.is_none_or(|t| ![te.oid, tl.oid].contains(&schema.tables[t].oid) && schema.tables[t].has_column(column)))
     };
     let written = |e: String, l: String| if later_first { format!("{l} = {e}") } else { format!("{e} = {l}") };
     let joined = |cond: &str| format!("agent: {} joined to {} on their foreign key ({cond})", te.name, tl.name);

@@ -60,6 +60,9 @@ fn a_key_equated_to_a_column_the_other_table_lacks_joins_on_their_foreign_key() 
         "SELECT n.model FROM cars_data AS d JOIN car_names AS n ON d.makeid = n.makeid AND d.weight > 1",
         // Another table of the FROM has the missing column: the qualifier may be what is wrong.
         "SELECT n.model FROM car_names AS n JOIN car_parts AS p ON p.makeid = n.makeid JOIN cars_data AS d ON d.makeid = n.makeid",
+        // ... or may have it: a subquery's or a CTE's columns are not the catalog's to say.
+        "SELECT n.model FROM (SELECT makeid FROM car_parts) AS p JOIN car_names AS n ON p.makeid = n.makeid JOIN cars_data AS d ON d.makeid = n.makeid",
+        "WITH p AS (SELECT makeid FROM car_parts) SELECT n.model FROM p JOIN car_names AS n ON p.makeid = n.makeid JOIN cars_data AS d ON d.makeid = n.makeid",
         // An alias a subquery uses for another table: read from this FROM (car_parts has the
         // column, so nothing is missing here).
         "SELECT t2.model FROM car_parts AS t1 JOIN car_names AS t2 ON t1.makeid = t2.makeid WHERE t2.makeid IN (SELECT t1.id FROM cars_data AS t1 WHERE t1.weight > 3000)",
