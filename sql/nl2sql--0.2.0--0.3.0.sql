@@ -1,7 +1,8 @@
 -- nl2sql 0.2.0 -> 0.3.0. One meaning of "may read" (sql/may_read.sql): the views and queries
 -- that show a role something about a relation ask it, so the schema's USAGE counts everywhere.
 -- PL/pgSQL warnings show names on one line (sql/render.sql). pg_dump keeps the value index
--- with its tables named as text (sql/values_saved.sql). The definitions below are those
+-- with its tables named as text (sql/values_saved.sql). Every bump of the catalog's version is
+-- logged, so a standby sees each DDL (sql/values.sql, sql/relationships.sql). The definitions below are those
 -- of the install files named; tests/test_upgrade.py checks that an updated database matches a
 -- fresh one.
 \echo Use "ALTER EXTENSION nl2sql UPDATE TO '0.3.0'" to load this file. \quit
@@ -127,6 +128,76 @@ AS $$
               AND (u.t IS NULL OR a.atttypid OPERATOR(pg_catalog.=) u.t::pg_catalog.oid)
               AND nl2sql._may_read_column((SELECT nl2sql._me()), a.attrelid, a.attnum))
            OPERATOR(pg_catalog.=) pg_catalog.cardinality(cols)
+$$;
+
+-- sql/relationships.sql: the catalog's version is bumped with setval, which reaches a standby
+-- with every bump (nextval's reach it every 32)
+CREATE OR REPLACE FUNCTION nl2sql._profile_save(tables oid[], rows_read bigint[], complete boolean[], changes bigint[], links json, keys json)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM nl2sql.relationship_store s
+    WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = s.from_relation::oid)
+       OR NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = s.to_relation::oid);
+    DELETE FROM nl2sql.key_store s WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = s.relation::oid);
+    DELETE FROM nl2sql.profile_store s WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = s.relation::oid);
+    DELETE FROM nl2sql.relationship_store
+    WHERE source = 'inferred' AND from_relation::oid = ANY (tables) AND to_relation::oid = ANY (tables);
+    INSERT INTO nl2sql.relationship_store AS s (from_relation, from_columns, to_relation, to_columns, from_types, to_types,
+                                                source, score, evidence, profiled_at)
+    SELECT (l->>'from')::oid::regclass, ARRAY[(l->>'from_column')::name], (l->>'to')::oid::regclass, ARRAY[(l->>'to_column')::name],
+           ARRAY[(l->>'from_type')::oid::regtype], ARRAY[(l->>'to_type')::oid::regtype],
+           'inferred', (l->>'score')::real, l->>'evidence', now()
+    FROM json_array_elements(links) l
+    ON CONFLICT (from_relation, from_columns, to_relation, to_columns) DO UPDATE
+        SET score = excluded.score, evidence = excluded.evidence, profiled_at = excluded.profiled_at,
+            from_types = excluded.from_types, to_types = excluded.to_types;
+    DELETE FROM nl2sql.key_store WHERE relation::oid = ANY (tables);
+    INSERT INTO nl2sql.key_store (relation, columns, types, score, evidence)
+    SELECT (k->>'relation')::oid::regclass, ARRAY(SELECT json_array_elements_text(k->'columns'))::name[],
+           ARRAY(SELECT t::oid::regtype FROM json_array_elements_text(k->'types') t), (k->>'score')::real, k->>'evidence'
+    FROM json_array_elements(keys) k
+    ON CONFLICT (relation, columns) DO NOTHING;
+    INSERT INTO nl2sql.profile_store AS p (relation, rows_read, complete, changes, profiled_at)
+    SELECT t::regclass, r, c, ch, now() FROM unnest(tables, rows_read, complete, changes) AS u(t, r, c, ch)
+    ON CONFLICT (relation) DO UPDATE
+        SET rows_read = excluded.rows_read, complete = excluded.complete, changes = excluded.changes, profiled_at = excluded.profiled_at;
+    -- cached schemas of every session are keyed by this
+    PERFORM setval('nl2sql.ddl_version', nextval('nl2sql.ddl_version'));
+END
+$$;
+
+CREATE OR REPLACE FUNCTION nl2sql._relationship_decide(from_rel regclass, from_cols name[], to_rel regclass, to_cols name[], decision text, who name)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    types regtype[];
+    ref_types regtype[];
+BEGIN
+    IF decision NOT IN ('confirmed', 'rejected', 'forget') THEN
+        RAISE EXCEPTION 'nl2sql._relationship_decide: unexpected decision %', decision USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF decision = 'forget' THEN
+        DELETE FROM nl2sql.relationship_store
+        WHERE from_relation = from_rel AND from_columns = from_cols AND to_relation = to_rel AND to_columns = to_cols;
+    ELSE
+        types := ARRAY(SELECT a.atttypid::regtype FROM unnest(from_cols) WITH ORDINALITY u(n, o)
+                       JOIN pg_attribute a ON a.attrelid = from_rel AND a.attname = u.n ORDER BY u.o);
+        ref_types := ARRAY(SELECT a.atttypid::regtype FROM unnest(to_cols) WITH ORDINALITY u(n, o)
+                           JOIN pg_attribute a ON a.attrelid = to_rel AND a.attname = u.n ORDER BY u.o);
+        INSERT INTO nl2sql.relationship_store AS s (from_relation, from_columns, to_relation, to_columns, from_types, to_types,
+                                                    source, evidence, decided_by, decided_at)
+        VALUES (from_rel, from_cols, to_rel, to_cols, types, ref_types, decision, 'added by hand', who, now())
+        ON CONFLICT (from_relation, from_columns, to_relation, to_columns) DO UPDATE
+            SET source = excluded.source, decided_by = excluded.decided_by, decided_at = excluded.decided_at,
+                from_types = excluded.from_types, to_types = excluded.to_types;
+    END IF;
+    PERFORM setval('nl2sql.ddl_version', nextval('nl2sql.ddl_version'));
+END
 $$;
 
 -- sql/examples.sql
@@ -500,7 +571,7 @@ AS $$
 DECLARE
     cmd record;
 BEGIN
-    PERFORM nextval('nl2sql.ddl_version');
+    PERFORM setval('nl2sql.ddl_version', nextval('nl2sql.ddl_version'));
     FOR cmd IN
         SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands()
         WHERE classid = 'pg_class'::regclass
@@ -549,7 +620,7 @@ BEGIN
     USING pg_event_trigger_dropped_objects() o
     WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0 AND s.relations @> ARRAY[o.objid::regclass];
     BEGIN
-        PERFORM nextval('nl2sql.ddl_version');
+        PERFORM setval('nl2sql.ddl_version', nextval('nl2sql.ddl_version'));
         FOR obj IN
             SELECT * FROM pg_event_trigger_dropped_objects()
             WHERE classid = 'pg_class'::regclass AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')

@@ -183,3 +183,35 @@ def test_instructions_added_on_the_primary_reach_the_standby_prompts(standby, mo
     finally:
         replica.close()
         primary.execute("DELETE FROM nl2sql.instruction_store")
+
+
+def test_ddl_on_the_primary_reaches_a_standby_sessions_schema(standby):
+    """A standby session keeps its introspected schema until the primary's DDL replays there:
+    each DDL command's version reaches the standby (a sequence's value is logged only every 32
+    values, so a cached schema outlived most DDL there)."""
+    primary, info = standby
+    replica = psycopg.connect(autocommit=True, **info)
+    try:
+        caught_up(primary, replica)
+        assert "harbours" in replica.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+        for i in range(4):
+            primary.execute(f"ALTER TABLE harbours ADD COLUMN berth_{i} int")
+            caught_up(primary, replica)
+            assert f"berth_{i}" in replica.execute("SELECT nl2sql.schema_prompt()").fetchone()[0], i
+        # A column revoked there is gone from the same session's prompt too.
+        primary.execute("DROP ROLE IF EXISTS sb_reader")
+        primary.execute("CREATE ROLE sb_reader")
+        primary.execute("GRANT SELECT (id, name, berth_0) ON harbours TO sb_reader")
+        caught_up(primary, replica)
+        replica.execute("SET ROLE sb_reader")
+        assert "berth_0" in replica.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+        primary.execute("REVOKE SELECT (berth_0) ON harbours FROM sb_reader")
+        caught_up(primary, replica)
+        assert "berth_0" not in replica.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+        replica.execute("RESET ROLE")
+    finally:
+        replica.close()
+        for i in range(4):
+            primary.execute(f"ALTER TABLE harbours DROP COLUMN IF EXISTS berth_{i}")
+        primary.execute("REVOKE ALL ON harbours FROM sb_reader")
+        primary.execute("DROP ROLE IF EXISTS sb_reader")
