@@ -130,8 +130,8 @@ AS $$
            OPERATOR(pg_catalog.=) pg_catalog.cardinality(cols)
 $$;
 
--- sql/relationships.sql: the catalog's version is bumped with setval, which reaches a standby
--- with every bump (nextval's reach it every 32)
+-- sql/relationships.sql: the catalog's version is bumped by 33, so that every bump reaches a
+-- standby (nextval writes a sequence to the WAL every 32 values)
 CREATE OR REPLACE FUNCTION nl2sql._profile_save(tables oid[], rows_read bigint[], complete boolean[], changes bigint[], links json, keys json)
 RETURNS void
 LANGUAGE plpgsql
@@ -165,7 +165,7 @@ BEGIN
     ON CONFLICT (relation) DO UPDATE
         SET rows_read = excluded.rows_read, complete = excluded.complete, changes = excluded.changes, profiled_at = excluded.profiled_at;
     -- cached schemas of every session are keyed by this
-    PERFORM setval('nl2sql.ddl_version', nextval('nl2sql.ddl_version'));
+    PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
 END
 $$;
 
@@ -196,7 +196,7 @@ BEGIN
             SET source = excluded.source, decided_by = excluded.decided_by, decided_at = excluded.decided_at,
                 from_types = excluded.from_types, to_types = excluded.to_types;
     END IF;
-    PERFORM setval('nl2sql.ddl_version', nextval('nl2sql.ddl_version'));
+    PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
 END
 $$;
 
@@ -571,7 +571,7 @@ AS $$
 DECLARE
     cmd record;
 BEGIN
-    PERFORM setval('nl2sql.ddl_version', nextval('nl2sql.ddl_version'));
+    PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
     FOR cmd IN
         SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands()
         WHERE classid = 'pg_class'::regclass
@@ -620,7 +620,7 @@ BEGIN
     USING pg_event_trigger_dropped_objects() o
     WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0 AND s.relations @> ARRAY[o.objid::regclass];
     BEGIN
-        PERFORM setval('nl2sql.ddl_version', nextval('nl2sql.ddl_version'));
+        PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
         FOR obj IN
             SELECT * FROM pg_event_trigger_dropped_objects()
             WHERE classid = 'pg_class'::regclass AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')

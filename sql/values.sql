@@ -13,9 +13,10 @@
 -- value_index row), then a generation's table (readers with a lock timeout), then the rows of
 -- value_removals, value_queue and value_flags (appended to, never waited on by DML).
 
--- Bumped by every DDL command; caches of the catalog are keyed by it. Each bump is setval's, which
--- writes it to the WAL (nextval logs a sequence only every 32 values, and a standby sees no other),
--- so that a standby's sessions see each DDL the primary ran.
+-- Bumped by every DDL command; caches of the catalog are keyed by it. A bump is 33 nextval's:
+-- nextval writes a sequence to the WAL once every 32 values (a standby sees only those), so each
+-- bump reaches a standby's sessions, and the value only grows (setval could set it back under
+-- concurrent DDL, and a cached schema's key come back).
 CREATE SEQUENCE nl2sql.ddl_version;
 GRANT SELECT ON SEQUENCE nl2sql.ddl_version TO PUBLIC;
 
@@ -360,7 +361,7 @@ AS $$
 DECLARE
     cmd record;
 BEGIN
-    PERFORM setval('nl2sql.ddl_version', nextval('nl2sql.ddl_version'));
+    PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
     FOR cmd IN
         SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands()
         WHERE classid = 'pg_class'::regclass
@@ -489,7 +490,7 @@ BEGIN
     USING pg_event_trigger_dropped_objects() o
     WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0 AND s.relations @> ARRAY[o.objid::regclass];
     BEGIN
-        PERFORM setval('nl2sql.ddl_version', nextval('nl2sql.ddl_version'));
+        PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
         FOR obj IN
             SELECT * FROM pg_event_trigger_dropped_objects()
             WHERE classid = 'pg_class'::regclass AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')

@@ -167,8 +167,8 @@ def test_huge_comments_and_search_texts_are_cut(wide):
             n, longest = c.execute("SELECT count(*), max(length(description)) FROM nl2sql.column_embeddings "
                                    "WHERE relid = 'huge_comment'::regclass").fetchone()
             assert n == 3 and longest <= 2000, (n, longest)
-            # The schema prompt reads a slice of each (the introspection takes 1,000 characters,
-            # the prompt shows at most 120), here of a comment of 20 MB of words.
+            # The schema prompt of a comment of 20 MB of words shows at most 120 characters of
+            # it (the introspection reads 1,000 as a slice; prose() reads no further than its cut).
             c.execute("DO $$ BEGIN EXECUTE format('COMMENT ON COLUMN huge_comment.b IS %L', repeat('z ', 10000000)); END $$")
             prompt = c.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
             assert "huge_comment" in prompt

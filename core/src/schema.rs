@@ -105,19 +105,20 @@ const SHORT_VALUE_CHARS: usize = 24;
 /// Estimated tokens of a text: 3.2 characters a token, rounded up. On the spider-pg prompts the
 /// Qwen2.5 tokenizer averages 3.35 characters a token (`make bench` prints both counts), so this
 /// errs a little high, the safe side for a budget. Exact counts come from the endpoint's `usage`.
-/// A character beyond ASCII counts as a token for each two of its UTF-8 bytes (a byte-level
+/// A character beyond ASCII counts as a token, two when it takes four UTF-8 bytes (a byte-level
 /// tokenizer spends one or more on each, and names of rare four-byte characters would
 /// otherwise pass a budget at a tenth of their size).
 pub fn estimate_tokens(text: &str) -> usize {
-    let (mut ascii, mut other) = (0usize, 0usize);
-    for c in text.chars() {
-        if c.is_ascii() {
-            ascii += 1;
-        } else {
-            other += c.len_utf8().div_ceil(2);
-        }
-    }
-    (ascii * 5).div_ceil(16) + other
+    token_units(text).div_ceil(TOKEN_UNITS)
+}
+
+/// Sixteenths of a token, the unit every budget of a prompt is priced in before rounding up:
+/// 5 an ASCII character, 16 another, 32 one of four UTF-8 bytes (see [`estimate_tokens`]).
+pub const TOKEN_UNITS: usize = 16;
+
+/// A text's price in sixteenths of a token: sums of these round up to [`estimate_tokens`]'s.
+pub fn token_units(text: &str) -> usize {
+    text.chars().map(|c| if c.is_ascii() { 5 } else { TOKEN_UNITS * (c.len_utf8() / 2) }).sum()
 }
 
 /// How much detail a rendering keeps; lower levels are tried when the budget is exceeded.
@@ -201,8 +202,8 @@ impl Schema {
     /// Renders in the Open-SQL format within `max_tokens`, dropping detail first, then tables.
     pub fn render(&self, max_tokens: usize) -> Rendered {
         // Every other form is longer than the name lines: on a wide schema skip rendering them.
-        let names: usize = self.tables.iter().map(budget::name_line_chars).sum();
-        let details: &[Detail] = if (names * 5).div_ceil(16) > max_tokens { &[] } else { &[Detail::Full, Detail::Core, Detail::Bare, Detail::Names] };
+        let names: usize = self.tables.iter().map(budget::name_line_units).sum();
+        let details: &[Detail] = if names.div_ceil(TOKEN_UNITS) > max_tokens { &[] } else { &[Detail::Full, Detail::Core, Detail::Bare, Detail::Names] };
         for &detail in details {
             let text = self.render_tables(&self.tables, detail, 0);
             let tokens = estimate_tokens(&text);

@@ -87,13 +87,22 @@ pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, linked: &[String
                     }
                     return ControlFlow::Continue(());
                 }
-                let names = self.schema.tables.iter().map(|t| t.name.as_str());
+                // A name no table has: the closest name of the schema written, else of any; of
+                // several tables of that name, the one on the search path, else as above (the
+                // catalog's order decides nothing: another owner may name a schema to sort first).
+                let written = |t: &&Table| qualifier.as_ref().is_none_or(|q| *q == t.schema);
+                let names = self.schema.tables.iter().filter(written).map(|t| t.name.as_str());
                 if let Some(best) = closest(&want, names) {
-                    if let Some(t) = self.schema.tables.iter().find(|t| t.name == best) {
-                        if let Some(fixed) = object_name(&t.ident) {
-                            self.fired.push(format!("agent: table {name} -> {}", t.ident));
-                            *name = fixed;
-                        }
+                    let same: Vec<&Table> = self.schema.tables.iter().filter(written).filter(|t| t.name == best).collect();
+                    let preferred = same.iter().find(|x| self.preferred.as_deref() == Some(x.schema.as_str())).copied();
+                    let pick = match same.iter().find(|t| on_search_path(&t.ident)) {
+                        Some(visible) => Some(*visible),
+                        None if same.len() > 1 && preferred.is_some() => preferred,
+                        None => one_or_linked(&same, self.linked),
+                    };
+                    if let Some(fixed) = pick.and_then(|t| object_name(&t.ident).map(|f| (t, f))) {
+                        self.fired.push(format!("agent: table {name} -> {}", fixed.0.ident));
+                        *name = fixed.1;
                     }
                 }
             }

@@ -92,6 +92,26 @@ fn a_bare_table_name_reads_the_one_on_the_search_path() {
 }
 
 #[test]
+fn a_misspelt_table_is_the_closest_of_the_schema_written_or_on_the_search_path() {
+    let mut s = two_schemas();
+    let fix = |s: &Schema, sql: &str| align(sql, s, Context::default(), &mut Nothing, Rules::ALL).sql;
+    // The schema written holds it; the catalog's first (music) does not decide.
+    assert_eq!(fix(&s, "SELECT name FROM pop.singers"), "SELECT name FROM pop.singer");
+    assert_eq!(fix(&s, "SELECT name FROM music.singers"), "SELECT name FROM music.singer");
+    // Bare, two schemas off the search path hold it, nothing decides: as written.
+    assert_eq!(fix(&s, "SELECT name FROM singers"), "SELECT name FROM singers");
+    // ... the statement's other tables decide; one only one schema holds is found.
+    assert_eq!(fix(&s, "SELECT count(*) FROM stadiums"), "SELECT count(*) FROM music.stadium");
+    // One on the search path: that one, wherever the catalog lists it.
+    let mut visible = s.tables[1].clone();
+    visible.oid = 10;
+    visible.schema = "public".into();
+    visible.ident = "singer".into();
+    s.tables.push(visible);
+    assert_eq!(fix(&s, "SELECT name FROM singers"), "SELECT name FROM singer");
+}
+
+#[test]
 fn schema_names_written_as_tables() {
     let s = two_schemas();
     let fix = |sql: &str| align(sql, &s, Context::default(), &mut Index, Rules::ALL);

@@ -153,19 +153,19 @@ fn arguments(text: &str) -> Vec<String> {
 /// within `max_tokens` with the heading (the first that fit, and how many were left out).
 pub fn table_list(schema: &Schema, max_tokens: usize) -> (String, usize) {
     let mut out = String::new();
-    // Characters so far, heading included: the estimate of the whole without re-counting it.
-    let mut chars = "### Tables: ".len();
+    // Token units so far, heading included: the estimate of the whole without re-counting it.
+    let mut units = schema::token_units("### Tables: ");
     let mut shown = 0;
     for (i, t) in schema.tables.iter().enumerate() {
         interrupt::every(i, 1024);
         let name = crate::render::ident(&t.ident);
         let piece = if shown == 0 { name } else { format!(", {name}") };
-        let piece_chars = piece.chars().count();
-        if (chars * 5).div_ceil(16) + schema::estimate_tokens(&piece) > max_tokens {
+        let piece_units = schema::token_units(&piece);
+        if (units + piece_units).div_ceil(schema::TOKEN_UNITS) > max_tokens {
             break;
         }
         out.push_str(&piece);
-        chars += piece_chars;
+        units += piece_units;
         shown += 1;
     }
     let omitted = schema.tables.len() - shown;

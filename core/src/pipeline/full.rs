@@ -40,7 +40,10 @@ pub(super) fn full(run: Run<'_>) -> Result<(String, Execution), AskError> {
     // none by being shown (its first table of a name would be any schema's, whoever made it).
     let rank = |ident: &str| linking.rank.iter().position(|&i| schema.tables.get(i).is_some_and(|t| t.ident == ident)).unwrap_or(usize::MAX);
     let narrowed = focus.schema.tables.len() < schema.tables.len();
-    let mut linked: Vec<String> = focus.schema.tables.iter().map(|t| t.ident.clone()).filter(|t| narrowed || rank(t) != usize::MAX).collect();
+    let linked: Vec<&crate::schema::Table> = focus.schema.tables.iter().filter(|t| narrowed || rank(&t.ident) != usize::MAX).collect();
+    // Two of one name that retrieval did not rank: neither is the one meant.
+    let unranked_twin = |t: &crate::schema::Table| rank(&t.ident) == usize::MAX && linked.iter().filter(|u| u.name == t.name && rank(&u.ident) == usize::MAX).count() > 1;
+    let mut linked: Vec<String> = linked.iter().filter(|t| !unranked_twin(t)).map(|t| t.ident.clone()).collect();
     linked.sort_by_cached_key(|t| rank(t));
     let said = q.said();
     let cx = Context { select: &ex.select, linked: &linked, question: &said };

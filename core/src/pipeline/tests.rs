@@ -530,6 +530,13 @@ fn a_schema_shown_whole_links_no_table_of_a_name_several_schemas_hold() {
     let mut llm = script(&["#SQL: SELECT name FROM stadium"]);
     ask(&q("Which stadiums are there?"), &s, &settings, &mut llm, &mut db).expect("answer");
     assert_eq!(db.executed, vec!["SELECT name FROM music.stadium"]);
+    // The extraction kept both singers and nothing ranked them: neither is the one meant.
+    let settings = Settings { candidates: 1, first_wave: 1, ..full() };
+    let mut db = FakeDb::default();
+    let mut llm = script(&["#columns: pop.singer.name, music.singer.name\n#values: none\n#select: name", "#SQL: SELECT name FROM singer"]);
+    let a = ask(&q("Which singers are there?"), &s, &settings, &mut llm, &mut db).expect("answer");
+    assert_eq!(db.executed, vec!["SELECT name FROM singer"]);
+    assert!(!a.trace.candidates[0].rules.iter().any(|r| r.starts_with("agent: table")), "{:?}", a.trace.candidates[0].rules);
 }
 
 #[test]

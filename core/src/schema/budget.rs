@@ -9,7 +9,7 @@
 //! 4. the least relevant name lines dropped;
 //! 5. the linked tables' detail dropped to names and types, then linked tables themselves.
 
-use super::{estimate_tokens, render_columns, render_table, write_foreign_keys, Column, Detail, Rendered, Schema, Table};
+use super::{estimate_tokens, render_columns, render_table, token_units, write_foreign_keys, Column, Detail, Rendered, Schema, Table, TOKEN_UNITS};
 use std::fmt::Write;
 
 /// Which tables and columns a question links to, and how the other tables rank.
@@ -22,23 +22,23 @@ pub struct Linking {
     pub rank: Vec<usize>,
 }
 
-/// The header lines around the name lines, in characters.
-const NAMES_HEADER_CHARS: usize = "# All tables (names only):\n# Tables for this question:\n".len();
+/// The header lines around the name lines (ASCII), in token units.
+const NAMES_HEADER_UNITS: usize = "# All tables (names only):\n# Tables for this question:\n".len() * 5;
 
-/// Characters of a table's name line.
-pub(super) fn name_line_chars(t: &Table) -> usize {
+/// A table's name line, in token units (super::token_units).
+pub(super) fn name_line_units(t: &Table) -> usize {
     let mut line = String::new();
     render_table(&mut line, t, Detail::Names);
-    line.chars().count()
+    token_units(&line)
 }
 
-/// Characters that estimate_tokens() counts as at most `tokens` tokens.
-fn chars_within(tokens: usize) -> usize {
-    tokens * 16 / 5
+/// Token units that estimate_tokens() counts as at most `tokens` tokens.
+fn units_within(tokens: usize) -> usize {
+    tokens * TOKEN_UNITS
 }
 
-/// How many of `tables`, from the first, have name lines within `room` characters; None when
-/// there is no room at all. Texts are priced in characters, as estimate_tokens() does.
+/// How many of `tables`, from the first, have name lines within `room` token units; None when
+/// there is no room at all. Texts are priced in token units, as estimate_tokens() does.
 fn fitting(tables: &[usize], cost: &[usize], room: Option<usize>) -> Option<usize> {
     let mut left = room?;
     let mut n = 0;
@@ -69,12 +69,12 @@ impl Schema {
     pub fn render_linked(&self, max_tokens: usize, linking: &Linking) -> Rendered {
         // Each table's name line, costed once: the forms below are priced from these sums, and
         // rendered only when they fit (a thousand tables are not rendered a thousand ways).
-        let name_cost: Vec<usize> = self.tables.iter().map(name_line_chars).collect();
+        let name_cost: Vec<usize> = self.tables.iter().map(name_line_units).collect();
         let order = self.order(linking);
         let linked: Vec<usize> = order.iter().copied().filter(|t| linking.columns.iter().any(|c| c.0 == *t)).collect();
         let others: Vec<usize> = order.iter().copied().filter(|t| !linked.contains(t)).collect();
         // Every full form is longer than the name lines of every table.
-        if name_cost.iter().sum::<usize>() <= chars_within(max_tokens) {
+        if name_cost.iter().sum::<usize>() <= units_within(max_tokens) {
             let full = self.render_tables(&self.tables, Detail::Full, 0);
             let all: Vec<usize> = (0..self.tables.len()).collect();
             if estimate_tokens(&full) <= max_tokens {
@@ -86,22 +86,22 @@ impl Schema {
                 return self.rendered(text, Detail::Full, &all, &[]);
             }
         }
-        let names_of = |tables: &[usize]| tables.iter().map(|&t| name_cost[t]).sum::<usize>() + NAMES_HEADER_CHARS;
+        let names_of = |tables: &[usize]| tables.iter().map(|&t| name_cost[t]).sum::<usize>() + NAMES_HEADER_UNITS;
         if !linked.is_empty() {
             // 2–3. Every table's name line in schema order (the same for every question), then
             // the linked tables whole, else their linked columns only.
             let all: Vec<usize> = (0..self.tables.len()).collect();
             for form in [Form::Whole, Form::Linked] {
-                let detailed = self.variable(&linked, form, &[], linking, 0).chars().count();
-                if detailed + names_of(&all) <= chars_within(max_tokens) {
+                let detailed = token_units(&self.variable(&linked, form, &[], linking, 0));
+                if detailed + names_of(&all) <= units_within(max_tokens) {
                     let text = self.variable(&linked, form, &all, linking, 0);
                     return self.rendered(text, Detail::Full, &linked, &all);
                 }
             }
             // 4. As many name lines as fit, best first; then the linked columns bare.
             for form in [Form::Linked, Form::Bare] {
-                let detailed = self.variable(&linked, form, &[], linking, others.len()).chars().count();
-                if let Some(n) = fitting(&others, &name_cost, chars_within(max_tokens).checked_sub(detailed + NAMES_HEADER_CHARS)) {
+                let detailed = token_units(&self.variable(&linked, form, &[], linking, others.len()));
+                if let Some(n) = fitting(&others, &name_cost, units_within(max_tokens).checked_sub(detailed + NAMES_HEADER_UNITS)) {
                     let text = self.variable(&linked, form, &others[..n], linking, others.len() - n);
                     let detail = if form == Form::Bare { Detail::Bare } else { Detail::Full };
                     return self.rendered(text, detail, &linked, &others[..n]);
@@ -109,8 +109,8 @@ impl Schema {
             }
         }
         // 5. Names only, best first, as many tables as fit (at least one).
-        let note = self.variable(&[], Form::Bare, &[], linking, order.len()).chars().count();
-        let shown = fitting(&order, &name_cost, chars_within(max_tokens).checked_sub(note + NAMES_HEADER_CHARS)).unwrap_or(0).max(1);
+        let note = token_units(&self.variable(&[], Form::Bare, &[], linking, order.len()));
+        let shown = fitting(&order, &name_cost, units_within(max_tokens).checked_sub(note + NAMES_HEADER_UNITS)).unwrap_or(0).max(1);
         let text = self.variable(&[], Form::Bare, &order[..shown], linking, order.len() - shown);
         self.rendered(text, Detail::Names, &[], &order[..shown])
     }

@@ -208,6 +208,33 @@ fn token_estimate_is_monotonic() {
     let name = format!("{}1", "\u{1D504}".repeat(15));
     assert!(estimate_tokens(&name) >= 31, "{}", estimate_tokens(&name));
     assert_eq!(estimate_tokens("é"), 1);
-    assert_eq!(estimate_tokens("日本"), 4);
+    assert_eq!(estimate_tokens("日本"), 2);
     assert!(estimate_tokens(&"\u{1D504}".repeat(1000)) >= 1000);
+}
+
+#[test]
+fn wide_schemas_of_names_beyond_ascii_keep_the_budget() {
+    // 2,000 tables named with fifteen four-byte letters each: every layout and the agent's
+    // table list are priced as estimate_tokens() prices them, so each stays within its budget.
+    let tables: Vec<serde_json::Value> = (0..2000)
+        .map(|i| {
+            let name = format!("{}{i}", "\u{1D504}".repeat(15));
+            let mut t = table_json(i + 1, &name, &["id"], &["id"]);
+            t["ident"] = serde_json::json!(format!("\"{name}\""));
+            t
+        })
+        .collect();
+    let s: Schema = serde_json::from_value(serde_json::json!({ "tables": tables })).expect("valid schema");
+    for max in [300, 3000] {
+        let r = s.render(max);
+        assert!(r.tokens <= max && estimate_tokens(&r.text) <= max, "render({max}): {} tokens", estimate_tokens(&r.text));
+        assert!(r.tables_shown < 2000);
+        let linking = Linking { rank: vec![5, 7], ..Default::default() };
+        let r = s.render_linked(max, &linking);
+        assert!(estimate_tokens(&r.text) <= max, "render_linked({max}): {} tokens", estimate_tokens(&r.text));
+        let (list, omitted) = crate::pipeline::agent::table_list(&s, max);
+        // The names within the budget; the note of how many more follows them.
+        let names = list.split(" (and ").next().unwrap_or_default();
+        assert!(estimate_tokens(&format!("### Tables: {names}")) <= max && omitted > 0, "table_list({max}): {list}");
+    }
 }
