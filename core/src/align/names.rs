@@ -3,7 +3,7 @@
 
 use super::{closest, find_table, fold, ident, object_name, parsed_joins, relation_name, resolve, top_level_exprs, Scope, ValueLookup, NOT_COLUMNS};
 use crate::schema::{Schema, Table};
-use sqlparser::ast::{BinaryOperator, Expr, Query, Select, SelectItem, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
+use sqlparser::ast::{BinaryOperator, Expr, ObjectName, Query, Select, SelectItem, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
 use std::ops::ControlFlow;
 
 /// Whether a table is on the search path: its ident is not schema-qualified (no dot outside
@@ -76,33 +76,20 @@ pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, linked: &[String
                     if qualifier.is_some() || on_search_path(&self.schema.tables[i].ident) || same.iter().any(|x| on_search_path(&x.ident)) {
                         return ControlFlow::Continue(());
                     }
-                    // The statement's schema first; when nothing in it decides, the linked one.
-                    let preferred = same.iter().find(|x| self.preferred.as_deref() == Some(x.schema.as_str())).copied();
-                    let pick = if same.len() > 1 && preferred.is_some() { preferred } else { one_or_linked(&same, self.linked) };
-                    if let Some(t) = pick.filter(|t| !on_search_path(&t.ident)) {
-                        if let Some(fixed) = object_name(&t.ident) {
-                            self.fired.push(format!("agent: table {name} -> {}", t.ident));
-                            *name = fixed;
-                        }
+                    if let Some(t) = choose(&same, self.preferred.as_deref(), self.linked).filter(|t| !on_search_path(&t.ident)) {
+                        requalify(name, t, self.fired);
                     }
                     return ControlFlow::Continue(());
                 }
-                // A name no table has: the closest name of the schema written, else of any; of
-                // several tables of that name, the one on the search path, else as above (the
-                // catalog's order decides nothing: another owner may name a schema to sort first).
+                // A name no table has: the closest name of the schema written, else of any, and
+                // of several tables of that name the one `choose` picks (the catalog's order
+                // decides nothing: another owner may name a schema to sort first).
                 let written = |t: &&Table| qualifier.as_ref().is_none_or(|q| *q == t.schema);
                 let names = self.schema.tables.iter().filter(written).map(|t| t.name.as_str());
                 if let Some(best) = closest(&want, names) {
                     let same: Vec<&Table> = self.schema.tables.iter().filter(written).filter(|t| t.name == best).collect();
-                    let preferred = same.iter().find(|x| self.preferred.as_deref() == Some(x.schema.as_str())).copied();
-                    let pick = match same.iter().find(|t| on_search_path(&t.ident)) {
-                        Some(visible) => Some(*visible),
-                        None if same.len() > 1 && preferred.is_some() => preferred,
-                        None => one_or_linked(&same, self.linked),
-                    };
-                    if let Some(fixed) = pick.and_then(|t| object_name(&t.ident).map(|f| (t, f))) {
-                        self.fired.push(format!("agent: table {name} -> {}", fixed.0.ident));
-                        *name = fixed.1;
+                    if let Some(t) = choose(&same, self.preferred.as_deref(), self.linked) {
+                        requalify(name, t, self.fired);
                     }
                 }
             }
@@ -226,6 +213,27 @@ pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, valu
         }
         ControlFlow::<()>::Continue(())
     });
+}
+
+/// Of tables of one name, the one meant: the one on the search path (PostgreSQL's); else, of
+/// several, the one in the statement's schema (`preferred`); else [`one_or_linked`].
+fn choose<'t>(same: &[&'t Table], preferred: Option<&str>, linked: &[String]) -> Option<&'t Table> {
+    if let Some(visible) = same.iter().find(|t| on_search_path(&t.ident)) {
+        return Some(visible);
+    }
+    let in_preferred = same.iter().find(|x| preferred == Some(x.schema.as_str())).copied();
+    if same.len() > 1 && in_preferred.is_some() {
+        return in_preferred;
+    }
+    one_or_linked(same, linked)
+}
+
+/// `name` written as `t` is (its ident), with the rule's note.
+fn requalify(name: &mut ObjectName, t: &Table, fired: &mut Vec<String>) {
+    if let Some(fixed) = object_name(&t.ident) {
+        fired.push(format!("agent: table {name} -> {}", t.ident));
+        *name = fixed;
+    }
 }
 
 /// The only one of `tables`; else the one of them the question was linked to, the best
