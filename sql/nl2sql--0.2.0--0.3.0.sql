@@ -1,10 +1,10 @@
 -- nl2sql 0.2.0 -> 0.3.0. One meaning of "may read" (sql/may_read.sql): the views and queries
 -- that show a role something about a relation ask it, so the schema's USAGE counts everywhere.
 -- PL/pgSQL warnings show names on one line (sql/render.sql). pg_dump keeps the value index
--- with its tables named as text (sql/values_saved.sql). Every bump of the catalog's version is
--- logged, so a standby sees each DDL (sql/values.sql, sql/relationships.sql). The definitions below are those
--- of the install files named; tests/test_upgrade.py checks that an updated database matches a
--- fresh one.
+-- with its tables named as text (sql/values_saved.sql). The catalog's version is a row per
+-- change that readers see once it commits, on a standby too (sql/ddl_log.sql; the event
+-- triggers and sql/relationships.sql add them). The definitions below are those of the install
+-- files named; tests/test_upgrade.py checks that an updated database matches a fresh one.
 \echo Use "ALTER EXTENSION nl2sql UPDATE TO '0.3.0'" to load this file. \quit
 
 CREATE FUNCTION nl2sql._may_read(role oid, rel oid)
@@ -115,6 +115,35 @@ BEGIN
 END
 $$;
 
+CREATE TABLE nl2sql.ddl_log (v bigint PRIMARY KEY);
+-- A vacuum that cut the emptied pages off would take an ACCESS EXCLUSIVE lock, which on a
+-- standby cancels the sessions reading the version (they hold it for a whole nl2sql() call).
+ALTER TABLE nl2sql.ddl_log SET (vacuum_truncate = off);
+GRANT SELECT ON nl2sql.ddl_log TO PUBLIC;
+
+-- One bump of the catalog's version (above), by the extension owner. Older rows are deleted,
+-- skipping those another transaction holds (a bump never waits), and only under read
+-- committed: an older snapshot could not delete rows another transaction deleted since
+-- (repeatable read fails with 40001), and a serializable transaction's read of them could fail
+-- its commit; such a transaction's rows go with the next bump. No subtransaction: a transaction
+-- of many DDL commands (a migration, a restore) takes none per command.
+CREATE FUNCTION nl2sql._ddl_changed()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    mine bigint;
+BEGIN
+    mine := nextval('nl2sql.ddl_version');
+    INSERT INTO nl2sql.ddl_log (v) VALUES (mine);
+    IF current_setting('transaction_isolation') = 'read committed' THEN
+        DELETE FROM nl2sql.ddl_log WHERE v IN (SELECT v FROM nl2sql.ddl_log WHERE v < mine FOR UPDATE SKIP LOCKED);
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION nl2sql._ddl_changed() FROM PUBLIC;
+
 -- sql/relationships.sql
 CREATE OR REPLACE FUNCTION nl2sql._columns_readable(rel regclass, cols name[], types regtype[])
 RETURNS boolean
@@ -130,8 +159,7 @@ AS $$
            OPERATOR(pg_catalog.=) pg_catalog.cardinality(cols)
 $$;
 
--- sql/relationships.sql: the catalog's version is bumped by 33, so that every bump reaches a
--- standby (nextval writes a sequence to the WAL every 32 values)
+-- sql/relationships.sql: a change bumps the catalog's version (sql/ddl_log.sql)
 CREATE OR REPLACE FUNCTION nl2sql._profile_save(tables oid[], rows_read bigint[], complete boolean[], changes bigint[], links json, keys json)
 RETURNS void
 LANGUAGE plpgsql
@@ -165,7 +193,7 @@ BEGIN
     ON CONFLICT (relation) DO UPDATE
         SET rows_read = excluded.rows_read, complete = excluded.complete, changes = excluded.changes, profiled_at = excluded.profiled_at;
     -- cached schemas of every session are keyed by this
-    PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
+    PERFORM nl2sql._ddl_changed();
 END
 $$;
 
@@ -196,7 +224,7 @@ BEGIN
             SET source = excluded.source, decided_by = excluded.decided_by, decided_at = excluded.decided_at,
                 from_types = excluded.from_types, to_types = excluded.to_types;
     END IF;
-    PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
+    PERFORM nl2sql._ddl_changed();
 END
 $$;
 
@@ -571,29 +599,38 @@ AS $$
 DECLARE
     cmd record;
 BEGIN
-    PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
-    FOR cmd IN
-        SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands()
-        WHERE classid = 'pg_class'::regclass
-          AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
-          AND (schema_name IS NULL OR (schema_name NOT IN ('nl2sql', 'pg_catalog', 'information_schema')
-                                       AND schema_name !~ '^pg_(toast|temp_)'))
-    LOOP
-        PERFORM nl2sql._refresh_column_embeddings(cmd.objid);
-        -- a column that is no longer text, or a table that turned on row-level security
-        UPDATE nl2sql.value_index i SET status = 'stale'
-        FROM pg_attribute a, pg_type t, pg_class c
-        WHERE i.relid = cmd.objid AND a.attrelid = i.relid AND a.attnum = i.attnum AND t.oid = a.atttypid
-          AND c.oid = i.relid AND i.status <> 'stale'
-          AND (t.typcategory NOT IN ('S', 'E') OR (c.relrowsecurity AND NOT i.include_rls));
-    END LOOP;
-    -- a renamed column (in a parent, its children's too): the name a dump writes is the one a
-    -- restore looks for
-    UPDATE nl2sql.value_index i SET attname = a.attname
-    FROM pg_attribute a
-    WHERE a.attrelid = i.relid AND a.attnum = i.attnum AND i.attname <> a.attname AND NOT a.attisdropped;
-EXCEPTION WHEN OTHERS THEN
-    RAISE WARNING 'nl2sql could not follow this DDL command: %', nl2sql._one_line(SQLERRM);
+    -- The catalog's version, outside the block below: a command it cannot follow still changes
+    -- it. Not for temporary objects alone (the catalog's readers skip them), nor for a DROP,
+    -- which reports nothing here and changes it in _on_sql_drop if it dropped anything (DROP
+    -- OWNED revokes too).
+    IF EXISTS (SELECT FROM pg_event_trigger_ddl_commands() WHERE coalesce(schema_name, '') !~ '^pg_(toast|temp)')
+       OR (NOT EXISTS (SELECT FROM pg_event_trigger_ddl_commands()) AND (tg_tag NOT LIKE 'DROP %' OR tg_tag = 'DROP OWNED')) THEN
+        PERFORM nl2sql._ddl_changed();
+    END IF;
+    BEGIN
+        FOR cmd IN
+            SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands()
+            WHERE classid = 'pg_class'::regclass
+              AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
+              AND (schema_name IS NULL OR (schema_name NOT IN ('nl2sql', 'pg_catalog', 'information_schema')
+                                           AND schema_name !~ '^pg_(toast|temp_)'))
+        LOOP
+            PERFORM nl2sql._refresh_column_embeddings(cmd.objid);
+            -- a column that is no longer text, or a table that turned on row-level security
+            UPDATE nl2sql.value_index i SET status = 'stale'
+            FROM pg_attribute a, pg_type t, pg_class c
+            WHERE i.relid = cmd.objid AND a.attrelid = i.relid AND a.attnum = i.attnum AND t.oid = a.atttypid
+              AND c.oid = i.relid AND i.status <> 'stale'
+              AND (t.typcategory NOT IN ('S', 'E') OR (c.relrowsecurity AND NOT i.include_rls));
+        END LOOP;
+        -- a renamed column (in a parent, its children's too): the name a dump writes is the one a
+        -- restore looks for
+        UPDATE nl2sql.value_index i SET attname = a.attname
+        FROM pg_attribute a
+        WHERE a.attrelid = i.relid AND a.attnum = i.attnum AND i.attname <> a.attname AND NOT a.attisdropped;
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'nl2sql could not follow this DDL command: %', nl2sql._one_line(SQLERRM);
+    END;
 END
 $$;
 
@@ -619,8 +656,11 @@ BEGIN
     DELETE FROM nl2sql.instruction_store s
     USING pg_event_trigger_dropped_objects() o
     WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0 AND s.relations @> ARRAY[o.objid::regclass];
+    IF EXISTS (SELECT FROM pg_event_trigger_dropped_objects() WHERE coalesce(schema_name, '') !~ '^pg_(toast|temp)')
+       OR NOT EXISTS (SELECT FROM pg_event_trigger_dropped_objects()) THEN
+        PERFORM nl2sql._ddl_changed();
+    END IF;
     BEGIN
-        PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
         FOR obj IN
             SELECT * FROM pg_event_trigger_dropped_objects()
             WHERE classid = 'pg_class'::regclass AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')

@@ -266,7 +266,7 @@ BEGIN
     ON CONFLICT (relation) DO UPDATE
         SET rows_read = excluded.rows_read, complete = excluded.complete, changes = excluded.changes, profiled_at = excluded.profiled_at;
     -- cached schemas of every session are keyed by this
-    PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
+    PERFORM nl2sql._ddl_changed();
 END
 $$;
 
@@ -301,7 +301,7 @@ BEGIN
             SET source = excluded.source, decided_by = excluded.decided_by, decided_at = excluded.decided_at,
                 from_types = excluded.from_types, to_types = excluded.to_types;
     END IF;
-    PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
+    PERFORM nl2sql._ddl_changed();
 END
 $$;
 

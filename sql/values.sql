@@ -13,10 +13,7 @@
 -- value_index row), then a generation's table (readers with a lock timeout), then the rows of
 -- value_removals, value_queue and value_flags (appended to, never waited on by DML).
 
--- Bumped by every DDL command; caches of the catalog are keyed by it. A bump is 33 nextval's:
--- nextval writes a sequence to the WAL once every 32 values (a standby sees only those), so each
--- bump reaches a standby's sessions, and the value only grows (setval could set it back under
--- concurrent DDL, and a cached schema's key come back).
+-- The catalog's version: sql/ddl_log.sql (the sequence is here since 0.1.0).
 CREATE SEQUENCE nl2sql.ddl_version;
 GRANT SELECT ON SEQUENCE nl2sql.ddl_version TO PUBLIC;
 
@@ -361,29 +358,38 @@ AS $$
 DECLARE
     cmd record;
 BEGIN
-    PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
-    FOR cmd IN
-        SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands()
-        WHERE classid = 'pg_class'::regclass
-          AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
-          AND (schema_name IS NULL OR (schema_name NOT IN ('nl2sql', 'pg_catalog', 'information_schema')
-                                       AND schema_name !~ '^pg_(toast|temp_)'))
-    LOOP
-        PERFORM nl2sql._refresh_column_embeddings(cmd.objid);
-        -- a column that is no longer text, or a table that turned on row-level security
-        UPDATE nl2sql.value_index i SET status = 'stale'
-        FROM pg_attribute a, pg_type t, pg_class c
-        WHERE i.relid = cmd.objid AND a.attrelid = i.relid AND a.attnum = i.attnum AND t.oid = a.atttypid
-          AND c.oid = i.relid AND i.status <> 'stale'
-          AND (t.typcategory NOT IN ('S', 'E') OR (c.relrowsecurity AND NOT i.include_rls));
-    END LOOP;
-    -- a renamed column (in a parent, its children's too): the name a dump writes is the one a
-    -- restore looks for
-    UPDATE nl2sql.value_index i SET attname = a.attname
-    FROM pg_attribute a
-    WHERE a.attrelid = i.relid AND a.attnum = i.attnum AND i.attname <> a.attname AND NOT a.attisdropped;
-EXCEPTION WHEN OTHERS THEN
-    RAISE WARNING 'nl2sql could not follow this DDL command: %', nl2sql._one_line(SQLERRM);
+    -- The catalog's version, outside the block below: a command it cannot follow still changes
+    -- it. Not for temporary objects alone (the catalog's readers skip them), nor for a DROP,
+    -- which reports nothing here and changes it in _on_sql_drop if it dropped anything (DROP
+    -- OWNED revokes too).
+    IF EXISTS (SELECT FROM pg_event_trigger_ddl_commands() WHERE coalesce(schema_name, '') !~ '^pg_(toast|temp)')
+       OR (NOT EXISTS (SELECT FROM pg_event_trigger_ddl_commands()) AND (tg_tag NOT LIKE 'DROP %' OR tg_tag = 'DROP OWNED')) THEN
+        PERFORM nl2sql._ddl_changed();
+    END IF;
+    BEGIN
+        FOR cmd IN
+            SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands()
+            WHERE classid = 'pg_class'::regclass
+              AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
+              AND (schema_name IS NULL OR (schema_name NOT IN ('nl2sql', 'pg_catalog', 'information_schema')
+                                           AND schema_name !~ '^pg_(toast|temp_)'))
+        LOOP
+            PERFORM nl2sql._refresh_column_embeddings(cmd.objid);
+            -- a column that is no longer text, or a table that turned on row-level security
+            UPDATE nl2sql.value_index i SET status = 'stale'
+            FROM pg_attribute a, pg_type t, pg_class c
+            WHERE i.relid = cmd.objid AND a.attrelid = i.relid AND a.attnum = i.attnum AND t.oid = a.atttypid
+              AND c.oid = i.relid AND i.status <> 'stale'
+              AND (t.typcategory NOT IN ('S', 'E') OR (c.relrowsecurity AND NOT i.include_rls));
+        END LOOP;
+        -- a renamed column (in a parent, its children's too): the name a dump writes is the one a
+        -- restore looks for
+        UPDATE nl2sql.value_index i SET attname = a.attname
+        FROM pg_attribute a
+        WHERE a.attrelid = i.relid AND a.attnum = i.attnum AND i.attname <> a.attname AND NOT a.attisdropped;
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'nl2sql could not follow this DDL command: %', nl2sql._one_line(SQLERRM);
+    END;
 END
 $$;
 
@@ -489,8 +495,11 @@ BEGIN
     DELETE FROM nl2sql.instruction_store s
     USING pg_event_trigger_dropped_objects() o
     WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0 AND s.relations @> ARRAY[o.objid::regclass];
+    IF EXISTS (SELECT FROM pg_event_trigger_dropped_objects() WHERE coalesce(schema_name, '') !~ '^pg_(toast|temp)')
+       OR NOT EXISTS (SELECT FROM pg_event_trigger_dropped_objects()) THEN
+        PERFORM nl2sql._ddl_changed();
+    END IF;
     BEGIN
-        PERFORM nextval('nl2sql.ddl_version') FROM generate_series(1, 33);
         FOR obj IN
             SELECT * FROM pg_event_trigger_dropped_objects()
             WHERE classid = 'pg_class'::regclass AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')

@@ -215,3 +215,34 @@ def test_ddl_on_the_primary_reaches_a_standby_sessions_schema(standby):
             primary.execute(f"ALTER TABLE harbours DROP COLUMN IF EXISTS berth_{i}")
         primary.execute("DO $$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'sb_reader') THEN "
                         "REVOKE ALL ON harbours FROM sb_reader; DROP ROLE sb_reader; END IF; END $$")
+
+
+def test_ddl_open_on_the_primary_reaches_a_standby_session_when_it_commits(standby, conninfo):
+    """A standby session that reads the catalog while a DDL transaction is open on the primary,
+    with what that transaction wrote so far replayed there, keeps nothing of it once it commits
+    (the version was a sequence, whose bump replayed before the commit did)."""
+    primary, info = standby
+    replica = psycopg.connect(autocommit=True, **info)
+    ddl = psycopg.connect(autocommit=True, **conninfo)
+    try:
+        caught_up(primary, replica)
+        replica.execute("SET nl2sql.privacy = on")
+        assert "harbours" in replica.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+        ddl.execute("BEGIN")
+        ddl.execute("ALTER TABLE harbours ADD COLUMN quay_length int")
+        # what the open transaction wrote reaches the standby: another transaction's commit
+        # flushes the WAL up to it
+        lsn = ddl.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+        primary.execute("SELECT pg_current_xact_id()")
+        deadline = time.monotonic() + 30
+        while not replica.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]:
+            assert time.monotonic() < deadline, "the standby did not replay the open transaction"
+            time.sleep(0.1)
+        assert "quay_length" not in replica.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+        ddl.execute("COMMIT")
+        caught_up(primary, replica)
+        assert "quay_length" in replica.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+    finally:
+        ddl.close()
+        replica.close()
+        primary.execute("ALTER TABLE harbours DROP COLUMN IF EXISTS quay_length")

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 
 const SCHEMA_SQL: &str = include_str!("../../sql/introspect/schema.sql");
 const STATS_SQL: &str = "SELECT nl2sql.column_stats($1::pg_catalog.oid::pg_catalog.regclass, $2)::text";
-/// What the introspected schema depends on: DDL (nl2sql.ddl_version, bumped by the event
-/// triggers, GRANT and REVOKE included, and by profiling and the DBA's decisions on
-/// relationships), the roles the caller acts with (memberships change without DDL in this
+/// What the introspected schema depends on: DDL (the rows of nl2sql.ddl_log this snapshot
+/// sees, sql/ddl_log.sql: one added by each DDL command, GRANT and REVOKE included, and by
+/// profiling and the DBA's decisions on relationships; read before the catalog, so a DDL that
+/// commits in between costs one more introspection, never a stale one), the roles the caller acts with (memberships change without DDL in this
 /// database), the search_path (which names need qualifying), and whether inferred
 /// relationships are used ($1).
 const SCHEMA_KEY_SQL: &str = include_str!("../../sql/queries/catalog_schema_key.sql");

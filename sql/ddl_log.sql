@@ -1,0 +1,38 @@
+-- The catalog's version, which every session's cached schema is keyed by
+-- (sql/queries/catalog_schema_key.sql): the rows of nl2sql.ddl_log that the reader's snapshot
+-- sees. Each DDL command, profiling run and decision on a relationship adds a row with a value
+-- never used before (nl2sql._ddl_changed, a value of nl2sql.ddl_version), so what a reader sees
+-- changes when that transaction commits, and not before: a session that reads the catalog while
+-- a DDL transaction is still open keys what it saw by the rows without that one, and a DDL
+-- that rolls back leaves the rows as they were. A row is WAL-logged like any other, so each
+-- commit reaches a standby's sessions as it replays there. Older rows are pruned by the next
+-- bump. PUBLIC may read the rows, not lock them: no role can hold a bump back. Commands on
+-- temporary objects only bump nothing (the catalog's readers skip them).
+CREATE TABLE nl2sql.ddl_log (v bigint PRIMARY KEY);
+-- A vacuum that cut the emptied pages off would take an ACCESS EXCLUSIVE lock, which on a
+-- standby cancels the sessions reading the version (they hold it for a whole nl2sql() call).
+ALTER TABLE nl2sql.ddl_log SET (vacuum_truncate = off);
+GRANT SELECT ON nl2sql.ddl_log TO PUBLIC;
+
+-- One bump of the catalog's version (above), by the extension owner. Older rows are deleted,
+-- skipping those another transaction holds (a bump never waits), and only under read
+-- committed: an older snapshot could not delete rows another transaction deleted since
+-- (repeatable read fails with 40001), and a serializable transaction's read of them could fail
+-- its commit; such a transaction's rows go with the next bump. No subtransaction: a transaction
+-- of many DDL commands (a migration, a restore) takes none per command.
+CREATE FUNCTION nl2sql._ddl_changed()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    mine bigint;
+BEGIN
+    mine := nextval('nl2sql.ddl_version');
+    INSERT INTO nl2sql.ddl_log (v) VALUES (mine);
+    IF current_setting('transaction_isolation') = 'read committed' THEN
+        DELETE FROM nl2sql.ddl_log WHERE v IN (SELECT v FROM nl2sql.ddl_log WHERE v < mine FOR UPDATE SKIP LOCKED);
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION nl2sql._ddl_changed() FROM PUBLIC;
