@@ -116,7 +116,7 @@ def test_a_bridge_whose_name_holds_doubled_quotes_is_the_bridge_that_is_read(con
 def test_a_name_two_schemas_hold_is_never_made_the_first_schemas(connect, mock):
     """A schema shown whole (the extraction skipped) links no table by being shown: a table name
     two schemas off the search path hold is left as written, never made the table of the schema
-    that sorts first, which hers does."""
+    that sorts first, which hers does; nor of the one retrieval ranks first, where both rank."""
     conn = connect()
     for statement in ("DROP SCHEMA IF EXISTS nd_sales CASCADE", "CREATE SCHEMA nd_sales",
                       "CREATE TABLE nd_sales.nd_orders (id int, total numeric)",
@@ -142,6 +142,16 @@ def test_a_name_two_schemas_hold_is_never_made_the_first_schemas(connect, mock):
             sql = conn.execute("SELECT nl2sql('[names-schemas] What is the total of all orders?')").fetchone()[0]
             assert "nd_aaa" not in sql and conn.execute(sql).fetchone()[0] == 30
             conn.execute("RESET search_path")
+            # Too wide to show whole, retrieval ranks hers (her comment repeats the question):
+            # neither is chosen by its rank, which reads what each owner wrote.
+            conn.execute("COMMENT ON TABLE nd_aaa.nd_orders IS 'the total of all orders; what is the total of all orders'")
+            conn.execute("SET nl2sql.schema_max_tokens = 100")
+            with pytest.raises(errors.UndefinedTable):
+                conn.execute("SELECT nl2sql('[names-schemas] What is the total of all orders?')")
+            trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+            assert any(c.startswith("nd_aaa.nd_orders.") for c in trace.get("linked") or []), trace.get("linked")
+            for c in trace["candidates"]:
+                assert "nd_aaa" not in json.dumps(c), c
     finally:
         conn.execute("DROP SCHEMA IF EXISTS nd_sales CASCADE")
 

@@ -300,12 +300,14 @@ fn resolve(schema: &Schema, scope: &Scope, e: &Expr) -> Option<(usize, usize)> {
 }
 
 /// What earlier stages said of the question: what its SELECT list returns (the extraction),
-/// the tables linked to it (the per-question schema's, by their idents, most relevant first) and
-/// the question itself (empty when unknown: the rules that read it do not run).
+/// the tables linked to it (the per-question schema's, by their idents, most relevant first),
+/// the tables the prompts showed when not every table was (their idents; empty when all were)
+/// and the question itself (empty when unknown: the rules that read it do not run).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Context<'a> {
     pub select: &'a [String],
     pub linked: &'a [String],
+    pub shown: &'a [String],
     pub question: &'a str,
 }
 
@@ -317,7 +319,7 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
     let mut fired = Vec::new();
     if rules.agent {
         schema_as_table(schema, stmt, cx.linked, &mut fired);
-        fix_tables(schema, stmt, cx.linked, &mut fired);
+        fix_tables(schema, stmt, cx.shown, &mut fired);
         if let Statement::Query(q) = stmt {
             other_table(schema, q, cx.linked, cx.question, &mut fired);
         }

@@ -50,13 +50,13 @@ fn main_schema(stmt: &Statement) -> Option<String> {
     }
 }
 
-pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, linked: &[String], fired: &mut Vec<String>) {
+pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, shown: &[String], fired: &mut Vec<String>) {
     let ctes = cte_names(stmt);
     struct Fix<'a> {
         schema: &'a Schema,
         ctes: &'a [String],
         preferred: Option<String>,
-        linked: &'a [String],
+        shown: &'a [String],
         fired: &'a mut Vec<String>,
     }
     impl VisitorMut for Fix<'_> {
@@ -76,7 +76,7 @@ pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, linked: &[String
                     if qualifier.is_some() || on_search_path(&self.schema.tables[i].ident) || same.iter().any(|x| on_search_path(&x.ident)) {
                         return ControlFlow::Continue(());
                     }
-                    if let Some(t) = choose(&same, self.preferred.as_deref(), self.linked).filter(|t| !on_search_path(&t.ident)) {
+                    if let Some(t) = choose(&same, self.preferred.as_deref(), self.shown).filter(|t| !on_search_path(&t.ident)) {
                         requalify(name, t, self.fired);
                     }
                     return ControlFlow::Continue(());
@@ -88,7 +88,7 @@ pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, linked: &[String
                 let names = self.schema.tables.iter().filter(written).map(|t| t.name.as_str());
                 if let Some(best) = closest(&want, names) {
                     let same: Vec<&Table> = self.schema.tables.iter().filter(written).filter(|t| t.name == best).collect();
-                    if let Some(t) = choose(&same, self.preferred.as_deref(), self.linked) {
+                    if let Some(t) = choose(&same, self.preferred.as_deref(), self.shown) {
                         requalify(name, t, self.fired);
                     }
                 }
@@ -98,12 +98,12 @@ pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, linked: &[String
     }
     // Twice: the first pass qualifies the names only one schema holds, so that the second knows
     // which schema the statement is in when a name is in several.
-    // When the statement has no schema of its own, the tables linked to the question decide.
-    let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred: None, linked: &[], fired });
+    // When the statement has no schema of its own, the tables the prompts showed decide.
+    let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred: None, shown: &[], fired });
     let preferred = main_schema(stmt);
-    let linked = if preferred.is_some() { &[][..] } else { linked };
-    if preferred.is_some() || !linked.is_empty() {
-        let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred, linked, fired });
+    let shown = if preferred.is_some() { &[][..] } else { shown };
+    if preferred.is_some() || !shown.is_empty() {
+        let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred, shown, fired });
     }
 }
 
@@ -216,16 +216,27 @@ pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, valu
 }
 
 /// Of tables of one name, the one meant: the one on the search path (PostgreSQL's); else, of
-/// several, the one in the statement's schema (`preferred`); else [`one_or_linked`].
-fn choose<'t>(same: &[&'t Table], preferred: Option<&str>, linked: &[String]) -> Option<&'t Table> {
+/// several, the one in the statement's schema (`preferred`); else the only one, or the only
+/// one of them the prompts showed (`shown`, when they did not show every table). Never the
+/// best ranked of several: retrieval ranks by the words of names and comments, which each
+/// schema's owner writes, so another owner's table could outrank the one meant by naming
+/// itself after the question. Left as written, the name fails and the correction round sees
+/// why.
+fn choose<'t>(same: &[&'t Table], preferred: Option<&str>, shown: &[String]) -> Option<&'t Table> {
     if let Some(visible) = same.iter().find(|t| on_search_path(&t.ident)) {
         return Some(visible);
     }
-    let in_preferred = same.iter().find(|x| preferred == Some(x.schema.as_str())).copied();
-    if same.len() > 1 && in_preferred.is_some() {
-        return in_preferred;
+    if let [one] = same {
+        return Some(*one);
     }
-    one_or_linked(same, linked)
+    if let Some(t) = same.iter().find(|x| preferred == Some(x.schema.as_str())) {
+        return Some(*t);
+    }
+    let mut in_shown = same.iter().filter(|t| shown.contains(&t.ident));
+    match (in_shown.next(), in_shown.next()) {
+        (Some(t), None) => Some(*t),
+        _ => None,
+    }
 }
 
 /// `name` written as `t` is (its ident), with the rule's note.

@@ -33,20 +33,31 @@ fn tables_off_the_search_path_get_their_schema() {
     assert_eq!(fix("SELECT count(*) FROM stadium").sql, "SELECT count(*) FROM music.stadium");
     // Ambiguous with nothing to decide by: left as written (PostgreSQL says what is wrong).
     assert_eq!(fix("SELECT count(*) FROM singer").sql, "SELECT count(*) FROM singer");
-    // ... unless the question was linked to one of them; the statement's own schema goes first.
-    let linked = vec!["pop.singer".to_string()];
-    let by_link = |sql: &str| align(sql, &s, Context { select: &[], linked: &linked, question: "" }, &mut Index, Rules::ALL);
-    assert_eq!(by_link("SELECT count(*) FROM singer").sql, "SELECT count(*) FROM pop.singer");
-    // Both linked: the more relevant (listed first).
-    for (first, second) in [("pop.singer", "music.singer"), ("music.singer", "pop.singer")] {
-        let both = vec![first.to_string(), second.to_string()];
-        let a = align("SELECT count(*) FROM singer", &s, Context { select: &[], linked: &both, question: "" }, &mut Index, Rules::ALL);
-        assert_eq!(a.sql, format!("SELECT count(*) FROM {first}"));
-    }
+    // ... unless the prompts showed only one of them; the statement's own schema goes first.
+    let shown = vec!["pop.singer".to_string()];
+    let by_shown = |sql: &str| align(sql, &s, Context { select: &[], linked: &[], shown: &shown, question: "" }, &mut Index, Rules::ALL);
+    assert_eq!(by_shown("SELECT count(*) FROM singer").sql, "SELECT count(*) FROM pop.singer");
+    assert_eq!(by_shown("SELECT count(*) FROM singers").sql, "SELECT count(*) FROM pop.singer");
     assert_eq!(
-        by_link("SELECT count(*) FROM singer AS s JOIN singer_in_concert AS c ON c.singer_id = s.singer_id").sql,
+        by_shown("SELECT count(*) FROM singer AS s JOIN singer_in_concert AS c ON c.singer_id = s.singer_id").sql,
         "SELECT count(*) FROM music.singer AS s JOIN music.singer_in_concert AS c ON c.singer_id = s.singer_id"
     );
+    // Both shown, or only ranked by retrieval (which reads what each owner wrote): neither,
+    // whichever ranks first; a name no table has, closest to both, alike.
+    for (first, second) in [("pop.singer", "music.singer"), ("music.singer", "pop.singer")] {
+        let both = vec![first.to_string(), second.to_string()];
+        let one = vec![first.to_string()];
+        for cx in [
+            Context { select: &[], linked: &both, shown: &[], question: "" },
+            Context { select: &[], linked: &one, shown: &[], question: "" },
+            Context { select: &[], linked: &both, shown: &both, question: "" },
+        ] {
+            let a = align("SELECT count(*) FROM singer", &s, cx, &mut Index, Rules::ALL);
+            assert_eq!(a.sql, "SELECT count(*) FROM singer", "{:?}", a.fired);
+            let b = align("SELECT count(*) FROM singers", &s, cx, &mut Index, Rules::ALL);
+            assert_eq!(b.sql, "SELECT count(*) FROM singers", "{:?}", b.fired);
+        }
+    }
     // On the search path: nothing to do.
     assert!(fix("SELECT count(*) FROM music.singer").fired.is_empty());
     // One of that name on the search path is what PostgreSQL reads, whichever is listed first.
@@ -129,7 +140,7 @@ fn schema_names_written_as_tables() {
     assert_eq!(fix("SELECT name FROM music").sql, "SELECT name FROM music");
     let linked = vec!["music.singer".to_string()];
     assert_eq!(
-        align("SELECT name FROM music", &s, Context { select: &[], linked: &linked, question: "" }, &mut Index, Rules::ALL).sql,
+        align("SELECT name FROM music", &s, Context { select: &[], linked: &linked, shown: &[], question: "" }, &mut Index, Rules::ALL).sql,
         "SELECT name FROM music.singer"
     );
     assert!(fix("SELECT count(*) FROM music").fired.is_empty());
@@ -602,22 +613,22 @@ fn style_nulls_under_limit() {
 #[test]
 fn style_select_list() {
     let mut s = star_schema();
-    let a = align("SELECT singer_id, name FROM singer", &s, Context { select: &["name of the singer".into()], linked: &[], question: "" }, &mut Index, Rules::ALL);
+    let a = align("SELECT singer_id, name FROM singer", &s, Context { select: &["name of the singer".into()], linked: &[], shown: &[], question: "" }, &mut Index, Rules::ALL);
     assert_eq!(a.sql, "SELECT name FROM singer");
-    let b = align("SELECT singer_id, name FROM singer", &s, Context { select: &["singer id".into(), "name".into()], linked: &[], question: "" }, &mut Index, Rules::ALL);
+    let b = align("SELECT singer_id, name FROM singer", &s, Context { select: &["singer id".into(), "name".into()], linked: &[], shown: &[], question: "" }, &mut Index, Rules::ALL);
     assert!(b.fired.is_empty());
     // The rule runs (three columns, two asked for) and keeps the id that was asked for.
-    let c = align("SELECT singer_id, name, age FROM singer", &s, Context { select: &["singer id".into(), "name".into()], linked: &[], question: "" }, &mut Index, Rules::ALL);
+    let c = align("SELECT singer_id, name, age FROM singer", &s, Context { select: &["singer id".into(), "name".into()], linked: &[], shown: &[], question: "" }, &mut Index, Rules::ALL);
     assert!(c.fired.is_empty(), "{:?}", c.fired);
     // Only keys go: a column ending in "id" that is no key ("paid") stays.
     let mut paid = star_schema();
     paid.tables[1].columns.push(serde_json::from_value(serde_json::json!({"name": "paid", "ident": "paid", "data_type": "boolean", "comment": null})).expect("column"));
-    let d = align("SELECT paid, name FROM singer", &paid, Context { select: &["name".into()], linked: &[], question: "" }, &mut Index, Rules::ALL);
+    let d = align("SELECT paid, name FROM singer", &paid, Context { select: &["name".into()], linked: &[], shown: &[], question: "" }, &mut Index, Rules::ALL);
     assert!(d.fired.is_empty(), "{:?}", d.fired);
     // A foreign key nobody asked for goes.
-    let e = align("SELECT sic.singer_id, sic.concert_id FROM singer_in_concert AS sic", &s, Context { select: &["concert".into()], linked: &[], question: "" }, &mut Index, Rules::ALL);
+    let e = align("SELECT sic.singer_id, sic.concert_id FROM singer_in_concert AS sic", &s, Context { select: &["concert".into()], linked: &[], shown: &[], question: "" }, &mut Index, Rules::ALL);
     assert!(e.fired.is_empty(), "both are keys: trimming would leave nothing asked for");
-    let f = align("SELECT stadium_id, name FROM stadium", &s, Context { select: &["stadium name".into()], linked: &[], question: "" }, &mut Index, Rules::ALL);
+    let f = align("SELECT stadium_id, name FROM stadium", &s, Context { select: &["stadium name".into()], linked: &[], shown: &[], question: "" }, &mut Index, Rules::ALL);
     assert_eq!(f.sql, "SELECT name FROM stadium");
     s.tables.clear();
     assert!(align("not sql", &s, Context::default(), &mut Index, Rules::ALL).fired.is_empty());
@@ -878,7 +889,7 @@ fn agent_qualifies_a_column_the_join_equates() {
 #[test]
 fn function_drops_a_join_the_question_never_names() {
     let s = star_schema();
-    let ask = |sql: &str, question: &str| align(sql, &s, Context { select: &[], linked: &[], question }, &mut Index, Rules::ALL);
+    let ask = |sql: &str, question: &str| align(sql, &s, Context { select: &[], linked: &[], shown: &[], question }, &mut Index, Rules::ALL);
     let sql = "SELECT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id ORDER BY T1.age LIMIT 1";
     let a = ask(sql, "What is the name of the youngest singer?");
     assert_eq!(a.sql, "SELECT T1.name FROM singer AS T1 ORDER BY T1.age LIMIT 1");
@@ -912,7 +923,7 @@ fn function_drops_a_join_left_unused_once_a_later_join_is_dropped() {
     let mut s = star_schema();
     // The bridge's key columns are NOT NULL, as a primary key's are.
     s.tables[2].columns.iter_mut().for_each(|c| c.not_null = true);
-    let ask = |sql: &str, question: &str| align(sql, &s, Context { select: &[], linked: &[], question }, &mut Index, Rules::ALL);
+    let ask = |sql: &str, question: &str| align(sql, &s, Context { select: &[], linked: &[], shown: &[], question }, &mut Index, Rules::ALL);
     // `concert` is only a lookup of the bridge's key; once it goes, the bridge is used by its ON
     // condition alone, and the question names no concert.
     let chain = "SELECT DISTINCT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id \
@@ -935,7 +946,7 @@ fn function_drops_a_lookup_another_drop_left_unused_in_a_later_pass() {
     let mut s = star_schema();
     s.tables[2].columns.iter_mut().for_each(|c| c.not_null = true);
     s.tables[0].columns[2].not_null = true;
-    let ask = |s: &crate::schema::Schema, sql: &str| align(sql, s, Context { select: &[], linked: &[], question: "Which singers sang in concerts?" }, &mut Index, Rules::ALL);
+    let ask = |s: &crate::schema::Schema, sql: &str| align(sql, s, Context { select: &[], linked: &[], shown: &[], question: "Which singers sang in concerts?" }, &mut Index, Rules::ALL);
     // `stadium` goes first; `concert`, read by stadium's ON condition until then, only in the
     // next pass.
     let chain = "SELECT DISTINCT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id \
@@ -994,7 +1005,7 @@ fn function_keeps_a_lookup_that_may_not_find_its_row() {
 fn function_keeps_an_unmentioned_join_after_an_outer_join() {
     let mut s = star_schema();
     s.tables[2].columns.iter_mut().for_each(|c| c.not_null = true);
-    let ask = |sql: &str| align(sql, &s, Context { select: &[], linked: &[], question: "Which singers are older than 30?" }, &mut Index, Rules::ALL);
+    let ask = |sql: &str| align(sql, &s, Context { select: &[], linked: &[], shown: &[], question: "Which singers are older than 30?" }, &mut Index, Rules::ALL);
     // Inner joins only: the join the question never names goes.
     let inner = "SELECT s.name FROM singer AS s JOIN singer_in_concert AS sic ON s.singer_id = sic.singer_id WHERE s.age > 30";
     assert_eq!(ask(inner).sql, "SELECT s.name FROM singer AS s WHERE s.age > 30");
@@ -1007,7 +1018,7 @@ fn function_keeps_an_unmentioned_join_after_an_outer_join() {
 #[test]
 fn style_unasked_keys_without_extraction() {
     let s = star_schema();
-    let ask = |sql: &str, question: &str| align(sql, &s, Context { select: &[], linked: &[], question }, &mut Index, Rules::ALL);
+    let ask = |sql: &str, question: &str| align(sql, &s, Context { select: &[], linked: &[], shown: &[], question }, &mut Index, Rules::ALL);
     let sql = "SELECT s.stadium_id, count(*), s.name FROM stadium AS s JOIN concert AS c ON c.stadium_id = s.stadium_id GROUP BY s.stadium_id, s.name";
     let a = ask(sql, "For each stadium, return the number of concerts and its name.");
     assert_eq!(a.sql, "SELECT count(*), s.name FROM stadium AS s JOIN concert AS c ON c.stadium_id = s.stadium_id GROUP BY s.stadium_id, s.name");
@@ -1027,14 +1038,14 @@ fn style_unasked_keys_without_extraction() {
     assert!(ask("SELECT a.stadium_id, b.name FROM stadium AS a JOIN stadium AS b ON a.capacity = b.capacity", "stadium names").fired.is_empty());
     let mut named = star_schema();
     named.tables[3].primary_key = vec!["name".into()];
-    let by_name = align("SELECT name, capacity FROM stadium", &named, Context { select: &[], linked: &[], question: "the stadiums and their capacity" }, &mut Index, Rules::ALL);
+    let by_name = align("SELECT name, capacity FROM stadium", &named, Context { select: &[], linked: &[], shown: &[], question: "the stadiums and their capacity" }, &mut Index, Rules::ALL);
     assert!(by_name.fired.is_empty(), "{:?}", by_name.fired);
 }
 
 #[test]
 fn style_select_list_in_the_order_asked() {
     let s = star_schema();
-    let ask = |sql: &str, question: &str| align(sql, &s, Context { select: &[], linked: &[], question }, &mut Index, Rules::ALL);
+    let ask = |sql: &str, question: &str| align(sql, &s, Context { select: &[], linked: &[], shown: &[], question }, &mut Index, Rules::ALL);
     // Aggregates asked for before the column they are grouped by come first, in their own order.
     let a = ask("SELECT country, avg(age) AS mean_age, max(age) FROM singer GROUP BY country", "Find the average and the oldest age for each country.");
     assert_eq!(a.sql, "SELECT avg(age) AS mean_age, max(age), country FROM singer GROUP BY country");
@@ -1069,7 +1080,7 @@ fn style_select_list_in_the_order_asked() {
 #[test]
 fn agent_the_table_that_has_every_column() {
     let s = star_schema();
-    let ask = |sql: &str, question: &str, linked: &[String]| align(sql, &s, Context { select: &[], linked, question }, &mut Index, Rules::ALL);
+    let ask = |sql: &str, question: &str, linked: &[String]| align(sql, &s, Context { select: &[], linked, shown: &[], question }, &mut Index, Rules::ALL);
     let switched = |a: &Aligned| a.fired.iter().any(|f| f.contains("it has every column"));
     // concert has neither column; stadium has both (singer only the name); the question says
     // nothing of concerts.

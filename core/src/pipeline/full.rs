@@ -34,19 +34,19 @@ pub(super) fn full(run: Run<'_>) -> Result<(String, Execution), AskError> {
     // Corrections answer with the query alone, under the grammar of the names every prompt
     // showed (a correction continues its candidate's conversation, whichever prompt began it).
     let correction = grammar_for(trace, grammar_on, schema, &shown, Form::Query);
-    // The alignments' context: an unqualified name several schemas hold is the linked one's
-    // (the most relevant of them, by the linking's rank). Linked are the tables retrieval ranked
-    // and those of a per-question schema narrower than the whole: a schema shown whole links
-    // none by being shown (its first table of a name would be any schema's, whoever made it).
+    // The alignments' context: the tables linked to the question, which decide between tables
+    // of one schema, and those the prompts showed when narrower than the whole, which decide
+    // between schemas (never the rank: align/names.rs). Linked are the tables retrieval ranked
+    // and those of a narrower per-question schema: a schema shown whole links none by being
+    // shown.
     let rank = |ident: &str| linking.rank.iter().position(|&i| schema.tables.get(i).is_some_and(|t| t.ident == ident)).unwrap_or(usize::MAX);
     let narrowed = focus.schema.tables.len() < schema.tables.len();
-    let linked: Vec<&crate::schema::Table> = focus.schema.tables.iter().filter(|t| narrowed || rank(&t.ident) != usize::MAX).collect();
-    // Two of one name that retrieval did not rank: neither is the one meant.
-    let unranked_twin = |t: &crate::schema::Table| rank(&t.ident) == usize::MAX && linked.iter().filter(|u| u.name == t.name && rank(&u.ident) == usize::MAX).count() > 1;
-    let mut linked: Vec<String> = linked.iter().filter(|t| !unranked_twin(t)).map(|t| t.ident.clone()).collect();
+    let mut linked: Vec<String> =
+        focus.schema.tables.iter().filter(|t| narrowed || rank(&t.ident) != usize::MAX).map(|t| t.ident.clone()).collect();
     linked.sort_by_cached_key(|t| rank(t));
+    let shown: Vec<String> = if narrowed { focus.schema.tables.iter().map(|t| t.ident.clone()).collect() } else { Vec::new() };
     let said = q.said();
-    let cx = Context { select: &ex.select, linked: &linked, question: &said };
+    let cx = Context { select: &ex.select, linked: &linked, shown: &shown, question: &said };
     Asking { prompts: &prompts, correction, settings, llm, db, schema, cx, trace, secret }.answer()
 }
 

@@ -501,7 +501,7 @@ fn an_aligned_query_that_reads_a_relation_its_text_does_not_name_is_dropped() {
 }
 
 #[test]
-fn a_name_several_schemas_hold_is_the_one_the_question_was_linked_to() {
+fn a_name_several_schemas_hold_is_the_one_the_narrowed_prompt_showed() {
     // singer in music and in pop, neither on the search path; the extraction chose pop's.
     let s = crate::schema::tests::two_schemas();
     let settings = Settings { candidates: 1, first_wave: 1, ..full() };
