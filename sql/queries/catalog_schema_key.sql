@@ -3,4 +3,4 @@ SELECT pg_catalog.format('%s|%s|%s|%s',
 (SELECT pg_catalog.md5(pg_catalog.string_agg(v::pg_catalog.text, ',' ORDER BY v)) FROM nl2sql.ddl_log),
 (SELECT pg_catalog.string_agg(oid::text, ',' ORDER BY oid) FROM pg_catalog.pg_roles
  WHERE pg_catalog.pg_has_role(current_user, oid, 'USAGE')),
-pg_catalog.current_setting('search_path'), $1)
+pg_catalog.current_schemas(true)::pg_catalog.text, $1)

@@ -16,9 +16,11 @@ const STATS_SQL: &str = "SELECT nl2sql.column_stats($1::pg_catalog.oid::pg_catal
 /// What the introspected schema depends on: DDL (the rows of nl2sql.ddl_log this snapshot
 /// sees, sql/ddl_log.sql: one added by each DDL command, GRANT and REVOKE included, and by
 /// profiling and the DBA's decisions on relationships; read before the catalog, so a DDL that
-/// commits in between costs one more introspection, never a stale one), the roles the caller acts with (memberships change without DDL in this
-/// database), the search_path (which names need qualifying), and whether inferred
-/// relationships are used ($1).
+/// commits in between costs one more introspection, never a stale one), the roles the caller
+/// acts with (memberships change without DDL in this database), the effective search path
+/// (current_schemas: which names need qualifying; its "$user" follows a renamed role), and
+/// whether inferred relationships are used ($1). Role commands fire no event trigger: after
+/// REASSIGN OWNED a session keeps its schema until the next DDL (docs/operations.md).
 const SCHEMA_KEY_SQL: &str = include_str!("../../sql/queries/catalog_schema_key.sql");
 /// Rows inserted, updated and deleted per table, read fresh: they tell when samples are stale.
 const CHANGES_SQL: &str = "SELECT o::int8, pg_catalog.pg_stat_get_tuples_inserted(o) OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_updated(o)

@@ -35,7 +35,8 @@ pub(super) fn full(run: Run<'_>) -> Result<(String, Execution), AskError> {
     // showed (a correction continues its candidate's conversation, whichever prompt began it).
     let correction = grammar_for(trace, grammar_on, schema, &shown, Form::Query);
     // The alignments' context: the tables linked to the question, which decide between tables
-    // of one schema, and those the prompts showed when narrower than the whole, which decide
+    // of one schema, and the tables the prompts showed when they showed the per-question
+    // schema alone (not on a wide schema, whose prompts list every table), which decide
     // between schemas (never the rank: align/names.rs). Linked are the tables retrieval ranked
     // and those of a narrower per-question schema: a schema shown whole links none by being
     // shown.
@@ -44,7 +45,7 @@ pub(super) fn full(run: Run<'_>) -> Result<(String, Execution), AskError> {
     let mut linked: Vec<String> =
         focus.schema.tables.iter().filter(|t| narrowed || rank(&t.ident) != usize::MAX).map(|t| t.ident.clone()).collect();
     linked.sort_by_cached_key(|t| rank(t));
-    let shown: Vec<String> = if narrowed { focus.schema.tables.iter().map(|t| t.ident.clone()).collect() } else { Vec::new() };
+    let shown: Vec<String> = if narrowed && !wide { focus.schema.tables.iter().map(|t| t.ident.clone()).collect() } else { Vec::new() };
     let said = q.said();
     let cx = Context { select: &ex.select, linked: &linked, shown: &shown, question: &said };
     Asking { prompts: &prompts, correction, settings, llm, db, schema, cx, trace, secret }.answer()

@@ -510,6 +510,17 @@ fn a_name_several_schemas_hold_is_the_one_the_narrowed_prompt_showed() {
     let a = ask(&q("Which pop singers are there?"), &s, &settings, &mut llm, &mut db).expect("answer");
     assert_eq!(db.executed, vec!["SELECT name FROM pop.singer"]);
     assert!(a.trace.candidates[0].rules.contains(&"agent: table singer -> pop.singer".to_string()), "{:?}", a.trace.candidates[0].rules);
+    // Too wide to show whole: every prompt lists both singers (the per-question schema, which
+    // the extraction or retrieval chose from what each owner wrote, is not all it shows), so
+    // neither is the one meant.
+    for extraction_max_tokens in [10, 100_000] {
+        let settings = Settings { candidates: 1, first_wave: 1, schema_max_tokens: 10, extraction_max_tokens, ..full() };
+        let mut db = FakeDb::default();
+        let mut llm = script(&["#columns: pop.singer.name\n#values: none\n#select: name", "#SQL: SELECT name FROM singer"]);
+        let a = ask(&q("Which pop singers are there?"), &s, &settings, &mut llm, &mut db).expect("answer");
+        assert_eq!(db.executed, vec!["SELECT name FROM singer"], "{extraction_max_tokens}");
+        assert!(!a.trace.candidates[0].rules.iter().any(|r| r.starts_with("agent: table")), "{:?}", a.trace.candidates[0].rules);
+    }
 }
 
 #[test]
