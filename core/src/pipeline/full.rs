@@ -45,7 +45,8 @@ pub(super) fn full(run: Run<'_>) -> Result<(String, Execution), AskError> {
     let mut linked: Vec<String> =
         focus.schema.tables.iter().filter(|t| narrowed || rank(&t.ident) != usize::MAX).map(|t| t.ident.clone()).collect();
     linked.sort_by_cached_key(|t| rank(t));
-    let shown: Vec<String> = if narrowed && !wide { focus.schema.tables.iter().map(|t| t.ident.clone()).collect() } else { Vec::new() };
+    // Narrowed, every table of the focus is linked: the same tables.
+    let shown: Vec<String> = if narrowed && !wide { linked.clone() } else { Vec::new() };
     let said = q.said();
     let cx = Context { select: &ex.select, linked: &linked, shown: &shown, question: &said };
     Asking { prompts: &prompts, correction, settings, llm, db, schema, cx, trace, secret }.answer()
