@@ -6,8 +6,7 @@
 -- a DDL transaction is still open keys what it saw by the rows without that one, and a DDL
 -- that rolls back leaves the rows as they were. A row is WAL-logged like any other, so each
 -- commit reaches a standby's sessions as it replays there. Older rows are pruned by the next
--- bump. PUBLIC may read the rows, not lock them: no role can hold a bump back. Commands on
--- temporary objects only bump nothing (the catalog's readers skip them).
+-- bump. PUBLIC may read the rows, not lock them: no role can hold a bump back.
 CREATE TABLE nl2sql.ddl_log (v bigint PRIMARY KEY);
 -- A vacuum that cut the emptied pages off would take an ACCESS EXCLUSIVE lock, which on a
 -- standby cancels the sessions reading the version (they hold it for a whole nl2sql() call).
@@ -16,7 +15,7 @@ GRANT SELECT ON nl2sql.ddl_log TO PUBLIC;
 
 -- One bump of the catalog's version (above), by the extension owner. Older rows are deleted,
 -- skipping those another transaction holds (a bump never waits), and only under read
--- committed: an older snapshot could not delete rows another transaction deleted since
+-- committed (read uncommitted is the same in PostgreSQL): an older snapshot could not delete rows another transaction deleted since
 -- (repeatable read fails with 40001), and a serializable transaction's read of them could fail
 -- its commit; such a transaction's rows go with the next bump. No subtransaction: a transaction
 -- of many DDL commands (a migration, a restore) takes none per command.
@@ -30,7 +29,7 @@ DECLARE
 BEGIN
     mine := nextval('nl2sql.ddl_version');
     INSERT INTO nl2sql.ddl_log (v) VALUES (mine);
-    IF current_setting('transaction_isolation') = 'read committed' THEN
+    IF current_setting('transaction_isolation') IN ('read committed', 'read uncommitted') THEN
         DELETE FROM nl2sql.ddl_log WHERE v IN (SELECT v FROM nl2sql.ddl_log WHERE v < mine FOR UPDATE SKIP LOCKED);
     END IF;
 END

@@ -123,7 +123,7 @@ GRANT SELECT ON nl2sql.ddl_log TO PUBLIC;
 
 -- One bump of the catalog's version (above), by the extension owner. Older rows are deleted,
 -- skipping those another transaction holds (a bump never waits), and only under read
--- committed: an older snapshot could not delete rows another transaction deleted since
+-- committed (read uncommitted is the same in PostgreSQL): an older snapshot could not delete rows another transaction deleted since
 -- (repeatable read fails with 40001), and a serializable transaction's read of them could fail
 -- its commit; such a transaction's rows go with the next bump. No subtransaction: a transaction
 -- of many DDL commands (a migration, a restore) takes none per command.
@@ -137,7 +137,7 @@ DECLARE
 BEGIN
     mine := nextval('nl2sql.ddl_version');
     INSERT INTO nl2sql.ddl_log (v) VALUES (mine);
-    IF current_setting('transaction_isolation') = 'read committed' THEN
+    IF current_setting('transaction_isolation') IN ('read committed', 'read uncommitted') THEN
         DELETE FROM nl2sql.ddl_log WHERE v IN (SELECT v FROM nl2sql.ddl_log WHERE v < mine FOR UPDATE SKIP LOCKED);
     END IF;
 END
@@ -600,11 +600,10 @@ DECLARE
     cmd record;
 BEGIN
     -- The catalog's version, outside the block below: a command it cannot follow still changes
-    -- it. Not for temporary objects alone (the catalog's readers skip them), nor for a DROP,
-    -- which reports nothing here and changes it in _on_sql_drop if it dropped anything (DROP
-    -- OWNED revokes too).
-    IF EXISTS (SELECT FROM pg_event_trigger_ddl_commands() WHERE coalesce(schema_name, '') !~ '^pg_(toast|temp)')
-       OR (NOT EXISTS (SELECT FROM pg_event_trigger_ddl_commands()) AND (tg_tag NOT LIKE 'DROP %' OR tg_tag = 'DROP OWNED')) THEN
+    -- it. Temporary objects too (a temporary table hides a permanent one of its name, which is
+    -- then written with its schema). Not a DROP, which reports nothing here and changes it in
+    -- _on_sql_drop if it dropped anything (DROP OWNED revokes too).
+    IF EXISTS (SELECT FROM pg_event_trigger_ddl_commands()) OR tg_tag NOT LIKE 'DROP %' OR tg_tag = 'DROP OWNED' THEN
         PERFORM nl2sql._ddl_changed();
     END IF;
     BEGIN
@@ -656,10 +655,7 @@ BEGIN
     DELETE FROM nl2sql.instruction_store s
     USING pg_event_trigger_dropped_objects() o
     WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0 AND s.relations @> ARRAY[o.objid::regclass];
-    IF EXISTS (SELECT FROM pg_event_trigger_dropped_objects() WHERE coalesce(schema_name, '') !~ '^pg_(toast|temp)')
-       OR NOT EXISTS (SELECT FROM pg_event_trigger_dropped_objects()) THEN
-        PERFORM nl2sql._ddl_changed();
-    END IF;
+    PERFORM nl2sql._ddl_changed();
     BEGIN
         FOR obj IN
             SELECT * FROM pg_event_trigger_dropped_objects()

@@ -359,11 +359,10 @@ DECLARE
     cmd record;
 BEGIN
     -- The catalog's version, outside the block below: a command it cannot follow still changes
-    -- it. Not for temporary objects alone (the catalog's readers skip them), nor for a DROP,
-    -- which reports nothing here and changes it in _on_sql_drop if it dropped anything (DROP
-    -- OWNED revokes too).
-    IF EXISTS (SELECT FROM pg_event_trigger_ddl_commands() WHERE coalesce(schema_name, '') !~ '^pg_(toast|temp)')
-       OR (NOT EXISTS (SELECT FROM pg_event_trigger_ddl_commands()) AND (tg_tag NOT LIKE 'DROP %' OR tg_tag = 'DROP OWNED')) THEN
+    -- it. Temporary objects too (a temporary table hides a permanent one of its name, which is
+    -- then written with its schema). Not a DROP, which reports nothing here and changes it in
+    -- _on_sql_drop if it dropped anything (DROP OWNED revokes too).
+    IF EXISTS (SELECT FROM pg_event_trigger_ddl_commands()) OR tg_tag NOT LIKE 'DROP %' OR tg_tag = 'DROP OWNED' THEN
         PERFORM nl2sql._ddl_changed();
     END IF;
     BEGIN
@@ -495,10 +494,7 @@ BEGIN
     DELETE FROM nl2sql.instruction_store s
     USING pg_event_trigger_dropped_objects() o
     WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0 AND s.relations @> ARRAY[o.objid::regclass];
-    IF EXISTS (SELECT FROM pg_event_trigger_dropped_objects() WHERE coalesce(schema_name, '') !~ '^pg_(toast|temp)')
-       OR NOT EXISTS (SELECT FROM pg_event_trigger_dropped_objects()) THEN
-        PERFORM nl2sql._ddl_changed();
-    END IF;
+    PERFORM nl2sql._ddl_changed();
     BEGIN
         FOR obj IN
             SELECT * FROM pg_event_trigger_dropped_objects()
