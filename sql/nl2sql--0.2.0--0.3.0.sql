@@ -121,12 +121,17 @@ CREATE TABLE nl2sql.ddl_log (v bigint PRIMARY KEY);
 ALTER TABLE nl2sql.ddl_log SET (vacuum_truncate = off);
 GRANT SELECT ON nl2sql.ddl_log TO PUBLIC;
 
--- One bump of the catalog's version (above), by the extension owner. Older rows are deleted,
--- skipping those another transaction holds (a bump never waits), and only under read
--- committed (read uncommitted is the same in PostgreSQL): an older snapshot could not delete rows another transaction deleted since
--- (repeatable read fails with 40001), and a serializable transaction's read of them could fail
--- its commit; such a transaction's rows go with the next bump. No subtransaction: a transaction
--- of many DDL commands (a migration, a restore) takes none per command.
+-- One bump of the catalog's version (above), by the extension owner. Under read committed (read
+-- uncommitted is the same in PostgreSQL) a new row, and older rows are deleted, skipping those
+-- another transaction holds (a bump never waits). Under repeatable read and serializable, the
+-- transaction's own row takes the new value: its address is remembered for the transaction in
+-- a setting outside nl2sql's reserved prefix (hidden from SHOW ALL), so a transaction of many
+-- commands leaves one row, found without reading other transactions' rows (a serializable
+-- transaction's read of those could fail its commit). Repeatable read then prunes older rows no
+-- transaction has touched: one another transaction deleted after this snapshot began would fail
+-- this one with 40001 (its xmax is set, so it is skipped). Serializable prunes nothing: its rows
+-- go with the next read-committed bump. No subtransaction: a transaction of many DDL commands (a
+-- migration, a restore) takes none per command.
 CREATE FUNCTION nl2sql._ddl_changed()
 RETURNS void
 LANGUAGE plpgsql
@@ -134,11 +139,26 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     mine bigint;
+    remembered text;
+    own tid;
 BEGIN
     mine := nextval('nl2sql.ddl_version');
-    INSERT INTO nl2sql.ddl_log (v) VALUES (mine);
     IF current_setting('transaction_isolation') IN ('read committed', 'read uncommitted') THEN
+        INSERT INTO nl2sql.ddl_log (v) VALUES (mine);
         DELETE FROM nl2sql.ddl_log WHERE v IN (SELECT v FROM nl2sql.ddl_log WHERE v < mine FOR UPDATE SKIP LOCKED);
+        RETURN;
+    END IF;
+    remembered := current_setting('nl2sql_ddl_log.own_row', true);
+    IF remembered ~ '^\(\d{1,9},\d{1,3}\)$' THEN
+        UPDATE nl2sql.ddl_log SET v = mine WHERE ctid = remembered::tid RETURNING ctid INTO own;
+    END IF;
+    IF own IS NULL THEN
+        INSERT INTO nl2sql.ddl_log (v) VALUES (mine) RETURNING ctid INTO own;
+    END IF;
+    PERFORM set_config('nl2sql_ddl_log.own_row', own::text, true);
+    IF current_setting('transaction_isolation') = 'repeatable read' THEN
+        DELETE FROM nl2sql.ddl_log WHERE v IN (
+            SELECT v FROM nl2sql.ddl_log WHERE v < mine AND xmax = '0'::xid FOR UPDATE SKIP LOCKED);
     END IF;
 END
 $$;
@@ -612,7 +632,7 @@ BEGIN
             WHERE classid = 'pg_class'::regclass
               AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
               AND (schema_name IS NULL OR (schema_name NOT IN ('nl2sql', 'pg_catalog', 'information_schema')
-                                           AND schema_name !~ '^pg_(toast|temp_)'))
+                                           AND schema_name !~ '^pg_(toast|temp)'))
         LOOP
             PERFORM nl2sql._refresh_column_embeddings(cmd.objid);
             -- a column that is no longer text, or a table that turned on row-level security

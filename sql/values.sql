@@ -371,7 +371,7 @@ BEGIN
             WHERE classid = 'pg_class'::regclass
               AND object_type IN ('table', 'table column', 'view', 'materialized view', 'foreign table')
               AND (schema_name IS NULL OR (schema_name NOT IN ('nl2sql', 'pg_catalog', 'information_schema')
-                                           AND schema_name !~ '^pg_(toast|temp_)'))
+                                           AND schema_name !~ '^pg_(toast|temp)'))
         LOOP
             PERFORM nl2sql._refresh_column_embeddings(cmd.objid);
             -- a column that is no longer text, or a table that turned on row-level security

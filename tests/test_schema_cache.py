@@ -107,6 +107,58 @@ def test_ddl_in_an_old_snapshot_is_never_failed_by_the_version(probe):
     assert "# cache_probe (" in shown(other)
 
 
+@pytest.mark.parametrize("level", ["REPEATABLE READ", "SERIALIZABLE"])
+def test_many_commands_in_one_snapshot_leave_one_row(probe, level):
+    """Under repeatable read and serializable a bump cannot prune what other transactions left;
+    the transaction's own row takes each new value instead, so a long migration leaves one row,
+    and its own session still sees each of its changes (the value changes with every command)."""
+    admin, session = probe
+    s, other = session(), session()
+    admin.execute("CREATE SEQUENCE IF NOT EXISTS cache_seq")
+    admin.execute("COMMENT ON SEQUENCE cache_seq IS 'start'")  # read committed: one row left
+    before = admin.execute("SELECT count(*) FROM nl2sql.ddl_log").fetchone()[0]
+    assert before == 1
+    s.execute(f"BEGIN ISOLATION LEVEL {level}")
+    s.execute("ALTER TABLE cache_probe ADD COLUMN first_col int")
+    assert "first_col" in shown(s)
+    s.execute("ALTER TABLE cache_probe ADD COLUMN second_col int")
+    assert "second_col" in shown(s)
+    # a savepoint rolled back takes its value back with it; the next command still finds the row
+    s.execute("SAVEPOINT a")
+    s.execute("ALTER TABLE cache_probe ADD COLUMN undone_col int")
+    s.execute("ROLLBACK TO a")
+    assert "undone_col" not in shown(s)
+    s.execute("""DO $$ BEGIN FOR i IN 1..10000 LOOP
+                     EXECUTE format('COMMENT ON SEQUENCE cache_seq IS %L', i); END LOOP; END $$""")
+    assert "second_col" not in shown(other)
+    s.execute("COMMIT")
+    rows = admin.execute("SELECT count(*) FROM nl2sql.ddl_log").fetchone()[0]
+    # repeatable read prunes the row read committed left; serializable leaves it to the next bump
+    assert rows == (1 if level == "REPEATABLE READ" else 2)
+    assert "second_col" in shown(other)
+    admin.execute("DROP SEQUENCE cache_seq")
+    assert admin.execute("SELECT count(*) FROM nl2sql.ddl_log").fetchone()[0] == 1
+
+
+def test_a_forged_row_address_changes_nothing_but_the_version(probe):
+    """The remembered address is a setting any session may set: nonsense is ignored, another
+    transaction's row only takes a new value (the version still changes), and DDL never fails."""
+    admin, session = probe
+    s, other = session(), session()
+    shown(other)
+    for forged in ["junk", "(0,1)", "(99999999,1)", "(0,999)", "'; DROP TABLE x; --"]:
+        s.execute(f"SET nl2sql_ddl_log.own_row = '{forged.replace(chr(39), chr(39) * 2)}'")
+        for level in ["REPEATABLE READ", "SERIALIZABLE"]:
+            s.execute(f"BEGIN ISOLATION LEVEL {level}")
+            s.execute("ALTER TABLE cache_probe ADD COLUMN forged_col int")
+            s.execute("COMMIT")
+            assert "forged_col" in shown(other)
+            admin.execute("ALTER TABLE cache_probe DROP COLUMN forged_col")
+            assert "forged_col" not in shown(other)
+    s.execute("RESET nl2sql_ddl_log.own_row")
+    assert admin.execute("SELECT count(*) FROM nl2sql.ddl_log").fetchone()[0] == 1
+
+
 def test_no_role_can_hold_the_version_against_anothers_ddl(probe):
     """PUBLIC reads the rows and may lock them no way that makes a bump wait, nor change them."""
     admin, session = probe
