@@ -90,6 +90,9 @@ def test_ddl_in_an_old_snapshot_is_never_failed_by_the_version(probe):
         s.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
         s.execute("SELECT 1")
         s.execute(ddl)
+    # a second command each: the transaction's own row takes the new value, read by its address
+    for s, name in ((first, "cache_seq_1"), (second, "cache_seq_2")):
+        s.execute(f"COMMENT ON SEQUENCE {name} IS 'again'")
     first.execute("COMMIT")
     second.execute("COMMIT")
     other.execute("DROP SEQUENCE cache_seq_1, cache_seq_2")
