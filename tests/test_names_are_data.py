@@ -113,10 +113,11 @@ def test_a_bridge_whose_name_holds_doubled_quotes_is_the_bridge_that_is_read(con
         assert conn.execute(sql).fetchone()[0] == 1
 
 
-def test_a_name_two_schemas_hold_is_never_made_the_first_schemas(connect, mock):
-    """A schema shown whole (the extraction skipped) links no table by being shown: a table name
-    two schemas off the search path hold is left as written, never made the table of the schema
-    that sorts first, which hers does; nor of the one retrieval ranks first, where both rank."""
+def test_a_bare_name_is_never_read_as_an_untrusted_owners_table(connect, mock):
+    """A table name two schemas off the search path hold, one of them another role's (who granted
+    it to everyone, named her schema to sort first and wrote a comment repeating the question):
+    a bare name the model wrote is read as the trusted owner's table, whether the schema is shown
+    whole or retrieval ranks hers first."""
     conn = connect()
     for statement in ("DROP SCHEMA IF EXISTS nd_sales CASCADE", "CREATE SCHEMA nd_sales",
                       "CREATE TABLE nd_sales.nd_orders (id int, total numeric)",
@@ -125,35 +126,72 @@ def test_a_name_two_schemas_hold_is_never_made_the_first_schemas(connect, mock):
     try:
         with hostile_owner(conn, "nd_hana", "CREATE TABLE nd_aaa.nd_orders (id int, total numeric)",
                            "INSERT INTO nd_aaa.nd_orders VALUES (1, 1e9)", "GRANT USAGE ON SCHEMA nd_aaa TO PUBLIC",
-                           "GRANT SELECT ON nd_aaa.nd_orders TO PUBLIC", schema="nd_aaa"):
+                           "GRANT SELECT ON nd_aaa.nd_orders TO PUBLIC",
+                           "COMMENT ON TABLE nd_aaa.nd_orders IS 'the total of all orders; what is the total of all orders'",
+                           schema="nd_aaa"):
             conn.execute("SET nl2sql.mode = full")
             conn.execute("SET nl2sql.max_corrections = 0")
             conn.execute("SET nl2sql.extraction_min_tokens = 1000000")
-            with pytest.raises(errors.UndefinedTable):
-                conn.execute("SELECT nl2sql('[names-schemas] What is the total of all orders?')")
-            trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
-            # Shown whole: not wide (a wide schema's retrieval would rank the tables).
-            assert trace["extraction_skipped"] and not trace.get("linked"), trace.get("extraction_skipped")
-            for c in trace["candidates"]:
-                assert not any(r.startswith("agent: table") for r in c.get("rules") or []), c
-                assert "nd_aaa" not in json.dumps(c), c
-            # The one on the search path is the one PostgreSQL reads, and so do the rules.
-            conn.execute("SET search_path = nd_sales, public")
-            sql = conn.execute("SELECT nl2sql('[names-schemas] What is the total of all orders?')").fetchone()[0]
-            assert "nd_aaa" not in sql and conn.execute(sql).fetchone()[0] == 30
-            conn.execute("RESET search_path")
-            # Too wide to show whole, retrieval ranks hers (her comment repeats the question):
-            # neither is chosen by its rank, which reads what each owner wrote.
-            conn.execute("COMMENT ON TABLE nd_aaa.nd_orders IS 'the total of all orders; what is the total of all orders'")
-            conn.execute("SET nl2sql.schema_max_tokens = 100")
-            with pytest.raises(errors.UndefinedTable):
-                conn.execute("SELECT nl2sql('[names-schemas] What is the total of all orders?')")
-            trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
-            assert any(c.startswith("nd_aaa.nd_orders.") for c in trace.get("linked") or []), trace.get("linked")
-            for c in trace["candidates"]:
-                assert "nd_aaa" not in json.dumps(c), c
+            for wide in (False, True):
+                if wide:
+                    conn.execute("SET nl2sql.schema_max_tokens = 100")
+                sql = conn.execute("SELECT nl2sql('[names-schemas] What is the total of all orders?')").fetchone()[0]
+                assert "nd_sales.nd_orders" in sql and conn.execute(sql).fetchone()[0] == 30, sql
+                trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+                if not wide:  # shown whole: nothing linked
+                    assert trace["extraction_skipped"] and not trace.get("linked"), trace.get("extraction_skipped")
+                else:  # hers ranked
+                    assert any(c.startswith("nd_aaa.nd_orders.") for c in trace.get("linked") or []), trace.get("linked")
+                for c in trace["candidates"]:
+                    assert "nd_aaa" not in json.dumps(c), c
+            conn.execute("RESET nl2sql.schema_max_tokens")
     finally:
         conn.execute("DROP SCHEMA IF EXISTS nd_sales CASCADE")
+
+
+def test_a_name_two_trusted_schemas_hold_is_never_made_the_first_schemas(connect, mock):
+    """A schema shown whole (the extraction skipped) links no table by being shown: a table name
+    two schemas off the search path hold, both the caller's, is left as written, never made the
+    table of the schema that sorts first; nor of the one retrieval ranks first, where both rank."""
+    conn = connect()
+    for statement in ("DROP SCHEMA IF EXISTS nd_sales CASCADE", "DROP SCHEMA IF EXISTS nd_aaa CASCADE",
+                      "CREATE SCHEMA nd_sales", "CREATE SCHEMA nd_aaa",
+                      "CREATE TABLE nd_sales.nd_orders (id int, total numeric)",
+                      "INSERT INTO nd_sales.nd_orders VALUES (1, 10), (2, 20)",
+                      "CREATE TABLE nd_aaa.nd_orders (id int, total numeric)",
+                      "INSERT INTO nd_aaa.nd_orders VALUES (1, 1e9)"):
+        conn.execute(statement)
+    try:
+        conn.execute("SET nl2sql.mode = full")
+        conn.execute("SET nl2sql.max_corrections = 0")
+        conn.execute("SET nl2sql.extraction_min_tokens = 1000000")
+        with pytest.raises(errors.UndefinedTable):
+            conn.execute("SELECT nl2sql('[names-schemas] What is the total of all orders?')")
+        trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+        # Shown whole: not wide (a wide schema's retrieval would rank the tables).
+        assert trace["extraction_skipped"] and not trace.get("linked"), trace.get("extraction_skipped")
+        for c in trace["candidates"]:
+            assert not any(r.startswith("agent: table") for r in c.get("rules") or []), c
+            assert "nd_aaa" not in json.dumps(c), c
+        # The one on the search path is the one PostgreSQL reads, and so do the rules.
+        conn.execute("SET search_path = nd_sales, public")
+        sql = conn.execute("SELECT nl2sql('[names-schemas] What is the total of all orders?')").fetchone()[0]
+        assert "nd_aaa" not in sql and conn.execute(sql).fetchone()[0] == 30
+        conn.execute("RESET search_path")
+        # Too wide to show whole, retrieval ranks one (its comment repeats the question): neither
+        # is chosen by its rank.
+        conn.execute("COMMENT ON TABLE nd_aaa.nd_orders IS 'the total of all orders; what is the total of all orders'")
+        conn.execute("SET nl2sql.schema_max_tokens = 100")
+        with pytest.raises(errors.UndefinedTable):
+            conn.execute("SELECT nl2sql('[names-schemas] What is the total of all orders?')")
+        trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+        assert any(c.startswith("nd_aaa.nd_orders.") for c in trace.get("linked") or []), trace.get("linked")
+        for c in trace["candidates"]:
+            assert "nd_aaa" not in json.dumps(c), c
+        conn.execute("RESET nl2sql.schema_max_tokens")
+    finally:
+        conn.execute("DROP SCHEMA IF EXISTS nd_sales CASCADE")
+        conn.execute("DROP SCHEMA IF EXISTS nd_aaa CASCADE")
 
 
 def test_plpgsql_warnings_show_names_on_one_line(connect):

@@ -13,6 +13,19 @@ WITH rels AS (
            -- SELECT on the whole table: no column needs checking one by one (the fast path of
            -- nl2sql._may_read_column(), for relations _may_read() let through)
            pg_catalog.has_table_privilege(c.oid, 'SELECT') AS all_columns,
+           c.relowner,
+           -- an owner the caller trusts: a superuser, the database's owner, the caller or a role it
+           -- is a member of (a bare name is read as another's table off the search path only then,
+           -- core/src/align/names.rs); PostgreSQL makes a superuser a member of every role, so for
+           -- one only the first three
+           (c.relowner OPERATOR(pg_catalog.=) (SELECT d.datdba FROM pg_catalog.pg_database d
+                                               WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+            OR c.relowner OPERATOR(pg_catalog.=) (SELECT nl2sql._me())
+            OR EXISTS (SELECT FROM pg_catalog.pg_roles ro
+                       WHERE ro.oid OPERATOR(pg_catalog.=) c.relowner AND ro.rolsuper)
+            OR (pg_catalog.pg_has_role((SELECT nl2sql._me()), c.relowner, 'MEMBER')
+                AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles me
+                                WHERE me.oid OPERATOR(pg_catalog.=) (SELECT nl2sql._me()) AND me.rolsuper))) AS owner_trusted,
            pg_catalog.pg_stat_get_tuples_inserted(c.oid) OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_updated(c.oid)
              OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_deleted(c.oid) AS changes
     FROM pg_catalog.pg_class c
@@ -116,7 +129,9 @@ SELECT pg_catalog.json_build_object(
             'changes', r.changes,
             'columns', tc.columns,
             'primary_key', COALESCE(pk.columns, ik.columns, '[]'::json),
-            'key_inferred', pk.columns IS NULL AND ik.columns IS NOT NULL)
+            'key_inferred', pk.columns IS NULL AND ik.columns IS NOT NULL,
+            'owner', r.relowner::pg_catalog.int8,
+            'owner_trusted', r.owner_trusted)
           ORDER BY r.nspname, r.relname)
         FROM rels r
         JOIN table_columns tc ON tc.attrelid OPERATOR(pg_catalog.=) r.oid

@@ -107,6 +107,7 @@ pub fn two_schemas() -> Schema {
     for t in s.tables.iter_mut() {
         t.schema = "music".into();
         t.ident = format!("music.{}", t.name);
+        t.owner_trusted = true;
     }
     for fk in s.foreign_keys.iter_mut() {
         fk.table = format!("music.{}", fk.table);
