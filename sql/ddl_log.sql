@@ -17,13 +17,16 @@ GRANT SELECT ON nl2sql.ddl_log TO PUBLIC;
 -- uncommitted is the same in PostgreSQL) a new row, and older rows are deleted, skipping those
 -- another transaction holds (a bump never waits). Under repeatable read and serializable, the
 -- transaction's own row takes the new value: its address is remembered for the transaction in
--- a setting outside nl2sql's reserved prefix (hidden from SHOW ALL), so a transaction of many
--- commands leaves one row, found without reading other transactions' rows (a serializable
--- transaction's read of those could fail its commit). Repeatable read then prunes older rows no
--- transaction has touched: one another transaction deleted after this snapshot began would fail
--- this one with 40001 (its xmax is set, so it is skipped). Serializable prunes nothing: its rows
--- go with the next read-committed bump. No subtransaction: a transaction of many DDL commands (a
--- migration, a restore) takes none per command.
+-- a setting outside nl2sql's reserved prefix (hidden from SHOW ALL), with the transaction's id,
+-- so a value any session could set (or one a role's or database's settings give) is used only
+-- in the transaction that wrote it, and a transaction of many commands leaves one row, found
+-- without reading other transactions' rows (a serializable transaction's read of those could
+-- fail its commit). Repeatable read prunes older rows no transaction has touched once, at its
+-- first bump (one another transaction deleted after this snapshot began would fail this one
+-- with 40001: its xmax is set, so it is skipped, and the microseconds' race left is caught).
+-- Serializable prunes nothing: its rows go with the next read-committed or repeatable-read
+-- bump. No subtransaction but that one: a transaction of many DDL commands (a migration, a
+-- restore) takes none per command.
 CREATE FUNCTION nl2sql._ddl_changed()
 RETURNS void
 LANGUAGE plpgsql
@@ -31,6 +34,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     mine bigint;
+    me text;
     remembered text;
     own tid;
 BEGIN
@@ -40,18 +44,42 @@ BEGIN
         DELETE FROM nl2sql.ddl_log WHERE v IN (SELECT v FROM nl2sql.ddl_log WHERE v < mine FOR UPDATE SKIP LOCKED);
         RETURN;
     END IF;
+    me := pg_current_xact_id()::text;
+    -- '(block,offset)/transaction'
     remembered := current_setting('nl2sql_ddl_log.own_row', true);
-    IF remembered ~ '^\(\d{1,9},\d{1,3}\)$' THEN
-        UPDATE nl2sql.ddl_log SET v = mine WHERE ctid = remembered::tid RETURNING ctid INTO own;
+    IF remembered ~ '^[(][0-9]{1,9},[0-9]{1,3}[)]/[0-9]{1,20}$' AND split_part(remembered, '/', 2) = me THEN
+        UPDATE nl2sql.ddl_log SET v = mine WHERE ctid = split_part(remembered, '/', 1)::tid RETURNING ctid INTO own;
     END IF;
-    IF own IS NULL THEN
-        INSERT INTO nl2sql.ddl_log (v) VALUES (mine) RETURNING ctid INTO own;
+    IF own IS NOT NULL THEN
+        PERFORM set_config('nl2sql_ddl_log.own_row', own::text || '/' || me, true);
+        RETURN;
     END IF;
-    PERFORM set_config('nl2sql_ddl_log.own_row', own::text, true);
+    INSERT INTO nl2sql.ddl_log (v) VALUES (mine) RETURNING ctid INTO own;
+    PERFORM set_config('nl2sql_ddl_log.own_row', own::text || '/' || me, true);
     IF current_setting('transaction_isolation') = 'repeatable read' THEN
-        DELETE FROM nl2sql.ddl_log WHERE v IN (
-            SELECT v FROM nl2sql.ddl_log WHERE v < mine AND xmax = '0'::xid FOR UPDATE SKIP LOCKED);
+        BEGIN
+            DELETE FROM nl2sql.ddl_log WHERE v IN (
+                SELECT v FROM nl2sql.ddl_log WHERE v < mine AND xmax = '0'::xid FOR UPDATE SKIP LOCKED);
+        EXCEPTION WHEN serialization_failure THEN
+            NULL;  -- deleted by another since this snapshot began: the next bump prunes
+        END;
     END IF;
 END
 $$;
 REVOKE ALL ON FUNCTION nl2sql._ddl_changed() FROM PUBLIC;
+
+-- A command that changed only the session's own temporary objects: only this session sees
+-- them (a temporary table hides a permanent one of its name, which is then written with its
+-- schema), so only its key changes, through a session setting read by the key query (rolled
+-- back with the transaction, as a row would be). No row: a loop of temporary tables under
+-- serializable, which prunes nothing, leaves none for every reader's key to read.
+CREATE FUNCTION nl2sql._temp_ddl_changed()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM set_config('nl2sql_ddl_log.session', nextval('nl2sql.ddl_version')::text, false);
+END
+$$;
+REVOKE ALL ON FUNCTION nl2sql._temp_ddl_changed() FROM PUBLIC;

@@ -360,9 +360,13 @@ DECLARE
 BEGIN
     -- The catalog's version, outside the block below: a command it cannot follow still changes
     -- it. Temporary objects too (a temporary table hides a permanent one of its name, which is
-    -- then written with its schema). Not a DROP, which reports nothing here and changes it in
-    -- _on_sql_drop if it dropped anything (DROP OWNED revokes too).
-    IF EXISTS (SELECT FROM pg_event_trigger_ddl_commands()) OR tg_tag NOT LIKE 'DROP %' OR tg_tag = 'DROP OWNED' THEN
+    -- then written with its schema), for this session alone when they are all the command
+    -- changed. Not a DROP, which reports nothing here and changes it in _on_sql_drop if it
+    -- dropped anything (DROP OWNED revokes too).
+    IF EXISTS (SELECT FROM pg_event_trigger_ddl_commands())
+       AND NOT EXISTS (SELECT FROM pg_event_trigger_ddl_commands() WHERE schema_name IS DISTINCT FROM 'pg_temp') THEN
+        PERFORM nl2sql._temp_ddl_changed();
+    ELSIF EXISTS (SELECT FROM pg_event_trigger_ddl_commands()) OR tg_tag NOT LIKE 'DROP %' OR tg_tag = 'DROP OWNED' THEN
         PERFORM nl2sql._ddl_changed();
     END IF;
     BEGIN
@@ -494,7 +498,11 @@ BEGIN
     DELETE FROM nl2sql.instruction_store s
     USING pg_event_trigger_dropped_objects() o
     WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0 AND s.relations @> ARRAY[o.objid::regclass];
-    PERFORM nl2sql._ddl_changed();
+    IF EXISTS (SELECT FROM pg_event_trigger_dropped_objects() WHERE NOT is_temporary) THEN
+        PERFORM nl2sql._ddl_changed();
+    ELSE
+        PERFORM nl2sql._temp_ddl_changed();
+    END IF;
     BEGIN
         FOR obj IN
             SELECT * FROM pg_event_trigger_dropped_objects()

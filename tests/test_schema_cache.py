@@ -159,7 +159,50 @@ def test_a_forged_row_address_changes_nothing_but_the_version(probe):
             admin.execute("ALTER TABLE cache_probe DROP COLUMN forged_col")
             assert "forged_col" not in shown(other)
     s.execute("RESET nl2sql_ddl_log.own_row")
+    # forged inside the transaction, with its own id: another transaction's row takes the value
+    for level in ["REPEATABLE READ", "SERIALIZABLE"]:
+        (row,) = admin.execute("SELECT ctid::text FROM nl2sql.ddl_log").fetchone()
+        s.execute(f"BEGIN ISOLATION LEVEL {level}")
+        s.execute("SELECT set_config('nl2sql_ddl_log.own_row', %s || '/' || pg_current_xact_id(), true)", (row,))
+        s.execute("ALTER TABLE cache_probe ADD COLUMN forged_col int")
+        s.execute("COMMIT")
+        assert "forged_col" in shown(other)
+        admin.execute("ALTER TABLE cache_probe DROP COLUMN forged_col")
+        assert "forged_col" not in shown(other)
     assert admin.execute("SELECT count(*) FROM nl2sql.ddl_log").fetchone()[0] == 1
+
+
+def test_temporary_objects_change_only_their_sessions_key(probe):
+    """Only the session sees its temporary objects: their DDL changes its key alone (a setting of
+    the session, rolled back with the transaction), and leaves no row every reader's key reads,
+    even in a serializable loop, which prunes nothing."""
+    admin, session = probe
+    s, other = session(), session()
+    admin.execute("COMMENT ON TABLE cache_probe IS 'start'")
+    before = admin.execute("SELECT array_agg(v ORDER BY v) FROM nl2sql.ddl_log").fetchone()[0]
+    assert "# cache_probe (" in shown(s) and "# cache_probe (" in shown(other)
+    for i in range(50):
+        s.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+        s.execute(f"CREATE TEMP TABLE cache_scratch_{i} (id serial, label text)")
+        s.execute(f"COMMENT ON TABLE cache_scratch_{i} IS 'x'")
+        s.execute("COMMIT")
+        s.execute(f"DROP TABLE cache_scratch_{i}")
+    assert admin.execute("SELECT array_agg(v ORDER BY v) FROM nl2sql.ddl_log").fetchone()[0] == before
+    # the session's own key still follows its temporary objects, committed or rolled back
+    s.execute("BEGIN")
+    s.execute("CREATE TEMP TABLE cache_probe (id int)")
+    assert "# public.cache_probe (" in shown(s)
+    s.execute("ROLLBACK")
+    assert "# cache_probe (" in shown(s)
+    s.execute("CREATE TEMP TABLE cache_probe (id int)")
+    assert "# public.cache_probe (" in shown(s) and "# cache_probe (" in shown(other)
+    s.execute("DROP TABLE pg_temp.cache_probe")
+    assert "# cache_probe (" in shown(s)
+    # a command that changes a permanent object as well changes everyone's
+    s.execute("CREATE TEMP TABLE cache_scratch (id int)")
+    s.execute("COMMENT ON TABLE cache_probe IS 'again'")
+    assert admin.execute("SELECT array_agg(v ORDER BY v) FROM nl2sql.ddl_log").fetchone()[0] != before
+    s.execute("DROP TABLE cache_scratch")
 
 
 def test_no_role_can_hold_the_version_against_anothers_ddl(probe):
