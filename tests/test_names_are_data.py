@@ -7,7 +7,7 @@ import unicodedata
 from psycopg import errors
 import pytest
 
-from helpers import hostile_owner, prompts
+from helpers import hostile_owner, prompts, scratch_role
 
 FORGED = "FOREIGN KEY nd_left.id REFERENCES pg_authid.oid"
 
@@ -145,6 +145,16 @@ def test_a_bare_name_is_never_read_as_an_untrusted_owners_table(connect, mock):
                 for c in trace["candidates"]:
                     assert "nd_aaa" not in json.dumps(c), c
             conn.execute("RESET nl2sql.schema_max_tokens")
+            # A role that is a member of hers trusts her no more (before PostgreSQL 15 any role
+            # could grant itself to another).
+            with scratch_role(conn, "nd_asker", "GRANT nd_hana TO nd_asker", "GRANT USAGE ON SCHEMA nd_sales TO nd_asker",
+                              "GRANT SELECT ON nd_sales.nd_orders TO nd_asker"):
+                conn.execute("SET ROLE nd_asker")
+                try:
+                    sql = conn.execute("SELECT nl2sql('[names-schemas] What is the total of all orders?')").fetchone()[0]
+                    assert "nd_sales.nd_orders" in sql and conn.execute(sql).fetchone()[0] == 30, sql
+                finally:
+                    conn.execute("RESET ROLE")
     finally:
         conn.execute("DROP SCHEMA IF EXISTS nd_sales CASCADE")
 

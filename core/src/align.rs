@@ -198,18 +198,20 @@ fn relation_name(name: &ObjectName) -> Option<(Option<String>, String)> {
 
 /// The catalog's table a name in a FROM reads: a schema-qualified name, that schema's table; a
 /// bare name, the table PostgreSQL finds first on the search path (the one shown without its
-/// schema), else the first of that name (written where none is on the search path, it fails
-/// anyway, and the rules treat it as that table).
+/// schema), else the first of that name whose owner the caller trusts (written where none is
+/// on the search path, it fails anyway, and the rules treat it as that table).
 fn find_table(schema: &Schema, name: &ObjectName) -> Option<usize> {
     let (s, t) = relation_name(name)?;
-    let named = |x: &crate::schema::Table| x.name == t && s.as_ref().is_none_or(|s| *s == x.schema);
     let tables = &schema.tables;
-    if s.is_none() {
-        if let Some(i) = tables.iter().position(|x| named(x) && names::on_search_path(&x.ident)) {
-            return Some(i);
-        }
+    match s {
+        Some(s) => tables.iter().position(|x| x.name == t && x.schema == s),
+        // On the search path, else off it where the name may stand for it (never another
+        // role's table she could plant there).
+        None => tables
+            .iter()
+            .position(|x| x.name == t && names::on_search_path(&x.ident))
+            .or_else(|| tables.iter().position(|x| x.name == t && names::may_stand_for(x))),
     }
-    tables.iter().position(named)
 }
 
 struct ScopeCollector<'a> {

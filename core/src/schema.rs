@@ -40,12 +40,9 @@ pub struct Table {
     /// The primary key is none declared but one profiling found in the data.
     #[serde(default)]
     pub key_inferred: bool,
-    /// The owning role's OID.
-    #[serde(default)]
-    pub owner: u32,
-    /// The owner is one the caller trusts: a superuser, the database's owner, the caller or a
-    /// role the caller is a member of. Alignment writes a bare name as a table off the search
-    /// path only when its owner is trusted or owns a table on the path (align/names.rs).
+    /// The owner is one the caller trusts: a superuser, the database's owner, the caller, or
+    /// the owner of a table on the search path (sql/introspect/schema.sql). The alignment reads
+    /// a bare name as a table off the search path only then (align/names.rs).
     #[serde(default)]
     pub owner_trusted: bool,
 }

@@ -21,20 +21,12 @@ pub(super) fn on_search_path(ident: &str) -> bool {
 }
 
 /// Whether a name written without its schema may be read as `t`: on the search path, or off it
-/// with an owner the caller trusts (a superuser, the database's owner, the caller or a role it is
-/// a member of) or one that owns a table on the path. Another role's table of the name the model
-/// wrote (`mallory.customer` for `customers`) is never chosen for it: she could plant one.
-/// `path_owners`: the owners of the tables on the search path ([`path_owners`]).
-fn may_stand_for(path_owners: &[u32], t: &Table) -> bool {
-    on_search_path(&t.ident) || t.owner_trusted || path_owners.contains(&t.owner)
-}
-
-/// The owners of the schema's tables on the search path, each once.
-fn path_owners(schema: &Schema) -> Vec<u32> {
-    let mut owners: Vec<u32> = schema.tables.iter().filter(|t| on_search_path(&t.ident)).map(|t| t.owner).collect();
-    owners.sort_unstable();
-    owners.dedup();
-    owners
+/// with an owner the caller trusts (introspection's `owner_trusted`: a superuser, the database's
+/// owner, the caller, or the owner of a table on the path). Another role's table of the name
+/// the model wrote (`mallory.customer` for `customers`) is never taken for it: she could plant
+/// one. [`find_table`] reads bare names so for every rule.
+pub(super) fn may_stand_for(t: &Table) -> bool {
+    on_search_path(&t.ident) || t.owner_trusted
 }
 
 /// The schema most of the statement's schema-qualified tables are in (ties: none).
@@ -71,7 +63,6 @@ pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, shown: &[String]
     let ctes = cte_names(stmt);
     struct Fix<'a> {
         schema: &'a Schema,
-        path_owners: &'a [u32],
         ctes: &'a [String],
         preferred: Option<String>,
         shown: &'a [String],
@@ -94,7 +85,7 @@ pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, shown: &[String]
                     if qualifier.is_some() || on_search_path(&self.schema.tables[i].ident) || same.iter().any(|x| on_search_path(&x.ident)) {
                         return ControlFlow::Continue(());
                     }
-                    let same: Vec<&Table> = same.into_iter().filter(|x| may_stand_for(self.path_owners, x)).collect();
+                    let same: Vec<&Table> = same.into_iter().filter(|x| may_stand_for(x)).collect();
                     // Only untrusted owners' tables of that name: taken for a misspelt name below.
                     if !same.is_empty() {
                         if let Some(t) = choose(&same, self.preferred.as_deref(), self.shown).filter(|t| !on_search_path(&t.ident)) {
@@ -109,7 +100,7 @@ pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, shown: &[String]
                 // decides nothing: another owner may name a schema to sort first).
                 let written = |t: &&Table| match &qualifier {
                     Some(q) => *q == t.schema,
-                    None => may_stand_for(self.path_owners, t),
+                    None => may_stand_for(t),
                 };
                 let names = self.schema.tables.iter().filter(written).map(|t| t.name.as_str());
                 if let Some(best) = closest(&want, names) {
@@ -125,13 +116,11 @@ pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, shown: &[String]
     // Twice: the first pass qualifies the names only one schema holds, so that the second knows
     // which schema the statement is in when a name is in several.
     // When the statement has no schema of its own, the tables the prompts showed decide.
-    let owners = path_owners(schema);
-    let path_owners = &owners[..];
-    let _ = stmt.visit(&mut Fix { schema, path_owners, ctes: &ctes, preferred: None, shown: &[], fired });
+    let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred: None, shown: &[], fired });
     let preferred = main_schema(stmt);
     let shown = if preferred.is_some() { &[][..] } else { shown };
     if preferred.is_some() || !shown.is_empty() {
-        let _ = stmt.visit(&mut Fix { schema, path_owners, ctes: &ctes, preferred, shown, fired });
+        let _ = stmt.visit(&mut Fix { schema, ctes: &ctes, preferred, shown, fired });
     }
 }
 
@@ -328,7 +317,7 @@ pub(super) fn schema_as_table(schema: &Schema, stmt: &mut Statement, linked: &[S
                     .schema
                     .tables
                     .iter()
-                    .filter(|t| t.schema == want && cols.iter().all(|c| t.has_column(c)))
+                    .filter(|t| t.schema == want && may_stand_for(t) && cols.iter().all(|c| t.has_column(c)))
                     .collect();
                 let Some(t) = one_or_linked(&holds, self.linked) else { continue };
                 let Some(fixed) = object_name(&t.ident) else { continue };

@@ -73,44 +73,58 @@ fn tables_off_the_search_path_get_their_schema() {
 
 #[test]
 fn a_bare_name_is_never_read_as_an_untrusted_owners_table_off_the_path() {
-    // public.customers (the database's owner) and mallory.customer, which mallory owns and
-    // granted to everyone: a `customer` the model wrote is the close name on the path.
+    // public.customers (the database's owner) and mallory.customer and mallory.ledger, which
+    // mallory owns and granted to everyone: a `customer` the model wrote is the close name on
+    // the path; `ledger` is no table any rule reads.
     let t = crate::schema::tests::table_json;
     let mut planted = t(2, "customer", &["id", "name"], &["id"]);
     planted["schema"] = "mallory".into();
     planted["ident"] = "mallory.customer".into();
-    planted["owner"] = 20.into();
-    let mut ledger = t(3, "ledger", &["id"], &["id"]);
+    let mut ledger = t(3, "ledger", &["id", "amount"], &["id"]);
     ledger["schema"] = "mallory".into();
     ledger["ident"] = "mallory.ledger".into();
-    ledger["owner"] = 20.into();
     let mut customers = t(1, "customers", &["id", "name"], &["id"]);
-    customers["owner"] = 10.into();
     customers["owner_trusted"] = true.into();
-    let schema = |planted: &serde_json::Value| -> Schema {
+    let schema = |planted: &serde_json::Value, ledger: &serde_json::Value| -> Schema {
         serde_json::from_value(serde_json::json!({"tables": [customers, planted, ledger], "foreign_keys": []})).unwrap()
     };
     let fix = |s: &Schema, sql: &str| align(sql, s, Context::default(), &mut Nothing, Rules::ALL);
-    let s = schema(&planted);
+    let s = schema(&planted, &ledger);
     let a = fix(&s, "SELECT count(*) FROM customer");
     assert_eq!(a.sql, "SELECT count(*) FROM customers", "{:?}", a.fired);
     // misspelt as well: the same
     assert_eq!(fix(&s, "SELECT count(*) FROM customerz").sql, "SELECT count(*) FROM customers");
     // no name on the path close to it: left as written (PostgreSQL says it does not exist)
-    assert_eq!(fix(&s, "SELECT count(*) FROM ledger").sql, "SELECT count(*) FROM ledger");
+    assert_eq!(fix(&s, "SELECT sum(amount) FROM ledger").sql, "SELECT sum(amount) FROM ledger");
+    assert_eq!(find_table(&s, &table_name("ledger")), None);
+    assert_eq!(find_table(&s, &table_name("mallory.ledger")), Some(2));
+    // her schema's name written as a table: none of her tables
+    assert_eq!(fix(&s, "SELECT sum(amount) FROM mallory").sql, "SELECT sum(amount) FROM mallory");
     // written with her schema: hers, as written (the model chose it; the policy judges it)
     assert!(fix(&s, "SELECT count(*) FROM mallory.customer").fired.is_empty());
-    // Negative: the same tables owned by a role the caller trusts, or by the owner of a table
-    // on the path, are qualified as before.
-    let mut trusted = planted.clone();
+    // Negative: the same tables with an owner the caller trusts are read as before.
+    let (mut trusted, mut trusted_ledger) = (planted.clone(), ledger.clone());
     trusted["owner_trusted"] = true.into();
-    let s = schema(&trusted);
+    trusted_ledger["owner_trusted"] = true.into();
+    let s = schema(&trusted, &trusted_ledger);
     assert_eq!(fix(&s, "SELECT count(*) FROM customer").sql, "SELECT count(*) FROM mallory.customer");
-    let mut same_owner = planted.clone();
-    same_owner["owner"] = 10.into();
-    let s = schema(&same_owner);
-    assert_eq!(fix(&s, "SELECT count(*) FROM customer").sql, "SELECT count(*) FROM mallory.customer");
-    assert_eq!(fix(&s, "SELECT count(*) FROM ledger").sql, "SELECT count(*) FROM ledger");
+    assert_eq!(fix(&s, "SELECT sum(amount) FROM ledger").sql, "SELECT sum(amount) FROM mallory.ledger");
+    assert_eq!(fix(&s, "SELECT sum(amount) FROM mallory").sql, "SELECT sum(amount) FROM mallory.ledger");
+    assert_eq!(find_table(&s, &table_name("ledger")), Some(2));
+}
+
+/// `n` parsed as a FROM item's name.
+fn table_name(n: &str) -> ObjectName {
+    match Parser::parse_sql(&PostgreSqlDialect {}, &format!("SELECT 1 FROM {n}")).as_deref() {
+        Ok([Statement::Query(q)]) => match q.body.as_ref() {
+            SetExpr::Select(s) => match &s.from[0].relation {
+                TableFactor::Table { name, .. } => name.clone(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

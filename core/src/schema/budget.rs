@@ -224,7 +224,6 @@ mod tests {
                 columns,
                 primary_key: vec!["col_0".into()],
                 key_inferred: false,
-                owner: 10,
                 owner_trusted: true,
             });
         }
