@@ -177,15 +177,23 @@ pub fn table_list(schema: &Schema, max_tokens: usize) -> (String, usize) {
 
 /// A table named as the model wrote it (`schema.table`, `table`, `table.column`, any case), as
 /// its index in `schema`.
+/// A bare name is a table's as written, else one of that name whose owner the caller trusts
+/// (never another role's table off the search path, whatever sorts first).
 pub fn find_table(schema: &Schema, name: &str) -> Option<usize> {
     let name = name.trim().trim_matches('"');
-    let same = |t: &schema::Table, n: &str| t.ident.eq_ignore_ascii_case(n) || t.name.eq_ignore_ascii_case(n) || format!("{}.{}", t.schema, t.name).eq_ignore_ascii_case(n);
-    if let Some(i) = schema.tables.iter().position(|t| same(t, name)) {
+    let find = |n: &str| {
+        let tables = &schema.tables;
+        tables
+            .iter()
+            .position(|t| t.ident.eq_ignore_ascii_case(n) || format!("{}.{}", t.schema, t.name).eq_ignore_ascii_case(n))
+            .or_else(|| tables.iter().position(|t| t.name.eq_ignore_ascii_case(n) && (t.owner_trusted || !t.ident.contains('.'))))
+    };
+    if let Some(i) = find(name) {
         return Some(i);
     }
     // `table.column`: the table part.
     let (table, _) = name.rsplit_once('.')?;
-    schema.tables.iter().position(|t| same(t, table))
+    find(table)
 }
 
 /// A column as SearchColumns shows it: `table.column: type` and what the schema prompt would
@@ -285,5 +293,33 @@ mod tests {
         assert_eq!(table_list(&s, 7).1, 1);
         assert!(describe_column(&s, 0, 2).starts_with("singer.country: text"), "{}", describe_column(&s, 0, 2));
         assert_eq!(matching_columns(&s, "country of the singers", 3)[0], (0, 2));
+    }
+}
+
+#[cfg(test)]
+mod trust_tests {
+    use super::find_table;
+    use crate::schema::Schema;
+
+    #[test]
+    fn a_bare_name_is_never_an_untrusted_owners_table() {
+        let t = crate::schema::tests::table_json;
+        let mut hers = t(1, "customer", &["id"], &["id"]);
+        hers["schema"] = "aaa".into();
+        hers["ident"] = "aaa.customer".into();
+        let ours = t(2, "customer", &["id"], &["id"]);
+        let mut ledger = t(3, "ledger", &["id"], &["id"]);
+        ledger["schema"] = "aaa".into();
+        ledger["ident"] = "aaa.ledger".into();
+        let s: Schema = serde_json::from_value(serde_json::json!({"tables": [hers, ours, ledger.clone()], "foreign_keys": []})).unwrap();
+        assert_eq!(find_table(&s, "customer"), Some(1));
+        assert_eq!(find_table(&s, "customer.id"), Some(1));
+        assert_eq!(find_table(&s, "aaa.customer"), Some(0));
+        assert_eq!(find_table(&s, "ledger"), None);
+        assert_eq!(find_table(&s, "aaa.ledger"), Some(2));
+        // trusted: found by its name alone
+        ledger["owner_trusted"] = true.into();
+        let s: Schema = serde_json::from_value(serde_json::json!({"tables": [ledger], "foreign_keys": []})).unwrap();
+        assert_eq!(find_table(&s, "ledger"), Some(0));
     }
 }
