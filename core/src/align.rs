@@ -581,6 +581,7 @@ mod joins;
 mod keys;
 mod levels;
 mod names;
+pub(crate) use names::may_stand_for;
 mod precedence;
 mod question;
 mod reach;

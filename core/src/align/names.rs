@@ -25,7 +25,7 @@ pub(super) fn on_search_path(ident: &str) -> bool {
 /// owner, the caller, or the owner of a table on the path). Another role's table of the name
 /// the model wrote (`mallory.customer` for `customers`) is never taken for it: she could plant
 /// one. [`find_table`] reads bare names so for every rule.
-pub(super) fn may_stand_for(t: &Table) -> bool {
+pub(crate) fn may_stand_for(t: &Table) -> bool {
     on_search_path(&t.ident) || t.owner_trusted
 }
 
@@ -85,17 +85,16 @@ pub(super) fn fix_tables(schema: &Schema, stmt: &mut Statement, shown: &[String]
                     if qualifier.is_some() || on_search_path(&self.schema.tables[i].ident) || same.iter().any(|x| on_search_path(&x.ident)) {
                         return ControlFlow::Continue(());
                     }
+                    // find_table found a trusted one; an untrusted twin is never chosen.
                     let same: Vec<&Table> = same.into_iter().filter(|x| may_stand_for(x)).collect();
-                    // Only untrusted owners' tables of that name: taken for a misspelt name below.
-                    if !same.is_empty() {
-                        if let Some(t) = choose(&same, self.preferred.as_deref(), self.shown).filter(|t| !on_search_path(&t.ident)) {
-                            requalify(name, t, self.fired);
-                        }
-                        return ControlFlow::Continue(());
+                    if let Some(t) = choose(&same, self.preferred.as_deref(), self.shown).filter(|t| !on_search_path(&t.ident)) {
+                        requalify(name, t, self.fired);
                     }
+                    return ControlFlow::Continue(());
                 }
-                // A name no table has (or only tables of owners not trusted, above): the closest
-                // name of the schema written, else of any the name may stand for, and
+                // A name no table has (or only tables of owners not trusted, which find_table
+                // skips): the closest name of the schema written, else of any the name may
+                // stand for, and
                 // of several tables of that name the one `choose` picks (the catalog's order
                 // decides nothing: another owner may name a schema to sort first).
                 let written = |t: &&Table| match &qualifier {

@@ -186,7 +186,7 @@ pub fn find_table(schema: &Schema, name: &str) -> Option<usize> {
         tables
             .iter()
             .position(|t| t.ident.eq_ignore_ascii_case(n) || format!("{}.{}", t.schema, t.name).eq_ignore_ascii_case(n))
-            .or_else(|| tables.iter().position(|t| t.name.eq_ignore_ascii_case(n) && (t.owner_trusted || !t.ident.contains('.'))))
+            .or_else(|| tables.iter().position(|t| t.name.eq_ignore_ascii_case(n) && crate::align::may_stand_for(t)))
     };
     if let Some(i) = find(name) {
         return Some(i);
