@@ -132,6 +132,11 @@ def test_a_bare_name_is_never_read_as_an_untrusted_owners_table(connect, mock):
             conn.execute("SET nl2sql.mode = full")
             conn.execute("SET nl2sql.max_corrections = 0")
             conn.execute("SET nl2sql.extraction_min_tokens = 1000000")
+            # Owning a table on the search path (anyone could create one in public before
+            # PostgreSQL 15) earns her no trust.
+            conn.execute("CREATE TABLE public.nd_hana_notes (x int)")
+            conn.execute("ALTER TABLE public.nd_hana_notes OWNER TO nd_hana")
+            conn.execute("GRANT SELECT ON public.nd_hana_notes TO PUBLIC")
             for wide in (False, True):
                 if wide:
                     conn.execute("SET nl2sql.schema_max_tokens = 100")

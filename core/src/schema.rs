@@ -40,9 +40,9 @@ pub struct Table {
     /// The primary key is none declared but one profiling found in the data.
     #[serde(default)]
     pub key_inferred: bool,
-    /// The owner is one the caller trusts: a superuser, the database's owner, the caller, or
-    /// the owner of a table on the search path (sql/introspect/schema.sql). The alignment reads
-    /// a bare name as a table off the search path only then (align/names.rs).
+    /// The owner is one the caller trusts: a superuser, the database's owner or the caller
+    /// (sql/introspect/schema.sql). The alignment reads a bare name as a table off the search
+    /// path only then (align/names.rs).
     #[serde(default)]
     pub owner_trusted: bool,
 }

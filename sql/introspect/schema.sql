@@ -16,15 +16,14 @@ WITH rels AS (
            c.relowner,
            -- an owner the caller trusts: a superuser, the database's owner or the caller (not a
            -- role the caller is a member of: before PostgreSQL 15 any role may grant herself to
-           -- another, and a CREATEROLE role is a member of those it created); an owner of a table
-           -- on the search path too, below (a bare name is read as a table off the search path
-           -- only then, core/src/align/names.rs)
+           -- another, and a CREATEROLE role is a member of those it created; nor the owner of a
+           -- table on the search path, where before PostgreSQL 15 anyone could create one). A
+           -- bare name is read as a table off the search path only then (core/src/align/names.rs)
            (c.relowner OPERATOR(pg_catalog.=) (SELECT d.datdba FROM pg_catalog.pg_database d
                                                WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
             OR c.relowner OPERATOR(pg_catalog.=) (SELECT nl2sql._me())
             OR EXISTS (SELECT FROM pg_catalog.pg_roles ro
                        WHERE ro.oid OPERATOR(pg_catalog.=) c.relowner AND ro.rolsuper)) AS owner_trusted,
-           pg_catalog.pg_table_is_visible(c.oid) AS visible,
            pg_catalog.pg_stat_get_tuples_inserted(c.oid) OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_updated(c.oid)
              OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_deleted(c.oid) AS changes
     FROM pg_catalog.pg_class c
@@ -129,7 +128,7 @@ SELECT pg_catalog.json_build_object(
             'columns', tc.columns,
             'primary_key', COALESCE(pk.columns, ik.columns, '[]'::json),
             'key_inferred', pk.columns IS NULL AND ik.columns IS NOT NULL,
-            'owner_trusted', r.owner_trusted OR r.relowner OPERATOR(pg_catalog.=) ANY (SELECT v.relowner FROM rels v WHERE v.visible))
+            'owner_trusted', r.owner_trusted)
           ORDER BY r.nspname, r.relname)
         FROM rels r
         JOIN table_columns tc ON tc.attrelid OPERATOR(pg_catalog.=) r.oid

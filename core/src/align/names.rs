@@ -22,7 +22,7 @@ pub(super) fn on_search_path(ident: &str) -> bool {
 
 /// Whether a name written without its schema may be read as `t`: on the search path, or off it
 /// with an owner the caller trusts (introspection's `owner_trusted`: a superuser, the database's
-/// owner, the caller, or the owner of a table on the path). Another role's table of the name
+/// owner or the caller). Another role's table of the name
 /// the model wrote (`mallory.customer` for `customers`) is never taken for it: she could plant
 /// one. [`find_table`] reads bare names so for every rule.
 pub(crate) fn may_stand_for(t: &Table) -> bool {

@@ -183,10 +183,14 @@ pub fn find_table(schema: &Schema, name: &str) -> Option<usize> {
     let name = name.trim().trim_matches('"');
     let find = |n: &str| {
         let tables = &schema.tables;
-        tables
-            .iter()
-            .position(|t| t.ident.eq_ignore_ascii_case(n) || format!("{}.{}", t.schema, t.name).eq_ignore_ascii_case(n))
-            .or_else(|| tables.iter().position(|t| t.name.eq_ignore_ascii_case(n) && crate::align::may_stand_for(t)))
+        // its identifier exactly; else, in any case, with its schema or by its name alone, a
+        // trusted one (another role's `"Sales".orders` is never taken for `sales.orders`)
+        tables.iter().position(|t| t.ident == n).or_else(|| {
+            tables.iter().position(|t| {
+                crate::align::may_stand_for(t)
+                    && (t.ident.eq_ignore_ascii_case(n) || format!("{}.{}", t.schema, t.name).eq_ignore_ascii_case(n) || t.name.eq_ignore_ascii_case(n))
+            })
+        })
     };
     if let Some(i) = find(name) {
         return Some(i);
@@ -317,6 +321,19 @@ mod trust_tests {
         assert_eq!(find_table(&s, "aaa.customer"), Some(0));
         assert_eq!(find_table(&s, "ledger"), None);
         assert_eq!(find_table(&s, "aaa.ledger"), Some(2));
+        // another role's "Sales".orders, listed first, is not sales.orders in another case
+        let mut planted = t(4, "orders", &["id"], &["id"]);
+        planted["schema"] = "Sales".into();
+        planted["ident"] = "\"Sales\".orders".into();
+        let mut real = t(5, "orders", &["id"], &["id"]);
+        real["schema"] = "sales".into();
+        real["ident"] = "sales.orders".into();
+        real["owner_trusted"] = true.into();
+        let s2: Schema = serde_json::from_value(serde_json::json!({"tables": [planted, real], "foreign_keys": []})).unwrap();
+        assert_eq!(find_table(&s2, "sales.orders"), Some(1));
+        assert_eq!(find_table(&s2, "SALES.orders"), Some(1));
+        assert_eq!(find_table(&s2, "orders"), Some(1));
+        assert_eq!(find_table(&s2, "Sales.orders"), Some(1));
         // trusted: found by its name alone
         ledger["owner_trusted"] = true.into();
         let s: Schema = serde_json::from_value(serde_json::json!({"tables": [ledger], "foreign_keys": []})).unwrap();
