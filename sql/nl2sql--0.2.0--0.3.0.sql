@@ -132,9 +132,17 @@ GRANT SELECT ON nl2sql.ddl_log TO PUBLIC;
 -- fail its commit). Repeatable read prunes older rows no transaction has touched once, at its
 -- first bump (one another transaction deleted after this snapshot began would fail this one
 -- with 40001: its xmax is set, so it is skipped, and the microseconds' race left is caught).
--- Serializable prunes nothing: its rows go with the next read-committed or repeatable-read
--- bump. No subtransaction but that one: a transaction of many DDL commands (a migration, a
--- restore) takes none per command.
+-- Serializable prunes the same way only once every 1,000 versions (counted by the sequences,
+-- which take no lock a serializable transaction could conflict on): reading and deleting other
+-- transactions' rows could fail a serializable commit with 40001, so it is done only as often
+-- as keeps the log every reader's key reads whole short, whatever serializable DDL alone (or a
+-- role looping GRANTs on a temporary table) adds; in between, its rows go with the next
+-- read-committed or repeatable-read bump. No subtransaction but that one: a transaction of
+-- many DDL commands (a migration, a restore) takes none per command.
+-- The version at which a serializable bump last pruned (not transactional: one rolled back
+-- still counts, and the next comes 1,000 versions later).
+CREATE SEQUENCE nl2sql.ddl_log_pruned;
+
 CREATE FUNCTION nl2sql._ddl_changed()
 RETURNS void
 LANGUAGE plpgsql
@@ -164,14 +172,18 @@ BEGIN
     END IF;
     INSERT INTO nl2sql.ddl_log (v) VALUES (mine) RETURNING ctid INTO own;
     PERFORM set_config('nl2sql_ddl_log.own_row', own::text || '/' || me, true);
-    IF current_setting('transaction_isolation') = 'repeatable read' THEN
-        BEGIN
-            DELETE FROM nl2sql.ddl_log WHERE v IN (
-                SELECT v FROM nl2sql.ddl_log WHERE v < mine AND xmax = '0'::xid FOR UPDATE SKIP LOCKED);
-        EXCEPTION WHEN serialization_failure THEN
-            NULL;  -- deleted by another since this snapshot began: the next bump prunes
-        END;
+    IF current_setting('transaction_isolation') = 'serializable' THEN
+        IF mine - coalesce(pg_sequence_last_value('nl2sql.ddl_log_pruned'), 0) <= 1000 THEN
+            RETURN;
+        END IF;
+        PERFORM setval('nl2sql.ddl_log_pruned', mine);
     END IF;
+    BEGIN
+        DELETE FROM nl2sql.ddl_log WHERE v IN (
+            SELECT v FROM nl2sql.ddl_log WHERE v < mine AND xmax = '0'::xid FOR UPDATE SKIP LOCKED);
+    EXCEPTION WHEN serialization_failure THEN
+        NULL;  -- deleted by another since this snapshot began: the next bump prunes
+    END;
 END
 $$;
 REVOKE ALL ON FUNCTION nl2sql._ddl_changed() FROM PUBLIC;

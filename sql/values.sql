@@ -361,10 +361,15 @@ BEGIN
     -- The catalog's version, outside the block below: a command it cannot follow still changes
     -- it. Temporary objects too (a temporary table hides a permanent one of its name, which is
     -- then written with its schema), for this session alone when they are all the command
-    -- changed. Not a DROP, which reports nothing here and changes it in _on_sql_drop if it
-    -- dropped anything (DROP OWNED revokes too).
+    -- changed and are tables or their parts. Not a temporary type or domain, which a permanent
+    -- table's column may use (its labels are shown to every session), nor a GRANT, whose
+    -- objects are not reported. Not a DROP, which reports nothing here and changes it in
+    -- _on_sql_drop if it dropped anything (DROP OWNED revokes too).
     IF EXISTS (SELECT FROM pg_event_trigger_ddl_commands())
-       AND NOT EXISTS (SELECT FROM pg_event_trigger_ddl_commands() WHERE schema_name IS DISTINCT FROM 'pg_temp') THEN
+       AND NOT EXISTS (SELECT FROM pg_event_trigger_ddl_commands()
+                       WHERE schema_name IS DISTINCT FROM 'pg_temp'
+                          OR object_type NOT IN ('table', 'table column', 'index', 'sequence', 'view',
+                                                 'table constraint', 'trigger', 'rule', 'policy')) THEN
         PERFORM nl2sql._temp_ddl_changed();
     ELSIF EXISTS (SELECT FROM pg_event_trigger_ddl_commands()) OR tg_tag NOT LIKE 'DROP %' OR tg_tag = 'DROP OWNED' THEN
         PERFORM nl2sql._ddl_changed();

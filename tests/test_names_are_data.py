@@ -117,7 +117,8 @@ def test_a_bare_name_is_never_read_as_an_untrusted_owners_table(connect, mock):
     """A table name two schemas off the search path hold, one of them another role's (who granted
     it to everyone, named her schema to sort first and wrote a comment repeating the question):
     a bare name the model wrote is read as the trusted owner's table, whether the schema is shown
-    whole or retrieval ranks hers first."""
+    whole or linked to the question; her table is shown after the trusted ones, without her
+    comment, and never linked to the question."""
     conn = connect()
     for statement in ("DROP SCHEMA IF EXISTS nd_sales CASCADE", "CREATE SCHEMA nd_sales",
                       "CREATE TABLE nd_sales.nd_orders (id int, total numeric)",
@@ -140,13 +141,19 @@ def test_a_bare_name_is_never_read_as_an_untrusted_owners_table(connect, mock):
             for wide in (False, True):
                 if wide:
                     conn.execute("SET nl2sql.schema_max_tokens = 100")
+                mock.reset()
                 sql = conn.execute("SELECT nl2sql('[names-schemas] What is the total of all orders?')").fetchone()[0]
                 assert "nd_sales.nd_orders" in sql and conn.execute(sql).fetchone()[0] == 30, sql
                 trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
-                if not wide:  # shown whole: nothing linked
+                if not wide:  # shown whole: nothing linked; hers after the trusted tables
                     assert trace["extraction_skipped"] and not trace.get("linked"), trace.get("extraction_skipped")
-                else:  # hers ranked
-                    assert any(c.startswith("nd_aaa.nd_orders.") for c in trace.get("linked") or []), trace.get("linked")
+                    shown = trace["schema"]
+                    assert shown.index("nd_sales.nd_orders") < shown.index("nd_aaa.nd_orders"), shown
+                else:  # the trusted table linked, never hers (her comment echoes the question)
+                    linked = trace.get("linked") or []
+                    assert any(c.startswith("nd_sales.nd_orders.") for c in linked), linked
+                    assert not any("nd_aaa" in c for c in linked), linked
+                assert "orders; what is the total" not in "\n".join(prompts(mock)), "her comment reached a prompt"
                 for c in trace["candidates"]:
                     assert "nd_aaa" not in json.dumps(c), c
             conn.execute("RESET nl2sql.schema_max_tokens")

@@ -121,6 +121,8 @@ def test_many_commands_in_one_snapshot_leave_one_row(probe, level):
     admin.execute("COMMENT ON SEQUENCE cache_seq IS 'start'")  # read committed: one row left
     before = admin.execute("SELECT count(*) FROM nl2sql.ddl_log").fetchone()[0]
     assert before == 1
+    # serializable's next pruning (once every 1,000 versions) not yet due
+    admin.execute("SELECT setval('nl2sql.ddl_log_pruned', last_value) FROM nl2sql.ddl_version")
     s.execute(f"BEGIN ISOLATION LEVEL {level}")
     s.execute("ALTER TABLE cache_probe ADD COLUMN first_col int")
     assert "first_col" in shown(s)
@@ -137,6 +139,7 @@ def test_many_commands_in_one_snapshot_leave_one_row(probe, level):
     s.execute("COMMIT")
     rows = admin.execute("SELECT count(*) FROM nl2sql.ddl_log").fetchone()[0]
     # repeatable read prunes the row read committed left; serializable leaves it to the next bump
+    # (the transaction's 10,000 versions on one row: its first bump alone may prune)
     assert rows == (1 if level == "REPEATABLE READ" else 2)
     assert "second_col" in shown(other)
     admin.execute("DROP SEQUENCE cache_seq")
@@ -203,6 +206,79 @@ def test_temporary_objects_change_only_their_sessions_key(probe):
     s.execute("COMMENT ON TABLE cache_probe IS 'again'")
     assert admin.execute("SELECT array_agg(v ORDER BY v) FROM nl2sql.ddl_log").fetchone()[0] != before
     s.execute("DROP TABLE cache_scratch")
+
+
+def test_a_serializable_loop_of_grants_leaves_the_log_bounded(probe):
+    """A GRANT's objects are not reported, so a GRANT on a temporary table changes everyone's
+    version: a role with TEMP alone looping it under serializable (which prunes once every
+    1,000 versions) cannot grow the rows every reader's key reads without bound."""
+    admin, session = probe
+    with scratch_role(admin, "cache_looper"):
+        s = session()
+        s.execute("SET ROLE cache_looper")
+        s.execute("CREATE TEMP TABLE cache_scratch (id int)")
+        for i in range(1200):
+            s.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+            s.execute("GRANT SELECT ON pg_temp.cache_scratch TO PUBLIC")
+            s.execute("COMMIT")
+            if i == 200:  # a row each: the bound, not the temporary path, keeps them few
+                assert admin.execute("SELECT count(*) FROM nl2sql.ddl_log").fetchone()[0] > 150
+        assert admin.execute("SELECT count(*) FROM nl2sql.ddl_log").fetchone()[0] <= 1001
+        s.execute("DROP TABLE pg_temp.cache_scratch")
+        s.execute("RESET ROLE")
+
+
+def test_a_temporary_type_a_permanent_table_uses_changes_everyones_key(probe):
+    """A permanent table may have a column of a session's temporary type: changing the type
+    changes what every session is shown, so it is not the session's alone."""
+    admin, session = probe
+    s, other = session(), session()
+    s.execute("CREATE TYPE pg_temp.cache_tone AS ENUM ('calm', 'loud')")
+    s.execute("CREATE TABLE public.cache_toned (id int, tier pg_temp.cache_tone)")
+    try:
+        assert "cache_tone" in shown(other) and "cache_mood" not in shown(other)
+        s.execute("ALTER TYPE pg_temp.cache_tone RENAME TO cache_mood")
+        assert "cache_mood" in shown(other)
+    finally:
+        s.execute("DROP TABLE public.cache_toned")
+
+
+def test_a_reset_all_does_not_take_a_temporary_tables_key_back(probe):
+    """A temporary table hiding a permanent one is in the session's key itself, not only in a
+    setting that RESET ALL (a pooler's reset) takes back."""
+    admin, session = probe
+    s = session()
+    s.execute("CREATE TEMP TABLE cache_first (id int)")
+    assert "# cache_probe (" in shown(s)
+    s.execute("CREATE TEMP TABLE cache_probe (id int)")
+    s.execute("RESET ALL")
+    s.execute("SET nl2sql.privacy = on")
+    assert "# public.cache_probe (" in shown(s)
+    s.execute("DROP TABLE pg_temp.cache_probe, pg_temp.cache_first")
+
+
+def test_a_new_superuser_is_trusted_without_ddl(probe):
+    """Whose tables a caller trusts changes with ALTER ROLE ... SUPERUSER and ALTER DATABASE ...
+    OWNER TO, which fire no event trigger: the key reads the superusers and the database's
+    owner itself. Another role's table off the search path is shown without her comment; once
+    she is a superuser, with it."""
+    admin, session = probe
+    with scratch_role(admin, "cache_owner"):
+        admin.execute("CREATE SCHEMA cache_theirs AUTHORIZATION cache_owner")
+        admin.execute("SET ROLE cache_owner")
+        admin.execute("CREATE TABLE cache_theirs.cache_notes (id int)")
+        admin.execute("COMMENT ON TABLE cache_theirs.cache_notes IS 'their own words'")
+        admin.execute("GRANT USAGE ON SCHEMA cache_theirs TO PUBLIC")
+        admin.execute("GRANT SELECT ON cache_theirs.cache_notes TO PUBLIC")
+        admin.execute("RESET ROLE")
+        s = session()
+        text = shown(s)
+        assert "cache_theirs.cache_notes" in text and "their own words" not in text, text
+        assert text.index("# cache_probe (") < text.index("cache_theirs.cache_notes"), text
+        admin.execute("ALTER ROLE cache_owner SUPERUSER")
+        assert "their own words" in shown(s)
+        admin.execute("ALTER ROLE cache_owner NOSUPERUSER")
+        assert "their own words" not in shown(s)
 
 
 def test_no_role_can_hold_the_version_against_anothers_ddl(probe):

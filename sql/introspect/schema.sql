@@ -3,12 +3,13 @@
 -- qualified); every operator is pg_catalog's, whatever that path holds. Nothing reads table data.
 -- Besides the declared keys: relationships a DBA confirmed, and ($1) those and the keys
 -- profiling inferred, from the views that show only what the caller may read (relationships.sql).
-WITH rels AS (
+WITH listed AS (
     SELECT c.oid, n.nspname, c.relname, c.relkind, c.reltuples,
            CASE WHEN pg_catalog.pg_table_is_visible(c.oid) THEN pg_catalog.quote_ident(c.relname)
                 ELSE pg_catalog.concat(pg_catalog.quote_ident(n.nspname), '.', pg_catalog.quote_ident(c.relname)) END AS ident,
+           pg_catalog.pg_table_is_visible(c.oid) AS visible,
            -- a comment is someone else's text of any length: its first 1,000 characters (read as
-           -- a slice; the prompt shows at most 120 of them)
+           -- a slice; the prompt shows at most 120 of them); none of a stranger's table (below)
            pg_catalog.substr(td.description, 1, 1000) AS comment,
            -- SELECT on the whole table: no column needs checking one by one (the fast path of
            -- nl2sql._may_read_column(), for relations _may_read() let through)
@@ -40,6 +41,14 @@ WITH rels AS (
       AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
                       WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
                         AND d.objid OPERATOR(pg_catalog.=) c.oid AND d.deptype OPERATOR(pg_catalog.=) 'e')
+), rels AS (
+    -- a stranger's table: off the search path, of an owner the caller does not trust. Its
+    -- comments are her words, not the database's: not shown, not searched (the prompt shows her
+    -- tables last, by name and columns; core/src/pipeline/stages.rs links none of them)
+    SELECT l.oid, l.nspname, l.relname, l.relkind, l.reltuples, l.ident, l.all_columns, l.relowner,
+           l.owner_trusted, l.changes, NOT (l.visible OR l.owner_trusted) AS stranger,
+           CASE WHEN l.visible OR l.owner_trusted THEN l.comment END AS comment
+    FROM listed l
 ), cols AS (
     SELECT a.attrelid, a.attnum, a.attname,
            pg_catalog.quote_ident(a.attname) AS ident,
@@ -47,7 +56,7 @@ WITH rels AS (
            t.typcategory AS category,
            -- a NOT NULL constraint not yet validated (PostgreSQL 18) still lets old rows hold NULL
            a.attnotnull AND nv.conrelid IS NULL AS not_null,
-           pg_catalog.substr(cd.description, 1, 1000) AS comment,
+           CASE WHEN NOT r.stranger THEN pg_catalog.substr(cd.description, 1, 1000) END AS comment,
            CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'e' THEN
                 (SELECT pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)
                  FROM pg_catalog.pg_enum e WHERE e.enumtypid OPERATOR(pg_catalog.=) t.oid) END AS enum_values
@@ -129,7 +138,7 @@ SELECT pg_catalog.json_build_object(
             'primary_key', COALESCE(pk.columns, ik.columns, '[]'::json),
             'key_inferred', pk.columns IS NULL AND ik.columns IS NOT NULL,
             'owner_trusted', r.owner_trusted)
-          ORDER BY r.nspname, r.relname)
+          ORDER BY r.stranger, r.nspname, r.relname)
         FROM rels r
         JOIN table_columns tc ON tc.attrelid OPERATOR(pg_catalog.=) r.oid
         LEFT JOIN primary_keys pk ON pk.conrelid OPERATOR(pg_catalog.=) r.oid

@@ -4,7 +4,7 @@
 //! the same guard, alignment and sandbox as a candidate; the last query that ran is the answer.
 
 use super::failure::AskError;
-use super::stages::{column_at, evaluate};
+use super::stages::{column_at, evaluate, strangers_left_out};
 use super::trace::{cand_sql, estimate, ms, record, traced, CandidateTrace, Trace};
 use super::{Database, Rejected, Run, Settings, COLUMN_MATCH_MIN_SCORE};
 use crate::align::Context;
@@ -58,7 +58,7 @@ pub(super) fn interactive(run: Run<'_>) -> Result<(String, Execution), AskError>
             Err(why) => format!("could not read the action ({why}): write \"Thought: ...\" then \"Action: \" and one tool"),
             Ok(Action::SearchColumns(what)) => search_columns(schema, db, what),
             Ok(Action::SearchValues(what)) if settings.privacy => format!("no value search for {what:?}: nl2sql.privacy keeps stored values in the database"),
-            Ok(Action::SearchValues(what)) => search_values(db, what),
+            Ok(Action::SearchValues(what)) => search_values(schema, db, what),
             Ok(Action::JoinPath(a, b)) => join_path(schema, a, b),
             Ok(Action::ExecuteSql(sql)) => {
                 let (observation, ran) = execute(sql, turn as u32, settings, db, schema, &messages, trace);
@@ -116,8 +116,8 @@ fn search_columns(schema: &Schema, db: &mut dyn Database, what: &str) -> String 
 }
 
 /// SearchValues: stored values close to the words, from the value index.
-fn search_values(db: &mut dyn Database, what: &str) -> String {
-    let found = db.similar_values(what, &[]);
+fn search_values(schema: &Schema, db: &mut dyn Database, what: &str) -> String {
+    let found = strangers_left_out(schema, db.similar_values(what, &[]));
     if found.is_empty() {
         return format!("no stored value close to {what:?}");
     }

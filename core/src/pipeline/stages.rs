@@ -86,10 +86,24 @@ pub(super) fn sampled_tables(schema: &Schema, mut tables: Vec<usize>, settings: 
     s
 }
 
-/// The (table, column) of `schema` that a column search found as (table OID, column name).
+/// The (table, column) of `schema` that a column search found as (table OID, column name);
+/// none in a stranger's table (see strangers_left_out).
 pub(super) fn column_at(schema: &Schema, oid: u32, column: &str) -> Option<(usize, usize)> {
-    let t = schema.tables.iter().position(|t| t.oid == oid)?;
+    let t = schema.tables.iter().position(|t| t.oid == oid && align::may_stand_for(t))?;
     schema.tables[t].columns.iter().position(|c| c.name == column).map(|c| (t, c))
+}
+
+/// `hints` without the values of a stranger's tables: tables off the caller's search path whose
+/// owner the caller does not trust (align::may_stand_for). Her comments and her rows are her
+/// words: they never link her tables to a question, which the prompt shows last, by name and
+/// columns only (introspection leaves her comments out), so that a table named and described
+/// to echo the question does not draw the model to her rows.
+pub(super) fn strangers_left_out(schema: &Schema, mut hints: Vec<ValueHint>) -> Vec<ValueHint> {
+    let strangers: Vec<&str> = schema.tables.iter().filter(|t| !align::may_stand_for(t)).map(|t| t.ident.as_str()).collect();
+    if !strangers.is_empty() {
+        hints.retain(|h| !strangers.iter().any(|s| h.column.strip_prefix(s).is_some_and(|rest| rest.starts_with('.'))));
+    }
+    hints
 }
 
 /// Schema linking before any model call, for a schema too wide to show whole: the columns whose
@@ -150,7 +164,7 @@ pub(super) fn similar_values(q: &Question, extra: &[String], schema: &Schema, db
         lookup.push(' ');
         lookup.push_str(text);
     }
-    db.similar_values(&lookup, &retrieve::schema_words(schema.names()))
+    strangers_left_out(schema, db.similar_values(&lookup, &retrieve::schema_words(schema.names())))
 }
 
 /// Extracts, guards, aligns and executes one answer of the model. A query it cannot run is
@@ -235,3 +249,38 @@ pub fn normal_form(sql: &str) -> String {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// public.customers (trusted), mallory.customer (off the path, her own), sales.orders (off
+    /// the path, the database owner's).
+    fn with_a_stranger() -> Schema {
+        let t = crate::schema::tests::table_json;
+        let mut customers = t(1, "customers", &["id", "city"], &["id"]);
+        customers["owner_trusted"] = true.into();
+        let mut planted = t(2, "customer", &["id", "city"], &["id"]);
+        planted["schema"] = "mallory".into();
+        planted["ident"] = "mallory.customer".into();
+        let mut orders = t(3, "orders", &["id", "city"], &["id"]);
+        orders["schema"] = "sales".into();
+        orders["ident"] = "sales.orders".into();
+        orders["owner_trusted"] = true.into();
+        serde_json::from_value(serde_json::json!({"tables": [customers, planted, orders], "foreign_keys": []})).unwrap()
+    }
+
+    #[test]
+    fn a_strangers_table_is_never_found_by_its_description_or_values() {
+        let s = with_a_stranger();
+        assert_eq!(column_at(&s, 2, "city"), None);
+        // Negative: the tables the caller trusts, on the path or off it.
+        assert_eq!(column_at(&s, 1, "city"), Some((0, 1)));
+        assert_eq!(column_at(&s, 3, "city"), Some((2, 1)));
+        let hint = |column: &str| ValueHint { column: column.into(), value: "Oslo".into(), score: 1.0 };
+        let kept = strangers_left_out(&s, vec![hint("mallory.customer.city"), hint("customers.city"), hint("sales.orders.city"), hint("mallory.customers.city")]);
+        let kept: Vec<&str> = kept.iter().map(|h| h.column.as_str()).collect();
+        // a name that only begins with hers is not hers
+        assert_eq!(kept, ["customers.city", "sales.orders.city", "mallory.customers.city"]);
+    }
+}
