@@ -95,9 +95,9 @@ pub(super) fn column_at(schema: &Schema, oid: u32, column: &str) -> Option<(usiz
 
 /// `hints` without the values of a stranger's tables: tables off the caller's search path whose
 /// owner the caller does not trust (align::may_stand_for). Her comments and her rows are her
-/// words: they never link her tables to a question, which the prompt shows last, by name and
-/// columns only (introspection leaves her comments out), so that a table named and described
-/// to echo the question does not draw the model to her rows.
+/// words: they never link her tables to a question, which the prompt shows last, without her
+/// comments (introspection leaves them out; her sample values and enum labels are still
+/// shown), so that a table named and described to echo the question does not draw the model.
 pub(super) fn strangers_left_out(schema: &Schema, mut hints: Vec<ValueHint>) -> Vec<ValueHint> {
     let strangers: Vec<&str> = schema.tables.iter().filter(|t| !align::may_stand_for(t)).map(|t| t.ident.as_str()).collect();
     if !strangers.is_empty() {
