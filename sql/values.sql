@@ -369,7 +369,7 @@ BEGIN
        AND NOT EXISTS (SELECT FROM pg_event_trigger_ddl_commands()
                        WHERE schema_name IS DISTINCT FROM 'pg_temp'
                           OR object_type NOT IN ('table', 'table column', 'index', 'sequence', 'view',
-                                                 'table constraint', 'trigger', 'rule', 'policy')) THEN
+                                                 'table constraint')) THEN
         PERFORM nl2sql._temp_ddl_changed();
     ELSIF EXISTS (SELECT FROM pg_event_trigger_ddl_commands()) OR tg_tag NOT LIKE 'DROP %' OR tg_tag = 'DROP OWNED' THEN
         PERFORM nl2sql._ddl_changed();
