@@ -308,7 +308,8 @@ fn bridge(cx: &Cx, (items, k, declared): (&[FromItem], usize, &[String]), nested
         }
         (None, None) => return None,
     };
-    let b = schema.tables.iter().find(|t| t.ident == bt)?;
+    // never a stranger's table (names::may_stand_for): no rule brings in a table of hers
+    let b = schema.tables.iter().find(|t| t.ident == bt && super::may_stand_for(t))?;
     if declared.contains(&b.name) || sc.names.contains_key(&b.name) || sc.other.contains(&b.name) || b.oid == te.oid || b.oid == tl.oid {
         return None;
     }
@@ -432,7 +433,7 @@ fn for_missing<'a>(schema: &'a Schema, keys: &[(&'a str, &'a str, &'a str, &'a s
     let mut found = Vec::new();
     for (bt, bx) in other_ends(keys, present) {
         crate::interrupt::check();
-        let Some(b) = schema.tables.iter().find(|t| t.ident == bt) else { continue };
+        let Some(b) = schema.tables.iter().find(|t| t.ident == bt && super::may_stand_for(t)) else { continue };
         if bt == lacking.ident || column_ident(b, missing) != Some(bx) {
             continue;
         }

@@ -414,7 +414,7 @@ fn join_one(schema: &Schema, sc: &Scope, q: &mut Query, nested: bool, fired: &mu
         .iter()
         .filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1)
         .filter_map(|fk| schema.tables.iter().find(|u| u.ident == fk.ref_table).map(|u| (fk, u)))
-        .filter(|(_, u)| missing.iter().all(|c| u.has_column(c)))
+        .filter(|(_, u)| may_stand_for(u) && missing.iter().all(|c| u.has_column(c)))
         .collect();
     let [(fk, parent)] = keys.as_slice() else { return };
     if parent.name == by || parent.oid == table.oid {

@@ -156,7 +156,7 @@ fn keys_to<'a>(schema: &'a Schema, table: &Table, column: &str) -> Vec<(&'a Fore
         .iter()
         .filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1)
         .filter_map(|fk| schema.tables.iter().find(|u| u.ident == fk.ref_table).map(|u| (fk, u)))
-        .filter(|(_, u)| u.oid != table.oid && u.has_column(column))
+        .filter(|(_, u)| u.oid != table.oid && u.has_column(column) && super::may_stand_for(u))
         .collect()
 }
 

@@ -327,3 +327,31 @@ fn a_column_repaired_two_ways_is_left_alone_elsewhere() {
     let out = align(sql, &cars, Context::default(), &mut NoValues, Rules { agent: true, ..Rules::NONE });
     assert!(!out.fired.iter().any(|f| f.contains("join now reads")), "{:?} -> {}", out.fired, out.sql);
 }
+
+#[test]
+fn no_rule_brings_in_a_strangers_table() {
+    // singer_in_concert moved to mallory's schema, off the search path: as hers (an owner the
+    // caller does not trust) no rule joins through it; as a trusted owner's, as before.
+    let moved = |trusted: bool| {
+        let mut s = crate::schema::tests::star_schema();
+        for t in s.tables.iter_mut().filter(|t| t.name == "singer_in_concert") {
+            t.schema = "mallory".into();
+            t.ident = "mallory.singer_in_concert".into();
+            t.owner_trusted = trusted;
+        }
+        for fk in s.foreign_keys.iter_mut() {
+            for end in [&mut fk.table, &mut fk.ref_table] {
+                if end == "singer_in_concert" {
+                    *end = "mallory.singer_in_concert".into();
+                }
+            }
+        }
+        s
+    };
+    let sql = "SELECT s.name FROM singer AS s JOIN concert AS c ON s.singer_id = c.concert_id";
+    let fix = |s: &Schema| align(sql, s, Context::default(), &mut NoValues, Rules { agent: true, ..Rules::NONE });
+    let hers = fix(&moved(false));
+    assert_eq!(hers.sql, sql, "{:?}", hers.fired);
+    let trusted = fix(&moved(true));
+    assert!(trusted.sql.contains("JOIN mallory.singer_in_concert"), "{}", trusted.sql);
+}
