@@ -171,6 +171,41 @@ def test_a_bare_name_is_never_read_as_an_untrusted_owners_table(connect, mock):
         conn.execute("DROP SCHEMA IF EXISTS nd_sales CASCADE")
 
 
+def test_a_strangers_rows_and_enum_labels_never_reach_a_prompt(connect, mock):
+    """Another role's table off the search path, granted to everyone, is shown by its name and
+    columns only: no value sampled from her rows and no label of her enum type reaches a prompt
+    or the trace; a trusted owner's table of the same shape is shown with both, as before."""
+    conn = connect()
+    for statement in ("DROP SCHEMA IF EXISTS nd_shop CASCADE", "CREATE SCHEMA nd_shop",
+                      "CREATE TYPE nd_shop.nd_tier AS ENUM ('nd_gold_tier', 'nd_iron_tier')",
+                      "CREATE TABLE nd_shop.nd_members (id int, tier nd_shop.nd_tier, city text)",
+                      "INSERT INTO nd_shop.nd_members VALUES (1, 'nd_gold_tier', 'nd_trusted_town'), (2, 'nd_iron_tier', 'nd_trusted_town')"):
+        conn.execute(statement)
+    try:
+        with hostile_owner(conn, "nd_hana", "CREATE TYPE nd_aaa.nd_mood AS ENUM ('nd_pick_me_label', 'nd_other_label')",
+                           "CREATE TABLE nd_aaa.nd_members (id int, mood nd_aaa.nd_mood, city text)",
+                           "INSERT INTO nd_aaa.nd_members VALUES (1, 'nd_pick_me_label', 'nd_planted_town'), (2, 'nd_other_label', 'nd_planted_town')",
+                           "GRANT USAGE ON SCHEMA nd_aaa TO PUBLIC", "GRANT SELECT ON nd_aaa.nd_members TO PUBLIC",
+                           schema="nd_aaa"):
+            for mode in ("zero_shot", "full"):
+                conn.execute(f"SET nl2sql.mode = {mode}")
+                mock.reset()
+                try:  # the answer may fail (two tables of that name, neither on the path): the prompts are what is asked
+                    conn.execute("SELECT nl2sql('[names-members] How many members are there?')")
+                except errors.Error:
+                    pass
+                trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+                seen = "\n".join(prompts(mock)) + json.dumps(trace)
+                assert "nd_aaa.nd_members" in trace["schema"], trace["schema"]  # shown, by name
+                for hers in ("nd_pick_me_label", "nd_other_label", "nd_planted_town"):
+                    assert hers not in seen, f"{mode}: {hers} reached a prompt or the trace"
+                # Negative: the trusted table's labels and sampled values are shown.
+                for shown in ("nd_gold_tier", "nd_trusted_town"):
+                    assert shown in trace["schema"], f"{mode}: {shown} missing: {trace['schema']}"
+    finally:
+        conn.execute("DROP SCHEMA IF EXISTS nd_shop CASCADE")
+
+
 def test_a_name_two_trusted_schemas_hold_is_never_made_the_first_schemas(connect, mock):
     """A schema shown whole (the extraction skipped) links no table by being shown: a table name
     two schemas off the search path hold, both the caller's, is left as written, never made the

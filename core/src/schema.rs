@@ -47,6 +47,30 @@ pub struct Table {
     pub owner_trusted: bool,
 }
 
+/// Whether a table is on the search path: its ident is not schema-qualified (no dot outside
+/// double quotes).
+pub fn on_search_path(ident: &str) -> bool {
+    let mut quoted = false;
+    for c in ident.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            '.' if !quoted => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+impl Table {
+    /// A stranger's table: off the caller's search path and of an owner the caller does not
+    /// trust (not a superuser, the database's owner or the caller). Her names, comments and rows
+    /// are her words: introspection drops her comments and enum labels, nothing samples her
+    /// rows, and nothing links her table to a question or brings it into a query.
+    pub fn is_strangers(&self) -> bool {
+        !self.owner_trusted && !on_search_path(&self.ident)
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct Column {
     pub name: String,
@@ -182,6 +206,12 @@ impl Schema {
 
     pub fn is_empty(&self) -> bool {
         self.tables.is_empty()
+    }
+
+    /// The OIDs of the strangers' tables ([`Table::is_strangers`]): searches of columns and
+    /// values leave them out before they rank, so that hers never crowd out the others.
+    pub fn strangers(&self) -> Vec<u32> {
+        self.tables.iter().filter(|t| t.is_strangers()).map(|t| t.oid).collect()
     }
 
     /// Every table's name and its columns' names, as stored (unquoted).

@@ -43,8 +43,9 @@ WITH listed AS (
                         AND d.objid OPERATOR(pg_catalog.=) c.oid AND d.deptype OPERATOR(pg_catalog.=) 'e')
 ), rels AS (
     -- a stranger's table: off the search path, of an owner the caller does not trust. Its
-    -- comments are her words, not the database's: not shown, not searched (the prompt shows her
-    -- tables last, by name and columns; core/src/pipeline/stages.rs links none of them)
+    -- comments and its enum labels are her words, not the database's: not shown, not searched
+    -- (the prompt shows her tables last, by name and columns; src/pg/catalog.rs samples none of
+    -- them; core's Table::is_strangers links none of them)
     SELECT l.oid, l.nspname, l.relname, l.relkind, l.reltuples, l.ident, l.all_columns, l.relowner,
            l.owner_trusted, l.changes, NOT (l.visible OR l.owner_trusted) AS stranger,
            CASE WHEN l.visible OR l.owner_trusted THEN l.comment END AS comment
@@ -57,7 +58,8 @@ WITH listed AS (
            -- a NOT NULL constraint not yet validated (PostgreSQL 18) still lets old rows hold NULL
            a.attnotnull AND nv.conrelid IS NULL AS not_null,
            CASE WHEN NOT r.stranger THEN pg_catalog.substr(cd.description, 1, 1000) END AS comment,
-           CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'e' THEN
+           -- a stranger's enum labels are her words too (rels)
+           CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'e' AND NOT r.stranger THEN
                 (SELECT pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)
                  FROM pg_catalog.pg_enum e WHERE e.enumtypid OPERATOR(pg_catalog.=) t.oid) END AS enum_values
     FROM pg_catalog.pg_attribute a

@@ -124,7 +124,7 @@ mod nl2sql {
         k: i32,
     ) -> TableIterator<'static, (name!(relation, pg_sys::Oid), name!(column_name, String), name!(value, String), name!(score, f32))> {
         searchable(query);
-        let found = values::search_values(query, &[], k.max(0) as usize, crate::gucs::value_threshold());
+        let found = values::search_values(query, &[], &[], k.max(0) as usize, crate::gucs::value_threshold());
         TableIterator::new(found.into_iter().map(|f| (f.relid, f.column, f.value, f.score)))
     }
 
@@ -134,7 +134,7 @@ mod nl2sql {
         k: i32,
     ) -> TableIterator<'static, (name!(relation, pg_sys::Oid), name!(column_name, String), name!(score, f32))> {
         searchable(query);
-        let found = values::search_columns(query, k.max(0) as usize);
+        let found = values::search_columns(query, k.max(0) as usize, &[]);
         TableIterator::new(found.into_iter().map(|f| (f.relid, f.column, f.score)))
     }
 }

@@ -175,6 +175,9 @@ fn attach_stats(tables: &mut [Table], sample_rows: i32) {
         if table.kind == "f" {
             continue; // foreign tables: sampling means remote calls
         }
+        if table.is_strangers() {
+            continue; // her rows are her words: a stranger's table is shown by name and columns
+        }
         let key = (role, settings, table.oid);
         let fresh = STATS.with_borrow(|c| {
             c.get(&key).is_some_and(|s| {

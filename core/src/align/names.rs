@@ -6,19 +6,7 @@ use crate::schema::{Schema, Table};
 use sqlparser::ast::{BinaryOperator, Expr, ObjectName, Query, Select, SelectItem, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
 use std::ops::ControlFlow;
 
-/// Whether a table is on the search path: its ident is not schema-qualified (no dot outside
-/// double quotes).
-pub(super) fn on_search_path(ident: &str) -> bool {
-    let mut quoted = false;
-    for c in ident.chars() {
-        match c {
-            '"' => quoted = !quoted,
-            '.' if !quoted => return false,
-            _ => {}
-        }
-    }
-    true
-}
+pub(super) use crate::schema::on_search_path;
 
 /// Whether a name written without its schema may be read as `t`: on the search path, or off it
 /// with an owner the caller trusts (introspection's `owner_trusted`: a superuser, the database's
@@ -26,7 +14,7 @@ pub(super) fn on_search_path(ident: &str) -> bool {
 /// the model wrote (`mallory.customer` for `customers`) is never taken for it: she could plant
 /// one. [`find_table`] reads bare names so for every rule.
 pub(crate) fn may_stand_for(t: &Table) -> bool {
-    on_search_path(&t.ident) || t.owner_trusted
+    !t.is_strangers()
 }
 
 /// The schema most of the statement's schema-qualified tables are in (ties: none).

@@ -51,7 +51,7 @@ pub(super) fn unrelated(
     let mut found = coverage::coverage(&q.text, &vocabulary);
     // Values the question names (not under privacy): a stored value is something the tables hold.
     if found.unrelated() && !settings.privacy {
-        for v in db.similar_values(&asked, &[]) {
+        for v in db.similar_values(&asked, &[], &schema.strangers()) {
             vocabulary.add_text(&v.value);
         }
         found = coverage::coverage(&q.text, &vocabulary);

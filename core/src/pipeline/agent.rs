@@ -213,12 +213,15 @@ pub fn describe_column(schema: &Schema, table: usize, column: usize) -> String {
 }
 
 /// Columns whose name or table name shares a word with `query`, best first (the fallback when
-/// the database's column search finds none).
+/// the database's column search finds none); none of a stranger's table, whose names are hers.
 pub fn matching_columns(schema: &Schema, query: &str, k: usize) -> Vec<(usize, usize)> {
     let words: Vec<String> = crate::text::words(&crate::text::fold(query)).map(str::to_string).collect();
     let mut scored: Vec<(usize, usize, usize)> = Vec::new();
     for (ti, t) in schema.tables.iter().enumerate() {
         interrupt::every(ti, 256);
+        if t.is_strangers() {
+            continue;
+        }
         let table_words: Vec<String> = crate::text::words(&crate::text::fold(&t.name)).map(str::to_string).collect();
         for (ci, c) in t.columns.iter().enumerate() {
             let col = crate::text::fold(&c.name);

@@ -181,7 +181,7 @@ fn focus_for_question(
     }
     let mut matched: Vec<(usize, usize)> = Vec::new();
     if extraction && settings.column_matches > 0 {
-        let found = db.similar_columns(&q.text, settings.column_matches);
+        let found = db.similar_columns(&q.text, settings.column_matches, &schema.strangers());
         matched.extend(found.iter().filter(|c| c.2 >= COLUMN_MATCH_MIN_SCORE).filter_map(|(oid, column, _)| column_at(schema, *oid, column)));
     }
     // Columns the retrieved values live in belong to the question too.

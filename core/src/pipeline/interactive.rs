@@ -98,7 +98,7 @@ const AGENT_COLUMNS: usize = 10;
 /// SearchColumns: the database's column search, else columns sharing a word with the query.
 fn search_columns(schema: &Schema, db: &mut dyn Database, what: &str) -> String {
     let mut found: Vec<(usize, usize)> = Vec::new();
-    let mut close = db.similar_columns(what, AGENT_COLUMNS);
+    let mut close = db.similar_columns(what, AGENT_COLUMNS, &schema.strangers());
     // The close ones; else the closest few, however far (a search by meaning scores lower).
     if close.iter().any(|c| c.2 >= COLUMN_MATCH_MIN_SCORE) {
         close.retain(|c| c.2 >= COLUMN_MATCH_MIN_SCORE);
@@ -117,7 +117,7 @@ fn search_columns(schema: &Schema, db: &mut dyn Database, what: &str) -> String 
 
 /// SearchValues: stored values close to the words, from the value index.
 fn search_values(schema: &Schema, db: &mut dyn Database, what: &str) -> String {
-    let found = strangers_left_out(schema, db.similar_values(what, &[]));
+    let found = strangers_left_out(schema, db.similar_values(what, &[], &schema.strangers()));
     if found.is_empty() {
         return format!("no stored value close to {what:?}");
     }

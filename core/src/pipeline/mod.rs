@@ -42,8 +42,9 @@ pub trait Database: ValueLookup {
     /// when the database's policy says no, failed when it ran into an error.
     fn execute(&mut self, sql: &str) -> Result<Execution, Rejected>;
     /// Stored values similar to words of `text` (the value index), leaving out phrases made
-    /// only of `skip` words (sorted); none by default.
-    fn similar_values(&mut self, _text: &str, _skip: &[String]) -> Vec<ValueHint> {
+    /// only of `skip` words (sorted) and the tables of `leave_out` (OIDs: a stranger's, never
+    /// searched, so that hers cannot crowd out the others); none by default.
+    fn similar_values(&mut self, _text: &str, _skip: &[String], _leave_out: &[u32]) -> Vec<ValueHint> {
         Vec::new()
     }
     /// Indexed columns the value searches so far could not read in time (a lock not granted,
@@ -52,8 +53,9 @@ pub trait Database: ValueLookup {
         Vec::new()
     }
     /// Up to `k` columns whose names or descriptions are similar to `text` (the schema
-    /// embeddings), best first, as (table OID, column name, score); none by default.
-    fn similar_columns(&mut self, _text: &str, _k: usize) -> Vec<(u32, String, f32)> {
+    /// embeddings), best first, as (table OID, column name, score), none of the tables of
+    /// `leave_out` (searched without them); none by default.
+    fn similar_columns(&mut self, _text: &str, _k: usize, _leave_out: &[u32]) -> Vec<(u32, String, f32)> {
         Vec::new()
     }
     /// Attaches sampled statistics to `tables` of `schema` (nl2sql.sample_rows) where the

@@ -93,13 +93,14 @@ pub(super) fn column_at(schema: &Schema, oid: u32, column: &str) -> Option<(usiz
     schema.tables[t].columns.iter().position(|c| c.name == column).map(|c| (t, c))
 }
 
-/// `hints` without the values of a stranger's tables: tables off the caller's search path whose
-/// owner the caller does not trust (align::may_stand_for). Her comments and her rows are her
-/// words: they never link her tables to a question, which the prompt shows last, without her
-/// comments (introspection leaves them out; her sample values and enum labels are still
-/// shown), so that a table named and described to echo the question does not draw the model.
+/// `hints` without the values of a stranger's tables (Table::is_strangers), which the database
+/// already searched without (Database::similar_values' `leave_out`): kept as a second line.
+/// Her comments and her rows are her words: they never link her tables to a question, which
+/// the prompt shows last, by name and columns only (introspection leaves her comments and enum
+/// labels out, nothing samples her rows), so that a table named and described to echo the
+/// question does not draw the model.
 pub(super) fn strangers_left_out(schema: &Schema, mut hints: Vec<ValueHint>) -> Vec<ValueHint> {
-    let strangers: Vec<&str> = schema.tables.iter().filter(|t| !align::may_stand_for(t)).map(|t| t.ident.as_str()).collect();
+    let strangers: Vec<&str> = schema.tables.iter().filter(|t| t.is_strangers()).map(|t| t.ident.as_str()).collect();
     if !strangers.is_empty() {
         hints.retain(|h| !strangers.iter().any(|s| h.column.strip_prefix(s).is_some_and(|rest| rest.starts_with('.'))));
     }
@@ -119,7 +120,7 @@ pub(super) fn link(q: &Question, schema: &Schema, settings: &Settings, db: &mut 
             linking.rank.push(t);
         }
     };
-    let columns = db.similar_columns(&q.text, 2 * settings.column_matches.max(LINKED_COLUMNS));
+    let columns = db.similar_columns(&q.text, 2 * settings.column_matches.max(LINKED_COLUMNS), &schema.strangers());
     for (n, (oid, column, _)) in columns.iter().enumerate() {
         let Some((t, c)) = column_at(schema, *oid, column) else { continue };
         // The best matches are linked; the rest only rank their tables.
@@ -164,7 +165,7 @@ pub(super) fn similar_values(q: &Question, extra: &[String], schema: &Schema, db
         lookup.push(' ');
         lookup.push_str(text);
     }
-    strangers_left_out(schema, db.similar_values(&lookup, &retrieve::schema_words(schema.names())))
+    strangers_left_out(schema, db.similar_values(&lookup, &retrieve::schema_words(schema.names()), &schema.strangers()))
 }
 
 /// Extracts, guards, aligns and executes one answer of the model. A query it cannot run is
@@ -282,5 +283,35 @@ mod tests {
         let kept: Vec<&str> = kept.iter().map(|h| h.column.as_str()).collect();
         // a name that only begins with hers is not hers
         assert_eq!(kept, ["customers.city", "sales.orders.city", "mallory.customers.city"]);
+    }
+
+    #[test]
+    fn nothing_links_a_strangers_table_to_the_question_or_a_join() {
+        let s = with_a_stranger();
+        assert_eq!(s.strangers(), vec![2]);
+        // The extraction's names, however written, never resolve to her table.
+        let cols = crate::prompt::extract::Columns::new(&s);
+        for name in ["city", "customer.city", "mallory.customer.city"] {
+            let found = cols.resolve(&[name.into()]);
+            assert!(!found.iter().any(|&(t, _)| t == 1), "{name}: {found:?}");
+        }
+        // Negative: the trusted tables' columns resolve as before.
+        assert_eq!(cols.resolve(&["customers.city".into()]), vec![(0, 1)]);
+        assert_eq!(cols.resolve(&["city".into()]), vec![(0, 1), (2, 1)]);
+        // The agent's fallback column search by names: not hers, the others'.
+        let matched = super::super::agent::matching_columns(&s, "customer city", 5);
+        assert!(!matched.is_empty() && !matched.iter().any(|&(t, _)| t == 1), "{matched:?}");
+        // No join path runs through her table; through a trusted owner's, as before.
+        let joined = |trusted: bool| {
+            let mut t = with_a_stranger();
+            t.tables[1].owner_trusted = trusted;
+            t.foreign_keys = serde_json::from_value(serde_json::json!([
+                {"table": "customers", "columns": ["id"], "ref_table": "mallory.customer", "ref_columns": ["id"]},
+                {"table": "sales.orders", "columns": ["id"], "ref_table": "mallory.customer", "ref_columns": ["id"]}]))
+            .unwrap();
+            t.focus(&[(0, 1), (2, 1)]).path_tables
+        };
+        assert!(joined(false).is_empty(), "{:?}", joined(false));
+        assert_eq!(joined(true), vec!["mallory.customer"]);
     }
 }

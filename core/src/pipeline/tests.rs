@@ -119,12 +119,12 @@ impl Database for FakeDb {
             named: self.named.get(sql).cloned().unwrap_or_default(),
         })
     }
-    fn similar_values(&mut self, text: &str, skip: &[String]) -> Vec<ValueHint> {
+    fn similar_values(&mut self, text: &str, skip: &[String], _leave_out: &[u32]) -> Vec<ValueHint> {
         self.lookups.push(text.to_string());
         self.skipped = skip.to_vec();
         self.values.clone()
     }
-    fn similar_columns(&mut self, _text: &str, k: usize) -> Vec<(u32, String, f32)> {
+    fn similar_columns(&mut self, _text: &str, k: usize, _leave_out: &[u32]) -> Vec<(u32, String, f32)> {
         self.columns.iter().take(k).map(|(t, c)| (*t, c.clone(), 0.8)).collect()
     }
     fn similar_examples(&mut self, masked: &str, k: usize) -> Vec<Example> {

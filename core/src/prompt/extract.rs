@@ -115,9 +115,11 @@ pub struct Columns<'a> {
 }
 
 impl<'a> Columns<'a> {
+    /// Every column but a stranger's (Table::is_strangers): whatever the extraction writes, it
+    /// never links her table to the question (nor puts it first in the prompt).
     pub fn new(schema: &'a Schema) -> Columns<'a> {
         let mut by_column: std::collections::HashMap<String, Vec<ColumnRef>> = std::collections::HashMap::new();
-        for (ti, t) in schema.tables.iter().enumerate() {
+        for (ti, t) in schema.tables.iter().enumerate().filter(|(_, t)| !t.is_strangers()) {
             for (ci, c) in t.columns.iter().enumerate() {
                 by_column.entry(norm(&c.name)).or_default().push((ti, ci));
             }

@@ -44,6 +44,10 @@ impl Schema {
         let mut graph: FkGraph = vec![vec![]; self.tables.len()];
         for (fi, fk) in self.foreign_keys.iter().enumerate() {
             if let (Some(a), Some(b)) = (index(&fk.table), index(&fk.ref_table)) {
+                // No join path runs through (or to) a stranger's table: her keys are hers.
+                if self.tables[a].is_strangers() || self.tables[b].is_strangers() {
+                    continue;
+                }
                 graph[a].push((b, fi));
                 graph[b].push((a, fi));
             }

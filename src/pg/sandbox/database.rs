@@ -54,11 +54,11 @@ impl Database for Sandboxed {
         sandbox::execute_noting(sql, sandbox::Limits::from_settings(), &mut self.shown)
     }
 
-    fn similar_values(&mut self, text: &str, skip: &[String]) -> Vec<ValueHint> {
+    fn similar_values(&mut self, text: &str, skip: &[String], leave_out: &[u32]) -> Vec<ValueHint> {
         if !gucs::use_values() || gucs::value_top_k() == 0 {
             return Vec::new();
         }
-        let found = values::search_values(text, skip, gucs::value_top_k(), gucs::value_threshold());
+        let found = values::search_values(text, skip, leave_out, gucs::value_top_k(), gucs::value_threshold());
         self.shown.extend(found.iter().map(|f| f.relid));
         found
             .into_iter()
@@ -88,8 +88,8 @@ impl Database for Sandboxed {
         crate::pg::instructions::candidates(question)
     }
 
-    fn similar_columns(&mut self, text: &str, k: usize) -> Vec<(u32, String, f32)> {
-        values::search_columns(text, k).into_iter().map(|c| (u32::from(c.relid), c.column, c.score)).collect()
+    fn similar_columns(&mut self, text: &str, k: usize, leave_out: &[u32]) -> Vec<(u32, String, f32)> {
+        values::search_columns(text, k, leave_out).into_iter().map(|c| (u32::from(c.relid), c.column, c.score)).collect()
     }
 
     fn resolve(&mut self, names: &[(Option<String>, String)]) -> Option<Vec<Option<u32>>> {

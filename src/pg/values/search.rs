@@ -383,14 +383,17 @@ fn exists_as_caller(relid: pg_sys::Oid, column: &str, value: &str) -> bool {
 
 /// Values similar to the words of `query` in the columns the caller may read (the core's
 /// lookup: phrases and their other forms, HNSW and exact candidates, ranking, re-checks).
-/// `skip`: sorted words whose phrases are not looked up (the names of tables and columns).
-pub fn search_values(query: &str, skip: &[String], k: usize, threshold: f32) -> Vec<Found> {
+/// `skip`: sorted words whose phrases are not looked up (the names of tables and columns);
+/// `leave_out`: tables whose columns are not searched (a stranger's: core's Table::is_strangers),
+/// left out before the ranking so that none of hers takes the place of another's.
+pub fn search_values(query: &str, skip: &[String], leave_out: &[u32], k: usize, threshold: f32) -> Vec<Found> {
     let phrases = retrieve::query_phrases_skipping(query, skip);
     if phrases.is_empty() || k == 0 {
         return vec![];
     }
     let words = retrieve::query_words(query, skip);
     let mut store = Store::new(owner::caller());
+    store.columns.retain(|_, c| !leave_out.contains(&u32::from(c.relid)));
     let columns = store.columns();
     let hits = lookup::search(&mut store, &phrases, &words, &columns, k, threshold);
     hits.into_iter()
@@ -424,9 +427,10 @@ pub struct FoundColumn {
 }
 
 /// Columns whose table and column names (and comments) are similar to the words of `query`,
-/// among those the caller may read. With an endpoint embedder, descriptions it has not
+/// among those the caller may read, none of the tables of `leave_out` (left out inside the
+/// searches, before their limits). With an endpoint embedder, descriptions it has not
 /// embedded yet (nl2sql.refresh_value_indexes() does) are matched by name only.
-pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
+pub fn search_columns(query: &str, k: usize, leave_out: &[u32]) -> Vec<FoundColumn> {
     let phrases = retrieve::query_phrases(query);
     if phrases.is_empty() || k == 0 {
         return vec![];
@@ -437,11 +441,13 @@ pub fn search_columns(query: &str, k: usize) -> Vec<FoundColumn> {
     let remote = qvec.is_some();
     let sql = column_sql(remote);
     let sigs: Vec<String> = phrases.iter().map(|p| embed::signature_text(p)).collect();
+    let leave_out: Vec<pg_sys::Oid> = leave_out.iter().map(|&o| pg_sys::Oid::from(o)).collect();
     let args = [
         DatumWithOid::from(caller),
         DatumWithOid::from(emb.id().as_str()),
         DatumWithOid::from(sigs),
         DatumWithOid::from(qvec.unwrap_or_default().as_str()),
+        DatumWithOid::from(leave_out),
     ];
     let rows: Vec<(pg_sys::Oid, String, String, String, Option<f32>)> = owner::as_owner(|| {
         sandbox::discarded(|| {
@@ -508,6 +514,7 @@ fn column_sql(remote: bool) -> String {
             format!(
                 "({by_name} UNION SELECT v.relid, v.attnum FROM (SELECT relid, attnum FROM nl2sql.column_embeddings x
                  WHERE x.embedder = $2 AND nl2sql._may_read_column($1, x.relid, x.attnum)
+                   AND x.relid <> ALL ($5::oid[])
                  ORDER BY x.embedding <=> $4::vector LIMIT 200) v)"
             ),
             "CASE WHEN ce.embedder = $2 THEN (1 OPERATOR(pg_catalog.-) (ce.embedding <=> $4::vector))::float4 END",
@@ -521,6 +528,6 @@ fn column_sql(remote: bool) -> String {
          JOIN nl2sql.column_embeddings ce ON ce.relid = k.relid AND ce.attnum = k.attnum
          JOIN pg_catalog.pg_attribute a ON a.attrelid = ce.relid AND a.attnum = ce.attnum
          JOIN pg_catalog.pg_class c ON c.oid = ce.relid
-         WHERE nl2sql._may_read_column($1, ce.relid, ce.attnum)"
+         WHERE nl2sql._may_read_column($1, ce.relid, ce.attnum) AND ce.relid <> ALL ($5::oid[])"
     )
 }
