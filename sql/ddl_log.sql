@@ -29,8 +29,10 @@ GRANT SELECT ON nl2sql.ddl_log TO PUBLIC;
 -- transactions' rows could fail a serializable commit with 40001, so it is done only as often
 -- as keeps the log every reader's key reads whole short, whatever serializable DDL alone (or a
 -- role looping GRANTs on a temporary table) adds; in between, its rows go with the next
--- read-committed or repeatable-read bump. No subtransaction but that one: a transaction of
--- many DDL commands (a migration, a restore) takes none per command.
+-- read-committed or repeatable-read bump, or with the next read-committed nl2sql() call that
+-- finds more than 1,000 (sql/queries/catalog_trim_ddl_log.sql: a role that rolls back each
+-- transaction of hers that pruned cannot roll back a reader's). No subtransaction but that
+-- one: a transaction of many DDL commands (a migration, a restore) takes none per command.
 -- The version at which a serializable bump last pruned (not transactional: one rolled back
 -- still counts, and the next comes 1,000 versions later).
 CREATE SEQUENCE nl2sql.ddl_log_pruned;

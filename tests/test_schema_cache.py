@@ -228,6 +228,46 @@ def test_a_serializable_loop_of_grants_leaves_the_log_bounded(probe):
         s.execute("RESET ROLE")
 
 
+def test_a_role_that_rolls_back_each_prune_is_outlasted_by_a_reader(probe):
+    """setval is not transactional: a role looping GRANTs on a temporary table under
+    serializable that rolls back each of its transactions that pruned (it sees its own delete)
+    keeps every row; the next read-committed reader whose key read a new version trims the log
+    to its newest row. A reader under repeatable read, or in a read-only transaction, does not
+    write."""
+    admin, session = probe
+    admin.execute("SELECT setval('nl2sql.ddl_log_pruned', last_value) FROM nl2sql.ddl_version")
+    with scratch_role(admin, "cache_undoer"):
+        s = session()
+        s.execute("SET ROLE cache_undoer")
+        s.execute("CREATE TEMP TABLE cache_scratch (id int)")
+        undone = 0
+        for _ in range(1100):
+            s.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+            (before,) = s.execute("SELECT count(*) FROM nl2sql.ddl_log").fetchone()
+            s.execute("GRANT SELECT ON pg_temp.cache_scratch TO PUBLIC")
+            (after,) = s.execute("SELECT count(*) FROM nl2sql.ddl_log").fetchone()
+            if after <= before:
+                s.execute("ROLLBACK")
+                undone += 1
+            else:
+                s.execute("COMMIT")
+        assert undone >= 1, "no transaction of hers pruned"
+        count = lambda: admin.execute("SELECT count(*) FROM nl2sql.ddl_log").fetchone()[0]
+        assert count() > 1001, count()
+        # Negative: readers that may not write leave the rows.
+        for begin in ("BEGIN ISOLATION LEVEL REPEATABLE READ", "BEGIN READ ONLY"):
+            r = session()
+            r.execute(begin)
+            assert "cache_probe" in shown(r)
+            r.execute("COMMIT")
+            assert count() > 1001, (begin, count())
+        reader = session()
+        assert "cache_probe" in shown(reader)
+        assert count() == 1
+        s.execute("DROP TABLE pg_temp.cache_scratch")
+        s.execute("RESET ROLE")
+
+
 def test_a_temporary_type_a_permanent_table_uses_changes_everyones_key(probe):
     """A permanent table may have a column of a session's temporary type: changing the type
     changes what every session is shown, so it is not the session's alone."""

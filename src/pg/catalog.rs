@@ -22,6 +22,7 @@ const STATS_SQL: &str = "SELECT nl2sql.column_stats($1::pg_catalog.oid::pg_catal
 /// whether inferred relationships are used ($1). Role commands fire no event trigger: after
 /// REASSIGN OWNED a session keeps its schema until the next DDL (docs/operations.md).
 const SCHEMA_KEY_SQL: &str = include_str!("../../sql/queries/catalog_schema_key.sql");
+const TRIM_DDL_LOG_SQL: &str = include_str!("../../sql/queries/catalog_trim_ddl_log.sql");
 /// Rows inserted, updated and deleted per table, read fresh: they tell when samples are stale.
 const CHANGES_SQL: &str = "SELECT o::int8, pg_catalog.pg_stat_get_tuples_inserted(o) OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_updated(o)
         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_deleted(o) FROM pg_catalog.unnest($1::pg_catalog.oid[]) AS o";
@@ -115,6 +116,7 @@ pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report
     let mut schema = match cached {
         Some(s) => s,
         None => {
+            trim_ddl_log();
             let json = introspect(SCHEMA_SQL, &[DatumWithOid::from(inferred)])?
                 .ok_or_else(|| Report::new(SqlState::InternalError, "catalog introspection returned nothing"))?;
             let s: Schema = serde_json::from_str(&json).map_err(|e| {
@@ -131,6 +133,20 @@ pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report
         attach_stats(&mut schema.tables, sample_rows);
     }
     Ok(schema)
+}
+
+/// Keeps the catalog version's log short (sql/queries/catalog_trim_ddl_log.sql), for a reader
+/// that read a new version: as the extension owner, in a subtransaction whose error is dropped
+/// (a cancel is not), never on a standby, in a read-only transaction or under repeatable read or
+/// serializable (a reader's deletes could fail its commit there).
+fn trim_ddl_log() {
+    // SAFETY: reads the recovery state and the transaction's isolation level and read-only flag.
+    let skip = unsafe {
+        pg_sys::RecoveryInProgress() || pg_sys::XactReadOnly || pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32
+    };
+    if !skip {
+        crate::pg::owner::as_owner(|| sandbox::savepoint(|| Spi::run(TRIM_DDL_LOG_SQL)));
+    }
 }
 
 /// Samples `tables` of `schema` (nl2sql.sample_rows; nothing under nl2sql.privacy), for a
