@@ -5,10 +5,16 @@ SELECT pg_catalog.format('%s|%s|%s|%s|%s|%s|%s|%s',
  WHERE pg_catalog.pg_has_role(current_user, oid, 'USAGE')),
 pg_catalog.current_schemas(true)::pg_catalog.text, $1,
 -- the session's own temporary objects' changes (nl2sql._temp_ddl_changed), and its temporary
--- relations themselves, which a RESET ALL does not take back (read only in a session that has
--- a temporary schema: pg_class has no index that leads with the schema)
+-- relations themselves, their names and their columns' names and types, which a RESET ALL
+-- does not take back (read only in a session that has a temporary schema: pg_class has no
+-- index that leads with the schema)
 pg_catalog.current_setting('nl2sql_ddl_log.session', true),
-(SELECT pg_catalog.string_agg(c.oid::pg_catalog.text, ',' ORDER BY c.oid) FROM pg_catalog.pg_class c
+(SELECT pg_catalog.md5(pg_catalog.string_agg(pg_catalog.format('%s %I (%s)', c.oid, c.relname,
+        (SELECT pg_catalog.string_agg(pg_catalog.format('%I %s', a.attname, a.atttypid), ',' ORDER BY a.attnum)
+         FROM pg_catalog.pg_attribute a
+         WHERE a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped)),
+        ',' ORDER BY c.oid))
+ FROM pg_catalog.pg_class c
  WHERE pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.<>) 0::pg_catalog.oid
    AND c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()
    AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog."char"[])),
