@@ -187,6 +187,9 @@ def test_a_strangers_rows_and_enum_labels_never_reach_a_prompt(connect, mock):
                            "INSERT INTO nd_aaa.nd_members VALUES (1, 'nd_pick_me_label', 'nd_planted_town'), (2, 'nd_other_label', 'nd_planted_town')",
                            "GRANT USAGE ON SCHEMA nd_aaa TO PUBLIC", "GRANT SELECT ON nd_aaa.nd_members TO PUBLIC",
                            schema="nd_aaa"):
+            # The database owner's table with a column of her enum type: her labels are hers
+            # on whoever's table (no rows here, so no sample could show them either).
+            conn.execute("CREATE TABLE nd_shop.nd_tickets (id int, mood nd_aaa.nd_mood)")
             for mode in ("zero_shot", "full"):
                 conn.execute(f"SET nl2sql.mode = {mode}")
                 mock.reset()
@@ -197,11 +200,13 @@ def test_a_strangers_rows_and_enum_labels_never_reach_a_prompt(connect, mock):
                 trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
                 seen = "\n".join(prompts(mock)) + json.dumps(trace)
                 assert "nd_aaa.nd_members" in trace["schema"], trace["schema"]  # shown, by name
+                assert "nd_tickets" in trace["schema"], trace["schema"]
                 for hers in ("nd_pick_me_label", "nd_other_label", "nd_planted_town"):
                     assert hers not in seen, f"{mode}: {hers} reached a prompt or the trace"
                 # Negative: the trusted table's labels and sampled values are shown.
                 for shown in ("nd_gold_tier", "nd_trusted_town"):
                     assert shown in trace["schema"], f"{mode}: {shown} missing: {trace['schema']}"
+            conn.execute("DROP TABLE nd_shop.nd_tickets")
     finally:
         conn.execute("DROP SCHEMA IF EXISTS nd_shop CASCADE")
 

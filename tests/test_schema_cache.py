@@ -305,6 +305,23 @@ def test_a_reset_all_does_not_take_a_temporary_tables_key_back(probe):
     s.execute("DROP TABLE pg_temp.cache_probe, pg_temp.cache_gone")
 
 
+def test_a_revoke_reaches_a_transaction_that_began_before_it(probe):
+    """Under repeatable read the key reads the catalog's version with the transaction's
+    snapshot, which does not see a REVOKE committed since; privileges are read as they are now:
+    the schema is read again at every call there, so the revoked table is no longer shown."""
+    admin, session = probe
+    with scratch_role(admin, "cache_reader", "GRANT SELECT ON cache_probe TO cache_reader"):
+        r = session()
+        r.execute("SET ROLE cache_reader")
+        assert "cache_probe" in shown(r)
+        r.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        assert "cache_probe" in shown(r)
+        admin.execute("REVOKE SELECT ON cache_probe FROM cache_reader")
+        assert "cache_probe" not in shown(r)
+        r.execute("COMMIT")
+        r.execute("RESET ROLE")
+
+
 def test_a_new_superuser_is_trusted_without_ddl(probe):
     """Whose tables a caller trusts changes with ALTER ROLE ... SUPERUSER and ALTER DATABASE ...
     OWNER TO, which fire no event trigger: the key reads the superusers and the database's

@@ -208,15 +208,36 @@ impl Schema {
         self.tables.is_empty()
     }
 
+    /// The schema without the strangers' tables ([`Table::is_strangers`]) where showing them
+    /// within `max_tokens` would cost the others detail or a place (a shorter layout, tables
+    /// left out): hers are shown only in the room the others leave, so that one wide table of
+    /// hers granted to everyone does not strip every reader's prompt to names.
+    pub fn strangers_if_room(self, max_tokens: usize) -> Schema {
+        if !self.tables.iter().any(Table::is_strangers) {
+            return self;
+        }
+        let mut own = Schema { tables: self.tables.iter().filter(|t| !t.is_strangers()).cloned().collect(), foreign_keys: vec![] };
+        let kept: std::collections::HashSet<&str> = own.tables.iter().map(|t| t.ident.as_str()).collect();
+        own.foreign_keys = self.foreign_keys.iter().filter(|fk| kept.contains(fk.table.as_str()) && kept.contains(fk.ref_table.as_str())).cloned().collect();
+        let (all, alone) = (self.render(max_tokens), own.render(max_tokens));
+        if all.detail < alone.detail || all.tables_omitted > 0 {
+            own
+        } else {
+            self
+        }
+    }
+
     /// The OIDs of the strangers' tables ([`Table::is_strangers`]): searches of columns and
     /// values leave them out before they rank, so that hers never crowd out the others.
     pub fn strangers(&self) -> Vec<u32> {
         self.tables.iter().filter(|t| t.is_strangers()).map(|t| t.oid).collect()
     }
 
-    /// Every table's name and its columns' names, as stored (unquoted).
+    /// Every table's name and its columns' names, as stored (unquoted), but a stranger's
+    /// ([`Table::is_strangers`]): her names decide no word of a question (the words value
+    /// searches skip, the words examples mask).
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.tables.iter().flat_map(|t| std::iter::once(t.name.as_str()).chain(t.columns.iter().map(|c| c.name.as_str())))
+        self.tables.iter().filter(|t| !t.is_strangers()).flat_map(|t| std::iter::once(t.name.as_str()).chain(t.columns.iter().map(|c| c.name.as_str())))
     }
 
     /// How many leading tables can be shown at all within `max_tokens` (at the barest detail):

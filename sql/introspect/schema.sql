@@ -58,8 +58,15 @@ WITH listed AS (
            -- a NOT NULL constraint not yet validated (PostgreSQL 18) still lets old rows hold NULL
            a.attnotnull AND nv.conrelid IS NULL AS not_null,
            CASE WHEN NOT r.stranger THEN pg_catalog.substr(cd.description, 1, 1000) END AS comment,
-           -- a stranger's enum labels are her words too (rels)
-           CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'e' AND NOT r.stranger THEN
+           -- a stranger's enum labels are her words too (rels), and so are those of an enum type
+           -- off the search path whose owner the caller does not trust, on whoever's table
+           CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'e' AND NOT r.stranger
+                 AND (pg_catalog.pg_type_is_visible(t.oid)
+                      OR t.typowner OPERATOR(pg_catalog.=) (SELECT d.datdba FROM pg_catalog.pg_database d
+                                                            WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                      OR t.typowner OPERATOR(pg_catalog.=) (SELECT nl2sql._me())
+                      OR EXISTS (SELECT FROM pg_catalog.pg_roles ro
+                                 WHERE ro.oid OPERATOR(pg_catalog.=) t.typowner AND ro.rolsuper)) THEN
                 (SELECT pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)
                  FROM pg_catalog.pg_enum e WHERE e.enumtypid OPERATOR(pg_catalog.=) t.oid) END AS enum_values
     FROM pg_catalog.pg_attribute a

@@ -5,7 +5,8 @@ SELECT pg_catalog.format('%s|%s|%s|%s|%s|%s|%s|%s',
  WHERE pg_catalog.pg_has_role(current_user, oid, 'USAGE')),
 pg_catalog.current_schemas(true)::pg_catalog.text, $1,
 -- the session's own temporary objects' changes (nl2sql._temp_ddl_changed), and its temporary
--- relations themselves, their names and their columns' names and types, which a RESET ALL
+-- relations themselves, of every kind (a temporary sequence or index hides a table of its name
+-- as a temporary table does), their names and their columns' names and types, which a RESET ALL
 -- does not take back (read only in a session that has a temporary schema: pg_class has no
 -- index that leads with the schema)
 pg_catalog.current_setting('nl2sql_ddl_log.session', true),
@@ -16,8 +17,7 @@ pg_catalog.current_setting('nl2sql_ddl_log.session', true),
         ',' ORDER BY c.oid))
  FROM pg_catalog.pg_class c
  WHERE pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.<>) 0::pg_catalog.oid
-   AND c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()
-   AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog."char"[])),
+   AND c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()),
 -- whose tables the caller trusts (sql/introspect/schema.sql), which change without DDL: the
 -- database's owner (ALTER DATABASE ... OWNER TO) and the superusers (ALTER ROLE ... SUPERUSER)
 (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()),

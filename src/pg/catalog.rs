@@ -112,7 +112,12 @@ pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report
     forget_if_role_changed();
     let inferred = crate::gucs::use_inferred_relationships();
     let key = introspect(SCHEMA_KEY_SQL, &[DatumWithOid::from(inferred)])?.unwrap_or_default();
-    let cached = SCHEMA.with_borrow(|c| c.as_ref().filter(|(k, _)| !key.is_empty() && *k == key).map(|(_, s)| s.clone()));
+    // Under repeatable read or serializable the key reads the log with the transaction's
+    // snapshot, which does not see a REVOKE (or a new table) committed since it began, while
+    // privileges are read as they are now: the schema is read again at every call there.
+    // SAFETY: reads the transaction's isolation level.
+    let snapshot = unsafe { pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32 };
+    let cached = SCHEMA.with_borrow(|c| c.as_ref().filter(|(k, _)| !snapshot && !key.is_empty() && *k == key).map(|(_, s)| s.clone()));
     let mut schema = match cached {
         Some(s) => s,
         None => {
@@ -126,11 +131,15 @@ pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report
             s
         }
     };
+    // A stranger's tables only where they cost the others nothing (before and after samples).
+    let prompt_tokens = crate::gucs::schema_max_tokens();
+    schema = schema.strangers_if_room(prompt_tokens);
     // A schema that shows whole within the budget is sampled whole; a wider one is sampled
     // where the question links to it (sample_tables, from the pipeline).
     if sample_rows > 0 && schema.render(max_tokens).detail > Detail::Bare {
         refresh_changes(&mut schema.tables);
         attach_stats(&mut schema.tables, sample_rows);
+        schema = schema.strangers_if_room(prompt_tokens);
     }
     Ok(schema)
 }

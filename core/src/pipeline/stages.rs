@@ -314,4 +314,30 @@ mod tests {
         assert!(joined(false).is_empty(), "{:?}", joined(false));
         assert_eq!(joined(true), vec!["mallory.customer"]);
     }
+
+    #[test]
+    fn a_strangers_names_decide_no_word_and_take_no_room() {
+        let mut s = with_a_stranger();
+        let weather: Vec<String> = (0..600).map(|i| format!("weather_{i}")).collect();
+        let cols: Vec<&str> = std::iter::once("forecast").chain(weather.iter().map(String::as_str)).collect();
+        let mut pad = crate::schema::tests::table_json(4, "atlantis", &cols, &[]);
+        pad["schema"] = "mallory".into();
+        pad["ident"] = "mallory.atlantis".into();
+        s.tables.push(serde_json::from_value(pad).unwrap());
+        // Her names are no words of the schema: not skipped by value searches, nor covering a
+        // question's words (abstention); the trusted tables' are.
+        assert!(!s.names().any(|n| n == "atlantis" || n == "forecast" || n == "customer"));
+        assert!(s.names().any(|n| n == "customers"));
+        let vocabulary = crate::retrieval::coverage::Vocabulary::of_schema(&s);
+        assert!(crate::retrieval::coverage::coverage("the forecast for atlantis", &vocabulary).unrelated());
+        assert!(!crate::retrieval::coverage::coverage("the city of customers", &vocabulary).unrelated());
+        // Her wide table would make every table's layout shorter: left out; hers that fit stay.
+        let budget = 400;
+        let own = s.clone().strangers_if_room(budget);
+        assert!(own.tables.iter().all(|t| !t.is_strangers()), "{:?}", own.tables.iter().map(|t| &t.ident).collect::<Vec<_>>());
+        assert!(own.render(budget).detail > s.render(budget).detail);
+        let small = with_a_stranger().strangers_if_room(budget);
+        assert_eq!(small.tables.len(), 3);
+        assert!(small.tables.iter().any(|t| t.is_strangers()));
+    }
 }

@@ -42,7 +42,8 @@ impl Vocabulary {
     /// The names, descriptions and shown values of `schema`'s tables and columns.
     pub fn of_schema(schema: &Schema) -> Vocabulary {
         let mut v = Vocabulary::default();
-        for t in &schema.tables {
+        // A stranger's names cover nothing: she could name a table after any question's words.
+        for t in schema.tables.iter().filter(|t| !t.is_strangers()) {
             crate::interrupt::check();
             v.add_name(&t.name);
             v.add_text(t.comment.as_deref().unwrap_or(""));
