@@ -322,6 +322,24 @@ def test_a_revoke_reaches_a_transaction_that_began_before_it(probe):
         r.execute("RESET ROLE")
 
 
+def test_a_sample_is_taken_again_after_ddl(probe):
+    """A table's sample is reused only at the catalog version it was taken at: a row security
+    policy added since (no row changed, so the row counters did not move) hides the rows from
+    the next prompt, not ten minutes later."""
+    admin, session = probe
+    admin.execute("INSERT INTO cache_probe VALUES (1, 'cache_secret_label'), (2, 'cache_secret_label')")
+    with scratch_role(admin, "cache_sampler", "GRANT SELECT ON cache_probe TO cache_sampler"):
+        r = session()
+        r.execute("SET nl2sql.privacy = off")
+        r.execute("SET ROLE cache_sampler")
+        assert "cache_secret_label" in shown(r)
+        admin.execute("ALTER TABLE cache_probe ENABLE ROW LEVEL SECURITY")
+        admin.execute("CREATE POLICY cache_none ON cache_probe USING (false)")
+        text = shown(r)
+        assert "cache_probe" in text and "cache_secret_label" not in text, text
+        r.execute("RESET ROLE")
+
+
 def test_a_new_superuser_is_trusted_without_ddl(probe):
     """Whose tables a caller trusts changes with ALTER ROLE ... SUPERUSER and ALTER DATABASE ...
     OWNER TO, which fire no event trigger: the key reads the superusers and the database's

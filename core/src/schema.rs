@@ -208,23 +208,25 @@ impl Schema {
         self.tables.is_empty()
     }
 
-    /// The schema without the strangers' tables ([`Table::is_strangers`]) where showing them
-    /// within `max_tokens` would cost the others detail or a place (a shorter layout, tables
-    /// left out): hers are shown only in the room the others leave, so that one wide table of
-    /// hers granted to everyone does not strip every reader's prompt to names.
-    pub fn strangers_if_room(self, max_tokens: usize) -> Schema {
-        if !self.tables.iter().any(Table::is_strangers) {
+    /// The schema without the strangers' tables ([`Table::is_strangers`]) unless, at every
+    /// budget of `budgets` (each a prompt's), the others are shown in full with them as without
+    /// them: hers are shown only in the room the others leave, so that one wide table of hers
+    /// granted to everyone neither shortens every reader's layout, pushes a table out, nor
+    /// makes a schema wide (linked per question). A schema of strangers' tables only is kept.
+    pub fn strangers_if_room(self, budgets: &[usize]) -> Schema {
+        if !self.tables.iter().any(Table::is_strangers) || self.tables.iter().all(Table::is_strangers) {
             return self;
         }
-        let mut own = Schema { tables: self.tables.iter().filter(|t| !t.is_strangers()).cloned().collect(), foreign_keys: vec![] };
-        let kept: std::collections::HashSet<&str> = own.tables.iter().map(|t| t.ident.as_str()).collect();
-        own.foreign_keys = self.foreign_keys.iter().filter(|fk| kept.contains(fk.table.as_str()) && kept.contains(fk.ref_table.as_str())).cloned().collect();
-        let (all, alone) = (self.render(max_tokens), own.render(max_tokens));
-        if all.detail < alone.detail || all.tables_omitted > 0 {
-            own
-        } else {
-            self
+        let fits = budgets.iter().all(|&b| {
+            let all = self.render(b);
+            all.detail == Detail::Full && all.tables_omitted == 0
+        });
+        if fits {
+            return self;
         }
+        let kept: std::collections::HashSet<&str> = self.tables.iter().filter(|t| !t.is_strangers()).map(|t| t.ident.as_str()).collect();
+        let foreign_keys = self.foreign_keys.iter().filter(|fk| kept.contains(fk.table.as_str()) && kept.contains(fk.ref_table.as_str())).cloned().collect();
+        Schema { tables: self.tables.into_iter().filter(|t| !t.is_strangers()).collect(), foreign_keys }
     }
 
     /// The OIDs of the strangers' tables ([`Table::is_strangers`]): searches of columns and

@@ -33,6 +33,9 @@ const STATS_MAX_AGE: Duration = Duration::from_secs(600);
 const STATS_TIMEOUT: Duration = Duration::from_secs(2);
 
 struct Cached {
+    /// The schema's key when it was taken: any DDL since (a policy, a view's new definition,
+    /// a column renamed) takes it again, whatever the row counters say.
+    version: String,
     changes: Option<i64>,
     sample_rows: i32,
     taken: Instant,
@@ -131,15 +134,16 @@ pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report
             s
         }
     };
-    // A stranger's tables only where they cost the others nothing (before and after samples).
-    let prompt_tokens = crate::gucs::schema_max_tokens();
-    schema = schema.strangers_if_room(prompt_tokens);
+    // A stranger's tables only where they cost the others nothing, at every prompt's budget
+    // (before and after samples).
+    let budgets = [crate::gucs::schema_max_tokens(), crate::gucs::extraction_max_tokens(), max_tokens];
+    schema = schema.strangers_if_room(&budgets);
     // A schema that shows whole within the budget is sampled whole; a wider one is sampled
     // where the question links to it (sample_tables, from the pipeline).
     if sample_rows > 0 && schema.render(max_tokens).detail > Detail::Bare {
         refresh_changes(&mut schema.tables);
         attach_stats(&mut schema.tables, sample_rows);
-        schema = schema.strangers_if_room(prompt_tokens);
+        schema = schema.strangers_if_room(&budgets);
     }
     Ok(schema)
 }
@@ -196,6 +200,7 @@ fn attach_stats(tables: &mut [Table], sample_rows: i32) {
     // SAFETY: reads the current role's OID.
     let role: u32 = unsafe { pg_sys::GetUserId() }.into();
     let settings = crate::pg::session::fingerprint();
+    let version = SCHEMA.with_borrow(|c| c.as_ref().map(|(k, _)| k.clone())).unwrap_or_default();
     for table in tables.iter_mut() {
         if table.kind == "f" {
             continue; // foreign tables: sampling means remote calls
@@ -206,13 +211,13 @@ fn attach_stats(tables: &mut [Table], sample_rows: i32) {
         let key = (role, settings, table.oid);
         let fresh = STATS.with_borrow(|c| {
             c.get(&key).is_some_and(|s| {
-                s.changes == table.changes && s.sample_rows == sample_rows && s.taken.elapsed() < STATS_MAX_AGE
+                !version.is_empty() && s.version == version && s.changes == table.changes && s.sample_rows == sample_rows && s.taken.elapsed() < STATS_MAX_AGE
             })
         });
         if !fresh {
             let columns = sample(table.oid, sample_rows).unwrap_or_default();
             STATS.with_borrow_mut(|c| {
-                c.insert(key, Cached { changes: table.changes, sample_rows, taken: Instant::now(), columns })
+                c.insert(key, Cached { version: version.clone(), changes: table.changes, sample_rows, taken: Instant::now(), columns })
             });
         }
         STATS.with_borrow(|c| {

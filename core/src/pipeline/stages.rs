@@ -331,13 +331,21 @@ mod tests {
         let vocabulary = crate::retrieval::coverage::Vocabulary::of_schema(&s);
         assert!(crate::retrieval::coverage::coverage("the forecast for atlantis", &vocabulary).unrelated());
         assert!(!crate::retrieval::coverage::coverage("the city of customers", &vocabulary).unrelated());
-        // Her wide table would make every table's layout shorter: left out; hers that fit stay.
+        // Her wide table would make every table's layout shorter: her tables are left out, at
+        // any of the budgets; where all fit in full at every budget, hers stay.
         let budget = 400;
-        let own = s.clone().strangers_if_room(budget);
-        assert!(own.tables.iter().all(|t| !t.is_strangers()), "{:?}", own.tables.iter().map(|t| &t.ident).collect::<Vec<_>>());
-        assert!(own.render(budget).detail > s.render(budget).detail);
-        let small = with_a_stranger().strangers_if_room(budget);
+        for budgets in [&[budget][..], &[100_000, budget]] {
+            let own = s.clone().strangers_if_room(budgets);
+            assert!(own.tables.iter().all(|t| !t.is_strangers()), "{:?}", own.tables.iter().map(|t| &t.ident).collect::<Vec<_>>());
+            assert!(own.render(budget).detail > s.render(budget).detail);
+        }
+        let small = with_a_stranger().strangers_if_room(&[budget]);
         assert_eq!(small.tables.len(), 3);
         assert!(small.tables.iter().any(|t| t.is_strangers()));
+        // A schema of strangers' tables only (a caller who reads only other owners' schemas
+        // off her path) is kept whole, however tight.
+        let mut theirs = s.clone();
+        theirs.tables.retain(|t| t.is_strangers());
+        assert_eq!(theirs.clone().strangers_if_room(&[10]).tables.len(), theirs.tables.len());
     }
 }
