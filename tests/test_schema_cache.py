@@ -337,6 +337,16 @@ def test_a_sample_is_taken_again_after_ddl(probe):
         admin.execute("CREATE POLICY cache_none ON cache_probe USING (false)")
         text = shown(r)
         assert "cache_probe" in text and "cache_secret_label" not in text, text
+        # Under repeatable read the key's version is the snapshot's: a policy lifted since is
+        # not seen by it, and a sample taken there is never reused.
+        admin.execute("DROP POLICY cache_none ON cache_probe")
+        admin.execute("CREATE POLICY cache_all ON cache_probe USING (true)")
+        r.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        assert "cache_secret_label" in shown(r)
+        admin.execute("DROP POLICY cache_all ON cache_probe")
+        admin.execute("CREATE POLICY cache_none ON cache_probe USING (false)")
+        assert "cache_secret_label" not in shown(r)
+        r.execute("COMMIT")
         r.execute("RESET ROLE")
 
 

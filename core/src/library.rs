@@ -72,7 +72,7 @@ pub fn scope_schema(schema: &Schema, tables: &[usize]) -> Schema {
     let picked: Vec<_> = tables.iter().filter_map(|&t| schema.tables.get(t).cloned()).collect();
     let idents: HashSet<&str> = picked.iter().map(|t| t.ident.as_str()).collect();
     let fks = schema.foreign_keys.iter().filter(|f| idents.contains(f.table.as_str()) && idents.contains(f.ref_table.as_str())).cloned().collect();
-    Schema { tables: picked, foreign_keys: fks }
+    Schema { tables: picked, foreign_keys: fks, strangers_left_out: schema.strangers() }
 }
 
 fn result_key(reads: &[u32], rows: &[Row]) -> u64 {

@@ -17,6 +17,10 @@ pub struct Schema {
     pub tables: Vec<Table>,
     #[serde(default)]
     pub foreign_keys: Vec<ForeignKey>,
+    /// The OIDs of strangers' tables read from the catalog but not kept here
+    /// ([`Schema::strangers_if_room`], a per-question schema): searches leave them out too.
+    #[serde(skip)]
+    pub strangers_left_out: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -226,13 +230,16 @@ impl Schema {
         }
         let kept: std::collections::HashSet<&str> = self.tables.iter().filter(|t| !t.is_strangers()).map(|t| t.ident.as_str()).collect();
         let foreign_keys = self.foreign_keys.iter().filter(|fk| kept.contains(fk.table.as_str()) && kept.contains(fk.ref_table.as_str())).cloned().collect();
-        Schema { tables: self.tables.into_iter().filter(|t| !t.is_strangers()).collect(), foreign_keys }
+        let strangers_left_out = self.strangers();
+        Schema { tables: self.tables.into_iter().filter(|t| !t.is_strangers()).collect(), foreign_keys, strangers_left_out }
     }
 
-    /// The OIDs of the strangers' tables ([`Table::is_strangers`]): searches of columns and
-    /// values leave them out before they rank, so that hers never crowd out the others.
+    /// The OIDs of the strangers' tables ([`Table::is_strangers`]), those this schema holds and
+    /// those it was cut from: searches of columns and values leave them out before they rank,
+    /// so that hers never crowd out the others nor reach a prompt her table is not in.
     pub fn strangers(&self) -> Vec<u32> {
-        self.tables.iter().filter(|t| t.is_strangers()).map(|t| t.oid).collect()
+        let shown = self.tables.iter().filter(|t| t.is_strangers()).map(|t| t.oid);
+        shown.chain(self.strangers_left_out.iter().copied()).collect()
     }
 
     /// Every table's name and its columns' names, as stored (unquoted), but a stranger's

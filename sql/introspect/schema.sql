@@ -3,7 +3,16 @@
 -- qualified); every operator is pg_catalog's, whatever that path holds. Nothing reads table data.
 -- Besides the declared keys: relationships a DBA confirmed, and ($1) those and the keys
 -- profiling inferred, from the views that show only what the caller may read (relationships.sql).
-WITH listed AS (
+WITH trusted AS (
+    -- the owners the caller trusts: a superuser, the database's owner or the caller (not a
+    -- role the caller is a member of: before PostgreSQL 15 any role may grant herself to
+    -- another, and a CREATEROLE role is a member of those it created; nor the owner of a
+    -- table on the search path, where before PostgreSQL 15 anyone could create one)
+    SELECT d.datdba AS role FROM pg_catalog.pg_database d
+    WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()
+    UNION SELECT nl2sql._me()
+    UNION SELECT ro.oid FROM pg_catalog.pg_roles ro WHERE ro.rolsuper
+), listed AS (
     SELECT c.oid, n.nspname, c.relname, c.relkind, c.reltuples,
            CASE WHEN pg_catalog.pg_table_is_visible(c.oid) THEN pg_catalog.quote_ident(c.relname)
                 ELSE pg_catalog.concat(pg_catalog.quote_ident(n.nspname), '.', pg_catalog.quote_ident(c.relname)) END AS ident,
@@ -15,16 +24,9 @@ WITH listed AS (
            -- nl2sql._may_read_column(), for relations _may_read() let through)
            pg_catalog.has_table_privilege(c.oid, 'SELECT') AS all_columns,
            c.relowner,
-           -- an owner the caller trusts: a superuser, the database's owner or the caller (not a
-           -- role the caller is a member of: before PostgreSQL 15 any role may grant herself to
-           -- another, and a CREATEROLE role is a member of those it created; nor the owner of a
-           -- table on the search path, where before PostgreSQL 15 anyone could create one). A
-           -- bare name is read as a table off the search path only then (core/src/align/names.rs)
-           (c.relowner OPERATOR(pg_catalog.=) (SELECT d.datdba FROM pg_catalog.pg_database d
-                                               WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-            OR c.relowner OPERATOR(pg_catalog.=) (SELECT nl2sql._me())
-            OR EXISTS (SELECT FROM pg_catalog.pg_roles ro
-                       WHERE ro.oid OPERATOR(pg_catalog.=) c.relowner AND ro.rolsuper)) AS owner_trusted,
+           -- an owner the caller trusts (above). A bare name is read as a table off the search
+           -- path only then (core/src/align/names.rs)
+           EXISTS (SELECT FROM trusted tr WHERE tr.role OPERATOR(pg_catalog.=) c.relowner) AS owner_trusted,
            pg_catalog.pg_stat_get_tuples_inserted(c.oid) OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_updated(c.oid)
              OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_tuples_deleted(c.oid) AS changes
     FROM pg_catalog.pg_class c
@@ -62,11 +64,7 @@ WITH listed AS (
            -- off the search path whose owner the caller does not trust, on whoever's table
            CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'e' AND NOT r.stranger
                  AND (pg_catalog.pg_type_is_visible(t.oid)
-                      OR t.typowner OPERATOR(pg_catalog.=) (SELECT d.datdba FROM pg_catalog.pg_database d
-                                                            WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-                      OR t.typowner OPERATOR(pg_catalog.=) (SELECT nl2sql._me())
-                      OR EXISTS (SELECT FROM pg_catalog.pg_roles ro
-                                 WHERE ro.oid OPERATOR(pg_catalog.=) t.typowner AND ro.rolsuper)) THEN
+                      OR EXISTS (SELECT FROM trusted tr WHERE tr.role OPERATOR(pg_catalog.=) t.typowner)) THEN
                 (SELECT pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)
                  FROM pg_catalog.pg_enum e WHERE e.enumtypid OPERATOR(pg_catalog.=) t.oid) END AS enum_values
     FROM pg_catalog.pg_attribute a

@@ -118,8 +118,7 @@ pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report
     // Under repeatable read or serializable the key reads the log with the transaction's
     // snapshot, which does not see a REVOKE (or a new table) committed since it began, while
     // privileges are read as they are now: the schema is read again at every call there.
-    // SAFETY: reads the transaction's isolation level.
-    let snapshot = unsafe { pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32 };
+    let snapshot = snapshot_isolation();
     let cached = SCHEMA.with_borrow(|c| c.as_ref().filter(|(k, _)| !snapshot && !key.is_empty() && *k == key).map(|(_, s)| s.clone()));
     let mut schema = match cached {
         Some(s) => s,
@@ -136,7 +135,9 @@ pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report
     };
     // A stranger's tables only where they cost the others nothing, at every prompt's budget
     // (before and after samples).
-    let budgets = [crate::gucs::schema_max_tokens(), crate::gucs::extraction_max_tokens(), max_tokens];
+    let mut budgets = vec![crate::gucs::schema_max_tokens(), crate::gucs::extraction_max_tokens(), max_tokens];
+    budgets.sort_unstable();
+    budgets.dedup();
     schema = schema.strangers_if_room(&budgets);
     // A schema that shows whole within the budget is sampled whole; a wider one is sampled
     // where the question links to it (sample_tables, from the pipeline).
@@ -153,13 +154,18 @@ pub fn load_schema(sample_rows: i32, max_tokens: usize) -> Result<Schema, Report
 /// (a cancel is not), never on a standby, in a read-only transaction or under repeatable read or
 /// serializable (a reader's deletes could fail its commit there).
 fn trim_ddl_log() {
-    // SAFETY: reads the recovery state and the transaction's isolation level and read-only flag.
-    let skip = unsafe {
-        pg_sys::RecoveryInProgress() || pg_sys::XactReadOnly || pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32
-    };
+    // SAFETY: reads the recovery state and the transaction's read-only flag.
+    let skip = unsafe { pg_sys::RecoveryInProgress() || pg_sys::XactReadOnly } || snapshot_isolation();
     if !skip {
         crate::pg::owner::as_owner(|| sandbox::savepoint(|| Spi::run(TRIM_DDL_LOG_SQL)));
     }
+}
+
+/// Whether the transaction reads with one snapshot (repeatable read, serializable): the key's
+/// version is then the snapshot's, older than the privileges and policies in force.
+fn snapshot_isolation() -> bool {
+    // SAFETY: reads the transaction's isolation level.
+    unsafe { pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32 }
 }
 
 /// Samples `tables` of `schema` (nl2sql.sample_rows; nothing under nl2sql.privacy), for a
@@ -200,7 +206,9 @@ fn attach_stats(tables: &mut [Table], sample_rows: i32) {
     // SAFETY: reads the current role's OID.
     let role: u32 = unsafe { pg_sys::GetUserId() }.into();
     let settings = crate::pg::session::fingerprint();
-    let version = SCHEMA.with_borrow(|c| c.as_ref().map(|(k, _)| k.clone())).unwrap_or_default();
+    // The key's version is the snapshot's under snapshot isolation (see load_schema): no
+    // sample is reused there.
+    let version = if snapshot_isolation() { String::new() } else { SCHEMA.with_borrow(|c| c.as_ref().map(|(k, _)| k.clone())).unwrap_or_default() };
     for table in tables.iter_mut() {
         if table.kind == "f" {
             continue; // foreign tables: sampling means remote calls

@@ -337,6 +337,10 @@ mod tests {
         for budgets in [&[budget][..], &[100_000, budget]] {
             let own = s.clone().strangers_if_room(budgets);
             assert!(own.tables.iter().all(|t| !t.is_strangers()), "{:?}", own.tables.iter().map(|t| &t.ident).collect::<Vec<_>>());
+            // ... and still left out of every search: a value of hers never reaches a prompt
+            // her table is not in.
+            assert_eq!(own.strangers(), vec![2, 4]);
+            assert_eq!(own.focus(&[(0, 1)]).schema.strangers(), vec![2, 4]);
             assert!(own.render(budget).detail > s.render(budget).detail);
         }
         let small = with_a_stranger().strangers_if_room(&[budget]);

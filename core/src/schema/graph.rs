@@ -171,7 +171,7 @@ impl Schema {
         }
         let chosen_names: Vec<&str> = chosen.iter().map(|&(t, c)| self.tables[t].columns[c].name.as_str()).collect();
         let mut focus = Focus::default();
-        let mut out = Schema::default();
+        let mut out = Schema { strangers_left_out: self.strangers(), ..Schema::default() };
         for (ti, t) in self.tables.iter().enumerate() {
             if !tables.contains(&ti) {
                 continue;
