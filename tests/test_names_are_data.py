@@ -171,6 +171,18 @@ def test_a_bare_name_is_never_read_as_an_untrusted_owners_table(connect, mock):
         conn.execute("DROP SCHEMA IF EXISTS nd_sales CASCADE")
 
 
+def asked(conn, mock, question):
+    """Asks `question` (its answer may fail: two tables of one name, neither on the path) and
+    returns the trace and every prompt sent with the trace, as one text: what was shown."""
+    mock.reset()
+    try:
+        conn.execute("SELECT nl2sql(%s)", (question,))
+    except errors.Error:
+        pass
+    trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+    return trace, "\n".join(prompts(mock)) + json.dumps(trace)
+
+
 def test_a_strangers_rows_and_enum_labels_never_reach_a_prompt(connect, mock):
     """Another role's table off the search path, granted to everyone, is shown by its name and
     columns only: no value sampled from her rows and no label of her enum type reaches a prompt
@@ -192,13 +204,7 @@ def test_a_strangers_rows_and_enum_labels_never_reach_a_prompt(connect, mock):
             conn.execute("CREATE TABLE nd_shop.nd_tickets (id int, mood nd_aaa.nd_mood)")
             for mode in ("zero_shot", "full"):
                 conn.execute(f"SET nl2sql.mode = {mode}")
-                mock.reset()
-                try:  # the answer may fail (two tables of that name, neither on the path): the prompts are what is asked
-                    conn.execute("SELECT nl2sql('[names-members] How many members are there?')")
-                except errors.Error:
-                    pass
-                trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
-                seen = "\n".join(prompts(mock)) + json.dumps(trace)
+                trace, seen = asked(conn, mock, "[names-members] How many members are there?")
                 assert "nd_aaa.nd_members" in trace["schema"], trace["schema"]  # shown, by name
                 assert "nd_tickets" in trace["schema"], trace["schema"]
                 for hers in ("nd_pick_me_label", "nd_other_label", "nd_planted_town"):
@@ -229,13 +235,7 @@ def test_a_strangers_indexed_values_never_reach_a_prompt_her_table_is_left_out_o
             # Room for her table, then none (a tight budget cuts hers first).
             for budget in ("3000", "100"):
                 conn.execute(f"SET nl2sql.schema_max_tokens = {budget}")
-                mock.reset()
-                try:
-                    conn.execute("SELECT nl2sql('[names-members] How many members live in nd_quillbay?')")
-                except errors.Error:
-                    pass
-                trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
-                seen = "\n".join(prompts(mock)) + json.dumps(trace)
+                _, seen = asked(conn, mock, "[names-members] How many members live in nd_quillbay?")
                 assert "Quillbay" not in seen, f"budget {budget}: her value reached a prompt or the trace"
             conn.execute("RESET nl2sql.schema_max_tokens")
     finally:
