@@ -48,6 +48,23 @@ AS $$
     SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER
 $$;
 
+-- Whether `role` takes objects `owner` owns for the database's own words: the role itself, the
+-- database's owner, or a superuser (not a role `role` is a member of: before PostgreSQL 15 any
+-- role may grant herself to another, and a CREATEROLE role is a member of those it created; nor
+-- the owner of an object on the search path, where before PostgreSQL 15 anyone could create
+-- one). What an owner it does not trust put off the caller's search path (a table, an enum type,
+-- a domain) is her text: the schema prompt shows such a table by name and columns only, and no
+-- enum label or type name of hers (sql/introspect/schema.sql, the value search).
+CREATE FUNCTION nl2sql._trusts(role oid, owner oid)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL RESTRICTED
+AS $$
+    SELECT owner OPERATOR(pg_catalog.=) role
+           OR owner OPERATOR(pg_catalog.=) (SELECT d.datdba FROM pg_catalog.pg_database d
+                                            WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+           OR coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) owner), false)
+$$;
+
 CREATE FUNCTION nl2sql._one_line(t text)
 RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE

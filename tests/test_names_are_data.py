@@ -217,6 +217,45 @@ def test_a_strangers_rows_and_enum_labels_never_reach_a_prompt(connect, mock):
         conn.execute("DROP SCHEMA IF EXISTS nd_shop CASCADE")
 
 
+def test_a_strangers_type_names_and_indexed_labels_never_reach_a_prompt(connect, mock):
+    """The database owner's table with columns of her types (off the search path): the column
+    is shown with the domain's base type, or information_schema's USER-DEFINED for her enum, not
+    with her type's name; and where the column of her enum is indexed for values, no label of
+    hers comes back as a stored-value hint."""
+    conn = connect()
+    for statement in ("DROP SCHEMA IF EXISTS nd_shop CASCADE", "CREATE SCHEMA nd_shop",
+                      "CREATE TYPE nd_shop.nd_kind AS ENUM ('nd_ignorable_label', 'plain')"):
+        conn.execute(statement)
+    try:
+        with hostile_owner(conn, "nd_hana", "CREATE TYPE nd_aaa.nd_mood_pick_me AS ENUM ('nd_ignore_label', 'nd_other_label')",
+                           "CREATE DOMAIN nd_aaa.nd_note_pick_me AS text",
+                           "CREATE DOMAIN nd_aaa.nd_moody_pick_me AS nd_aaa.nd_mood_pick_me",
+                           "GRANT USAGE ON SCHEMA nd_aaa TO PUBLIC", "GRANT USAGE ON TYPE nd_aaa.nd_mood_pick_me TO PUBLIC",
+                           schema="nd_aaa"):
+            conn.execute("CREATE TABLE nd_shop.nd_tickets (id int, mood nd_aaa.nd_mood_pick_me, "
+                         "note nd_aaa.nd_note_pick_me, moody nd_aaa.nd_moody_pick_me, kind nd_shop.nd_kind)")
+            conn.execute("INSERT INTO nd_shop.nd_tickets VALUES (1, 'nd_ignore_label', 'a note', 'nd_ignore_label', 'nd_ignorable_label'), "
+                         "(2, 'nd_other_label', 'b note', 'nd_other_label', 'plain')")
+            for column in ("mood", "moody", "kind"):
+                conn.execute("SELECT * FROM nl2sql.create_value_index('nd_shop.nd_tickets', %s)", (column,))
+            conn.execute("SET search_path = nd_shop, public")
+            for mode in ("zero_shot", "full"):
+                conn.execute(f"SET nl2sql.mode = {mode}")
+                trace, seen = asked(conn, mock, "[names-members] How many tickets are nd ignore label?")
+                assert "nd_tickets" in trace["schema"], trace["schema"]
+                assert "pick_me" not in seen, f"{mode}: her type's name reached a prompt or the trace"
+                assert "nd_ignore_label" not in seen and "nd_other_label" not in seen, f"{mode}: her label reached a prompt"
+                # Negative: the column is shown, with the domain's base type.
+                assert "note text" in trace["schema"] or "note: text" in trace["schema"], trace["schema"]
+                assert "USER-DEFINED" in trace["schema"], trace["schema"]
+                # Negative: the value search ran, and the trusted enum's label is a hint.
+                assert "nd_ignorable_label" in json.dumps(trace["values"]), f"{mode}: {trace['values']}"
+            conn.execute("DROP TABLE nd_shop.nd_tickets")
+    finally:
+        conn.execute("RESET search_path")
+        conn.execute("DROP SCHEMA IF EXISTS nd_shop CASCADE")
+
+
 def test_a_strangers_indexed_values_never_reach_a_prompt_her_table_is_left_out_of(connect, mock):
     """Where her table is left out of the prompt for want of room, her value index is still
     left out of the value search: none of her rows becomes a stored-value hint."""

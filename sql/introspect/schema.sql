@@ -4,14 +4,8 @@
 -- Besides the declared keys: relationships a DBA confirmed, and ($1) those and the keys
 -- profiling inferred, from the views that show only what the caller may read (relationships.sql).
 WITH trusted AS (
-    -- the owners the caller trusts: a superuser, the database's owner or the caller (not a
-    -- role the caller is a member of: before PostgreSQL 15 any role may grant herself to
-    -- another, and a CREATEROLE role is a member of those it created; nor the owner of a
-    -- table on the search path, where before PostgreSQL 15 anyone could create one)
-    SELECT d.datdba AS role FROM pg_catalog.pg_database d
-    WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()
-    UNION SELECT nl2sql._me()
-    UNION SELECT ro.oid FROM pg_catalog.pg_roles ro WHERE ro.rolsuper
+    -- the owners the caller trusts (sql/may_read.sql)
+    SELECT ro.oid AS role FROM pg_catalog.pg_roles ro WHERE nl2sql._trusts((SELECT nl2sql._me()), ro.oid)
 ), listed AS (
     SELECT c.oid, n.nspname, c.relname, c.relkind, c.reltuples,
            CASE WHEN pg_catalog.pg_table_is_visible(c.oid) THEN pg_catalog.quote_ident(c.relname)
@@ -55,21 +49,29 @@ WITH trusted AS (
 ), cols AS (
     SELECT a.attrelid, a.attnum, a.attname,
            pg_catalog.quote_ident(a.attname) AS ident,
-           pg_catalog.format_type(a.atttypid, a.atttypmod) AS data_type,
+           -- the name of a type off the search path whose owner the caller does not trust is
+           -- her words: a domain's base type's name where that one is trusted, else
+           -- information_schema's word for it
+           CASE WHEN tt.trusted THEN pg_catalog.format_type(a.atttypid, a.atttypmod)
+                WHEN t.typtype OPERATOR(pg_catalog.=) 'd' AND bt.trusted THEN pg_catalog.format_type(t.typbasetype, t.typtypmod)
+                ELSE 'USER-DEFINED' END AS data_type,
            t.typcategory AS category,
            -- a NOT NULL constraint not yet validated (PostgreSQL 18) still lets old rows hold NULL
            a.attnotnull AND nv.conrelid IS NULL AS not_null,
            CASE WHEN NOT r.stranger THEN pg_catalog.substr(cd.description, 1, 1000) END AS comment,
            -- a stranger's enum labels are her words too (rels), and so are those of an enum type
            -- off the search path whose owner the caller does not trust, on whoever's table
-           CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'e' AND NOT r.stranger
-                 AND (pg_catalog.pg_type_is_visible(t.oid)
-                      OR EXISTS (SELECT FROM trusted tr WHERE tr.role OPERATOR(pg_catalog.=) t.typowner)) THEN
+           CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'e' AND NOT r.stranger AND tt.trusted THEN
                 (SELECT pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)
                  FROM pg_catalog.pg_enum e WHERE e.enumtypid OPERATOR(pg_catalog.=) t.oid) END AS enum_values
     FROM pg_catalog.pg_attribute a
     JOIN rels r ON r.oid OPERATOR(pg_catalog.=) a.attrelid
     JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid
+    CROSS JOIN LATERAL (SELECT pg_catalog.pg_type_is_visible(t.oid)
+                               OR EXISTS (SELECT FROM trusted tr WHERE tr.role OPERATOR(pg_catalog.=) t.typowner) AS trusted) tt
+    LEFT JOIN LATERAL (SELECT pg_catalog.pg_type_is_visible(b.oid)
+                              OR EXISTS (SELECT FROM trusted tr WHERE tr.role OPERATOR(pg_catalog.=) b.typowner) AS trusted
+                       FROM pg_catalog.pg_type b WHERE b.oid OPERATOR(pg_catalog.=) t.typbasetype) bt ON true
     LEFT JOIN pg_catalog.pg_description cd
            ON cd.objoid OPERATOR(pg_catalog.=) a.attrelid AND cd.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass AND cd.objsubid OPERATOR(pg_catalog.=) a.attnum
     LEFT JOIN (SELECT DISTINCT nn.conrelid, nn.conkey[1] AS attnum FROM pg_catalog.pg_constraint nn

@@ -68,11 +68,12 @@ pub struct Found {
     pub score: f32,
 }
 
-/// The indexed columns `caller` may read, built by the embedder in use. Read as the owner.
-fn searchable(caller: pg_sys::Oid, embedder_id: &str) -> Vec<Searchable> {
+/// The indexed columns `caller` may read, built by the embedder in use, but none of the
+/// types of `strangers_enums` (or domains over them). Read as the owner.
+fn searchable(caller: pg_sys::Oid, embedder_id: &str, strangers_enums: Vec<pg_sys::Oid>) -> Vec<Searchable> {
     spi::rows(
         include_str!("../../../sql/queries/values_search_searchable.sql"),
-        &[caller.into(), embedder_id.into()],
+        &[caller.into(), embedder_id.into(), DatumWithOid::from(strangers_enums)],
         |r| {
             Some(Searchable {
                 id: r.get::<i32>(1).ok()??,
@@ -130,7 +131,10 @@ impl Store {
         let embedder = embedder::current();
         let id = embedder.id();
         notice_restored(caller);
-        let columns = owner::as_owner(|| searchable(caller, &id)).into_iter().map(|c| (c.id as u32, c)).collect();
+        // Read as the caller: her search_path decides which types are visible.
+        let strangers_enums: Vec<pg_sys::Oid> =
+            spi::read(include_str!("../../../sql/queries/values_search_strangers_enums.sql"), &[]).unwrap_or_default();
+        let columns = owner::as_owner(|| searchable(caller, &id, strangers_enums)).into_iter().map(|c| (c.id as u32, c)).collect();
         Store { columns, embedder, vectors: HashMap::new() }
     }
 
