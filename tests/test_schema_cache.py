@@ -3,6 +3,8 @@ the cache's key is the catalog version's rows the reader's snapshot sees (sql/dd
 Before, the version was a sequence bumped as the command ran, so a session that read the
 catalog while a DDL transaction was still open kept what it saw under the new version, until
 the next DDL. Samples are off (nl2sql.privacy) so that a reader never waits on the DDL's lock."""
+import threading
+
 import pytest
 from psycopg import errors
 
@@ -319,6 +321,27 @@ def test_a_revoke_reaches_a_transaction_that_began_before_it(probe):
         admin.execute("REVOKE SELECT ON cache_probe FROM cache_reader")
         assert "cache_probe" not in shown(r)
         r.execute("COMMIT")
+        r.execute("RESET ROLE")
+
+
+def test_a_revoke_reaches_the_next_row_of_the_statement_that_asks(probe):
+    """A statement that asks for many rows runs its read-only queries with the snapshot it began
+    with, which does not see a REVOKE committed while it runs; the key reads the catalog as
+    committed now, so the row after the REVOKE no longer shows the table."""
+    admin, session = probe
+    with scratch_role(admin, "cache_reader", "GRANT SELECT ON cache_probe TO cache_reader"):
+        r = session()
+        r.execute("SET ROLE cache_reader")
+        assert "cache_probe" in shown(r)  # cached before the statement begins
+        revoke = threading.Timer(1.0, lambda: admin.execute("REVOKE SELECT ON cache_probe FROM cache_reader"))
+        revoke.start()
+        try:
+            rows = r.execute("SELECT n, nl2sql.schema_prompt() FROM (SELECT 1 AS n UNION ALL SELECT 2 FROM pg_sleep(3)) s").fetchall()
+        finally:
+            revoke.join()
+        assert [n for n, _ in rows] == [1, 2]
+        assert "cache_probe" in rows[0][1]
+        assert "cache_probe" not in rows[1][1], rows[1][1]
         r.execute("RESET ROLE")
 
 

@@ -1,7 +1,7 @@
 //! The schema the calling role may see, from sql/introspect/*.sql, with sampled column
 //! statistics cached per backend.
 
-use crate::pg::sandbox;
+use crate::pg::{sandbox, spi};
 use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::schema::{ColumnStats, Detail, Schema, Table};
 use pgrx::datum::DatumWithOid;
@@ -88,9 +88,13 @@ fn text_query(sql: &str, args: &[DatumWithOid]) -> Option<String> {
 
 /// Runs an introspection query with the Catalog policy: it runs under the caller's
 /// search_path, and whatever operator or function that path might resolve to that is not a
-/// system one is refused rather than run.
+/// system one is refused rather than run. Under read committed it reads the catalog as
+/// committed now: a statement that asks for many rows (`SELECT nl2sql(q) FROM questions`) and
+/// has no transaction ID runs read-only queries with the snapshot it began with, which does
+/// not see a REVOKE committed since (privileges are checked as they are now), so the key would
+/// keep serving the schema cached before it. (Under repeatable read nothing is cached.)
 fn introspect(sql: &str, args: &[DatumWithOid]) -> Result<Option<String>, Report> {
-    Ok(sandbox::catalog(|| text_query(sql, args)))
+    Ok(sandbox::catalog(|| if snapshot_isolation() { text_query(sql, args) } else { spi::now(|| text_query(sql, args)) }))
 }
 
 /// The schema the current role may SELECT from, as the prompts show it (within

@@ -39,11 +39,16 @@ pub fn rows<T>(sql: &str, args: &[DatumWithOid], row: impl Fn(&SpiHeapTupleData)
 /// read-only then, and a read-only SPI query runs with the snapshot pushed here; otherwise SPI
 /// takes the transaction's.
 pub fn rows_now<T>(sql: &str, args: &[DatumWithOid], row: impl Fn(&SpiHeapTupleData) -> Option<T>) -> Vec<T> {
-    // SAFETY: a snapshot pushed and popped around a read-only query; an error ends the
+    now(|| rows(sql, args, row))
+}
+
+/// Runs `f`, whose read-only queries read as committed now (see [`rows_now`]).
+pub fn now<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: a snapshot pushed and popped around read-only queries; an error ends the
     // (sub)transaction, whose abort pops it.
     unsafe {
         pg_sys::PushActiveSnapshot(pg_sys::GetLatestSnapshot());
-        let out = rows(sql, args, row);
+        let out = f();
         pg_sys::PopActiveSnapshot();
         out
     }
