@@ -66,8 +66,8 @@ CREATE FUNCTION nl2sql._trusts(role oid, owner oid)
 RETURNS boolean
 LANGUAGE sql STABLE PARALLEL RESTRICTED
 AS $$
-    SELECT owner OPERATOR(pg_catalog.=) role
-           OR owner OPERATOR(pg_catalog.=) (SELECT d.datdba FROM pg_catalog.pg_database d
-                                            WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-           OR coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) owner), false)
+    SELECT coalesce(owner OPERATOR(pg_catalog.=) role
+                    OR owner OPERATOR(pg_catalog.=) (SELECT d.datdba FROM pg_catalog.pg_database d
+                                                     WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                    OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) owner), false)
 $$;

@@ -59,10 +59,10 @@ CREATE FUNCTION nl2sql._trusts(role oid, owner oid)
 RETURNS boolean
 LANGUAGE sql STABLE PARALLEL RESTRICTED
 AS $$
-    SELECT owner OPERATOR(pg_catalog.=) role
-           OR owner OPERATOR(pg_catalog.=) (SELECT d.datdba FROM pg_catalog.pg_database d
-                                            WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-           OR coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) owner), false)
+    SELECT coalesce(owner OPERATOR(pg_catalog.=) role
+                    OR owner OPERATOR(pg_catalog.=) (SELECT d.datdba FROM pg_catalog.pg_database d
+                                                     WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                    OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) owner), false)
 $$;
 
 CREATE FUNCTION nl2sql._one_line(t text)
@@ -328,6 +328,29 @@ SELECT s.id, s.instruction, s.sql, s.relations, s.enabled, s.added_by::pg_catalo
 FROM nl2sql.instruction_store s
 WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
                   WHERE NOT nl2sql._may_read_all((SELECT nl2sql._me()), r.oid));
+
+-- sql/values.sql: the name of a type of an owner the table's owner does not trust is not a
+-- column's description (sql/may_read.sql)
+CREATE OR REPLACE FUNCTION nl2sql._column_description(rel oid, att int2)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- comments are cut (a sentence model reads 128 tokens; a huge one would be copied into
+    -- every column's row); substr reads only the slice it keeps of a stored comment
+    SELECT left(format('%s %s (%s)%s',
+                       c.relname, a.attname,
+                       CASE WHEN nl2sql._trusts(c.relowner, t.typowner) THEN format_type(a.atttypid, a.atttypmod)
+                            WHEN t.typtype = 'd' AND nl2sql._trusts(c.relowner, b.typowner) THEN format_type(t.typbasetype, t.typtypmod)
+                            ELSE 'USER-DEFINED' END,
+                       coalesce(': ' || substr(col_description(c.oid, a.attnum), 1, 1000), '')
+                       || coalesce(' (table: ' || substr(obj_description(c.oid, 'pg_class'), 1, 1000) || ')', '')),
+                2000)
+    FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+    JOIN pg_type t ON t.oid = a.atttypid
+    LEFT JOIN pg_type b ON b.oid = t.typbasetype
+    WHERE c.oid = rel AND a.attnum = att
+$$;
 
 -- sql/values.sql: PL/pgSQL warnings name tables and columns on one line (sql/render.sql)
 CREATE OR REPLACE FUNCTION nl2sql._values_changed()

@@ -230,13 +230,25 @@ def test_a_strangers_type_names_and_indexed_labels_never_reach_a_prompt(connect,
         with hostile_owner(conn, "nd_hana", "CREATE TYPE nd_aaa.nd_mood_pick_me AS ENUM ('nd_ignore_label', 'nd_other_label')",
                            "CREATE DOMAIN nd_aaa.nd_note_pick_me AS text",
                            "CREATE DOMAIN nd_aaa.nd_moody_pick_me AS nd_aaa.nd_mood_pick_me",
+                           "CREATE DOMAIN nd_aaa.nd_moodier_pick_me AS nd_aaa.nd_moody_pick_me",
                            "GRANT USAGE ON SCHEMA nd_aaa TO PUBLIC", "GRANT USAGE ON TYPE nd_aaa.nd_mood_pick_me TO PUBLIC",
                            schema="nd_aaa"):
+            # Her enum, her domain over text, her domains over her enum (one and two deep), the
+            # DBA's domain over her enum; and the DBA's own enum.
+            conn.execute("CREATE DOMAIN nd_shop.nd_dba_mood AS nd_aaa.nd_mood_pick_me")
             conn.execute("CREATE TABLE nd_shop.nd_tickets (id int, mood nd_aaa.nd_mood_pick_me, "
-                         "note nd_aaa.nd_note_pick_me, moody nd_aaa.nd_moody_pick_me, kind nd_shop.nd_kind)")
-            conn.execute("INSERT INTO nd_shop.nd_tickets VALUES (1, 'nd_ignore_label', 'a note', 'nd_ignore_label', 'nd_ignorable_label'), "
-                         "(2, 'nd_other_label', 'b note', 'nd_other_label', 'plain')")
-            for column in ("mood", "moody", "kind"):
+                         "note nd_aaa.nd_note_pick_me, moody nd_aaa.nd_moody_pick_me, moodier nd_aaa.nd_moodier_pick_me, "
+                         "dba_mood nd_shop.nd_dba_mood, kind nd_shop.nd_kind)")
+            conn.execute("INSERT INTO nd_shop.nd_tickets VALUES (1, 'nd_ignore_label', 'a note', 'nd_ignore_label', 'nd_ignore_label', "
+                         "'nd_ignore_label', 'nd_ignorable_label'), "
+                         "(2, 'nd_other_label', 'b note', 'nd_other_label', 'nd_other_label', 'nd_other_label', 'plain')")
+            # Column search embeds a description of each column: not her type's name either.
+            conn.execute("SELECT nl2sql._refresh_column_embeddings('nd_shop.nd_tickets'::regclass)")
+            described = [d for (d,) in conn.execute(
+                "SELECT description FROM nl2sql.column_embeddings WHERE relid = 'nd_shop.nd_tickets'::regclass")]
+            assert len(described) == 7 and not any("pick_me" in d for d in described), described
+            assert any(d.startswith("nd_tickets note (text)") for d in described), described
+            for column in ("mood", "moody", "moodier", "dba_mood", "kind"):
                 conn.execute("SELECT * FROM nl2sql.create_value_index('nd_shop.nd_tickets', %s)", (column,))
             conn.execute("SET search_path = nd_shop, public")
             for mode in ("zero_shot", "full"):
@@ -250,7 +262,14 @@ def test_a_strangers_type_names_and_indexed_labels_never_reach_a_prompt(connect,
                 assert "USER-DEFINED" in trace["schema"], trace["schema"]
                 # Negative: the value search ran, and the trusted enum's label is a hint.
                 assert "nd_ignorable_label" in json.dumps(trace["values"]), f"{mode}: {trace['values']}"
+            # Negative: with her schema on the caller's search path, her type is one the caller
+            # chose: its name is shown, and its labels are value hints like the DBA's own.
+            conn.execute("SET search_path = nd_shop, nd_aaa, public")
+            trace, _ = asked(conn, mock, "[names-members] How many tickets are nd ignore label?")
+            assert "nd_note_pick_me" in trace["schema"], trace["schema"]
+            assert "nd_ignore_label" in json.dumps(trace["values"]), trace["values"]
             conn.execute("DROP TABLE nd_shop.nd_tickets")
+            conn.execute("DROP DOMAIN nd_shop.nd_dba_mood")
     finally:
         conn.execute("RESET search_path")
         conn.execute("DROP SCHEMA IF EXISTS nd_shop CASCADE")

@@ -6,14 +6,12 @@ SELECT i.id, i.generation, i.relid::oid, a.attname::text,
 FROM nl2sql.value_index i
 JOIN pg_catalog.pg_attribute a ON a.attrelid = i.relid::pg_catalog.oid AND a.attnum = i.attnum
 JOIN pg_catalog.pg_class c ON c.oid = i.relid::pg_catalog.oid
-JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
-LEFT JOIN pg_catalog.pg_type b ON b.oid = t.typbasetype
 WHERE i.status IN ('ready', 'dirty') AND i.embedder = $2
   AND nl2sql._may_read_column($1, i.relid, i.attnum)
   AND (NOT c.relrowsecurity OR i.include_rls)
-  -- the labels of a stranger's enum type ($3: values_search_strangers_enums.sql), of a column
-  -- of that type or of a domain over it
-  AND NOT (t.oid = ANY ($3::pg_catalog.oid[]) OR coalesce(b.oid = ANY ($3::pg_catalog.oid[]), false))
+  -- no column of a stranger's enum type or of a domain over one ($3:
+  -- values_search_strangers_enums.sql): her labels
+  AND NOT a.atttypid = ANY ($3::pg_catalog.oid[])
   -- a restored index has no entries until it is built (values_search_restored.sql names it)
   AND nl2sql._entries(i.id, i.generation) IS NOT NULL
 ORDER BY i.id

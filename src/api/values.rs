@@ -124,7 +124,7 @@ mod nl2sql {
         k: i32,
     ) -> TableIterator<'static, (name!(relation, pg_sys::Oid), name!(column_name, String), name!(value, String), name!(score, f32))> {
         searchable(query);
-        let found = values::search_values(query, &[], &[], k.max(0) as usize, crate::gucs::value_threshold());
+        let found = values::search_values(query, &[], values::Scope::Everything, k.max(0) as usize, crate::gucs::value_threshold());
         TableIterator::new(found.into_iter().map(|f| (f.relid, f.column, f.value, f.score)))
     }
 

@@ -42,11 +42,15 @@ pub fn rows_now<T>(sql: &str, args: &[DatumWithOid], row: impl Fn(&SpiHeapTupleD
     now(|| rows(sql, args, row))
 }
 
-/// Runs `f`, whose read-only queries read as committed now (see [`rows_now`]).
+/// Runs `f`, whose read-only queries read as committed now (see [`rows_now`]). The backend's
+/// catalog caches, which privilege checks (has_table_privilege) read, take other sessions'
+/// committed changes first: they would otherwise take them only where a lock is newly taken,
+/// and a statement's second query takes none of the locks its first one holds.
 pub fn now<T>(f: impl FnOnce() -> T) -> T {
-    // SAFETY: a snapshot pushed and popped around read-only queries; an error ends the
-    // (sub)transaction, whose abort pops it.
+    // SAFETY: invalidation messages taken in, as a lock would; a snapshot pushed and popped
+    // around read-only queries; an error ends the (sub)transaction, whose abort pops it.
     unsafe {
+        pg_sys::AcceptInvalidationMessages();
         pg_sys::PushActiveSnapshot(pg_sys::GetLatestSnapshot());
         let out = f();
         pg_sys::PopActiveSnapshot();

@@ -58,7 +58,7 @@ impl Database for Sandboxed {
         if !gucs::use_values() || gucs::value_top_k() == 0 {
             return Vec::new();
         }
-        let found = values::search_values(text, skip, leave_out, gucs::value_top_k(), gucs::value_threshold());
+        let found = values::search_values(text, skip, values::Scope::Prompt(leave_out), gucs::value_top_k(), gucs::value_threshold());
         self.shown.extend(found.iter().map(|f| f.relid));
         found
             .into_iter()

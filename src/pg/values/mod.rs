@@ -14,7 +14,7 @@ mod search;
 pub use build::{create, create_in_schemas, drop};
 use build::rebuild;
 pub use refresh::refresh;
-pub use search::{closest_stored, search_columns, search_values, take_skipped, visible_name};
+pub use search::{closest_stored, search_columns, search_values, take_skipped, visible_name, Scope};
 
 use crate::gucs;
 use crate::pg::{errors, owner, relation, sandbox, spi};

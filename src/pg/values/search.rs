@@ -126,15 +126,37 @@ fn notice_restored(caller: pg_sys::Oid) {
     );
 }
 
+/// Whose columns a search reads.
+#[derive(Clone, Copy)]
+pub enum Scope<'a> {
+    /// nl2sql.search_values(): every indexed column the caller may read.
+    Everything,
+    /// What a prompt shows: none of these tables (strangers': core's Table::is_strangers), left
+    /// out before the ranking so that none of hers takes the place of another's, and no column
+    /// of a stranger's enum type (or of a domain over one), whoever's table holds it.
+    Prompt(&'a [u32]),
+}
+
 impl Store {
-    fn new(caller: pg_sys::Oid) -> Store {
+    fn new(caller: pg_sys::Oid, scope: Scope) -> Store {
         let embedder = embedder::current();
         let id = embedder.id();
         notice_restored(caller);
         // Read as the caller: her search_path decides which types are visible.
-        let strangers_enums: Vec<pg_sys::Oid> =
-            spi::read(include_str!("../../../sql/queries/values_search_strangers_enums.sql"), &[]).unwrap_or_default();
-        let columns = owner::as_owner(|| searchable(caller, &id, strangers_enums)).into_iter().map(|c| (c.id as u32, c)).collect();
+        let strangers_enums: Vec<pg_sys::Oid> = match scope {
+            Scope::Everything => Vec::new(),
+            Scope::Prompt(_) => spi::read(include_str!("../../../sql/queries/values_search_strangers_enums.sql"), &[]).unwrap_or_else(|| {
+                crate::pg::errors::raise(&nl2sql_core::error::Report::new(
+                    nl2sql_core::error::SqlState::InternalError,
+                    "the enum types of untrusted owners could not be read",
+                ))
+            }),
+        };
+        let mut columns: HashMap<u32, Searchable> =
+            owner::as_owner(|| searchable(caller, &id, strangers_enums)).into_iter().map(|c| (c.id as u32, c)).collect();
+        if let Scope::Prompt(leave_out) = scope {
+            columns.retain(|_, c| !leave_out.contains(&u32::from(c.relid)));
+        }
         Store { columns, embedder, vectors: HashMap::new() }
     }
 
@@ -388,16 +410,14 @@ fn exists_as_caller(relid: pg_sys::Oid, column: &str, value: &str) -> bool {
 /// Values similar to the words of `query` in the columns the caller may read (the core's
 /// lookup: phrases and their other forms, HNSW and exact candidates, ranking, re-checks).
 /// `skip`: sorted words whose phrases are not looked up (the names of tables and columns);
-/// `leave_out`: tables whose columns are not searched (a stranger's: core's Table::is_strangers),
-/// left out before the ranking so that none of hers takes the place of another's.
-pub fn search_values(query: &str, skip: &[String], leave_out: &[u32], k: usize, threshold: f32) -> Vec<Found> {
+/// `scope`: whose columns are searched.
+pub fn search_values(query: &str, skip: &[String], scope: Scope, k: usize, threshold: f32) -> Vec<Found> {
     let phrases = retrieve::query_phrases_skipping(query, skip);
     if phrases.is_empty() || k == 0 {
         return vec![];
     }
     let words = retrieve::query_words(query, skip);
-    let mut store = Store::new(owner::caller());
-    store.columns.retain(|_, c| !leave_out.contains(&u32::from(c.relid)));
+    let mut store = Store::new(owner::caller(), scope);
     let columns = store.columns();
     let hits = lookup::search(&mut store, &phrases, &words, &columns, k, threshold);
     hits.into_iter()
@@ -417,7 +437,7 @@ pub fn take_skipped() -> Vec<String> {
 /// The stored value of an indexed column closest to `literal`, for the agent alignment
 /// (nl2sql_core::retrieval::lookup::closest decides); None when the column has no index the caller may use.
 pub fn closest_stored(relid: pg_sys::Oid, column: &str, literal: &str) -> Option<String> {
-    let mut store = Store::new(owner::caller());
+    let mut store = Store::new(owner::caller(), Scope::Prompt(&[]));
     let col = store.columns.values().find(|c| c.relid == relid && c.column == column).map(|c| lookup::Column { id: c.id as u32, recheck: c.recheck })?;
     let fuzzy = matches!(store.embedder, Embedder::Builtin);
     lookup::closest(&mut store, &col, literal, fuzzy)
