@@ -352,6 +352,16 @@ AS $$
     WHERE c.oid = rel AND a.attnum = att
 $$;
 
+-- Descriptions stored under 0.2.0 that named such a type are written again; a vector embedded
+-- from one is embedded again by the next nl2sql.refresh_value_indexes() (the built-in embedder
+-- reads names only).
+UPDATE nl2sql.column_embeddings e
+SET description = nl2sql._column_description(e.relid, e.attnum),
+    embedding = NULL,
+    embedder = CASE WHEN e.embedding IS NULL THEN e.embedder ELSE 'pending' END
+WHERE nl2sql._column_description(e.relid, e.attnum) IS NOT NULL
+  AND e.description IS DISTINCT FROM nl2sql._column_description(e.relid, e.attnum);
+
 -- sql/values.sql: PL/pgSQL warnings name tables and columns on one line (sql/render.sql)
 CREATE OR REPLACE FUNCTION nl2sql._values_changed()
 RETURNS trigger

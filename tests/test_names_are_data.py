@@ -250,6 +250,9 @@ def test_a_strangers_type_names_and_indexed_labels_never_reach_a_prompt(connect,
             assert any(d.startswith("nd_tickets note (text)") for d in described), described
             for column in ("mood", "moody", "moodier", "dba_mood", "kind"):
                 conn.execute("SELECT * FROM nl2sql.create_value_index('nd_shop.nd_tickets', %s)", (column,))
+            built = dict(conn.execute("SELECT column_name::text, status FROM nl2sql.value_indexes "
+                                      "WHERE relation = 'nd_shop.nd_tickets'::regclass").fetchall())
+            assert built == {c: "ready" for c in ("mood", "moody", "moodier", "dba_mood", "kind")}, built
             conn.execute("SET search_path = nd_shop, public")
             for mode in ("zero_shot", "full"):
                 conn.execute(f"SET nl2sql.mode = {mode}")

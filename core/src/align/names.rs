@@ -157,7 +157,8 @@ pub(super) fn fix_values(schema: &Schema, sc: &Scope, stmt: &mut Statement, valu
         let (Some((t, c)), Some(old)) = (resolve(schema, sc, col), string_literal(lit).map(str::to_string)) else { return };
         let table = &schema.tables[t];
         let column = &table.columns[c];
-        if !matches!(column.category.as_str(), "S" | "E" | "") {
+        // A stranger's stored values are her words: none is written into a query.
+        if !matches!(column.category.as_str(), "S" | "E" | "") || table.is_strangers() {
             return;
         }
         // Every value of the column is known from the statistics: no index needed.

@@ -610,6 +610,18 @@ fn agent_fixes_values() {
     let a = run("SELECT name FROM singer WHERE country = 'france' OR country IN ('UNITED STATES', 'France')");
     assert_eq!(a.sql, "SELECT name FROM singer WHERE country = 'France' OR country IN ('United States', 'France')");
     assert_eq!(a.fired.len(), 2);
+    // A stranger's table (off the search path, an owner not trusted): her stored values are
+    // never written into a query; trusted, the same table's are.
+    let mut s = star_schema();
+    let singer = s.tables.iter_mut().find(|t| t.name == "singer").expect("singer");
+    singer.ident = "mal.singer".into();
+    singer.schema = "mal".into();
+    for trusted in [false, true] {
+        s.tables.iter_mut().find(|t| t.name == "singer").expect("singer").owner_trusted = trusted;
+        let a = align("SELECT name FROM mal.singer WHERE country = 'france'", &s, Context::default(), &mut Index, Rules::ALL);
+        let fixed = a.sql.contains("'France'");
+        assert_eq!(fixed, trusted, "{trusted}: {a:?}");
+    }
 }
 
 #[test]

@@ -58,6 +58,8 @@ struct Searchable {
     column: String,
     /// Results must be re-checked against the table, as the caller (dirty index, or RLS).
     recheck: bool,
+    /// The column's type.
+    type_oid: pg_sys::Oid,
 }
 
 /// A value found for a query.
@@ -68,12 +70,11 @@ pub struct Found {
     pub score: f32,
 }
 
-/// The indexed columns `caller` may read, built by the embedder in use, but none of the
-/// types of `strangers_enums` (or domains over them). Read as the owner.
-fn searchable(caller: pg_sys::Oid, embedder_id: &str, strangers_enums: Vec<pg_sys::Oid>) -> Vec<Searchable> {
+/// The indexed columns `caller` may read, built by the embedder in use. Read as the owner.
+fn searchable(caller: pg_sys::Oid, embedder_id: &str) -> Vec<Searchable> {
     spi::rows(
         include_str!("../../../sql/queries/values_search_searchable.sql"),
-        &[caller.into(), embedder_id.into(), DatumWithOid::from(strangers_enums)],
+        &[caller.into(), embedder_id.into()],
         |r| {
             Some(Searchable {
                 id: r.get::<i32>(1).ok()??,
@@ -81,6 +82,7 @@ fn searchable(caller: pg_sys::Oid, embedder_id: &str, strangers_enums: Vec<pg_sy
                 relid: r.get::<pg_sys::Oid>(3).ok()??,
                 column: r.get::<String>(4).ok()??,
                 recheck: r.get::<bool>(5).ok()??,
+                type_oid: r.get::<pg_sys::Oid>(6).ok()??,
             })
         },
     )
@@ -137,25 +139,33 @@ pub enum Scope<'a> {
     Prompt(&'a [u32]),
 }
 
+/// Of `types`, those whose labels are a stranger's words (values_search_strangers_enums.sql).
+/// Read as the caller: her search_path decides which types are visible.
+fn strangers_enums(mut types: Vec<pg_sys::Oid>) -> Vec<pg_sys::Oid> {
+    types.sort_unstable_by_key(|o| u32::from(*o));
+    types.dedup();
+    if types.is_empty() {
+        return types;
+    }
+    spi::read(include_str!("../../../sql/queries/values_search_strangers_enums.sql"), &[DatumWithOid::from(types)]).unwrap_or_else(|| {
+        crate::pg::errors::raise(&nl2sql_core::error::Report::new(
+            nl2sql_core::error::SqlState::InternalError,
+            "the enum types of untrusted owners could not be read",
+        ))
+    })
+}
+
 impl Store {
     fn new(caller: pg_sys::Oid, scope: Scope) -> Store {
         let embedder = embedder::current();
         let id = embedder.id();
         notice_restored(caller);
-        // Read as the caller: her search_path decides which types are visible.
-        let strangers_enums: Vec<pg_sys::Oid> = match scope {
-            Scope::Everything => Vec::new(),
-            Scope::Prompt(_) => spi::read(include_str!("../../../sql/queries/values_search_strangers_enums.sql"), &[]).unwrap_or_else(|| {
-                crate::pg::errors::raise(&nl2sql_core::error::Report::new(
-                    nl2sql_core::error::SqlState::InternalError,
-                    "the enum types of untrusted owners could not be read",
-                ))
-            }),
-        };
         let mut columns: HashMap<u32, Searchable> =
-            owner::as_owner(|| searchable(caller, &id, strangers_enums)).into_iter().map(|c| (c.id as u32, c)).collect();
+            owner::as_owner(|| searchable(caller, &id)).into_iter().map(|c| (c.id as u32, c)).collect();
         if let Scope::Prompt(leave_out) = scope {
             columns.retain(|_, c| !leave_out.contains(&u32::from(c.relid)));
+            let hers = strangers_enums(columns.values().map(|c| c.type_oid).collect());
+            columns.retain(|_, c| !hers.contains(&c.type_oid));
         }
         Store { columns, embedder, vectors: HashMap::new() }
     }
