@@ -331,7 +331,8 @@ WHERE NOT EXISTS (SELECT FROM pg_catalog.unnest(s.relations) AS r(oid)
 
 -- sql/values.sql: the name of a type of an owner the table's owner does not trust is not a
 -- column's description (sql/may_read.sql)
-CREATE OR REPLACE FUNCTION nl2sql._column_description(rel oid, att int2)
+DROP FUNCTION nl2sql._column_description(oid, int2);
+CREATE FUNCTION nl2sql._column_description(rel oid, att int2)
 RETURNS text
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp

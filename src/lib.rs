@@ -27,7 +27,8 @@ extension_sql_file!("../sql/render.sql", name = "render", requires = ["bootstrap
 extension_sql_file!("../sql/introspect/column_stats.sql", name = "column_stats", requires = ["may_read"]);
 // Before values.sql: its event triggers call nl2sql._ddl_changed from the next command on.
 extension_sql_file!("../sql/ddl_log.sql", name = "ddl_log", requires = ["render"]);
-extension_sql_file!("../sql/values.sql", name = "values", requires = ["may_read", "render", "ddl_log"]);
+extension_sql_file!("../sql/column_description.sql", name = "column_description", requires = ["may_read"]);
+extension_sql_file!("../sql/values.sql", name = "values", requires = ["may_read", "render", "ddl_log", "column_description"]);
 extension_sql_file!("../sql/values_saved.sql", name = "values_saved", requires = ["values"]);
 extension_sql_file!("../sql/examples.sql", name = "examples", requires = ["may_read"]);
 extension_sql_file!("../sql/examples_builtin.sql", name = "examples_builtin", requires = ["examples", _example_key]);
