@@ -357,11 +357,13 @@ $$;
 -- from one is embedded again by the next nl2sql.refresh_value_indexes() (the built-in embedder
 -- reads names only).
 UPDATE nl2sql.column_embeddings e
-SET description = nl2sql._column_description(e.relid, e.attnum),
+SET description = n.description,
     embedding = NULL,
     embedder = CASE WHEN e.embedding IS NULL THEN e.embedder ELSE 'pending' END
-WHERE nl2sql._column_description(e.relid, e.attnum) IS NOT NULL
-  AND e.description IS DISTINCT FROM nl2sql._column_description(e.relid, e.attnum);
+FROM (SELECT relid, attnum, nl2sql._column_description(relid, attnum) AS description
+      FROM nl2sql.column_embeddings) n
+WHERE n.relid = e.relid AND n.attnum = e.attnum
+  AND n.description IS NOT NULL AND n.description IS DISTINCT FROM e.description;
 
 -- sql/values.sql: PL/pgSQL warnings name tables and columns on one line (sql/render.sql)
 CREATE OR REPLACE FUNCTION nl2sql._values_changed()
