@@ -17,11 +17,21 @@ nl2sql.compare_results(), and replays a few selection rules on the same groups:
 
 Prints EX for each and, with --show, the questions where some candidate was right and the vote
 was not. Nothing here changes the product: it tells which rule to try in it.
+
+--samples N keeps only the first N samples the model was asked for (round 0, in the order
+asked) and the corrections of those: what a smaller nl2sql.candidates would have chosen among
+the same answers ("recorded" stays the run's own). A question where none of them ran with rows
+is counted apart: there the smaller n would have run a correction round, which is not replayed.
 """
 import argparse
 import json
 
 import psycopg
+
+
+def groups_with_rows(cands):
+    """Whether some candidate of the run returned rows."""
+    return any(c.get("ok") and (c.get("rows") or 0) > 0 for c in cands)
 
 
 def main():
@@ -30,6 +40,7 @@ def main():
     ap.add_argument("--host", default="/tmp/nl2sql-eval")
     ap.add_argument("--port", type=int, default=55440)
     ap.add_argument("--show", action="store_true")
+    ap.add_argument("--samples", type=int, help="keep only the first N samples and their corrections")
     args = ap.parse_args()
     conns = {}
 
@@ -58,6 +69,7 @@ def main():
 
     totals = {"recorded": 0, "vote-earliest": 0, "first": 0, "generators": 0, "empty-majority": 0, "oracle": 0}
     n = 0
+    no_rows = 0
     for line in open(args.results):
         rec = json.loads(line)
         if rec.get("error") and not rec.get("candidates"):
@@ -67,16 +79,23 @@ def main():
         db = rec["db"]
         cands = rec.get("candidates") or []
         finals = {}
-        # A failed candidate answers through its correction: the sample's final candidate.
-        for i, c in enumerate(cands):
+        roots = {}
+        for i in range(len(cands)):
             root = i
             while cands[root].get("corrects") is not None:
                 root = cands[root]["corrects"]
-            if c.get("ok"):
-                finals[root] = i if c.get("duplicate_of") is None else c["duplicate_of"]
+            roots[i] = root
+        kept = set(range(len(cands)))
+        if args.samples is not None:
+            samples = [i for i, c in enumerate(cands) if c.get("round") == 0][:args.samples]
+            kept = {i for i in kept if roots[i] in samples}
+        # A failed candidate answers through its correction: the sample's final candidate.
+        for i, c in enumerate(cands):
+            if c.get("ok") and i in kept:
+                finals[roots[i]] = i if c.get("duplicate_of") is None else c["duplicate_of"]
         groups = []  # [key, [candidate indexes], weight, right]
         for i, c in enumerate(cands):
-            if not c.get("ok") or c.get("duplicate_of") is not None:
+            if not c.get("ok") or c.get("duplicate_of") is not None or i not in kept:
                 continue
             sql = c.get("aligned") or c.get("sql")
             r = rows(db, sql)
@@ -96,6 +115,8 @@ def main():
                 groups.append([key, [i], weight, right(db, rec["gold"], sql), gens])
         oracle = any(g[3] for g in groups)
         nonempty = lambda g: g[0][1] > 0
+        if args.samples is not None and groups_with_rows(cands) and not any(nonempty(g) for g in groups):
+            no_rows += 1
         vote = sorted(groups, key=lambda g: (not nonempty(g), -g[2], min(g[1])))
         first = sorted(groups, key=lambda g: (not nonempty(g), min(g[1])))
         by_gens = sorted(groups, key=lambda g: (not nonempty(g), -len(g[4]), -g[2], min(g[1])))
@@ -113,6 +134,8 @@ def main():
                 c = cands[g[1][0]]
                 print(f"  {'RIGHT' if g[3] else 'wrong'} w={g[2]} g={len(g[4])} rows={g[0][1]} cands={g[1]} gen={[cands[i].get('generator') for i in g[1]]} {(c.get('aligned') or c.get('sql'))[:160]!r}")
     print(f"{n} questions")
+    if args.samples is not None:
+        print(f"  the first {args.samples} samples left no rows where all had some: {no_rows} (a correction round would have run)")
     for k, v in totals.items():
         print(f"  {k:15} {v:4} {100.0 * v / max(n, 1):5.1f} %")
 
