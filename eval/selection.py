@@ -20,8 +20,9 @@ was not. Nothing here changes the product: it tells which rule to try in it.
 
 --samples N keeps only the first N samples the model was asked for (round 0, in the order
 asked) and the corrections of those: what a smaller nl2sql.candidates would have chosen among
-the same answers ("recorded" stays the run's own). A question where none of them ran with rows
-is counted apart: there the smaller n would have run a correction round, which is not replayed.
+the same answers ("recorded" stays the run's own). The questions where none of them returned
+rows in the run, and some other candidate did, are counted too (they stay in the totals): there
+the smaller n would have run a correction round, which is not replayed.
 """
 import argparse
 import json
@@ -115,7 +116,8 @@ def main():
                 groups.append([key, [i], weight, right(db, rec["gold"], sql), gens])
         oracle = any(g[3] for g in groups)
         nonempty = lambda g: g[0][1] > 0
-        if args.samples is not None and groups_with_rows(cands) and not any(nonempty(g) for g in groups):
+        # Compared on the run's own row counts on both sides (today's data may differ).
+        if args.samples is not None and groups_with_rows(cands) and not groups_with_rows([cands[i] for i in kept]):
             no_rows += 1
         vote = sorted(groups, key=lambda g: (not nonempty(g), -g[2], min(g[1])))
         first = sorted(groups, key=lambda g: (not nonempty(g), min(g[1])))
