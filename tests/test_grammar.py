@@ -62,6 +62,16 @@ def test_the_grammar_holds_only_what_the_role_may_read(connect, mock):
         admin.execute("DROP TABLE IF EXISTS gr_items, gr_secret")
 
 
+def test_on_by_default_in_llama_cpps_form(connect, mock):
+    db = connect()
+    db.execute("CREATE TEMP TABLE gr_items (id int)")
+    db.execute("SET nl2sql.mode = zero_shot")
+    db.execute("SELECT nl2sql('[grammar] How many items?')")
+    assert db.execute("SHOW nl2sql.grammar").fetchone()[0] == "auto"
+    body = chat_requests(mock)[0]["body"]
+    assert well_formed(body["grammar"]) and "structured_outputs" not in body
+
+
 def test_the_endpoints_form_and_off(connect, mock):
     db = connect()
     db.execute("CREATE TEMP TABLE gr_items (id int)")

@@ -53,7 +53,7 @@ settings! {
         c"nl2sql.llm_n", Userset, GucFlags::default(),
         c"Whether the candidates of a wave are asked for in one request (OpenAI's n parameter).",
         c"An endpoint that refuses n (llama.cpp's server) or ignores it is sent one request per candidate, and no n again in this session.";
-    LLM_GRAMMAR: choice(Grammar) = Grammar::Off,
+    LLM_GRAMMAR: choice(Grammar) = Grammar::Auto,
         c"nl2sql.grammar", Userset, GucFlags::default(),
         c"Whether generation requests carry a grammar of the names the prompt shows: off, auto, llama_cpp or vllm.",
         c"auto and llama_cpp send llama.cpp's \"grammar\" field, vllm sends \"structured_outputs\": {\"grammar\": ...}; an endpoint that refuses it is asked again without, and after a refusal with HTTP 400 or 422 (the request then working without) not sent one again in this session.";
