@@ -3,9 +3,13 @@ import contextlib
 
 
 def prompts(mock):
-    """The text of every chat request the mock model received, one string per request."""
-    return ["\n".join(m["content"] for m in r["body"]["messages"]) for r in mock.requests()
-            if r["path"].endswith("/chat/completions")]
+    """The text of every chat request the mock model received, one string per request: its
+    messages and the grammar it carried (llama.cpp's or vLLM's field), which names what the
+    prompt shows and so must hide what the prompt hides."""
+    def text(body):
+        grammar = body.get("grammar") or (body.get("structured_outputs") or {}).get("grammar") or ""
+        return "\n".join([m["content"] for m in body["messages"]] + [grammar])
+    return [text(r["body"]) for r in mock.requests() if r["path"].endswith("/chat/completions")]
 
 
 @contextlib.contextmanager
