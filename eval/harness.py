@@ -40,7 +40,9 @@ BENCH = benchmarks.bench_dir("spider-pg")
 # Named settings for ablations; each names every setting it depends on, over DEFAULTS.
 # "zero-shot" is the foundation: one zero-shot generation from the full Open-SQL schema with
 # sampled values, and one correction round. "full" is the OpenSearch-SQL pipeline with the
-# extension's defaults; the "full-no-*" rows switch one stage off.
+# extension's defaults but the grammar, which DEFAULTS keeps off so that runs compare with those
+# before nl2sql.grammar defaulted to auto ("full-grammar" is what ships); the "full-no-*" rows
+# switch one stage off.
 DEFAULTS = {
     "nl2sql.mode": "full", "nl2sql.max_corrections": "1", "nl2sql.sample_rows": "1000",
     "nl2sql.use_values": "on", "nl2sql.use_extraction": "on", "nl2sql.extraction_min_tokens": "3000",

@@ -30,8 +30,8 @@ import json
 import psycopg
 
 
-def groups_with_rows(cands):
-    """Whether some candidate of the run returned rows."""
+def some_rows(cands):
+    """Whether some of these candidates returned rows in the run."""
     return any(c.get("ok") and (c.get("rows") or 0) > 0 for c in cands)
 
 
@@ -88,7 +88,7 @@ def main():
             roots[i] = root
         kept = set(range(len(cands)))
         if args.samples is not None:
-            samples = [i for i, c in enumerate(cands) if c.get("round") == 0][:args.samples]
+            samples = set([i for i, c in enumerate(cands) if c.get("round") == 0][:args.samples])
             kept = {i for i in kept if roots[i] in samples}
         # A failed candidate answers through its correction: the sample's final candidate.
         for i, c in enumerate(cands):
@@ -117,7 +117,7 @@ def main():
         oracle = any(g[3] for g in groups)
         nonempty = lambda g: g[0][1] > 0
         # Compared on the run's own row counts on both sides (today's data may differ).
-        if args.samples is not None and groups_with_rows(cands) and not groups_with_rows([cands[i] for i in kept]):
+        if args.samples is not None and some_rows(cands) and not some_rows([cands[i] for i in kept]):
             no_rows += 1
         vote = sorted(groups, key=lambda g: (not nonempty(g), -g[2], min(g[1])))
         first = sorted(groups, key=lambda g: (not nonempty(g), min(g[1])))
