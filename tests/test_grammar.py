@@ -109,6 +109,10 @@ HOSTILE = [
     'CREATE TABLE "gr_x"" | [^""]* | ""y" (id int, "a\\""b" text)',
     'CREATE TABLE "gr_new\nroot ::= [^x]*" (id int, "]) | sql | ([" text)',
     'GRANT SELECT ON "gr_x"" | [^""]* | ""y", "gr_new\nroot ::= [^x]*" TO PUBLIC',
+    # a carriage return, DEL, a line separator and an emoji in a table's name; a column named by
+    # one double quote, another by a backslash before a control character
+    'CREATE TABLE U&"gr_ctl\\000Dx\\007F\\2028\\+01F600" (id int, """" text, U&"bs\\\\\\0001" text)',
+    'GRANT SELECT ON U&"gr_ctl\\000Dx\\007F\\2028\\+01F600" TO PUBLIC',
 ]
 
 
@@ -125,3 +129,5 @@ def test_hostile_names_stay_inside_the_grammars_literals(connect, mock):
         assert all(heads.count(h) == 1 for h in ("root", "relation", "column", "qualifier", "colref")), heads
         # her line break, as the prompt writes it (U&"gr_new\000Aroot ..."), a backslash escaped
         assert "new\\\\000Aroot" in g, g
+        # the second table is there too, its control characters written as escapes
+        assert "gr_ctl" in g and "\r" not in g and "\u2028" not in g and "\x7f" not in g, g
