@@ -100,6 +100,7 @@ pub fn generate(job: &Job, schema: &Schema, mut seen_sql: HashSet<String>, llm: 
             // About 150 tokens a pair.
             max_tokens: job.per_table as u32 * 150 + 100,
             grammar: None,
+            reask: false,
         };
         let mut row = Generated { scope: name.clone(), ..Default::default() };
         match llm.chat(req) {

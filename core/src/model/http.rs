@@ -279,13 +279,18 @@ pub struct Reply {
 
 /// POSTs a JSON body on the calling thread, retrying 429 and 5xx within the endpoint's timeout.
 pub fn post_json(ep: &Endpoint, body: &str) -> Result<Reply, EndpointError> {
+    post_json_until(ep, body, Instant::now() + ep.timeout)
+}
+
+/// [`post_json`] within a `deadline` the caller keeps (a request sent again in the same call
+/// has what is left of the call's time, not a new timeout); a timeout error names the setting.
+pub fn post_json_until(ep: &Endpoint, body: &str, deadline: Instant) -> Result<Reply, EndpointError> {
     let url = ep.url();
     let shown = ep.display_url();
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(ep.error(ErrorKind::BadUrl { url: shown, reason: "the URL must start with http:// or https://".into() }));
     }
     let start = Instant::now();
-    let deadline = start + ep.timeout;
     let timed_out = || ep.error(ErrorKind::Timeout { url: shown.clone(), ms: ep.timeout.as_millis() });
     let mut attempts = 0u32;
     loop {

@@ -8,7 +8,7 @@ use once_cell::sync::Lazy;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use crate::model::http::{block_signals, spawn_without_signals};
 
@@ -43,6 +43,9 @@ pub struct ChatRequest {
     pub max_tokens: u32,
     /// The grammar the answer must follow (crate::grammar), sent where the endpoint takes one.
     pub grammar: Option<Arc<String>>,
+    /// Whether an answer that ran to the token limit under the grammar is asked again without
+    /// it; false where nl2sql.max_tokens_per_call has no room for a second request.
+    pub reask: bool,
 }
 
 /// One answer of the model and what it cost.
@@ -84,16 +87,24 @@ pub fn chat(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> Result<C
 /// Sends all requests concurrently and waits for all, calling `poll` every few milliseconds.
 /// `poll` may unwind (a PostgreSQL error on cancel); the helper threads then finish on their own.
 pub fn chat_many(ep: &Endpoint, reqs: Vec<ChatRequest>, poll: &mut dyn FnMut()) -> Vec<Result<Completion, LlmError>> {
+    chat_many_until(ep, reqs, None, poll)
+}
+
+/// [`chat_many`], each request within `deadline` where one is given (what is left of a call
+/// that began earlier), else within the endpoint's timeout from now.
+fn chat_many_until(ep: &Endpoint, reqs: Vec<ChatRequest>, deadline: Option<Instant>, poll: &mut dyn FnMut()) -> Vec<Result<Completion, LlmError>> {
     debug_assert_eq!(ep.service, Service::Llm);
     let jobs: Vec<Box<dyn FnOnce() -> Result<Completion, LlmError> + Send>> = reqs
         .into_iter()
         .map(|req| {
             let ep = ep.clone();
-            let job: Box<dyn FnOnce() -> Result<Completion, LlmError> + Send> =
-                Box::new(move || with_grammar(&ep, &req, |grammar| {
-                    let reply = http::post_json(&ep, &request_body(&ep, &req, None, false, grammar))?;
-                    parse_completion(&ep, &reply.text, reply.latency, reply.attempts)
-                }));
+            let job: Box<dyn FnOnce() -> Result<Completion, LlmError> + Send> = Box::new(move || {
+                let deadline = deadline.unwrap_or_else(|| Instant::now() + ep.timeout);
+                with_grammar(&ep, &req, deadline, |ep, grammar| {
+                    let reply = http::post_json_until(ep, &request_body(ep, &req, None, false, grammar), deadline)?;
+                    parse_completion(ep, &reply.text, reply.latency, reply.attempts)
+                })
+            });
             job
         })
         .collect();
@@ -146,6 +157,7 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
     // requests below learn on their own whether it refused the grammar.
     let grammar = grammar_of(ep, &req);
     let bytes = grammar.map(|g| g.1.len());
+    let deadline = Instant::now() + ep.timeout;
     let job: Box<dyn FnOnce() -> Choices + Send> = {
         let mut once = ep.clone();
         once.max_retries = 0;
@@ -153,7 +165,7 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
         let limit = ep.max_body;
         let body = request_body(ep, &req, Some(n), false, grammar);
         Box::new(move || {
-            let reply = http::post_json(&once, &body)?;
+            let reply = http::post_json_until(&once, &body, deadline)?;
             parse_choices(&once, &reply.text, reply.latency, reply.attempts, n, limit)
                 .map(|answers| answers.into_iter().map(|a| a.map(|c| Completion { grammar: bytes, ..c })).collect())
         })
@@ -162,11 +174,13 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
     let answer = http::run_concurrently(vec![job], poll, lost).pop().unwrap_or_else(lost);
     match answer {
         Ok(mut answers) => {
-            // An answer that ran to the token limit under the grammar is asked again without.
-            let looped: Vec<usize> = (0..answers.len()).filter(|&i| answers[i].as_ref().is_ok_and(ran_out)).collect();
+            // An answer that ran to the token limit under the grammar is asked again without,
+            // within what is left of the request's time (with none left, the answers stand).
+            let reask = req.reask && Instant::now() < deadline;
+            let looped: Vec<usize> = (0..answers.len()).filter(|&i| reask && answers[i].as_ref().is_ok_and(ran_out)).collect();
             if !looped.is_empty() {
                 let plain = ChatRequest { grammar: None, ..req.clone() };
-                let again = chat_many(ep, vec![plain; looped.len()], poll);
+                let again = chat_many_until(ep, vec![plain; looped.len()], Some(deadline), poll);
                 for (i, a) in looped.into_iter().zip(again) {
                     // (Every looped answer is an Ok one.)
                     if let Ok(first) = answers[i].clone() {
@@ -221,10 +235,13 @@ pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> R
         scored.max_body = ep.max_body.saturating_mul(SCORED_BODY_FACTOR).max((req.max_tokens as usize).saturating_mul(SCORED_TOKEN_BYTES));
         let limit = ep.max_body;
         let req = req.clone();
-        Box::new(move || with_grammar(&scored, &req, |grammar| {
-            let reply = http::post_json(&scored, &request_body(&scored, &req, None, true, grammar))?;
-            first_choice(&scored, &reply.text, reply.latency, reply.attempts, limit)
-        }))
+        Box::new(move || {
+            let deadline = Instant::now() + scored.timeout;
+            with_grammar(&scored, &req, deadline, |ep, grammar| {
+                let reply = http::post_json_until(ep, &request_body(ep, &req, None, true, grammar), deadline)?;
+                first_choice(ep, &reply.text, reply.latency, reply.attempts, limit)
+            })
+        })
     };
     let lost = || Err(ep.bad_response("the worker thread could not run", ""));
     match http::run_concurrently(vec![job], poll, lost).pop().unwrap_or_else(lost) {
@@ -343,25 +360,56 @@ fn ran_out(c: &Completion) -> bool {
     c.grammar.is_some() && c.finish_reason.as_deref() == Some("length")
 }
 
-/// Sends `req` through `send` with its grammar where `ep` takes one: an endpoint that refuses
-/// the request (HTTP 400 or 422, or 500 as older servers do) is asked again without the grammar,
-/// and when that works after a 400 or 422 it is not sent one again by this process; an answer that ran to the
-/// token limit under the grammar is asked again without it (for this request only).
-fn with_grammar(ep: &Endpoint, req: &ChatRequest, send: impl Fn(Option<(Mode, &str)>) -> Result<Completion, LlmError>) -> Result<Completion, LlmError> {
-    let Some(grammar) = grammar_of(ep, req) else { return send(None) };
-    let answer = send(Some(grammar)).map(|c| Completion { grammar: Some(grammar.1.len()), ..c });
+/// Sends `req` through `send` (to the endpoint it is given) with its grammar where `ep` takes
+/// one: an endpoint that refuses the request (HTTP 400 or 422, or 500 as older servers do) is
+/// asked again without the grammar, and when that works after a 400 or 422 it is not sent one
+/// again by this process; an answer that ran to the token limit under the grammar is asked
+/// again without it (for this request only, where `req.reask`). Both requests share `deadline`
+/// (`send` keeps it): one call takes no longer than nl2sql.llm_timeout. After a 500, which the
+/// first request already retried, the second is sent once; its error counts both requests' attempts.
+fn with_grammar(
+    ep: &Endpoint,
+    req: &ChatRequest,
+    deadline: Instant,
+    send: impl Fn(&Endpoint, Option<(Mode, &str)>) -> Result<Completion, LlmError>,
+) -> Result<Completion, LlmError> {
+    let Some(grammar) = grammar_of(ep, req) else { return send(ep, None) };
+    let answer = send(ep, Some(grammar)).map(|c| Completion { grammar: Some(grammar.1.len()), ..c });
     match answer {
         Err(e) if matches!(e.kind, ErrorKind::Http { status: 400 | 422, .. } | ErrorKind::Server { status: 500, .. }) => {
-            let again = send(None);
+            let earlier = attempts_of(&e);
+            let refused = matches!(e.kind, ErrorKind::Http { .. });
+            let once = Endpoint { max_retries: if refused { ep.max_retries } else { 0 }, ..ep.clone() };
+            let again = send(&once, None);
             // Remembered for a refusal (400, 422) only: a 500 may have been a passing failure.
-            if again.is_ok() && matches!(e.kind, ErrorKind::Http { .. }) {
+            if again.is_ok() && refused {
                 NO_GRAMMAR.add(ep);
             }
-            again
+            match again {
+                Ok(c) => Ok(Completion { attempts: c.attempts.saturating_add(earlier), ..c }),
+                Err(e) => Err(with_attempts(e, earlier)),
+            }
         }
-        Ok(first) if ran_out(&first) => spent_too(first, req, send(None)),
+        // With no time left, the answer at the limit stands.
+        Ok(first) if req.reask && ran_out(&first) && Instant::now() < deadline => spent_too(first, req, send(ep, None)),
         a => a,
     }
+}
+
+/// How many attempts an error counts (its retries); 1 for an error that is not retried.
+fn attempts_of(e: &LlmError) -> u32 {
+    match e.kind {
+        ErrorKind::Server { attempts, .. } | ErrorKind::RateLimited { attempts, .. } => attempts,
+        _ => 1,
+    }
+}
+
+/// `e`, with the `earlier` attempts of the same call added to those it counts.
+fn with_attempts(mut e: LlmError, earlier: u32) -> LlmError {
+    if let ErrorKind::Server { attempts, .. } | ErrorKind::RateLimited { attempts, .. } = &mut e.kind {
+        *attempts = attempts.saturating_add(earlier);
+    }
+    e
 }
 
 /// `then`, the answer asked again without the grammar after `first` ran to the token limit

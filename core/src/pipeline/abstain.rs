@@ -92,7 +92,7 @@ fn ask_model(q: &Question, schema: &Schema, settings: &Settings, llm: &mut dyn L
     }
     let secret = llm.secret().map(str::to_string);
     let waited = Instant::now();
-    let reply = llm.chat(ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens, grammar: None });
+    let reply = llm.chat(ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens, grammar: None, reask: false });
     trace.round_trips += 1;
     trace.llm_wait_ms += ms(waited.elapsed());
     record(trace, "answerable", &messages, &reply, secret.as_deref());

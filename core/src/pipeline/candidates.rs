@@ -122,6 +122,7 @@ impl Asking<'_> {
                 break;
             }
             let size = wave.len();
+            let reask = self.trace.tokens.room_again(largest, size, max_tokens);
             self.trace.waves += 1;
             let mut errors = Vec::new();
             // nl2sql.alone_confidence: the first generator is asked alone, and an answer that runs
@@ -130,7 +131,7 @@ impl Asking<'_> {
             let alone = self.settings.alone.filter(|&p| p <= 0.0 || self.llm.can_score());
             if let Some(threshold) = alone.filter(|_| w == 0 && size > 1 && self.prompts.len() > 1) {
                 let (g, t) = wave.remove(0);
-                match self.ask_alone(g, t, max_tokens, threshold, pool) {
+                match self.ask_alone(g, t, (max_tokens, reask), threshold, pool) {
                     Ok(true) => break,
                     Ok(false) => {}
                     // The endpoint itself is unreachable or refuses us: the others would fail alike.
@@ -138,7 +139,7 @@ impl Asking<'_> {
                     Err(e) => errors.push(e),
                 }
             }
-            self.ask_wave(&wave, max_tokens, pool, &mut errors);
+            self.ask_wave(&wave, (max_tokens, reask), pool, &mut errors);
             // Every request of the first wave failed: the endpoint is down, say so.
             if w == 0 && errors.len() == size {
                 return Err(self.llm_error(&errors[0]));
@@ -149,10 +150,10 @@ impl Asking<'_> {
 
     /// The first generator asked alone (scored where the endpoint can); whether its answer
     /// stands alone: it ran, returned rows, and the model was sure enough of it.
-    fn ask_alone(&mut self, g: usize, t: f32, max_tokens: u32, threshold: f32, pool: &mut Pool) -> Result<bool, LlmError> {
+    fn ask_alone(&mut self, g: usize, t: f32, (max_tokens, reask): (u32, bool), threshold: f32, pool: &mut Pool) -> Result<bool, LlmError> {
         let prompts = self.prompts;
         let waited = Instant::now();
-        let req = ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens, grammar: prompts[g].2.clone() };
+        let req = ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens, grammar: prompts[g].2.clone(), reask };
         let reply = if self.llm.can_score() { self.llm.chat_scored(req) } else { self.llm.chat(req) };
         self.trace.round_trips += 1;
         self.trace.llm_wait_ms += ms(waited.elapsed());
@@ -174,16 +175,16 @@ impl Asking<'_> {
 
     /// One wave's requests at once: one generator's samples in one request where the endpoint
     /// takes n; each answer considered as it comes, each failure kept in `errors`.
-    fn ask_wave(&mut self, wave: &[(usize, f32)], max_tokens: u32, pool: &mut Pool, errors: &mut Vec<LlmError>) {
+    fn ask_wave(&mut self, wave: &[(usize, f32)], (max_tokens, reask): (u32, bool), pool: &mut Pool, errors: &mut Vec<LlmError>) {
         let prompts = self.prompts;
         let waited = Instant::now();
         let replies = match wave {
             [] => return,
             [(g, t), ..] if wave.iter().all(|x| x == &(*g, *t)) => {
-                self.llm.sample(ChatRequest { messages: prompts[*g].1.clone(), temperature: *t, max_tokens, grammar: prompts[*g].2.clone() }, wave.len())
+                self.llm.sample(ChatRequest { messages: prompts[*g].1.clone(), temperature: *t, max_tokens, grammar: prompts[*g].2.clone(), reask }, wave.len())
             }
             _ => self.llm.chat_many(
-                wave.iter().map(|&(g, t)| ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens, grammar: prompts[g].2.clone() }).collect(),
+                wave.iter().map(|&(g, t)| ChatRequest { messages: prompts[g].1.clone(), temperature: t, max_tokens, grammar: prompts[g].2.clone(), reask }).collect(),
             ),
         };
         self.trace.round_trips += 1;
@@ -237,7 +238,8 @@ impl Asking<'_> {
                 break;
             }
             pool.corrected.extend(failed.iter().map(|(i, ..)| *i));
-            let reqs = convs.iter().map(|m| ChatRequest { messages: m.clone(), temperature: 0.0, max_tokens, grammar: self.correction.clone() }).collect();
+            let reask = self.trace.tokens.room_again(largest, convs.len(), max_tokens);
+            let reqs = convs.iter().map(|m| ChatRequest { messages: m.clone(), temperature: 0.0, max_tokens, grammar: self.correction.clone(), reask }).collect();
             let waited = Instant::now();
             let replies = self.llm.chat_many(reqs);
             self.trace.round_trips += 1;

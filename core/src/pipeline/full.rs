@@ -136,7 +136,7 @@ fn extract_columns(
     }
     let extraction = extraction_call.is_some();
     if let Some(messages) = extraction_call {
-        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: EXTRACTION_MAX_TOKENS, grammar: None };
+        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens: EXTRACTION_MAX_TOKENS, grammar: None, reask: false };
         let waited = Instant::now();
         let reply = llm.chat(req);
         trace.round_trips += 1;

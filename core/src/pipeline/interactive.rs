@@ -43,7 +43,7 @@ pub(super) fn interactive(run: Run<'_>) -> Result<(String, Execution), AskError>
             break;
         }
         let waited = Instant::now();
-        let reply = llm.chat(ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens, grammar: None });
+        let reply = llm.chat(ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens, grammar: None, reask: false });
         trace.round_trips += 1;
         trace.llm_wait_ms += ms(waited.elapsed());
         record(trace, "agent", &messages, &reply, secret.as_deref());

@@ -388,6 +388,14 @@ impl Tokens {
         (k, (max_tokens as usize).min(left / k - prompt) as u32)
     }
 
+    /// Whether what is left covers `k` requests of about `prompt` tokens and `max_tokens` each
+    /// twice over: room for each to be asked again (an answer that ran to the token limit under
+    /// the grammar is asked again without it).
+    pub fn room_again(&self, prompt: usize, k: usize, max_tokens: u32) -> bool {
+        let twice = 2usize.saturating_mul(k).saturating_mul(prompt.saturating_add(max_tokens as usize));
+        self.budget.map_or(true, |limit| limit.saturating_sub(self.total()) >= twice)
+    }
+
     /// The error when not one request of about `prompt` tokens fits what is left.
     fn over_budget(&self, prompt: usize) -> AskError {
         AskError::OverBudget { needed: prompt + MIN_COMPLETION_TOKENS, budget: self.budget.unwrap_or(0), spent: self.total() }

@@ -1062,12 +1062,16 @@ fn budget_plans_fewer_candidates_and_counts_usage() {
     assert_eq!(t.plan(200, 5, 1024), (3, 100), "900 left: three requests of 200 + 100");
     assert_eq!(t.plan(900, 1, 1024), (0, 0), "not even the least completion fits");
     assert_eq!(Tokens::default().plan(5000, 5, 256), (5, 256), "no budget: everything");
+    assert!(Tokens::default().room_again(5000, 5, 256), "no budget: room to ask again");
+    assert!(t.room_again(200, 1, 100), "900 left: one request of 300, twice");
+    assert!(!t.room_again(200, 2, 100), "two of 300, twice, do not fit");
 
     // Each scripted answer reports 100 prompt and 10 completion tokens.
     let prompt = {
         let mut probe = script(&["SELECT count(*) FROM singer"]);
         ask(&q("How many singers?"), &sample_schema(), &Settings { candidates: 1, extraction: false, ..full() }, &mut probe, &mut FakeDb::default())
             .expect("answer");
+        assert!(probe.seen[0].reask, "no budget: an answer at the limit may be asked again");
         estimate(&probe.seen[0].messages)
     };
     let budget = 2 * (prompt + MIN_COMPLETION_TOKENS) + 10;
@@ -1076,6 +1080,8 @@ fn budget_plans_fewer_candidates_and_counts_usage() {
     let a = ask(&q("How many singers?"), &sample_schema(), &s, &mut llm, &mut FakeDb::default()).expect("answer");
     assert_eq!(llm.seen.len(), 2, "two of five candidates fit");
     assert!(llm.seen.iter().all(|r| r.max_tokens as usize <= budget / 2 - prompt));
+    // The budget has no room to ask any of them again (an answer at the limit under a grammar).
+    assert!(llm.seen.iter().all(|r| !r.reask));
     assert_eq!((a.trace.tokens.prompt, a.trace.tokens.completion), (200, 20), "the endpoint's usage counts");
     assert_eq!(a.trace.tokens.cut, vec!["3 of 5 candidates in wave 1".to_string()]);
 

@@ -52,7 +52,8 @@ pub(super) fn zero_shot(run: Run<'_>) -> Result<(String, Execution), AskError> {
                 None => trace.tokens.over_budget(prompt),
             });
         }
-        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens, grammar: grammar.clone() };
+        let reask = trace.tokens.room_again(prompt, 1, max_tokens);
+        let req = ChatRequest { messages: messages.clone(), temperature: 0.0, max_tokens, grammar: grammar.clone(), reask };
         let waited = Instant::now();
         let reply = llm.chat(req);
         trace.round_trips += 1;

@@ -202,7 +202,7 @@ fn reader_dependent(oids: &[pg_sys::Oid]) -> Vec<u32> {
 
 /// Asks the model for an example's chain of thought (Query-CoT-SQL); None when it fails.
 fn thought(model: &mut Model, schema: &str, question: &str, sql: &str) -> Option<String> {
-    let req = ChatRequest { messages: synthetic::thought_messages(schema, question, sql), temperature: 0.0, max_tokens: THOUGHT_MAX_TOKENS, grammar: None };
+    let req = ChatRequest { messages: synthetic::thought_messages(schema, question, sql), temperature: 0.0, max_tokens: THOUGHT_MAX_TOKENS, grammar: None, reask: false };
     match model.chat(req) {
         Ok(c) => synthetic::parse_thought(&c.content),
         Err(e) => {

@@ -3,7 +3,7 @@ use crate::error::{Diagnostic, SqlState};
 use crate::model::http::tests::{endpoint, serve};
 
 fn request() -> ChatRequest {
-    ChatRequest { messages: vec![Message::user("hi")], temperature: 0.0, max_tokens: 16, grammar: None }
+    ChatRequest { messages: vec![Message::user("hi")], temperature: 0.0, max_tokens: 16, grammar: None, reask: true }
 }
 
 fn ok_body(content: &str) -> String {
@@ -421,4 +421,59 @@ fn later_answers_of_a_request_without_usage_are_left_to_be_estimated() {
     let rs: Vec<Completion> = sample(&endpoint(Service::Llm, url), request(), 2, true, &mut || {}).into_iter().map(|r| r.expect("answer")).collect();
     assert_eq!((rs[0].completion_tokens, rs[1].completion_tokens, rs[1].same_request), (None, None, true));
     h.join().expect("server");
+}
+
+#[test]
+fn a_server_error_under_the_grammar_is_sent_once_more_without_and_counts_every_attempt() {
+    // Two retries with the grammar (three attempts), then one request without: four in all.
+    let boom = || (500, "boom".to_string(), 0);
+    let (url, h) = serve(vec![boom(), boom(), boom(), boom()]);
+    let ep = Endpoint { grammar: Mode::Auto, ..endpoint(Service::Llm, url) };
+    let e = chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect_err("down");
+    assert!(matches!(e.kind, ErrorKind::Server { status: 500, attempts: 4, .. }), "{e:?}");
+    assert!(e.message().contains("after 4 attempts"), "{}", e.message());
+    let seen = h.join().expect("server");
+    assert_eq!(seen.iter().map(|r| r.contains("\"grammar\"")).collect::<Vec<_>>(), [true, true, true, false]);
+    // A 500 is not a refusal: the grammar stays on.
+    assert!(takes_grammar(&ep));
+}
+
+#[test]
+fn an_answer_asked_again_after_a_server_error_counts_both_requests_attempts() {
+    let (url, h) = serve(vec![(500, "boom".into(), 0), (200, ok_body("SELECT 1"), 0)]);
+    let ep = Endpoint { grammar: Mode::Auto, max_retries: 0, ..endpoint(Service::Llm, url) };
+    let c = chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect("answer");
+    assert_eq!((c.content.as_str(), c.attempts, c.grammar), ("SELECT 1", 2, None));
+    h.join().expect("server");
+}
+
+#[test]
+fn both_requests_of_a_call_share_its_timeout() {
+    // The answer at the limit arrives after 400 ms of a 700 ms timeout; asked again, the second
+    // would take 400 ms more: past the call's time, so the first answer stands.
+    let (url, h) = serve(vec![(200, length_body("SELECT a.b, a.b"), 400), (200, ok_body("SELECT 1"), 400)]);
+    let ep = Endpoint { grammar: Mode::Auto, timeout: Duration::from_millis(700), ..endpoint(Service::Llm, url) };
+    let c = chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect("the looped answer");
+    assert_eq!((c.content.as_str(), c.finish_reason.as_deref()), ("SELECT a.b, a.b", Some("length")));
+    h.join().expect("server");
+    // A refusal that took most of the time leaves the request without the grammar the rest.
+    let refusal = r#"{"error":{"message":"Unrecognized request argument supplied: grammar"}}"#;
+    let (url, h) = serve(vec![(400, refusal.to_string(), 400), (200, ok_body("SELECT 1"), 400)]);
+    let ep = Endpoint { grammar: Mode::Auto, timeout: Duration::from_millis(700), ..endpoint(Service::Llm, url) };
+    let e = chat(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect_err("out of time");
+    assert!(matches!(e.kind, ErrorKind::Timeout { ms: 700, .. }), "{e:?}");
+    h.join().expect("server");
+}
+
+#[test]
+fn an_answer_at_the_limit_stands_where_the_request_may_not_be_asked_again() {
+    let (url, h) = serve(vec![(200, length_body("SELECT a.b, a.b"), 0), (200, length_body("SELECT c.d, c.d"), 0)]);
+    let ep = Endpoint { grammar: Mode::Auto, ..endpoint(Service::Llm, url) };
+    let once = ChatRequest { reask: false, ..with_grammar("root ::= \"x\"") };
+    let c = chat(&ep, once.clone(), &mut || {}).expect("answer");
+    assert_eq!((c.content.as_str(), c.grammar, c.attempts), ("SELECT a.b, a.b", Some(12), 1));
+    // Nor one of several.
+    let rs = chat_many(&ep, vec![once], &mut || {});
+    assert_eq!(rs[0].as_ref().map(|c| c.content.as_str()).ok(), Some("SELECT c.d, c.d"));
+    assert_eq!(h.join().expect("server").len(), 2);
 }
