@@ -113,6 +113,29 @@ def test_a_bridge_whose_name_holds_doubled_quotes_is_the_bridge_that_is_read(con
         assert conn.execute(sql).fetchone()[0] == 1
 
 
+def test_names_shown_with_unicode_escapes_are_read_and_run_as_the_model_writes_them(connect, mock):
+    """A table whose name holds a line break, and a column whose name starts with the byte order
+    mark a CSV import leaves, are shown as U&"..." (PostgreSQL's own escape); the model writes
+    them so, and the query is read, checked and run as written, in both modes."""
+    conn = connect()
+    with hostile_owner(
+        conn, "nd_bom",
+        'CREATE TABLE "nd_line\nbreak" ("\ufeffid" int, label text)',
+        """INSERT INTO "nd_line\nbreak" VALUES (1, 'a'), (2, 'b'), (3, 'c')""",
+        'GRANT SELECT ON "nd_line\nbreak" TO PUBLIC',
+    ):
+        schema = conn.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+        assert 'U&"nd_line\\000Abreak"' in schema and 'U&"\\FEFFid"' in schema, schema
+        for mode in ("zero_shot", "full"):
+            conn.execute(f"SET nl2sql.mode = {mode}")
+            sql = conn.execute("SELECT nl2sql('[names-escaped] How many rows have an id above 1?')").fetchone()[0]
+            assert sql == 'SELECT count(*) FROM U&"nd_line\\000Abreak" AS t WHERE t.U&"\\FEFFid" > 1', sql
+            assert conn.execute(sql).fetchone()[0] == 2
+        trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+        assert all(c.get("aligned") is None for c in trace["candidates"]), trace["candidates"]
+        assert "alignment skipped: the query writes a Unicode-escaped name" in trace["candidates"][0]["rules"]
+
+
 def test_a_bare_name_is_never_read_as_an_untrusted_owners_table(connect, mock):
     """A table name two schemas off the search path hold, one of them another role's (who granted
     it to everyone, named her schema to sort first and wrote a comment repeating the question):

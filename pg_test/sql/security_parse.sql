@@ -2,6 +2,8 @@
 -- (Unicode escapes, dollar quotes with non-ASCII tags, backslashes under
 -- standard_conforming_strings = off, nested comments). The decision is made on PostgreSQL's own
 -- parse tree, and that tree is what runs: each is refused or harmless, and nothing changed.
+-- The early check on sqlparser's reading reads a Unicode-escaped name (U&"...") as PostgreSQL
+-- does, so such a function is refused by that check already; the tree decides all the same.
 CREATE EXTENSION IF NOT EXISTS dblink;
 CREATE TABLE sec_canary (note text);
 SELECT pg_backend_pid() AS my_pid \gset

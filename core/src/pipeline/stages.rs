@@ -189,7 +189,9 @@ pub(super) fn evaluate(
     let written = guarded.sql.clone();
     let mut run = guarded;
     let rules = settings.alignment;
-    if rules.any() {
+    if rules.any() && run.escaped {
+        cand.rules = vec!["alignment skipped: the query writes a Unicode-escaped name".into()];
+    } else if rules.any() {
         // Under nl2sql.privacy no stored value goes into a query: the query is kept (history)
         // and shown to the model again (a follow-up).
         let aligned = if settings.privacy { align::align(&run.sql, schema, cx, &mut NoValues, rules) } else { align::align(&run.sql, schema, cx, db, rules) };

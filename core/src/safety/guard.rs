@@ -35,11 +35,16 @@ pub struct Guarded {
     pub statement: Statement,
     /// Every function the query calls, sorted, without duplicates.
     pub functions: Vec<FunctionRef>,
+    /// The statement was read with its Unicode-escaped names (`U&"..."`) as the names they stand
+    /// for (super::unicode): sqlparser would print them back otherwise, so alignment leaves it.
+    pub escaped: bool,
 }
 
-/// Parses `sql` and accepts exactly one read-only query.
+/// Parses `sql` (its Unicode-escaped names read as PostgreSQL reads them) and accepts exactly
+/// one read-only query.
 pub fn check(sql: &str) -> Result<Guarded, GuardError> {
-    let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| {
+    let plain = super::unicode::plain_names(sql);
+    let statements = Parser::parse_sql(&PostgreSqlDialect {}, plain.as_deref().unwrap_or(sql)).map_err(|e| {
         let msg = e.to_string();
         GuardError::Syntax(msg.strip_prefix("sql parser error: ").unwrap_or(&msg).to_string())
     })?;
@@ -67,7 +72,7 @@ pub fn check(sql: &str) -> Result<Guarded, GuardError> {
     while let Some(t) = text.strip_suffix(';') {
         text = t.trim_end();
     }
-    Ok(Guarded { sql: text.to_string(), statement, functions })
+    Ok(Guarded { sql: text.to_string(), statement, functions, escaped: plain.is_some() })
 }
 
 /// Why a function of this name is refused before anything runs: PostgreSQL's own tree decides
@@ -277,5 +282,16 @@ mod tests {
         assert!(!GuardError::SelectInto.is_correctable());
         assert_eq!(GuardError::SelectInto.sqlstate().code(), "25006");
         assert_eq!(err("SELECT pg_sleep(1)").sqlstate().code(), "42501");
+    }
+
+    #[test]
+    fn unicode_escaped_names_are_read_as_postgresql_reads_them_and_run_as_written() {
+        let sql = r#"SELECT n."c" FROM U&"line\000Abreak" AS n;"#;
+        let g = check(sql).expect("a relation written with an escape");
+        assert_eq!((g.sql.as_str(), g.escaped), (r#"SELECT n."c" FROM U&"line\000Abreak" AS n"#, true));
+        assert!(!check("SELECT 1").expect("valid").escaped);
+        // A function so written is the function it calls: refused here already.
+        assert!(matches!(err(r#"SELECT U&"\0070g_advisory_lock"(4242)"#), GuardError::ForbiddenFunction { .. }));
+        assert!(matches!(err(r#"SELECT 1 FROM t; DELETE FROM U&"\0074""#), GuardError::MultipleStatements(2)));
     }
 }

@@ -6,3 +6,4 @@ pub mod guard;
 pub mod names;
 pub mod policy;
 pub mod refusal;
+pub mod unicode;
