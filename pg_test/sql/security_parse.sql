@@ -62,6 +62,9 @@ SET standard_conforming_strings = off;
 SET escape_string_warning = off;
 SELECT nl2sql('[backslash-quote] quotes and a lock');
 \echo :LAST_ERROR_SQLSTATE
+-- The same for a function of an extension that reaches outside the query (the tree's rule).
+SELECT nl2sql('[backslash-dblink] quotes and another connection');
+\echo :LAST_ERROR_SQLSTATE
 RESET standard_conforming_strings;
 RESET escape_string_warning;
 

@@ -128,7 +128,10 @@ fn clean(sql: &str) -> String {
 }
 
 fn parses(sql: &str) -> bool {
-    matches!(Parser::parse_sql(&PostgreSqlDialect {}, sql), Ok(v) if !v.is_empty())
+    // Unicode-escaped names (`FROM U&"line\000Abreak"`) read as PostgreSQL reads them, as the
+    // guard reads them: else a query holding one is cut to the lines before it.
+    let plain = crate::safety::unicode::reading(sql).plain;
+    matches!(Parser::parse_sql(&PostgreSqlDialect {}, plain.as_deref().unwrap_or(sql)), Ok(v) if !v.is_empty())
 }
 
 /// Removes `<think>…</think>` reasoning that some models emit before answering, in one pass.
@@ -253,6 +256,13 @@ mod tests {
     fn fenced_with_prose() {
         let a = "Sure! Here is the query:\n\n```sql\nSELECT name\nFROM singer\nWHERE age > 30;\n```\n\nIt lists singers.";
         assert_eq!(extract_sql(a).as_deref(), Some("SELECT name\nFROM singer\nWHERE age > 30"));
+    }
+
+    #[test]
+    fn a_query_writing_unicode_escaped_names_is_kept_whole() {
+        let sql = "SELECT count(*)\nFROM orders o\nJOIN U&\"line\\000Abreak\" b ON b.U&\"\\FEFFid\" = o.id\nWHERE b.label = 'zzz'";
+        assert_eq!(extract_sql(&format!("```sql\n{sql}\n```")).as_deref(), Some(sql));
+        assert_eq!(extract_sql(&format!("Here it is:\n{sql};\nDone.")).as_deref(), Some(sql));
     }
 
     #[test]

@@ -191,7 +191,7 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
             if answers.len() < n {
                 SINGLE_CHOICE.add(ep);
                 let rest = n - answers.len();
-                answers.extend(chat_many(ep, vec![req; rest], poll));
+                answers.extend(chat_many_until(ep, vec![req; rest], Some(deadline), poll));
             }
             answers
         }
@@ -199,7 +199,8 @@ pub fn sample(ep: &Endpoint, req: ChatRequest, n: usize, use_n: bool, poll: &mut
             vec![Err(e); n]
         }
         Err(_) => {
-            let answers = chat_many(ep, vec![req; n], poll);
+            // The requests alone have what is left of the call's time.
+            let answers = chat_many_until(ep, vec![req; n], Some(deadline), poll);
             // A question too long for the model fails the same way alone: n stays on. So does
             // an endpoint that refused the grammar (the requests alone learnt it), not n.
             let grammar_refused = bytes.is_some() && !takes_grammar(ep);
@@ -228,6 +229,7 @@ pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> R
     if !can_score(ep) {
         return chat(ep, req, poll);
     }
+    let deadline = Instant::now() + ep.timeout;
     let job: Box<dyn FnOnce() -> Result<Completion, LlmError> + Send> = {
         // Each token comes with its alternatives (some hundred bytes of JSON): room for them,
         // while the answer itself keeps the usual limit.
@@ -236,7 +238,6 @@ pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> R
         let limit = ep.max_body;
         let req = req.clone();
         Box::new(move || {
-            let deadline = Instant::now() + scored.timeout;
             with_grammar(&scored, &req, deadline, |ep, grammar| {
                 let reply = http::post_json_until(ep, &request_body(ep, &req, None, true, grammar), deadline)?;
                 first_choice(ep, &reply.text, reply.latency, reply.attempts, limit)
@@ -246,12 +247,19 @@ pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> R
     let lost = || Err(ep.bad_response("the worker thread could not run", ""));
     match http::run_concurrently(vec![job], poll, lost).pop().unwrap_or_else(lost) {
         Err(e) if matches!(e.kind, ErrorKind::Http { status: 400 | 422, .. } | ErrorKind::Server { status: 500, .. }) => {
-            let again = chat(ep, req, poll);
+            // Within what is left of the call's time; after a 500, which was retried already,
+            // without retries.
+            let earlier = attempts_of(&e);
+            let once = Endpoint { max_retries: if matches!(e.kind, ErrorKind::Server { .. }) { 0 } else { ep.max_retries }, ..ep.clone() };
+            let again = chat_many_until(&once, vec![req], Some(deadline), poll).pop().unwrap_or_else(|| Err(e.clone()));
             // A prompt too long for the model fails the same way without it: scoring stays on.
             if again.is_ok() {
                 UNSCORED.add(ep);
             }
-            again
+            match again {
+                Ok(c) => Ok(Completion { attempts: c.attempts.saturating_add(earlier), ..c }),
+                Err(e) => Err(with_attempts(e, earlier)),
+            }
         }
         Ok(c) if c.confidence.is_none() => {
             UNSCORED.add(ep);

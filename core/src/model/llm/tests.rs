@@ -477,3 +477,29 @@ fn an_answer_at_the_limit_stands_where_the_request_may_not_be_asked_again() {
     assert_eq!(rs[0].as_ref().map(|c| c.content.as_str()).ok(), Some("SELECT c.d, c.d"));
     assert_eq!(h.join().expect("server").len(), 2);
 }
+
+#[test]
+fn a_scored_request_in_an_outage_sends_a_bounded_number_of_requests_and_counts_them() {
+    // With the grammar and log probabilities, retried once (2); without the grammar (1); then
+    // without log probabilities, with the grammar (1) and without it (1), neither retried.
+    let boom = || (500, "boom".to_string(), 0);
+    let (url, h) = serve(vec![boom(), boom(), boom(), boom(), boom()]);
+    let ep = Endpoint { grammar: Mode::Auto, max_retries: 1, ..endpoint(Service::Llm, url) };
+    let e = chat_scored(&ep, with_grammar("root ::= \"x\""), &mut || {}).expect_err("down");
+    assert!(matches!(e.kind, ErrorKind::Server { attempts: 5, .. }), "{e:?}");
+    let seen = h.join().expect("server");
+    assert_eq!(seen.iter().map(|r| r.contains("\"grammar\"")).collect::<Vec<_>>(), [true, true, false, true, false]);
+    assert_eq!(seen.iter().map(|r| r.contains("\"logprobs\"")).collect::<Vec<_>>(), [true, true, true, false, false]);
+}
+
+#[test]
+fn requests_sent_alone_after_a_refused_n_have_what_is_left_of_the_call() {
+    // The request for two answers is refused after 400 ms of a 700 ms timeout; the two sent
+    // alone would each take 400 ms more: they time out with the call.
+    let refusal = r#"{"error":{"message":"only one completion choice is allowed"}}"#;
+    let (url, h) = serve(vec![(400, refusal.to_string(), 400), (200, ok_body("SELECT 1"), 400), (200, ok_body("SELECT 1"), 400)]);
+    let ep = Endpoint { timeout: Duration::from_millis(700), ..endpoint(Service::Llm, url) };
+    let rs = sample(&ep, request(), 2, true, &mut || {});
+    assert!(rs.iter().all(|r| matches!(r, Err(e) if matches!(e.kind, ErrorKind::Timeout { ms: 700, .. }))), "{rs:?}");
+    h.join().expect("server");
+}
