@@ -20,8 +20,7 @@
 //! - function: an aggregate in WHERE without GROUP BY becomes a scalar subquery; an aggregate in
 //!   ORDER BY without GROUP BY is unwrapped; nested aggregates become ORDER BY ... LIMIT 1; a
 //!   key summed is counted, and a GROUP BY that splits a count of its own key's distinct values
-//!   into ones goes (counts.rs), and so does one whose SELECT lists nothing but aggregates
-//!   where the question asks for no groups (groups.rs); an inner join that only re-finds the row a NOT NULL foreign
+//!   into ones goes (counts.rs); an inner join that only re-finds the row a NOT NULL foreign
 //!   key PostgreSQL enforces points to, with no outer join before it, is dropped (drops.rs), and so
 //!   is a one-to-many join the question never names in a SELECT that neither groups, aggregates
 //!   nor uses a window (question.rs); a window the question bounds by the calendar ("the last 6
@@ -349,7 +348,6 @@ pub fn align(sql: &str, schema: &Schema, cx: Context, values: &mut dyn ValueLook
             // Before the sums become counts: `sum(DISTINCT k) ... GROUP BY k` names its groups.
             counts::grouping_by_the_counted(q, &mut fired);
             counts::summed_keys(schema, q, &mut fired);
-            groups::unasked_groups(q, cx.question, &mut fired);
             precedence::and_or_on_one_column(q, &mut fired);
             dropped_joins(schema, q, cx.question, &mut fired);
             windows::calendar_windows(q, cx.question, &mut fired);
@@ -579,7 +577,6 @@ mod columns;
 mod counts;
 mod derived;
 mod drops;
-mod groups;
 mod joins;
 mod keys;
 mod levels;
