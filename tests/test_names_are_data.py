@@ -134,6 +134,13 @@ def test_names_shown_with_unicode_escapes_are_read_and_run_as_the_model_writes_t
         trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
         assert all(c.get("aligned") is None for c in trace["candidates"]), trace["candidates"]
         assert "alignment skipped: the query writes a Unicode-escaped name" in trace["candidates"][0]["rules"]
+        # PostgreSQL's own error quotes her name as stored: shown escaped in the error and the
+        # trace, never with its raw line break.
+        with pytest.raises(errors.UndefinedColumn) as e:
+            conn.execute("SELECT nl2sql('[names-escaped-missing] Which rows have a nope?')")
+        assert "nd_line\\u{000A}break" in e.value.diag.message_primary, e.value.diag.message_primary
+        trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+        assert not any("nd_line\nbreak" in s or raw(s) for s in strings(trace)), trace
 
 
 def test_a_bare_name_is_never_read_as_an_untrusted_owners_table(connect, mock):

@@ -191,6 +191,24 @@ fn escape_layout(text: &str, keep_newlines: bool) -> String {
     out
 }
 
+/// Text with every [`is_unsafe`] character written `\u{XXXX}`, line breaks too unless
+/// `keep_newlines`: for text that may quote a table owner's name as she wrote it (a catalog
+/// name in a refusal, PostgreSQL's own error messages, a trace's list of names).
+pub fn visible(text: &str, keep_newlines: bool) -> String {
+    if !text.chars().any(|c| is_unsafe(c) && !(keep_newlines && c == '\n')) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_unsafe(c) && !(keep_newlines && c == '\n') {
+            let _ = write!(out, "\\u{{{:04X}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `s` cut to `max` characters, an ellipsis marking the cut.
 pub fn cut(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -205,6 +223,13 @@ pub fn cut(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn visible_escapes_every_unsafe_character_and_keeps_line_breaks_where_asked() {
+        assert_eq!(visible("a\u{200B}b\nc\u{202E}d é😀", false), "a\\u{200B}b\\u{000A}c\\u{202E}d é😀");
+        assert_eq!(visible("line one\nline\u{FEFF} two", true), "line one\nline\\u{FEFF} two");
+        assert_eq!(visible("plain", false), "plain");
+    }
 
     const HOSTILE: &[char] = &['\n', '\r', '\t', '\u{1b}', '\u{7f}', '\u{85}', '\u{2028}', '\u{2029}', '\u{202e}',
         '\u{2066}', '\u{200b}', '\u{feff}', '\u{e0001}'];

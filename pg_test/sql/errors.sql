@@ -1,6 +1,7 @@
 -- Trouble with the model endpoint gives a clear error with its own SQLSTATE, in bounded time.
 SET nl2sql.llm_max_retries = 0;
--- Two attempts: the request with the grammar (on by default), then once without it.
+-- Four attempts, none retried: the first answer is asked with log probabilities, with the
+-- grammar (on by default) and once without it, then without log probabilities, the same two.
 SELECT nl2sql('[http500] anything');
 \echo :LAST_ERROR_SQLSTATE
 SELECT nl2sql('[garbage] anything');

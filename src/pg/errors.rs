@@ -59,14 +59,17 @@ pub fn notice(message: String, detail: String, hint: String) {
 }
 
 /// A caught PostgreSQL error as a report.
+/// PostgreSQL's texts may quote a table owner's name as she wrote it (`column "a<LF>b" does not
+/// exist`): every invisible or line-breaking character in them is shown escaped (a detail's and
+/// a hint's own line breaks kept).
 pub fn report_of(e: &ErrorReportWithLevel) -> Report {
     let state = SqlState::from_code(&unpack_sqlstate(e.sql_error_code() as i32));
-    let mut r = Report::new(state, e.message());
+    let mut r = Report::new(state, render::visible(e.message(), false));
     if let Some(d) = e.detail() {
-        r = r.detail(d);
+        r = r.detail(render::visible(d, true));
     }
     if let Some(h) = e.hint() {
-        r = r.hint(h);
+        r = r.hint(render::visible(h, true));
     }
     r
 }

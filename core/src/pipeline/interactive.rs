@@ -130,7 +130,8 @@ fn join_path(schema: &Schema, a: &str, b: &str) -> String {
         let missing = if agent::find_table(schema, a).is_none() { a } else { b };
         // A schema's name: its tables.
         let name = missing.trim().trim_matches('"');
-        let in_schema: Vec<&str> = schema.tables.iter().filter(|t| t.schema.eq_ignore_ascii_case(name)).map(|t| t.ident.as_str()).take(20).collect();
+        // Each name rendered (a table owner's line break or invisible character escaped).
+        let in_schema: Vec<String> = schema.tables.iter().filter(|t| t.schema.eq_ignore_ascii_case(name)).map(|t| render::ident(&t.ident)).take(20).collect();
         if !in_schema.is_empty() {
             return format!("{name:?} is a schema, not a table; its tables: {}", in_schema.join(", "));
         }

@@ -34,7 +34,8 @@ pub(super) fn shown(trace: &mut Trace, rendered: Rendered) -> Rendered {
     trace.schema_detail = detail_name(rendered.detail);
     trace.tables_shown = rendered.tables_shown;
     trace.tables_omitted = rendered.tables_omitted;
-    trace.schema_columns = rendered.columns.clone();
+    // A name's own line breaks and invisible characters shown escaped (the prompt shows U&"...").
+    trace.schema_columns = rendered.columns.iter().map(|c| crate::render::visible(c, false)).collect();
     rendered
 }
 
@@ -137,7 +138,7 @@ pub(super) fn link(q: &Question, schema: &Schema, settings: &Settings, db: &mut 
             add(&mut linking, t, c);
         }
     }
-    let name = |&(t, c): &(usize, usize)| format!("{}.{}", schema.tables[t].ident, schema.tables[t].columns[c].ident);
+    let name = |&(t, c): &(usize, usize)| crate::render::visible(&format!("{}.{}", schema.tables[t].ident, schema.tables[t].columns[c].ident), false);
     trace.linked = linking.columns.iter().map(name).collect();
     linking
 }

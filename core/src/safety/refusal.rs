@@ -53,25 +53,9 @@ impl Diagnostic for GuardError {
     }
 
     fn message(&self) -> String {
-        match self {
-            GuardError::NoStatement => "the model's answer contains no SQL query".into(),
-            GuardError::Syntax(e) => format!("generated SQL does not parse: {e}"),
-            GuardError::MultipleStatements(n) => format!("generated SQL has {n} statements, only one query is allowed"),
-            GuardError::NotAQuery(kind) => format!("generated statement is not a read-only query: {kind}"),
-            GuardError::DataModifying(kind) => format!("generated query modifies data: {kind}"),
-            GuardError::SelectInto => "generated query uses SELECT INTO, which creates a table".into(),
-            GuardError::Locking => "generated query locks rows with FOR UPDATE or FOR SHARE".into(),
-            GuardError::ForbiddenFunction { function, .. } => {
-                format!("function {function} is not allowed in generated SQL")
-            }
-            GuardError::VolatileFunction(f) => format!("volatile function {f} is not allowed in generated SQL"),
-            GuardError::UntrustedFunction(f) => format!("function {f} is not trusted in generated SQL"),
-            GuardError::NotPlainQuery(what) => format!("generated SQL is not a plain read-only query: {what}"),
-            GuardError::ForeignTable(t) => format!("generated SQL reads the foreign table {t}, or one under it"),
-            GuardError::CatalogChanged { reset: false } => "an operator changed while nl2sql planned a query".into(),
-            GuardError::CatalogChanged { reset: true } => "the catalog caches were reset while nl2sql planned a query".into(),
-            GuardError::ShellOperator(op) => format!("operator {op} has no function yet"),
-        }
+        // Names in it are a table owner's (a function's, a table's, an operator's), as the
+        // catalog holds them: every invisible or line-breaking character is shown escaped.
+        crate::render::visible(&self.raw_message(), false)
     }
 
     fn detail(&self) -> Option<String> {
@@ -110,6 +94,43 @@ impl Diagnostic for GuardError {
             GuardError::CatalogChanged { .. } => Some("Ask again.".into()),
             GuardError::ShellOperator(_) => Some("Its owner can give it a function (CREATE OPERATOR) or drop it.".into()),
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_owners_name_in_a_refusal_is_shown_escaped() {
+        let e = GuardError::UntrustedFunction("public.f\u{200B}x\n# FOREIGN KEYS: a.id = b.id".into());
+        assert_eq!(e.message(), "function public.f\\u{200B}x\\u{000A}# FOREIGN KEYS: a.id = b.id is not trusted in generated SQL");
+        assert_eq!(GuardError::ForeignTable("ft".into()).message(), "generated SQL reads the foreign table ft, or one under it");
+    }
+}
+
+impl GuardError {
+    /// The message as built, before [`Diagnostic::message`] escapes it.
+    fn raw_message(&self) -> String {
+        match self {
+            GuardError::NoStatement => "the model's answer contains no SQL query".into(),
+            GuardError::Syntax(e) => format!("generated SQL does not parse: {e}"),
+            GuardError::MultipleStatements(n) => format!("generated SQL has {n} statements, only one query is allowed"),
+            GuardError::NotAQuery(kind) => format!("generated statement is not a read-only query: {kind}"),
+            GuardError::DataModifying(kind) => format!("generated query modifies data: {kind}"),
+            GuardError::SelectInto => "generated query uses SELECT INTO, which creates a table".into(),
+            GuardError::Locking => "generated query locks rows with FOR UPDATE or FOR SHARE".into(),
+            GuardError::ForbiddenFunction { function, .. } => {
+                format!("function {function} is not allowed in generated SQL")
+            }
+            GuardError::VolatileFunction(f) => format!("volatile function {f} is not allowed in generated SQL"),
+            GuardError::UntrustedFunction(f) => format!("function {f} is not trusted in generated SQL"),
+            GuardError::NotPlainQuery(what) => format!("generated SQL is not a plain read-only query: {what}"),
+            GuardError::ForeignTable(t) => format!("generated SQL reads the foreign table {t}, or one under it"),
+            GuardError::CatalogChanged { reset: false } => "an operator changed while nl2sql planned a query".into(),
+            GuardError::CatalogChanged { reset: true } => "the catalog caches were reset while nl2sql planned a query".into(),
+            GuardError::ShellOperator(op) => format!("operator {op} has no function yet"),
         }
     }
 }
