@@ -177,30 +177,24 @@ pub fn lines(text: &str) -> String {
 }
 
 fn escape_layout(text: &str, keep_newlines: bool) -> String {
-    if !text.chars().any(breaks_layout) {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if breaks_layout(c) && !(keep_newlines && c == '\n') {
-            let _ = write!(out, "\\u{{{:04X}}}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    escape_where(text, |c| breaks_layout(c) && !(keep_newlines && c == '\n'))
 }
 
 /// Text with every [`is_unsafe`] character written `\u{XXXX}`, line breaks too unless
 /// `keep_newlines`: for text that may quote a table owner's name as she wrote it (a catalog
 /// name in a refusal, PostgreSQL's own error messages, a trace's list of names).
 pub fn visible(text: &str, keep_newlines: bool) -> String {
-    if !text.chars().any(|c| is_unsafe(c) && !(keep_newlines && c == '\n')) {
+    escape_where(text, |c| is_unsafe(c) && !(keep_newlines && c == '\n'))
+}
+
+/// `text` with every character `escaped` picks written `\u{XXXX}`.
+fn escape_where(text: &str, escaped: impl Fn(char) -> bool) -> String {
+    if !text.chars().any(&escaped) {
         return text.to_string();
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        if is_unsafe(c) && !(keep_newlines && c == '\n') {
+        if escaped(c) {
             let _ = write!(out, "\\u{{{:04X}}}", c as u32);
         } else {
             out.push(c);

@@ -211,7 +211,7 @@ fn focus_for_question(
         Focus { schema: schema.clone(), ..Default::default() }
     };
     if extraction {
-        let name = |&(t, c): &(usize, usize)| format!("{}.{}", schema.tables[t].ident, schema.tables[t].columns[c].ident);
+        let name = |&(t, c): &(usize, usize)| crate::render::visible(&format!("{}.{}", schema.tables[t].ident, schema.tables[t].columns[c].ident), false);
         trace.extraction = Some(ExtractionTrace {
             parsed: ex.clone(),
             columns: chosen.iter().map(name).collect(),
@@ -335,7 +335,7 @@ fn other_units(
 ) -> Vec<String> {
     let units = schema.units();
     let keep: HashSet<usize> = chosen.iter().map(|c| units[c.0]).collect();
-    let name = |&(t, c): &(usize, usize)| format!("{}.{}", schema.tables[t].ident, schema.tables[t].columns[c].ident);
+    let name = |&(t, c): &(usize, usize)| crate::render::visible(&format!("{}.{}", schema.tables[t].ident, schema.tables[t].columns[c].ident), false);
     // Set aside, once each; `from_values` holds every found value's column, named as the value
     // names it, so the values go with their columns.
     let mut aside: Vec<String> = Vec::new();

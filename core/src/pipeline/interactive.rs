@@ -190,7 +190,9 @@ fn execute(
 /// A result as an observation: how many rows, the first few (none under nl2sql.privacy).
 fn rows_observation(e: &Execution, private: bool) -> String {
     let n = e.rows.len();
-    let columns = e.columns.iter().map(|c| render::message(&c.name)).collect::<Vec<_>>().join(", ");
+    // A column's name is its table owner's, a value whoever wrote the row's: every invisible or
+    // line-breaking character shown escaped.
+    let columns = e.columns.iter().map(|c| render::visible(&c.name, false)).collect::<Vec<_>>().join(", ");
     // Under privacy not even the count: a query can turn a value into a number of rows.
     if private {
         let some = if n == 0 { "no rows" } else { "some rows (how many is withheld: nl2sql.privacy)" };
@@ -204,7 +206,7 @@ fn rows_observation(e: &Execution, private: bool) -> String {
         .rows
         .iter()
         .take(agent::SHOWN_ROWS)
-        .map(|r| format!("({})", r.iter().map(|v| v.as_deref().map_or("NULL".into(), render::message)).collect::<Vec<_>>().join(", ")))
+        .map(|r| format!("({})", r.iter().map(|v| v.as_deref().map_or("NULL".into(), |v| render::visible(v, false))).collect::<Vec<_>>().join(", ")))
         .collect();
     format!("{count} (columns: {columns}): {}", shown.join(" "))
 }
