@@ -177,7 +177,8 @@ impl Schema {
                 continue;
             }
             if !wanted.contains(&ti) {
-                focus.path_tables.push(t.ident.clone());
+                // Trace names: a table owner's line breaks and invisible characters escaped.
+                focus.path_tables.push(crate::render::visible(&t.ident, false));
             }
             let join_cols: Vec<&str> = used_fks
                 .iter()
@@ -205,7 +206,7 @@ impl Schema {
                         || join_cols.contains(&c.ident.as_str())
                         || chosen_names.contains(&c.name.as_str());
                     if keep && !picked {
-                        focus.added_columns.push(format!("{}.{}", t.ident, c.ident));
+                        focus.added_columns.push(crate::render::visible(&format!("{}.{}", t.ident, c.ident), false));
                     }
                     keep
                 })
