@@ -246,20 +246,14 @@ pub fn chat_scored(ep: &Endpoint, req: ChatRequest, poll: &mut dyn FnMut()) -> R
     };
     let lost = || Err(ep.bad_response("the worker thread could not run", ""));
     match http::run_concurrently(vec![job], poll, lost).pop().unwrap_or_else(lost) {
-        Err(e) if matches!(e.kind, ErrorKind::Http { status: 400 | 422, .. } | ErrorKind::Server { status: 500, .. }) => {
-            // Within what is left of the call's time; after a 500, which was retried already,
-            // without retries.
-            let earlier = attempts_of(&e);
-            let once = Endpoint { max_retries: if matches!(e.kind, ErrorKind::Server { .. }) { 0 } else { ep.max_retries }, ..ep.clone() };
-            let again = chat_many_until(&once, vec![req], Some(deadline), poll).pop().unwrap_or_else(|| Err(e.clone()));
+        Err(e) if refused_parameter(&e) => {
+            // Within what is left of the call's time.
+            let again = chat_many_until(&once_more(ep, &e), vec![req], Some(deadline), poll).pop().unwrap_or_else(|| Err(e.clone()));
             // A prompt too long for the model fails the same way without it: scoring stays on.
             if again.is_ok() {
                 UNSCORED.add(ep);
             }
-            match again {
-                Ok(c) => Ok(Completion { attempts: c.attempts.saturating_add(earlier), ..c }),
-                Err(e) => Err(with_attempts(e, earlier)),
-            }
+            counting(again, &e)
         }
         Ok(c) if c.confidence.is_none() => {
             UNSCORED.add(ep);
@@ -384,19 +378,13 @@ fn with_grammar(
     let Some(grammar) = grammar_of(ep, req) else { return send(ep, None) };
     let answer = send(ep, Some(grammar)).map(|c| Completion { grammar: Some(grammar.1.len()), ..c });
     match answer {
-        Err(e) if matches!(e.kind, ErrorKind::Http { status: 400 | 422, .. } | ErrorKind::Server { status: 500, .. }) => {
-            let earlier = attempts_of(&e);
-            let refused = matches!(e.kind, ErrorKind::Http { .. });
-            let once = Endpoint { max_retries: if refused { ep.max_retries } else { 0 }, ..ep.clone() };
-            let again = send(&once, None);
+        Err(e) if refused_parameter(&e) => {
+            let again = send(&once_more(ep, &e), None);
             // Remembered for a refusal (400, 422) only: a 500 may have been a passing failure.
-            if again.is_ok() && refused {
+            if again.is_ok() && matches!(e.kind, ErrorKind::Http { .. }) {
                 NO_GRAMMAR.add(ep);
             }
-            match again {
-                Ok(c) => Ok(Completion { attempts: c.attempts.saturating_add(earlier), ..c }),
-                Err(e) => Err(with_attempts(e, earlier)),
-            }
+            counting(again, &e)
         }
         // With no time left, the answer at the limit stands.
         Ok(first) if req.reask && ran_out(&first) && Instant::now() < deadline => spent_too(first, req, send(ep, None)),
@@ -404,20 +392,35 @@ fn with_grammar(
     }
 }
 
-/// How many attempts an error counts (its retries); 1 for an error that is not retried.
-fn attempts_of(e: &LlmError) -> u32 {
-    match e.kind {
-        ErrorKind::Server { attempts, .. } | ErrorKind::RateLimited { attempts, .. } => attempts,
-        _ => 1,
-    }
+/// Whether the endpoint may have refused a parameter of the request (the grammar, log
+/// probabilities): HTTP 400 or 422, or 500 as older servers answer.
+fn refused_parameter(e: &LlmError) -> bool {
+    matches!(e.kind, ErrorKind::Http { status: 400 | 422, .. } | ErrorKind::Server { status: 500, .. })
 }
 
-/// `e`, with the `earlier` attempts of the same call added to those it counts.
-fn with_attempts(mut e: LlmError, earlier: u32) -> LlmError {
-    if let ErrorKind::Server { attempts, .. } | ErrorKind::RateLimited { attempts, .. } = &mut e.kind {
-        *attempts = attempts.saturating_add(earlier);
+/// The endpoint for the request sent again without the parameter after `e`: after a 500, which
+/// the first request already retried, it is sent once.
+fn once_more(ep: &Endpoint, e: &LlmError) -> Endpoint {
+    let retries = if matches!(e.kind, ErrorKind::Server { .. }) { 0 } else { ep.max_retries };
+    Endpoint { max_retries: retries, ..ep.clone() }
+}
+
+/// `again`, the request sent after `first` failed, counting `first`'s attempts too (its retries;
+/// 1 for an error that is not retried).
+fn counting(again: Result<Completion, LlmError>, first: &LlmError) -> Result<Completion, LlmError> {
+    let earlier = match first.kind {
+        ErrorKind::Server { attempts, .. } | ErrorKind::RateLimited { attempts, .. } => attempts,
+        _ => 1,
+    };
+    match again {
+        Ok(c) => Ok(Completion { attempts: c.attempts.saturating_add(earlier), ..c }),
+        Err(mut e) => {
+            if let ErrorKind::Server { attempts, .. } | ErrorKind::RateLimited { attempts, .. } = &mut e.kind {
+                *attempts = attempts.saturating_add(earlier);
+            }
+            Err(e)
+        }
     }
-    e
 }
 
 /// `then`, the answer asked again without the grammar after `first` ran to the token limit
