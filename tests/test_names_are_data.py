@@ -143,6 +143,29 @@ def test_names_shown_with_unicode_escapes_are_read_and_run_as_the_model_writes_t
         assert not any("nd_line\nbreak" in s or raw(s) for s in strings(trace)), trace
 
 
+def test_unicode_escapes_that_decode_to_quotes_or_hide_in_strings_run_nothing_else(connect, mock):
+    """An escaped name decoding to a double quote stays one name; U&"..." inside a dollar quote
+    or a comment is text; an owner's function whose name holds a line break and a bidi override,
+    called through the escape, is refused with its name shown escaped."""
+    conn = connect()
+    with hostile_owner(
+        conn, "nd_ev",
+        'CREATE FUNCTION "nd_ev\nil\u202ex"(int) RETURNS int LANGUAGE sql VOLATILE AS $$ SELECT $1 $$',
+        'GRANT EXECUTE ON FUNCTION "nd_ev\nil\u202ex"(int) TO PUBLIC',
+    ):
+        cur = conn.execute("SELECT * FROM nl2sql_run('[u-escape-quote-alias] one')")
+        assert json.dumps(cur.fetchone()[0]) == json.dumps({'x" , pg_advisory_lock(4250) AS "y': 1})
+        cur = conn.execute("SELECT * FROM nl2sql_run('[u-escape-in-quotes] text')")
+        assert cur.fetchone()[0] == {"a": ' U&"\\0070g_advisory_lock"(4251) ', "b": 1}
+        assert conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid IN (4250, 4251)").fetchone()[0] == 0
+        with pytest.raises(errors.Error) as e:
+            conn.execute("SELECT nl2sql('[u-escape-owner-newline] call hers')")
+        message = e.value.diag.message_primary
+        assert e.value.sqlstate == "42501" and "nd_ev\\u{000A}il\\u{202E}x" in message and not raw(message), message
+        trace = conn.execute("SELECT nl2sql.last_trace()").fetchone()[0]
+        assert not any(raw(s) for s in strings(trace)), trace
+
+
 def test_a_bare_name_is_never_read_as_an_untrusted_owners_table(connect, mock):
     """A table name two schemas off the search path hold, one of them another role's (who granted
     it to everyone, named her schema to sort first and wrote a comment repeating the question):
