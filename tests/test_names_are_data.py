@@ -401,6 +401,48 @@ def test_a_name_two_trusted_schemas_hold_is_never_made_the_first_schemas(connect
         conn.execute("DROP SCHEMA IF EXISTS nd_aaa CASCADE")
 
 
+INVISIBLE = "\u200b\ufeff\U000e0041"  # a zero-width space, a byte order mark, a tag character
+
+
+def test_invisible_characters_in_her_names_are_shown_escaped_in_notices_and_the_trace(connect, mock):
+    """Her column and table names hold characters a reader cannot see: the value index's NOTICEs,
+    the relationship profiler's NOTICEs and the trace's value hints show them escaped."""
+    conn = connect()
+    said = []
+    conn.add_notice_handler(lambda n: said.append(n.message_primary))
+    with hostile_owner(
+        conn, "nd_zwo",
+        'CREATE TABLE nd_zw.nd_towns (id int, "\u200bcity\ufeff" text)',
+        "INSERT INTO nd_zw.nd_towns VALUES (1, 'Trondheim'), (2, 'Stavanger')",
+        'CREATE TABLE nd_zw."nd_guarded\u200b\U000e0041" (id int)',
+        'ALTER TABLE nd_zw."nd_guarded\u200b\U000e0041" ENABLE ROW LEVEL SECURITY',
+        "GRANT USAGE ON SCHEMA nd_zw TO PUBLIC",
+        'GRANT SELECT ON nd_zw.nd_towns, nd_zw."nd_guarded\u200b\U000e0041" TO PUBLIC',
+        schema="nd_zw",
+    ):
+        conn.execute("SET client_min_messages = notice")
+        conn.execute("SELECT * FROM nl2sql.create_value_index('nd_zw.nd_towns')")
+        indexing = [m for m in said if "indexing" in m]
+        assert indexing and all(not any(c in m for c in INVISIBLE) for m in indexing), indexing
+        assert any('U&"\\200Bcity\\FEFF"' in m for m in indexing), indexing
+        conn.execute("SET nl2sql.use_values = on")
+        conn.execute("SET search_path = nd_zw, public")
+        try:
+            trace, _ = asked(conn, mock, "[names-invisible] How many towns are called Trondheim?")
+        finally:
+            conn.execute("RESET search_path")
+        hints = " ".join(v["column"] for v in trace["values"])
+        assert "Trondheim" in json.dumps(trace["values"]) and "\\u{200B}city\\u{FEFF}" in hints, hints
+        assert not any(c in hints for c in INVISIBLE), hints
+        # Negative: the prompt shows the column so that PostgreSQL reads it.
+        assert 'U&"\\200Bcity\\FEFF"' in "\n".join(prompts(mock))
+        said.clear()
+        conn.execute("SELECT * FROM nl2sql.profile_relationships(ARRAY['nd_zw'])").fetchall()
+        skipped = [m for m in said if "row-level security" in m]
+        assert skipped and 'nd_zw.U&"nd_guarded\\200B\\+0E0041"' in skipped[0], said
+        assert not any(c in m for m in said for c in INVISIBLE), said
+
+
 def test_plpgsql_warnings_show_names_on_one_line(connect):
     """nl2sql._one_line(), which the PL/pgSQL warnings pass names and error messages through."""
     conn = connect()

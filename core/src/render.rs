@@ -187,6 +187,17 @@ pub fn visible(text: &str, keep_newlines: bool) -> String {
     escape_where(text, |c| is_unsafe(c) && !(keep_newlines && c == '\n'))
 }
 
+/// Serializes a name list as [`visible`] writes it (for a trace field kept raw because code
+/// matches it against the catalog).
+pub fn serialize_visible_list<S: serde::Serializer>(names: &[String], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(names.iter().map(|n| visible(n, false)))
+}
+
+/// Serializes one name as [`visible`] writes it.
+pub fn serialize_visible<S: serde::Serializer>(name: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&visible(name, false))
+}
+
 /// `text` with every character `escaped` picks written `\u{XXXX}`.
 fn escape_where(text: &str, escaped: impl Fn(char) -> bool) -> String {
     if !text.chars().any(&escaped) {

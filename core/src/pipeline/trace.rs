@@ -36,7 +36,7 @@ pub struct Trace {
     /// Stored values similar to words of the question, shown to the model.
     pub values: Vec<ValueHint>,
     /// Indexed columns the value search left out (their index could not be read in time).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "crate::render::serialize_visible_list")]
     pub values_skipped: Vec<String>,
     pub extraction: Option<ExtractionTrace>,
     /// Why the full path did without its extraction round.

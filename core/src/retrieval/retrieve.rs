@@ -280,6 +280,8 @@ pub fn rank_in(words: &[String], lookups: &[Lookup], candidates: &[Candidate], t
 /// A value shown to the model, with the column it lives in as written in SQL.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ValueHint {
+    /// As the catalog's names are matched (raw); the trace shows it escaped.
+    #[serde(serialize_with = "crate::render::serialize_visible")]
     pub column: String,
     pub value: String,
     pub score: f32,

@@ -53,7 +53,7 @@ fn profilable(listed: Vec<read::Listed>, tell: bool) -> Vec<read::Listed> {
             out.push(t);
             continue;
         };
-        skipped[why].push(format!("{}.{}", t.schema, t.name));
+        skipped[why].push(shown(&t.schema, &t.name));
     }
     let reasons = [
         "only their owners (and superusers) may profile them",
@@ -128,7 +128,7 @@ fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
     let keep = relationships::values_per_column(listed.iter().map(|t| t.columns.len()).sum()) as i32;
     for (i, t) in listed.into_iter().enumerate() {
         check_for_interrupts!();
-        let (oid, estimate, label) = (t.oid, t.row_estimate, format!("{}.{}", t.schema, t.name));
+        let (oid, estimate, label) = (t.oid, t.row_estimate, shown(&t.schema, &t.name));
         changes.insert(u32::from(oid), t.changes);
         let sampling = relationships::Sampling::for_table(estimate, max_rows);
         match read::profile(t, sampling, max_rows, keep, timeout) {
@@ -148,10 +148,10 @@ fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
     for ((f, fc), (t, tc)) in findings.unchecked.iter().take(5) {
         note!(
             "nl2sql: {}.{} may hold {}.{}, but its values could not be checked within nl2sql.profile_timeout; confirm it with nl2sql.confirm_relationship() if it does",
-            tables[*f].name,
-            tables[*f].columns[*fc].name,
-            tables[*t].name,
-            tables[*t].columns[*tc].name
+            shown(&tables[*f].schema, &tables[*f].name),
+            quoted(&tables[*f].columns[*fc].name),
+            shown(&tables[*t].schema, &tables[*t].name),
+            quoted(&tables[*t].columns[*tc].name)
         );
     }
     save(&tables, &findings, &changes);
@@ -239,4 +239,14 @@ fn stored(oids: &[pg_sys::Oid]) -> Vec<Row> {
             ))
         },
     )
+}
+
+/// A table's name as NOTICEs show it: quoted and qualified, invisible characters written as
+/// `U&"..."` escapes (a table owner chose the name).
+fn shown(schema: &str, name: &str) -> String {
+    nl2sql_core::render::ident(&format!("{}.{}", quoted(schema), quoted(name)))
+}
+
+fn quoted(name: &str) -> String {
+    nl2sql_core::render::ident(&pgrx::spi::quote_identifier(name))
 }

@@ -3,7 +3,7 @@
 //! value_index.generation. The generation replaced stays until no snapshot can use it
 //! (refresh.rs drops it). Also the triggers, and dropping an index.
 
-use super::{entries_table, fail, may_maintain, printed, relation_text, Built};
+use super::{column_text, entries_table, fail, may_maintain, printed, relation_text, Built};
 use crate::gucs;
 use crate::pg::relation::Trigger;
 use crate::pg::{embedder, owner, relation, spi};
@@ -214,8 +214,9 @@ fn build_column(t: &Target, col: &Column, include_rls: bool, explicit: bool) -> 
     let (rel, relname) = (t.rel, t.relname);
     let started = Instant::now();
     let qcol = quote_identifier(&col.name);
+    let shown = format!("{relname}.{}", column_text(&col.name));
     let Some(Claim { id, generation: old_gen, new, serving }) = claim(rel, col) else {
-        let msg = format!("the value index of {relname}.{qcol} is being built by another session");
+        let msg = format!("the value index of {shown} is being built by another session");
         if explicit {
             fail(SqlState::from_code("55P03"), msg, Some("Try again when that build has finished."));
         }
@@ -229,7 +230,7 @@ fn build_column(t: &Target, col: &Column, include_rls: bool, explicit: bool) -> 
     if relation::column_name(rel, col.attnum).as_deref() != Some(col.name.as_str()) {
         fail(
             SqlState::from_code("40001"),
-            format!("column {qcol} of {relname} was renamed or dropped while nl2sql read it"),
+            format!("column {} of {relname} was renamed or dropped while nl2sql read it", column_text(&col.name)),
             Some("Try again: the index is built from the column's current name."),
         );
     }
@@ -242,7 +243,7 @@ fn build_column(t: &Target, col: &Column, include_rls: bool, explicit: bool) -> 
             // Restored, and not buildable as it is: stale (shown so, no longer named by searches).
             spi::write("UPDATE nl2sql.value_index SET status = 'stale' WHERE id = $1", &[id.into()]);
         }
-        let msg = format!("column {relname}.{qcol} is not indexed: {why}");
+        let msg = format!("column {shown} is not indexed: {why}");
         if explicit {
             fail(SqlState::ProgramLimitExceeded, msg, Some("Raise nl2sql.index_max_distinct or nl2sql.index_max_avg_length to index it."));
         }
@@ -263,7 +264,7 @@ fn build_column(t: &Target, col: &Column, include_rls: bool, explicit: bool) -> 
     spi::write(&format!("CREATE TABLE {table} (LIKE nl2sql.value_entries INCLUDING ALL)"), &[]);
     // A member of the extension: DROP EXTENSION drops it; pg_dump leaves it out (a restore rebuilds).
     spi::write(&format!("ALTER EXTENSION nl2sql ADD TABLE {table}"), &[]);
-    note!("nl2sql: indexing {relname}.{qcol}: {distinct} distinct values");
+    note!("nl2sql: indexing {shown}: {distinct} distinct values");
 
     let (mut values, phrases, dims) = relation::by_name(rel, |name| {
         let source = format!(
@@ -279,7 +280,7 @@ fn build_column(t: &Target, col: &Column, include_rls: bool, explicit: bool) -> 
     let loaded = started.elapsed().as_secs_f64();
     let big = values + phrases > 100_000;
     if big {
-        note!("nl2sql: {relname}.{qcol}: {values} values and {phrases} phrases loaded in {loaded:.1} s; building its indexes");
+        note!("nl2sql: {shown}: {values} values and {phrases} phrases loaded in {loaded:.1} s; building its indexes");
     }
     spi::write(&format!("CREATE INDEX ON {table} (key)"), &[]);
     // Byte order, forwards and backwards: a mistyped key's neighbours share the part before
@@ -297,7 +298,7 @@ fn build_column(t: &Target, col: &Column, include_rls: bool, explicit: bool) -> 
     let seconds = started.elapsed().as_secs_f64();
     if big {
         note!(
-            "nl2sql: {relname}.{qcol} indexed in {seconds:.1} s (load {loaded:.1} s, key btrees {:.1} s, HNSW {:.1} s)",
+            "nl2sql: {shown} indexed in {seconds:.1} s (load {loaded:.1} s, key btrees {:.1} s, HNSW {:.1} s)",
             keyed - loaded,
             hnsw - keyed
         );

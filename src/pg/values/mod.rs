@@ -51,8 +51,15 @@ fn entries_table(id: i32, generation: i32) -> String {
 /// The relation's schema-qualified, quoted name, for messages only (bytes that are not UTF-8
 /// shown replaced). A statement that names the relation takes its name through
 /// [`relation::by_name`].
+/// A relation's name for messages: quoted, schema-qualified where needed, with invisible
+/// characters written as `U&"..."` escapes.
 fn relation_text(rel: pg_sys::Oid) -> String {
-    relation::display_name(rel).unwrap_or_else(|| relation::gone(rel))
+    nl2sql_core::render::ident(&relation::display_name(rel).unwrap_or_else(|| relation::gone(rel)))
+}
+
+/// A column's quoted name for messages, invisible characters escaped as [`relation_text`] does.
+fn column_text(name: &str) -> String {
+    nl2sql_core::render::ident(&pgrx::spi::quote_identifier(name))
 }
 
 /// Whether `role` may build, refresh or drop the indexes of `rel`: its owner (or a member of

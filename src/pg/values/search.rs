@@ -111,9 +111,9 @@ fn notice_restored(caller: pg_sys::Oid) {
     if names.is_empty() {
         return;
     }
-    // Names as the NOTICE shows them: a control character (a newline in a table's name) would
-    // start a line of its own there.
-    let shown = |n: &String| n.chars().map(|c| if c.is_control() { '?' } else { c }).collect::<String>();
+    // Names as the NOTICE shows them: invisible characters (a line break, a BOM in a table's
+    // name) written as `U&"..."` escapes.
+    let shown = |n: &String| nl2sql_core::render::ident(n);
     let mut listed = names.iter().take(RESTORED_NAMED_MAX).map(shown).collect::<Vec<_>>().join(", ");
     if names.len() > RESTORED_NAMED_MAX {
         listed.push_str(&format!(" and {} more", names.len() - RESTORED_NAMED_MAX));
@@ -192,7 +192,7 @@ impl Store {
             Ok(v) => Some(v),
             Err(e) => {
                 let name = format!("{}.{}", visible_name(col.relid), pgrx::spi::quote_identifier(&col.column));
-                debug1!("nl2sql: value index of {name} skipped: {}", e.message);
+                debug1!("nl2sql: value index of {} skipped: {}", nl2sql_core::render::ident(&name), e.message);
                 SKIPPED.with_borrow_mut(|s| {
                     if !s.contains(&name) {
                         s.push(name)
