@@ -392,6 +392,49 @@ fn only_empty_results_get_a_correction_round() {
 }
 
 #[test]
+fn two_different_queries_that_run_empty_are_the_answer_and_only_failures_are_corrected() {
+    let mut db = FakeDb::default();
+    db.results.insert("SELECT name FROM singer WHERE age > 90".into(), (vec![], 1));
+    db.results.insert("SELECT name FROM singer WHERE age >= 91".into(), (vec![], 1));
+    let s = Settings { candidates: 3, first_wave: 3, agreement: 3, alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
+    let mut llm = script(&[
+        EXTRACTED,
+        "#SQL: SELECT name FROM singer WHERE age > 90",
+        "#SQL: SELECT name FROM singer WHERE age >= 91",
+        "#SQL: SELECT nme FROM singer WHERE age > 90",
+        "#SQL: SELECT name FROM singer WHERE age > 90",
+    ]);
+    let a = ask(&q("Singers older than 90?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
+    assert_eq!(a.sql, "SELECT name FROM singer WHERE age > 90");
+    assert!(a.trace.empty_agreed);
+    // One correction, of the failed candidate; neither empty one is sent back.
+    let corrections: Vec<Option<usize>> = a.trace.candidates.iter().filter(|c| c.round == 1).map(|c| c.corrects).collect();
+    assert_eq!(corrections, vec![Some(2)]);
+    assert!(!llm.prompts().iter().any(|p| p.iter().any(|m| m.content.starts_with("That query returned no rows"))));
+    assert_eq!(serde_json::to_value(&a.trace).unwrap()["empty_agreed"], true);
+}
+
+#[test]
+fn one_query_that_runs_empty_is_still_corrected_beside_a_failed_one() {
+    let mut db = FakeDb::default();
+    db.results.insert("SELECT name FROM singer WHERE country = 'Fr'".into(), (vec![], 1));
+    let s = Settings { candidates: 2, first_wave: 2, agreement: 2, max_corrections: 1, alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
+    let mut llm = script(&[
+        EXTRACTED,
+        "#SQL: SELECT name FROM singer WHERE country = 'Fr'",
+        "#SQL: SELECT nme FROM singer",
+        "#SQL: SELECT name FROM singer WHERE country = 'France'",
+        "#SQL: SELECT name FROM singer",
+    ]);
+    let a = ask(&q("Singers from France?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
+    assert!(!a.trace.empty_agreed);
+    assert!(serde_json::to_value(&a.trace).unwrap().get("empty_agreed").is_none());
+    let mut corrected: Vec<Option<usize>> = a.trace.candidates.iter().filter(|c| c.round == 1).map(|c| c.corrects).collect();
+    corrected.sort();
+    assert_eq!(corrected, vec![Some(0), Some(1)], "the empty one and the failed one");
+}
+
+#[test]
 fn a_failing_call_does_not_lose_the_others() {
     let mut llm = Script {
         answers: vec![Ok(EXTRACTED.into()), Ok("#SQL: SELECT count(*) FROM singer".into()), Err(down()), Ok("#SQL: SELECT count(*) FROM singer".into())],
