@@ -212,12 +212,11 @@ impl Asking<'_> {
                 break;
             }
             // Nothing returned rows: the empty ones are worth another look too, once each, unless
-            // two different sampled queries ran empty. Then the empty result is taken as the
-            // answer: measured on spider-pg (five runs), such corrections wrote the same query
-            // again 39 times of 44 and never one that returned rows. Failed candidates are still
-            // corrected, and a correction's empty result does not count (it answers its own).
-            let sampled = |i: &usize| self.trace.candidates.get(*i).is_some_and(|c| c.round == 0);
-            let agreed = pool.executed.iter().filter(|(i, ..)| sampled(i)).count() >= 2;
+            // two sampled answers ran (the same query or not), all empty. Then the empty result
+            // is taken as the answer: measured on spider-pg (five runs), such corrections wrote
+            // the same query again 39 times of 44 and never one that returned rows. Failed
+            // candidates are still corrected, and a correction's empty result does not count.
+            let agreed = self.trace.candidates.iter().filter(|c| c.round == 0 && c.ok).count() >= 2;
             self.trace.empty_agreed |= agreed;
             for (i, _, e) in pool.executed.iter().filter(|_| !agreed) {
                 if e.rows.is_empty() && !pool.corrected.contains(i) {

@@ -415,6 +415,18 @@ fn two_different_queries_that_run_empty_are_the_answer_and_only_failures_are_cor
 }
 
 #[test]
+fn the_same_query_sampled_twice_and_empty_is_the_answer() {
+    let mut db = FakeDb::default();
+    db.results.insert("SELECT name FROM singer WHERE age > 90".into(), (vec![], 1));
+    let s = Settings { candidates: 2, first_wave: 2, agreement: 3, alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
+    let mut llm = script(&[EXTRACTED, "#SQL: SELECT name FROM singer WHERE age > 90", "#SQL: SELECT name FROM singer WHERE age > 90"]);
+    let a = ask(&q("Singers older than 90?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
+    assert_eq!(a.sql, "SELECT name FROM singer WHERE age > 90");
+    assert!(a.trace.empty_agreed);
+    assert_eq!(llm.seen.len(), 3, "one extraction, two samples, no correction");
+}
+
+#[test]
 fn one_query_that_runs_empty_is_still_corrected_beside_a_failed_one() {
     let mut db = FakeDb::default();
     db.results.insert("SELECT name FROM singer WHERE country = 'Fr'".into(), (vec![], 1));

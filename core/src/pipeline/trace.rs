@@ -82,7 +82,7 @@ pub struct Trace {
     pub waves: usize,
     /// Sampling stopped before n candidates because enough agreed.
     pub stopped_early: bool,
-    /// Two or more different queries ran and none returned rows: the empty result was taken as
+    /// Two or more sampled answers ran and none returned rows: the empty result was taken as
     /// the answer, and no empty one was sent back for correction.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub empty_agreed: bool,
