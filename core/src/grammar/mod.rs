@@ -148,6 +148,8 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
         );
     }
     out.push_str(fixed());
+    // Aliases: no reserved word, none that starts with a shown column's name (alias.rs).
+    out.push_str(&alias::rules(&names.iter().collect::<Vec<_>>()));
     let _ = writeln!(out, "func ::= {}", radix(FUNCTIONS.iter().flat_map(|f| [f.to_string(), f.to_uppercase()])));
     let count = names.len();
     let _ = writeln!(out, "relation ::= {}", radix(&relations));
@@ -178,14 +180,11 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
     Ok(Grammar { text: out, relations: relations.len(), columns: count, scoped: own })
 }
 
-/// The fixed rules: sql.gbnf without its comments, and the aliases (alias.rs), worked out once.
+/// The fixed rules: sql.gbnf without its comments, worked out once (the aliases, alias.rs,
+/// depend on the shown columns).
 fn fixed() -> &'static str {
     static FIXED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    FIXED.get_or_init(|| {
-        let mut text: String = SQL.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).map(|l| format!("{l}\n")).collect();
-        text.push_str(&alias::rules());
-        text
-    })
+    FIXED.get_or_init(|| SQL.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).map(|l| format!("{l}\n")).collect())
 }
 
 /// The last part of a schema-qualified identifier (`airports` of `travel.airports`, `"B.c"` of
