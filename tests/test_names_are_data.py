@@ -413,7 +413,7 @@ def test_invisible_characters_in_her_names_are_shown_escaped_in_notices_and_the_
     with hostile_owner(
         conn, "nd_zwo",
         'CREATE TABLE nd_zw.nd_towns (id int, "\u200bcity\ufeff" text)',
-        "INSERT INTO nd_zw.nd_towns VALUES (1, 'Trondheim'), (2, 'Stavanger')",
+        "INSERT INTO nd_zw.nd_towns VALUES (1, 'Trondheim'), (2, 'Stavanger'), (3, E'Trondheim\\u200b\\ufeff')",
         'CREATE TABLE nd_zw."nd_guarded\u200b\U000e0041" (id int)',
         'ALTER TABLE nd_zw."nd_guarded\u200b\U000e0041" ENABLE ROW LEVEL SECURITY',
         "GRANT USAGE ON SCHEMA nd_zw TO PUBLIC",
@@ -433,7 +433,8 @@ def test_invisible_characters_in_her_names_are_shown_escaped_in_notices_and_the_
             conn.execute("RESET search_path")
         hints = " ".join(v["column"] for v in trace["values"])
         assert "Trondheim" in json.dumps(trace["values"]) and "\\u{200B}city\\u{FEFF}" in hints, hints
-        assert not any(c in hints for c in INVISIBLE), hints
+        shown = json.dumps(trace["values"], ensure_ascii=False)
+        assert not any(c in shown for c in INVISIBLE), shown
         # Negative: the prompt shows the column so that PostgreSQL reads it.
         assert 'U&"\\200Bcity\\FEFF"' in "\n".join(prompts(mock))
         said.clear()

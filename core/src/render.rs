@@ -193,7 +193,7 @@ pub fn serialize_visible_list<S: serde::Serializer>(names: &[String], s: S) -> R
     s.collect_seq(names.iter().map(|n| visible(n, false)))
 }
 
-/// Serializes one name as [`visible`] writes it.
+/// Serializes one name (or a stored value) as [`visible`] writes it.
 pub fn serialize_visible<S: serde::Serializer>(name: &str, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&visible(name, false))
 }

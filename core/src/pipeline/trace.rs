@@ -82,8 +82,8 @@ pub struct Trace {
     pub waves: usize,
     /// Sampling stopped before n candidates because enough agreed.
     pub stopped_early: bool,
-    /// Two or more sampled answers ran and none returned rows: the empty result was taken as
-    /// the answer, and no empty one was sent back for correction.
+    /// Two or more sampled answers ran and none returned rows: no empty result was sent back
+    /// for correction (failed candidates still were, and one that returns rows wins the vote).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub empty_agreed: bool,
     /// The first generator's answer stood alone: its confidence (nl2sql.alone_confidence).

@@ -283,6 +283,8 @@ pub struct ValueHint {
     /// As the catalog's names are matched (raw); the trace shows it escaped.
     #[serde(serialize_with = "crate::render::serialize_visible")]
     pub column: String,
+    /// As stored; the trace shows it escaped (the prompt, as a literal: [`render_values`]).
+    #[serde(serialize_with = "crate::render::serialize_visible")]
     pub value: String,
     pub score: f32,
 }

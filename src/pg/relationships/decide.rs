@@ -138,7 +138,8 @@ fn relation(rel: pg_sys::Oid) -> String {
         &[rel.into()],
         |r| Some((r.get::<String>(1).ok()??, r.get::<bool>(2).ok()??)),
     );
-    match found {
+    // For messages only: invisible characters in the owner's name written as `U&"..."` escapes.
+    match found.map(|(name, kind)| (nl2sql_core::render::ident(&name), kind)) {
         Some((name, true)) => name,
         Some((name, false)) => fail(
             SqlState::from_code("42809"),

@@ -136,7 +136,8 @@ fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
                 estimates.insert(u32::from(oid), estimate);
                 tables.push(p);
             }
-            Err(why) => note!("nl2sql: table {label} not profiled: {why}"),
+            // PostgreSQL's error may quote a name as stored.
+            Err(why) => note!("nl2sql: table {label} not profiled: {}", nl2sql_core::render::visible(&why, false)),
         }
         if last_notice.elapsed() >= PROGRESS_EVERY {
             note!("nl2sql: profiled {} of {total} tables ({:.0} s)", i + 1, started.elapsed().as_secs_f64());

@@ -66,7 +66,7 @@ fn index(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explicit: bo
         fail(SqlState::InsufficientPrivilege, format!("must be owner of table {relname} to index its values"), None);
     }
     if !matches!(relkind.as_str(), "r" | "p" | "m") {
-        fail(SqlState::from_code("42809"), format!("\"{relname}\" is not a table or materialized view"), None);
+        fail(SqlState::from_code("42809"), format!("{relname} is not a table or materialized view"), None);
     }
     if temporary {
         // The index would outlive the session's table, and pg_dump could not name it.
@@ -94,9 +94,9 @@ fn index(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explicit: bo
             )
             .unwrap_or(false);
             if exists {
-                fail(SqlState::from_code("42804"), format!("column \"{c}\" of {relname} is not a text column"), Some("Only text, varchar, char, citext, enum and other string types are indexed."));
+                fail(SqlState::from_code("42804"), format!("column \"{}\" of {relname} is not a text column", nl2sql_core::render::visible(c, false)), Some("Only text, varchar, char, citext, enum and other string types are indexed."));
             }
-            fail(SqlState::from_code("42703"), format!("column \"{c}\" of relation {relname} does not exist"), None);
+            fail(SqlState::from_code("42703"), format!("column \"{}\" of relation {relname} does not exist", nl2sql_core::render::visible(c, false)), None);
         }
     }
     if collect {

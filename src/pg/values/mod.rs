@@ -49,10 +49,8 @@ fn entries_table(id: i32, generation: i32) -> String {
 }
 
 /// The relation's schema-qualified, quoted name, for messages only (bytes that are not UTF-8
-/// shown replaced). A statement that names the relation takes its name through
-/// [`relation::by_name`].
-/// A relation's name for messages: quoted, schema-qualified where needed, with invisible
-/// characters written as `U&"..."` escapes.
+/// shown replaced, invisible characters written as `U&"..."` escapes). A statement that names
+/// the relation takes its name through [`relation::by_name`].
 fn relation_text(rel: pg_sys::Oid) -> String {
     nl2sql_core::render::ident(&relation::display_name(rel).unwrap_or_else(|| relation::gone(rel)))
 }
