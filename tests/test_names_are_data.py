@@ -417,7 +417,8 @@ def test_invisible_characters_in_her_names_are_shown_escaped_in_notices_and_the_
         'CREATE TABLE nd_zw."nd_guarded\u200b\U000e0041" (id int)',
         'ALTER TABLE nd_zw."nd_guarded\u200b\U000e0041" ENABLE ROW LEVEL SECURITY',
         "GRANT USAGE ON SCHEMA nd_zw TO PUBLIC",
-        'GRANT SELECT ON nd_zw.nd_towns, nd_zw."nd_guarded\u200b\U000e0041" TO PUBLIC',
+        'CREATE TABLE nd_zw.nd_stops (id int, "town\u200b" int)',
+        'GRANT SELECT ON nd_zw.nd_towns, nd_zw."nd_guarded\u200b\U000e0041", nd_zw.nd_stops TO PUBLIC',
         schema="nd_zw",
     ):
         conn.execute("SET client_min_messages = notice")
@@ -435,10 +436,17 @@ def test_invisible_characters_in_her_names_are_shown_escaped_in_notices_and_the_
         assert "Trondheim" in json.dumps(trace["values"]) and "\\u{200B}city\\u{FEFF}" in hints, hints
         shown = json.dumps(trace["values"], ensure_ascii=False)
         assert not any(c in shown for c in INVISIBLE), shown
+        assert "Trondheim\\\\u{200B}\\\\u{FEFF}" in shown, shown
         # Negative: the prompt shows the column so that PostgreSQL reads it.
         assert 'U&"\\200Bcity\\FEFF"' in "\n".join(prompts(mock))
         said.clear()
         conn.execute("SELECT * FROM nl2sql.profile_relationships(ARRAY['nd_zw'])").fetchall()
+        # A decision on her columns: the ERROR names them escaped.
+        with pytest.raises(errors.DatatypeMismatch) as e:
+            conn.execute("SELECT nl2sql.confirm_relationship('nd_zw.nd_stops', %s::name, 'nd_zw.nd_towns', %s::name)", ("town\u200b", "\u200bcity\ufeff"))
+        failed = e.value.diag.message_primary
+        assert 'U&"town\\200B"' in failed and 'U&"\\200Bcity\\FEFF"' in failed, failed
+        assert not any(c in failed + (e.value.diag.message_detail or "") for c in INVISIBLE), failed
         skipped = [m for m in said if "row-level security" in m]
         assert skipped and 'nd_zw.U&"nd_guarded\\200B\\+0E0041"' in skipped[0], said
         assert not any(c in m for m in said for c in INVISIBLE), said

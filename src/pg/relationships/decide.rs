@@ -8,6 +8,7 @@
 use crate::pg::errors::fail;
 use crate::pg::{owner, spi};
 use nl2sql_core::error::SqlState;
+use nl2sql_core::render::{ident, visible};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 
@@ -80,7 +81,7 @@ pub fn decide(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_
     if decision == Decision::Confirm && !may_reference(to, &to_columns, caller) {
         fail(
             SqlState::InsufficientPrivilege,
-            format!("permission denied to reference {to_name} ({})", to_columns.join(", ")),
+            format!("permission denied to reference {to_name} ({})", listed(&to_columns)),
             None,
             Some("Confirming a relationship needs REFERENCES or SELECT on the columns it points to, as a foreign key does."),
         );
@@ -90,8 +91,8 @@ pub fn decide(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_
             if ft.1 != tt.1 {
                 fail(
                     SqlState::from_code("42804"),
-                    format!("{from_name}.{fc} and {to_name}.{tc} cannot be joined on"),
-                    Some(format!("{fc} is {} and {tc} is {}", ft.0, tt.0)),
+                    format!("{from_name}.{} and {to_name}.{} cannot be joined on", column(fc), column(tc)),
+                    Some(format!("{} is {} and {} is {}", column(fc), visible(&ft.0, false), column(tc), visible(&tt.0, false))),
                     Some("Both columns of each pair must be of one kind: numbers, strings, dates, ..."),
                 );
             }
@@ -100,7 +101,7 @@ pub fn decide(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_
     if declared(from, &from_columns, to, &to_columns) {
         fail(
             SqlState::ObjectNotInPrerequisiteState,
-            format!("{from_name} ({}) → {to_name} ({}) is a declared foreign key", from_columns.join(", "), to_columns.join(", ")),
+            format!("{from_name} ({}) → {to_name} ({}) is a declared foreign key", listed(&from_columns), listed(&to_columns)),
             None,
             Some("A declared foreign key needs no decision; drop the constraint to stop using it."),
         );
@@ -189,7 +190,7 @@ fn types(rel: pg_sys::Oid, name: &str, columns: &[String]) -> Vec<(String, Strin
                 &[rel.into(), c.as_str().into()],
                 |r| Some((r.get::<String>(1).ok()??, r.get::<String>(2).ok()??)),
             )
-            .unwrap_or_else(|| fail(SqlState::from_code("42703"), format!("column \"{c}\" of relation {name} does not exist"), None, None))
+            .unwrap_or_else(|| fail(SqlState::from_code("42703"), format!("column \"{}\" of relation {name} does not exist", visible(c, false)), None, None))
         })
         .collect()
 }
@@ -203,4 +204,14 @@ fn declared(from: pg_sys::Oid, from_columns: &[String], to: pg_sys::Oid, to_colu
         &[from.into(), from_columns.to_vec().into(), to.into(), to_columns.to_vec().into()],
     )
     .unwrap_or(false)
+}
+
+/// A column's name for messages: quoted where SQL needs it, invisible characters written as
+/// `U&"..."` escapes (the names are a table owner's, or the caller's copy of them).
+fn column(name: &str) -> String {
+    ident(&pgrx::spi::quote_identifier(name))
+}
+
+fn listed(columns: &[String]) -> String {
+    columns.iter().map(|c| column(c)).collect::<Vec<_>>().join(", ")
 }
