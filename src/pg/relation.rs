@@ -66,6 +66,12 @@ fn utf8(rel: pg_sys::Oid, name: Vec<u8>) -> String {
     })
 }
 
+/// A name a table owner chose (a schema's, a table's, a column's), for messages only: quoted
+/// where SQL needs it, invisible characters written as `U&"..."` escapes.
+pub(crate) fn display_ident(name: &str) -> String {
+    nl2sql_core::render::ident(&pgrx::spi::quote_identifier(name))
+}
+
 /// The relation's name as [`name`] gives it, for messages only: bytes that are not UTF-8 are
 /// shown replaced (never a name to run: so spelled, it may be another relation's).
 pub(crate) fn display_name(rel: pg_sys::Oid) -> Option<String> {

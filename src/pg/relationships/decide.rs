@@ -6,6 +6,7 @@
 //! does, the right to reference the target columns (REFERENCES or SELECT on them).
 
 use crate::pg::errors::fail;
+use crate::pg::relation::display_ident;
 use crate::pg::{owner, spi};
 use nl2sql_core::error::SqlState;
 use nl2sql_core::render::{ident, visible};
@@ -91,8 +92,8 @@ pub fn decide(from: pg_sys::Oid, from_columns: Vec<String>, to: pg_sys::Oid, to_
             if ft.1 != tt.1 {
                 fail(
                     SqlState::from_code("42804"),
-                    format!("{from_name}.{} and {to_name}.{} cannot be joined on", column(fc), column(tc)),
-                    Some(format!("{} is {} and {} is {}", column(fc), visible(&ft.0, false), column(tc), visible(&tt.0, false))),
+                    format!("{from_name}.{} and {to_name}.{} cannot be joined on", display_ident(fc), display_ident(tc)),
+                    Some(format!("{} is {} and {} is {}", display_ident(fc), visible(&ft.0, false), display_ident(tc), visible(&tt.0, false))),
                     Some("Both columns of each pair must be of one kind: numbers, strings, dates, ..."),
                 );
             }
@@ -140,7 +141,7 @@ fn relation(rel: pg_sys::Oid) -> String {
         |r| Some((r.get::<String>(1).ok()??, r.get::<bool>(2).ok()??)),
     );
     // For messages only: invisible characters in the owner's name written as `U&"..."` escapes.
-    match found.map(|(name, kind)| (nl2sql_core::render::ident(&name), kind)) {
+    match found.map(|(name, kind)| (ident(&name), kind)) {
         Some((name, true)) => name,
         Some((name, false)) => fail(
             SqlState::from_code("42809"),
@@ -206,12 +207,8 @@ fn declared(from: pg_sys::Oid, from_columns: &[String], to: pg_sys::Oid, to_colu
     .unwrap_or(false)
 }
 
-/// A column's name for messages: quoted where SQL needs it, invisible characters written as
-/// `U&"..."` escapes (the names are a table owner's, or the caller's copy of them).
-fn column(name: &str) -> String {
-    ident(&pgrx::spi::quote_identifier(name))
-}
-
+/// Columns for messages, as [`display_ident`] writes each (the names are a table owner's, or
+/// the caller's copy of them).
 fn listed(columns: &[String]) -> String {
-    columns.iter().map(|c| column(c)).collect::<Vec<_>>().join(", ")
+    columns.iter().map(|c| display_ident(c)).collect::<Vec<_>>().join(", ")
 }

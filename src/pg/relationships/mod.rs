@@ -150,9 +150,9 @@ fn profile_tables(listed: Vec<read::Listed>) -> Vec<pg_sys::Oid> {
         note!(
             "nl2sql: {}.{} may hold {}.{}, but its values could not be checked within nl2sql.profile_timeout; confirm it with nl2sql.confirm_relationship() if it does",
             shown(&tables[*f].schema, &tables[*f].name),
-            quoted(&tables[*f].columns[*fc].name),
+            relation::display_ident(&tables[*f].columns[*fc].name),
             shown(&tables[*t].schema, &tables[*t].name),
-            quoted(&tables[*t].columns[*tc].name)
+            relation::display_ident(&tables[*t].columns[*tc].name)
         );
     }
     save(&tables, &findings, &changes);
@@ -245,9 +245,5 @@ fn stored(oids: &[pg_sys::Oid]) -> Vec<Row> {
 /// A table's name as NOTICEs show it: quoted and qualified, invisible characters written as
 /// `U&"..."` escapes (a table owner chose the name).
 fn shown(schema: &str, name: &str) -> String {
-    nl2sql_core::render::ident(&format!("{}.{}", quoted(schema), quoted(name)))
-}
-
-fn quoted(name: &str) -> String {
-    nl2sql_core::render::ident(&pgrx::spi::quote_identifier(name))
+    format!("{}.{}", relation::display_ident(schema), relation::display_ident(name))
 }

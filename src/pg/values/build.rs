@@ -3,7 +3,7 @@
 //! value_index.generation. The generation replaced stays until no snapshot can use it
 //! (refresh.rs drops it). Also the triggers, and dropping an index.
 
-use super::{column_text, entries_table, fail, may_maintain, printed, relation_text, Built};
+use super::{entries_table, fail, may_maintain, printed, relation_text, Built};
 use crate::gucs;
 use crate::pg::relation::Trigger;
 use crate::pg::{embedder, owner, relation, spi};
@@ -214,7 +214,7 @@ fn build_column(t: &Target, col: &Column, include_rls: bool, explicit: bool) -> 
     let (rel, relname) = (t.rel, t.relname);
     let started = Instant::now();
     let qcol = quote_identifier(&col.name);
-    let shown = format!("{relname}.{}", column_text(&col.name));
+    let shown = format!("{relname}.{}", relation::display_ident(&col.name));
     let Some(Claim { id, generation: old_gen, new, serving }) = claim(rel, col) else {
         let msg = format!("the value index of {shown} is being built by another session");
         if explicit {
@@ -230,7 +230,7 @@ fn build_column(t: &Target, col: &Column, include_rls: bool, explicit: bool) -> 
     if relation::column_name(rel, col.attnum).as_deref() != Some(col.name.as_str()) {
         fail(
             SqlState::from_code("40001"),
-            format!("column {} of {relname} was renamed or dropped while nl2sql read it", column_text(&col.name)),
+            format!("column {} of {relname} was renamed or dropped while nl2sql read it", relation::display_ident(&col.name)),
             Some("Try again: the index is built from the column's current name."),
         );
     }

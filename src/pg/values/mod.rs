@@ -55,11 +55,6 @@ fn relation_text(rel: pg_sys::Oid) -> String {
     nl2sql_core::render::ident(&relation::display_name(rel).unwrap_or_else(|| relation::gone(rel)))
 }
 
-/// A column's quoted name for messages, invisible characters escaped as [`relation_text`] does.
-fn column_text(name: &str) -> String {
-    nl2sql_core::render::ident(&pgrx::spi::quote_identifier(name))
-}
-
 /// Whether `role` may build, refresh or drop the indexes of `rel`: its owner (or a member of
 /// the owning role), or a superuser. `role` is [`owner::caller`], taken before any switch. Read
 /// as committed now, not by the transaction's snapshot (which may show an earlier owner).

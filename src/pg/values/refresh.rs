@@ -4,8 +4,8 @@
 //! and dropping the generations builds replaced once no snapshot can use them.
 //! nl2sql.refresh_value_indexes() runs all of it; a scheduler (pg_cron, cron with psql) can call it.
 
-use super::{column_text, entries_table, may_maintain, relation_text, still_held, within, Built, TableClock};
-use crate::pg::{embedder, owner, spi};
+use super::{entries_table, may_maintain, relation_text, still_held, within, Built, TableClock};
+use crate::pg::{embedder, owner, relation, spi};
 use nl2sql_core::retrieval::embedder::Embedder;
 use nl2sql_core::retrieval::lookup;
 use pgrx::prelude::*;
@@ -52,7 +52,7 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
             Err(failure) => alert!(
                 "nl2sql could not rebuild the value index of {}.{}{}; its previous generation goes on serving",
                 relation_text(relid),
-                column_text(&column),
+                relation::display_ident(&column),
                 within(Some(&failure))
             ),
         }
@@ -107,7 +107,7 @@ fn apply_removals(rel: Option<pg_sys::Oid>, clock: &mut TableClock) {
         let held = match still_held(relid, attnum, &values, clock) {
             Ok(held) => held,
             Err(why) => {
-                alert!("nl2sql could not re-check the removed values of {}.{}{}", relation_text(relid), column_text(&column), within(why.as_ref()));
+                alert!("nl2sql could not re-check the removed values of {}.{}{}", relation_text(relid), relation::display_ident(&column), within(why.as_ref()));
                 continue;
             }
         };
