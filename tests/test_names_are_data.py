@@ -457,3 +457,72 @@ def test_plpgsql_warnings_show_names_on_one_line(connect):
     conn = connect()
     assert conn.execute("SELECT nl2sql._one_line(E'a\\nb\\u202Ec\\td é')").fetchone()[0] == "a\\u{000A}b\\u{202E}c\td é"
     assert conn.execute("SELECT nl2sql._one_line('')").fetchone()[0] == ""
+
+
+# Her policy's function: what it says (or raises) as nl2sql reads her table, with escape
+# sequences, line breaks and a right-to-left override, after turning her session's messages up.
+SHOUTING = r"""
+  PERFORM set_config('client_min_messages', 'debug5', true);
+  IF current_setting('pytest.shout', true) = 'notice' THEN
+    RAISE NOTICE E'zq-notice\n\x1b[31mred\u202e';
+    RAISE WARNING E'zq-warning\r\x1b[2J';
+    RAISE INFO E'zq-info\x1b]0;title\x07';
+  ELSIF current_setting('pytest.shout', true) = 'error' THEN
+    RAISE EXCEPTION E'zq-error\n\x1b[31mred' USING DETAIL = E'zq-detail\x1b[2J\u202e\nHINT:  forged', HINT = E'zq-hint\u2028done';
+  END IF;"""
+
+
+def test_what_her_policy_says_while_her_table_is_indexed_reaches_no_one_raw(connect):
+    """A value index built or refreshed with include_rls runs her policy as her: what her code
+    RAISEs at NOTICE, WARNING or INFO is not sent to the DBA's client (whatever she sets
+    client_min_messages to), and an error of hers reaches the DBA with every escape sequence,
+    line break and bidirectional control shown escaped, on the explicit paths as the ERROR, on
+    the refresh of every index as its WARNING (which does not quote her)."""
+    admin = connect()
+    admin.execute("DROP TABLE IF EXISTS nd_shout_towns")
+    with scratch_role(admin, "pytest_shouter"):
+        admin.execute(f"CREATE FUNCTION nd_shout() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {SHOUTING} RETURN true; END $$")
+        admin.execute("ALTER FUNCTION nd_shout() OWNER TO pytest_shouter")
+        admin.execute("CREATE TABLE nd_shout_towns (town text)")
+        admin.execute("INSERT INTO nd_shout_towns VALUES ('Aberdeen'), ('Montrose')")
+        admin.execute("CREATE POLICY hers ON nd_shout_towns USING (nd_shout())")
+        admin.execute("ALTER TABLE nd_shout_towns ENABLE ROW LEVEL SECURITY")
+        admin.execute("ALTER TABLE nd_shout_towns FORCE ROW LEVEL SECURITY")
+        admin.execute("ALTER TABLE nd_shout_towns OWNER TO pytest_shouter")
+        dba = connect()
+        heard = []
+        dba.add_notice_handler(lambda n: heard.append((n.severity, n.message_primary, n.message_detail or "", n.message_hint or "")))
+        dba.execute("SET client_min_messages = debug1")
+        stale = ("INSERT INTO nl2sql.value_flags (column_id, flag) SELECT id, 'stale' FROM nl2sql.value_index "
+                 "WHERE relid = 'nd_shout_towns'::regclass")
+        try:
+            dba.execute("SET pytest.shout = notice")
+            built = dba.execute("SELECT status FROM nl2sql.create_value_index('nd_shout_towns', include_rls => true)").fetchall()
+            assert built == [("ready",)]
+            dba.execute(stale)
+            dba.execute("SELECT * FROM nl2sql.refresh_value_indexes('nd_shout_towns')").fetchall()
+            dba.execute(stale)
+            dba.execute("SELECT * FROM nl2sql.refresh_value_indexes()").fetchall()
+            assert not [h for h in heard if "zq-" in "".join(h)], heard
+            # Negative: the build's own NOTICE still comes.
+            assert [h for h in heard if "indexing" in h[1]], heard
+            dba.execute("SET pytest.shout = error")
+            for call in ("create_value_index('nd_shout_towns', include_rls => true)", "refresh_value_indexes('nd_shout_towns')"):
+                dba.execute(stale)
+                with pytest.raises(errors.RaiseException) as e:
+                    dba.execute(f"SELECT * FROM nl2sql.{call}")
+                d = e.value.diag
+                said = [d.message_primary or "", d.message_detail or "", d.message_hint or "", d.context or ""]
+                assert not any(raw(s) or "\u2028" in s for s in said) and "nd_shout" not in said[3], (call, said)
+                assert not any("\n" in s for s in said[:3]), (call, said)
+                assert d.message_primary == "zq-error\\u{000A}\\u{001B}[31mred", (call, said)
+                assert d.message_detail == "zq-detail\\u{001B}[2J\\u{202E}\\u{000A}HINT:  forged" and d.message_hint == "zq-hint\\u{2028}done", (call, said)
+            heard.clear()
+            dba.execute(stale)
+            dba.execute("SELECT * FROM nl2sql.refresh_value_indexes()").fetchall()
+            assert [h for h in heard if h[0] == "WARNING" and "nd_shout_towns" in h[1]], heard
+            assert not [h for h in heard if "zq-" in "".join(h) or any(raw(s) for s in h)], heard
+        finally:
+            dba.close()
+            admin.execute("DROP TABLE IF EXISTS nd_shout_towns")
+            admin.execute("DROP FUNCTION IF EXISTS nd_shout()")

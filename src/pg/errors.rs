@@ -73,3 +73,15 @@ pub fn report_of(e: &ErrorReportWithLevel) -> Report {
     }
     r
 }
+
+/// Whether a caught error is a cancel to pass on: query_canceled (57014) raised where PostgreSQL
+/// acts on an interrupt (ProcessInterrupts: a user's cancel, statement_timeout, the sandbox's
+/// own timeout). Code of a table owner's run while nl2sql reads her table (a policy, an index
+/// expression's function) may raise the same SQLSTATE, with `RAISE ... USING ERRCODE =
+/// 'query_canceled'` or through a function of nl2sql's she calls with a timeout she set: that
+/// is an error of her table, which a loop over every table survives, never the caller's cancel.
+/// So is an endpoint's timeout inside such a loop: one table's failure, as an unreachable
+/// endpoint is.
+pub fn is_cancel(e: &ErrorReportWithLevel) -> bool {
+    report_of(e).sqlstate == SqlState::QueryCanceled && e.function_name() == Some("ProcessInterrupts")
+}

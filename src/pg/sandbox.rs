@@ -14,7 +14,7 @@ mod domains;
 mod watchdog;
 
 use crate::gucs;
-use crate::pg::errors::report_of;
+use crate::pg::errors::{is_cancel, report_of};
 use crate::pg::receiver::Receiver;
 use crate::pg::{hooks, policy, role};
 use nl2sql_core::error::{Report, SqlState};
@@ -23,7 +23,7 @@ use nl2sql_core::safety::policy::Scope;
 use nl2sql_core::prompt::ran;
 use nl2sql_core::prompt::refine::Failure;
 use nl2sql_core::{ColumnInfo, Execution};
-use pgrx::pg_sys::panic::{CaughtError, ErrorReportWithLevel};
+use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -380,18 +380,6 @@ fn reported<T>(r: Result<T, CaughtError>) -> Result<T, Report> {
             _ => e.rethrow(),
         },
     }
-}
-
-/// Whether a caught error is a cancel to pass on: query_canceled (57014) raised where PostgreSQL
-/// acts on an interrupt (ProcessInterrupts: a user's cancel, statement_timeout, the sandbox's
-/// own timeout). Code of a table owner's run while nl2sql reads her table (a policy, an index
-/// expression's function) may raise the same SQLSTATE, with `RAISE ... USING ERRCODE =
-/// 'query_canceled'` or through a function of nl2sql's she calls with a timeout she set: that
-/// is an error of her table, which a loop over every table survives, never the caller's cancel.
-/// So is an endpoint's timeout inside such a loop: one table's failure, as an unreachable
-/// endpoint is.
-fn is_cancel(e: &ErrorReportWithLevel) -> bool {
-    report_of(e).sqlstate == SqlState::QueryCanceled && e.function_name() == Some("ProcessInterrupts")
 }
 
 /// Runs `f` in an internal subtransaction, with the sequence PL/pgSQL uses for an exception
