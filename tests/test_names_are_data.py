@@ -462,13 +462,15 @@ def test_plpgsql_warnings_show_names_on_one_line(connect):
 # Her policy's function: what it says (or raises) as nl2sql reads her table, with escape
 # sequences, line breaks and a right-to-left override, after turning her session's messages up.
 SHOUTING = r"""
-  PERFORM set_config('client_min_messages', 'debug5', true);
+  PERFORM set_config('client_min_messages', 'debug5', false);
   IF current_setting('pytest.shout', true) = 'notice' THEN
     RAISE NOTICE E'zq-notice\n\x1b[31mred\u202e';
     RAISE WARNING E'zq-warning\r\x1b[2J';
     RAISE INFO E'zq-info\x1b]0;title\x07';
   ELSIF current_setting('pytest.shout', true) = 'error' THEN
     RAISE EXCEPTION E'zq-error\n\x1b[31mred' USING DETAIL = E'zq-detail\x1b[2J\u202e\nHINT:  forged', HINT = E'zq-hint\u2028done';
+  ELSIF current_setting('pytest.shout', true) = 'long' THEN
+    RAISE EXCEPTION '%', repeat(E'\x1b', 100000) USING DETAIL = repeat('d', 100000);
   END IF;"""
 
 
@@ -515,14 +517,64 @@ def test_what_her_policy_says_while_her_table_is_indexed_reaches_no_one_raw(conn
                 said = [d.message_primary or "", d.message_detail or "", d.message_hint or "", d.context or ""]
                 assert not any(raw(s) or "\u2028" in s for s in said) and "nd_shout" not in said[3], (call, said)
                 assert not any("\n" in s for s in said[:3]), (call, said)
+                assert not [h for h in heard if "SubTransaction" in h[1]], (call, heard)
                 assert d.message_primary == "zq-error\\u{000A}\\u{001B}[31mred", (call, said)
                 assert d.message_detail == "zq-detail\\u{001B}[2J\\u{202E}\\u{000A}HINT:  forged" and d.message_hint == "zq-hint\\u{2028}done", (call, said)
+            # Her message as long as she likes: passed on cut, escaped (4,000 characters of hers).
+            dba.execute("SET pytest.shout = long")
+            dba.execute(stale)
+            with pytest.raises(errors.RaiseException) as e:
+                dba.execute("SELECT * FROM nl2sql.refresh_value_indexes('nd_shout_towns')")
+            assert e.value.diag.message_primary == "\\u{001B}" * 4000 + "…"
+            assert e.value.diag.message_detail == "d" * 4000 + "…"
+            dba.execute("SET pytest.shout = error")
             heard.clear()
             dba.execute(stale)
             dba.execute("SELECT * FROM nl2sql.refresh_value_indexes()").fetchall()
             assert [h for h in heard if h[0] == "WARNING" and "nd_shout_towns" in h[1]], heard
             assert not [h for h in heard if "zq-" in "".join(h) or any(raw(s) for s in h)], heard
+            # Her client_min_messages was undone before her error was reported: PostgreSQL's
+            # DEBUG5 lines of the subtransactions' ends never came.
+            assert not [h for h in heard if "SubTransaction" in h[1]], heard
+            assert dba.execute("SHOW client_min_messages").fetchone()[0] == "debug1"
         finally:
             dba.close()
             admin.execute("DROP TABLE IF EXISTS nd_shout_towns")
             admin.execute("DROP FUNCTION IF EXISTS nd_shout()")
+
+
+def test_postgresqls_warning_quoting_her_collation_reaches_no_one_raw(connect, server_log):
+    """PostgreSQL warns the first time a session uses a collation whose recorded version differs
+    from the library's, quoting her collation's name and version as she wrote them (any role
+    that may create objects writes both). nl2sql's own reads of her table (profiling, the
+    statistics of the schema prompt) send nothing of it to the caller; the caller's own query of
+    her table still gets PostgreSQL's warning."""
+    admin = connect()
+    with scratch_role(admin, "pytest_collator", "GRANT CREATE ON SCHEMA public TO pytest_collator"):
+        admin.execute("SET ROLE pytest_collator")
+        try:
+            admin.execute("CREATE COLLATION nd_coll (provider = icu, locale = 'und', version = E'9\\x1b[31mred\\nzq-forged')")
+            admin.execute("CREATE TABLE nd_coll_towns (id int PRIMARY KEY, town text COLLATE nd_coll)")
+            admin.execute("INSERT INTO nd_coll_towns VALUES (1, 'Forfar'), (2, 'Arbroath')")
+        finally:
+            admin.execute("RESET ROLE")
+        reads = ["SELECT count(*) FROM nl2sql.profile_relationships(ARRAY['public'])",
+                 "SELECT length(nl2sql.schema_prompt())",
+                 # Negative: the caller's own query.
+                 "SELECT min(town) FROM nd_coll_towns"]
+        heard = {}
+        with open(server_log, "rb") as log:
+            log.seek(0, 2)
+            for read in reads:
+                session = connect()
+                said = heard.setdefault(read, [])
+                session.add_notice_handler(lambda n, said=said: said.append(" ".join(x or "" for x in (n.message_primary, n.message_detail, n.message_hint))))
+                session.execute(read).fetchall()
+                session.close()
+                if read == reads[1]:
+                    # Our reads did use her collation: PostgreSQL's warning went to the server log.
+                    logged = log.read().decode("utf-8", "replace")
+                    assert logged.count('collation "nd_coll" has version mismatch') >= 2, logged[-2000:]
+        ours, own = [s for r in reads[:2] for s in heard[r]], heard[reads[2]]
+        assert not [s for s in ours if "zq-forged" in s or "nd_coll" in s or raw(s)], ours
+        assert [s for s in own if "version mismatch" in s and "zq-forged" in s], own

@@ -2,8 +2,9 @@
 
 use nl2sql_core::error::{pack_sqlstate, unpack_sqlstate, Diagnostic, Report, SqlState};
 use nl2sql_core::render;
-use pgrx::pg_sys::panic::{ErrorReport, ErrorReportWithLevel};
+use pgrx::pg_sys::panic::{CaughtError, ErrorReport, ErrorReportWithLevel};
 use pgrx::prelude::*;
+use std::panic::AssertUnwindSafe;
 
 fn errcode(state: SqlState) -> PgSqlErrorCode {
     PgSqlErrorCode::from(pack_sqlstate(state.code()))
@@ -61,17 +62,59 @@ pub fn notice(message: String, detail: String, hint: String) {
 /// A caught PostgreSQL error as a report.
 /// PostgreSQL's texts may quote a table owner's name as she wrote it (`column "a<LF>b" does not
 /// exist`): every invisible or line-breaking character in them is shown escaped (a detail's and
-/// a hint's own line breaks kept).
+/// a hint's own line breaks kept). Each text is cut to [`QUOTED_CHARS`] first: a table
+/// owner's message may be as long as PostgreSQL allows, and escaping makes a character up to eight.
 pub fn report_of(e: &ErrorReportWithLevel) -> Report {
     let state = SqlState::from_code(&unpack_sqlstate(e.sql_error_code() as i32));
-    let mut r = Report::new(state, render::visible(e.message(), false));
+    let mut r = Report::new(state, render::visible(&render::cut(e.message(), QUOTED_CHARS), false));
     if let Some(d) = e.detail() {
-        r = r.detail(render::visible(d, true));
+        r = r.detail(render::visible(&render::cut(d, QUOTED_CHARS), true));
     }
     if let Some(h) = e.hint() {
-        r = r.hint(render::visible(h, true));
+        r = r.hint(render::visible(&render::cut(h, QUOTED_CHARS), true));
     }
     r
+}
+
+/// The most characters of a caught error's message, detail or hint that are passed on.
+const QUOTED_CHARS: usize = 4000;
+
+/// Runs `f`, which reads another role's table (her code, or PostgreSQL's words about her
+/// objects, among what it runs), with nothing it reports sent to the client: her `RAISE
+/// NOTICE` or `WARNING`, and PostgreSQL's own warnings quoting her names (a collation's version
+/// mismatch), go to the server log only, as `log_min_messages` says. Every setting `f` changes
+/// is undone before anything is reported, so no `client_min_messages` of hers shows the caller
+/// what follows. An error is raised again with every invisible or line-breaking character
+/// escaped, its DETAIL and HINT on one line each, without CONTEXT lines (which name her
+/// functions as she wrote them); a cancel goes on as it came.
+pub fn unheard<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: whereToSendOutput is the backend's global; only elog reads it while `f` runs (SPI
+    // sends rows to its own receiver), and it is put back before anything is reported. The GUC
+    // nest level is popped on both paths, as a function's SET clause is.
+    let (dest, nest) = unsafe { (pg_sys::whereToSendOutput, pg_sys::NewGUCNestLevel()) };
+    let restore = move || unsafe {
+        pg_sys::AtEOXact_GUC(false, nest);
+        pg_sys::whereToSendOutput = dest;
+    };
+    unsafe { pg_sys::whereToSendOutput = pg_sys::CommandDest::DestNone };
+    let out = PgTryBuilder::new(AssertUnwindSafe(f))
+        .catch_others(|e| {
+            restore();
+            match e {
+                CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if !is_cancel(r) => {
+                    // A line break of hers in a DETAIL or HINT would start a line of her own
+                    // under PostgreSQL's (`HINT:  ...`).
+                    let mut report = report_of(r);
+                    report.detail = r.detail().map(|d| render::visible(&render::cut(d, QUOTED_CHARS), false));
+                    report.hint = r.hint().map(|h| render::visible(&render::cut(h, QUOTED_CHARS), false));
+                    raise(&report)
+                }
+                _ => e.rethrow(),
+            }
+        })
+        .execute();
+    restore();
+    out
 }
 
 /// Whether a caught error is a cancel to pass on: query_canceled (57014) raised where PostgreSQL

@@ -9,12 +9,9 @@
 
 use crate::pg::{errors, hooks, relation, role};
 use nl2sql_core::error::{Report, SqlState};
-use nl2sql_core::render;
 use nl2sql_core::safety::policy::Scope;
-use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 
 /// What acting as the owner needs, read in one query: the owner, and a safe search_path
 /// (PostgreSQL's catalog, pgvector's schema, this session's temporary schema last).
@@ -66,39 +63,7 @@ pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     let relowner = table_owner(rel);
     // Only pg_catalog: nothing in the table owner's code path is resolved in a schema others
     // may write.
-    hooks::suspended(|| role::switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", || unheard(f)))
-}
-
-/// Runs `f`, code of a table owner's among it, with nothing it reports sent to the client: her
-/// `RAISE NOTICE` or `WARNING` (whose text is hers: escape sequences, line breaks) goes to the
-/// server log only, as `log_min_messages` says; no setting she changes can undo that. Her error
-/// is raised again with every invisible or line-breaking character escaped, its DETAIL and
-/// HINT's line breaks too, and without her CONTEXT lines (which name her functions as she wrote
-/// them); a cancel goes on as it came.
-fn unheard<T>(f: impl FnOnce() -> T) -> T {
-    // SAFETY: whereToSendOutput is the backend's global; only elog reads it while `f` runs (SPI
-    // sends rows to its own receiver), and it is put back before anything is reported.
-    let dest = unsafe { pg_sys::whereToSendOutput };
-    let restore = move || unsafe { pg_sys::whereToSendOutput = dest };
-    unsafe { pg_sys::whereToSendOutput = pg_sys::CommandDest::DestNone };
-    let out = PgTryBuilder::new(AssertUnwindSafe(f))
-        .catch_others(|e| {
-            restore();
-            match e {
-                CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if !errors::is_cancel(r) => {
-                    // Her DETAIL and HINT on one line each too: a line break of hers would start
-                    // a line of her own under PostgreSQL's (`HINT:  ...`).
-                    let mut report = errors::report_of(r);
-                    report.detail = r.detail().map(|d| render::visible(d, false));
-                    report.hint = r.hint().map(|h| render::visible(h, false));
-                    errors::raise(&report)
-                }
-                _ => e.rethrow(),
-            }
-        })
-        .execute();
-    restore();
-    out
+    hooks::suspended(|| role::switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", || errors::unheard(f)))
 }
 
 /// Like [`as_table_owner`], but running none of the owner's code either: only system functions
@@ -107,7 +72,9 @@ fn unheard<T>(f: impl FnOnce() -> T) -> T {
 /// instead of running. How profiling reads tables whose owners never asked for it.
 pub fn as_table_owner_running_no_code<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     let relowner = table_owner(rel);
-    hooks::with_scope(Scope::Elevated, &[], HashMap::new(), || role::switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", f))
+    hooks::with_scope(Scope::Elevated, &[], HashMap::new(), || {
+        role::switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", || errors::unheard(f))
+    })
 }
 
 /// The table's owner as committed now (the system cache), whatever the transaction's snapshot.

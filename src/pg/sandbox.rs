@@ -14,7 +14,7 @@ mod domains;
 mod watchdog;
 
 use crate::gucs;
-use crate::pg::errors::{is_cancel, report_of};
+use crate::pg::errors::{self, is_cancel, report_of};
 use crate::pg::receiver::Receiver;
 use crate::pg::{hooks, policy, role};
 use nl2sql_core::error::{Report, SqlState};
@@ -461,7 +461,7 @@ fn restricted<T>(scope: Scope, timeout: Duration, f: impl FnOnce() -> T) -> Resu
     isolated(timeout, || {
         // SAFETY: reads the current user id.
         let me = unsafe { pg_sys::GetUserId() };
-        role::as_role(me, role::RESTRICTED, || hooks::with_scope(scope, &allowed, HashMap::new(), f))
+        role::as_role(me, role::RESTRICTED, || hooks::with_scope(scope, &allowed, HashMap::new(), || errors::unheard(f)))
     })
 }
 
