@@ -543,12 +543,12 @@ def test_what_her_policy_says_while_her_table_is_indexed_reaches_no_one_raw(conn
             admin.execute("DROP FUNCTION IF EXISTS nd_shout()")
 
 
-def test_postgresqls_warning_quoting_her_collation_reaches_no_one_raw(connect, server_log):
+def test_postgresqls_warning_quoting_her_collation_reaches_no_one_raw(connect, mock, server_log):
     """PostgreSQL warns the first time a session uses a collation whose recorded version differs
     from the library's, quoting her collation's name and version as she wrote them (any role
     that may create objects writes both). nl2sql's own reads of her table (profiling, the
-    statistics of the schema prompt) send nothing of it to the caller; the caller's own query of
-    her table still gets PostgreSQL's warning."""
+    statistics of the schema prompt) and the model's query of it send nothing of it to the
+    caller; the caller's own query of her table still gets PostgreSQL's warning."""
     admin = connect()
     with scratch_role(admin, "pytest_collator", "GRANT CREATE ON SCHEMA public TO pytest_collator"):
         admin.execute("SET ROLE pytest_collator")
@@ -558,23 +558,29 @@ def test_postgresqls_warning_quoting_her_collation_reaches_no_one_raw(connect, s
             admin.execute("INSERT INTO nd_coll_towns VALUES (1, 'Forfar'), (2, 'Arbroath')")
         finally:
             admin.execute("RESET ROLE")
+        # The model's query alone uses her collation in its session: no samples, one answer.
+        asking = "SET nl2sql.mode = zero_shot; SET nl2sql.max_corrections = 0; SET nl2sql.sample_rows = 0; "
         reads = ["SELECT count(*) FROM nl2sql.profile_relationships(ARRAY['public'])",
                  "SELECT length(nl2sql.schema_prompt())",
+                 asking + "SELECT nl2sql_run('[names-collation] Which town comes first?')",
                  # Negative: the caller's own query.
                  "SELECT min(town) FROM nd_coll_towns"]
         heard = {}
+        mock.reset()
         with open(server_log, "rb") as log:
             log.seek(0, 2)
             for read in reads:
                 session = connect()
                 said = heard.setdefault(read, [])
                 session.add_notice_handler(lambda n, said=said: said.append(" ".join(x or "" for x in (n.message_primary, n.message_detail, n.message_hint))))
-                session.execute(read).fetchall()
+                for statement in read.split("; "):
+                    session.execute(statement)
                 session.close()
-                if read == reads[1]:
+                if read == reads[2]:
                     # Our reads did use her collation: PostgreSQL's warning went to the server log.
                     logged = log.read().decode("utf-8", "replace")
-                    assert logged.count('collation "nd_coll" has version mismatch') >= 2, logged[-2000:]
-        ours, own = [s for r in reads[:2] for s in heard[r]], heard[reads[2]]
+                    assert logged.count('collation "nd_coll" has version mismatch') >= 3, logged[-2000:]
+        assert prompts(mock)
+        ours, own = [s for r in reads[:3] for s in heard[r]], heard[reads[3]]
         assert not [s for s in ours if "zq-forged" in s or "nd_coll" in s or raw(s)], ours
         assert [s for s in own if "version mismatch" in s and "zq-forged" in s], own

@@ -80,7 +80,8 @@ pub fn report_of(e: &ErrorReportWithLevel) -> Report {
 const QUOTED_CHARS: usize = 4000;
 
 /// Runs `f`, which reads another role's table (her code, or PostgreSQL's words about her
-/// objects, among what it runs), with nothing it reports sent to the client: her `RAISE
+/// objects, among what it runs) or runs a query the model wrote, with nothing it reports sent
+/// to the client: her `RAISE
 /// NOTICE` or `WARNING`, and PostgreSQL's own warnings quoting her names (a collation's version
 /// mismatch), go to the server log only, as `log_min_messages` says. Every setting `f` changes
 /// is undone before anything is reported, so no `client_min_messages` of hers shows the caller
@@ -92,9 +93,10 @@ pub fn unheard<T>(f: impl FnOnce() -> T) -> T {
     // sends rows to its own receiver), and it is put back before anything is reported. The GUC
     // nest level is popped on both paths, as a function's SET clause is.
     let (dest, nest) = unsafe { (pg_sys::whereToSendOutput, pg_sys::NewGUCNestLevel()) };
+    // Output first: nothing between the two reports anything.
     let restore = move || unsafe {
-        pg_sys::AtEOXact_GUC(false, nest);
         pg_sys::whereToSendOutput = dest;
+        pg_sys::AtEOXact_GUC(false, nest);
     };
     unsafe { pg_sys::whereToSendOutput = pg_sys::CommandDest::DestNone };
     let out = PgTryBuilder::new(AssertUnwindSafe(f))
