@@ -81,9 +81,8 @@ const QUOTED_CHARS: usize = 4000;
 
 /// Runs `f`, which reads another role's table (her code, or PostgreSQL's words about her
 /// objects, among what it runs) or runs a query the model wrote, with nothing it reports sent
-/// to the client: her `RAISE
-/// NOTICE` or `WARNING`, and PostgreSQL's own warnings quoting her names (a collation's version
-/// mismatch), go to the server log only, as `log_min_messages` says. Every setting `f` changes
+/// to the client: her `RAISE NOTICE` or `WARNING`, and PostgreSQL's own warnings quoting her
+/// names (a collation's version mismatch), go to the server log only, as `log_min_messages` says. Every setting `f` changes
 /// is undone before anything is reported, so no `client_min_messages` of hers shows the caller
 /// what follows. An error is raised again with every invisible or line-breaking character
 /// escaped, its DETAIL and HINT on one line each, without CONTEXT lines (which name her
