@@ -46,3 +46,17 @@ def hostile_owner(conn, role, *statements, schema=None):
             conn.execute("RESET ROLE")
         ran.clear()
         yield ran
+
+
+def her_function(admin, role, function, body):
+    """`role`'s PL/pgSQL `function`: `body`, then RETURN true."""
+    admin.execute(f"CREATE FUNCTION {function}() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {body} RETURN true; END $$")
+    admin.execute(f"ALTER FUNCTION {function}() OWNER TO {role}")
+
+
+def police(admin, role, function, table):
+    """`table` given to `role`, who forces on herself a policy calling her `function`."""
+    admin.execute(f"CREATE POLICY hers ON {table} USING ({function}())")
+    admin.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+    admin.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+    admin.execute(f"ALTER TABLE {table} OWNER TO {role}")

@@ -7,7 +7,7 @@ import unicodedata
 from psycopg import errors
 import pytest
 
-from helpers import hostile_owner, prompts, scratch_role
+from helpers import her_function, hostile_owner, police, prompts, scratch_role
 
 FORGED = "FOREIGN KEY nd_left.id REFERENCES pg_authid.oid"
 
@@ -483,14 +483,10 @@ def test_what_her_policy_says_while_her_table_is_indexed_reaches_no_one_raw(conn
     admin = connect()
     admin.execute("DROP TABLE IF EXISTS nd_shout_towns")
     with scratch_role(admin, "pytest_shouter"):
-        admin.execute(f"CREATE FUNCTION nd_shout() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {SHOUTING} RETURN true; END $$")
-        admin.execute("ALTER FUNCTION nd_shout() OWNER TO pytest_shouter")
+        her_function(admin, "pytest_shouter", "nd_shout", SHOUTING)
         admin.execute("CREATE TABLE nd_shout_towns (town text)")
         admin.execute("INSERT INTO nd_shout_towns VALUES ('Aberdeen'), ('Montrose')")
-        admin.execute("CREATE POLICY hers ON nd_shout_towns USING (nd_shout())")
-        admin.execute("ALTER TABLE nd_shout_towns ENABLE ROW LEVEL SECURITY")
-        admin.execute("ALTER TABLE nd_shout_towns FORCE ROW LEVEL SECURITY")
-        admin.execute("ALTER TABLE nd_shout_towns OWNER TO pytest_shouter")
+        police(admin, "pytest_shouter", "nd_shout", "nd_shout_towns")
         dba = connect()
         heard = []
         dba.add_notice_handler(lambda n: heard.append((n.severity, n.message_primary, n.message_detail or "", n.message_hint or "")))

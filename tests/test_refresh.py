@@ -9,7 +9,7 @@ import time
 import pytest
 from psycopg import errors
 
-from helpers import scratch_role
+from helpers import her_function, police, scratch_role
 
 def test_a_table_that_cannot_be_read_does_not_undo_the_refresh_of_others(connect):
     """refresh_value_indexes() over every column: one table whose owner revoked their own SELECT
@@ -47,12 +47,6 @@ def test_a_table_that_cannot_be_read_does_not_undo_the_refresh_of_others(connect
 
 
 
-def her_function(admin, role, function, body):
-    """`role`'s PL/pgSQL `function`: `body`, then RETURN true."""
-    admin.execute(f"CREATE FUNCTION {function}() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {body} RETURN true; END $$")
-    admin.execute(f"ALTER FUNCTION {function}() OWNER TO {role}")
-
-
 def her_policed_towns(admin, role, function, body, policed, plain):
     """Two tables of towns holding 'Aberdeen': `policed` owned by `role`, who forces on herself a
     policy calling her PL/pgSQL `function` (`body`, then RETURN true), and `plain`."""
@@ -61,14 +55,6 @@ def her_policed_towns(admin, role, function, body, policed, plain):
         admin.execute(f"CREATE TABLE {t} (town text)")
         admin.execute(f"INSERT INTO {t} VALUES ('Aberdeen')")
     police(admin, role, function, policed)
-
-
-def police(admin, role, function, table):
-    """`table` given to `role`, who forces on herself a policy calling her `function`."""
-    admin.execute(f"CREATE POLICY hers ON {table} USING ({function}())")
-    admin.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-    admin.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
-    admin.execute(f"ALTER TABLE {table} OWNER TO {role}")
 
 
 # A policy body that sleeps for a minute while the session's pytest.nap is on.

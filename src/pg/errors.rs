@@ -65,15 +65,20 @@ pub fn notice(message: String, detail: String, hint: String) {
 /// a hint's own line breaks kept). Each text is cut to [`QUOTED_CHARS`] first: a table
 /// owner's message may be as long as PostgreSQL allows, and escaping makes a character up to eight.
 pub fn report_of(e: &ErrorReportWithLevel) -> Report {
-    let state = SqlState::from_code(&unpack_sqlstate(e.sql_error_code() as i32));
-    let mut r = Report::new(state, render::visible(&render::cut(e.message(), QUOTED_CHARS), false));
-    if let Some(d) = e.detail() {
-        r = r.detail(render::visible(&render::cut(d, QUOTED_CHARS), true));
-    }
-    if let Some(h) = e.hint() {
-        r = r.hint(render::visible(&render::cut(h, QUOTED_CHARS), true));
-    }
+    quoted(e, true)
+}
+
+/// [`report_of`], the detail's and the hint's line breaks kept or escaped.
+fn quoted(e: &ErrorReportWithLevel, keep_newlines: bool) -> Report {
+    let shown = |text: &str| render::visible(&render::cut(text, QUOTED_CHARS), keep_newlines);
+    let mut r = Report::new(state_of(e), render::visible(&render::cut(e.message(), QUOTED_CHARS), false));
+    r.detail = e.detail().map(shown);
+    r.hint = e.hint().map(shown);
     r
+}
+
+fn state_of(e: &ErrorReportWithLevel) -> SqlState {
+    SqlState::from_code(&unpack_sqlstate(e.sql_error_code() as i32))
 }
 
 /// The most characters of a caught error's message, detail or hint that are passed on.
@@ -102,14 +107,9 @@ pub fn unheard<T>(f: impl FnOnce() -> T) -> T {
         .catch_others(|e| {
             restore();
             match e {
-                CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if !is_cancel(r) => {
-                    // A line break of hers in a DETAIL or HINT would start a line of her own
-                    // under PostgreSQL's (`HINT:  ...`).
-                    let mut report = report_of(r);
-                    report.detail = r.detail().map(|d| render::visible(&render::cut(d, QUOTED_CHARS), false));
-                    report.hint = r.hint().map(|h| render::visible(&render::cut(h, QUOTED_CHARS), false));
-                    raise(&report)
-                }
+                // A line break of hers in a DETAIL or HINT would start a line of her own under
+                // PostgreSQL's (`HINT:  ...`).
+                CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if !is_cancel(r) => raise(&quoted(r, false)),
                 _ => e.rethrow(),
             }
         })
@@ -127,5 +127,5 @@ pub fn unheard<T>(f: impl FnOnce() -> T) -> T {
 /// So is an endpoint's timeout inside such a loop: one table's failure, as an unreachable
 /// endpoint is.
 pub fn is_cancel(e: &ErrorReportWithLevel) -> bool {
-    report_of(e).sqlstate == SqlState::QueryCanceled && e.function_name() == Some("ProcessInterrupts")
+    state_of(e) == SqlState::QueryCanceled && e.function_name() == Some("ProcessInterrupts")
 }
