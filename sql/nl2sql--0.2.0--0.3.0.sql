@@ -76,7 +76,20 @@ AS $$
     FROM pg_catalog.regexp_split_to_table(t, '') WITH ORDINALITY AS s(c, o)
 $$;
 
-CREATE OR REPLACE FUNCTION nl2sql.column_stats(rel regclass, sample_rows integer DEFAULT 1000)
+-- The helpers nl2sql's reads of user relations call run only inside its sandbox; the public
+-- nl2sql.column_stats() reads there too (0.2.0's read the relation as the caller's own SELECT).
+CREATE FUNCTION nl2sql."_inspecting"() RETURNS bool /* bool */
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_inspecting_wrapper';
+CREATE FUNCTION nl2sql."_column_stats"(
+	"rel" oid, /* pg_sys :: Oid */
+	"sample_rows" INT /* i32 */
+) RETURNS TEXT /* Option < String > */
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_column_stats_wrapper';
+CREATE FUNCTION nl2sql._sample_columns(rel regclass, sample_rows integer)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE STRICT
 SET search_path = pg_catalog, pg_temp
@@ -92,6 +105,11 @@ DECLARE
     q text;
     result jsonb;
 BEGIN
+    IF NOT nl2sql._inspecting() THEN
+        RAISE EXCEPTION 'nl2sql._sample_columns() runs only inside nl2sql''s sandbox'
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Call nl2sql.column_stats(), which reads the relation there.';
+    END IF;
     IF sample_rows < 1 THEN
         RAISE EXCEPTION 'sample_rows must be positive' USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -131,6 +149,38 @@ BEGIN
     RETURN result;
 END
 $$;
+CREATE OR REPLACE FUNCTION nl2sql._value_exists(rel regclass, col name, val text)
+RETURNS boolean
+LANGUAGE plpgsql STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    found boolean;
+BEGIN
+    IF NOT nl2sql._inspecting() THEN
+        RAISE EXCEPTION 'nl2sql._value_exists() runs only inside nl2sql''s sandbox'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE pg_catalog.format(''%%s'', %I) OPERATOR(pg_catalog.=) $1)', rel, col)
+        INTO found USING val;
+    RETURN found;
+END
+$$;
+CREATE OR REPLACE FUNCTION nl2sql.join_path("from" regclass, "to" regclass)
+RETURNS TABLE (step int, join_condition text)
+LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
+AS $$ SELECT s.step, s.join_condition FROM nl2sql._join_path($1::pg_catalog.oid, $2::pg_catalog.oid) s $$;
+COMMENT ON FUNCTION nl2sql.join_path(regclass, regclass) IS
+    'the shortest chain of foreign keys joining two tables you may read, one join condition a row';
+
+-- Replaces 0.2.0's PL/pgSQL function of this name, which read the relation as the caller's own
+-- SELECT would: a view's functions ran with the caller's rights.
+CREATE OR REPLACE FUNCTION nl2sql.column_stats(rel regclass, sample_rows integer DEFAULT 1000)
+RETURNS jsonb
+LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
+AS $$ SELECT nl2sql._column_stats($1::pg_catalog.oid, $2)::pg_catalog.jsonb $$;
+COMMENT ON FUNCTION nl2sql.column_stats(regclass, integer) IS
+    'the sampled statistics of the columns of one relation you may read, read in nl2sql''s sandbox as the schema prompt reads them';
 
 CREATE TABLE nl2sql.ddl_log (v bigint PRIMARY KEY);
 -- A vacuum that cut the emptied pages off would take an ACCESS EXCLUSIVE lock, which on a

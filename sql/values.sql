@@ -126,23 +126,6 @@ CREATE TABLE nl2sql.column_embeddings (
 );
 
 
--- Whether a value is still in a table, checked as the caller (so row-level security applies),
--- inside nl2sql's sandbox. The column is printed with its type's output function and compared
--- with pg_catalog's operator: no cast, domain CHECK or operator another role wrote is evaluated.
-CREATE FUNCTION nl2sql._value_exists(rel regclass, col name, val text)
-RETURNS boolean
-LANGUAGE plpgsql STABLE STRICT
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    found boolean;
-BEGIN
-    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE pg_catalog.format(''%%s'', %I) OPERATOR(pg_catalog.=) $1)', rel, col)
-        INTO found USING val;
-    RETURN found;
-END
-$$;
-
 -- The statement that adds a statement's new values of one indexed column: built-in embedder:
 -- the value and its phrases with their signatures; endpoint embedder: queued, since DML never
 -- calls out. A phrase is added only while at most `cap` values hold it (counting this

@@ -25,6 +25,7 @@ extension_sql_file!("../sql/bootstrap.sql", name = "bootstrap", bootstrap);
 extension_sql_file!("../sql/may_read.sql", name = "may_read", requires = ["bootstrap"]);
 extension_sql_file!("../sql/render.sql", name = "render", requires = ["bootstrap"]);
 extension_sql_file!("../sql/introspect/column_stats.sql", name = "column_stats", requires = ["may_read"]);
+extension_sql_file!("../sql/introspect/value_exists.sql", name = "value_exists", requires = ["bootstrap"]);
 // Before values.sql: its event triggers call nl2sql._ddl_changed from the next command on.
 extension_sql_file!("../sql/ddl_log.sql", name = "ddl_log", requires = ["render"]);
 extension_sql_file!("../sql/column_description.sql", name = "column_description", requires = ["may_read"]);
@@ -35,7 +36,7 @@ extension_sql_file!("../sql/examples_builtin.sql", name = "examples_builtin", re
 extension_sql_file!("../sql/instructions.sql", name = "instructions", requires = ["may_read"]);
 extension_sql_file!("../sql/instructions_api.sql", name = "instructions_api", requires = ["instructions", _add_instruction]);
 extension_sql_file!("../sql/history.sql", name = "history", requires = ["bootstrap"]);
-extension_sql_file!("../sql/inspect_api.sql", name = "inspect_api", requires = [_join_path]);
+extension_sql_file!("../sql/inspect_api.sql", name = "inspect_api", requires = [_join_path, _column_stats]);
 extension_sql_file!("../sql/relationships.sql", name = "relationships", requires = ["may_read", "ddl_log"]);
 extension_sql_file!(
     "../sql/relationships_api.sql",

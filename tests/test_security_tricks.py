@@ -436,3 +436,55 @@ def test_her_operator_on_her_search_path_writes_no_statement_the_owner_runs(conn
                              "AND tgfoid = 'nl2sql._values_changed'::regproc").fetchone()[0] > 0
         admin.execute(f"DROP TABLE {role}.towns")
     admin.execute("DROP TABLE IF EXISTS public.spliced_as_owner")
+
+
+def test_column_stats_runs_no_function_of_a_view_owner_with_the_callers_rights(connect):
+    """nl2sql.column_stats() reads a relation as the schema prompt does, in the sandbox: a
+    superuser calling it on her view, whose function would take rights from whoever runs it, is
+    refused before her function runs. The helpers nl2sql's reads call refuse to run anywhere but
+    inside those reads. A plain table's statistics, and a view's of built-in functions, come back."""
+    admin = connect()
+    with scratch_role(admin, "pytest_viewer", "GRANT CREATE ON SCHEMA public TO pytest_viewer"):
+        admin.execute("SET ROLE pytest_viewer")
+        try:
+            admin.execute("CREATE TABLE cs_towns (id int PRIMARY KEY, town text)")
+            admin.execute("INSERT INTO cs_towns VALUES (1, 'Forfar'), (2, 'Arbroath')")
+            admin.execute("""CREATE FUNCTION cs_rights(t text) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
+                BEGIN
+                    RAISE NOTICE 'cs_rights ran as %', current_user;
+                    IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                        EXECUTE 'ALTER ROLE pytest_viewer CREATEROLE';
+                    END IF;
+                    RETURN t;
+                END $$""")
+            admin.execute("CREATE VIEW cs_hers AS SELECT id, cs_rights(town) AS town FROM cs_towns")
+            admin.execute("CREATE VIEW cs_plain AS SELECT id, upper(town) AS town FROM cs_towns")
+        finally:
+            admin.execute("RESET ROLE")
+        heard = []
+        admin.add_notice_handler(lambda n: heard.append(n.message_primary))
+        with pytest.raises(errors.InsufficientPrivilege) as e:
+            admin.execute("SELECT nl2sql.column_stats('cs_hers')")
+        assert e.value.diag.message_primary == "function public.cs_rights is not trusted"
+        for call, helper in [("nl2sql._sample_columns('cs_hers', 10)", "_sample_columns"),
+                             ("nl2sql._value_exists('cs_hers', 'town', 'Forfar')", "_value_exists")]:
+            with pytest.raises(errors.InsufficientPrivilege) as e:
+                admin.execute(f"SELECT {call}")
+            assert e.value.diag.message_primary == f"nl2sql.{helper}() runs only inside nl2sql's sandbox"
+        # Nor through a view of the helper: the view's query runs outside the sandbox too.
+        admin.execute("CREATE TEMP VIEW cs_through AS SELECT nl2sql._sample_columns('cs_hers', 10) AS s")
+        with pytest.raises(errors.InsufficientPrivilege):
+            admin.execute("SELECT * FROM cs_through")
+        assert not any("cs_rights" in m for m in heard), heard
+        assert admin.execute("SELECT rolcreaterole FROM pg_catalog.pg_roles WHERE rolname = 'pytest_viewer'").fetchone()[0] is False
+        assert not admin.execute("SELECT nl2sql._inspecting()").fetchone()[0]
+        # What the statistics say, for a table and for a view of built-in functions.
+        stats = admin.execute("SELECT nl2sql.column_stats('cs_towns')").fetchone()[0]
+        assert stats["rows"] == 2 and stats["complete"] is True
+        assert sorted(stats["columns"]["town"]["values"]) == ["Arbroath", "Forfar"]
+        assert stats["columns"]["id"]["min"] == "1" and stats["columns"]["id"]["max"] == "2"
+        plain = admin.execute("SELECT nl2sql.column_stats('cs_plain', 1)").fetchone()[0]
+        assert plain["rows"] == 1 and plain["complete"] is False
+        with pytest.raises(errors.InvalidParameterValue):
+            admin.execute("SELECT nl2sql.column_stats('cs_towns', 0)")
+        admin.execute("DROP VIEW cs_through")

@@ -2,7 +2,10 @@
 -- distinct count, up to six distinct values (cut to 100 characters), min and max of numbers and dates.
 -- STABLE, so everything it runs is read-only; SECURITY INVOKER, so privileges and row-level security apply.
 -- Only columns the caller may SELECT are read (column-level grants work); dates come out in ISO style.
-CREATE OR REPLACE FUNCTION nl2sql.column_stats(rel regclass, sample_rows integer DEFAULT 1000)
+-- It runs only inside nl2sql's sandbox (sandbox::inspect), where every function a view or a policy
+-- starts is judged like generated SQL's: nl2sql.column_stats() (sql/inspect_api.sql) and the schema
+-- prompt call it there. Called directly, a view owner's functions would run with the caller's rights.
+CREATE FUNCTION nl2sql._sample_columns(rel regclass, sample_rows integer)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE STRICT
 SET search_path = pg_catalog, pg_temp
@@ -18,6 +21,11 @@ DECLARE
     q text;
     result jsonb;
 BEGIN
+    IF NOT nl2sql._inspecting() THEN
+        RAISE EXCEPTION 'nl2sql._sample_columns() runs only inside nl2sql''s sandbox'
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Call nl2sql.column_stats(), which reads the relation there.';
+    END IF;
     IF sample_rows < 1 THEN
         RAISE EXCEPTION 'sample_rows must be positive' USING ERRCODE = 'invalid_parameter_value';
     END IF;

@@ -43,6 +43,42 @@ mod nl2sql {
         TableIterator::new(steps.into_iter().enumerate().map(|(i, s)| (i as i32 + 1, s)))
     }
 
+    /// The sampled statistics of one relation's columns, read as the schema prompt reads them:
+    /// in the sandbox, as the role that runs generated SQL, within nl2sql.statement_timeout.
+    /// nl2sql.column_stats(regclass, int) in sql/inspect_api.sql.
+    #[pg_extern(volatile, strict, parallel_unsafe)]
+    fn _column_stats(rel: pg_sys::Oid, sample_rows: i32) -> Option<String> {
+        use nl2sql_core::error::SqlState;
+        use nl2sql_core::prompt::refine::Failure;
+        if sample_rows < 1 {
+            errors::fail(SqlState::InvalidParameterValue, "sample_rows must be positive".into(), None, None);
+        }
+        match crate::pg::role::as_exec_role(|| catalog::column_stats(rel, sample_rows)) {
+            Ok(Some(json)) => Some(json),
+            Ok(None) => errors::fail(
+                SqlState::FeatureNotSupported,
+                format!("relation with OID {} reads a foreign table", u32::from(rel)),
+                None,
+                Some("Sampling a foreign table calls its server: set nl2sql.allow_foreign_tables to allow it."),
+            ),
+            Err(Failure::Timeout { ms }) => errors::fail(
+                SqlState::QueryCanceled,
+                format!("sampling ran longer than nl2sql.statement_timeout ({ms} ms)"),
+                None,
+                Some("Ask for fewer rows, or raise nl2sql.statement_timeout."),
+            ),
+            Err(Failure::Execution(r) | Failure::Analysis(r)) => errors::raise(&r),
+            Err(_) => errors::fail(SqlState::InternalError, "sampling failed".into(), None, None),
+        }
+    }
+
+    /// Whether nl2sql's own read of a user relation is running now (sandbox::inspect): the
+    /// helpers those reads call (sql/introspect/) refuse to run anywhere else.
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn _inspecting() -> bool {
+        crate::pg::hooks::scope() == Some(nl2sql_core::safety::policy::Scope::Inspect)
+    }
+
     /// The trace of this session's last nl2sql() or nl2sql_run() call: LLM calls, tokens,
     /// latency, candidates and their outcomes. NULL before the first call, and for any role
     /// but the one that made it.

@@ -3,6 +3,7 @@
 
 use crate::pg::{sandbox, spi};
 use nl2sql_core::error::{Report, SqlState};
+use nl2sql_core::prompt::refine::Failure;
 use nl2sql_core::schema::{ColumnStats, Detail, Schema, Table};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
@@ -12,7 +13,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 const SCHEMA_SQL: &str = include_str!("../../sql/introspect/schema.sql");
-const STATS_SQL: &str = "SELECT nl2sql.column_stats($1::pg_catalog.oid::pg_catalog.regclass, $2)::text";
+const STATS_SQL: &str = "SELECT nl2sql._sample_columns($1::pg_catalog.oid::pg_catalog.regclass, $2)::text";
 /// What the introspected schema depends on: DDL (the rows of nl2sql.ddl_log this snapshot
 /// sees, sql/ddl_log.sql: one added by each DDL command, GRANT and REVOKE included, and by
 /// profiling and the DBA's decisions on relationships; read before the catalog, so a DDL that
@@ -240,6 +241,17 @@ fn attach_stats(tables: &mut [Table], sample_rows: i32) {
             }
         });
     }
+}
+
+/// nl2sql.column_stats(): one relation's statistics, read as [`sample`] reads them (in the
+/// sandbox, as the caller) within nl2sql.statement_timeout; Ok(None) for a relation that reaches
+/// a foreign table while nl2sql.allow_foreign_tables is off.
+pub fn column_stats(rel: pg_sys::Oid, sample_rows: i32) -> Result<Option<String>, Failure> {
+    if !crate::gucs::allow_foreign_tables() && crate::pg::policy::reaches_foreign(rel) {
+        return Ok(None);
+    }
+    let args = [DatumWithOid::from(u32::from(rel) as i64), DatumWithOid::from(sample_rows)];
+    sandbox::inspect(crate::gucs::statement_timeout(), || text_query(STATS_SQL, &args))
 }
 
 /// Samples one table in the sandbox, where every function a view or a policy runs is judged

@@ -155,6 +155,11 @@ pub fn with_scope<T>(scope: Scope, allowed: &[String], verdicts: HashMap<u32, Re
     f()
 }
 
+/// The scope running now, if any.
+pub fn scope() -> Option<Scope> {
+    ACTIVE.with_borrow(|a| a.as_ref().map(|a| a.scope))
+}
+
 /// Runs `f` with no scope: code that runs with the rights of the role that wrote it.
 pub fn suspended<T>(f: impl FnOnce() -> T) -> T {
     let prev = ACTIVE.with_borrow_mut(|a| a.take());

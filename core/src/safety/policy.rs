@@ -45,7 +45,8 @@ pub enum Scope {
     /// a short list, and what a superuser allow-listed; nothing of nl2sql's own.
     Generated,
     /// nl2sql's own reads of user relations as the caller (sampling, value re-checks): the same,
-    /// except the two helpers these reads call (nl2sql.column_stats, nl2sql._value_exists).
+    /// except the helpers these reads call (nl2sql._sample_columns, nl2sql._value_exists, and
+    /// nl2sql._inspecting, with which both refuse to run anywhere else).
     Inspect,
     /// nl2sql acting as the extension's owner: system functions only, so nothing another role
     /// wrote runs with the owner's rights.
@@ -56,7 +57,7 @@ pub enum Scope {
 }
 
 /// nl2sql's own functions its reads of user relations call.
-const INSPECT_HELPERS: &[&str] = &["column_stats", "_value_exists"];
+const INSPECT_HELPERS: &[&str] = &["_sample_columns", "_value_exists", "_inspecting"];
 
 /// Volatile system functions without side effects that questions legitimately need.
 pub const VOLATILE_ALLOWED: &[&str] =
@@ -371,10 +372,17 @@ mod tests {
     #[test]
     fn nl2sql_itself_only_for_its_own_reads() {
         let ask = FunctionFacts { schema: "public".into(), ..ext("nl2sql", "nl2sql", 'v', true) };
-        let helper = FunctionFacts { schema: "nl2sql".into(), ..ext("nl2sql", "column_stats", 's', true) };
         assert!(judge(&ask, Scope::Generated, &["nl2sql".into()]).is_err());
-        assert!(judge(&helper, Scope::Generated, &[]).is_err());
-        assert_eq!(judge(&helper, Scope::Inspect, &[]), Ok(()));
+        for name in ["_sample_columns", "_value_exists", "_inspecting"] {
+            let helper = FunctionFacts { schema: "nl2sql".into(), ..ext("nl2sql", name, 's', true) };
+            assert!(judge(&helper, Scope::Generated, &[]).is_err(), "{name}");
+            assert_eq!(judge(&helper, Scope::Inspect, &[]), Ok(()), "{name}");
+        }
+        // The public entry points start a read of their own: never inside one.
+        for name in ["column_stats", "_column_stats", "nl2sql_run"] {
+            let api = FunctionFacts { schema: "nl2sql".into(), ..ext("nl2sql", name, 'v', true) };
+            assert!(judge(&api, Scope::Inspect, &[]).is_err(), "{name}");
+        }
         assert!(judge(&ask, Scope::Inspect, &[]).is_err());
     }
 
