@@ -14,8 +14,8 @@ use std::ops::ControlFlow;
 /// condition into one table's: every column of a comparison whose operands hold more than one
 /// (`a.x = b.y`, `a.x > b.y + 1`, `position(a.x IN b.y) > 0`, `a.x LIKE b.y`, `a.x IN (b.y)`,
 /// BETWEEN, IS DISTINCT FROM, `= ANY`, `CASE a.x WHEN b.y`, any operator not known to combine
-/// values), and columns of one name in two operands of an operator, function or CASE that
-/// combines values (`a.x - b.x`, `coalesce(a.x, b.x)`). Columns of other names combined
+/// values), and columns of one name written differently in two operands of an operator,
+/// function or CASE that combines values (`a.x - b.x`, `coalesce(a.x, b.x)`; not `t.x - lag(t.x)`). Columns of other names combined
 /// (`t.high - t.low`) and conditions joined by AND/OR are not paired. And both sides of
 /// `a.x = b.x` (a join on a column of that name).
 pub(super) fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<String>) {
@@ -41,9 +41,13 @@ pub(super) fn paired_columns(stmt: &Statement) -> (HashSet<String>, HashSet<Stri
         if comparison && columns.iter().map(Vec::len).sum::<usize>() > 1 {
             compared.extend(columns.iter().flatten().map(|(w, _)| w.clone()));
         } else if columns.len() > 1 {
+            // The same reference in two operands (`t.x - lag(t.x)`) is rewritten alike in both:
+            // it pairs only with a column of its name written otherwise (`a.x - b.x`).
             for (i, own) in columns.iter().enumerate() {
-                let elsewhere = |name: &str| columns.iter().enumerate().any(|(j, c)| j != i && c.iter().any(|(_, n)| n == name));
-                compared.extend(own.iter().filter(|(_, name)| elsewhere(name)).map(|(w, _)| w.clone()));
+                let elsewhere = |written: &str, name: &str| {
+                    columns.iter().enumerate().any(|(j, c)| j != i && c.iter().any(|(w, n)| n == name && w != written))
+                };
+                compared.extend(own.iter().filter(|(w, name)| elsewhere(w, name)).map(|(w, _)| w.clone()));
             }
         }
         if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = e {

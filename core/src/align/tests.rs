@@ -359,6 +359,32 @@ fn columns_combined_or_in_separate_conditions_are_fixed() {
 }
 
 #[test]
+fn one_reference_combined_with_itself_is_fixed_alike_everywhere() {
+    // capacity is stadium's: c.capacity, written twice in one combination, becomes s.capacity
+    // in both places.
+    let join = "FROM concert AS c JOIN stadium AS s ON c.stadium_id = s.stadium_id";
+    for (sql, want) in [
+        (format!("SELECT c.capacity - lag(c.capacity) OVER (ORDER BY c.year) {join}"), "SELECT s.capacity - lag(s.capacity) OVER (ORDER BY c.year)"),
+        (format!("SELECT c.capacity * 100.0 / sum(c.capacity) OVER () {join}"), "SELECT s.capacity * 100.0 / sum(s.capacity) OVER ()"),
+        (format!("SELECT max(c.capacity) - min(c.capacity) {join}"), "SELECT max(s.capacity) - min(s.capacity)"),
+    ] {
+        let a = run(&sql);
+        assert!(a.sql.starts_with(want), "{sql}: {:?}", a);
+        assert_eq!(a.fired, vec!["agent: column c.capacity -> s.capacity".to_string(); 2], "{sql}");
+    }
+    // Written with two qualifiers, the wrong one is not made the other: `s.capacity -
+    // s.capacity` would be a column combined with itself.
+    for sql in [
+        format!("SELECT c.capacity - s.capacity {join}"),
+        format!("SELECT coalesce(c.capacity, s.capacity) {join}"),
+        format!("SELECT c.capacity - lag(s.capacity) OVER (ORDER BY c.year) {join}"),
+    ] {
+        let a = run(&sql);
+        assert!(a.fired.iter().all(|f| !f.starts_with("agent: column")), "{sql}: {:?}", a);
+    }
+}
+
+#[test]
 fn a_comparison_in_any_form_is_never_made_one_of_a_column_with_itself() {
     let join = "SELECT c.concert_name FROM concert AS c JOIN stadium AS s ON c.stadium_id = s.stadium_id";
     let t1 = "FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id";
