@@ -587,3 +587,50 @@ def test_a_table_is_charged_only_its_own_time(connect):
             assert after["slow_towns"] > before["slow_towns"], (before, after)
         finally:
             admin.execute("DROP TABLE IF EXISTS slow_towns, patient_towns")
+
+
+def test_a_table_that_raises_fails_that_table_not_the_schemas_indexes(connect):
+    """create_value_indexes() over a schema reads each table as its owner; a policy she forces
+    on herself raising an error (include_rls) skips her table with a WARNING that quotes nothing
+    of hers, and the schema's other tables are indexed. A real cancel still ends the call, and
+    nothing of it is kept."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    role = "pytest_batcher"
+    count = ("SELECT count(*) FROM nl2sql.value_index WHERE relid::regclass::text "
+             "IN ('pytest_batch.gated_towns', 'pytest_batch.plain_towns')")
+    with scratch_role(admin, role):
+        admin.execute("DROP SCHEMA IF EXISTS pytest_batch CASCADE")
+        admin.execute("CREATE SCHEMA pytest_batch")
+        admin.execute(f"GRANT USAGE ON SCHEMA pytest_batch TO {role}")
+        try:
+            her_policed_towns(admin, role, "pytest_batch_gate", """
+                             IF current_setting('pytest.gate', true) = 'on' THEN
+                               RAISE EXCEPTION E'her \\x1b[2J gate\\nHINT:  forged';
+                             ELSIF current_setting('pytest.gate', true) = 'slow' THEN
+                               PERFORM pg_sleep(30);
+                             END IF;""", "pytest_batch.gated_towns", "pytest_batch.plain_towns")
+            builder, warnings = noting_session(connect, "SET pytest.gate = on")
+            built = builder.execute("SELECT relation::text FROM nl2sql.create_value_indexes(ARRAY['pytest_batch'], include_rls => true)").fetchall()
+            assert {r[0] for r in built} == {"pytest_batch.plain_towns"}, built
+            assert [w for w in warnings if "pytest_batch.gated_towns" in w and "could not index" in w], warnings
+            assert not [w for w in warnings if "\x1b" in w or "forged" in w or "her" in w.split()], warnings
+            assert builder.execute(count).fetchone()[0] == 1
+            # A real cancel while her table is read ends the call; nothing of it is kept.
+            admin.execute("SELECT nl2sql.drop_value_index('pytest_batch.plain_towns')")
+            builder.execute("SET pytest.gate = slow")
+            pid = builder.execute("SELECT pg_backend_pid()").fetchone()[0]
+            canceller = threading.Timer(1.0, lambda: admin.execute("SELECT pg_cancel_backend(%s)", (pid,)))
+            canceller.start()
+            started = time.monotonic()
+            with pytest.raises(errors.QueryCanceled):
+                builder.execute("SELECT * FROM nl2sql.create_value_indexes(ARRAY['pytest_batch'], include_rls => true)")
+            canceller.join()
+            assert time.monotonic() - started < 20
+            assert builder.execute(count).fetchone()[0] == 0
+            # Her gate open, both are indexed.
+            builder.execute("RESET pytest.gate")
+            builder.execute("SELECT * FROM nl2sql.create_value_indexes(ARRAY['pytest_batch'], include_rls => true)").fetchall()
+            assert builder.execute(count).fetchone()[0] == 2
+        finally:
+            admin.execute("DROP SCHEMA IF EXISTS pytest_batch CASCADE")

@@ -488,3 +488,40 @@ def test_column_stats_runs_no_function_of_a_view_owner_with_the_callers_rights(c
         with pytest.raises(errors.InvalidParameterValue):
             admin.execute("SELECT nl2sql.column_stats('cs_towns', 0)")
         admin.execute("DROP VIEW cs_through")
+
+
+def test_a_foreign_table_her_policy_reads_is_refused_while_nl2sql_reads_her_table(connect):
+    """nl2sql.allow_foreign_tables off: a foreign table is not read however the planner reaches
+    it. Her row-level security policy's subquery reads one (which the relations her table's
+    query names do not show): nl2sql.column_stats() of her table is refused before the foreign
+    data wrapper runs, and the schema prompt shows her table without samples. On, it is read."""
+    admin = connect()
+    admin.execute("SET client_min_messages = warning")
+    admin.execute("CREATE EXTENSION IF NOT EXISTS file_fdw")
+    admin.execute("CREATE SERVER pytest_files FOREIGN DATA WRAPPER file_fdw")
+    try:
+        admin.execute("CREATE FOREIGN TABLE pytest_remote (x int) SERVER pytest_files OPTIONS (filename '/dev/null', format 'csv')")
+        admin.execute("GRANT SELECT ON pytest_remote TO PUBLIC")
+        with scratch_role(admin, "pytest_fencer", "GRANT CREATE ON SCHEMA public TO pytest_fencer"):
+            admin.execute("SET ROLE pytest_fencer")
+            try:
+                admin.execute("CREATE TABLE fz_towns (id int, town text)")
+                admin.execute("INSERT INTO fz_towns VALUES (1, 'Forfar'), (2, 'Arbroath')")
+                admin.execute("CREATE POLICY fenced ON fz_towns USING (NOT EXISTS (SELECT 1 FROM pytest_remote))")
+                admin.execute("ALTER TABLE fz_towns ENABLE ROW LEVEL SECURITY")
+                admin.execute("GRANT SELECT ON fz_towns TO PUBLIC")
+            finally:
+                admin.execute("RESET ROLE")
+            with pytest.raises(errors.InsufficientPrivilege) as e:
+                admin.execute("SELECT nl2sql.column_stats('fz_towns')")
+            assert e.value.diag.message_primary == "nl2sql's read of a relation reaches the foreign table public.pytest_remote"
+            assert "row-level security policy" in e.value.diag.message_detail
+            admin.execute("SELECT nl2sql.reset_cache()")
+            prompt = admin.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
+            assert "fz_towns" in prompt and "Forfar" not in prompt
+            admin.execute("SET nl2sql.allow_foreign_tables = on")
+            stats = admin.execute("SELECT nl2sql.column_stats('fz_towns')").fetchone()[0]
+            assert sorted(stats["columns"]["town"]["values"]) == ["Arbroath", "Forfar"]
+            admin.execute("RESET nl2sql.allow_foreign_tables")
+    finally:
+        admin.execute("DROP SERVER pytest_files CASCADE")

@@ -14,7 +14,8 @@
 //! - planner_hook and get_relation_info_hook: while a scope is active, the functions the
 //!   planner calls itself (the operators it estimates, their negators and commutators, range
 //!   types' support functions: planner_calls.rs) are judged before the query is planned, and
-//!   for the predicates of each relation's partial indexes as the planner opens it;
+//!   for the predicates of each relation's partial indexes as the planner opens it, and a
+//!   foreign table it opens is refused unless nl2sql.allow_foreign_tables is on;
 //! - post_parse_analyze_hook: while a table's owner's read names the table (relation.rs's
 //!   by_name), no statement may read another relation that now bears the table's name;
 //! - ProcessUtility_hook: SET ROLE, RESET ROLE, SET SESSION AUTHORIZATION, RESET ALL and
@@ -236,13 +237,15 @@ unsafe fn refuse(scope: Scope, e: GuardError) -> ! {
         Scope::Elevated => "nl2sql runs no function another role wrote with its owner's rights.",
         Scope::Catalog => "nl2sql's catalog queries run only built-in functions and those of extensions a superuser installed; check the search_path.",
     };
-    let message = match scope {
-        Scope::Generated => e.message(),
+    let message = match (scope, &e) {
+        (Scope::Generated, _) => e.message(),
+        (_, GuardError::ForeignTable(t)) => format!("nl2sql's read of a relation reaches the foreign table {t}"),
         _ => e.message().replace(" in generated SQL", ""),
     };
     // A change of the catalog, a shell operator: no function's refusal; they say what happened.
     let detail = match e {
         GuardError::CatalogChanged { .. } | GuardError::ShellOperator(_) => e.detail().unwrap_or_default(),
+        GuardError::ForeignTable(_) => "The planner reached it through a view, a row-level security policy, a partition or an inheritance child.".to_string(),
         _ => why.to_string(),
     };
     let mut r = Report::new(e.sqlstate(), message).detail(detail);
@@ -297,11 +300,36 @@ unsafe extern "C-unwind" fn relation_info(root: *mut pg_sys::PlannerInfo, relid:
         return;
     }
     refuse_if_changed();
+    refuse_foreign(relid);
     let indexes = (*rel).indexlist;
     for i in 0..list_len(indexes) {
         let index = list_ptr(indexes, i) as *mut pg_sys::IndexOptInfo;
         judge_calls(walking(|| planner_calls::of_expression((*index).indpred.cast())));
     }
+}
+
+/// A foreign table the planner opens while generated SQL runs or nl2sql reads a relation for
+/// the caller, with nl2sql.allow_foreign_tables off: refused before its foreign data wrapper
+/// plans or connects. The parse-tree check (policy.rs) and `reaches_foreign` see the relations
+/// a query, its views, partitions and children name; this sees also what a row-level security
+/// policy's subquery reads, and each relation as it is when the planner locks it.
+unsafe fn refuse_foreign(relid: Oid) {
+    let Some(scope) = ACTIVE.with_borrow(|a| a.as_ref().map(|a| a.scope)) else {
+        return;
+    };
+    if !matches!(scope, Scope::Generated | Scope::Inspect) || crate::gucs::allow_foreign_tables() {
+        return;
+    }
+    if pg_sys::get_rel_relkind(relid) as u8 != pg_sys::RELKIND_FOREIGN_TABLE {
+        return;
+    }
+    let part = |p: *mut c_char| if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() };
+    let name = format!(
+        "{}.{}",
+        pgrx::spi::quote_identifier(part(pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid)))),
+        pgrx::spi::quote_identifier(part(pg_sys::get_rel_name(relid)))
+    );
+    refuse(scope, GuardError::ForeignTable(name));
 }
 
 /// Judges what the planner calls, and remembers the operators it was read from.
