@@ -613,7 +613,7 @@ def test_a_table_that_raises_fails_that_table_not_the_schemas_indexes(connect):
             builder, warnings = noting_session(connect, "SET pytest.gate = on")
             built = builder.execute("SELECT relation::text FROM nl2sql.create_value_indexes(ARRAY['pytest_batch'], include_rls => true)").fetchall()
             assert {r[0] for r in built} == {"pytest_batch.plain_towns"}, built
-            assert [w for w in warnings if "pytest_batch.gated_towns" in w and "could not index" in w], warnings
+            assert [w for w in warnings if "pytest_batch.gated_towns" in w and "could not read table" in w], warnings
             assert not [w for w in warnings if "\x1b" in w or "forged" in w or "her" in w.split()], warnings
             assert builder.execute(count).fetchone()[0] == 1
             # A real cancel while her table is read ends the call; nothing of it is kept.
@@ -628,8 +628,14 @@ def test_a_table_that_raises_fails_that_table_not_the_schemas_indexes(connect):
             canceller.join()
             assert time.monotonic() - started < 20
             assert builder.execute(count).fetchone()[0] == 0
-            # Her gate open, both are indexed.
+            # Her gate open, nl2sql's own errors end the call as they would for one table: in a
+            # read-only transaction nothing can be stored.
             builder.execute("RESET pytest.gate")
+            builder.execute("BEGIN READ ONLY")
+            with pytest.raises(errors.ReadOnlySqlTransaction):
+                builder.execute("SELECT * FROM nl2sql.create_value_indexes(ARRAY['pytest_batch'], include_rls => true)")
+            builder.execute("ROLLBACK")
+            # Both are indexed.
             builder.execute("SELECT * FROM nl2sql.create_value_indexes(ARRAY['pytest_batch'], include_rls => true)").fetchall()
             assert builder.execute(count).fetchone()[0] == 2
         finally:

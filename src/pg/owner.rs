@@ -63,7 +63,25 @@ pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     let relowner = table_owner(rel);
     // Only pg_catalog: nothing in the table owner's code path is resolved in a schema others
     // may write.
-    hooks::suspended(|| role::switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", || errors::unheard(f)))
+    PgTryBuilder::new(std::panic::AssertUnwindSafe(|| {
+        hooks::suspended(|| role::switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", || errors::unheard(f)))
+    }))
+    .catch_others(|e| {
+        OWNER_READS_FAILED.with(|n| n.set(n.get() + 1));
+        e.rethrow()
+    })
+    .execute()
+}
+
+thread_local! {
+    static OWNER_READS_FAILED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many reads as a table's owner ([`as_table_owner`]) ended in an error in this backend:
+/// where an error came from, a table's owner's code or nl2sql itself, is told by whether this
+/// moved.
+pub fn owner_reads_failed() -> u64 {
+    OWNER_READS_FAILED.with(|n| n.get())
 }
 
 /// Like [`as_table_owner`], but running none of the owner's code either: only system functions

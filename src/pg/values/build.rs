@@ -6,7 +6,8 @@
 use super::{entries_table, fail, may_maintain, printed, relation_text, Built};
 use crate::gucs;
 use crate::pg::relation::Trigger;
-use crate::pg::{embedder, owner, relation, spi};
+use crate::pg::{embedder, errors, owner, relation, spi};
+use nl2sql_core::prompt::refine::Failure;
 use nl2sql_core::retrieval::embed;
 use nl2sql_core::retrieval::embedder::Embedder;
 use nl2sql_core::error::SqlState;
@@ -32,13 +33,22 @@ pub fn create_in_schemas(schemas: Vec<String>, include_rls: bool) -> Vec<Built> 
     let mut built = Vec::new();
     for t in tables {
         check_for_interrupts!();
-        // One table that cannot be read (a policy of its owner's that raises, under include_rls)
-        // must not undo the indexes of every other one: as a refresh does, it is skipped with a
-        // WARNING that quotes nothing of hers. A cancel, statement_timeout's included, still ends
-        // the statement, also when her code caught it.
+        // Dropped since the list was read: nothing to index.
+        let Some(name) = relation::display_name(t) else { continue };
+        // One table that its owner's code keeps from being read (a policy of hers that raises,
+        // under include_rls) must not undo the indexes of every other one: as a refresh does, it
+        // is skipped with a WARNING that quotes nothing of hers. nl2sql's own errors (a refusal,
+        // a read-only transaction, an embedding endpoint that does not answer) end the call as
+        // they would for one table; so does a cancel, statement_timeout's included, also when
+        // her code caught it.
+        let failed = owner::owner_reads_failed();
         match crate::pg::sandbox::kept_within(None, || index(t, None, include_rls, false, true)) {
             Ok(b) => built.extend(b),
-            Err(_) => alert!("nl2sql could not index the values of {}; the other tables are indexed", relation_text(t)),
+            Err(Failure::Execution(r) | Failure::Analysis(r)) if owner::owner_reads_failed() == failed => errors::raise(&r),
+            Err(_) => alert!(
+                "nl2sql could not read table {} as its owner; its values are not indexed",
+                nl2sql_core::render::ident(&name)
+            ),
         }
     }
     built
