@@ -4,6 +4,7 @@ Unicode-escaped names against the allow-list, domain checks and casts reached wi
 their own, join estimators, a stored search_path shadowing built-ins, and SQL functions the
 planner would inline. Each test asserts the safe outcome: the question is refused with a
 specific SQLSTATE, and her code never ran (no NOTICE from it, no advisory lock held)."""
+import json
 import threading
 import time
 
@@ -519,6 +520,17 @@ def test_a_foreign_table_her_policy_reads_is_refused_while_nl2sql_reads_her_tabl
             admin.execute("SELECT nl2sql.reset_cache()")
             prompt = admin.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
             assert "fz_towns" in prompt and "Forfar" not in prompt
+            # An allow-listed PL/pgSQL function reading the foreign table, its plan cached by a
+            # direct call first: the model's query calling it is refused all the same.
+            admin.execute("""CREATE FUNCTION fz_count() RETURNS bigint LANGUAGE plpgsql STABLE AS
+                             $$DECLARE n bigint; BEGIN SELECT count(*) INTO n FROM pytest_remote; RETURN n; END$$""")
+            admin.execute("SET nl2sql.allowed_functions = 'public.fz_count'")
+            assert admin.execute("SELECT fz_count()").fetchone()[0] == 0
+            ran = admin.execute("SELECT nl2sql.compare_results('SELECT 1', 'SELECT fz_count()')").fetchone()[0]
+            assert "rows" not in ran["predicted"], ran
+            assert "foreign table public.pytest_remote" in json.dumps(ran), ran
+            admin.execute("RESET nl2sql.allowed_functions")
+            admin.execute("DROP FUNCTION fz_count()")
             admin.execute("SET nl2sql.allow_foreign_tables = on")
             stats = admin.execute("SELECT nl2sql.column_stats('fz_towns')").fetchone()[0]
             assert sorted(stats["columns"]["town"]["values"]) == ["Arbroath", "Forfar"]

@@ -16,6 +16,8 @@
 //!   types' support functions: planner_calls.rs) are judged before the query is planned, and
 //!   for the predicates of each relation's partial indexes as the planner opens it, and a
 //!   foreign table it opens is refused unless nl2sql.allow_foreign_tables is on;
+//! - ExecutorStart_hook: the same for a plan's foreign tables, which a plan cached earlier
+//!   (a PL/pgSQL function's) brings without the planner;
 //! - post_parse_analyze_hook: while a table's owner's read names the table (relation.rs's
 //!   by_name), no statement may read another relation that now bears the table's name;
 //! - ProcessUtility_hook: SET ROLE, RESET ROLE, SET SESSION AUTHORIZATION, RESET ALL and
@@ -105,6 +107,7 @@ static mut PREV_FMGR: pg_sys::fmgr_hook_type = None;
 static mut PREV_PLANNER: pg_sys::planner_hook_type = None;
 static mut PREV_RELATION_INFO: pg_sys::get_relation_info_hook_type = None;
 static mut PREV_POST_PARSE: pg_sys::post_parse_analyze_hook_type = None;
+static mut PREV_EXECUTOR_START: pg_sys::ExecutorStart_hook_type = None;
 
 /// Installs the hooks, keeping the ones installed before.
 pub fn install() {
@@ -122,6 +125,8 @@ pub fn install() {
         pg_sys::planner_hook = Some(planner);
         PREV_RELATION_INFO = pg_sys::get_relation_info_hook;
         pg_sys::get_relation_info_hook = Some(relation_info);
+        PREV_EXECUTOR_START = pg_sys::ExecutorStart_hook;
+        pg_sys::ExecutorStart_hook = Some(executor_start);
         PREV_POST_PARSE = pg_sys::post_parse_analyze_hook;
         pg_sys::post_parse_analyze_hook = Some(post_parse);
         pg_sys::CacheRegisterSyscacheCallback(
@@ -330,6 +335,26 @@ unsafe fn refuse_foreign(relid: Oid) {
         pgrx::spi::quote_identifier(part(pg_sys::get_rel_name(relid)))
     );
     refuse(scope, GuardError::ForeignTable(name));
+}
+
+/// Before a plan runs under a scope: a foreign table in its range table is refused as the
+/// planner's hook refuses it ([`refuse_foreign`]), for a plan that was not planned now (one a
+/// PL/pgSQL function of the allow-list cached earlier in the session).
+#[pg_guard]
+unsafe extern "C-unwind" fn executor_start(query: *mut pg_sys::QueryDesc, eflags: c_int) {
+    if ACTIVE.with_borrow(|a| a.is_some()) && !query.is_null() && !(*query).plannedstmt.is_null() {
+        let rtable = (*(*query).plannedstmt).rtable;
+        for i in 0..list_len(rtable) {
+            let rte = list_ptr(rtable, i) as *mut pg_sys::RangeTblEntry;
+            if (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION && (*rte).relkind as u8 == pg_sys::RELKIND_FOREIGN_TABLE {
+                refuse_foreign((*rte).relid);
+            }
+        }
+    }
+    match PREV_EXECUTOR_START {
+        Some(prev) => pg_sys::ffi::pg_guard_ffi_boundary(|| prev(query, eflags)),
+        None => pg_sys::standard_ExecutorStart(query, eflags),
+    }
 }
 
 /// Judges what the planner calls, and remembers the operators it was read from.

@@ -27,7 +27,8 @@ struct Column {
 
 const SCHEMA_TABLES_SQL: &str = include_str!("../../../sql/queries/value_index_tables.sql");
 
-/// Indexes every table of `schemas` ([`create`] for each, refusals as NOTICEs).
+/// Indexes every table of `schemas` ([`create`] for each: a table with row-level security and
+/// no include_rls skipped with a NOTICE, one whose owner's code fails the read with a WARNING).
 pub fn create_in_schemas(schemas: Vec<String>, include_rls: bool) -> Vec<Built> {
     let tables: Vec<pg_sys::Oid> = spi::rows(SCHEMA_TABLES_SQL, &[schemas.into()], |r| r.get::<pg_sys::Oid>(1).ok()?);
     let mut built = Vec::new();
