@@ -63,23 +63,31 @@ pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     let relowner = table_owner(rel);
     // Only pg_catalog: nothing in the table owner's code path is resolved in a schema others
     // may write.
-    PgTryBuilder::new(std::panic::AssertUnwindSafe(|| {
+    let outermost = OWNER_READ_DEPTH.with(|d| d.replace(d.get() + 1)) == 0;
+    let out = PgTryBuilder::new(std::panic::AssertUnwindSafe(|| {
         hooks::suspended(|| role::switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", || errors::unheard(f)))
     }))
     .catch_others(|e| {
-        OWNER_READS_FAILED.with(|n| n.set(n.get() + 1));
+        OWNER_READ_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        if outermost {
+            OWNER_READS_FAILED.with(|n| n.set(n.get() + 1));
+        }
         e.rethrow()
     })
-    .execute()
+    .execute();
+    OWNER_READ_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    out
 }
 
 thread_local! {
     static OWNER_READS_FAILED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static OWNER_READ_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// How many reads as a table's owner ([`as_table_owner`]) ended in an error in this backend:
-/// where an error came from, a table's owner's code or nl2sql itself, is told by whether this
-/// moved.
+/// How many reads as a table's owner ([`as_table_owner`]) ended in an error in this backend,
+/// counting only the outermost: where an error came from, a table's owner's code or nl2sql
+/// itself, is told by whether this moved (a read her own code starts, and fails inside an
+/// exception block of hers, does not count).
 pub fn owner_reads_failed() -> u64 {
     OWNER_READS_FAILED.with(|n| n.get())
 }
