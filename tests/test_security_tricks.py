@@ -517,6 +517,12 @@ def test_a_foreign_table_her_policy_reads_is_refused_while_nl2sql_reads_her_tabl
                 admin.execute("SELECT nl2sql.column_stats('fz_towns')")
             assert e.value.diag.message_primary == "nl2sql's read of a relation reaches the foreign table public.pytest_remote"
             assert "row-level security policy" in e.value.diag.message_detail
+            # A view over it: told before anything is read.
+            admin.execute("CREATE VIEW fz_view AS SELECT x FROM pytest_remote")
+            with pytest.raises(errors.FeatureNotSupported) as e:
+                admin.execute("SELECT nl2sql.column_stats('fz_view')")
+            assert e.value.diag.message_primary == "relation public.fz_view reads a foreign table"
+            admin.execute("DROP VIEW fz_view")
             admin.execute("SELECT nl2sql.reset_cache()")
             prompt = admin.execute("SELECT nl2sql.schema_prompt()").fetchone()[0]
             assert "fz_towns" in prompt and "Forfar" not in prompt

@@ -57,7 +57,10 @@ mod nl2sql {
             Ok(Some(json)) => Some(json),
             Ok(None) => errors::fail(
                 SqlState::FeatureNotSupported,
-                format!("relation with OID {} reads a foreign table", u32::from(rel)),
+                format!(
+                    "relation {} reads a foreign table",
+                    crate::pg::relation::display_name(rel).map_or_else(|| format!("with OID {}", u32::from(rel)), |n| render::ident(&n))
+                ),
                 None,
                 Some("Sampling a foreign table calls its server: set nl2sql.allow_foreign_tables to allow it."),
             ),

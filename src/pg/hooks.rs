@@ -250,7 +250,7 @@ unsafe fn refuse(scope: Scope, e: GuardError) -> ! {
     // A change of the catalog, a shell operator: no function's refusal; they say what happened.
     let detail = match e {
         GuardError::CatalogChanged { .. } | GuardError::ShellOperator(_) => e.detail().unwrap_or_default(),
-        GuardError::ForeignTable(_) => "The planner reached it through a view, a row-level security policy, a partition or an inheritance child.".to_string(),
+        GuardError::ForeignTable(_) => "nl2sql reached it through a view, a row-level security policy, a partition, an inheritance child or a function's cached plan.".to_string(),
         _ => why.to_string(),
     };
     let mut r = Report::new(e.sqlstate(), message).detail(detail);
