@@ -74,6 +74,21 @@ def noting_session(connect, *settings):
     return session, notices
 
 
+def cancelled_after(admin, session, statement, seconds=1.0):
+    """Runs `statement` in `session`, which `admin` cancels after `seconds`; asserts that it ends
+    in query_canceled, and returns the seconds it ran."""
+    pid = session.execute("SELECT pg_backend_pid()").fetchone()[0]
+    canceller = threading.Timer(seconds, lambda: admin.execute("SELECT pg_cancel_backend(%s)", (pid,)))
+    canceller.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(errors.QueryCanceled):
+            session.execute(statement)
+    finally:
+        canceller.join()
+    return time.monotonic() - started
+
+
 def mark_stale(admin, *tables):
     """Flags the value indexes of `tables` for a rebuild by the next refresh."""
     relids = ", ".join(f"'{t}'::regclass" for t in tables)
@@ -135,14 +150,7 @@ def test_a_tables_own_query_canceled_fails_that_table_not_the_refresh(connect):
                 admin.execute(f"TRUNCATE {t}")
                 admin.execute(f"INSERT INTO {t} VALUES ('Dundee')")
             refresher.execute("SET pytest.gate = slow")
-            pid = refresher.execute("SELECT pg_backend_pid()").fetchone()[0]
-            canceller = threading.Timer(1.0, lambda: admin.execute("SELECT pg_cancel_backend(%s)", (pid,)))
-            canceller.start()
-            started = time.monotonic()
-            with pytest.raises(errors.QueryCanceled):
-                refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
-            canceller.join()
-            assert time.monotonic() - started < 20
+            assert cancelled_after(admin, refresher, "SELECT * FROM nl2sql.refresh_value_indexes()") < 20
             refresher.execute("RESET pytest.gate")
             assert dict(refresher.execute(generations).fetchall()) == rebuilt
         finally:
@@ -238,12 +246,7 @@ def test_the_callers_cancel_after_a_tables_timeout_still_ends_the_refresh(connec
             admin.execute("INSERT INTO nap_a_towns VALUES ('Perth')")
             admin.execute("INSERT INTO nap_b_towns VALUES ('Perth')")
             refresher, warnings = noting_session(connect, "SET nl2sql.refresh_table_timeout = '2s'", "SET pytest.nap = on")
-            pid = refresher.execute("SELECT pg_backend_pid()").fetchone()[0]
-            canceller = threading.Timer(3.0, lambda: admin.execute("SELECT pg_cancel_backend(%s)", (pid,)))
-            canceller.start()
-            with pytest.raises(errors.QueryCanceled):
-                refresher.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
-            canceller.join()
+            cancelled_after(admin, refresher, "SELECT * FROM nl2sql.refresh_value_indexes()", 3.0)
             # The first table was given up on its own timeout before the cancel came; the
             # second was not (the cancel is not taken as its timeout).
             skipped = [w for w in warnings if "could not rebuild" in w and "refresh_table_timeout" in w]
@@ -396,12 +399,7 @@ def test_the_callers_cancel_caught_by_a_tables_code_still_ends_the_refresh(conne
         assert dict(refresher.execute(generations).fetchall()) == before
         # Nothing is left pending: the next statement runs, and a later cancel still works.
         assert refresher.execute("SELECT 1").fetchone() == (1,)
-        admin = connect()
-        canceller = threading.Timer(1.0, lambda: admin.execute("SELECT pg_cancel_backend(%s)", (pid,)))
-        canceller.start()
-        with pytest.raises(errors.QueryCanceled):
-            refresher.execute("SELECT pg_sleep(30)")
-        canceller.join()
+        cancelled_after(connect(), refresher, "SELECT pg_sleep(30)")
 
 
 def test_a_tables_lock_timeout_is_not_taken_for_the_callers_cancel(connect):
@@ -619,14 +617,7 @@ def test_a_table_that_raises_fails_that_table_not_the_schemas_indexes(connect):
             # A real cancel while her table is read ends the call; nothing of it is kept.
             admin.execute("SELECT nl2sql.drop_value_index('pytest_batch.plain_towns')")
             builder.execute("SET pytest.gate = slow")
-            pid = builder.execute("SELECT pg_backend_pid()").fetchone()[0]
-            canceller = threading.Timer(1.0, lambda: admin.execute("SELECT pg_cancel_backend(%s)", (pid,)))
-            canceller.start()
-            started = time.monotonic()
-            with pytest.raises(errors.QueryCanceled):
-                builder.execute("SELECT * FROM nl2sql.create_value_indexes(ARRAY['pytest_batch'], include_rls => true)")
-            canceller.join()
-            assert time.monotonic() - started < 20
+            assert cancelled_after(admin, builder, "SELECT * FROM nl2sql.create_value_indexes(ARRAY['pytest_batch'], include_rls => true)") < 20
             assert builder.execute(count).fetchone()[0] == 0
             # Her gate open, nl2sql's own errors end the call as they would for one table: in a
             # read-only transaction nothing can be stored.

@@ -53,9 +53,8 @@ mod nl2sql {
         if sample_rows < 1 {
             errors::fail(SqlState::InvalidParameterValue, "sample_rows must be positive".into(), None, None);
         }
-        match crate::pg::role::as_exec_role(|| catalog::column_stats(rel, sample_rows)) {
-            Ok(Some(json)) => Some(json),
-            Ok(None) => errors::fail(
+        if !catalog::samples_locally(rel) {
+            errors::fail(
                 SqlState::FeatureNotSupported,
                 format!(
                     "relation {} reads a foreign table",
@@ -63,7 +62,10 @@ mod nl2sql {
                 ),
                 None,
                 Some("Sampling a foreign table calls its server: set nl2sql.allow_foreign_tables to allow it."),
-            ),
+            );
+        }
+        match crate::pg::role::as_exec_role(|| catalog::read_stats(rel, sample_rows, crate::gucs::statement_timeout())) {
+            Ok(json) => json,
             Err(Failure::Timeout { ms }) => errors::fail(
                 SqlState::QueryCanceled,
                 format!("sampling ran longer than nl2sql.statement_timeout ({ms} ms)"),

@@ -243,26 +243,27 @@ fn attach_stats(tables: &mut [Table], sample_rows: i32) {
     }
 }
 
-/// nl2sql.column_stats(): one relation's statistics, read as [`sample`] reads them (in the
-/// sandbox, as the caller) within nl2sql.statement_timeout; Ok(None) for a relation that reaches
-/// a foreign table while nl2sql.allow_foreign_tables is off.
-pub fn column_stats(rel: pg_sys::Oid, sample_rows: i32) -> Result<Option<String>, Failure> {
-    if !crate::gucs::allow_foreign_tables() && crate::pg::policy::reaches_foreign(rel) {
-        return Ok(None);
-    }
-    let args = [DatumWithOid::from(u32::from(rel) as i64), DatumWithOid::from(sample_rows)];
-    sandbox::inspect(crate::gucs::statement_timeout(), || text_query(STATS_SQL, &args))
+/// Whether sampling `rel` stays on this server, or nl2sql.allow_foreign_tables lets it leave:
+/// partitions, children or a view's relations that are foreign tables mean remote calls.
+pub fn samples_locally(rel: pg_sys::Oid) -> bool {
+    crate::gucs::allow_foreign_tables() || !crate::pg::policy::reaches_foreign(rel)
 }
 
-/// Samples one table in the sandbox, where every function a view or a policy runs is judged
-/// like generated SQL's; None when it fails or takes too long (a broken view, say).
+/// One relation's statistics as JSON text (sql/introspect/column_stats.sql), read in the
+/// sandbox, where every function a view or a policy runs is judged like generated SQL's, as the
+/// caller, within `timeout`: the schema prompt's samples and nl2sql.column_stats().
+pub fn read_stats(rel: pg_sys::Oid, sample_rows: i32, timeout: Duration) -> Result<Option<String>, Failure> {
+    let args = [DatumWithOid::from(u32::from(rel) as i64), DatumWithOid::from(sample_rows)];
+    sandbox::inspect(timeout, || text_query(STATS_SQL, &args))
+}
+
+/// Samples one table ([`read_stats`]); None when it fails or takes too long (a broken view, say).
 fn sample(oid: u32, sample_rows: i32) -> Option<HashMap<String, ColumnStats>> {
-    // Partitions or children that are foreign tables: sampling means remote calls.
-    if !crate::gucs::allow_foreign_tables() && crate::pg::policy::reaches_foreign(pg_sys::Oid::from(oid)) {
+    let rel = pg_sys::Oid::from(oid);
+    if !samples_locally(rel) {
         return None;
     }
-    let args = [DatumWithOid::from(oid as i64), DatumWithOid::from(sample_rows)];
-    let json = sandbox::inspect(STATS_TIMEOUT, || text_query(STATS_SQL, &args)).ok().flatten()?;
+    let json = read_stats(rel, sample_rows, STATS_TIMEOUT).ok().flatten()?;
     let t: SampledTable = serde_json::from_str(&json).ok()?;
     Some(
         t.columns

@@ -319,7 +319,7 @@ unsafe extern "C-unwind" fn relation_info(root: *mut pg_sys::PlannerInfo, relid:
 /// a query, its views, partitions and children name; this sees also what a row-level security
 /// policy's subquery reads, and each relation as it is when the planner locks it.
 unsafe fn refuse_foreign(relid: Oid) {
-    let Some(scope) = ACTIVE.with_borrow(|a| a.as_ref().map(|a| a.scope)) else {
+    let Some(scope) = scope() else {
         return;
     };
     if !matches!(scope, Scope::Generated | Scope::Inspect) || crate::gucs::allow_foreign_tables() {
@@ -328,12 +328,7 @@ unsafe fn refuse_foreign(relid: Oid) {
     if pg_sys::get_rel_relkind(relid) as u8 != pg_sys::RELKIND_FOREIGN_TABLE {
         return;
     }
-    let part = |p: *mut c_char| if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() };
-    let name = format!(
-        "{}.{}",
-        pgrx::spi::quote_identifier(part(pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid)))),
-        pgrx::spi::quote_identifier(part(pg_sys::get_rel_name(relid)))
-    );
+    let name = crate::pg::relation::display_name(relid).unwrap_or_else(|| format!("with OID {}", u32::from(relid)));
     refuse(scope, GuardError::ForeignTable(name));
 }
 
@@ -359,7 +354,7 @@ unsafe extern "C-unwind" fn executor_start(query: *mut pg_sys::QueryDesc, eflags
 
 /// Judges what the planner calls, and remembers the operators it was read from.
 unsafe fn judge_calls(calls: planner_calls::Calls) {
-    let Some(scope) = ACTIVE.with_borrow(|a| a.as_ref().map(|a| a.scope)) else {
+    let Some(scope) = scope() else {
         return;
     };
     for &op in &calls.operators {
