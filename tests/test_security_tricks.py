@@ -445,25 +445,22 @@ def test_column_stats_runs_no_function_of_a_view_owner_with_the_callers_rights(c
     refused before her function runs. The helpers nl2sql's reads call refuse to run anywhere but
     inside those reads. A plain table's statistics, and a view's of built-in functions, come back."""
     admin = connect()
-    with scratch_role(admin, "pytest_viewer", "GRANT CREATE ON SCHEMA public TO pytest_viewer"):
-        admin.execute("SET ROLE pytest_viewer")
-        try:
-            admin.execute("CREATE TABLE cs_towns (id int PRIMARY KEY, town text)")
-            admin.execute("INSERT INTO cs_towns VALUES (1, 'Forfar'), (2, 'Arbroath')")
-            admin.execute("""CREATE FUNCTION cs_rights(t text) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
-                BEGIN
-                    RAISE NOTICE 'cs_rights ran as %', current_user;
-                    IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
-                        EXECUTE 'ALTER ROLE pytest_viewer CREATEROLE';
-                    END IF;
-                    RETURN t;
-                END $$""")
-            admin.execute("CREATE VIEW cs_hers AS SELECT id, cs_rights(town) AS town FROM cs_towns")
-            admin.execute("CREATE VIEW cs_plain AS SELECT id, upper(town) AS town FROM cs_towns")
-        finally:
-            admin.execute("RESET ROLE")
-        heard = []
-        admin.add_notice_handler(lambda n: heard.append(n.message_primary))
+    with hostile_owner(
+        admin,
+        "pytest_viewer",
+        "CREATE TABLE cs_towns (id int PRIMARY KEY, town text)",
+        "INSERT INTO cs_towns VALUES (1, 'Forfar'), (2, 'Arbroath')",
+        """CREATE FUNCTION cs_rights(t text) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
+            BEGIN
+                RAISE NOTICE 'cs_rights ran as %', current_user;
+                IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                    EXECUTE 'ALTER ROLE pytest_viewer CREATEROLE';
+                END IF;
+                RETURN t;
+            END $$""",
+        "CREATE VIEW cs_hers AS SELECT id, cs_rights(town) AS town FROM cs_towns",
+        "CREATE VIEW cs_plain AS SELECT id, upper(town) AS town FROM cs_towns",
+    ) as heard:
         with pytest.raises(errors.InsufficientPrivilege) as e:
             admin.execute("SELECT nl2sql.column_stats('cs_hers')")
         assert e.value.diag.message_primary == "function public.cs_rights is not trusted"
@@ -503,16 +500,15 @@ def test_a_foreign_table_her_policy_reads_is_refused_while_nl2sql_reads_her_tabl
     try:
         admin.execute("CREATE FOREIGN TABLE pytest_remote (x int) SERVER pytest_files OPTIONS (filename '/dev/null', format 'csv')")
         admin.execute("GRANT SELECT ON pytest_remote TO PUBLIC")
-        with scratch_role(admin, "pytest_fencer", "GRANT CREATE ON SCHEMA public TO pytest_fencer"):
-            admin.execute("SET ROLE pytest_fencer")
-            try:
-                admin.execute("CREATE TABLE fz_towns (id int, town text)")
-                admin.execute("INSERT INTO fz_towns VALUES (1, 'Forfar'), (2, 'Arbroath')")
-                admin.execute("CREATE POLICY fenced ON fz_towns USING (NOT EXISTS (SELECT 1 FROM pytest_remote))")
-                admin.execute("ALTER TABLE fz_towns ENABLE ROW LEVEL SECURITY")
-                admin.execute("GRANT SELECT ON fz_towns TO PUBLIC")
-            finally:
-                admin.execute("RESET ROLE")
+        with hostile_owner(
+            admin,
+            "pytest_fencer",
+            "CREATE TABLE fz_towns (id int, town text)",
+            "INSERT INTO fz_towns VALUES (1, 'Forfar'), (2, 'Arbroath')",
+            "CREATE POLICY fenced ON fz_towns USING (NOT EXISTS (SELECT 1 FROM pytest_remote))",
+            "ALTER TABLE fz_towns ENABLE ROW LEVEL SECURITY",
+            "GRANT SELECT ON fz_towns TO PUBLIC",
+        ):
             with pytest.raises(errors.InsufficientPrivilege) as e:
                 admin.execute("SELECT nl2sql.column_stats('fz_towns')")
             assert e.value.diag.message_primary == "nl2sql's read of a relation reaches the foreign table public.pytest_remote"
