@@ -36,7 +36,7 @@
 //! Names are resolved over every table the statement reads (aliases included), which covers
 //! correlated subqueries; an ambiguous name is left alone for PostgreSQL to reject.
 
-use crate::text::{self, folded_edit_similarity};
+use crate::text::closest_name as closest;
 use crate::schema::Schema;
 use crate::sqlinfo::pg_folded as fold;
 use serde::Serialize;
@@ -94,8 +94,6 @@ pub struct Aligned {
     pub fired: Vec<String>,
 }
 
-/// Least similarity for a name to be taken for another.
-const NAME_SIMILARITY: f32 = 0.75;
 /// Names that are SQL functions or keywords spelled as identifiers, never columns.
 const NOT_COLUMNS: &[&str] = &[
     "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp", "current_user",
@@ -144,38 +142,6 @@ fn parsed_joins(text: &str) -> Vec<sqlparser::ast::Join> {
 
 fn object_name(ident_text: &str) -> Option<ObjectName> {
     Parser::new(&PostgreSqlDialect {}).try_with_sql(ident_text).ok()?.parse_object_name(false).ok()
-}
-
-/// The unique name closest to `want` among `names` (case-insensitive, then a typo or a plural
-/// away); None when none is close or two are equally close.
-/// Linear in the names, each compared only when its length allows (a name's edit distance is at
-/// least the difference of lengths), with cancel checked.
-fn closest<'a>(want: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let w: Vec<char> = text::fold(want).chars().collect();
-    let mut scored: Vec<(f32, &str)> = Vec::new();
-    for (i, n) in names.enumerate() {
-        crate::interrupt::every(i, 256);
-        let s = if n.eq_ignore_ascii_case(want) {
-            1.0
-        } else {
-            let c: Vec<char> = text::fold(n).chars().collect();
-            let longest = w.len().max(c.len());
-            if longest == 0 || w.len().abs_diff(c.len()) as f32 > (1.0 - NAME_SIMILARITY) * longest as f32 {
-                continue;
-            }
-            folded_edit_similarity(&w, &c)
-        };
-        if s >= NAME_SIMILARITY {
-            scored.push((s, n));
-        }
-    }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    scored.dedup_by(|a, b| a.1 == b.1);
-    match scored.as_slice() {
-        [(_, n)] => Some(n),
-        [(a, n), (b, _), ..] if a - b > 0.05 => Some(n),
-        _ => None,
-    }
 }
 
 /// The tables a statement reads, by the name or alias it refers to them with.

@@ -118,6 +118,60 @@ pub fn trigram_similarity(a: &str, b: &str) -> f32 {
     shared as f32 / (x.len() + y.len() - shared) as f32
 }
 
+/// Least similarity for a name to be taken for another.
+const NAME_SIMILARITY: f32 = 0.75;
+
+/// The unique name closest to `want` among `names` (case-insensitive, then a typo or a plural
+/// away); None when none is close or two are equally close.
+/// Linear in the names, each compared only when its length allows (a name's edit distance is at
+/// least the difference of lengths), with cancel checked.
+pub fn closest_name<'a>(want: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let w: Vec<char> = fold(want).chars().collect();
+    let mut scored: Vec<(f32, &str)> = Vec::new();
+    for (i, n) in names.enumerate() {
+        crate::interrupt::every(i, 256);
+        let s = if n.eq_ignore_ascii_case(want) {
+            1.0
+        } else {
+            let c: Vec<char> = fold(n).chars().collect();
+            let longest = w.len().max(c.len());
+            if longest == 0 || w.len().abs_diff(c.len()) as f32 > (1.0 - NAME_SIMILARITY) * longest as f32 {
+                continue;
+            }
+            folded_edit_similarity(&w, &c)
+        };
+        if s >= NAME_SIMILARITY {
+            scored.push((s, n));
+        }
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    match scored.as_slice() {
+        [(_, n)] => Some(n),
+        [(a, n), (b, _), ..] if a - b > 0.05 => Some(n),
+        _ => None,
+    }
+}
+
+/// The one name among `names` whose words (split at underscores) contain all of `want`'s in a
+/// row: `age` for pet_age, `first name` never (one name, not two).
+pub fn name_made_of<'a>(want: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let words: Vec<&str> = want.split('_').filter(|w| !w.is_empty()).collect();
+    if words.is_empty() {
+        return None;
+    }
+    let found: Vec<&str> = names
+        .filter(|n| {
+            let parts: Vec<&str> = n.split('_').collect();
+            parts.len() > words.len() && parts.windows(words.len()).any(|w| w == words.as_slice())
+        })
+        .collect();
+    match found.as_slice() {
+        [one] => Some(one),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

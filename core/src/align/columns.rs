@@ -5,6 +5,7 @@
 use super::names::cte_names;
 use super::levels::{qualified, walk_with, Item, Qualified, Walk, WalkingRule};
 use super::{closest, fold, ident, Scope, NOT_COLUMNS};
+use crate::text::name_made_of as made_of;
 use crate::schema::Schema;
 use sqlparser::ast::{BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Query, Select, SelectItem, SetExpr, Statement, Visit, Visitor};
 use std::collections::HashSet;
@@ -374,24 +375,5 @@ impl ColumnFixer<'_> {
                 _ => {}
             }
         }
-    }
-}
-
-/// The one name among `names` whose words (split at underscores) contain all of `want`'s in a
-/// row: `age` for pet_age, `first name` never (one name, not two).
-pub(super) fn made_of<'a>(want: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let words: Vec<&str> = want.split('_').filter(|w| !w.is_empty()).collect();
-    if words.is_empty() {
-        return None;
-    }
-    let found: Vec<&str> = names
-        .filter(|n| {
-            let parts: Vec<&str> = n.split('_').collect();
-            parts.len() > words.len() && parts.windows(words.len()).any(|w| w == words.as_slice())
-        })
-        .collect();
-    match found.as_slice() {
-        [one] => Some(one),
-        _ => None,
     }
 }

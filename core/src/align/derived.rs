@@ -370,7 +370,7 @@ fn fix_one(e: &mut Expr, b: &Block, fired: &mut Vec<String>) {
                     // table's own (a typo, a part of its name, the name after the table's).
                     let own: Vec<&str> = r.columns.iter().map(String::as_str).collect();
                     let like_own = matching(&want, &own).is_some()
-                        || super::columns::made_of(&want, own.iter().copied()).is_some()
+                        || crate::text::name_made_of(&want, own.iter().copied()).is_some()
                         || prefixed(&want, &[(r.name.as_str(), r.columns.as_slice())]).is_some();
                     if !known.schema.name_in_several_schemas(&r.name) && !like_own && !SYSTEM_COLUMNS.contains(&want.as_str()) && !known.paired(&e.to_string()) {
                         requalify(e, q, &want, b, Some(r.by.as_str()), fired);
