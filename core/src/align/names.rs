@@ -364,12 +364,32 @@ pub(super) fn join_for_columns(schema: &Schema, sc: &Scope, q: &mut Query, fired
     let _ = VisitMut::visit(q, &mut Each { schema, sc, fired, depth: 0 });
 }
 
-/// [`join_for_columns`] on one query. In a subquery (`nested`), a name that a table of the
-/// statement has may be a column of the enclosing query, which PostgreSQL resolves there: then
-/// nothing is joined.
+/// [`join_for_columns`] on one query: its `SELECT`, or each `SELECT` of its `UNION`,
+/// `INTERSECT` or `EXCEPT` on its own (the statement's `ORDER BY` reads their output then).
 fn join_one(schema: &Schema, sc: &Scope, q: &mut Query, nested: bool, fired: &mut Vec<String>) {
-    let order_by = &mut q.order_by;
-    let SetExpr::Select(s) = q.body.as_mut() else { return };
+    match q.body.as_mut() {
+        SetExpr::Select(s) => join_select(schema, sc, s, q.order_by.as_mut(), nested, fired),
+        body @ SetExpr::SetOperation { .. } => {
+            let mut sides: Vec<&mut SetExpr> = vec![body];
+            // Each side a SELECT or another set operation; a parenthesised query is a query of
+            // its own, which the walk visits.
+            for _ in 0..64 {
+                let Some(side) = sides.pop() else { break };
+                match side {
+                    SetExpr::SetOperation { left, right, .. } => sides.extend([left.as_mut(), right.as_mut()]),
+                    SetExpr::Select(s) => join_select(schema, sc, s, None, nested, fired),
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// [`join_for_columns`] on one `SELECT` (and the `ORDER BY` that reads its columns). In a
+/// subquery (`nested`), a name that a table of the statement has may be a column of the
+/// enclosing query, which PostgreSQL resolves there: then nothing is joined.
+fn join_select(schema: &Schema, sc: &Scope, s: &mut Select, mut order_by: Option<&mut sqlparser::ast::OrderBy>, nested: bool, fired: &mut Vec<String>) {
     let [from] = s.from.as_slice() else { return };
     let TableFactor::Table { name, alias, args: None, .. } = &from.relation else { return };
     // `*` would return the joined table's columns too.
@@ -379,9 +399,9 @@ fn join_one(schema: &Schema, sc: &Scope, q: &mut Query, nested: bool, fired: &mu
     let Some(t) = find_table(schema, name) else { return };
     let table = &schema.tables[t];
     let by = alias.as_ref().map(|a| fold(&a.name)).unwrap_or_else(|| table.name.clone());
-    let mut used = own_columns(&mut **s);
+    let mut used = own_columns(&mut *s);
     if let Some(ob) = order_by.as_mut() {
-        used.extend(own_columns(ob));
+        used.extend(own_columns(&mut **ob));
     }
     let mut missing: Vec<&str> = Vec::new();
     for (qualifier, c) in &used {
@@ -426,9 +446,9 @@ fn join_one(schema: &Schema, sc: &Scope, q: &mut Query, nested: bool, fired: &mu
         let owner = if table.has_column(&column) { by.as_str() } else { parent.name.as_str() };
         *e = Expr::CompoundIdentifier(vec![ident(owner), last]);
     };
-    top_level_exprs(&mut **s, &mut qualify);
+    top_level_exprs(&mut *s, &mut qualify);
     if let Some(ob) = order_by.as_mut() {
-        top_level_exprs(ob, &mut qualify);
+        top_level_exprs(&mut **ob, &mut qualify);
     }
     fired.push(format!("agent: {} joined on {}.{} for {}", parent.ident, by, key, missing.join(", ")));
     s.from[0].joins.push(join);

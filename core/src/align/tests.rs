@@ -558,6 +558,21 @@ fn columns_of_the_table_a_foreign_key_points_to() {
 }
 
 #[test]
+fn each_select_of_a_set_operation_gets_the_table_its_key_points_to() {
+    // The year is the concert's: each side of the INTERSECT on its own.
+    let a = run("SELECT singer_id FROM singer_in_concert WHERE year = 2014 INTERSECT SELECT singer_id FROM singer_in_concert WHERE year = 2015");
+    assert_eq!(
+        a.sql,
+        "SELECT singer_in_concert.singer_id FROM singer_in_concert JOIN concert ON singer_in_concert.concert_id = concert.concert_id WHERE concert.year = 2014 \
+         INTERSECT SELECT singer_in_concert.singer_id FROM singer_in_concert JOIN concert ON singer_in_concert.concert_id = concert.concert_id WHERE concert.year = 2015"
+    );
+    assert_eq!(a.fired.len(), 2, "{:?}", a.fired);
+    // A side whose table has the column is left as it is.
+    let b = run("SELECT name FROM singer UNION SELECT singer_id FROM singer_in_concert WHERE year = 2014");
+    assert!(b.sql.starts_with("SELECT name FROM singer UNION SELECT singer_in_concert.singer_id FROM singer_in_concert JOIN concert"), "{}", b.sql);
+}
+
+#[test]
 fn subqueries_get_the_table_a_foreign_key_points_to() {
     // The year is the concert's: the subquery's own table points there.
     let a = run("SELECT name FROM singer WHERE singer_id NOT IN (SELECT singer_id FROM singer_in_concert WHERE year = 2014)");

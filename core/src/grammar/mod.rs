@@ -124,7 +124,7 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
                 bare.insert(b.clone());
             }
             if relations.insert(r.clone()) {
-                copies.push(scoped::Relation { written: r, bare: b, columns: own });
+                copies.push(scoped::Relation { table: i, written: r, bare: b, columns: own, reached: BTreeSet::new() });
             }
         }
         // Stop as soon as it is too large: a table owner's long names cost no more than this.
@@ -169,6 +169,9 @@ pub fn build(schema: &Schema, columns: &[String], form: Form) -> Result<Grammar,
         let _ = writeln!(out, "qualifier ::= alias | relation | {}", radix(&bare));
     }
     // Each relation's own copy where it fits, else the shared rules only.
+    if copies.len() <= scoped::MAX_SCOPED {
+        scoped::reach(schema, &mut copies);
+    }
     let (mut tail, mut own) = scoped::rules(fixed(), &copies, !reserved);
     if out.len() + tail.len() > MAX_BYTES {
         (tail, own) = scoped::rules(fixed(), &[], !reserved);

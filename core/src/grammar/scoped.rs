@@ -18,6 +18,7 @@
 //! characters, which an alias could be. Subqueries are `SELECT`s too: each chooses its copy.
 
 use super::{literal, radix};
+use crate::schema::Schema;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 
@@ -28,9 +29,65 @@ pub const MAX_SCOPED: usize = 16;
 /// A shown relation: as the prompt writes it, its table's name alone when that differs, and
 /// the column names it has (each as the prompt writes it).
 pub struct Relation {
+    /// Its table (an index into the schema's tables).
+    pub table: usize,
     pub written: String,
     pub bare: Option<String>,
     pub columns: BTreeSet<String>,
+    /// Shown columns it lacks that its own copies also take alone: see [`reach`].
+    pub reached: BTreeSet<String>,
+}
+
+/// For each relation, the shown columns of the one table a single-column foreign key of it
+/// points to (many rows to one), which it lacks itself: written alone in one of the statement's
+/// own `SELECT`s of that relation (`SELECT avg(accelerate) FROM cars_data WHERE make = ...`,
+/// where `make` is car_names'), they are what the alignment joins that table on its key for
+/// (align::names::join_for_columns). Without them the model, wanting such a column there, went
+/// on as the one name the copy allowed that starts so: `make_date('volvo')`. Only where the
+/// alignment would join: not a name two keys of the relation reach (two keys to one table, or
+/// two tables that have it, shown or not), nor one the relation has among columns the prompt
+/// leaves out, nor one the alignment reads first as a typo or a word of the relation's own
+/// columns (`maker` beside `make`, `name` beside `emp_name`), nor a table of another role's
+/// off the search path. Not in a subquery, where PostgreSQL takes such a name from the outer
+/// query when its table has it (`model IN (SELECT model FROM cars_data ...)` read car_names'
+/// model from outside: measured, a wrong answer).
+pub fn reach(schema: &Schema, relations: &mut [Relation]) {
+    for k in 0..relations.len() {
+        crate::interrupt::every(k, 16);
+        let Some(table) = schema.tables.get(relations[k].table) else { continue };
+        let own: Vec<&str> = table.columns.iter().map(|c| c.name.as_str()).collect();
+        // Every column of every table a key of the relation points to, with how many keys reach it.
+        let mut reached: HashMap<&str, usize> = HashMap::new();
+        let keys = schema.foreign_keys.iter().filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1);
+        for fk in keys {
+            let Some(parent) = schema.tables.iter().find(|u| u.ident == fk.ref_table && !u.is_strangers()) else { continue };
+            for c in &parent.columns {
+                *reached.entry(c.name.as_str()).or_default() += 1;
+            }
+        }
+        let mut found: BTreeSet<String> = BTreeSet::new();
+        for fk in schema.foreign_keys.iter().filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1) {
+            let Some(j) = relations.iter().position(|r| schema.tables.get(r.table).is_some_and(|t| t.ident == fk.ref_table)) else { continue };
+            let parent = &schema.tables[relations[j].table];
+            if j == k || parent.is_strangers() {
+                continue;
+            }
+            for c in &parent.columns {
+                let written = crate::render::ident(&c.ident);
+                let lone = reached.get(c.name.as_str()) == Some(&1);
+                if lone && relations[j].columns.contains(&written) && !table.has_column(&c.name) && !read_as_own(&c.name, &own) {
+                    found.insert(written);
+                }
+            }
+        }
+        relations[k].reached = found;
+    }
+}
+
+/// Whether the alignment takes `name`, written alone where a relation with columns `own` is
+/// read, for one of them: a typo of one, or a word of one (align::columns).
+fn read_as_own(name: &str, own: &[&str]) -> bool {
+    crate::text::closest_name(name, own.iter().copied()).is_some() || crate::text::name_made_of(name, own.iter().copied()).is_some()
 }
 
 /// Where a query's select list, `WHERE`, `GROUP BY` and `HAVING` begin.
@@ -68,7 +125,9 @@ pub fn rules(fixed: &str, relations: &[Relation], nothing_fits: bool) -> (String
         let _ = writeln!(out, "column-t{k} ::= {}{fits}", radix(&r.columns));
         // In the statement, whatever qualifies a column (the relation, its alias), the column
         // is the relation's.
-        let _ = writeln!(out, "colref-s{k} ::= ((alias | {own}) \".\")? column-t{k}");
+        // A column of the one table a key of it points to, written alone (see [`reach`]).
+        let reached = if r.reached.is_empty() { String::new() } else { format!(" | {}", radix(&r.reached)) };
+        let _ = writeln!(out, "colref-s{k} ::= ((alias | {own}) \".\")? column-t{k}{reached}");
         // In a subquery, another relation's name or an alias qualifies any shown column: the
         // outer query's, in a correlated subquery.
         let others: Vec<&str> = relations
@@ -79,6 +138,8 @@ pub fn rules(fixed: &str, relations: &[Relation], nothing_fits: bool) -> (String
             .filter(|o| *o != r.written && Some(*o) != r.bare.as_deref())
             .collect();
         let other = if others.is_empty() { "alias".to_string() } else { format!("(alias | {})", radix(&others)) };
+        // Not alone in a subquery: there a name the outer query's table has is that table's
+        // (a correlated reference PostgreSQL resolves outside, which the alignment leaves).
         let _ = writeln!(out, "colref-t{k} ::= (({own}) \".\")? column-t{k} | {other} \".\" column");
         for (one, suffix) in [(format!("top-one-{k}"), format!("s{k}")), (format!("one-{k}"), format!("t{k}"))] {
             let s = |name: &str| format!("{name}-{suffix}");

@@ -270,6 +270,97 @@ fn hostile_names_stay_inside_their_literals() {
     assert!(p.accepts("cmp-op", "<="));
 }
 
+/// car_1's shape: cars_data's id points to car_names (one key), car_names' model to model_list;
+/// car_makers is pointed to twice by model_list (two keys: its columns are left out).
+fn cars() -> Schema {
+    let mut s = schema(&[
+        ("cars_data", "cars_data", &["id", "mpg", "accelerate"]),
+        ("car_names", "car_names", &["makeid", "model", "make"]),
+        ("model_list", "model_list", &["modelid", "maker", "model", "designer"]),
+        ("car_makers", "car_makers", &["id", "fullname"]),
+    ]);
+    let fk = |t: &str, c: &str, r: &str, rc: &str| {
+        serde_json::from_value::<crate::schema::ForeignKey>(serde_json::json!({"table": t, "columns": [c], "ref_table": r, "ref_columns": [rc]})).expect("key")
+    };
+    s.foreign_keys = vec![
+        fk("cars_data", "id", "car_names", "makeid"),
+        fk("car_names", "model", "model_list", "model"),
+        fk("model_list", "maker", "car_makers", "id"),
+        fk("model_list", "designer", "car_makers", "id"),
+    ];
+    s
+}
+
+#[test]
+fn a_select_reading_one_relation_reads_alone_the_columns_of_the_table_its_key_points_to() {
+    let p = parsed(&cars(), 4, Form::Query);
+    judged(
+        &p,
+        &[
+        // car_names' make and model, alone, in a SELECT of cars_data: the alignment joins car_names
+        "SELECT avg(accelerate) FROM cars_data WHERE make = 'amc hornet sportabout (sw)'",
+        "SELECT model, mpg FROM cars_data ORDER BY mpg DESC LIMIT 1",
+        "SELECT avg(mpg) FROM cars_data AS c WHERE model = 'volvo'",
+        ],
+        true,
+    );
+    judged(
+        &p,
+        &[
+        // after a qualifier, a column is still the relation's own
+        "SELECT avg(accelerate) FROM cars_data WHERE cars_data.make = 'x'",
+        "SELECT avg(c.accelerate) FROM cars_data AS c WHERE c.make = 'x'",
+        // not in a subquery, where the outer query's table may have the name
+        "SELECT count(*) FROM cars_data WHERE id IN (SELECT makeid FROM car_names WHERE maker = 1)",
+        "SELECT DISTINCT model FROM car_names WHERE model IN (SELECT model FROM cars_data WHERE mpg > 30)",
+        // two steps away (model_list's maker from cars_data)
+        "SELECT avg(mpg) FROM cars_data WHERE maker = 1",
+        // against the key: car_names does not point to cars_data
+        "SELECT model FROM car_names WHERE mpg > 30",
+        // a table two keys point to: which of its rows is meant is not for the grammar to say
+        "SELECT model FROM model_list WHERE fullname = 'ford'",
+        ],
+        false,
+    );
+    // a name the alignment reads as a typo of the relation's own column (maker: make), not joined
+    judged(&p, &["SELECT model FROM car_names WHERE maker = 1"], false);
+    // the model's slip the copies used to force: the one function starting with the name
+    judged(&p, &["SELECT avg(accelerate) FROM cars_data WHERE make_date('volvo') IS NOT NULL"], true);
+    // a table not shown lends no columns
+    let g = build(&cars(), &first(&cars(), 1), Form::Query).expect("grammar");
+    let p = check::parse(&g.text).expect("parsed");
+    assert!(!p.accepts("root", &block("SELECT avg(accelerate) FROM cars_data WHERE make = 'x'")));
+}
+
+#[test]
+fn a_column_the_relation_has_unshown_or_two_keys_reach_is_not_lent() {
+    let mut s = schema(&[
+        ("orders", "orders", &["id", "total", "customer_id", "product_id", "shipper_id", "title"]),
+        ("customers", "customers", &["id", "name", "city"]),
+        ("products", "products", &["id", "title", "label"]),
+        ("shippers", "shippers", &["id", "label"]),
+    ]);
+    let fk = |c: &str, r: &str| {
+        serde_json::from_value::<crate::schema::ForeignKey>(serde_json::json!({"table": "orders", "columns": [c], "ref_table": r, "ref_columns": ["id"]})).expect("key")
+    };
+    s.foreign_keys = vec![fk("customer_id", "customers"), fk("product_id", "products"), fk("shipper_id", "shippers")];
+    // orders' title is left out of the prompt; shippers is not shown at all
+    let shown: Vec<String> = first(&s, 3).into_iter().filter(|c| c != "orders.title").collect();
+    let g = build(&s, &shown, Form::Query).expect("grammar");
+    let p = check::parse(&g.text).expect("parsed");
+    judged(&p, &["SELECT total FROM orders WHERE city = 'Oslo'", "SELECT name, total FROM orders ORDER BY total DESC LIMIT 1"], true);
+    judged(
+        &p,
+        &[
+        // orders has a title of its own, unshown: PostgreSQL would read it, and nothing is joined
+        "SELECT total FROM orders WHERE title = 'x'",
+        // products' label, which the unshown shippers has too: the alignment joins neither
+        "SELECT total FROM orders WHERE label = 'x'",
+        ],
+        false,
+    );
+}
+
 #[test]
 fn a_select_reading_one_relation_reads_only_its_columns() {
     let p = parsed(&concert(), 4, Form::Query);
