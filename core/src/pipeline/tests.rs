@@ -427,6 +427,39 @@ fn the_same_query_sampled_twice_and_empty_is_the_answer() {
 }
 
 #[test]
+fn one_query_two_prompts_wrote_that_returns_no_rows_ends_sampling() {
+    let mut db = FakeDb::default();
+    db.results.insert("SELECT name FROM singer WHERE age > 90".into(), (vec![], 1));
+    db.results.insert("SELECT name FROM singer WHERE age >= 91".into(), (vec![], 1));
+    let two = vec![Generator::OpenSql, Generator::CreateTable];
+    let s = Settings { candidates: 4, agreement: 2, generators: two, alignment: Rules { agent: false, ..Rules::ALL }, ..full() };
+    // Both prompts wrote the same query, empty: no second wave, and the empty result is the answer.
+    let same = ["#SQL: SELECT name FROM singer WHERE age > 90", "SELECT name FROM singer WHERE age > 90", "#SQL: SELECT name FROM singer", "SELECT name FROM singer"];
+    let mut llm = script(&[&[EXTRACTED][..], &same[..]].concat());
+    let a = ask(&q("Singers older than 90?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
+    assert_eq!(a.sql, "SELECT name FROM singer WHERE age > 90");
+    assert_eq!((a.trace.waves, a.trace.stopped_early, llm.seen.len()), (1, true, 3), "one extraction, one wave of two");
+    assert!(a.trace.empty_agreed);
+    // Two different queries, both empty: the second wave is asked, and its rows win.
+    let other = ["#SQL: SELECT name FROM singer WHERE age > 90", "SELECT name FROM singer WHERE age >= 91", "#SQL: SELECT name FROM singer", "SELECT name FROM singer"];
+    let mut llm = script(&[&[EXTRACTED][..], &other[..]].concat());
+    let a = ask(&q("Singers older than 90?"), &sample_schema(), &s, &mut llm, &mut db).expect("answer");
+    assert_eq!((a.trace.waves, a.trace.stopped_early), (2, false));
+    assert_eq!(a.sql, "SELECT name FROM singer");
+    // Two prompts are not the three nl2sql.agreement asks for.
+    let three = Settings { agreement: 3, ..s.clone() };
+    let mut llm = script(&[&[EXTRACTED][..], &same[..]].concat());
+    let a = ask(&q("Singers older than 90?"), &sample_schema(), &three, &mut llm, &mut db).expect("answer");
+    assert_eq!((a.trace.waves, a.sql.as_str()), (2, "SELECT name FROM singer"));
+    // Samples of one prompt that wrote one empty query are no such agreement, whatever
+    // nl2sql.agreement says (empty_results_lose_to_non_empty: three samples).
+    let one = Settings { agreement: 1, first_wave: 2, generators: vec![Generator::OpenSql], ..s };
+    let mut llm = script(&[&[EXTRACTED][..], &same[..]].concat());
+    let a = ask(&q("Singers older than 90?"), &sample_schema(), &one, &mut llm, &mut db).expect("answer");
+    assert_eq!((a.trace.waves, a.sql.as_str()), (2, "SELECT name FROM singer"));
+}
+
+#[test]
 fn one_query_that_runs_empty_is_still_corrected_beside_a_failed_one() {
     let mut db = FakeDb::default();
     db.results.insert("SELECT name FROM singer WHERE country = 'Fr'".into(), (vec![], 1));
