@@ -56,26 +56,23 @@ pub fn reach(schema: &Schema, relations: &mut [Relation]) {
         crate::interrupt::every(k, 16);
         let Some(table) = schema.tables.get(relations[k].table) else { continue };
         let own: Vec<&str> = table.columns.iter().map(|c| c.name.as_str()).collect();
-        // Every column of every table a key of the relation points to, with how many keys reach it.
-        let mut reached: HashMap<&str, usize> = HashMap::new();
-        let keys = schema.foreign_keys.iter().filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1);
-        for fk in keys {
-            let Some(parent) = schema.tables.iter().find(|u| u.ident == fk.ref_table && !u.is_strangers()) else { continue };
-            for c in &parent.columns {
-                *reached.entry(c.name.as_str()).or_default() += 1;
-            }
+        // The tables its keys point to (shown or not), as the alignment finds them.
+        let parents: Vec<&crate::schema::Table> = schema
+            .foreign_keys
+            .iter()
+            .filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1)
+            .filter_map(|fk| schema.tables.iter().find(|u| u.ident == fk.ref_table && !u.is_strangers()))
+            .collect();
+        let mut keys_to: HashMap<&str, usize> = HashMap::new();
+        for c in parents.iter().flat_map(|p| p.columns.iter()) {
+            *keys_to.entry(c.name.as_str()).or_default() += 1;
         }
         let mut found: BTreeSet<String> = BTreeSet::new();
-        for fk in schema.foreign_keys.iter().filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1) {
-            let Some(j) = relations.iter().position(|r| schema.tables.get(r.table).is_some_and(|t| t.ident == fk.ref_table)) else { continue };
-            let parent = &schema.tables[relations[j].table];
-            if j == k || parent.is_strangers() {
-                continue;
-            }
-            for c in &parent.columns {
+        for parent in parents.iter().filter(|p| p.oid != table.oid) {
+            let Some(shown) = relations.iter().find(|r| schema.tables.get(r.table).is_some_and(|t| t.oid == parent.oid)) else { continue };
+            for c in parent.columns.iter().filter(|c| keys_to.get(c.name.as_str()) == Some(&1)) {
                 let written = crate::render::ident(&c.ident);
-                let lone = reached.get(c.name.as_str()) == Some(&1);
-                if lone && relations[j].columns.contains(&written) && !table.has_column(&c.name) && !read_as_own(&c.name, &own) {
+                if shown.columns.contains(&written) && !table.has_column(&c.name) && !read_as_own(&c.name, &own) {
                     found.insert(written);
                 }
             }

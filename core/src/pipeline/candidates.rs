@@ -368,8 +368,8 @@ fn vote_on(pool: &mut Pool, trace: &mut Trace) -> Result<(String, Execution), As
 /// Whether the executed candidates already agree enough to stop sampling: `nl2sql.agreement`
 /// of them return the same rows; or, where none returned rows, the prompts of that many
 /// generators (two at least) wrote one query, which ran and returned none. That empty result is
-/// the answer, as the correction round takes it: measured on spider-pg (`s49`, `s51`), where
-/// the first wave's two prompts wrote the same query and it returned no rows (11 questions),
+/// the answer, as the correction round takes it: measured on spider-pg (two runs), where the
+/// first wave's two prompts wrote the same query and it returned no rows (11 questions),
 /// the empty result was the right one every time, and the second wave (3 to 13 s each) kept it
 /// or replaced it with a wrong one. Samples of one prompt may share a wrong literal, and two
 /// different queries, both empty, are no agreement: there the second wave goes on.
