@@ -48,7 +48,9 @@ pub struct Relation {
 /// two tables that have it, shown or not), nor one the relation has among columns the prompt
 /// leaves out, nor one the alignment reads first as a typo or a word of the relation's own
 /// columns (`maker` beside `make`, `name` beside `emp_name`), nor a table of another role's
-/// off the search path. Not in a subquery, where PostgreSQL takes such a name from the outer
+/// off the search path. (The alignment may still read such a `SELECT` as one of the other
+/// table, where every column it reads is that table's and the question names it rather than the
+/// relation: align::question's `other_table`, as for any query.) Not in a subquery, where PostgreSQL takes such a name from the outer
 /// query when its table has it (`model IN (SELECT model FROM cars_data ...)` read car_names'
 /// model from outside: measured, a wrong answer).
 pub fn reach(schema: &Schema, relations: &mut [Relation]) {
@@ -68,7 +70,8 @@ pub fn reach(schema: &Schema, relations: &mut [Relation]) {
             *keys_to.entry(c.name.as_str()).or_default() += 1;
         }
         let mut found: BTreeSet<String> = BTreeSet::new();
-        for parent in parents.iter().filter(|p| p.oid != table.oid) {
+        // Not a table of the relation's own name (another schema's): the alignment joins none.
+        for parent in parents.iter().filter(|p| p.oid != table.oid && p.name != table.name) {
             let Some(shown) = relations.iter().find(|r| schema.tables.get(r.table).is_some_and(|t| t.oid == parent.oid)) else { continue };
             for c in parent.columns.iter().filter(|c| keys_to.get(c.name.as_str()) == Some(&1)) {
                 let written = crate::render::ident(&c.ident);

@@ -344,6 +344,23 @@ fn a_column_the_relation_has_unshown_or_two_keys_reach_is_not_lent() {
         serde_json::from_value::<crate::schema::ForeignKey>(serde_json::json!({"table": "orders", "columns": [c], "ref_table": r, "ref_columns": ["id"]})).expect("key")
     };
     s.foreign_keys = vec![fk("customer_id", "customers"), fk("product_id", "products"), fk("shipper_id", "shippers")];
+    // a table of the relation's own name in another schema lends nothing
+    let mut archived = s.clone();
+    let t = archived.tables.len();
+    archived.tables.push(archived.tables[0].clone());
+    archived.tables[t].oid = 2000;
+    archived.tables[t].schema = "archive".into();
+    archived.tables[t].ident = "archive.orders".into();
+    archived.tables[t].owner_trusted = true;
+    archived.tables[t].columns.retain(|c| c.name == "id");
+    let mut on = archived.tables[1].columns[2].clone();
+    (on.name, on.ident) = ("archived_on".into(), "archived_on".into());
+    archived.tables[t].columns.push(on);
+    archived.foreign_keys.push(fk("id", "archive.orders"));
+    let g = build(&archived, &[first(&archived, 3), vec!["archive.orders.id".into(), "archive.orders.archived_on".into()]].concat(), Form::Query).expect("grammar");
+    let p = check::parse(&g.text).expect("parsed");
+    assert!(p.accepts("root", &block("SELECT archived_on FROM archive.orders")), "{}", g.text);
+    assert!(!p.accepts("root", &block("SELECT total FROM orders WHERE archived_on = 'x'")), "{}", g.text);
     // orders' title is left out of the prompt; shippers is not shown at all
     let shown: Vec<String> = first(&s, 3).into_iter().filter(|c| c != "orders.title").collect();
     let g = build(&s, &shown, Form::Query).expect("grammar");
