@@ -191,6 +191,17 @@ impl Table {
 }
 
 impl Schema {
+    /// The single-column foreign keys of `table`, each with the table it points to, where that
+    /// table may be read for a name written without its schema (not another role's off the
+    /// search path): the tables a column one key away is joined from (many rows to one).
+    pub fn single_keys(&self, table: &Table) -> Vec<(&ForeignKey, &Table)> {
+        self.foreign_keys
+            .iter()
+            .filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1)
+            .filter_map(|fk| self.tables.iter().find(|u| u.ident == fk.ref_table && !u.is_strangers()).map(|u| (fk, u)))
+            .collect()
+    }
+
     /// Whether tables of several schemas have this name: written without its schema, which one
     /// PostgreSQL reads is the search path's.
     pub fn name_in_several_schemas(&self, name: &str) -> bool {

@@ -418,13 +418,8 @@ fn join_select(schema: &Schema, sc: &Scope, s: &mut Select, mut order_by: Option
     missing.sort_unstable();
     missing.dedup();
     // The one key of the table whose referenced table has every missing column.
-    let keys: Vec<(&crate::schema::ForeignKey, &Table)> = schema
-        .foreign_keys
-        .iter()
-        .filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1)
-        .filter_map(|fk| schema.tables.iter().find(|u| u.ident == fk.ref_table).map(|u| (fk, u)))
-        .filter(|(_, u)| may_stand_for(u) && missing.iter().all(|c| u.has_column(c)))
-        .collect();
+    let keys: Vec<(&crate::schema::ForeignKey, &Table)> =
+        schema.single_keys(table).into_iter().filter(|(_, u)| missing.iter().all(|c| u.has_column(c))).collect();
     let [(fk, parent)] = keys.as_slice() else { return };
     if parent.name == by || parent.oid == table.oid {
         return;

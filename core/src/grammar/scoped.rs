@@ -59,12 +59,7 @@ pub fn reach(schema: &Schema, relations: &mut [Relation]) {
         let Some(table) = schema.tables.get(relations[k].table) else { continue };
         let own: Vec<&str> = table.columns.iter().map(|c| c.name.as_str()).collect();
         // The tables its keys point to (shown or not), as the alignment finds them.
-        let parents: Vec<&crate::schema::Table> = schema
-            .foreign_keys
-            .iter()
-            .filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1)
-            .filter_map(|fk| schema.tables.iter().find(|u| u.ident == fk.ref_table && !u.is_strangers()))
-            .collect();
+        let parents: Vec<&crate::schema::Table> = schema.single_keys(table).into_iter().map(|(_, u)| u).collect();
         let mut keys_to: HashMap<&str, usize> = HashMap::new();
         for c in parents.iter().flat_map(|p| p.columns.iter()) {
             *keys_to.entry(c.name.as_str()).or_default() += 1;
