@@ -2,8 +2,8 @@
 //! and the value index hold.
 
 use super::{closest, find_table, fold, ident, object_name, parsed_joins, relation_name, resolve, top_level_exprs, Scope, ValueLookup, NOT_COLUMNS};
-use crate::schema::{Schema, Table};
-use sqlparser::ast::{BinaryOperator, Expr, ObjectName, Query, Select, SelectItem, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
+use crate::schema::{ForeignKey, Schema, Table};
+use sqlparser::ast::{BinaryOperator, Expr, ObjectName, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
 use std::ops::ControlFlow;
 
 pub(super) use crate::schema::on_search_path;
@@ -388,12 +388,12 @@ fn join_one(schema: &Schema, sc: &Scope, q: &mut Query, nested: bool, fired: &mu
 
 /// [`join_for_columns`] on one `SELECT` (and the `ORDER BY` that reads its columns). In a
 /// subquery (`nested`), a name that a table of the statement has may be a column of the
-/// enclosing query, which PostgreSQL resolves there: then nothing is joined.
+/// enclosing query, which PostgreSQL resolves there: then nothing is joined. A `*` becomes the
+/// table's own (`by.*`): the rows are the table's, and so are the columns returned.
 fn join_select(schema: &Schema, sc: &Scope, s: &mut Select, mut order_by: Option<&mut sqlparser::ast::OrderBy>, nested: bool, fired: &mut Vec<String>) {
     let [from] = s.from.as_slice() else { return };
     let TableFactor::Table { name, alias, args: None, .. } = &from.relation else { return };
-    // `*` would return the joined table's columns too.
-    if !from.joins.is_empty() || s.projection.iter().any(|p| matches!(p, SelectItem::Wildcard(_))) {
+    if !from.joins.is_empty() {
         return;
     }
     let Some(t) = find_table(schema, name) else { return };
@@ -417,18 +417,16 @@ fn join_select(schema: &Schema, sc: &Scope, s: &mut Select, mut order_by: Option
     }
     missing.sort_unstable();
     missing.dedup();
-    // The one key of the table whose referenced table has every missing column.
-    let keys: Vec<(&crate::schema::ForeignKey, &Table)> =
-        schema.single_keys(table).into_iter().filter(|(_, u)| missing.iter().all(|c| u.has_column(c))).collect();
-    let [(fk, parent)] = keys.as_slice() else { return };
-    if parent.name == by || parent.oid == table.oid {
-        return;
+    let Some(parents) = parents_for(schema, table, &by, &missing) else { return };
+    let mut joins = Vec::new();
+    for (fk, parent) in &parents {
+        // A key's columns come as identifiers (quoted where needed), like tables' idents.
+        let (key, referenced) = (&fk.columns[0], &fk.ref_columns[0]);
+        let text = format!("SELECT 1 FROM x JOIN {} ON {}.{key} = {}.{referenced}", parent.ident, ident(&by), ident(&parent.name));
+        let Some(join) = parsed_joins(&text).into_iter().next() else { return };
+        joins.push(join);
     }
-    // A key's columns come as identifiers (quoted where needed), like tables' idents.
-    let (key, referenced) = (&fk.columns[0], &fk.ref_columns[0]);
-    let text = format!("SELECT 1 FROM x JOIN {} ON {}.{key} = {}.{referenced}", parent.ident, ident(&by), ident(&parent.name));
-    let Some(join) = parsed_joins(&text).into_iter().next() else { return };
-    // Every column now says its table: the two may share names (the key's, for one).
+    // Every column now says its table: the tables may share names (the key's, for one).
     let mut qualify = |e: &mut Expr| {
         let (column, last) = match e {
             Expr::Identifier(i) => (fold(i), i.clone()),
@@ -438,13 +436,58 @@ fn join_select(schema: &Schema, sc: &Scope, s: &mut Select, mut order_by: Option
         if NOT_COLUMNS.contains(&column.as_str()) || (matches!(e, Expr::Identifier(_)) && sc.other.contains(&column)) {
             return;
         }
-        let owner = if table.has_column(&column) { by.as_str() } else { parent.name.as_str() };
+        let owner = if table.has_column(&column) {
+            by.as_str()
+        } else {
+            parents.iter().find(|(_, p)| p.has_column(&column)).map_or(by.as_str(), |(_, p)| p.name.as_str())
+        };
         *e = Expr::CompoundIdentifier(vec![ident(owner), last]);
     };
     top_level_exprs(&mut *s, &mut qualify);
     if let Some(ob) = order_by.as_mut() {
         top_level_exprs(&mut **ob, &mut qualify);
     }
-    fired.push(format!("agent: {} joined on {}.{} for {}", parent.ident, by, key, missing.join(", ")));
-    s.from[0].joins.push(join);
+    for p in s.projection.iter_mut() {
+        if let SelectItem::Wildcard(options) = p {
+            let kind = SelectItemQualifiedWildcardKind::ObjectName(ObjectName::from(vec![ident(&by)]));
+            *p = SelectItem::QualifiedWildcard(kind, options.clone());
+        }
+    }
+    for (fk, parent) in &parents {
+        let read: Vec<&str> = missing.iter().copied().filter(|c| parent.has_column(c)).collect();
+        fired.push(format!("agent: {} joined on {}.{} for {}", parent.ident, by, fk.columns[0], read.join(", ")));
+    }
+    s.from[0].joins.extend(joins);
+}
+
+/// The keys of `table` to join for the columns it lacks (`missing`): the one key whose table
+/// has them all, or else, for each, the one key whose table has it (`SELECT make FROM
+/// cars_data WHERE continent = ...` with `make` one parent's and `continent` another's), at
+/// most three tables, none named as the query's table is (`by`) or as another of them. `None`
+/// where a column no key or two keys reach.
+fn parents_for<'s>(schema: &'s Schema, table: &Table, by: &str, missing: &[&str]) -> Option<Vec<(&'s ForeignKey, &'s Table)>> {
+    let keys = schema.single_keys(table);
+    let all: Vec<_> = keys.iter().filter(|(_, u)| missing.iter().all(|c| u.has_column(c))).copied().collect();
+    let chosen = match all.as_slice() {
+        [one] => vec![*one],
+        [] => {
+            let mut out: Vec<(&ForeignKey, &Table)> = Vec::new();
+            for c in missing {
+                let [one] = keys.iter().filter(|(_, u)| u.has_column(c)).collect::<Vec<_>>()[..] else { return None };
+                if !out.iter().any(|(fk, _)| std::ptr::eq(*fk, one.0)) {
+                    out.push(*one);
+                }
+            }
+            out
+        }
+        _ => return None,
+    };
+    let mut names: Vec<&str> = vec![by];
+    for (_, parent) in &chosen {
+        if parent.oid == table.oid || names.contains(&parent.name.as_str()) {
+            return None;
+        }
+        names.push(&parent.name);
+    }
+    (chosen.len() <= 3).then_some(chosen)
 }

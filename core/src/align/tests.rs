@@ -537,11 +537,17 @@ fn columns_of_the_table_a_foreign_key_points_to() {
         run("SELECT concert_name, capacity FROM concert").sql,
         "SELECT concert.concert_name, stadium.capacity FROM concert JOIN stadium ON concert.stadium_id = stadium.stadium_id"
     );
-    // No one table has them all, or the table has them: nothing to join.
-    assert!(run("SELECT concert_name, name FROM singer_in_concert").fired.is_empty());
+    // The table has them: nothing to join.
     assert!(run("SELECT name FROM singer").fired.is_empty());
-    // `*` would grow by the joined table's columns.
-    assert!(run("SELECT * FROM singer_in_concert WHERE name = 'x'").fired.is_empty());
+    // `*` returns the table's own columns: it would grow by the joined table's.
+    assert_eq!(
+        run("SELECT * FROM singer_in_concert WHERE name = 'x'").sql,
+        "SELECT singer_in_concert.* FROM singer_in_concert JOIN singer ON singer_in_concert.singer_id = singer.singer_id WHERE singer.name = 'x'"
+    );
+    assert_eq!(
+        run("SELECT DISTINCT * FROM singer_in_concert AS s WHERE age > 30").sql,
+        "SELECT DISTINCT s.* FROM singer_in_concert AS s JOIN singer ON s.singer_id = singer.singer_id WHERE singer.age > 30"
+    );
     // A key column that needs quotes is written as its identifier, once.
     let mut s = star_schema();
     let key = s.tables[0].columns.iter_mut().find(|c| c.name == "stadium_id").expect("concert.stadium_id");
@@ -555,6 +561,43 @@ fn columns_of_the_table_a_foreign_key_points_to() {
     // Its subqueries are their own business: one that needs nothing is left alone.
     let sql = "SELECT concert_id FROM singer_in_concert WHERE singer_id IN (SELECT singer_id FROM singer WHERE age > 30)";
     assert!(run(sql).fired.is_empty(), "{:?}", run(sql).fired);
+}
+
+#[test]
+fn columns_of_two_tables_two_keys_point_to() {
+    // age is singer's, year the concert's: no one table has both, each has one key to it.
+    let a = run("SELECT age, year FROM singer_in_concert");
+    assert_eq!(
+        a.sql,
+        "SELECT singer.age, concert.year FROM singer_in_concert JOIN singer ON singer_in_concert.singer_id = singer.singer_id \
+         JOIN concert ON singer_in_concert.concert_id = concert.concert_id"
+    );
+    assert_eq!(
+        a.fired,
+        vec![
+            "agent: singer joined on singer_in_concert.singer_id for age".to_string(),
+            "agent: concert joined on singer_in_concert.concert_id for year".to_string()
+        ]
+    );
+    // A name both tables have, alone or with another: which key is meant is a guess.
+    let mut s = star_schema();
+    let name = s.tables[1].columns.iter().find(|c| c.name == "name").cloned().expect("singer.name");
+    s.tables[0].columns.push(name);
+    for sql in ["SELECT name FROM singer_in_concert", "SELECT concert_name, age, name FROM singer_in_concert"] {
+        let a = align(sql, &s, Context::default(), &mut Index, Rules::ALL);
+        assert!(a.fired.iter().all(|f| !f.contains("joined on")), "{sql}: {:?}", a.fired);
+    }
+    // One table has them all (singer: name and age): that one, as before.
+    let a = align("SELECT name, age FROM singer_in_concert", &s, Context::default(), &mut Index, Rules::ALL);
+    assert_eq!(a.fired, vec!["agent: singer joined on singer_in_concert.singer_id for age, name".to_string()]);
+    // Each table's own name for a column of its own: concert_name the concert's, name the singer's.
+    assert_eq!(
+        run("SELECT concert_name, name FROM singer_in_concert").sql,
+        "SELECT concert.concert_name, singer.name FROM singer_in_concert JOIN concert ON singer_in_concert.concert_id = concert.concert_id \
+         JOIN singer ON singer_in_concert.singer_id = singer.singer_id"
+    );
+    // A column no key reaches (capacity is the stadium's, two keys away): nothing joined.
+    assert!(run("SELECT age, capacity FROM singer_in_concert").fired.iter().all(|f| !f.contains("joined on")));
 }
 
 #[test]
