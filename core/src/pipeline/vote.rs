@@ -1,8 +1,8 @@
 //! Self-consistency vote: candidates that return the same rows (in any column order) form a
-//! group; the largest
-//! group wins, empty results lose to non-empty ones, ties go to the cheapest plan (the planner's
-//! estimate) and then the fastest execution, and
-//! confidence is the winning group's share of all candidates.
+//! group; the largest group wins, empty results lose to non-empty ones, ties go to the cheapest
+//! plan (the planner's estimate) and then the fastest execution. The cheapest plan answers for
+//! its group; among queries that return no rows, the one most samples wrote. Confidence is the
+//! winning group's share of all candidates.
 
 use crate::pipeline::results::Row;
 use serde::Serialize;
@@ -69,9 +69,15 @@ pub fn vote(ballots: &[Ballot], total: usize) -> Option<Outcome> {
     let mut out: Vec<Group> = groups
         .into_iter()
         .map(|(k, mut members)| {
-            // The cheapest plan answers for the group (the query the user runs again), then the fastest.
+            // The cheapest plan answers for the group (the query the user runs again), then the
+            // fastest. Queries that return no rows agree on nothing but that: there the query
+            // most samples wrote answers for them, then the cheapest.
+            let empty = k.is_empty();
             members.sort_by(|x, y| {
-                x.cost.unwrap_or(f64::INFINITY).total_cmp(&y.cost.unwrap_or(f64::INFINITY)).then((x.elapsed, x.candidate).cmp(&(y.elapsed, y.candidate)))
+                let written = if empty { y.weight.cmp(&x.weight) } else { std::cmp::Ordering::Equal };
+                written
+                    .then(x.cost.unwrap_or(f64::INFINITY).total_cmp(&y.cost.unwrap_or(f64::INFINITY)))
+                    .then((x.elapsed, x.candidate).cmp(&(y.elapsed, y.candidate)))
             });
             Group {
                 candidates: members.iter().map(|b| b.candidate).collect(),
@@ -152,6 +158,22 @@ mod tests {
         let o = vote(&b, 3).expect("outcome");
         assert_eq!(o.winner, 2);
         assert_eq!(o.groups[1].votes, 2);
+    }
+
+    #[test]
+    fn among_empty_results_the_query_most_samples_wrote_answers() {
+        // Three samples wrote candidate 1, one wrote the cheaper and faster candidate 0.
+        let mut cheap = ballot(0, &[], 1);
+        cheap.cost = Some(1.0);
+        let mut written = ballot(1, &[], 9);
+        written.cost = Some(50.0);
+        written.weight = 3;
+        let o = vote(&[cheap.clone(), written.clone()], 4).expect("outcome");
+        assert_eq!((o.winner, o.groups[0].votes), (1, 4));
+        // With rows, the same rows agree: the cheaper plan answers for them, whoever wrote more.
+        cheap.rows = rows(&["x"]);
+        written.rows = rows(&["x"]);
+        assert_eq!(vote(&[cheap, written], 4).expect("outcome").winner, 0);
     }
 
     #[test]
