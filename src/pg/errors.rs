@@ -77,6 +77,26 @@ fn quoted(e: &ErrorReportWithLevel, keep_newlines: bool) -> Report {
     r
 }
 
+/// A caught error of code a table's owner wrote (her policy, a function her table's types or
+/// indexes call), raised where the caller named her table (`create_value_index`,
+/// `refresh_value_indexes('her_table')`): her SQLSTATE, so that a retry or a handler keyed on it
+/// still works, under nl2sql's message naming the table; her message and detail only in the
+/// DETAIL, each on one line, as what the read raised; her HINT left out. Her text never reads as
+/// nl2sql's words (a message that starts "nl2sql:" and a HINT saying what to run).
+pub fn of_table_owner(e: &ErrorReportWithLevel, table: &str) -> Report {
+    // Her texts came through [`unheard`] already, cut to QUOTED_CHARS of hers and escaped (up to
+    // eight characters each): cut again only past that, escaped again (which changes nothing
+    // that is escaped already).
+    let shown = |text: &str| render::visible(&render::cut(text, 9 * QUOTED_CHARS), false);
+    let mut detail = format!("The read raised: {}", shown(e.message()));
+    if let Some(d) = e.detail() {
+        detail.push_str(&format!(" (its detail: {})", shown(d)));
+    }
+    Report::new(state_of(e), format!("reading table {table} as its owner failed"))
+        .detail(detail)
+        .hint("The table owner's code (a row-level security policy, a function the table's types or indexes call) runs in this read: the error's text may be that code's, not nl2sql's.")
+}
+
 fn state_of(e: &ErrorReportWithLevel) -> SqlState {
     SqlState::from_code(&unpack_sqlstate(e.sql_error_code() as i32))
 }

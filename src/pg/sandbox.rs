@@ -90,7 +90,8 @@ pub fn kept_within<T>(timeout: Option<Duration>, f: impl FnOnce() -> T) -> Resul
 
 /// Runs `f` in a subtransaction kept when it succeeds, for a read of a table whose owner's code
 /// runs in the caller's own statement (an explicit build or refresh of her table): her errors
-/// are the caller's, raised as they were; a cancel that is not ours (statement_timeout, the
+/// end the caller's statement (the value index raises them as its own, naming her table:
+/// values::in_named_read); a cancel that is not ours (statement_timeout, the
 /// caller's) ends the statement even when her code caught it, and nothing `f` did is kept then.
 pub fn in_statement<T>(f: impl FnOnce() -> T) -> T {
     match watched(None, true, false, f).0 {

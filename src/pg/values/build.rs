@@ -58,9 +58,10 @@ pub fn create_in_schemas(schemas: Vec<String>, include_rls: bool) -> Vec<Built> 
 /// Indexes the text columns of `rel` (or the one named), first dropping the generations builds
 /// replaced ([`super::refresh::collect_garbage`]). `explicit`: the caller named this table, so
 /// refusals are errors; otherwise they are NOTICEs and the column is skipped.
-/// Her table's code runs in the caller's statement: a cancel it catches still ends it.
+/// Her table's code runs in the caller's statement: a cancel it catches still ends it, and
+/// her error is raised as nl2sql's naming her table ([`super::in_named_read`]).
 pub fn create(rel: pg_sys::Oid, column: Option<&str>, include_rls: bool, explicit: bool) -> Vec<Built> {
-    crate::pg::sandbox::in_statement(|| index(rel, column, include_rls, explicit, true))
+    super::in_named_read(rel, || index(rel, column, include_rls, explicit, true))
 }
 
 /// A refresh's rebuild of `rel`'s `column`: [`create`], but reading no other table (the

@@ -48,6 +48,23 @@ fn entries_table(id: i32, generation: i32) -> String {
     format!("nl2sql.value_entries_{id}_{generation}")
 }
 
+/// Runs `f`, a build or rebuild of `rel`'s value index the caller asked for by naming the
+/// table, in the caller's statement ([`crate::pg::sandbox::in_statement`]): an error of the
+/// table owner's code ends the statement as nl2sql's error naming her table, her text only in
+/// its DETAIL ([`errors::of_table_owner`]); nl2sql's own errors and a cancel go on as they came.
+pub(super) fn in_named_read<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
+    use pgrx::pg_sys::panic::CaughtError;
+    let (failed, name) = (owner::owner_reads_failed(), relation_text(rel));
+    PgTryBuilder::new(std::panic::AssertUnwindSafe(|| sandbox::in_statement(f)))
+        .catch_others(|e| match e {
+            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if owner::owner_reads_failed() != failed && !errors::is_cancel(r) => {
+                errors::raise(&errors::of_table_owner(r, &name))
+            }
+            _ => e.rethrow(),
+        })
+        .execute()
+}
+
 /// The relation's schema-qualified, quoted name, for messages only (bytes that are not UTF-8
 /// shown replaced, invisible characters written as `U&"..."` escapes). A statement that names
 /// the relation takes its name through [`relation::by_name`].

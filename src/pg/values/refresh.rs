@@ -40,9 +40,9 @@ pub fn refresh(rel: Option<pg_sys::Oid>) -> Vec<Built> {
             continue;
         }
         if rel.is_some() {
-            // The caller named her table: its errors are the caller's, raised as they come; a
-            // cancel her code catches still ends the statement.
-            out.extend(crate::pg::sandbox::in_statement(|| super::rebuild(relid, &column, include_rls)));
+            // The caller named her table: its errors end the statement, raised as nl2sql's
+            // naming her table; a cancel her code catches still ends the statement.
+            out.extend(super::in_named_read(relid, || super::rebuild(relid, &column, include_rls)));
             continue;
         }
         // One table that cannot be read (its owner revoked their own SELECT, a lock, a policy
