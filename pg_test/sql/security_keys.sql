@@ -47,6 +47,11 @@ ALTER DATABASE concert_singer SET nl2sql.llm_api_key = 'sk-placeholder';
 \c -
 SELECT * FROM nl2sql_run('[echo-key] what were you sent?');
 SHOW nl2sql.llm_api_key;
+-- The same check under standard_conforming_strings = off: the one warning, no other.
+\c -
+SET standard_conforming_strings = off;
+SELECT * FROM nl2sql_run('[echo-key] what were you sent?');
+RESET standard_conforming_strings;
 ALTER DATABASE concert_singer RESET nl2sql.llm_api_key;
 -- A URL a role holding SET stored for itself so is refused when used.
 \c -
