@@ -161,6 +161,40 @@ def test_casts_to_her_function_implicit_or_inlined_are_judged(connect, mock):
             conn.execute("DROP CAST IF EXISTS (pytest_hmood2 AS text)")
 
 
+def test_her_function_in_a_partition_key_runs_as_no_one_else(connect, mock):
+    # Her partitioned table's key folds her IMMUTABLE function: PostgreSQL calls it to route a
+    # row and to prune partitions where a query compares the key's expression. Run as anyone but
+    # her, it takes an advisory lock (session-wide, kept through a rollback) and says so. A model's
+    # query on the table, one comparing the key's expression (pruned at plan time), and a value
+    # index the superuser builds on it never run it as anyone but her.
+    conn = connect()
+    owner = hostile_owner(
+        conn, "pytest_hpmallory",
+        """CREATE FUNCTION pytest_hpkey(t text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN
+             IF current_user <> 'pytest_hpmallory' THEN
+               PERFORM pg_try_advisory_lock(4311);
+               RAISE NOTICE 'hpkey ran as %', current_user;
+             END IF;
+             RETURN t; END $$""",
+        "CREATE TABLE pytest_hpart (id int, city text) PARTITION BY LIST (pytest_hpkey(city))",
+        "CREATE TABLE pytest_hpart_a PARTITION OF pytest_hpart FOR VALUES IN ('Paris')",
+        "CREATE TABLE pytest_hpart_b PARTITION OF pytest_hpart DEFAULT",
+        "INSERT INTO pytest_hpart VALUES (1, 'Paris'), (2, 'Rome')",
+        "GRANT SELECT ON pytest_hpart, pytest_hpart_a, pytest_hpart_b TO PUBLIC",
+    )
+    with owner as ran:
+        for question in ("[hr-partition-key] rows in Paris", "[hr-partition-key-where] rows keyed Paris"):
+            try:
+                conn.execute("SELECT nl2sql(%s)", (question,))
+            except errors.InsufficientPrivilege as e:
+                assert "pytest_hpkey" in e.diag.message_primary, (question, e.diag.message_primary)
+            assert conn.execute(LOCKS).fetchone()[0] == 0 and not ran_her(ran, "hpkey"), (question, ran)
+        conn.execute("SELECT status FROM nl2sql.create_value_index('pytest_hpart')").fetchall()
+        conn.execute("SELECT * FROM nl2sql.refresh_value_indexes('pytest_hpart')").fetchall()
+        assert conn.execute(LOCKS).fetchone()[0] == 0 and not ran_her(ran, "hpkey"), ran
+        conn.execute("SELECT nl2sql.drop_value_index('pytest_hpart')")
+
+
 def test_a_join_estimator_reaching_the_negator_is_judged(connect, mock):
     # Her operator's JOIN estimator is neqjoinsel: the planner estimates a join clause (and the
     # anti-join NOT EXISTS makes of it) through the negator, whose function eqjoinsel calls on
