@@ -469,6 +469,8 @@ SHOUTING = r"""
     RAISE INFO E'zq-info\x1b]0;title\x07';
   ELSIF current_setting('pytest.shout', true) = 'error' THEN
     RAISE EXCEPTION E'zq-error\n\x1b[31mred' USING DETAIL = E'zq-detail\x1b[2J\u202e\nHINT:  forged', HINT = E'zq-hint\u2028done';
+  ELSIF current_setting('pytest.shout', true) = 'cancel' THEN
+    RAISE EXCEPTION 'nl2sql: cancelled' USING ERRCODE = 'query_canceled';
   ELSIF current_setting('pytest.shout', true) = 'long' THEN
     RAISE EXCEPTION '%', repeat(E'\x1b', 100000) USING DETAIL = repeat('d', 100000);
   END IF;"""
@@ -529,6 +531,13 @@ def test_what_her_policy_says_while_her_table_is_indexed_reaches_no_one_raw(conn
             assert e.value.diag.message_primary == "reading table public.nd_shout_towns as its owner failed"
             assert e.value.diag.message_detail == ("The read raised: " + "\\u{001B}" * 4000 + "… "
                                                    "(its detail: " + "d" * 4000 + "…)")
+            # A cancel's SQLSTATE of hers is not passed on as one (a client would take it for its
+            # own cancel): external_routine_exception.
+            dba.execute("SET pytest.shout = cancel")
+            dba.execute(stale)
+            with pytest.raises(errors.ExternalRoutineException) as e:
+                dba.execute("SELECT * FROM nl2sql.refresh_value_indexes('nd_shout_towns')")
+            assert e.value.diag.message_detail == "The read raised: nl2sql: cancelled", e.value.diag.message_detail
             dba.execute("SET pytest.shout = error")
             heard.clear()
             dba.execute(stale)

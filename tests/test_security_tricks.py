@@ -162,11 +162,11 @@ def test_casts_to_her_function_implicit_or_inlined_are_judged(connect, mock):
 
 
 def test_her_function_in_a_partition_key_runs_as_no_one_else(connect, mock):
-    # Her partitioned table's key folds her IMMUTABLE function: PostgreSQL calls it to route a
-    # row and to prune partitions where a query compares the key's expression. Run as anyone but
-    # her, it takes an advisory lock (session-wide, kept through a rollback) and says so. A model's
-    # query on the table, one comparing the key's expression (pruned at plan time), and a value
-    # index the superuser builds on it never run it as anyone but her.
+    # Her partitioned table's key is her IMMUTABLE function: PostgreSQL calls it to route a row
+    # she inserts; a query calls it where it writes the key's expression (here the one case
+    # that reaches it: reading the table, pruning it on a column, building its value index never
+    # call it; kept as the class's negative cases). Run as anyone but her, it takes an advisory
+    # lock (session-wide, kept through a rollback) and says so.
     conn = connect()
     owner = hostile_owner(
         conn, "pytest_hpmallory",

@@ -190,15 +190,32 @@ impl Table {
     }
 }
 
+impl ForeignKey {
+    /// Whether each row of the key's table meets at most one row of `parent`: an enforced
+    /// constraint (PostgreSQL makes it reference a unique key), a relationship profiling found
+    /// (it points to a column found unique), or one to `parent`'s one-column primary key. Not
+    /// one a DBA stored to any other column: it may be a column whose values repeat.
+    pub fn to_one(&self, parent: &Table) -> bool {
+        self.enforced
+            || self.inferred
+            || (!parent.key_inferred
+                && parent.primary_key.len() == 1
+                && self.ref_columns.len() == 1
+                && parent.columns.iter().any(|c| c.ident == self.ref_columns[0] && c.name == parent.primary_key[0]))
+    }
+}
+
 impl Schema {
-    /// The single-column foreign keys of `table`, each with the table it points to, where that
-    /// table may be read for a name written without its schema (not another role's off the
-    /// search path): the tables a column one key away is joined from (many rows to one).
+    /// The single-column foreign keys of `table` to one row ([`ForeignKey::to_one`]), each with
+    /// the table it points to, where that table may be read for a name written without its
+    /// schema (not another role's off the search path): the tables a column one key away is
+    /// joined from (many rows to one: the rows stay the table's).
     pub fn single_keys(&self, table: &Table) -> Vec<(&ForeignKey, &Table)> {
         self.foreign_keys
             .iter()
             .filter(|fk| fk.table == table.ident && fk.columns.len() == 1 && fk.ref_columns.len() == 1)
             .filter_map(|fk| self.tables.iter().find(|u| u.ident == fk.ref_table && !u.is_strangers()).map(|u| (fk, u)))
+            .filter(|(fk, u)| fk.to_one(u))
             .collect()
     }
 

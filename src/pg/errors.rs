@@ -80,7 +80,7 @@ fn quoted(e: &ErrorReportWithLevel, keep_newlines: bool) -> Report {
 /// A caught error of code a table's owner wrote (her policy, a function her table's types or
 /// indexes call), raised where the caller named her table (`create_value_index`,
 /// `refresh_value_indexes('her_table')`): her SQLSTATE, so that a retry or a handler keyed on it
-/// still works, under nl2sql's message naming the table; her message and detail only in the
+/// still works (but for a cancel's or a lost connection's: 38000), under nl2sql's message naming the table; her message and detail only in the
 /// DETAIL, each on one line, as what the read raised; her HINT left out. Her text never reads as
 /// nl2sql's words (a message that starts "nl2sql:" and a HINT saying what to run).
 pub fn of_table_owner(e: &ErrorReportWithLevel, table: &str) -> Report {
@@ -92,7 +92,13 @@ pub fn of_table_owner(e: &ErrorReportWithLevel, table: &str) -> Report {
     if let Some(d) = e.detail() {
         detail.push_str(&format!(" (its detail: {})", shown(d)));
     }
-    Report::new(state_of(e), format!("reading table {table} as its owner failed"))
+    // Not a SQLSTATE that tells the client its statement was cancelled or its connection is
+    // going (57, 08): she would choose one to make a client or a pool act so.
+    let state = match state_of(e).code() {
+        c if c.starts_with("57") || c.starts_with("08") => SqlState::from_code("38000"),
+        _ => state_of(e),
+    };
+    Report::new(state, format!("reading table {table} as its owner failed"))
         .detail(detail)
         .hint("The table owner's code (a row-level security policy, a function the table's types or indexes call) runs in this read: the error's text may be that code's, not nl2sql's.")
 }

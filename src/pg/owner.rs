@@ -10,6 +10,7 @@
 use crate::pg::{errors, hooks, relation, role};
 use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::safety::policy::Scope;
+use pgrx::pg_sys::panic::{CaughtError, ErrorReportWithLevel};
 use pgrx::prelude::*;
 use std::collections::HashMap;
 
@@ -71,6 +72,11 @@ pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
         OWNER_READ_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
         if outermost {
             OWNER_READS_FAILED.with(|n| n.set(n.get() + 1));
+            let said = match &e {
+                CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => Some(r.message().to_string()),
+                CaughtError::RustPanic { .. } => None,
+            };
+            LAST_FAILURE.with(|m| *m.borrow_mut() = said);
         }
         e.rethrow()
     })
@@ -80,6 +86,7 @@ pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
 }
 
 thread_local! {
+    static LAST_FAILURE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
     static OWNER_READS_FAILED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     static OWNER_READ_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
@@ -90,6 +97,14 @@ thread_local! {
 /// exception block of hers, does not count).
 pub fn owner_reads_failed() -> u64 {
     OWNER_READS_FAILED.with(|n| n.get())
+}
+
+/// Whether `e` is the error the last outermost read as a table's owner ([`as_table_owner`])
+/// ended with, and that read came after `since` ([`owner_reads_failed`] then): an error of the
+/// read itself (her code's, or PostgreSQL's about her table), not one nl2sql raised afterwards
+/// (an endpoint, a lock) while an earlier owner read's failure was caught and passed over.
+pub fn ended_owner_read(e: &ErrorReportWithLevel, since: u64) -> bool {
+    owner_reads_failed() != since && LAST_FAILURE.with(|m| m.borrow().as_deref() == Some(e.message()))
 }
 
 /// Like [`as_table_owner`], but running none of the owner's code either: only system functions

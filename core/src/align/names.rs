@@ -418,6 +418,11 @@ fn join_select(schema: &Schema, sc: &Scope, s: &mut Select, mut order_by: Option
     missing.sort_unstable();
     missing.dedup();
     let Some(parents) = parents_for(schema, table, &by, &missing) else { return };
+    // Not a name of the statement's own (a CTE, an alias) the joined table's would stand for,
+    // nor one its subqueries may read from an enclosing query that the join would capture.
+    if parents.iter().any(|(_, p)| sc.other.contains(&p.name)) || captured(schema, s, &parents) {
+        return;
+    }
     let mut joins = Vec::new();
     for (fk, parent) in &parents {
         // A key's columns come as identifiers (quoted where needed), like tables' idents.
@@ -458,6 +463,53 @@ fn join_select(schema: &Schema, sc: &Scope, s: &mut Select, mut order_by: Option
         fired.push(format!("agent: {} joined on {}.{} for {}", parent.ident, by, fk.columns[0], read.join(", ")));
     }
     s.from[0].joins.extend(joins);
+}
+
+/// Whether a subquery of `s` reads a name the tables joined for it would capture: a qualifier
+/// that is one of their names (`concert.theme`, written for an enclosing query's `concert`), or
+/// a column of theirs written alone that no table its subqueries read has (PostgreSQL takes it
+/// from the nearest level that has it: after the join, `s`).
+fn captured(schema: &Schema, s: &Select, parents: &[(&ForeignKey, &Table)]) -> bool {
+    #[derive(Default)]
+    struct Below {
+        depth: usize,
+        tables: Vec<ObjectName>,
+        qualifiers: Vec<String>,
+        alone: Vec<String>,
+    }
+    impl Visitor for Below {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_relation(&mut self, r: &ObjectName) -> ControlFlow<()> {
+            if self.depth > 0 {
+                self.tables.push(r.clone());
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if self.depth > 0 {
+                match e {
+                    Expr::Identifier(i) => self.alone.push(fold(i)),
+                    Expr::CompoundIdentifier(p) if p.len() >= 2 => self.qualifiers.push(fold(&p[p.len() - 2])),
+                    _ => {}
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut below = Below::default();
+    let _ = s.visit(&mut below);
+    let read: Vec<&Table> = below.tables.iter().filter_map(|n| find_table(schema, n)).map(|t| &schema.tables[t]).collect();
+    parents.iter().any(|(_, p)| {
+        below.qualifiers.contains(&p.name) || below.alone.iter().any(|c| p.has_column(c) && !read.iter().any(|t| t.has_column(c)))
+    })
 }
 
 /// The keys of `table` to join for the columns it lacks (`missing`): the one key whose table

@@ -601,6 +601,35 @@ fn columns_of_two_tables_two_keys_point_to() {
 }
 
 #[test]
+fn no_table_joined_where_a_key_may_meet_several_rows_or_its_name_is_taken() {
+    // A relationship a DBA stored to a column that is not the parent's primary key (values may
+    // repeat): joining on it could multiply the rows. To the primary key it is one row.
+    let mut s = star_schema();
+    let fk = s.foreign_keys.iter_mut().find(|f| f.ref_table == "singer").expect("key to singer");
+    fk.enforced = false;
+    let to_key = align("SELECT age FROM singer_in_concert", &s, Context::default(), &mut Index, Rules::ALL);
+    assert_eq!(to_key.fired, vec!["agent: singer joined on singer_in_concert.singer_id for age".to_string()]);
+    let fk = s.foreign_keys.iter_mut().find(|f| f.ref_table == "singer").expect("key to singer");
+    fk.ref_columns = vec!["country".into()];
+    let to_any = align("SELECT age FROM singer_in_concert", &s, Context::default(), &mut Index, Rules::ALL);
+    assert!(to_any.fired.iter().all(|f| !f.contains("joined on")), "{:?}", to_any.fired);
+    // A CTE of the parent's name: the join would read the CTE.
+    let cte = "WITH concert AS (SELECT * FROM concert WHERE year = 2014) SELECT count(*) FROM singer_in_concert WHERE year = 2015";
+    assert!(run(cte).fired.iter().all(|f| !f.contains("joined on")), "{:?}", run(cte).fired);
+    // A subquery reading the parent's name or one of its columns no table of the subquery has:
+    // after the join it would read the joined table.
+    for sql in [
+        "SELECT age FROM singer_in_concert WHERE EXISTS (SELECT 1 FROM concert WHERE singer.name = 'x')",
+        "SELECT age FROM singer_in_concert WHERE concert_id IN (SELECT concert_id FROM concert WHERE country = 'x')",
+    ] {
+        assert!(run(sql).fired.iter().all(|f| !f.contains("joined on")), "{sql}: {:?}", run(sql).fired);
+    }
+    // One whose own table has the column reads its own: the join goes ahead.
+    let own = run("SELECT name FROM singer_in_concert WHERE singer_id IN (SELECT singer_id FROM singer WHERE age > 30)");
+    assert_eq!(own.fired, vec!["agent: singer joined on singer_in_concert.singer_id for name".to_string()]);
+}
+
+#[test]
 fn each_select_of_a_set_operation_gets_the_table_its_key_points_to() {
     // The year is the concert's: each side of the INTERSECT on its own.
     let a = run("SELECT singer_id FROM singer_in_concert WHERE year = 2014 INTERSECT SELECT singer_id FROM singer_in_concert WHERE year = 2015");

@@ -26,10 +26,12 @@ pub struct Ballot {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Group {
-    /// Candidates in the group, fastest first.
+    /// Candidates in the group, the one answering for it first (the cheapest plan, then the
+    /// fastest; with no rows, the one most samples wrote first).
     pub candidates: Vec<usize>,
     pub votes: usize,
     pub rows: usize,
+    /// The first candidate's execution time.
     pub fastest_ms: f64,
     /// The least estimated cost among its candidates.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -38,7 +40,7 @@ pub struct Group {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Outcome {
-    /// The candidate to answer with: the fastest of the winning group.
+    /// The candidate to answer with: the first of the winning group.
     pub winner: usize,
     /// Groups, best first.
     pub groups: Vec<Group>,

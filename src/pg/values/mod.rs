@@ -49,15 +49,16 @@ fn entries_table(id: i32, generation: i32) -> String {
 }
 
 /// Runs `f`, a build or rebuild of `rel`'s value index the caller asked for by naming the
-/// table, in the caller's statement ([`crate::pg::sandbox::in_statement`]): an error of the
-/// table owner's code ends the statement as nl2sql's error naming her table, her text only in
-/// its DETAIL ([`errors::of_table_owner`]); nl2sql's own errors and a cancel go on as they came.
+/// table, in the caller's statement ([`crate::pg::sandbox::in_statement`]): an error a read as
+/// the table's owner ended with (her code's) ends the statement as nl2sql's error naming her
+/// table, her text only in its DETAIL ([`errors::of_table_owner`]); nl2sql's own errors (also
+/// after an owner read whose failure was passed over) and a cancel go on as they came.
 pub(super) fn in_named_read<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     use pgrx::pg_sys::panic::CaughtError;
     let (failed, name) = (owner::owner_reads_failed(), relation_text(rel));
     PgTryBuilder::new(std::panic::AssertUnwindSafe(|| sandbox::in_statement(f)))
         .catch_others(|e| match e {
-            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if owner::owner_reads_failed() != failed && !errors::is_cancel(r) => {
+            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if owner::ended_owner_read(r, failed) && !errors::is_cancel(r) => {
                 errors::raise(&errors::of_table_owner(r, &name))
             }
             _ => e.rethrow(),
