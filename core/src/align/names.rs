@@ -330,7 +330,8 @@ pub(super) fn schema_as_table(schema: &Schema, stmt: &mut Statement, linked: &[S
 pub(super) fn own_columns(node: &mut impl VisitMut) -> Vec<(Option<String>, String)> {
     let mut found = Vec::new();
     top_level_exprs(node, |e| match e {
-        Expr::Identifier(i) if !NOT_COLUMNS.contains(&fold(i).as_str()) => found.push((None, fold(i))),
+        // `user` is a function; `"user"` a column.
+        Expr::Identifier(i) if i.quote_style.is_some() || !NOT_COLUMNS.contains(&fold(i).as_str()) => found.push((None, fold(i))),
         Expr::CompoundIdentifier(p) if p.len() == 2 => found.push((Some(fold(&p[0])), fold(&p[1]))),
         _ => {}
     });
@@ -438,7 +439,7 @@ fn join_select(schema: &Schema, sc: &Scope, s: &mut Select, mut order_by: Option
             Expr::CompoundIdentifier(p) if p.len() == 2 => (fold(&p[1]), p[1].clone()),
             _ => return,
         };
-        if NOT_COLUMNS.contains(&column.as_str()) || (matches!(e, Expr::Identifier(_)) && sc.other.contains(&column)) {
+        if (last.quote_style.is_none() && NOT_COLUMNS.contains(&column.as_str())) || (matches!(e, Expr::Identifier(_)) && sc.other.contains(&column)) {
             return;
         }
         let owner = if table.has_column(&column) {

@@ -596,6 +596,16 @@ fn columns_of_two_tables_two_keys_point_to() {
         "SELECT concert.concert_name, singer.name FROM singer_in_concert JOIN concert ON singer_in_concert.concert_id = concert.concert_id \
          JOIN singer ON singer_in_concert.singer_id = singer.singer_id"
     );
+    // A column named as a function written alone (`user`): quoted, the parent's column, joined;
+    // bare, PostgreSQL's current_user, nothing joined.
+    let mut u = star_schema();
+    let mut user = u.tables[1].columns.iter().find(|c| c.name == "name").cloned().expect("singer.name");
+    (user.name, user.ident) = ("user".into(), "\"user\"".into());
+    u.tables[1].columns.push(user);
+    let quoted = align("SELECT \"user\" FROM singer_in_concert", &u, Context::default(), &mut Index, Rules::ALL);
+    assert_eq!(quoted.sql, "SELECT singer.\"user\" FROM singer_in_concert JOIN singer ON singer_in_concert.singer_id = singer.singer_id");
+    let bare = align("SELECT user FROM singer_in_concert", &u, Context::default(), &mut Index, Rules::ALL);
+    assert!(bare.fired.iter().all(|f| !f.contains("joined on")), "{:?}", bare.fired);
     // A column no key reaches (capacity is the stadium's, two keys away): nothing joined.
     assert!(run("SELECT age, capacity FROM singer_in_concert").fired.iter().all(|f| !f.contains("joined on")));
 }
