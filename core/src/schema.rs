@@ -196,8 +196,13 @@ impl ForeignKey {
     /// (it points to a column found unique), or one to `parent`'s one-column primary key. Not
     /// one a DBA stored to any other column: it may be a column whose values repeat.
     pub fn to_one(&self, parent: &Table) -> bool {
-        self.enforced
-            || self.inferred
+        self.enforced || self.to_key_or_found(parent)
+    }
+
+    /// Whether the key points to `parent`'s one-column primary key (one not inferred), or is a
+    /// relationship profiling found (it always points to a column found unique).
+    pub fn to_key_or_found(&self, parent: &Table) -> bool {
+        self.inferred
             || (!parent.key_inferred
                 && parent.primary_key.len() == 1
                 && self.ref_columns.len() == 1

@@ -94,10 +94,8 @@ pub fn of_table_owner(e: &ErrorReportWithLevel, table: &str) -> Report {
     }
     // Not a SQLSTATE that tells the client its statement was cancelled or its connection is
     // going (57, 08): she would choose one to make a client or a pool act so.
-    let state = match state_of(e).code() {
-        c if c.starts_with("57") || c.starts_with("08") => SqlState::from_code("38000"),
-        _ => state_of(e),
-    };
+    let hers = state_of(e);
+    let state = if hers.code().starts_with("57") || hers.code().starts_with("08") { SqlState::from_code("38000") } else { hers };
     Report::new(state, format!("reading table {table} as its owner failed"))
         .detail(detail)
         .hint("The table owner's code (a row-level security policy, a function the table's types or indexes call) runs in this read: the error's text may be that code's, not nl2sql's.")

@@ -143,12 +143,6 @@ fn constraint(op: &JoinOperator) -> Option<&JoinConstraint> {
     }
 }
 
-/// Whether `fk` points to a column that is one row of its table: the table's one-column primary
-/// key, or a key profiling found unique (an inferred relationship always points to one).
-fn to_one(fk: &ForeignKey, parent: &Table) -> bool {
-    fk.inferred || (!parent.key_inferred && parent.primary_key.len() == 1 && parent.columns.iter().any(|c| c.ident == fk.ref_columns[0] && c.name == parent.primary_key[0]))
-}
-
 /// The single-column foreign keys of `table` whose referenced table (another) has `column`.
 fn keys_to<'a>(schema: &'a Schema, table: &Table, column: &str) -> Vec<(&'a ForeignKey, &'a Table)> {
     schema
@@ -162,7 +156,7 @@ fn keys_to<'a>(schema: &'a Schema, table: &Table, column: &str) -> Vec<(&'a Fore
 
 /// The one key of `table` (to one row) whose referenced table has `column`.
 fn the_key<'a>(schema: &'a Schema, table: &Table, column: &str) -> Option<(&'a ForeignKey, &'a Table)> {
-    let mut found = keys_to(schema, table, column).into_iter().filter(|(fk, u)| to_one(fk, u));
+    let mut found = keys_to(schema, table, column).into_iter().filter(|(fk, u)| fk.to_key_or_found(u));
     match (found.next(), found.next()) {
         (Some(one), None) => Some(one),
         _ => None,
@@ -199,7 +193,7 @@ fn through_another<'a>(
         }
         found.extend(single.into_iter().map(|(fk, parent)| (item, by.clone(), fk, parent)));
     }
-    if found.len() == 1 && to_one(found[0].2, found[0].3) {
+    if found.len() == 1 && found[0].2.to_key_or_found(found[0].3) {
         found.pop()
     } else {
         None
@@ -278,7 +272,7 @@ fn undeclared<'a>(schema: &'a Schema, sc: &Scope, own: &HashMap<String, (usize, 
     for (by, &(item, t)) in own {
         let table = &schema.tables[t];
         for fk in schema.foreign_keys.iter().filter(|fk| fk.table == table.ident && fk.ref_table == parent.ident) {
-            if fk.columns.len() == 1 && fk.ref_columns.len() == 1 && to_one(fk, parent) {
+            if fk.columns.len() == 1 && fk.ref_columns.len() == 1 && fk.to_key_or_found(parent) {
                 found.push((item, by.clone(), fk, parent));
             }
         }
