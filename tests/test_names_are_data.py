@@ -471,6 +471,10 @@ SHOUTING = r"""
     RAISE EXCEPTION E'zq-error\n\x1b[31mred' USING DETAIL = E'zq-detail\x1b[2J\u202e\nHINT:  forged', HINT = E'zq-hint\u2028done';
   ELSIF current_setting('pytest.shout', true) = 'cancel' THEN
     RAISE EXCEPTION 'nl2sql: cancelled' USING ERRCODE = 'query_canceled';
+  ELSIF current_setting('pytest.shout', true) = 'gone' THEN
+    RAISE EXCEPTION 'connection lost' USING ERRCODE = 'connection_failure';
+  ELSIF current_setting('pytest.shout', true) = 'retry' THEN
+    RAISE EXCEPTION 'try again' USING ERRCODE = 'serialization_failure';
   ELSIF current_setting('pytest.shout', true) = 'long' THEN
     RAISE EXCEPTION '%', repeat(E'\x1b', 100000) USING DETAIL = repeat('d', 100000);
   END IF;"""
@@ -538,6 +542,13 @@ def test_what_her_policy_says_while_her_table_is_indexed_reaches_no_one_raw(conn
             with pytest.raises(errors.ExternalRoutineException) as e:
                 dba.execute("SELECT * FROM nl2sql.refresh_value_indexes('nd_shout_towns')")
             assert e.value.diag.message_detail == "The read raised: nl2sql: cancelled", e.value.diag.message_detail
+            # Nor a lost connection's; a retry's is kept (the client's retry is right either way).
+            for shout, raised in (("gone", errors.ExternalRoutineException), ("retry", errors.SerializationFailure)):
+                dba.execute(f"SET pytest.shout = {shout}")
+                dba.execute(stale)
+                with pytest.raises(raised) as e:
+                    dba.execute("SELECT * FROM nl2sql.create_value_index('nd_shout_towns', include_rls => true)")
+                assert e.value.diag.message_primary == "reading table public.nd_shout_towns as its owner failed", shout
             dba.execute("SET pytest.shout = error")
             heard.clear()
             dba.execute(stale)
