@@ -68,10 +68,15 @@ pub fn report_of(e: &ErrorReportWithLevel) -> Report {
     quoted(e, true)
 }
 
+/// A caught error's message as its [`report_of`] shows it.
+pub fn message_shown(message: &str) -> String {
+    render::visible(&render::cut(message, QUOTED_CHARS), false)
+}
+
 /// [`report_of`], the detail's and the hint's line breaks kept or escaped.
 fn quoted(e: &ErrorReportWithLevel, keep_newlines: bool) -> Report {
     let shown = |text: &str| render::visible(&render::cut(text, QUOTED_CHARS), keep_newlines);
-    let mut r = Report::new(state_of(e), render::visible(&render::cut(e.message(), QUOTED_CHARS), false));
+    let mut r = Report::new(state_of(e), message_shown(e.message()));
     r.detail = e.detail().map(shown);
     r.hint = e.hint().map(shown);
     r

@@ -10,7 +10,7 @@
 use crate::pg::{errors, hooks, relation, role};
 use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::safety::policy::Scope;
-use pgrx::pg_sys::panic::{CaughtError, ErrorReportWithLevel};
+use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
 use std::collections::HashMap;
 
@@ -99,12 +99,20 @@ pub fn owner_reads_failed() -> u64 {
     OWNER_READS_FAILED.with(|n| n.get())
 }
 
-/// Whether `e` is the error the last outermost read as a table's owner ([`as_table_owner`])
-/// ended with, and that read came after `since` ([`owner_reads_failed`] then): an error of the
-/// read itself (her code's, or PostgreSQL's about her table), not one nl2sql raised afterwards
-/// (an endpoint, a lock) while an earlier owner read's failure was caught and passed over.
-pub fn ended_owner_read(e: &ErrorReportWithLevel, since: u64) -> bool {
-    owner_reads_failed() != since && LAST_FAILURE.with(|m| m.borrow().as_deref() == Some(e.message()))
+/// Whether the error a statement ends with is the one the last outermost read as a table's
+/// owner ([`as_table_owner`]) ended with: that read came after `since` ([`owner_reads_failed`]
+/// then), its failure was not passed over since ([`passed_over`]), and `said` is its message as
+/// `shown` renders a message (an error of the read itself: her code's, or PostgreSQL's about her
+/// table; never one nl2sql raised afterwards, an endpoint's or a lock's, with the same text).
+pub fn ended_owner_read(said: &str, since: u64, shown: impl Fn(&str) -> String) -> bool {
+    owner_reads_failed() != since && LAST_FAILURE.with(|m| m.borrow().as_deref().is_some_and(|m| shown(m) == said))
+}
+
+/// Forgets the error the last read as a table's owner ended with: where a caller catches such
+/// an error and goes on (a refresh's re-check of removed values, a table a schema-wide build
+/// skips), so that an error nl2sql raises later in the same statement is never taken for hers.
+pub fn passed_over() {
+    LAST_FAILURE.with(|m| *m.borrow_mut() = None);
 }
 
 /// Like [`as_table_owner`], but running none of the owner's code either: only system functions

@@ -58,7 +58,7 @@ pub(super) fn in_named_read<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     let (failed, name) = (owner::owner_reads_failed(), relation_text(rel));
     PgTryBuilder::new(std::panic::AssertUnwindSafe(|| sandbox::in_statement(f)))
         .catch_others(|e| match e {
-            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if owner::ended_owner_read(r, failed) && !errors::is_cancel(r) => {
+            CaughtError::PostgresError(ref r) | CaughtError::ErrorReport(ref r) if owner::ended_owner_read(r.message(), failed, str::to_string) && !errors::is_cancel(r) => {
                 errors::raise(&errors::of_table_owner(r, &name))
             }
             _ => e.rethrow(),
@@ -104,7 +104,7 @@ impl TableClock {
     /// once none is left. A timeout reports the setting's whole time.
     pub(super) fn kept<T>(&mut self, rel: pg_sys::Oid, f: impl FnOnce() -> T) -> Result<T, Failure> {
         let Some(limit) = self.limit else {
-            return sandbox::kept_within(None, f);
+            return sandbox::kept_within(None, f).inspect_err(|_| owner::passed_over());
         };
         let spent = self.spent.get(&rel).copied().unwrap_or_default();
         let left = limit.saturating_sub(spent);
@@ -115,6 +115,10 @@ impl TableClock {
         let started = Instant::now();
         let r = sandbox::kept_within(Some(left), f);
         self.spent.insert(rel, spent + started.elapsed());
+        if r.is_err() {
+            // Her error, if it was one, goes no further than this table's part of the work.
+            owner::passed_over();
+        }
         r.map_err(|failure| match failure {
             Failure::Timeout { .. } => out,
             other => other,
