@@ -424,6 +424,11 @@ fn join_select(schema: &Schema, sc: &Scope, s: &mut Select, mut order_by: Option
     if parents.iter().any(|(_, p)| sc.other.contains(&p.name)) || captured(schema, s, &parents) {
         return;
     }
+    // Nor one of the statement's names written alone (an output alias) that a joined table has
+    // as a column: there it would read the column (GROUP BY prefers a column to an alias).
+    if used.iter().any(|(q, c)| q.is_none() && sc.other.contains(c) && parents.iter().any(|(_, p)| p.has_column(c))) {
+        return;
+    }
     let mut joins = Vec::new();
     for (fk, parent) in &parents {
         // A key's columns come as identifiers (quoted where needed), like tables' idents.

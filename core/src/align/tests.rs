@@ -637,6 +637,12 @@ fn no_table_joined_where_a_key_may_meet_several_rows_or_its_name_is_taken() {
     // One whose own table has the column reads its own: the join goes ahead.
     let own = run("SELECT name FROM singer_in_concert WHERE singer_id IN (SELECT singer_id FROM singer WHERE age > 30)");
     assert_eq!(own.fired, vec!["agent: singer joined on singer_in_concert.singer_id for name".to_string()]);
+    // An output alias that is a column of the joined table: `GROUP BY name` would group by
+    // singer.name after the join. Another alias does not stop it.
+    let alias = run("SELECT concert_id AS name, count(*) FROM singer_in_concert WHERE age > 30 GROUP BY name");
+    assert!(alias.fired.iter().all(|f| !f.contains("joined on")), "{:?}", alias.fired);
+    let other = run("SELECT concert_id AS n, count(*) FROM singer_in_concert WHERE age > 30 GROUP BY n");
+    assert_eq!(other.fired, vec!["agent: singer joined on singer_in_concert.singer_id for age".to_string()]);
 }
 
 #[test]
