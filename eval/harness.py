@@ -100,6 +100,8 @@ CONFIGS = {name: {**DEFAULTS, **over} for name, over in {
     # the grammar of the names each prompt shows (nl2sql.grammar; llama.cpp's form)
     "zero-shot-grammar": {**ZERO_SHOT, "nl2sql.grammar": "auto"},
     "full-grammar": {"nl2sql.grammar": "auto"},
+    # what ships, with the database's synthetic examples (three nearest) in each prompt
+    "full-grammar-synthetic": {"nl2sql.grammar": "auto", SYNTHETIC: "on", "nl2sql.examples": "3"},
     # the extraction and its per-question schema whatever the schema's size, with the grammar
     "full-grammar-extraction": {"nl2sql.grammar": "auto", "nl2sql.extraction_min_tokens": "0"},
     # the Interactive-T2S agent

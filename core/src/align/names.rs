@@ -3,7 +3,7 @@
 
 use super::{closest, find_table, fold, ident, object_name, parsed_joins, relation_name, resolve, top_level_exprs, Scope, ValueLookup, NOT_COLUMNS};
 use crate::schema::{ForeignKey, Schema, Table};
-use sqlparser::ast::{BinaryOperator, Expr, ObjectName, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
+use sqlparser::ast::{BinaryOperator, Expr, GroupByExpr, ObjectName, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Statement, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut};
 use std::ops::ControlFlow;
 
 pub(super) use crate::schema::on_search_path;
@@ -424,9 +424,16 @@ fn join_select(schema: &Schema, sc: &Scope, s: &mut Select, mut order_by: Option
     if parents.iter().any(|(_, p)| sc.other.contains(&p.name)) || captured(schema, s, &parents) {
         return;
     }
-    // Nor one of the statement's names written alone (an output alias) that a joined table has
-    // as a column: there it would read the column (GROUP BY prefers a column to an alias).
-    if used.iter().any(|(q, c)| q.is_none() && sc.other.contains(c) && parents.iter().any(|(_, p)| p.has_column(c))) {
+    // Nor where a name written alone that is not a column would read a joined table's column:
+    // an output alias in this GROUP BY (GROUP BY prefers a column to an alias; ORDER BY does
+    // not); in a subquery, any of the statement's names (an enclosing derived table's column).
+    let would_read = |c: &str| parents.iter().any(|(_, p)| p.has_column(c));
+    let hidden = if nested {
+        used.iter().any(|(q, c)| q.is_none() && sc.other.contains(c) && would_read(c))
+    } else {
+        grouped_aliases(s).iter().any(|c| would_read(c))
+    };
+    if hidden {
         return;
     }
     let mut joins = Vec::new();
@@ -469,6 +476,28 @@ fn join_select(schema: &Schema, sc: &Scope, s: &mut Select, mut order_by: Option
         fired.push(format!("agent: {} joined on {}.{} for {}", parent.ident, by, fk.columns[0], read.join(", ")));
     }
     s.from[0].joins.extend(joins);
+}
+
+/// The output aliases of `s` its GROUP BY names alone (in grouping sets, ROLLUP and CUBE too).
+fn grouped_aliases(s: &Select) -> Vec<String> {
+    let GroupByExpr::Expressions(keys, _) = &s.group_by else { return vec![] };
+    let mut written = Vec::new();
+    for key in keys {
+        match key {
+            Expr::Identifier(i) => written.push(fold(i)),
+            Expr::Rollup(sets) | Expr::Cube(sets) | Expr::GroupingSets(sets) => {
+                written.extend(sets.iter().flatten().filter_map(|e| if let Expr::Identifier(i) = e { Some(fold(i)) } else { None }));
+            }
+            _ => {}
+        }
+    }
+    let aliases: Vec<String> = s
+        .projection
+        .iter()
+        .filter_map(|p| if let SelectItem::ExprWithAlias { alias, .. } = p { Some(fold(alias)) } else { None })
+        .collect();
+    written.retain(|c| aliases.contains(c));
+    written
 }
 
 /// Whether a subquery of `s` reads a name the tables joined for it would capture: a qualifier

@@ -643,6 +643,15 @@ fn no_table_joined_where_a_key_may_meet_several_rows_or_its_name_is_taken() {
     assert!(alias.fired.iter().all(|f| !f.contains("joined on")), "{:?}", alias.fired);
     let other = run("SELECT concert_id AS n, count(*) FROM singer_in_concert WHERE age > 30 GROUP BY n");
     assert_eq!(other.fired, vec!["agent: singer joined on singer_in_concert.singer_id for age".to_string()]);
+    let rollup = run("SELECT concert_id AS name, count(*) FROM singer_in_concert WHERE age > 30 GROUP BY ROLLUP (name)");
+    assert!(rollup.fired.iter().all(|f| !f.contains("joined on")), "{:?}", rollup.fired);
+    // In ORDER BY an output alias comes first, and an alias not grouped by reads nothing: joined.
+    for sql in [
+        "SELECT concert_id AS name FROM singer_in_concert WHERE age > 30 ORDER BY name",
+        "SELECT upper(country) AS country FROM singer_in_concert WHERE age > 30",
+    ] {
+        assert_eq!(run(sql).fired, vec!["agent: singer joined on singer_in_concert.singer_id for age".to_string()], "{sql}");
+    }
 }
 
 #[test]

@@ -251,8 +251,11 @@ pub fn collect_garbage(clock: &mut TableClock) {
                 Some(true) => {}
                 Some(false) => debug1!("nl2sql: generation {generation} of value index {id} is still in use; dropped later"),
                 // An error (an endpoint's timeout while DML's values were copied, a lock): rolled
-                // back, and tried again by the next refresh.
-                None => alert!("nl2sql could not drop generation {generation} of value index {id}; the next refresh tries again"),
+                // back, and tried again by the next refresh; whatever it was, it is passed over.
+                None => {
+                    owner::passed_over();
+                    alert!("nl2sql could not drop generation {generation} of value index {id}; the next refresh tries again")
+                }
             }
         }
     })
