@@ -113,12 +113,9 @@ impl TableClock {
             return Err(out);
         }
         let started = Instant::now();
-        let r = sandbox::kept_within(Some(left), f);
+        // Her error, if it was one, goes no further than this table's part of the work.
+        let r = sandbox::kept_within(Some(left), f).inspect_err(|_| owner::passed_over());
         self.spent.insert(rel, spent + started.elapsed());
-        if r.is_err() {
-            // Her error, if it was one, goes no further than this table's part of the work.
-            owner::passed_over();
-        }
         r.map_err(|failure| match failure {
             Failure::Timeout { .. } => out,
             other => other,
