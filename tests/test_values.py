@@ -575,6 +575,39 @@ def test_a_name_that_is_not_utf8_never_reads_the_relation_its_lossy_spelling_nam
         admin.execute("DROP DATABASE IF EXISTS nl2sql_ascii WITH (FORCE)")
 
 
+def test_values_that_are_not_utf8_are_left_out_and_the_rest_indexed(connect):
+    """In a SQL_ASCII database a value may hold any bytes: those that are not UTF-8 are left out
+    of the index, and the table's other values, the schema's other tables and a refresh of
+    every index go on (before, the first such value ended the whole call with XX000)."""
+    admin = connect(dbname="postgres")
+    admin.execute("DROP DATABASE IF EXISTS nl2sql_ascii_values WITH (FORCE)")
+    admin.execute("CREATE DATABASE nl2sql_ascii_values ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+    try:
+        db = connect(dbname="nl2sql_ascii_values")
+        db.execute("SET client_min_messages = warning")
+        db.execute("CREATE EXTENSION nl2sql CASCADE")
+        db.execute("CREATE SCHEMA s")
+        db.execute("CREATE TABLE s.a_good (v text)")
+        db.execute("INSERT INTO s.a_good VALUES ('fine')")
+        db.execute(r"CREATE TABLE s.b_mixed (v text)")
+        db.execute(r"INSERT INTO s.b_mixed VALUES (E'caf\xe9'), ('plain'), (E'na\xefve')")
+        db.execute("CREATE TABLE s.c_good (v text)")
+        db.execute("INSERT INTO s.c_good VALUES ('also fine')")
+        # Text comes back as bytes from a SQL_ASCII database.
+        built = [(r.decode(), s.decode(), n) for r, s, n in
+                 db.execute("SELECT relation::text, status, \"values\" FROM nl2sql.create_value_indexes(ARRAY['s']) ORDER BY 1")]
+        assert built == [("s.a_good", "ready", 1), ("s.b_mixed", "ready", 1), ("s.c_good", "ready", 1)], built
+        db.execute(r"INSERT INTO s.c_good VALUES (E'na\xefve'), ('more')")
+        db.execute("UPDATE nl2sql.value_index SET status = 'stale'")
+        refreshed = db.execute("SELECT relation::text, status FROM nl2sql.refresh_value_indexes() ORDER BY 1").fetchall()
+        assert refreshed and all(status == b"ready" for _, status in refreshed), refreshed
+        held = db.execute("SELECT i.relid::regclass::text, i.value_count FROM nl2sql.value_index i ORDER BY 1").fetchall()
+        assert (b"s.c_good", 2) in held, held
+        db.close()
+    finally:
+        admin.execute("DROP DATABASE IF EXISTS nl2sql_ascii_values WITH (FORCE)")
+
+
 def test_a_trigger_of_the_owners_under_nl2sqls_name_is_neither_trusted_nor_dropped(connect):
     """Her own trigger, named as one of nl2sql's, calls her function: a build refuses it (42710:
     taken for nl2sql's, the index would miss the DML it reports nothing of) and a drop leaves

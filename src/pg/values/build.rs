@@ -289,9 +289,12 @@ fn build_column(t: &Target, col: &Column, include_rls: bool, explicit: bool) -> 
     note!("nl2sql: indexing {shown}: {distinct} distinct values");
 
     let (mut values, phrases, dims) = relation::by_name(rel, |name| {
+        // As bytes: a value that is not UTF-8 (a SQL_ASCII database holds any bytes) is left
+        // out of the index (stream_values), not the end of the build.
         let source = format!(
-            "SELECT DISTINCT v FROM (SELECT {} AS v FROM {name} WHERE {qcol} IS NOT NULL) s
-             WHERE pg_catalog.length(v) BETWEEN 1 AND {max_len}",
+            "SELECT pg_catalog.convert_to(v, pg_catalog.getdatabaseencoding())
+             FROM (SELECT DISTINCT v FROM (SELECT {} AS v FROM {name} WHERE {qcol} IS NOT NULL) s
+                   WHERE pg_catalog.length(v) BETWEEN 1 AND {max_len}) d",
             printed(&qcol)
         );
         match &emb {
@@ -388,28 +391,29 @@ fn clear_behind(id: i32, retired: Option<i32>, flags: Vec<i64>, table: &str, emb
     );
 }
 
-/// Reads the values `source` selects from `rel` as the table's owner, a chunk at a time, and
-/// hands each chunk to `store`, which runs as the extension's owner. Returns how many were read.
+/// Reads the values `source` selects from `rel` (as bytes) as the table's owner, a chunk at a
+/// time, and hands each chunk's UTF-8 ones to `store`, which runs as the extension's owner.
+/// Returns how many were handed.
 fn stream_values(rel: pg_sys::Oid, source: &str, mut store: impl FnMut(&mut pgrx::spi::SpiClient<'_>, Vec<String>)) -> i64 {
     Spi::connect_mut(|client| {
         let name = owner::as_table_owner(rel, || client.open_cursor(source, &[]).detach_into_name());
         let mut total = 0i64;
         loop {
             check_for_interrupts!();
-            let chunk: Vec<String> = owner::as_table_owner(rel, || {
+            let rows: Vec<Option<Vec<u8>>> = owner::as_table_owner(rel, || {
                 let mut cursor = client.find_cursor(&name).unwrap_or_else(|e| fail(SqlState::InternalError, format!("{e}"), None));
-                let rows = cursor
-                    .fetch(READ_CHUNK)
-                    .map(|t| t.filter_map(|r| r.get::<String>(1).ok().flatten()).collect())
-                    .unwrap_or_default();
+                let rows = cursor.fetch(READ_CHUNK).map(|t| t.map(|r| r.get::<Vec<u8>>(1).ok().flatten()).collect()).unwrap_or_default();
                 cursor.detach_into_name();
                 rows
             });
-            if chunk.is_empty() {
+            if rows.is_empty() {
                 break;
             }
+            let chunk: Vec<String> = rows.into_iter().filter_map(|b| String::from_utf8(b?).ok()).collect();
             total += chunk.len() as i64;
-            store(client, chunk);
+            if !chunk.is_empty() {
+                store(client, chunk);
+            }
         }
         if let Ok(cursor) = client.find_cursor(&name) {
             std::mem::drop(cursor); // closes it
