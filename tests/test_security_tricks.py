@@ -573,3 +573,85 @@ def test_a_foreign_table_her_policy_reads_is_refused_while_nl2sql_reads_her_tabl
             admin.execute("RESET nl2sql.allow_foreign_tables")
     finally:
         admin.execute("DROP SERVER pytest_files CASCADE")
+
+
+
+def test_her_policy_reaches_nothing_of_the_dbas_session_while_her_table_is_indexed(connect):
+    """A value index built with include_rls runs her policy as her, in the DBA's backend: a
+    built-in function that reaches the DBA's session (its session advisory locks, its query's
+    text, its last sequence value, its random sequence) or a statement that reaches its
+    transaction (NOTIFY, SET CONSTRAINTS) is refused there, before it runs, and the read fails as
+    hers (the schema-wide build skips her table); the DBA's advisory lock is still held, none of
+    hers is, and the DBA's last trace is neither shown to her code nor forgotten. A policy
+    without such calls (her own table written, her own sequence drawn) is read."""
+    admin = connect()
+    calls = {
+        "unlock": "PERFORM pg_catalog.pg_advisory_unlock_all(); PERFORM pg_catalog.pg_advisory_lock(4242);",
+        "query": "INSERT INTO pytest_sx.loot VALUES (pg_catalog.current_query());",
+        "lastval": "INSERT INTO pytest_sx.loot VALUES (pg_catalog.lastval()::text);",
+        "seed": "PERFORM pg_catalog.setseed(0.5);",
+        "notify": "NOTIFY sx_channel, 'from the dba';",
+        "constraints": "SET CONSTRAINTS ALL DEFERRED;",
+        "trace": "INSERT INTO pytest_sx.loot VALUES (coalesce(nl2sql.last_trace()::text, 'none'));",
+        "plain": "INSERT INTO pytest_sx.loot VALUES (pg_catalog.nextval('pytest_sx.seq')::text);",
+    }
+    body = " ".join(f"IF pg_catalog.current_setting('pytest.call', true) = '{k}' THEN {v} END IF;" for k, v in calls.items())
+    with hostile_owner(
+        admin,
+        "pytest_reacher",
+        "CREATE TABLE pytest_sx.loot (said text)",
+        "CREATE SEQUENCE pytest_sx.seq",
+        f"CREATE FUNCTION pytest_sx.reach() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {body} RETURN true; END $$",
+        "CREATE TABLE pytest_sx.towns (town text)",
+        "INSERT INTO pytest_sx.towns VALUES ('Brechin'), ('Kirriemuir')",
+        "CREATE POLICY reach ON pytest_sx.towns USING (pytest_sx.reach())",
+        "ALTER TABLE pytest_sx.towns ENABLE ROW LEVEL SECURITY",
+        "ALTER TABLE pytest_sx.towns FORCE ROW LEVEL SECURITY",
+        schema="pytest_sx",
+    ):
+        dba = connect()
+        heard = []
+        dba.add_notice_handler(lambda n: heard.append(n.message_primary))
+        build = "SELECT status FROM nl2sql.create_value_index('pytest_sx.towns', include_rls => true)"
+        try:
+            dba.execute("SELECT pg_advisory_lock(1)")
+            dba.execute("CREATE TEMP SEQUENCE dba_seq")
+            dba.execute("SELECT nextval('dba_seq')")
+            # A trace of the DBA's, from an explain whose endpoint does not answer (kept for the
+            # same custom settings: pytest.call set first).
+            dba.execute("SET pytest.call = 'trace'")
+            dba.execute("SET nl2sql.llm_url = 'http://127.0.0.1:9/v1'")
+            try:
+                dba.execute("SELECT nl2sql_explain('how many singers are there')")
+            except psycopg.Error:
+                pass
+            assert dba.execute("SELECT nl2sql.last_trace()").fetchone()[0] is not None
+            assert dba.execute(build).fetchall() == [("ready",)]
+            assert dba.execute("SELECT nl2sql.last_trace()").fetchone()[0] is not None
+            refused = {
+                "unlock": "pg_advisory_unlock_all()",
+                "query": "current_query()",
+                "lastval": "lastval()",
+                "seed": "setseed()",
+                "notify": "NOTIFY",
+                "constraints": "SET CONSTRAINTS",
+            }
+            for call, name in refused.items():
+                dba.execute(f"SET pytest.call = '{call}'")
+                with pytest.raises(errors.InsufficientPrivilege) as e:
+                    dba.execute(build)
+                assert e.value.diag.message_primary == "reading table pytest_sx.towns as its owner failed", call
+                assert e.value.diag.message_detail.startswith(
+                    f"The read raised: {name} may not run while nl2sql reads a table as its owner"), (call, e.value.diag.message_detail)
+                heard.clear()
+                dba.execute("SELECT * FROM nl2sql.create_value_indexes(ARRAY['pytest_sx'], include_rls => true)").fetchall()
+                assert "nl2sql could not read table pytest_sx.towns as its owner; its values are not indexed" in heard, (call, heard)
+            locks = dba.execute("SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()").fetchall()
+            assert locks == [(1,)], locks
+            # Negative: her own table and sequence are hers to use; the read succeeds.
+            dba.execute("SET pytest.call = 'plain'")
+            assert dba.execute(build).fetchall() == [("ready",)]
+            loot = [r[0] for r in admin.execute("SELECT said FROM pytest_sx.loot").fetchall()]
+            assert "none" in loot and "1" in loot and not [s for s in loot if "advisory" in s or "create_value" in s], loot
+        finally:
+            dba.close()

@@ -21,7 +21,9 @@
 //! - post_parse_analyze_hook: while a table's owner's read names the table (relation.rs's
 //!   by_name), no statement may read another relation that now bears the table's name;
 //! - ProcessUtility_hook: SET ROLE, RESET ROLE, SET SESSION AUTHORIZATION, RESET ALL and
-//!   DISCARD ALL forget the session's last trace and cached samples.
+//!   DISCARD ALL forget the session's last trace and cached samples; NOTIFY and SET
+//!   CONSTRAINTS are refused in a table owner's code while nl2sql reads her table as her, and
+//!   so are the built-in functions that reach the caller's session (table_read.rs).
 
 use crate::pg::compat::{list_len, list_ptr};
 use crate::pg::{errors, planner_calls, policy};
@@ -194,6 +196,7 @@ unsafe extern "C-unwind" fn object_access(access: pg_sys::ObjectAccessType::Type
         OTHER_CODE.set(true);
     }
     enforce(object);
+    crate::pg::table_read::refuse_callers_session(Some(object), None);
 }
 
 /// Raises the scope's refusal of `object`, if it refuses it.
@@ -422,12 +425,27 @@ unsafe extern "C-unwind" fn process_utility(
     qc: *mut pg_sys::QueryCompletion,
 ) {
     let forget = changes_role((*pstmt).utilityStmt);
+    crate::pg::table_read::refuse_callers_session(None, callers_transaction((*pstmt).utilityStmt));
     match PREV_PROCESS_UTILITY {
         Some(prev) => pg_sys::ffi::pg_guard_ffi_boundary(|| prev(pstmt, query, read_only_tree, context, params, env, dest, qc)),
         None => pg_sys::standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc),
     }
     if forget {
         crate::pg::session::role_changed();
+    }
+}
+
+/// NOTIFY and SET CONSTRAINTS: statements whose effect is the calling transaction's (refused
+/// in a table owner's code while nl2sql reads her table as her).
+unsafe fn callers_transaction(stmt: *mut pg_sys::Node) -> Option<&'static str> {
+    if stmt.is_null() {
+        None
+    } else if pgrx::is_a(stmt, pg_sys::NodeTag::T_NotifyStmt) {
+        Some("NOTIFY")
+    } else if pgrx::is_a(stmt, pg_sys::NodeTag::T_ConstraintsSetStmt) {
+        Some("SET CONSTRAINTS")
+    } else {
+        None
     }
 }
 

@@ -24,5 +24,6 @@ pub mod sandbox;
 pub mod secrets;
 pub mod session;
 pub mod spi;
+pub mod table_read;
 pub mod types;
 pub mod values;

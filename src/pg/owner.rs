@@ -7,6 +7,7 @@
 //! superuser installed (Scope::Elevated), and user tables are read as their own owner, in a
 //! restricted security context ([`as_table_owner`]), the way VACUUM and ANALYZE read them.
 
+use crate::pg::table_read::TableRead;
 use crate::pg::{errors, hooks, relation, role};
 use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::safety::policy::Scope;
@@ -66,6 +67,7 @@ pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     // may write.
     let outermost = OWNER_READ_DEPTH.with(|d| d.replace(d.get() + 1)) == 0;
     let out = PgTryBuilder::new(std::panic::AssertUnwindSafe(|| {
+        let _read = TableRead::enter();
         hooks::suspended(|| role::switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", || errors::unheard(f)))
     }))
     .catch_others(|e| {
@@ -121,6 +123,7 @@ pub fn passed_over() {
 /// instead of running. How profiling reads tables whose owners never asked for it.
 pub fn as_table_owner_running_no_code<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     let relowner = table_owner(rel);
+    let _read = TableRead::enter();
     hooks::with_scope(Scope::Elevated, &[], HashMap::new(), || {
         role::switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", || errors::unheard(f))
     })

@@ -91,8 +91,14 @@ pub fn who() -> (pg_sys::Oid, pg_sys::Oid, u64) {
 }
 
 /// The last trace, when the role that made it is still the one asking, with the same custom
-/// settings (clients of a pooler that share a role differ there); forgotten otherwise.
+/// settings (clients of a pooler that share a role differ there); forgotten otherwise (but not
+/// for a table owner's code that runs inside the caller's call).
 pub fn last_trace() -> Option<serde_json::Value> {
+    // A table owner's code, run as her inside the caller's build (owner.rs), neither sees nor
+    // forgets the caller's trace.
+    if crate::pg::table_read::reading_as_table_owner() {
+        return None;
+    }
     let (user, session_user, settings) = who();
     LAST_TRACE.with_borrow_mut(|t| match t {
         Some(o) if o.user == user && o.session_user == session_user && o.settings == settings => Some(o.trace.clone()),
