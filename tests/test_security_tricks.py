@@ -578,12 +578,13 @@ def test_a_foreign_table_her_policy_reads_is_refused_while_nl2sql_reads_her_tabl
 
 def test_her_policy_reaches_nothing_of_the_dbas_session_while_her_table_is_indexed(connect):
     """A value index built with include_rls runs her policy as her, in the DBA's backend: a
-    built-in function that reaches the DBA's session (its session advisory locks, its query's
-    text, its last sequence value, its random sequence) or a statement that reaches its
-    transaction (NOTIFY, SET CONSTRAINTS) is refused there, before it runs, and the read fails as
-    hers (the schema-wide build skips her table); the DBA's advisory lock is still held, none of
-    hers is, and the DBA's last trace is neither shown to her code nor forgotten. A policy
-    without such calls (her own table written, her own sequence drawn) is read."""
+    built-in function that reaches the DBA's session or transaction (its advisory locks, its
+    query's text, its last sequence value, its random sequence) or a statement that reaches its
+    transaction (NOTIFY, SET CONSTRAINTS, DECLARE) is refused there, before it runs, also where
+    the DBA's own call set her function up earlier in the transaction, and the read fails as hers
+    (the schema-wide build skips her table); the DBA's advisory lock is still held, none of hers
+    is, and the DBA's last trace is neither shown to her code nor forgotten. A policy without
+    such calls (her own table written, her own sequence drawn) is read."""
     admin = connect()
     calls = {
         "unlock": "PERFORM pg_catalog.pg_advisory_unlock_all(); PERFORM pg_catalog.pg_advisory_lock(4242);",
@@ -594,6 +595,11 @@ def test_her_policy_reaches_nothing_of_the_dbas_session_while_her_table_is_index
         "constraints": "SET CONSTRAINTS ALL DEFERRED;",
         "trace": "INSERT INTO pytest_sx.loot VALUES (coalesce(nl2sql.last_trace()::text, 'none'));",
         "plain": "INSERT INTO pytest_sx.loot VALUES (pg_catalog.nextval('pytest_sx.seq')::text);",
+        "random": "PERFORM pg_catalog.random();",
+        "declare": "EXECUTE 'DECLARE sx_cursor CURSOR FOR SELECT 1';",
+        # Set up once by the DBA's own call earlier in the transaction (a simple expression
+        # PL/pgSQL keeps while its plan holds; her function's search_path as the read's).
+        "cached": "ok := CASE WHEN current_user = 'pytest_reacher' THEN pg_catalog.pg_try_advisory_lock(4242) ELSE false END;",
     }
     body = " ".join(f"IF pg_catalog.current_setting('pytest.call', true) = '{k}' THEN {v} END IF;" for k, v in calls.items())
     with hostile_owner(
@@ -601,7 +607,8 @@ def test_her_policy_reaches_nothing_of_the_dbas_session_while_her_table_is_index
         "pytest_reacher",
         "CREATE TABLE pytest_sx.loot (said text)",
         "CREATE SEQUENCE pytest_sx.seq",
-        f"CREATE FUNCTION pytest_sx.reach() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {body} RETURN true; END $$",
+        f"CREATE FUNCTION pytest_sx.reach() RETURNS bool LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp "
+        f"AS $$ DECLARE ok bool; BEGIN {body} RETURN true; END $$",
         "CREATE TABLE pytest_sx.towns (town text)",
         "INSERT INTO pytest_sx.towns VALUES ('Brechin'), ('Kirriemuir')",
         "CREATE POLICY reach ON pytest_sx.towns USING (pytest_sx.reach())",
@@ -635,6 +642,8 @@ def test_her_policy_reaches_nothing_of_the_dbas_session_while_her_table_is_index
                 "seed": "setseed()",
                 "notify": "NOTIFY",
                 "constraints": "SET CONSTRAINTS",
+                "random": "random()",
+                "declare": "DECLARE",
             }
             for call, name in refused.items():
                 dba.execute(f"SET pytest.call = '{call}'")
@@ -646,6 +655,15 @@ def test_her_policy_reaches_nothing_of_the_dbas_session_while_her_table_is_index
                 heard.clear()
                 dba.execute("SELECT * FROM nl2sql.create_value_indexes(ARRAY['pytest_sx'], include_rls => true)").fetchall()
                 assert "nl2sql could not read table pytest_sx.towns as its owner; its values are not indexed" in heard, (call, heard)
+            # Her function set up by the DBA's own call earlier in the transaction: judged again
+            # in the read.
+            dba.execute("SET pytest.call = 'cached'")
+            with dba.transaction():
+                dba.execute("SELECT pytest_sx.reach()")
+                with pytest.raises(errors.InsufficientPrivilege) as e:
+                    dba.execute(build)
+                assert "pg_try_advisory_lock() may not run" in e.value.diag.message_detail, e.value.diag.message_detail
+                raise psycopg.Rollback()
             locks = dba.execute("SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()").fetchall()
             assert locks == [(1,)], locks
             # Negative: her own table and sequence are hers to use; the read succeeds.

@@ -22,7 +22,7 @@
 //!   by_name), no statement may read another relation that now bears the table's name;
 //! - ProcessUtility_hook: SET ROLE, RESET ROLE, SET SESSION AUTHORIZATION, RESET ALL and
 //!   DISCARD ALL forget the session's last trace and cached samples; NOTIFY and SET
-//!   CONSTRAINTS are refused in a table owner's code while nl2sql reads her table as her, and
+//!   CONSTRAINTS and DECLARE are refused in a table owner's code while nl2sql reads her table as her, and
 //!   so are the built-in functions that reach the caller's session (table_read.rs).
 
 use crate::pg::compat::{list_len, list_ptr};
@@ -435,8 +435,9 @@ unsafe extern "C-unwind" fn process_utility(
     }
 }
 
-/// NOTIFY and SET CONSTRAINTS: statements whose effect is the calling transaction's (refused
-/// in a table owner's code while nl2sql reads her table as her).
+/// NOTIFY, SET CONSTRAINTS and DECLARE (a cursor left open in the calling transaction, which
+/// would run as the caller when fetched): statements whose effect is the calling transaction's
+/// (refused in a table owner's code while nl2sql reads her table as her).
 unsafe fn callers_transaction(stmt: *mut pg_sys::Node) -> Option<&'static str> {
     if stmt.is_null() {
         None
@@ -444,6 +445,8 @@ unsafe fn callers_transaction(stmt: *mut pg_sys::Node) -> Option<&'static str> {
         Some("NOTIFY")
     } else if pgrx::is_a(stmt, pg_sys::NodeTag::T_ConstraintsSetStmt) {
         Some("SET CONSTRAINTS")
+    } else if pgrx::is_a(stmt, pg_sys::NodeTag::T_DeclareCursorStmt) {
+        Some("DECLARE")
     } else {
         None
     }

@@ -8,18 +8,20 @@ use pgrx::prelude::*;
 use std::ffi::CStr;
 
 /// Built-in functions a table owner's code may not call while nl2sql reads her table as her
-/// (`owner::as_table_owner`): each reaches past the read into the session of the role that asked
-/// for it (its session advisory locks, its random sequence, its last sequence value, its
-/// query's text, notifications sent in its name), where a rollback undoes nothing or what is
-/// read is the caller's.
+/// (`owner::as_table_owner`): each reaches past the read into the session of the role that
+/// asked for it (its session advisory locks, its random sequence, read or seeded, its last
+/// sequence value, its query's text, notifications sent in its name), where a rollback undoes
+/// nothing or what is read is the caller's. A transaction-level advisory lock is held until the
+/// caller's transaction ends, as a row lock her code takes is: allowed.
 const CALLERS_SESSION: &[&str] = &[
     "pg_advisory_lock", "pg_advisory_lock_shared", "pg_try_advisory_lock", "pg_try_advisory_lock_shared", "pg_advisory_unlock",
-    "pg_advisory_unlock_shared", "pg_advisory_unlock_all", "setseed", "current_query", "lastval", "pg_notify",
+    "pg_advisory_unlock_shared", "pg_advisory_unlock_all", "setseed", "random", "random_normal", "current_query", "lastval",
+    "pg_notify",
 ];
 
 /// While a table is read as its owner, refuses a function of [`CALLERS_SESSION`] before it
 /// runs (from the object-access hook) and, from the utility hook, `what` statements of the
-/// same reach (NOTIFY, SET CONSTRAINTS: the caller's transaction's).
+/// same reach (NOTIFY, SET CONSTRAINTS, DECLARE: the caller's transaction's).
 pub(crate) fn refuse_callers_session(function: Option<pg_sys::Oid>, what: Option<&str>) {
     if !reading_as_table_owner() {
         return;
@@ -42,7 +44,7 @@ pub(crate) fn refuse_callers_session(function: Option<pg_sys::Oid>, what: Option
     };
     errors::raise(
         &Report::new(SqlState::InsufficientPrivilege, format!("{name} may not run while nl2sql reads a table as its owner"))
-            .detail("It reaches the session of the role that asked for the read: its advisory locks, random numbers, last sequence value, query text, notifications or constraint checks.")
+            .detail("It reaches the session of the role that asked for the read: its advisory locks, random numbers, last sequence value, query text, notifications, constraint checks or cursors.")
             .hint("Remove it from the table's row-level security policies and the functions they call."),
     )
 }
@@ -59,6 +61,13 @@ pub(crate) struct TableRead;
 impl TableRead {
     pub(crate) fn enter() -> TableRead {
         TABLE_READS.with(|d| d.set(d.get() + 1));
+        // The refusal comes as the executor sets a call up; PL/pgSQL keeps a simple expression
+        // set up for the rest of the transaction while its plan holds, so one her function set
+        // up before the read (a call of it earlier in the transaction) would run unjudged.
+        // Every cached plan is made to be planned again: what her code runs in the read is set
+        // up in it. (The session's own plans are planned again once, as after DISCARD PLANS.)
+        // SAFETY: marks the plan cache's entries invalid, as a cache reset does.
+        unsafe { pg_sys::ResetPlanCache() };
         TableRead
     }
 }
