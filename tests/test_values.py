@@ -1,4 +1,5 @@
 """Value index behaviour that needs timing, several sessions, or a look at the catalog."""
+import contextlib
 import threading
 import time
 
@@ -528,18 +529,28 @@ def test_a_drop_that_waited_while_its_table_changed_owner_is_refused(connect, tw
     assert admin.execute("SELECT count(*) FROM nl2sql.value_index WHERE relid::oid = %s::oid", (mine,)).fetchone()[0] == 1
 
 
+@contextlib.contextmanager
+def ascii_database(connect, name):
+    """A SQL_ASCII database `name` with the extension (a connection to it yielded), dropped after."""
+    admin = connect(dbname="postgres")
+    admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    admin.execute(f"CREATE DATABASE {name} ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+    try:
+        db = connect(dbname=name)
+        db.execute("SET client_min_messages = warning")
+        db.execute("CREATE EXTENSION nl2sql CASCADE")
+        yield db
+        db.close()
+    finally:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 def test_a_name_that_is_not_utf8_never_reads_the_relation_its_lossy_spelling_names(connect):
     """In a SQL_ASCII database a schema's name may hold a byte that is not UTF-8 (`d\\xff`).
     Spelled with U+FFFD in its place, the name is another role's schema, holding a view that
     runs her function. Building the index of the first table refuses (22021); her function never
     runs as the table's owner (a sequence's setval, which no rollback undoes, shows it)."""
-    admin = connect(dbname="postgres")
-    admin.execute("DROP DATABASE IF EXISTS nl2sql_ascii WITH (FORCE)")
-    admin.execute("CREATE DATABASE nl2sql_ascii ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
-    try:
-        db = connect(dbname="nl2sql_ascii")
-        db.execute("SET client_min_messages = warning")
-        db.execute("CREATE EXTENSION nl2sql CASCADE")
+    with ascii_database(connect, "nl2sql_ascii") as db:
         with scratch_role(db, "lossy_eve", "GRANT CREATE ON DATABASE nl2sql_ascii TO lossy_eve"):
             db.execute(r"""DO $$BEGIN EXECUTE format('CREATE SCHEMA %I', E'd\xff');
                            EXECUTE format('CREATE TABLE %I.t (c text)', E'd\xff');
@@ -570,22 +581,13 @@ def test_a_name_that_is_not_utf8_never_reads_the_relation_its_lossy_spelling_nam
             db.execute("UPDATE nl2sql.value_index SET status = 'stale'")
             db.execute("SET client_min_messages = warning")
             db.execute("SELECT * FROM nl2sql.refresh_value_indexes()")
-        db.close()
-    finally:
-        admin.execute("DROP DATABASE IF EXISTS nl2sql_ascii WITH (FORCE)")
 
 
 def test_values_that_are_not_utf8_are_left_out_and_the_rest_indexed(connect):
     """In a SQL_ASCII database a value may hold any bytes: those that are not UTF-8 are left out
     of the index, and the table's other values, the schema's other tables and a refresh of
     every index go on (before, the first such value ended the whole call with XX000)."""
-    admin = connect(dbname="postgres")
-    admin.execute("DROP DATABASE IF EXISTS nl2sql_ascii_values WITH (FORCE)")
-    admin.execute("CREATE DATABASE nl2sql_ascii_values ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
-    try:
-        db = connect(dbname="nl2sql_ascii_values")
-        db.execute("SET client_min_messages = warning")
-        db.execute("CREATE EXTENSION nl2sql CASCADE")
+    with ascii_database(connect, "nl2sql_ascii_values") as db:
         db.execute("CREATE SCHEMA s")
         db.execute("CREATE TABLE s.a_good (v text)")
         db.execute("INSERT INTO s.a_good VALUES ('fine')")
@@ -603,9 +605,6 @@ def test_values_that_are_not_utf8_are_left_out_and_the_rest_indexed(connect):
         assert refreshed and all(status == b"ready" for _, status in refreshed), refreshed
         held = db.execute("SELECT i.relid::regclass::text, i.value_count FROM nl2sql.value_index i ORDER BY 1").fetchall()
         assert (b"s.c_good", 2) in held, held
-        db.close()
-    finally:
-        admin.execute("DROP DATABASE IF EXISTS nl2sql_ascii_values WITH (FORCE)")
 
 
 def test_a_trigger_of_the_owners_under_nl2sqls_name_is_neither_trusted_nor_dropped(connect):
