@@ -21,9 +21,10 @@
 //! - post_parse_analyze_hook: while a table's owner's read names the table (relation.rs's
 //!   by_name), no statement may read another relation that now bears the table's name;
 //! - ProcessUtility_hook: SET ROLE, RESET ROLE, SET SESSION AUTHORIZATION, RESET ALL and
-//!   DISCARD ALL forget the session's last trace and cached samples; NOTIFY and SET
-//!   CONSTRAINTS and DECLARE are refused in a table owner's code while nl2sql reads her table as her, and
-//!   so are the built-in functions that reach the caller's session (table_read.rs).
+//!   DISCARD ALL forget the session's last trace and cached samples; NOTIFY, SET CONSTRAINTS
+//!   and DECLARE are refused in a table owner's code while nl2sql reads her table as her, as
+//!   the object-access hook refuses the built-in functions that reach the caller's session
+//!   (table_read.rs).
 
 use crate::pg::compat::{list_len, list_ptr};
 use crate::pg::{errors, planner_calls, policy};
