@@ -197,7 +197,7 @@ unsafe extern "C-unwind" fn object_access(access: pg_sys::ObjectAccessType::Type
         OTHER_CODE.set(true);
     }
     enforce(object);
-    crate::pg::table_read::refuse_callers_session(Some(object), None);
+    crate::pg::table_read::refuse_function(object);
 }
 
 /// Raises the scope's refusal of `object`, if it refuses it.
@@ -426,7 +426,9 @@ unsafe extern "C-unwind" fn process_utility(
     qc: *mut pg_sys::QueryCompletion,
 ) {
     let forget = changes_role((*pstmt).utilityStmt);
-    crate::pg::table_read::refuse_callers_session(None, callers_transaction((*pstmt).utilityStmt));
+    if let Some(what) = callers_transaction((*pstmt).utilityStmt) {
+        crate::pg::table_read::refuse_statement(what);
+    }
     match PREV_PROCESS_UTILITY {
         Some(prev) => pg_sys::ffi::pg_guard_ffi_boundary(|| prev(pstmt, query, read_only_tree, context, params, env, dest, qc)),
         None => pg_sys::standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc),

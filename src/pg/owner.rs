@@ -7,7 +7,7 @@
 //! superuser installed (Scope::Elevated), and user tables are read as their own owner, in a
 //! restricted security context ([`as_table_owner`]), the way VACUUM and ANALYZE read them.
 
-use crate::pg::table_read::TableRead;
+use crate::pg::table_read::{self, TableRead};
 use crate::pg::{errors, hooks, relation, role};
 use nl2sql_core::error::{Report, SqlState};
 use nl2sql_core::safety::policy::Scope;
@@ -68,6 +68,7 @@ pub fn as_table_owner<T>(rel: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     let outermost = OWNER_READ_DEPTH.with(|d| d.replace(d.get() + 1)) == 0;
     let out = PgTryBuilder::new(std::panic::AssertUnwindSafe(|| {
         let _read = TableRead::enter();
+        table_read::plan_afresh();
         hooks::suspended(|| role::switched(relowner, role::RESTRICTED, "pg_catalog, pg_temp", || errors::unheard(f)))
     }))
     .catch_others(|e| {

@@ -20,28 +20,32 @@ const CALLERS_SESSION: &[&str] = &[
 ];
 
 /// While a table is read as its owner, refuses a function of [`CALLERS_SESSION`] before it
-/// runs (from the object-access hook) and, from the utility hook, `what` statements of the
-/// same reach (NOTIFY, SET CONSTRAINTS, DECLARE: the caller's transaction's).
-pub(crate) fn refuse_callers_session(function: Option<pg_sys::Oid>, what: Option<&str>) {
+/// runs (from the object-access hook).
+pub(crate) fn refuse_function(function: pg_sys::Oid) {
     if !reading_as_table_owner() {
         return;
     }
-    let name = match (function, what) {
-        (Some(f), _) => {
-            // SAFETY: catalog lookups of a function the executor is about to start.
-            let named = unsafe {
-                let name = pg_sys::get_func_name(f);
-                (pg_sys::get_func_namespace(f) == pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE) && !name.is_null())
-                    .then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
-            };
-            match named.filter(|n| CALLERS_SESSION.contains(&n.as_str())) {
-                Some(n) => format!("{n}()"),
-                None => return,
-            }
-        }
-        (None, Some(w)) => w.to_string(),
-        (None, None) => return,
+    // SAFETY: catalog lookups of a function the executor is about to start.
+    let name = unsafe {
+        let name = pg_sys::get_func_name(function);
+        (pg_sys::get_func_namespace(function) == pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE) && !name.is_null())
+            .then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
     };
+    if let Some(n) = name.filter(|n| CALLERS_SESSION.contains(&n.as_str())) {
+        refuse(&format!("{n}()"));
+    }
+}
+
+/// While a table is read as its owner, refuses a statement of the same reach (from the utility
+/// hook: NOTIFY, SET CONSTRAINTS, DECLARE, which act on the caller's transaction).
+pub(crate) fn refuse_statement(what: &str) {
+    if reading_as_table_owner() {
+        refuse(what);
+    }
+}
+
+/// Raises the refusal of `name` (a function written `f()`, or a statement).
+fn refuse(name: &str) -> ! {
     errors::raise(
         &Report::new(SqlState::InsufficientPrivilege, format!("{name} may not run while nl2sql reads a table as its owner"))
             .detail("It reaches the session of the role that asked for the read: its advisory locks, random numbers, last sequence value, query text, notifications, constraint checks or cursors.")
@@ -61,15 +65,19 @@ pub(crate) struct TableRead;
 impl TableRead {
     pub(crate) fn enter() -> TableRead {
         TABLE_READS.with(|d| d.set(d.get() + 1));
-        // The refusal comes as the executor sets a call up; PL/pgSQL keeps a simple expression
-        // set up for the rest of the transaction while its plan holds, so one her function set
-        // up before the read (a call of it earlier in the transaction) would run unjudged.
-        // Every cached plan is made to be planned again: what her code runs in the read is set
-        // up in it. (The session's own plans are planned again once, as after DISCARD PLANS.)
-        // SAFETY: marks the plan cache's entries invalid, as a cache reset does.
-        unsafe { pg_sys::ResetPlanCache() };
         TableRead
     }
+}
+
+/// Before a read that runs the table owner's code: the refusals come as the executor sets a
+/// call up, and PL/pgSQL keeps a simple expression set up for the rest of the transaction while
+/// its plan holds, so one her function set up before the read (a call of it earlier in the
+/// transaction) would run unjudged. Every cached plan is made to be planned again: what her
+/// code runs in the read is set up in it. (The session's own plans are planned again once, as
+/// after DISCARD PLANS.) Not needed where none of her code may run (Scope::Elevated).
+pub(crate) fn plan_afresh() {
+    // SAFETY: marks the plan cache's entries invalid, as a cache reset does.
+    unsafe { pg_sys::ResetPlanCache() };
 }
 
 impl Drop for TableRead {
