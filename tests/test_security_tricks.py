@@ -596,6 +596,9 @@ def test_her_policy_reaches_nothing_of_the_dbas_session_while_her_table_is_index
         "trace": "INSERT INTO pytest_sx.loot VALUES (coalesce(nl2sql.last_trace()::text, 'none'));",
         "plain": "INSERT INTO pytest_sx.loot VALUES (pg_catalog.nextval('pytest_sx.seq')::text);",
         "random": "PERFORM pg_catalog.random();",
+        "cursors": "INSERT INTO pytest_sx.loot SELECT statement FROM pg_catalog.pg_cursors;",
+        "prepared": "INSERT INTO pytest_sx.loot SELECT statement FROM pg_catalog.pg_prepared_statements;",
+        "currval": "INSERT INTO pytest_sx.loot VALUES (pg_catalog.currval('public.pytest_dba_seq')::text);",
         "declare": "EXECUTE 'DECLARE sx_cursor CURSOR FOR SELECT 1';",
         # Set up once by the DBA's own call earlier in the transaction (a simple expression
         # PL/pgSQL keeps while its plan holds; her function's search_path as the read's).
@@ -624,6 +627,11 @@ def test_her_policy_reaches_nothing_of_the_dbas_session_while_her_table_is_index
             dba.execute("SELECT pg_advisory_lock(1)")
             dba.execute("CREATE TEMP SEQUENCE dba_seq")
             dba.execute("SELECT nextval('dba_seq')")
+            # A sequence she may read, which the DBA drew from: its currval is the DBA's.
+            dba.execute("CREATE SEQUENCE public.pytest_dba_seq")
+            dba.execute("GRANT SELECT ON SEQUENCE public.pytest_dba_seq TO PUBLIC")
+            dba.execute("SELECT nextval('public.pytest_dba_seq')")
+            dba.execute("PREPARE dba_secret AS SELECT 'dba-prepared-text'")
             # A trace of the DBA's, from an explain whose endpoint does not answer (kept for the
             # same custom settings: pytest.call set first).
             dba.execute("SET pytest.call = 'trace'")
@@ -643,6 +651,9 @@ def test_her_policy_reaches_nothing_of_the_dbas_session_while_her_table_is_index
                 "notify": "NOTIFY",
                 "constraints": "SET CONSTRAINTS",
                 "random": "random()",
+                "cursors": "pg_cursor()",
+                "prepared": "pg_prepared_statement()",
+                "currval": "currval()",
                 "declare": "DECLARE",
             }
             for call, name in refused.items():
@@ -671,5 +682,7 @@ def test_her_policy_reaches_nothing_of_the_dbas_session_while_her_table_is_index
             assert dba.execute(build).fetchall() == [("ready",)]
             loot = [r[0] for r in admin.execute("SELECT said FROM pytest_sx.loot").fetchall()]
             assert "none" in loot and "1" in loot and not [s for s in loot if "advisory" in s or "create_value" in s], loot
+            assert not [s for s in loot if "dba-prepared" in s or "CURSOR" in s.upper()], loot
         finally:
             dba.close()
+            admin.execute("DROP SEQUENCE IF EXISTS public.pytest_dba_seq")

@@ -9,14 +9,15 @@ use std::ffi::CStr;
 
 /// Built-in functions a table owner's code may not call while nl2sql reads her table as her
 /// (`owner::as_table_owner`): each reaches past the read into the session of the role that
-/// asked for it (its session advisory locks, its random sequence, read or seeded, its last
-/// sequence value, its query's text, notifications sent in its name), where a rollback undoes
-/// nothing or what is read is the caller's. A transaction-level advisory lock is held until the
-/// caller's transaction ends, as a row lock her code takes is: allowed.
+/// asked for it (its session advisory locks, its random sequence, read or seeded, its
+/// sequences' last values, the text of its query, cursors and prepared statements (the views
+/// pg_cursors and pg_prepared_statements), notifications sent in its name), where a rollback
+/// undoes nothing or what is read is the caller's. A transaction-level advisory lock is held
+/// until the caller's transaction ends, as a row lock her code takes is: allowed.
 const CALLERS_SESSION: &[&str] = &[
     "pg_advisory_lock", "pg_advisory_lock_shared", "pg_try_advisory_lock", "pg_try_advisory_lock_shared", "pg_advisory_unlock",
-    "pg_advisory_unlock_shared", "pg_advisory_unlock_all", "setseed", "random", "random_normal", "current_query", "lastval",
-    "pg_notify",
+    "pg_advisory_unlock_shared", "pg_advisory_unlock_all", "setseed", "random", "random_normal", "current_query", "pg_cursor",
+    "pg_prepared_statement", "lastval", "currval", "pg_notify",
 ];
 
 /// While a table is read as its owner, refuses a function of [`CALLERS_SESSION`] before it
